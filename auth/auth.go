@@ -1,0 +1,108 @@
+// Package auth turns a request into a yard.Principal or a refusal. Each
+// scheme lives in its own file and implements Scheme; a Chain tries them in
+// the order the contract gives (CONTRACT 3): the Authorization header first,
+// then signed-request query variables, then the session cookie. Credentials
+// that are present but wrong are refused; the chain never falls back to the
+// next kind.
+package auth
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/yard-api/yard"
+)
+
+// Scheme is one authentication scheme.
+type Scheme interface {
+	// Name is the scheme's name as it appears in a Principal ("basic", ...).
+	Name() string
+	// Match reports whether r carries credentials of this scheme.
+	Match(r *http.Request) bool
+	// Authenticate checks the credentials of a request for which Match
+	// returned true. A refusal is a *yard.Error (EUNAUTHORIZED, ERATELIMIT,
+	// ETOKENEXPIRED, ...); any other error is internal.
+	Authenticate(r *http.Request) (*yard.Principal, error)
+	// Challenges returns the WWW-Authenticate values this scheme sends with
+	// a 401, or nil when it has none.
+	Challenges(r *http.Request) []string
+}
+
+// Chain authenticates a request with the first scheme that matches it.
+type Chain struct {
+	// Header schemes are matched on the Authorization header, in order.
+	Header []Scheme
+	// Query schemes are matched on query variables (signed requests).
+	Query []Scheme
+	// Cookie schemes are matched on cookies (sessions).
+	Cookie []Scheme
+}
+
+// Authenticate returns the principal of r, nil when r carries no
+// credentials at all, or a refusal.
+func (c *Chain) Authenticate(r *http.Request) (*yard.Principal, error) {
+	if r.TLS == nil {
+		// CONTRACT 2: credentials arriving over plain HTTP are refused, never checked.
+		if hasCredentials(r) {
+			return nil, yard.Errorf(yard.EUNAUTHORIZED, "Credentials are accepted over HTTPS only.")
+		}
+		return nil, nil
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		for _, s := range c.Header {
+			if s.Match(r) {
+				return s.Authenticate(r)
+			}
+		}
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The Authorization scheme %q is not supported.", schemeWord(h))
+	}
+	for _, group := range [][]Scheme{c.Query, c.Cookie} {
+		for _, s := range group {
+			if s.Match(r) {
+				return s.Authenticate(r)
+			}
+		}
+	}
+	return nil, nil
+}
+
+// Challenges returns the WWW-Authenticate values of every scheme in the chain.
+func (c *Chain) Challenges(r *http.Request) []string {
+	var out []string
+	for _, group := range [][]Scheme{c.Header, c.Query, c.Cookie} {
+		for _, s := range group {
+			out = append(out, s.Challenges(r)...)
+		}
+	}
+	return out
+}
+
+func hasCredentials(r *http.Request) bool {
+	if r.Header.Get("Authorization") != "" {
+		return true
+	}
+	q := r.URL.Query()
+	if q.Has("signature") || q.Has("apiKey") {
+		return true
+	}
+	_, err := r.Cookie(SessionCookie)
+	return err == nil
+}
+
+// SessionCookie is the name of the cookie carrying a session key.
+const SessionCookie = "sessionToken"
+
+func schemeWord(h string) string {
+	w, _, _ := strings.Cut(h, " ")
+	if len(w) > 32 {
+		w = w[:32]
+	}
+	return w
+}
+
+// AuthScheme returns the scheme word of an Authorization header value,
+// lower-cased, and the rest.
+func AuthScheme(h string) (scheme, rest string) {
+	w, rest, _ := strings.Cut(strings.TrimSpace(h), " ")
+	return strings.ToLower(w), strings.TrimSpace(rest)
+}

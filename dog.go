@@ -1,0 +1,168 @@
+package yard
+
+import (
+	"context"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Bark effects (spec: Dogs (a)-(d)).
+const (
+	EffectEmail      = "email"       // (a) send a message to the dog's address
+	EffectEmailCount = "email-count" // (b) (a) and barkCount + 1
+	EffectRecord     = "record"      // (c) a bark record with a timestamp, barkCount + 1
+	EffectFetchCode  = "fetch-code"  // (d) fetch the dog's code, then text the owner
+)
+
+// ValidEffect reports whether e names one of the four bark effects.
+func ValidEffect(e string) bool {
+	switch e {
+	case EffectEmail, EffectEmailCount, EffectRecord, EffectFetchCode:
+		return true
+	}
+	return false
+}
+
+// Dog is a dog that barks.
+type Dog struct {
+	ID           string
+	Name         string
+	Email        string
+	Owner        string // user id
+	BarkCount    int64
+	BarkEffect   string
+	CodeURL      string
+	CodeRevision string
+	// Schedule is the recurring bark, nil when none is set.
+	Schedule  *BarkSchedule
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// BarkSchedule is the one recurring bark of a dog. The PATCH of the dog, the
+// bark-schedule resource and barks in the dog representation are views of it.
+type BarkSchedule struct {
+	Next      time.Time
+	Frequency int // minutes
+	// Last is the time of the last bark, zero when it never barked.
+	Last time.Time
+	// Previous lists the times of past barks, newest first (at most 20).
+	Previous []time.Time
+}
+
+// DogUpdate holds the writable fields of a dog; nil leaves a field unchanged.
+type DogUpdate struct {
+	Name       *string
+	Email      *string
+	Owner      *string
+	BarkEffect *string
+	CodeURL    *string
+}
+
+// DogFilter narrows a list of dogs.
+type DogFilter struct {
+	Owner  *string // only dogs of this owner; nil for all
+	Offset int
+	Limit  int
+}
+
+// DogService stores dogs.
+//
+// FindDogByID returns ENOTFOUND; CreateDog and UpdateDog return EINVALID
+// for bad fields (an unknown owner among them).
+type DogService interface {
+	FindDogByID(ctx context.Context, id string) (*Dog, error)
+	FindDogs(ctx context.Context, filter DogFilter) ([]*Dog, int, error)
+	CreateDog(ctx context.Context, d *Dog) error
+	UpdateDog(ctx context.Context, id string, upd DogUpdate) (*Dog, error)
+	DeleteDog(ctx context.Context, id string) error
+}
+
+// ValidateDog checks the fields of a dog before it is written.
+func ValidateDog(d *Dog) error {
+	var fields []FieldError
+	if strings.TrimSpace(d.Name) == "" || len(d.Name) > 200 {
+		fields = append(fields, FieldError{"name", "must be 1-200 characters"})
+	}
+	if !ValidEmail(d.Email) {
+		fields = append(fields, FieldError{"email", "must be a plain e-mail address"})
+	}
+	if d.Owner == "" {
+		fields = append(fields, FieldError{"owner", "must be the id of a person"})
+	}
+	if !ValidEffect(d.BarkEffect) {
+		fields = append(fields, FieldError{"barkEffect", "must be one of email, email-count, record, fetch-code"})
+	}
+	if d.CodeURL != "" {
+		if err := ValidateCodeURL(d.CodeURL); err != nil {
+			fields = append(fields, FieldError{"codeUrl", err.Error()})
+		}
+	}
+	if len(fields) > 0 {
+		return Invalid("The dog has invalid fields.", fields...)
+	}
+	return nil
+}
+
+var scpLikeRe = regexp.MustCompile(`^git@([A-Za-z0-9][A-Za-z0-9.-]*):([A-Za-z0-9_./~][A-Za-z0-9_./~+-]*)$`)
+
+type codeURLError string
+
+func (e codeURLError) Error() string { return string(e) }
+
+// ValidateCodeURL checks a dog's codeUrl so that no value can inject a
+// command or an option into the fetch command: https://, ssh://, git@host:path
+// and file:// only; no part may start with '-', and no control characters or
+// white space anywhere.
+func ValidateCodeURL(s string) error {
+	if len(s) > 2048 {
+		return codeURLError("must be at most 2048 characters")
+	}
+	if strings.HasPrefix(s, "-") {
+		return codeURLError("must not start with '-'")
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return codeURLError("must not hold control characters or white space")
+		}
+	}
+	if strings.HasPrefix(s, "git@") {
+		m := scpLikeRe.FindStringSubmatch(s)
+		if m == nil {
+			return codeURLError("git@host:path form is malformed")
+		}
+		if strings.HasPrefix(m[1], "-") || strings.HasPrefix(m[2], "-") {
+			return codeURLError("host and path must not start with '-'")
+		}
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return codeURLError("is not a URL")
+	}
+	switch u.Scheme {
+	case "https", "ssh":
+		if u.Host == "" || strings.HasPrefix(u.Host, "-") || strings.HasPrefix(u.Hostname(), "-") {
+			return codeURLError("must name a host that does not start with '-'")
+		}
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return codeURLError("file:// URLs must be local")
+		}
+		if u.Path == "" || !strings.HasPrefix(u.Path, "/") {
+			return codeURLError("file:// URLs need an absolute path")
+		}
+	default:
+		return codeURLError("scheme must be https, ssh, file, or the git@host:path form")
+	}
+	if strings.HasPrefix(strings.TrimPrefix(u.Path, "/"), "-") || strings.Contains(u.Path, "/-") {
+		return codeURLError("path segments must not start with '-'")
+	}
+	if u.User != nil && strings.HasPrefix(u.User.Username(), "-") {
+		return codeURLError("user must not start with '-'")
+	}
+	return nil
+}
