@@ -1,0 +1,48 @@
+package yard
+
+import (
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// NewID returns a new opaque identifier (a UUIDv7, so ids sort by creation).
+func NewID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// ReservedIDs are path words that are never identifiers (CONTRACT 2).
+var ReservedIDs = []string{"search", "all", "by-parameters", "by-vendor"}
+
+// ValidClientID reports whether a client-chosen id is acceptable: 1-64
+// characters of letters, digits, '-', '_' and '.', not starting with '-' or
+// '.', and not a reserved word.
+func ValidClientID(id string) bool {
+	if id == "" || len(id) > 64 || id[0] == '-' || id[0] == '.' {
+		return false
+	}
+	for _, w := range ReservedIDs {
+		if strings.EqualFold(id, w) {
+			return false
+		}
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// Page selects a window of a collection (CONTRACT 2: offset default 0, max
+// default 20, at most 100).
+type Page struct {
+	Offset int
+	Max    int
+}
+
+// Paging defaults and limits.
+const (
+	DefaultPageMax = 20
+	MaxPageMax     = 100
+)
