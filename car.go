@@ -1,0 +1,189 @@
+package yard
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Car is a car, alone or kept in a garage (CONTRACT 6).
+type Car struct {
+	ID     string
+	Color  string
+	Type   string
+	Doors  int
+	Make   string
+	Model  string
+	Year   int
+	Garage string // garage id, "" when the car is in no garage
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Garage holds cars. CarCount is computed when it is read.
+type Garage struct {
+	ID        string
+	Name      string
+	State     string
+	CarCount  int
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// CarUpdate holds the fields of a partial car update; nil leaves a field
+// unchanged. Garage set to a pointer to "" takes the car out of its garage.
+type CarUpdate struct {
+	Color  *string
+	Type   *string
+	Doors  *int
+	Make   *string
+	Model  *string
+	Year   *int
+	Garage *string
+}
+
+// Apply changes c by upd.
+func (upd CarUpdate) Apply(c *Car) {
+	if upd.Color != nil {
+		c.Color = *upd.Color
+	}
+	if upd.Type != nil {
+		c.Type = *upd.Type
+	}
+	if upd.Doors != nil {
+		c.Doors = *upd.Doors
+	}
+	if upd.Make != nil {
+		c.Make = *upd.Make
+	}
+	if upd.Model != nil {
+		c.Model = *upd.Model
+	}
+	if upd.Year != nil {
+		c.Year = *upd.Year
+	}
+	if upd.Garage != nil {
+		c.Garage = *upd.Garage
+	}
+}
+
+// GarageUpdate holds the fields of a partial garage update.
+type GarageUpdate struct {
+	Name  *string
+	State *string
+}
+
+// Limits of car and garage fields.
+const (
+	MaxCarText = 64 // color, type, make, model, garage name and state
+	MinCarYear = 1886
+	MaxCarYear = 9999
+	MaxDoors   = 16
+)
+
+// Validate checks the fields of a car. It does not check that the garage
+// exists (the store does, answering EINVALID naming "garage").
+func (c *Car) Validate() error {
+	var fields []FieldError
+	text := func(name, v string) {
+		if msg := checkText(v); msg != "" {
+			fields = append(fields, FieldError{Field: name, Message: msg})
+		}
+	}
+	text("color", c.Color)
+	text("type", c.Type)
+	text("make", c.Make)
+	text("model", c.Model)
+	if c.Doors < 0 || c.Doors > MaxDoors {
+		fields = append(fields, FieldError{Field: "doors", Message: "must be a whole number from 0 to 16"})
+	}
+	if c.Year < MinCarYear || c.Year > MaxCarYear {
+		fields = append(fields, FieldError{Field: "year", Message: "must be a whole number from 1886 to 9999"})
+	}
+	if c.ID != "" && !ValidClientID(c.ID) {
+		fields = append(fields, FieldError{Field: "id", Message: "must be 1-64 letters, digits, '-', '_' or '.', and not a reserved word"})
+	}
+	if c.Garage != "" && !ValidClientID(c.Garage) {
+		fields = append(fields, FieldError{Field: "garage", Message: "is not a garage id"})
+	}
+	if len(fields) > 0 {
+		return Invalid("The car is not valid.", fields...)
+	}
+	return nil
+}
+
+// Validate checks the fields of a garage.
+func (g *Garage) Validate() error {
+	var fields []FieldError
+	if msg := checkText(g.Name); msg != "" {
+		fields = append(fields, FieldError{Field: "name", Message: msg})
+	}
+	if msg := checkText(g.State); msg != "" {
+		fields = append(fields, FieldError{Field: "state", Message: msg})
+	}
+	if g.ID != "" && !ValidClientID(g.ID) {
+		fields = append(fields, FieldError{Field: "id", Message: "must be 1-64 letters, digits, '-', '_' or '.', and not a reserved word"})
+	}
+	if len(fields) > 0 {
+		return Invalid("The garage is not valid.", fields...)
+	}
+	return nil
+}
+
+// checkText returns why v is not an acceptable car text field, or "".
+func checkText(v string) string {
+	switch {
+	case strings.TrimSpace(v) == "":
+		return "is required"
+	case !utf8.ValidString(v) || utf8.RuneCountInString(v) > MaxCarText:
+		return "must be at most 64 characters of UTF-8 text"
+	case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return "must not hold control characters"
+	}
+	return ""
+}
+
+// Search is a stored car search (spec: Search as a first-class resource).
+// Its criteria are kept as a Query; Name, when set, makes it reachable at
+// /search/{name}.
+type Search struct {
+	ID        string
+	Name      string
+	Query     Query
+	CreatedBy string // user id
+	CreatedAt time.Time
+}
+
+// CarService stores cars, garages and searches.
+//
+// Find* by id return ENOTFOUND. Create and Replace return EINVALID for bad
+// fields (an unknown garage among them) and ECONFLICT when a client-chosen
+// id is taken. DeleteGarage returns ECONFLICT while the garage holds cars.
+// CreateSearch returns ECONFLICT when the name is taken.
+type CarService interface {
+	FindCarByID(ctx context.Context, id string) (*Car, error)
+	// FindCars returns a page of cars matching q, ordered by id, and the
+	// number of all matching cars.
+	FindCars(ctx context.Context, q Query, page Page) ([]*Car, int, error)
+	CreateCar(ctx context.Context, c *Car) error
+	// ReplaceCar stores c under c.ID, creating it when absent; created
+	// reports which.
+	ReplaceCar(ctx context.Context, c *Car) (created bool, err error)
+	UpdateCar(ctx context.Context, id string, upd CarUpdate) (*Car, error)
+	DeleteCar(ctx context.Context, id string) error
+
+	FindGarageByID(ctx context.Context, id string) (*Garage, error)
+	FindGarages(ctx context.Context, page Page) ([]*Garage, int, error)
+	CreateGarage(ctx context.Context, g *Garage) error
+	ReplaceGarage(ctx context.Context, g *Garage) (created bool, err error)
+	UpdateGarage(ctx context.Context, id string, upd GarageUpdate) (*Garage, error)
+	DeleteGarage(ctx context.Context, id string) error
+
+	CreateSearch(ctx context.Context, s *Search) error
+	FindSearchByID(ctx context.Context, id string) (*Search, error)
+	FindSearchByName(ctx context.Context, name string) (*Search, error)
+	FindSearches(ctx context.Context, page Page) ([]*Search, int, error)
+	DeleteSearch(ctx context.Context, id string) error
+}

@@ -1,0 +1,471 @@
+package yard
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Car query field paths (CONTRACT 6). "vendor" is another name for "make"
+// and "garage" another name for "garage.id"; the parser reads them as those.
+const (
+	FieldColor       = "color"
+	FieldType        = "type"
+	FieldDoors       = "doors"
+	FieldMake        = "make"
+	FieldModel       = "model"
+	FieldYear        = "year"
+	FieldGarageID    = "garage.id"
+	FieldGarageName  = "garage.name"
+	FieldGarageState = "garage.state"
+)
+
+// Query operators of the q.<path>.<op> form.
+const (
+	OpEq = "eq"
+	OpNe = "ne"
+	OpLt = "lt"
+	OpLe = "le"
+	OpGt = "gt"
+	OpGe = "ge"
+)
+
+// FieldKind says how the values of a field are compared.
+type FieldKind int
+
+// Field kinds.
+const (
+	KindText   FieldKind = iota // case-insensitive text
+	KindNumber                  // whole number; eq, ne, lt, le, gt, ge
+	KindID                      // an exact identifier
+)
+
+// fieldInfo describes one queryable field.
+type fieldInfo struct {
+	kind     FieldKind
+	nullable bool // the value "null" means "the car is in no garage"
+}
+
+// queryFields is the whitelist of query paths, aliases resolved.
+var queryFields = map[string]fieldInfo{
+	FieldColor:       {kind: KindText},
+	FieldType:        {kind: KindText},
+	FieldDoors:       {kind: KindNumber},
+	FieldMake:        {kind: KindText},
+	FieldModel:       {kind: KindText},
+	FieldYear:        {kind: KindNumber},
+	FieldGarageID:    {kind: KindID, nullable: true},
+	FieldGarageName:  {kind: KindText, nullable: true},
+	FieldGarageState: {kind: KindText, nullable: true},
+}
+
+// fieldAliases maps other accepted names to their path.
+var fieldAliases = map[string]string{
+	"vendor": FieldMake,
+	"garage": FieldGarageID,
+}
+
+// QueryFields lists the canonical query paths in order.
+func QueryFields() []string {
+	out := make([]string, 0, len(queryFields))
+	for f := range queryFields {
+		out = append(out, f)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// FieldKindOf returns the kind of a canonical path, and false when the
+// path is not queryable.
+func FieldKindOf(path string) (FieldKind, bool) {
+	fi, ok := queryFields[path]
+	return fi.kind, ok
+}
+
+// canonicalField resolves a field name (any case, aliases allowed) to its
+// canonical path.
+func canonicalField(name string) (string, fieldInfo, bool) {
+	name = strings.ToLower(name)
+	if a, ok := fieldAliases[name]; ok {
+		name = a
+	}
+	fi, ok := queryFields[name]
+	return name, fi, ok
+}
+
+// Limits that keep one query small.
+const (
+	MaxQueryValues = 200 // values over all fields
+	MaxValueLength = 256
+)
+
+// Range is one numeric bound of a filter.
+type Range struct {
+	Op    string // lt, le, gt or ge
+	Value int64
+}
+
+// Filter is the condition on one field: the car's value is one of In (or
+// the car is in no garage, when Null), none of NotIn (and the car is in a
+// garage, when NotNull), and within every Range.
+//
+// Text values are lower-case (string matches ignore case), numbers are in
+// decimal without leading zeros, and every list is sorted and free of
+// duplicates, so equivalent queries are equal values.
+type Filter struct {
+	Field   string
+	In      []string
+	Null    bool
+	NotIn   []string
+	NotNull bool
+	Ranges  []Range
+}
+
+// Query is a car search: filters that all hold (AND). Every car-list URL
+// shape, both search body shapes and stored searches become a Query, and
+// one compiler in the store turns it into SQL.
+type Query struct {
+	Filters []Filter // sorted by Field; a field appears at most once per parsed query
+}
+
+// IsZero reports whether q matches every car.
+func (q Query) IsZero() bool { return len(q.Filters) == 0 }
+
+// Equal reports whether q and o are the same query.
+func (q Query) Equal(o Query) bool { return q.String() == o.String() }
+
+// And returns a query whose results are those matching both q and o. A
+// field filtered by both keeps both conditions.
+func (q Query) And(o Query) Query {
+	out := Query{Filters: append(slices.Clone(q.Filters), o.Filters...)}
+	slices.SortStableFunc(out.Filters, func(a, b Filter) int { return strings.Compare(a.Field, b.Field) })
+	return out
+}
+
+// String renders q in the query grammar, canonically: fields in order,
+// values sorted, pairs joined by '&'. ParseCarQuery(q.String()) gives q
+// back.
+func (q Query) String() string {
+	var pairs []string
+	for _, f := range q.Filters {
+		pairs = append(pairs, f.pairs()...)
+	}
+	return strings.Join(pairs, "&")
+}
+
+func (f Filter) pairs() []string {
+	var out, vals []string
+	for _, v := range f.In {
+		vals = append(vals, escapeValue(v))
+	}
+	if f.Null {
+		vals = append(vals, "null")
+	}
+	for _, v := range f.NotIn {
+		vals = append(vals, "!"+escapeValue(v))
+	}
+	if f.NotNull {
+		vals = append(vals, "!null")
+	}
+	if len(vals) > 0 {
+		out = append(out, f.Field+"="+strings.Join(vals, ","))
+	}
+	for _, r := range f.Ranges {
+		out = append(out, "q."+f.Field+"."+r.Op+"="+strconv.FormatInt(r.Value, 10))
+	}
+	return out
+}
+
+// escapeValue percent-encodes what the grammar gives a meaning to.
+func escapeValue(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
+// queryBuilder gathers conditions into a Query, one filter per field.
+type queryBuilder struct {
+	filters map[string]*filterSet
+	values  int
+}
+
+type filterSet struct {
+	in, notIn     map[string]bool
+	null, notNull bool
+	ranges        map[string]int64 // strongest bound per op
+}
+
+// add records one condition: field (canonical), operator, value (already
+// decoded) and whether the value was negated with '!'. It returns a
+// message saying why the condition is refused, or "".
+func (b *queryBuilder) add(field string, fi fieldInfo, op, value string, negated bool) string {
+	if b.filters == nil {
+		b.filters = map[string]*filterSet{}
+	}
+	b.values++
+	if b.values > MaxQueryValues {
+		return fmt.Sprintf("a query holds at most %d values", MaxQueryValues)
+	}
+	if value == "" {
+		return "empty value"
+	}
+	if !utf8.ValidString(value) {
+		return "the value is not UTF-8 text"
+	}
+	fs := b.filters[field]
+	if fs == nil {
+		fs = &filterSet{in: map[string]bool{}, notIn: map[string]bool{}, ranges: map[string]int64{}}
+		b.filters[field] = fs
+	}
+	switch op {
+	case OpEq, OpNe:
+		exclude := (op == OpNe) != negated
+		if value == "null" && fi.nullable {
+			if exclude {
+				fs.notNull = true
+			} else {
+				fs.null = true
+			}
+			return ""
+		}
+		v, msg := normalizeValue(fi.kind, value)
+		if msg != "" {
+			return msg
+		}
+		if len(v) > MaxValueLength {
+			return fmt.Sprintf("a value is at most %d bytes", MaxValueLength)
+		}
+		if exclude {
+			fs.notIn[v] = true
+		} else {
+			fs.in[v] = true
+		}
+		return ""
+	case OpLt, OpLe, OpGt, OpGe:
+		if fi.kind != KindNumber {
+			return fmt.Sprintf("operator %s applies to numbers only (doors, year)", op)
+		}
+		if negated {
+			return "a '!' value cannot be used with " + op
+		}
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil {
+			return fmt.Sprintf("%q is not a whole number", value)
+		}
+		old, seen := fs.ranges[op]
+		switch {
+		case !seen:
+			fs.ranges[op] = n
+		case (op == OpLt || op == OpLe) && n < old, (op == OpGt || op == OpGe) && n > old:
+			fs.ranges[op] = n
+		}
+		return ""
+	}
+	return fmt.Sprintf("unknown operator %q (use eq, ne, lt, le, gt or ge)", op)
+}
+
+// normalizeValue returns the canonical form of a value of a field kind.
+func normalizeValue(kind FieldKind, v string) (string, string) {
+	switch kind {
+	case KindNumber:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return "", fmt.Sprintf("%q is not a whole number", v)
+		}
+		return strconv.FormatInt(n, 10), ""
+	case KindText:
+		return strings.ToLower(v), ""
+	}
+	return v, ""
+}
+
+func (b *queryBuilder) query() Query {
+	var q Query
+	for field, fs := range b.filters {
+		f := Filter{Field: field, Null: fs.null, NotNull: fs.notNull}
+		f.In = sortedKeys(fs.in)
+		f.NotIn = sortedKeys(fs.notIn)
+		for _, op := range []string{OpGe, OpGt, OpLe, OpLt} {
+			if n, ok := fs.ranges[op]; ok {
+				f.Ranges = append(f.Ranges, Range{Op: op, Value: n})
+			}
+		}
+		q.Filters = append(q.Filters, f)
+	}
+	slices.SortFunc(q.Filters, func(a, b Filter) int { return strings.Compare(a.Field, b.Field) })
+	return q
+}
+
+func sortedKeys(m map[string]bool) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// authQueryVars are query variables that carry credentials (CONTRACT 4,
+// signed requests); a car list ignores them.
+var authQueryVars = map[string]bool{"apikey": true, "signature": true, "timestamp": true}
+
+// ParseCarQuery parses a raw (still percent-encoded) query string in the
+// car query grammar of CONTRACT 6 into a Query and a page:
+//
+//   - pairs are separated by '&' or ';';
+//   - field=a,b means a OR b; the split is on literal commas before
+//     percent-decoding, so %2C is a comma inside a value;
+//   - a value with a leading literal '!' is excluded;
+//   - repeating a field adds values; different fields AND together;
+//   - q.<path>.<op>=v with op eq or ne, and lt, le, gt, ge on numbers;
+//   - paths: color, type, doors, make (alias vendor), model, year,
+//     garage.id (alias garage), garage.name, garage.state; on the garage
+//     paths the value null means "in no garage";
+//   - offset and max page (CONTRACT 2: max above 100 is cut to 100).
+//
+// Errors are EINVALID, naming the offending pair.
+func ParseCarQuery(raw string) (Query, Page, error) {
+	var b queryBuilder
+	page := Page{Offset: 0, Max: DefaultPageMax}
+	seenPage := map[string]bool{}
+	for _, pair := range splitPairs(raw) {
+		if pair == "" {
+			continue
+		}
+		rawKey, rawValue, hasEq := strings.Cut(pair, "=")
+		key, err := unescape(rawKey)
+		if err != nil {
+			return Query{}, Page{}, badPair(pair, rawKey, "the name is not correctly percent-encoded")
+		}
+		if !hasEq {
+			return Query{}, Page{}, badPair(pair, key, "a pair needs the form name=value")
+		}
+		lkey := strings.ToLower(key)
+		switch {
+		case authQueryVars[lkey]:
+			continue
+		case lkey == "offset" || lkey == "max":
+			if seenPage[lkey] {
+				return Query{}, Page{}, badPair(pair, key, "given more than once")
+			}
+			seenPage[lkey] = true
+			v, err := unescape(rawValue)
+			if err != nil {
+				return Query{}, Page{}, badPair(pair, key, "the value is not correctly percent-encoded")
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || len(v) > 10 {
+				return Query{}, Page{}, badPair(pair, key, "must be a whole number, 0 or more")
+			}
+			if lkey == "offset" {
+				page.Offset = n
+			} else {
+				page.Max = min(n, MaxPageMax)
+			}
+			continue
+		}
+		field, op := key, OpEq
+		if strings.HasPrefix(lkey, "q.") {
+			i := strings.LastIndexByte(key, '.')
+			if i <= 1 {
+				return Query{}, Page{}, badPair(pair, key, "the filter form is q.<path>.<op>")
+			}
+			field, op = key[2:i], strings.ToLower(key[i+1:])
+			switch op {
+			case OpEq, OpNe, OpLt, OpLe, OpGt, OpGe:
+			default:
+				return Query{}, Page{}, badPair(pair, key, fmt.Sprintf("unknown operator %q (use eq, ne, lt, le, gt or ge)", key[i+1:]))
+			}
+		}
+		path, fi, ok := canonicalField(field)
+		if !ok {
+			return Query{}, Page{}, badPair(pair, key, fmt.Sprintf("unknown field %q (use %s, vendor or garage)", field, strings.Join(QueryFields(), ", ")))
+		}
+		items := strings.Split(rawValue, ",")
+		if op != OpEq && op != OpNe && len(items) > 1 {
+			return Query{}, Page{}, badPair(pair, key, "operator "+op+" takes one value")
+		}
+		for _, item := range items {
+			negated := strings.HasPrefix(item, "!")
+			if negated {
+				item = item[1:]
+			}
+			v, err := unescape(item)
+			if err != nil {
+				return Query{}, Page{}, badPair(pair, key, "the value is not correctly percent-encoded")
+			}
+			if msg := b.add(path, fi, op, v, negated); msg != "" {
+				return Query{}, Page{}, badPair(pair, key, msg)
+			}
+		}
+	}
+	return b.query(), page, nil
+}
+
+// splitPairs splits a raw query on '&' and ';'.
+func splitPairs(raw string) []string {
+	return strings.FieldsFunc(raw, func(r rune) bool { return r == '&' || r == ';' })
+}
+
+// unescape percent-decodes s, reading '+' as a space (HTML form encoding).
+func unescape(s string) (string, error) {
+	if !strings.ContainsAny(s, "%+") {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '+':
+			b.WriteByte(' ')
+		case '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return "", fmt.Errorf("bad escape")
+			}
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// badPair is the error for one refused query pair. The field error names
+// the parameter, the message quotes the whole pair.
+func badPair(pair, name, why string) error {
+	shown := pair
+	if len(shown) > 100 {
+		shown = shown[:100] + "..."
+	}
+	return &Error{
+		Code:    EINVALID,
+		Message: fmt.Sprintf("Bad query pair %q: %s.", shown, why),
+		Fields:  []FieldError{{Field: name, Message: why}},
+	}
+}

@@ -1,0 +1,429 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/yard-api/yard"
+)
+
+var _ yard.CarService = (*DB)(nil)
+
+const carColumns = `id, color, type, doors, make, model, year, garage_id, created_at, updated_at`
+
+func scanCar(row interface{ Scan(...any) error }) (*yard.Car, error) {
+	var c yard.Car
+	var garage sql.NullString
+	var created, updated int64
+	if err := row.Scan(&c.ID, &c.Color, &c.Type, &c.Doors, &c.Make, &c.Model, &c.Year, &garage, &created, &updated); err != nil {
+		return nil, err
+	}
+	c.Garage = garage.String
+	c.CreatedAt, c.UpdatedAt = FromMillis(created), FromMillis(updated)
+	return &c, nil
+}
+
+// FindCarByID returns the car with that id, or ENOTFOUND.
+func (db *DB) FindCarByID(ctx context.Context, id string) (*yard.Car, error) {
+	c, err := scanCar(db.read.QueryRowContext(ctx, `SELECT `+carColumns+` FROM cars WHERE id = $1`, id))
+	return c, notFound(err, "Car")
+}
+
+// FindCars returns the page of cars matching q in id order, and the number
+// of all matching cars. Totals are cached per query while the cars
+// version (car_version, bumped by every write) stays the same, so a
+// repeated count over a million rows costs one primary-key read.
+func (db *DB) FindCars(ctx context.Context, q yard.Query, page yard.Page) ([]*yard.Car, int, error) {
+	where, args := CompileCarQuery(db.engine, q, nil)
+	total, err := db.countCars(ctx, q, where, args)
+	if err != nil {
+		return nil, 0, err
+	}
+	if page.Max <= 0 || page.Offset >= total {
+		return []*yard.Car{}, total, nil
+	}
+	n := len(args)
+	args = append(args, page.Max, page.Offset)
+	rows, err := db.read.QueryContext(ctx, `SELECT `+carColumns+` FROM cars WHERE `+where+
+		` ORDER BY id LIMIT $`+itoa(n+1)+` OFFSET $`+itoa(n+2), args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := make([]*yard.Car, 0, page.Max)
+	for rows.Next() {
+		c, err := scanCar(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, c)
+	}
+	return out, total, rows.Err()
+}
+
+// countCache remembers totals of car queries for one cars version.
+type countCache struct {
+	mu       sync.Mutex
+	version  int64
+	totals   map[string]int
+	inflight map[string]*countCall
+}
+
+type countCall struct {
+	done  chan struct{}
+	total int
+	err   error
+}
+
+// maxCachedCounts bounds the cache; past it the cache starts over.
+const maxCachedCounts = 4096
+
+// countCaches holds one cache per open store (keyed by *DB, so the store
+// type needs no new field).
+var countCaches sync.Map
+
+func (db *DB) counts() *countCache {
+	if c, ok := countCaches.Load(db); ok {
+		return c.(*countCache)
+	}
+	c, _ := countCaches.LoadOrStore(db, &countCache{totals: map[string]int{}, inflight: map[string]*countCall{}})
+	return c.(*countCache)
+}
+
+// countCars returns the number of cars matching where. It reads the cars
+// version first and counts after, so a total is never filed under a
+// version older than the data it counted; concurrent identical counts
+// share one query.
+func (db *DB) countCars(ctx context.Context, q yard.Query, where string, args []any) (int, error) {
+	var version int64
+	if err := db.read.QueryRowContext(ctx, `SELECT version FROM car_version WHERE id = 1`).Scan(&version); err != nil {
+		return 0, err
+	}
+	key := q.String()
+	cc := db.counts()
+	cc.mu.Lock()
+	if cc.version != version {
+		cc.version, cc.totals = version, map[string]int{}
+	}
+	if n, ok := cc.totals[key]; ok {
+		cc.mu.Unlock()
+		return n, nil
+	}
+	callKey := itoa(int(version)) + "|" + key
+	if call, ok := cc.inflight[callKey]; ok {
+		cc.mu.Unlock()
+		select {
+		case <-call.done:
+			return call.total, call.err
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	call := &countCall{done: make(chan struct{})}
+	cc.inflight[callKey] = call
+	cc.mu.Unlock()
+
+	// The count runs without the caller's cancellation so that others
+	// waiting for it are not failed by one client going away.
+	err := db.read.QueryRowContext(context.WithoutCancel(ctx), `SELECT COUNT(*) FROM cars WHERE `+where, args...).Scan(&call.total)
+	call.err = err
+	cc.mu.Lock()
+	delete(cc.inflight, callKey)
+	if err == nil && cc.version == version {
+		if len(cc.totals) >= maxCachedCounts {
+			cc.totals = map[string]int{}
+		}
+		cc.totals[key] = call.total
+	}
+	cc.mu.Unlock()
+	close(call.done)
+	return call.total, err
+}
+
+// bumpCarVersion marks every cached total stale; call it in each write
+// transaction on cars or garages.
+func bumpCarVersion(tx *Tx) error {
+	_, err := tx.ExecContext(context.Background(), `UPDATE car_version SET version = version + 1 WHERE id = 1`)
+	return err
+}
+
+// garageStateKey returns the state key of a garage for a car being
+// written, or EINVALID naming "garage" when there is no such garage.
+func garageStateKey(ctx context.Context, tx *Tx, garage string) (any, error) {
+	if garage == "" {
+		return nil, nil
+	}
+	var state string
+	err := tx.QueryRowContext(ctx, `SELECT state_key FROM garages WHERE id = $1`, garage).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, yard.Invalid("The car's garage does not exist.", yard.FieldError{Field: "garage", Message: "no garage has this id"})
+	}
+	return state, err
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// CreateCar stores a new car; a car without id gets one.
+func (db *DB) CreateCar(ctx context.Context, c *yard.Car) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if c.ID == "" {
+		c.ID = yard.NewID()
+	}
+	return db.WithTx(ctx, func(tx *Tx) error {
+		return insertCar(ctx, tx, c)
+	})
+}
+
+func insertCar(ctx context.Context, tx *Tx, c *yard.Car) error {
+	state, err := garageStateKey(ctx, tx, c.Garage)
+	if err != nil {
+		return err
+	}
+	c.CreatedAt, c.UpdatedAt = tx.Now().UTC(), tx.Now().UTC()
+	_, err = tx.ExecContext(ctx, `INSERT INTO cars (id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year,
+		garage_id, garage_state_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+		c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make, strings.ToLower(c.Make),
+		c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), state, Millis(tx.Now()))
+	if isUniqueViolation(err) {
+		return yard.Errorf(yard.ECONFLICT, "A car with id %q exists.", c.ID)
+	} else if err != nil {
+		return err
+	}
+	c.CreatedAt, c.UpdatedAt = FromMillis(Millis(tx.Now())), FromMillis(Millis(tx.Now()))
+	return bumpCarVersion(tx)
+}
+
+func updateCarRow(ctx context.Context, tx *Tx, c *yard.Car) error {
+	state, err := garageStateKey(ctx, tx, c.Garage)
+	if err != nil {
+		return err
+	}
+	now := Millis(tx.Now())
+	_, err = tx.ExecContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
+		make_key = $8, model = $9, model_key = $10, year = $11, garage_id = $12, garage_state_key = $13, updated_at = $14 WHERE id = $1`,
+		c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make, strings.ToLower(c.Make),
+		c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), state, now)
+	if err != nil {
+		return err
+	}
+	c.UpdatedAt = FromMillis(now)
+	return bumpCarVersion(tx)
+}
+
+// ReplaceCar stores c under c.ID, creating the car when there is none.
+func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
+	if err := c.Validate(); err != nil {
+		return false, err
+	}
+	if c.ID == "" {
+		return false, yard.Invalid("The car needs an id.", yard.FieldError{Field: "id", Message: "is required"})
+	}
+	created := false
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		old, err := scanCar(tx.QueryRowContext(ctx, `SELECT `+carColumns+` FROM cars WHERE id = $1`, c.ID))
+		if errors.Is(err, sql.ErrNoRows) {
+			created = true
+			return insertCar(ctx, tx, c)
+		} else if err != nil {
+			return err
+		}
+		c.CreatedAt = old.CreatedAt
+		return updateCarRow(ctx, tx, c)
+	})
+	return created, err
+}
+
+// UpdateCar changes the given fields of a car and returns it.
+func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*yard.Car, error) {
+	var c *yard.Car
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		var err error
+		c, err = scanCar(tx.QueryRowContext(ctx, `SELECT `+carColumns+` FROM cars WHERE id = $1`, id))
+		if err != nil {
+			return notFound(err, "Car")
+		}
+		upd.Apply(c)
+		if err := c.Validate(); err != nil {
+			return err
+		}
+		return updateCarRow(ctx, tx, c)
+	})
+	return c, err
+}
+
+// DeleteCar removes a car.
+func (db *DB) DeleteCar(ctx context.Context, id string) error {
+	return db.WithTx(ctx, func(tx *Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM cars WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return yard.Errorf(yard.ENOTFOUND, "Car not found.")
+		}
+		return bumpCarVersion(tx)
+	})
+}
+
+const garageColumns = `g.id, g.name, g.state, g.created_at, g.updated_at, (SELECT COUNT(*) FROM cars c WHERE c.garage_id = g.id)`
+
+func scanGarage(row interface{ Scan(...any) error }) (*yard.Garage, error) {
+	var g yard.Garage
+	var created, updated int64
+	if err := row.Scan(&g.ID, &g.Name, &g.State, &created, &updated, &g.CarCount); err != nil {
+		return nil, err
+	}
+	g.CreatedAt, g.UpdatedAt = FromMillis(created), FromMillis(updated)
+	return &g, nil
+}
+
+// FindGarageByID returns the garage with its car count, or ENOTFOUND.
+func (db *DB) FindGarageByID(ctx context.Context, id string) (*yard.Garage, error) {
+	g, err := scanGarage(db.read.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
+	return g, notFound(err, "Garage")
+}
+
+// FindGarages returns a page of garages in id order and their number.
+func (db *DB) FindGarages(ctx context.Context, page yard.Page) ([]*yard.Garage, int, error) {
+	var total int
+	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages`).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := db.read.QueryContext(ctx, `SELECT `+garageColumns+` FROM garages g ORDER BY g.id LIMIT $1 OFFSET $2`, page.Max, page.Offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []*yard.Garage{}
+	for rows.Next() {
+		g, err := scanGarage(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, g)
+	}
+	return out, total, rows.Err()
+}
+
+// CreateGarage stores a new garage; one without id gets one.
+func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
+	if err := g.Validate(); err != nil {
+		return err
+	}
+	if g.ID == "" {
+		g.ID = yard.NewID()
+	}
+	return db.WithTx(ctx, func(tx *Tx) error { return insertGarage(ctx, tx, g) })
+}
+
+func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage) error {
+	now := Millis(tx.Now())
+	_, err := tx.ExecContext(ctx, `INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $6)`, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now)
+	if isUniqueViolation(err) {
+		return yard.Errorf(yard.ECONFLICT, "A garage with id %q exists.", g.ID)
+	} else if err != nil {
+		return err
+	}
+	g.CreatedAt, g.UpdatedAt, g.CarCount = FromMillis(now), FromMillis(now), 0
+	return bumpCarVersion(tx)
+}
+
+// updateGarageRow writes g's fields and carries a state change to the
+// copy on its cars.
+func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage) error {
+	now := Millis(tx.Now())
+	if _, err := tx.ExecContext(ctx, `UPDATE garages SET name = $2, name_key = $3, state = $4, state_key = $5, updated_at = $6 WHERE id = $1`,
+		g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE cars SET garage_state_key = $2 WHERE garage_id = $1 AND garage_state_key <> $2`,
+		g.ID, strings.ToLower(g.State)); err != nil {
+		return err
+	}
+	g.UpdatedAt = FromMillis(now)
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, g.ID).Scan(&g.CarCount); err != nil {
+		return err
+	}
+	return bumpCarVersion(tx)
+}
+
+// ReplaceGarage stores g under g.ID, creating the garage when there is none.
+func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
+	if err := g.Validate(); err != nil {
+		return false, err
+	}
+	if g.ID == "" {
+		return false, yard.Invalid("The garage needs an id.", yard.FieldError{Field: "id", Message: "is required"})
+	}
+	created := false
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		old, err := scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, g.ID))
+		if errors.Is(err, sql.ErrNoRows) {
+			created = true
+			return insertGarage(ctx, tx, g)
+		} else if err != nil {
+			return err
+		}
+		g.CreatedAt = old.CreatedAt
+		return updateGarageRow(ctx, tx, g)
+	})
+	return created, err
+}
+
+// UpdateGarage changes the given fields of a garage and returns it.
+func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate) (*yard.Garage, error) {
+	var g *yard.Garage
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		var err error
+		g, err = scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
+		if err != nil {
+			return notFound(err, "Garage")
+		}
+		if upd.Name != nil {
+			g.Name = *upd.Name
+		}
+		if upd.State != nil {
+			g.State = *upd.State
+		}
+		if err := g.Validate(); err != nil {
+			return err
+		}
+		return updateGarageRow(ctx, tx, g)
+	})
+	return g, err
+}
+
+// DeleteGarage removes an empty garage; one holding cars is ECONFLICT.
+func (db *DB) DeleteGarage(ctx context.Context, id string) error {
+	return db.WithTx(ctx, func(tx *Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages WHERE id = $1`, id).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return yard.Errorf(yard.ENOTFOUND, "Garage not found.")
+		}
+		var held int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, id).Scan(&held); err != nil {
+			return err
+		}
+		if held > 0 {
+			return yard.Errorf(yard.ECONFLICT, "The garage holds %d cars; move or delete them first.", held)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM garages WHERE id = $1`, id); err != nil {
+			return err
+		}
+		return bumpCarVersion(tx)
+	})
+}

@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/yard-api/yard"
+)
+
+const searchColumns = `id, name, query, created_by, created_at`
+
+func scanSearch(row interface{ Scan(...any) error }) (*yard.Search, error) {
+	var s yard.Search
+	var name sql.NullString
+	var query string
+	var created int64
+	if err := row.Scan(&s.ID, &name, &query, &s.CreatedBy, &created); err != nil {
+		return nil, err
+	}
+	s.Name, s.CreatedAt = name.String, FromMillis(created)
+	// The stored text is the canonical rendering of a parsed query.
+	q, _, err := yard.ParseCarQuery(query)
+	if err != nil {
+		return nil, err
+	}
+	s.Query = q
+	return &s, nil
+}
+
+// CreateSearch stores a search; its name, when set, must be free (ignoring
+// case) or the result is ECONFLICT.
+func (db *DB) CreateSearch(ctx context.Context, s *yard.Search) error {
+	if s.Name != "" && !yard.ValidSearchName(s.Name) {
+		return yard.Invalid("The search name is not valid.", yard.FieldError{Field: "name", Message: "must be 1-64 letters, digits, '-', '_' or '.'"})
+	}
+	if s.ID == "" {
+		s.ID = yard.NewID()
+	}
+	return db.WithTx(ctx, func(tx *Tx) error {
+		var nameKey any
+		if s.Name != "" {
+			nameKey = strings.ToLower(s.Name)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO searches (id, name, name_key, query, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			s.ID, nullString(s.Name), nameKey, s.Query.String(), s.CreatedBy, Millis(tx.Now()))
+		if isUniqueViolation(err) {
+			return yard.Errorf(yard.ECONFLICT, "A search named %q exists.", s.Name)
+		} else if err != nil {
+			return err
+		}
+		s.CreatedAt = FromMillis(Millis(tx.Now()))
+		return nil
+	})
+}
+
+// FindSearchByID returns a search, or ENOTFOUND.
+func (db *DB) FindSearchByID(ctx context.Context, id string) (*yard.Search, error) {
+	s, err := scanSearch(db.read.QueryRowContext(ctx, `SELECT `+searchColumns+` FROM searches WHERE id = $1`, id))
+	return s, notFound(err, "Search")
+}
+
+// FindSearchByName returns the search saved under name (ignoring case),
+// or ENOTFOUND.
+func (db *DB) FindSearchByName(ctx context.Context, name string) (*yard.Search, error) {
+	s, err := scanSearch(db.read.QueryRowContext(ctx, `SELECT `+searchColumns+` FROM searches WHERE name_key = $1`, strings.ToLower(name)))
+	return s, notFound(err, "Search")
+}
+
+// FindSearches returns a page of searches in id (creation) order and
+// their number.
+func (db *DB) FindSearches(ctx context.Context, page yard.Page) ([]*yard.Search, int, error) {
+	var total int
+	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM searches`).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := db.read.QueryContext(ctx, `SELECT `+searchColumns+` FROM searches ORDER BY id LIMIT $1 OFFSET $2`, page.Max, page.Offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []*yard.Search{}
+	for rows.Next() {
+		s, err := scanSearch(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, s)
+	}
+	return out, total, rows.Err()
+}
+
+// DeleteSearch removes a search, or answers ENOTFOUND.
+func (db *DB) DeleteSearch(ctx context.Context, id string) error {
+	return db.WithTx(ctx, func(tx *Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM searches WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return yard.Errorf(yard.ENOTFOUND, "Search not found.")
+		}
+		return nil
+	})
+}
