@@ -30,4 +30,33 @@ func (s *Server) registerRoutes() {
 	s.handle("PUT", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePutDog))
 	s.handle("PATCH", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePatchDog))
 	s.handle("DELETE", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handleDeleteDog))
+
+	// Cars, garages and searches (CONTRACT 6). Reads are public; writes
+	// need an administrator. Every car list shares one grammar (cars.go).
+	s.handle("GET", "/car/{car_id}", s.handleGetCar)
+	s.handle("GET", "/cars/{car_id}", s.handleGetCar)
+	s.handle("PUT", "/cars/{car_id}", s.adminOnly(s.handlePutCar))
+	s.handle("PATCH", "/cars/{car_id}", s.adminOnly(s.handlePatchCar))
+	s.handle("DELETE", "/cars/{car_id}", s.adminOnly(s.handleDeleteCar))
+	s.handle("GET", "/cars", s.handleListCars)
+	s.handle("POST", "/cars", s.adminOnly(s.handleCreateCar))
+	s.handle("GET", "/cars/search", s.handleListCars)
+	s.handle("GET", "/cars/search/all", s.handleListCars)
+	s.handle("GET", "/cars/search/by-parameters", s.handleListCars)
+	s.handle("GET", "/cars/search/by-vendor", s.handleListCars)
+	s.handle("GET", "/garage/{garage_id}", s.handleGetGarage)
+	s.handle("GET", "/garages/{garage_id}", s.handleGetGarage)
+	s.handle("PUT", "/garages/{garage_id}", s.adminOnly(s.handlePutGarage))
+	s.handle("PATCH", "/garages/{garage_id}", s.adminOnly(s.handlePatchGarage))
+	s.handle("DELETE", "/garages/{garage_id}", s.adminOnly(s.handleDeleteGarage))
+	s.handle("GET", "/garages", s.handleListGarages)
+	s.handle("POST", "/garages", s.adminOnly(s.handleCreateGarage))
+	s.handle("GET", "/garage/{garage_id}/cars", s.handleGarageCars)
+	s.handle("GET", "/garages/{garage_id}/cars", s.handleGarageCars)
+	s.registerGarageCarRoute() // GET /{garage_id}/cars/{car_id}
+	s.handle("POST", "/searches", s.authenticated(s.handleCreateSearch))
+	s.handle("GET", "/searches", s.adminOnly(s.handleListSearches))
+	s.handle("GET", "/searches/{search_id}", s.handleSearchResults)
+	s.handle("DELETE", "/searches/{search_id}", s.adminOnly(s.handleDeleteSearch))
+	s.handle("GET", "/search/{name}", s.handleNamedSearch)
 }

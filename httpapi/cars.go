@@ -1,0 +1,644 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/yard-api/yard"
+)
+
+// Cars, garages and searches (CONTRACT 6). Every car list, whatever its URL
+// shape, parses its raw query with yard.ParseCarQuery into one yard.Query
+// and runs it through DB.FindCars: the shapes differ only in where the
+// query comes from.
+
+// carView is the representation of a car.
+type carView struct {
+	ID     string  `json:"id"`
+	Color  string  `json:"color"`
+	Type   string  `json:"type"`
+	Doors  int     `json:"doors"`
+	Make   string  `json:"make"`
+	Model  string  `json:"model"`
+	Year   int     `json:"year"`
+	Garage *string `json:"garage"`
+}
+
+func newCarView(c *yard.Car) carView {
+	v := carView{ID: c.ID, Color: c.Color, Type: c.Type, Doors: c.Doors, Make: c.Make, Model: c.Model, Year: c.Year}
+	if c.Garage != "" {
+		g := c.Garage
+		v.Garage = &g
+	}
+	return v
+}
+
+func carViews(cars []*yard.Car) []carView {
+	out := make([]carView, len(cars))
+	for i, c := range cars {
+		out[i] = newCarView(c)
+	}
+	return out
+}
+
+// garageView is the representation of a garage.
+type garageView struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	CarCount int    `json:"carCount"`
+}
+
+func newGarageView(g *yard.Garage) garageView {
+	return garageView{ID: g.ID, Name: g.Name, State: g.State, CarCount: g.CarCount}
+}
+
+// searchView is the representation of a stored search. query is the
+// canonical form of its criteria in the car query grammar.
+type searchView struct {
+	ID        string  `json:"id"`
+	Name      *string `json:"name"`
+	Class     string  `json:"$class"`
+	Query     string  `json:"query"`
+	CreatedBy string  `json:"createdBy"`
+	CreatedAt string  `json:"createdAt"`
+	Results   string  `json:"results"`
+}
+
+func (s *Server) newSearchView(se *yard.Search) searchView {
+	v := searchView{ID: se.ID, Class: yard.SearchClassCar, Query: se.Query.String(), CreatedBy: se.CreatedBy,
+		CreatedAt: Timestamp(se.CreatedAt), Results: s.url("/searches/" + se.ID)}
+	if se.Name != "" {
+		n := se.Name
+		v.Name = &n
+	}
+	return v
+}
+
+// --- reads -----------------------------------------------------------------
+
+// handleGetCar answers /car/{car_id} and /cars/{car_id}: the car, garaged
+// or not.
+func (s *Server) handleGetCar(w http.ResponseWriter, r *http.Request) {
+	c, err := s.DB.FindCarByID(r.Context(), r.PathValue("car_id"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeRepresentation(w, r, newCarView(c), c.UpdatedAt)
+}
+
+// handleGetGarage answers /garage/{garage_id} and /garages/{garage_id}.
+func (s *Server) handleGetGarage(w http.ResponseWriter, r *http.Request) {
+	g, err := s.DB.FindGarageByID(r.Context(), r.PathValue("garage_id"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeRepresentation(w, r, newGarageView(g), g.UpdatedAt)
+}
+
+// handleListGarages answers GET /garages.
+func (s *Server) handleListGarages(w http.ResponseWriter, r *http.Request) {
+	_, page, err := onlyPaging(r.URL.RawQuery)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	gs, total, err := s.DB.FindGarages(r.Context(), page)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	views := make([]garageView, len(gs))
+	for i, g := range gs {
+		views[i] = newGarageView(g)
+	}
+	s.writePage(w, r, views, total, page)
+}
+
+// handleListCars answers /cars, /cars/search, /cars/search/all,
+// /cars/search/by-parameters and /cars/search/by-vendor: the one grammar,
+// read from the raw query.
+func (s *Server) handleListCars(w http.ResponseWriter, r *http.Request) {
+	q, page, err := yard.ParseCarQuery(r.URL.RawQuery)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeCars(w, r, q, page)
+}
+
+// handleGarageCars answers /garage/{garage_id}/cars and
+// /garages/{garage_id}/cars: the garage's cars, with the filters of the
+// query applied too.
+func (s *Server) handleGarageCars(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("garage_id")
+	if _, err := s.DB.FindGarageByID(r.Context(), id); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	q, page, err := yard.ParseCarQuery(r.URL.RawQuery)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeCars(w, r, inGarage(id).And(q), page)
+}
+
+// inGarage is the query "the car is in garage id".
+func inGarage(id string) yard.Query {
+	return yard.Query{Filters: []yard.Filter{{Field: yard.FieldGarageID, In: []string{id}}}}
+}
+
+func (s *Server) writeCars(w http.ResponseWriter, r *http.Request, q yard.Query, page yard.Page) {
+	cars, total, err := s.DB.FindCars(r.Context(), q, page)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writePage(w, r, carViews(cars), total, page)
+}
+
+// threeSegmentPattern catches every path of three segments that no more
+// specific pattern takes. It exists because GET /{garage_id}/cars/{car_id}
+// cannot be a ServeMux pattern of its own: it and GET
+// /garages/{garage_id}/cars both match /garages/cars/cars and neither is
+// more specific, which ServeMux refuses (and a GET /{a}/{b}/{c} pattern
+// would conflict with method-less patterns such as /v1/dogs/{dog_id}).
+// Registered without a method, it is less specific than every other
+// three-segment pattern, so it shadows none of them; what it receives that
+// is not /{garage_id}/cars/{car_id} it answers as if it did not exist.
+const threeSegmentPattern = "/{garage_id}/{segment}/{car_id}"
+
+// registerGarageCarRoute registers GET /{garage_id}/cars/{car_id}: it is
+// listed among the routes (index, OpenAPI check) under its real shape,
+// and served through threeSegmentPattern.
+func (s *Server) registerGarageCarRoute() {
+	s.routes = append(s.routes, route{"GET", "/{garage_id}/cars/{car_id}"})
+	s.mux.HandleFunc(threeSegmentPattern, s.handleThreeSegments)
+}
+
+func (s *Server) handleThreeSegments(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("segment") != "cars" {
+		s.answerAsUnrouted(w, r)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		s.handleGarageCar(w, r)
+	case http.MethodOptions:
+		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
+		s.error(w, r, &yard.Error{Code: "method_not_allowed", Message: "This resource takes GET, HEAD, OPTIONS."})
+	}
+}
+
+// handleGarageCar answers /{garage_id}/cars/{car_id}: the car if it is in
+// that garage, else 404.
+func (s *Server) handleGarageCar(w http.ResponseWriter, r *http.Request) {
+	c, err := s.DB.FindCarByID(r.Context(), r.PathValue("car_id"))
+	if err == nil && c.Garage != r.PathValue("garage_id") {
+		err = yard.Errorf(yard.ENOTFOUND, "Car not found in this garage.")
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeRepresentation(w, r, newCarView(c), c.UpdatedAt)
+}
+
+// answerAsUnrouted answers a request the three-segment catch-all received
+// for some other path as the mux would without it: 404, or 405 (or the
+// OPTIONS answer) with the Allow of the patterns registered for the path.
+func (s *Server) answerAsUnrouted(w http.ResponseWriter, r *http.Request) {
+	shadow := http.NewServeMux()
+	for _, rt := range s.routes {
+		if rt.Pattern == "/{garage_id}/cars/{car_id}" {
+			continue
+		}
+		p := rt.Pattern
+		if rt.Method != "" {
+			p = rt.Method + " " + p
+		}
+		shadow.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
+	}
+	h, pattern := shadow.Handler(r)
+	if pattern != "" {
+		// A pattern matches after all; the real mux would have chosen it,
+		// so this cannot happen. Do not guess: not found.
+		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
+		return
+	}
+	s.unrouted(w, r, h)
+}
+
+// --- searches ----------------------------------------------------------------
+
+// handleCreateSearch answers POST /searches in either body shape.
+func (s *Server) handleCreateSearch(w http.ResponseWriter, r *http.Request) {
+	body, err := readJSONBody(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	req, err := yard.ParseSearchBody(body)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	se := &yard.Search{Name: req.Name, Query: req.Query, CreatedBy: yard.PrincipalFromContext(r.Context()).UserID}
+	if err := s.DB.CreateSearch(r.Context(), se); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.Header().Set("Location", s.url("/searches/"+se.ID))
+	writeJSON(w, http.StatusCreated, s.newSearchView(se))
+}
+
+// readJSONBody reads a JSON request body for a parser of its own.
+func readJSONBody(r *http.Request) ([]byte, error) {
+	if err := requireJSON(r); err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, yard.Errorf(yard.EMALFORMED, "The request body is empty; a JSON document is required.")
+	}
+	if !json.Valid(body) {
+		var v any
+		return nil, jsonError(body, json.Unmarshal(body, &v))
+	}
+	return body, nil
+}
+
+// handleListSearches answers GET /searches (administrators).
+func (s *Server) handleListSearches(w http.ResponseWriter, r *http.Request) {
+	_, page, err := onlyPaging(r.URL.RawQuery)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	list, total, err := s.DB.FindSearches(r.Context(), page)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	views := make([]searchView, len(list))
+	for i, se := range list {
+		views[i] = s.newSearchView(se)
+	}
+	s.writePage(w, r, views, total, page)
+}
+
+// handleSearchResults answers GET /searches/{search_id}: the current page
+// of its results (the query runs again). Filters in the request's query
+// narrow the results further.
+func (s *Server) handleSearchResults(w http.ResponseWriter, r *http.Request) {
+	se, err := s.DB.FindSearchByID(r.Context(), r.PathValue("search_id"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	extra, page, err := yard.ParseCarQuery(r.URL.RawQuery)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeCars(w, r, se.Query.And(extra), page)
+}
+
+// handleDeleteSearch answers DELETE /searches/{search_id} (administrators).
+func (s *Server) handleDeleteSearch(w http.ResponseWriter, r *http.Request) {
+	if err := s.DB.DeleteSearch(r.Context(), r.PathValue("search_id")); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleNamedSearch answers GET /search/{name}: the saved search of that
+// name, or, when the segment holds '=', a query in the grammar
+// (/search/color=red;doors=4). Names never hold '=' (yard.ValidSearchName).
+// Filters and paging in the request's query apply too.
+func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
+	segment := strings.TrimPrefix(r.URL.EscapedPath(), "/search/")
+	extra, page, err := yard.ParseCarQuery(r.URL.RawQuery)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if !strings.Contains(segment, "=") {
+		se, err := s.DB.FindSearchByName(r.Context(), r.PathValue("name"))
+		if yard.ErrorCode(err) == yard.ENOTFOUND {
+			err = yard.Errorf(yard.ENOTFOUND, "No saved search is named %q, and the segment is not a query (it has no '=').", r.PathValue("name"))
+		}
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		s.writeCars(w, r, se.Query.And(extra), page)
+		return
+	}
+	q, inPath, err := yard.ParseCarQuery(segment)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if r.URL.RawQuery == "" || !hasPaging(r.URL.RawQuery) {
+		page = inPath // paging may sit in the path too
+	}
+	s.writeCars(w, r, q.And(extra), page)
+}
+
+// hasPaging reports whether a raw query holds offset or max.
+func hasPaging(raw string) bool {
+	for _, pair := range strings.FieldsFunc(raw, func(c rune) bool { return c == '&' || c == ';' }) {
+		name, _, _ := strings.Cut(pair, "=")
+		if name = strings.ToLower(name); name == "offset" || name == "max" {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyPaging reads a raw query that may hold only offset and max.
+func onlyPaging(raw string) (yard.Query, yard.Page, error) {
+	q, page, err := yard.ParseCarQuery(raw)
+	if err == nil && !q.IsZero() {
+		err = yard.Invalid("This list takes only offset and max.", yard.FieldError{Field: q.Filters[0].Field, Message: "is not a parameter of this list"})
+	}
+	return q, page, err
+}
+
+// --- writes (administrators) -------------------------------------------------
+
+// optString is a JSON field that may be absent, null or a string.
+type optString struct {
+	Set   bool
+	Null  bool
+	Value string
+}
+
+func (o *optString) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	if string(b) == "null" {
+		o.Null = true
+		return nil
+	}
+	return json.Unmarshal(b, &o.Value)
+}
+
+// carWrite is the body of a car write; id may be sent back as read but
+// must then match.
+type carWrite struct {
+	ID     *string   `json:"id"`
+	Color  *string   `json:"color"`
+	Type   *string   `json:"type"`
+	Doors  *int      `json:"doors"`
+	Make   *string   `json:"make"`
+	Model  *string   `json:"model"`
+	Year   *int      `json:"year"`
+	Garage optString `json:"garage"`
+}
+
+// update turns a body into a partial update; null is refused except for
+// garage (null takes the car out of its garage).
+func (in carWrite) update() yard.CarUpdate {
+	u := yard.CarUpdate{Color: in.Color, Type: in.Type, Doors: in.Doors, Make: in.Make, Model: in.Model, Year: in.Year}
+	if in.Garage.Set {
+		g := in.Garage.Value
+		u.Garage = &g
+	}
+	return u
+}
+
+// full checks that every required field is present (POST, PUT).
+func (in carWrite) full() error {
+	var f []yard.FieldError
+	for name, missing := range map[string]bool{"color": in.Color == nil, "type": in.Type == nil, "doors": in.Doors == nil,
+		"make": in.Make == nil, "model": in.Model == nil, "year": in.Year == nil} {
+		if missing {
+			f = append(f, yard.FieldError{Field: name, Message: "is required"})
+		}
+	}
+	if len(f) > 0 {
+		sortFields(f)
+		return yard.Invalid("The car is missing fields.", f...)
+	}
+	return nil
+}
+
+func sortFields(f []yard.FieldError) {
+	for i := 1; i < len(f); i++ {
+		for j := i; j > 0 && f[j].Field < f[j-1].Field; j-- {
+			f[j], f[j-1] = f[j-1], f[j]
+		}
+	}
+}
+
+func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
+	var in carWrite
+	if err := decodeJSON(r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if in.ID != nil {
+		s.error(w, r, yard.Invalid("The id of a new car is chosen by the server (or by the URI of a PUT).", yard.FieldError{Field: "id", Message: "is chosen by the server"}))
+		return
+	}
+	if err := in.full(); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	c := &yard.Car{}
+	in.update().Apply(c)
+	if err := s.DB.CreateCar(r.Context(), c); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.Header().Set("Location", s.url("/cars/"+c.ID))
+	writeJSON(w, http.StatusCreated, newCarView(c))
+}
+
+// checkBodyID refuses a body id that differs from the path's.
+func checkBodyID(body *string, path string) error {
+	if body != nil && *body != path {
+		return yard.Invalid("The id in the body differs from the id in the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"})
+	}
+	return nil
+}
+
+func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("car_id")
+	var in carWrite
+	if err := decodeJSON(r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := checkBodyID(in.ID, id); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := in.full(); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	c := &yard.Car{ID: id}
+	in.update().Apply(c)
+	created, err := s.DB.ReplaceCar(r.Context(), c)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if created {
+		w.Header().Set("Location", s.url("/cars/"+c.ID))
+		writeJSON(w, http.StatusCreated, newCarView(c))
+		return
+	}
+	writeJSON(w, http.StatusOK, newCarView(c))
+}
+
+// handlePatchCar applies a JSON merge patch (RFC 7396) to a car: members
+// present replace, "garage": null takes the car out of its garage.
+func (s *Server) handlePatchCar(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("car_id")
+	var in carWrite
+	if err := decodeJSON(r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := checkBodyID(in.ID, id); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	c, err := s.DB.UpdateCar(r.Context(), id, in.update())
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newCarView(c))
+}
+
+func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
+	if err := s.DB.DeleteCar(r.Context(), r.PathValue("car_id")); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// garageWrite is the body of a garage write. carCount is read-only: it
+// may be sent back as read and is ignored.
+type garageWrite struct {
+	ID       *string `json:"id"`
+	Name     *string `json:"name"`
+	State    *string `json:"state"`
+	CarCount *int    `json:"carCount"`
+}
+
+func (in garageWrite) full() error {
+	var f []yard.FieldError
+	if in.Name == nil {
+		f = append(f, yard.FieldError{Field: "name", Message: "is required"})
+	}
+	if in.State == nil {
+		f = append(f, yard.FieldError{Field: "state", Message: "is required"})
+	}
+	if len(f) > 0 {
+		return yard.Invalid("The garage is missing fields.", f...)
+	}
+	return nil
+}
+
+func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
+	var in garageWrite
+	if err := decodeJSON(r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if in.ID != nil {
+		s.error(w, r, yard.Invalid("The id of a new garage is chosen by the server (or by the URI of a PUT).", yard.FieldError{Field: "id", Message: "is chosen by the server"}))
+		return
+	}
+	if err := in.full(); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	g := &yard.Garage{Name: *in.Name, State: *in.State}
+	if err := s.DB.CreateGarage(r.Context(), g); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.Header().Set("Location", s.url("/garages/"+g.ID))
+	writeJSON(w, http.StatusCreated, newGarageView(g))
+}
+
+func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("garage_id")
+	var in garageWrite
+	if err := decodeJSON(r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := checkBodyID(in.ID, id); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := in.full(); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	g := &yard.Garage{ID: id, Name: *in.Name, State: *in.State}
+	created, err := s.DB.ReplaceGarage(r.Context(), g)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if created {
+		w.Header().Set("Location", s.url("/garages/"+g.ID))
+		writeJSON(w, http.StatusCreated, newGarageView(g))
+		return
+	}
+	writeJSON(w, http.StatusOK, newGarageView(g))
+}
+
+func (s *Server) handlePatchGarage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("garage_id")
+	var in garageWrite
+	if err := decodeJSON(r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := checkBodyID(in.ID, id); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	g, err := s.DB.UpdateGarage(r.Context(), id, yard.GarageUpdate{Name: in.Name, State: in.State})
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newGarageView(g))
+}
+
+func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
+	if err := s.DB.DeleteGarage(r.Context(), r.PathValue("garage_id")); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
