@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -28,40 +29,57 @@ func scanCar(row interface{ Scan(...any) error }) (*yard.Car, error) {
 
 // FindCarByID returns the car with that id, or ENOTFOUND.
 func (db *DB) FindCarByID(ctx context.Context, id string) (*yard.Car, error) {
-	c, err := scanCar(db.read.QueryRowContext(ctx, `SELECT `+carColumns+` FROM cars WHERE id = $1`, id))
+	c, err := scanCar(db.QueryRow(ctx, `SELECT `+carColumns+` FROM cars WHERE id = $1`, id))
 	return c, notFound(err, "Car")
 }
 
 // FindCars returns the page of cars matching q in id order, and the number
 // of all matching cars. Totals are cached per query while the cars
 // version (car_version, bumped by every write) stays the same, so a
-// repeated count over a million rows costs one primary-key read.
+// repeated count over a million rows costs nothing; the version comes back
+// with the page in the same statement, so a cached list is one round trip.
 func (db *DB) FindCars(ctx context.Context, q yard.Query, page yard.Page) ([]*yard.Car, int, error) {
 	where, args := CompileCarQuery(db.engine, q, nil)
-	total, err := db.countCars(ctx, q, where, args)
-	if err != nil {
-		return nil, 0, err
-	}
-	if page.Max <= 0 || page.Offset >= total {
-		return []*yard.Car{}, total, nil
-	}
 	n := len(args)
-	args = append(args, page.Max, page.Offset)
-	rows, err := db.read.QueryContext(ctx, `SELECT `+carColumns+` FROM cars WHERE `+where+
-		` ORDER BY id LIMIT $`+itoa(n+1)+` OFFSET $`+itoa(n+2), args...)
+	pageArgs := append(append(make([]any, 0, n+2), args...), page.Max, page.Offset)
+	rows, err := db.Query(ctx, carPageSQL(where, n), pageArgs...)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
 	out := make([]*yard.Car, 0, page.Max)
+	var version int64
 	for rows.Next() {
-		c, err := scanCar(rows)
-		if err != nil {
+		var id, color, typ, mk, model, garage sql.NullString
+		var doors, year, created, updated sql.NullInt64
+		if err := rows.Scan(&version, &id, &color, &typ, &doors, &mk, &model, &year, &garage, &created, &updated); err != nil {
 			return nil, 0, err
 		}
-		out = append(out, c)
+		if !id.Valid {
+			continue // no car on this page
+		}
+		out = append(out, &yard.Car{ID: id.String, Color: color.String, Type: typ.String, Doors: int(doors.Int64), Make: mk.String,
+			Model: model.String, Year: int(year.Int64), Garage: garage.String,
+			CreatedAt: FromMillis(created.Int64), UpdatedAt: FromMillis(updated.Int64)})
 	}
-	return out, total, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	rows.Close()
+	total, err := db.countCars(ctx, q, version, where, args)
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, total, nil
+}
+
+// carPageSQL is the page query of FindCars: the cars version, left-joined
+// to the window of matching cars (n is the number of filter arguments;
+// LIMIT and OFFSET follow them).
+func carPageSQL(where string, n int) string {
+	return `SELECT v.version, c.id, c.color, c.type, c.doors, c.make, c.model, c.year, c.garage_id, c.created_at, c.updated_at
+		FROM car_version v LEFT JOIN (SELECT ` + carColumns + ` FROM cars WHERE ` + where + ` ORDER BY id LIMIT $` + itoa(n+1) +
+		` OFFSET $` + itoa(n+2) + `) c ON 1=1 WHERE v.id = 1 ORDER BY c.id`
 }
 
 // countCache remembers totals of car queries for one cars version.
@@ -93,15 +111,11 @@ func (db *DB) counts() *countCache {
 	return c.(*countCache)
 }
 
-// countCars returns the number of cars matching where. It reads the cars
-// version first and counts after, so a total is never filed under a
-// version older than the data it counted; concurrent identical counts
-// share one query.
-func (db *DB) countCars(ctx context.Context, q yard.Query, where string, args []any) (int, error) {
-	var version int64
-	if err := db.read.QueryRowContext(ctx, `SELECT version FROM car_version WHERE id = 1`).Scan(&version); err != nil {
-		return 0, err
-	}
+// countCars returns the number of cars matching where. The caller read
+// version before the count runs, so a total is never filed under a version
+// older than the data it counted (at worst under one already superseded);
+// concurrent identical counts share one query.
+func (db *DB) countCars(ctx context.Context, q yard.Query, version int64, where string, args []any) (int, error) {
 	key := q.String()
 	cc := db.counts()
 	cc.mu.Lock()
@@ -128,7 +142,7 @@ func (db *DB) countCars(ctx context.Context, q yard.Query, where string, args []
 
 	// The count runs without the caller's cancellation so that others
 	// waiting for it are not failed by one client going away.
-	err := db.read.QueryRowContext(context.WithoutCancel(ctx), `SELECT COUNT(*) FROM cars WHERE `+where, args...).Scan(&call.total)
+	err := db.QueryRow(context.WithoutCancel(ctx), `SELECT COUNT(*) FROM cars WHERE `+where, args...).Scan(&call.total)
 	call.err = err
 	cc.mu.Lock()
 	delete(cc.inflight, callKey)
@@ -289,7 +303,7 @@ func scanGarage(row interface{ Scan(...any) error }) (*yard.Garage, error) {
 
 // FindGarageByID returns the garage with its car count, or ENOTFOUND.
 func (db *DB) FindGarageByID(ctx context.Context, id string) (*yard.Garage, error) {
-	g, err := scanGarage(db.read.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
+	g, err := scanGarage(db.QueryRow(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
 	return g, notFound(err, "Garage")
 }
 
@@ -426,4 +440,70 @@ func (db *DB) DeleteGarage(ctx context.Context, id string) error {
 		}
 		return bumpCarVersion(tx)
 	})
+}
+
+// CountCarsUncached counts the cars matching q without the totals cache
+// (benchmarks and diagnostics).
+func (db *DB) CountCarsUncached(ctx context.Context, q yard.Query) (int, error) {
+	where, args := CompileCarQuery(db.engine, q, nil)
+	var n int
+	err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE `+where, args...).Scan(&n)
+	return n, err
+}
+
+// ExplainCars returns the engine's plan for the page query and the count
+// query of q (EXPLAIN QUERY PLAN on SQLite, EXPLAIN on PostgreSQL), to
+// show which indexes they use.
+func (db *DB) ExplainCars(ctx context.Context, q yard.Query, page yard.Page) (string, error) {
+	where, args := CompileCarQuery(db.engine, q, nil)
+	n := len(args)
+	pageSQL := carPageSQL(where, n)
+	countSQL := `SELECT COUNT(*) FROM cars WHERE ` + where
+	var b strings.Builder
+	for _, stmt := range []struct {
+		sql  string
+		args []any
+	}{{pageSQL, append(append([]any{}, args...), page.Max, page.Offset)}, {countSQL, args}} {
+		b.WriteString(strings.Join(strings.Fields(stmt.sql), " ") + "\n")
+		prefix := `EXPLAIN `
+		if db.engine == SQLite {
+			prefix = `EXPLAIN QUERY PLAN `
+		}
+		rows, err := db.read.QueryContext(ctx, prefix+stmt.sql, stmt.args...)
+		if err != nil {
+			return "", err
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return "", err
+			}
+			// SQLite: id, parent, notused, detail; PostgreSQL: one text column.
+			line := vals[len(vals)-1]
+			switch v := line.(type) {
+			case []byte:
+				b.WriteString("  " + string(v) + "\n")
+			default:
+				b.WriteString("  " + strings.TrimSpace(fmtAny(v)) + "\n")
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return "", err
+		}
+	}
+	return b.String(), nil
+}
+
+func fmtAny(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return fmt.Sprint(v)
 }

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestImportAndDemoCars(t *testing.T) {
+	data := t.TempDir()
+	env := func(string) string { return "" }
+	file := filepath.Join(t.TempDir(), "cars.ndjson")
+	lines := `{"kind":"garage","id":"g1","name":"Main","state":"CA"}
+{"kind":"car","id":"c1","color":"red","type":"sedan","doors":4,"make":"Ford","model":"Focus","year":2010,"garage":"g1"}
+{"kind":"car","id":"c2","color":"blue","type":"coupe","doors":2,"make":"BMW","model":"M3","year":2019}
+`
+	if err := os.WriteFile(file, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"import", file, "--data", data}, env, nil, &out, &errb); err != nil {
+		t.Fatalf("import: %v %s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "imported 1 garages and 2 cars") {
+		t.Fatalf("import output: %q", out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"import", "-", "--data", data}, env, strings.NewReader(`{"kind":"car","color":"x"}`), &out, &errb); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("bad line: %v", err)
+	}
+	if err := run(context.Background(), []string{"import", "--data", data}, env, nil, &out, &errb); exitCode(err) != 2 {
+		t.Fatalf("no file: %v", err)
+	}
+	// Cars exist, so --demo adds no cars; the imported ones are served.
+	s := startInProcess(t, "--data", data, "--demo")
+	if strings.Contains(s.Out.String(), "demo: created 4 garages") {
+		t.Fatalf("demo seeded cars into a store that has some:\n%s", s.Out)
+	}
+	resp, page := call(t, "GET", s.URL+"/cars?color=red", "", "", nil)
+	if resp.StatusCode != 200 || page["total"].(float64) != 1 {
+		t.Fatalf("imported cars: %d %v", resp.StatusCode, page)
+	}
+
+	// An empty store gets the demo garages and cars.
+	d := startInProcess(t, "--data", t.TempDir(), "--demo")
+	if !strings.Contains(d.Out.String(), "demo: created 4 garages and 24 cars") {
+		t.Fatalf("no demo cars:\n%s", d.Out)
+	}
+	resp, page = call(t, "GET", d.URL+"/g-sf/cars/car-01", "", "", nil)
+	if resp.StatusCode != 200 || page["garage"] != "g-sf" {
+		t.Fatalf("demo car in its garage: %d %v", resp.StatusCode, page)
+	}
+	resp, page = call(t, "GET", d.URL+"/cars?max=1000", "", "", nil)
+	if resp.StatusCode != 200 || page["max"].(float64) != 100 || page["total"].(float64) != 24 {
+		t.Fatalf("demo cars: %d %v", resp.StatusCode, page)
+	}
+}

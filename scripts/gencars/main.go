@@ -1,0 +1,81 @@
+// Command gencars writes a deterministic NDJSON data set of garages and
+// cars for `yard import`, for benchmarks:
+//
+//	go run ./scripts/gencars -cars 1000000 -garages 10000 > cars.ndjson
+//
+// Garages come first (ids garage-00001...), spread over the 50 US states;
+// then cars (ids car-0000001...): 12 colours, 6 body types, 30 makes of 10
+// models each, 2-5 doors, years 1995-2025, 5% in no garage.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+)
+
+var (
+	states = []string{"AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS", "KY",
+		"LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY", "NC", "ND", "OH", "OK",
+		"OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV", "WI", "WY"}
+	colors = []string{"red", "blue", "black", "white", "silver", "grey", "green", "yellow", "orange", "brown", "beige", "purple"}
+	types  = []string{"sedan", "coupe", "hatchback", "wagon", "suv", "pickup"}
+	makes  = []string{"Toyota", "Ford", "Honda", "Chevrolet", "Nissan", "BMW", "Mercedes", "Audi", "Volkswagen", "Hyundai",
+		"Kia", "Subaru", "Mazda", "Tesla", "Volvo", "Lexus", "Jeep", "Dodge", "Ram", "GMC", "Buick", "Cadillac", "Porsche",
+		"Jaguar", "Land Rover", "Mini", "Fiat", "Peugeot", "Renault", "Skoda"}
+	streets = []string{"Main", "Oak", "Pine", "Maple", "Cedar", "Elm", "Washington", "Lake", "Hill", "Park"}
+)
+
+func main() {
+	nCars := flag.Int("cars", 1000000, "number of cars")
+	nGarages := flag.Int("garages", 10000, "number of garages")
+	seed := flag.Uint64("seed", 1, "random seed")
+	flag.Parse()
+	rng := rand.New(rand.NewPCG(*seed, 42))
+	w := bufio.NewWriterSize(os.Stdout, 1<<20)
+	defer w.Flush()
+	for i := 1; i <= *nGarages; i++ {
+		fmt.Fprintf(w, `{"kind":"garage","id":"garage-%05d","name":"%s Street Garage %d","state":"%s"}`+"\n",
+			i, streets[rng.IntN(len(streets))], i, states[rng.IntN(len(states))])
+	}
+	buf := make([]byte, 0, 256)
+	for i := 1; i <= *nCars; i++ {
+		m := rng.IntN(len(makes))
+		buf = append(buf[:0], `{"kind":"car","id":"car-`...)
+		buf = appendPadded(buf, i, 7)
+		buf = append(buf, `","color":"`...)
+		buf = append(buf, colors[rng.IntN(len(colors))]...)
+		buf = append(buf, `","type":"`...)
+		buf = append(buf, types[rng.IntN(len(types))]...)
+		buf = append(buf, `","doors":`...)
+		buf = strconv.AppendInt(buf, int64(2+rng.IntN(4)), 10)
+		buf = append(buf, `,"make":"`...)
+		buf = append(buf, makes[m]...)
+		buf = append(buf, `","model":"`...)
+		buf = append(buf, makes[m][:3]...)
+		buf = append(buf, '-')
+		buf = strconv.AppendInt(buf, int64(1+rng.IntN(10)), 10)
+		buf = append(buf, `","year":`...)
+		buf = strconv.AppendInt(buf, int64(1995+rng.IntN(31)), 10)
+		if rng.IntN(100) < 5 || *nGarages == 0 {
+			buf = append(buf, `,"garage":null}`...)
+		} else {
+			buf = append(buf, `,"garage":"garage-`...)
+			buf = appendPadded(buf, 1+rng.IntN(*nGarages), 5)
+			buf = append(buf, `"}`...)
+		}
+		buf = append(buf, '\n')
+		w.Write(buf)
+	}
+}
+
+func appendPadded(b []byte, n, width int) []byte {
+	s := strconv.Itoa(n)
+	for i := len(s); i < width; i++ {
+		b = append(b, '0')
+	}
+	return append(b, s...)
+}
