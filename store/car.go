@@ -36,36 +36,60 @@ func (db *DB) FindCarByID(ctx context.Context, id string) (*yard.Car, error) {
 // FindCars returns the page of cars matching q in id order, and the number
 // of all matching cars. Totals are cached per query while the cars
 // version (car_version, bumped by every write) stays the same, so a
-// repeated count over a million rows costs nothing; the version comes back
-// with the page in the same statement, so a cached list is one round trip.
+// repeated count over a million rows costs nothing. On PostgreSQL the
+// version comes back with the page in the same statement, so a cached list
+// is one round trip; SQLite has no round trips to save and runs the two
+// plain statements (the joined form costs it twice the time).
 func (db *DB) FindCars(ctx context.Context, q yard.Query, page yard.Page) ([]*yard.Car, int, error) {
 	where, args := CompileCarQuery(db.engine, q, nil)
 	n := len(args)
 	pageArgs := append(append(make([]any, 0, n+2), args...), page.Max, page.Offset)
-	rows, err := db.Query(ctx, carPageSQL(where, n), pageArgs...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := make([]*yard.Car, 0, page.Max)
 	var version int64
-	for rows.Next() {
-		var id, color, typ, mk, model, garage sql.NullString
-		var doors, year, created, updated sql.NullInt64
-		if err := rows.Scan(&version, &id, &color, &typ, &doors, &mk, &model, &year, &garage, &created, &updated); err != nil {
+	out := make([]*yard.Car, 0, page.Max)
+	if db.engine == SQLite {
+		if err := db.QueryRow(ctx, `SELECT version FROM car_version WHERE id = 1`).Scan(&version); err != nil {
 			return nil, 0, err
 		}
-		if !id.Valid {
-			continue // no car on this page
+		rows, err := db.Query(ctx, `SELECT `+carColumns+` FROM cars WHERE `+where+` ORDER BY id LIMIT $`+itoa(n+1)+` OFFSET $`+itoa(n+2), pageArgs...)
+		if err != nil {
+			return nil, 0, err
 		}
-		out = append(out, &yard.Car{ID: id.String, Color: color.String, Type: typ.String, Doors: int(doors.Int64), Make: mk.String,
-			Model: model.String, Year: int(year.Int64), Garage: garage.String,
-			CreatedAt: FromMillis(created.Int64), UpdatedAt: FromMillis(updated.Int64)})
+		defer rows.Close()
+		for rows.Next() {
+			c, err := scanCar(rows)
+			if err != nil {
+				return nil, 0, err
+			}
+			out = append(out, c)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, 0, err
+		}
+		rows.Close()
+	} else {
+		rows, err := db.Query(ctx, carPageSQL(where, n), pageArgs...)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, color, typ, mk, model, garage sql.NullString
+			var doors, year, created, updated sql.NullInt64
+			if err := rows.Scan(&version, &id, &color, &typ, &doors, &mk, &model, &year, &garage, &created, &updated); err != nil {
+				return nil, 0, err
+			}
+			if !id.Valid {
+				continue // no car on this page
+			}
+			out = append(out, &yard.Car{ID: id.String, Color: color.String, Type: typ.String, Doors: int(doors.Int64), Make: mk.String,
+				Model: model.String, Year: int(year.Int64), Garage: garage.String,
+				CreatedAt: FromMillis(created.Int64), UpdatedAt: FromMillis(updated.Int64)})
+		}
+		if err := rows.Err(); err != nil {
+			return nil, 0, err
+		}
+		rows.Close()
 	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, err
-	}
-	rows.Close()
 	total, err := db.countCars(ctx, q, version, where, args)
 	if err != nil {
 		return nil, 0, err
@@ -73,9 +97,9 @@ func (db *DB) FindCars(ctx context.Context, q yard.Query, page yard.Page) ([]*ya
 	return out, total, nil
 }
 
-// carPageSQL is the page query of FindCars: the cars version, left-joined
-// to the window of matching cars (n is the number of filter arguments;
-// LIMIT and OFFSET follow them).
+// carPageSQL is the page query of FindCars on PostgreSQL: the cars
+// version, left-joined to the window of matching cars (n is the number of
+// filter arguments; LIMIT and OFFSET follow them).
 func carPageSQL(where string, n int) string {
 	return `SELECT v.version, c.id, c.color, c.type, c.doors, c.make, c.model, c.year, c.garage_id, c.created_at, c.updated_at
 		FROM car_version v LEFT JOIN (SELECT ` + carColumns + ` FROM cars WHERE ` + where + ` ORDER BY id LIMIT $` + itoa(n+1) +
@@ -458,6 +482,9 @@ func (db *DB) ExplainCars(ctx context.Context, q yard.Query, page yard.Page) (st
 	where, args := CompileCarQuery(db.engine, q, nil)
 	n := len(args)
 	pageSQL := carPageSQL(where, n)
+	if db.engine == SQLite {
+		pageSQL = `SELECT ` + carColumns + ` FROM cars WHERE ` + where + ` ORDER BY id LIMIT $` + itoa(n+1) + ` OFFSET $` + itoa(n+2)
+	}
 	countSQL := `SELECT COUNT(*) FROM cars WHERE ` + where
 	var b strings.Builder
 	for _, stmt := range []struct {
