@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/yard-api/yard"
@@ -415,8 +416,8 @@ type carWrite struct {
 	Garage optString `json:"garage"`
 }
 
-// update turns a body into a partial update; null is refused except for
-// garage (null takes the car out of its garage).
+// update turns a body into a partial update (garage null takes the car
+// out of its garage).
 func (in carWrite) update() yard.CarUpdate {
 	u := yard.CarUpdate{Color: in.Color, Type: in.Type, Doors: in.Doors, Make: in.Make, Model: in.Model, Year: in.Year}
 	if in.Garage.Set {
@@ -424,6 +425,40 @@ func (in carWrite) update() yard.CarUpdate {
 		u.Garage = &g
 	}
 	return u
+}
+
+// nullFields refuses null for members other than garage: a merge patch
+// (RFC 7396) null removes a member, and a car's other fields cannot be
+// removed. body is the raw request body, already known to be valid JSON.
+func nullFields(body []byte, allowed ...string) error {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return nil
+	}
+	var f []yard.FieldError
+	for k, v := range m {
+		if string(bytes.TrimSpace(v)) == "null" && !slices.Contains(allowed, k) {
+			f = append(f, yard.FieldError{Field: k, Message: "cannot be null"})
+		}
+	}
+	if len(f) > 0 {
+		sortFields(f)
+		return yard.Invalid("Only garage may be null.", f...)
+	}
+	return nil
+}
+
+// decodeWrite reads a write body into v strictly and refuses null members
+// other than the allowed ones.
+func decodeWrite(r *http.Request, v any, allowed ...string) error {
+	body, err := readJSONBody(r)
+	if err != nil {
+		return err
+	}
+	if err := unmarshalStrict(body, v); err != nil {
+		return err
+	}
+	return nullFields(body, allowed...)
 }
 
 // full checks that every required field is present (POST, PUT).
@@ -452,7 +487,7 @@ func sortFields(f []yard.FieldError) {
 
 func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 	var in carWrite
-	if err := decodeJSON(r, &in); err != nil {
+	if err := decodeWrite(r, &in, "garage"); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -485,7 +520,7 @@ func checkBodyID(body *string, path string) error {
 func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("car_id")
 	var in carWrite
-	if err := decodeJSON(r, &in); err != nil {
+	if err := decodeWrite(r, &in, "garage"); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -517,7 +552,7 @@ func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handlePatchCar(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("car_id")
 	var in carWrite
-	if err := decodeJSON(r, &in); err != nil {
+	if err := decodeWrite(r, &in, "garage"); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -566,7 +601,7 @@ func (in garageWrite) full() error {
 
 func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 	var in garageWrite
-	if err := decodeJSON(r, &in); err != nil {
+	if err := decodeWrite(r, &in); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -590,7 +625,7 @@ func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("garage_id")
 	var in garageWrite
-	if err := decodeJSON(r, &in); err != nil {
+	if err := decodeWrite(r, &in); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -619,7 +654,7 @@ func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handlePatchGarage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("garage_id")
 	var in garageWrite
-	if err := decodeJSON(r, &in); err != nil {
+	if err := decodeWrite(r, &in); err != nil {
 		s.error(w, r, err)
 		return
 	}

@@ -179,6 +179,8 @@ func TestCarWritesAndSearchAdmin(t *testing.T) {
 			{"moved car in its garage", apitest.Request{Path: "/g-ny/cars/my-car"}, 200, nil, nil},
 			{"patch out of garage", apitest.Request{Method: "PATCH", Path: "/cars/my-car", Body: `{"garage":null}`, User: "root", Password: pw, Headers: map[string]string{"Content-Type": "application/merge-patch+json"}}, 200, nil, []string{`"garage":null`}},
 			{"patch bad year", apitest.Request{Method: "PATCH", Path: "/cars/my-car", Body: `{"year":1200}`, User: "root", Password: pw}, 400, nil, []string{`"field":"year"`}},
+			{"patch null color", apitest.Request{Method: "PATCH", Path: "/cars/my-car", Body: `{"color":null}`, User: "root", Password: pw}, 400, nil, []string{`"field":"color"`}},
+			{"patch null garage name", apitest.Request{Method: "PATCH", Path: "/garages/g-ny", Body: `{"name":null}`, User: "root", Password: pw}, 400, nil, []string{`"field":"name"`}},
 			{"patch missing", apitest.Request{Method: "PATCH", Path: "/cars/nope", Body: `{"year":2000}`, User: "root", Password: pw}, 404, nil, nil},
 			{"delete full garage", apitest.Request{Method: "DELETE", Path: "/garages/g-empty", User: "root", Password: pw}, 409, nil, []string{"conflict"}},
 			{"delete car", apitest.Request{Method: "DELETE", Path: "/cars/my-car", User: "root", Password: pw}, 204, nil, nil},
