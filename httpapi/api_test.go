@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/httpapi/apitest"
 	"github.com/yard-api/yard/store"
 	"github.com/yard-api/yard/store/storetest"
@@ -352,4 +354,34 @@ func TestDogsV2(t *testing.T) {
 			t.Fatalf("v2 list: %s", resp.Body)
 		}
 	})
+}
+
+func TestRateLimitAndMetrics(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	limiter := auth.NewLoginLimiter(3)
+	basic := auth.NewBasic(db, limiter)
+	env := apitest.Start(t, db, func(s *httpapi.Server) {
+		s.Auth = &auth.Chain{Header: []auth.Scheme{basic}}
+		s.Basic = basic
+	})
+	env.CreateUser("alice", pw)
+	for range 3 {
+		if r := env.Do(apitest.Request{Path: "/v1/dogs", User: "alice", Password: "wrong"}); r.StatusCode != 401 {
+			t.Fatalf("wrong password: %d", r.StatusCode)
+		}
+	}
+	r := env.Do(apitest.Request{Path: "/v1/dogs", User: "alice", Password: pw})
+	if r.StatusCode != 429 || r.Header.Get("Retry-After") == "" || !strings.Contains(string(r.Body), "/problems/rate-limited") {
+		t.Fatalf("past the limit with the right password: got %d %q %s, want 429 with Retry-After", r.StatusCode, r.Header.Get("Retry-After"), r.Body)
+	}
+	m := env.Do(apitest.Request{Path: "/metrics"})
+	for _, want := range []string{
+		`yard_http_requests_total{method="GET",route="GET /v1/dogs",status="401"} 3`,
+		`yard_http_requests_total{method="GET",route="GET /v1/dogs",status="429"} 1`,
+		`yard_http_request_duration_seconds_bucket{method="GET",route="GET /v1/dogs"`,
+	} {
+		if !strings.Contains(string(m.Body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 }
