@@ -50,7 +50,7 @@ func (db *DB) FindCars(ctx context.Context, q yard.Query, page yard.Page) ([]*ya
 		if err := db.QueryRow(ctx, `SELECT version FROM car_version WHERE id = 1`).Scan(&version); err != nil {
 			return nil, 0, err
 		}
-		rows, err := db.Query(ctx, `SELECT `+carColumns+` FROM cars WHERE `+where+` ORDER BY id LIMIT $`+itoa(n+1)+` OFFSET $`+itoa(n+2), pageArgs...)
+		rows, err := db.Query(ctx, sqlitePageSQL(where, page), args...)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -104,6 +104,14 @@ func carPageSQL(where string, n int) string {
 	return `SELECT v.version, c.id, c.color, c.type, c.doors, c.make, c.model, c.year, c.garage_id, c.created_at, c.updated_at
 		FROM car_version v LEFT JOIN (SELECT ` + carColumns + ` FROM cars WHERE ` + where + ` ORDER BY id LIMIT $` + itoa(n+1) +
 		` OFFSET $` + itoa(n+2) + `) c ON 1=1 WHERE v.id = 1 ORDER BY c.id`
+}
+
+// sqlitePageSQL is the page query of FindCars on SQLite. LIMIT and OFFSET
+// are written into the text as numbers (they are ints, never client text):
+// SQLite's planner looks at bound LIMIT values and re-prepares a statement
+// whenever they are rebound, which doubled the cost of a page.
+func sqlitePageSQL(where string, page yard.Page) string {
+	return `SELECT ` + carColumns + ` FROM cars WHERE ` + where + ` ORDER BY id LIMIT ` + itoa(page.Max) + ` OFFSET ` + itoa(page.Offset)
 }
 
 // countCache remembers totals of car queries for one cars version.
@@ -482,15 +490,16 @@ func (db *DB) ExplainCars(ctx context.Context, q yard.Query, page yard.Page) (st
 	where, args := CompileCarQuery(db.engine, q, nil)
 	n := len(args)
 	pageSQL := carPageSQL(where, n)
+	pageArgs := append(append([]any{}, args...), page.Max, page.Offset)
 	if db.engine == SQLite {
-		pageSQL = `SELECT ` + carColumns + ` FROM cars WHERE ` + where + ` ORDER BY id LIMIT $` + itoa(n+1) + ` OFFSET $` + itoa(n+2)
+		pageSQL, pageArgs = sqlitePageSQL(where, page), args
 	}
 	countSQL := `SELECT COUNT(*) FROM cars WHERE ` + where
 	var b strings.Builder
 	for _, stmt := range []struct {
 		sql  string
 		args []any
-	}{{pageSQL, append(append([]any{}, args...), page.Max, page.Offset)}, {countSQL, args}} {
+	}{{pageSQL, pageArgs}, {countSQL, args}} {
 		b.WriteString(strings.Join(strings.Fields(stmt.sql), " ") + "\n")
 		prefix := `EXPLAIN `
 		if db.engine == SQLite {
