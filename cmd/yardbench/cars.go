@@ -57,13 +57,18 @@ func carsGroup(b *bench) error {
 		if err != nil {
 			return err
 		}
-		t0 := time.Now()
-		n, err := b.db.CountCarsUncached(b.ctx, q)
-		if err != nil {
-			return err
+		// The best of three: the machine is shared.
+		var n int
+		best := time.Hour
+		for range 3 {
+			t0 := time.Now()
+			if n, err = b.db.CountCarsUncached(b.ctx, q); err != nil {
+				return err
+			}
+			best = min(best, time.Since(t0))
 		}
-		fmt.Fprintf(b.out, "### %s: /cars?%s (total %d; uncached count %.1f ms)\n%s\n", cq.name, cq.raw, n,
-			float64(time.Since(t0).Microseconds())/1000, plan)
+		fmt.Fprintf(b.out, "### %s: /cars?%s (total %d; uncached count %.1f ms, best of 3)\n%s\n", cq.name, cq.raw, n,
+			float64(best.Microseconds())/1000, plan)
 	}
 
 	sample, err := b.db.FindCarByID(b.ctx, "car-0000001")
