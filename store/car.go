@@ -34,92 +34,79 @@ func (db *DB) FindCarByID(ctx context.Context, id string) (*yard.Car, error) {
 }
 
 // FindCars returns the page of cars matching q in id order, and the number
-// of all matching cars. Totals are cached per query while the cars
-// version (car_version, bumped by every write) stays the same, so a
-// repeated count over a million rows costs nothing. On PostgreSQL the
-// version comes back with the page in the same statement, so a cached list
-// is one round trip; SQLite has no round trips to save and runs the two
-// plain statements (the joined form costs it twice the time).
+// of all matching cars.
+//
+// Both the total and the page are cached in the process for one value of
+// car_version.version, a counter every write to cars or garages (and every
+// import batch) increments in its transaction. Each call reads the version
+// first (a primary-key read), so cached answers are exact, also across
+// several processes sharing PostgreSQL: a repeated count over a million
+// rows and a repeated first page cost one tiny query.
 func (db *DB) FindCars(ctx context.Context, q yard.Query, page yard.Page) ([]*yard.Car, int, error) {
-	where, args := CompileCarQuery(db.engine, q, nil)
-	n := len(args)
-	pageArgs := append(append(make([]any, 0, n+2), args...), page.Max, page.Offset)
 	var version int64
-	out := make([]*yard.Car, 0, page.Max)
-	if db.engine == SQLite {
-		if err := db.QueryRow(ctx, `SELECT version FROM car_version WHERE id = 1`).Scan(&version); err != nil {
-			return nil, 0, err
-		}
-		rows, err := db.Query(ctx, sqlitePageSQL(where, page), args...)
-		if err != nil {
-			return nil, 0, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			c, err := scanCar(rows)
-			if err != nil {
-				return nil, 0, err
-			}
-			out = append(out, c)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, 0, err
-		}
-		rows.Close()
-	} else {
-		rows, err := db.Query(ctx, carPageSQL(where, n), pageArgs...)
-		if err != nil {
-			return nil, 0, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id, color, typ, mk, model, garage sql.NullString
-			var doors, year, created, updated sql.NullInt64
-			if err := rows.Scan(&version, &id, &color, &typ, &doors, &mk, &model, &year, &garage, &created, &updated); err != nil {
-				return nil, 0, err
-			}
-			if !id.Valid {
-				continue // no car on this page
-			}
-			out = append(out, &yard.Car{ID: id.String, Color: color.String, Type: typ.String, Doors: int(doors.Int64), Make: mk.String,
-				Model: model.String, Year: int(year.Int64), Garage: garage.String,
-				CreatedAt: FromMillis(created.Int64), UpdatedAt: FromMillis(updated.Int64)})
-		}
-		if err := rows.Err(); err != nil {
-			return nil, 0, err
-		}
-		rows.Close()
+	if err := db.QueryRow(ctx, `SELECT version FROM car_version WHERE id = 1`).Scan(&version); err != nil {
+		return nil, 0, err
 	}
-	total, err := db.countCars(ctx, q, version, where, args)
+	where, args := CompileCarQuery(db.engine, q, nil)
+	cc := db.carCache()
+	qkey := q.String()
+	pkey := qkey + "|" + itoa(page.Offset) + "|" + itoa(page.Max)
+	out, ok := cc.page(version, pkey)
+	if !ok {
+		var err error
+		if out, err = db.carPage(ctx, where, args, page); err != nil {
+			return nil, 0, err
+		}
+		cc.putPage(version, pkey, out)
+	}
+	total, err := db.countCars(ctx, cc, qkey, version, where, args)
 	if err != nil {
 		return nil, 0, err
 	}
 	return out, total, nil
 }
 
-// carPageSQL is the page query of FindCars on PostgreSQL: the cars
-// version, left-joined to the window of matching cars (n is the number of
-// filter arguments; LIMIT and OFFSET follow them).
-func carPageSQL(where string, n int) string {
-	return `SELECT v.version, c.id, c.color, c.type, c.doors, c.make, c.model, c.year, c.garage_id, c.created_at, c.updated_at
-		FROM car_version v LEFT JOIN (SELECT ` + carColumns + ` FROM cars WHERE ` + where + ` ORDER BY id LIMIT $` + itoa(n+1) +
-		` OFFSET $` + itoa(n+2) + `) c ON 1=1 WHERE v.id = 1 ORDER BY c.id`
+// carPage runs the page query.
+func (db *DB) carPage(ctx context.Context, where string, args []any, page yard.Page) ([]*yard.Car, error) {
+	text, pageArgs := carPageSQL(db.engine, where, args, page)
+	rows, err := db.Query(ctx, text, pageArgs...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]*yard.Car, 0, page.Max)
+	for rows.Next() {
+		c, err := scanCar(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
-// sqlitePageSQL is the page query of FindCars on SQLite. LIMIT and OFFSET
-// are written into the text as numbers (they are ints, never client text):
-// SQLite's planner looks at bound LIMIT values and re-prepares a statement
-// whenever they are rebound, which doubled the cost of a page.
-func sqlitePageSQL(where string, page yard.Page) string {
-	return `SELECT ` + carColumns + ` FROM cars WHERE ` + where + ` ORDER BY id LIMIT ` + itoa(page.Max) + ` OFFSET ` + itoa(page.Offset)
+// carPageSQL returns the page query of a WHERE condition and its
+// arguments. On SQLite, LIMIT and OFFSET are written into the text as
+// numbers (they are ints, never client text): SQLite's planner looks at
+// bound LIMIT values and re-prepares a statement whenever they are
+// rebound, which doubled the cost of a page. PostgreSQL binds them.
+func carPageSQL(engine, where string, args []any, page yard.Page) (string, []any) {
+	head := `SELECT ` + carColumns + ` FROM cars WHERE ` + where + ` ORDER BY id`
+	if engine == SQLite {
+		return head + ` LIMIT ` + itoa(page.Max) + ` OFFSET ` + itoa(page.Offset), args
+	}
+	n := len(args)
+	return head + ` LIMIT $` + itoa(n+1) + ` OFFSET $` + itoa(n+2), append(append(make([]any, 0, n+2), args...), page.Max, page.Offset)
 }
 
-// countCache remembers totals of car queries for one cars version.
-type countCache struct {
+// carCache remembers totals and pages of car queries for one cars version.
+type carCache struct {
 	mu       sync.Mutex
 	version  int64
 	totals   map[string]int
+	pages    map[string][]yard.Car
 	inflight map[string]*countCall
+	noPages  bool
 }
 
 type countCall struct {
@@ -128,32 +115,80 @@ type countCall struct {
 	err   error
 }
 
-// maxCachedCounts bounds the cache; past it the cache starts over.
-const maxCachedCounts = 4096
+// Bounds of the cache; past them it starts over.
+const (
+	maxCachedCounts = 4096
+	maxCachedPages  = 1024
+)
 
-// countCaches holds one cache per open store (keyed by *DB, so the store
+// carCaches holds one cache per open store (keyed by *DB, so the store
 // type needs no new field).
-var countCaches sync.Map
+var carCaches sync.Map
 
-func (db *DB) counts() *countCache {
-	if c, ok := countCaches.Load(db); ok {
-		return c.(*countCache)
+func (db *DB) carCache() *carCache {
+	if c, ok := carCaches.Load(db); ok {
+		return c.(*carCache)
 	}
-	c, _ := countCaches.LoadOrStore(db, &countCache{totals: map[string]int{}, inflight: map[string]*countCall{}})
-	return c.(*countCache)
+	c, _ := carCaches.LoadOrStore(db, &carCache{totals: map[string]int{}, pages: map[string][]yard.Car{}, inflight: map[string]*countCall{}})
+	return c.(*carCache)
+}
+
+// SetCarPageCache turns the cache of car pages on (the default) or off;
+// totals are always cached. Benchmarks use it to show what it saves.
+func (db *DB) SetCarPageCache(on bool) {
+	cc := db.carCache()
+	cc.mu.Lock()
+	cc.noPages, cc.pages = !on, map[string][]yard.Car{}
+	cc.mu.Unlock()
+}
+
+// sync forgets everything when the version moved; call with mu held.
+func (cc *carCache) sync(version int64) {
+	if cc.version != version {
+		cc.version, cc.totals, cc.pages = version, map[string]int{}, map[string][]yard.Car{}
+	}
+}
+
+// page returns copies of a cached page of this version.
+func (cc *carCache) page(version int64, key string) ([]*yard.Car, bool) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.sync(version)
+	cars, ok := cc.pages[key]
+	if !ok {
+		return nil, false
+	}
+	out := make([]*yard.Car, len(cars))
+	for i := range cars {
+		c := cars[i]
+		out[i] = &c
+	}
+	return out, true
+}
+
+func (cc *carCache) putPage(version int64, key string, cars []*yard.Car) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.noPages || cc.version != version {
+		return
+	}
+	if len(cc.pages) >= maxCachedPages {
+		cc.pages = map[string][]yard.Car{}
+	}
+	stored := make([]yard.Car, len(cars))
+	for i, c := range cars {
+		stored[i] = *c
+	}
+	cc.pages[key] = stored
 }
 
 // countCars returns the number of cars matching where. The caller read
 // version before the count runs, so a total is never filed under a version
 // older than the data it counted (at worst under one already superseded);
 // concurrent identical counts share one query.
-func (db *DB) countCars(ctx context.Context, q yard.Query, version int64, where string, args []any) (int, error) {
-	key := q.String()
-	cc := db.counts()
+func (db *DB) countCars(ctx context.Context, cc *carCache, key string, version int64, where string, args []any) (int, error) {
 	cc.mu.Lock()
-	if cc.version != version {
-		cc.version, cc.totals = version, map[string]int{}
-	}
+	cc.sync(version)
 	if n, ok := cc.totals[key]; ok {
 		cc.mu.Unlock()
 		return n, nil
@@ -488,12 +523,7 @@ func (db *DB) CountCarsUncached(ctx context.Context, q yard.Query) (int, error) 
 // show which indexes they use.
 func (db *DB) ExplainCars(ctx context.Context, q yard.Query, page yard.Page) (string, error) {
 	where, args := CompileCarQuery(db.engine, q, nil)
-	n := len(args)
-	pageSQL := carPageSQL(where, n)
-	pageArgs := append(append([]any{}, args...), page.Max, page.Offset)
-	if db.engine == SQLite {
-		pageSQL, pageArgs = sqlitePageSQL(where, page), args
-	}
+	pageSQL, pageArgs := carPageSQL(db.engine, where, args, page)
 	countSQL := `SELECT COUNT(*) FROM cars WHERE ` + where
 	var b strings.Builder
 	for _, stmt := range []struct {

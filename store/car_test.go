@@ -143,6 +143,27 @@ func TestCarWrites(t *testing.T) {
 		if n := count(red); n != 5 {
 			t.Fatalf("red after create: %d, want 5", n)
 		}
+		// Pages are cached too, and a write shows at once.
+		page, _, err := db.FindCars(ctx, red, yard.Page{Max: 10})
+		if err != nil || !strings.Contains(carIDs(page), c.ID) {
+			t.Fatalf("red page after create: %q, %v; want %s in it", carIDs(page), err, c.ID)
+		}
+		page[0].Color = "scribbled" // callers get copies
+		again, _, _ := db.FindCars(ctx, red, yard.Page{Max: 10})
+		if again[0].Color == "scribbled" || carIDs(again) != carIDs(page) {
+			t.Fatalf("cached page changed by a caller: %+v", again[0])
+		}
+		blue := "Blue"
+		if _, err := db.UpdateCar(ctx, c.ID, yard.CarUpdate{Color: &blue}); err != nil {
+			t.Fatal(err)
+		}
+		if page, n, _ := db.FindCars(ctx, red, yard.Page{Max: 10}); n != 4 || strings.Contains(carIDs(page), c.ID) {
+			t.Fatalf("red after recolouring: %q (%d)", carIDs(page), n)
+		}
+		red2 := "Red"
+		if _, err := db.UpdateCar(ctx, c.ID, yard.CarUpdate{Color: &red2}); err != nil {
+			t.Fatal(err)
+		}
 		bad := &yard.Car{Color: "red", Type: "sedan", Doors: 4, Make: "Kia", Model: "Rio", Year: 2022, Garage: "nope"}
 		if err := db.CreateCar(ctx, bad); yard.ErrorCode(err) != yard.EINVALID || err.(*yard.Error).Fields[0].Field != "garage" {
 			t.Fatalf("unknown garage: %v, want invalid naming garage", err)
