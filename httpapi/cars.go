@@ -6,8 +6,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"weak"
 
 	"github.com/yard-api/yard"
 )
@@ -219,6 +222,26 @@ func (s *Server) handleGarageCar(w http.ResponseWriter, r *http.Request) {
 // for some other path as the mux would without it: 404, or 405 (or the
 // OPTIONS answer) with the Allow of the patterns registered for the path.
 func (s *Server) answerAsUnrouted(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.shadowMux().Handler(r)
+	if pattern != "" {
+		// A pattern matches after all; the real mux would have chosen it,
+		// so this cannot happen. Do not guess: not found.
+		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
+		return
+	}
+	s.unrouted(w, r, h)
+}
+
+// shadowMuxes holds, per server, a mux of every route but the
+// three-segment catch-all (built once, on first use: routes do not change
+// after NewServer).
+var shadowMuxes sync.Map // weak.Pointer[Server] -> *http.ServeMux
+
+func (s *Server) shadowMux() *http.ServeMux {
+	key := weak.Make(s)
+	if m, ok := shadowMuxes.Load(key); ok {
+		return m.(*http.ServeMux)
+	}
 	shadow := http.NewServeMux()
 	for _, rt := range s.routes {
 		if rt.Pattern == "/{garage_id}/cars/{car_id}" {
@@ -230,14 +253,11 @@ func (s *Server) answerAsUnrouted(w http.ResponseWriter, r *http.Request) {
 		}
 		shadow.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
 	}
-	h, pattern := shadow.Handler(r)
-	if pattern != "" {
-		// A pattern matches after all; the real mux would have chosen it,
-		// so this cannot happen. Do not guess: not found.
-		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
-		return
+	m, loaded := shadowMuxes.LoadOrStore(key, shadow)
+	if !loaded {
+		runtime.AddCleanup(s, func(k weak.Pointer[Server]) { shadowMuxes.Delete(k) }, key)
 	}
-	s.unrouted(w, r, h)
+	return m.(*http.ServeMux)
 }
 
 // --- searches ----------------------------------------------------------------

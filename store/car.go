@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
+	"weak"
 
 	"github.com/yard-api/yard"
 )
@@ -121,15 +123,20 @@ const (
 	maxCachedPages  = 1024
 )
 
-// carCaches holds one cache per open store (keyed by *DB, so the store
-// type needs no new field).
-var carCaches sync.Map
+// carCaches holds one cache per store, keyed by a weak pointer to the
+// *DB (so the store type needs no new field); an entry goes when its store
+// is garbage.
+var carCaches sync.Map // weak.Pointer[DB] -> *carCache
 
 func (db *DB) carCache() *carCache {
-	if c, ok := carCaches.Load(db); ok {
+	key := weak.Make(db)
+	if c, ok := carCaches.Load(key); ok {
 		return c.(*carCache)
 	}
-	c, _ := carCaches.LoadOrStore(db, &carCache{totals: map[string]int{}, pages: map[string][]yard.Car{}, inflight: map[string]*countCall{}})
+	c, loaded := carCaches.LoadOrStore(key, &carCache{totals: map[string]int{}, pages: map[string][]yard.Car{}, inflight: map[string]*countCall{}})
+	if !loaded {
+		runtime.AddCleanup(db, func(k weak.Pointer[DB]) { carCaches.Delete(k) }, key)
+	}
 	return c.(*carCache)
 }
 
