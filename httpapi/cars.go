@@ -414,6 +414,7 @@ type optString struct {
 	Value string
 }
 
+// UnmarshalJSON records that the member was present, and whether it was null.
 func (o *optString) UnmarshalJSON(b []byte) error {
 	o.Set = true
 	if string(b) == "null" {
