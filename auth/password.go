@@ -1,0 +1,110 @@
+package auth
+
+import (
+	"crypto/md5"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"golang.org/x/crypto/argon2"
+
+	"github.com/yard-api/yard"
+)
+
+// Realm is the protection space of Basic and Digest (RFC 7617, RFC 7616).
+const Realm = "yard"
+
+// Argon2id parameters (OWASP's minimum recommendation: 19 MiB, 2 passes).
+const (
+	argonTime    = 2
+	argonMemory  = 19 * 1024
+	argonThreads = 1
+	argonKeyLen  = 32
+)
+
+// HashPassword returns an argon2id PHC string for password.
+func HashPassword(password string) (string, error) {
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		return "", err
+	}
+	key := argon2.IDKey([]byte(password), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	b64 := base64.RawStdEncoding
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
+		b64.EncodeToString(salt), b64.EncodeToString(key)), nil
+}
+
+// VerifyPassword reports whether password matches the argon2id PHC string,
+// comparing in constant time.
+func VerifyPassword(phc, password string) bool {
+	parts := strings.Split(phc, "$")
+	if len(parts) != 6 || parts[1] != "argon2id" {
+		return false
+	}
+	var version int
+	var m uint32
+	var t uint32
+	var p uint8
+	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2.Version {
+		return false
+	}
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &m, &t, &p); err != nil || m == 0 || t == 0 || p == 0 || m > 1<<21 || t > 16 {
+		return false
+	}
+	b64 := base64.RawStdEncoding
+	salt, err := b64.DecodeString(parts[4])
+	if err != nil {
+		return false
+	}
+	want, err := b64.DecodeString(parts[5])
+	if err != nil || len(want) == 0 || len(want) > 128 {
+		return false
+	}
+	got := argon2.IDKey([]byte(password), salt, t, m, p, uint32(len(want)))
+	return subtle.ConstantTimeCompare(got, want) == 1
+}
+
+// NewCredentials derives every stored form of a password: the argon2id hash
+// for Basic and the login endpoints, and the RFC 7616 §3.4.2 HA1 values,
+// H(username ":" realm ":" password), for Digest with MD5 and SHA-256.
+func NewCredentials(username, password string) (*yard.Credentials, error) {
+	h, err := HashPassword(password)
+	if err != nil {
+		return nil, err
+	}
+	return &yard.Credentials{
+		PasswordHash: h,
+		HA1MD5:       HA1("MD5", username, Realm, password),
+		HA1SHA256:    HA1("SHA-256", username, Realm, password),
+	}, nil
+}
+
+// HA1 computes H(username:realm:password) with the Digest algorithm named.
+func HA1(algorithm, username, realm, password string) string {
+	s := username + ":" + realm + ":" + password
+	if strings.EqualFold(strings.TrimSuffix(algorithm, "-sess"), "MD5") {
+		sum := md5.Sum([]byte(s))
+		return hex.EncodeToString(sum[:])
+	}
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// ValidatePassword enforces the minimum password policy.
+func ValidatePassword(p string) error {
+	if len(p) < 8 || len(p) > 1024 {
+		return yard.Invalid("The password is not acceptable.", yard.FieldError{Field: "password", Message: "must be 8-1024 characters"})
+	}
+	return nil
+}
+
+// GeneratePassword returns a random password of 24 URL-safe characters.
+func GeneratePassword() string {
+	b := make([]byte, 18)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}

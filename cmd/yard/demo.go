@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/store"
+)
+
+// demoSeeders fill parts of an empty store with demo data. Each reports
+// whether it added anything; other files of this package add their own.
+var demoSeeders = []func(ctx context.Context, db *store.DB, out io.Writer) error{seedDemoDogs}
+
+// seedDemo runs every demo seeder.
+func seedDemo(ctx context.Context, db *store.DB, out io.Writer) error {
+	for _, seed := range demoSeeders {
+		if err := seed(ctx, db, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seedDemoDogs adds two people with dogs when the store holds no dogs. The
+// people's passwords are generated and printed.
+func seedDemoDogs(ctx context.Context, db *store.DB, out io.Writer) error {
+	if _, n, err := db.FindDogs(ctx, yard.DogFilter{Limit: 1}); err != nil || n > 0 {
+		return err
+	}
+	people := []struct {
+		name, email, phone string
+		dogs               []yard.Dog
+	}{
+		{"alice", "alice@example.org", "+14155550101", []yard.Dog{
+			{Name: "Rex", Email: "rex@example.org", BarkEffect: yard.EffectRecord},
+			{Name: "Fido", Email: "fido@example.org", BarkEffect: yard.EffectEmailCount},
+		}},
+		{"bob", "bob@example.org", "+14155550102", []yard.Dog{
+			{Name: "Laika", Email: "laika@example.org", BarkEffect: yard.EffectEmail},
+		}},
+	}
+	for _, p := range people {
+		u, err := db.FindUserByName(ctx, p.name)
+		if yard.ErrorCode(err) == yard.ENOTFOUND {
+			password := auth.GeneratePassword()
+			creds, err := auth.NewCredentials(p.name, password)
+			if err != nil {
+				return err
+			}
+			u = &yard.User{Name: p.name, Email: p.email, Phone: p.phone, Roles: []string{yard.RoleUser}}
+			if err := db.CreateUser(ctx, u, creds); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "demo: created person %q with password %s\n", p.name, password)
+		} else if err != nil {
+			return err
+		}
+		for _, d := range p.dogs {
+			d.Owner = u.ID
+			if err := db.CreateDog(ctx, &d); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "demo: created dog %q at /v1/dogs/%s/\n", d.Name, d.ID)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/acme/autocert"
+
+	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/httpapi"
+	"github.com/yard-api/yard/store"
+)
+
+// serveConfig holds every flag of serve (CONTRACT 9).
+type serveConfig struct {
+	storeFlags
+	addr        string
+	baseURL     string
+	tlsCert     string
+	tlsKey      string
+	acmeDomain  string
+	httpAddr    string
+	demo        bool
+	accessTTL   time.Duration
+	refreshTTL  time.Duration
+	sessionIdle time.Duration
+	sessionMax  time.Duration
+	loginRate   int
+	smtpURL     string
+	smtpFrom    string
+	smsURL      string
+	fetchCmd    string
+	logLevel    string
+}
+
+func (c *serveConfig) register(fs *flag.FlagSet) {
+	c.storeFlags.register(fs)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8443", "HTTPS listen address")
+	fs.StringVar(&c.baseURL, "base-url", "", "public base URL for Location headers and links (default https://localhost:PORT)")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key file (PEM); with --tls-cert")
+	fs.StringVar(&c.acmeDomain, "acme-domain", "", "obtain certificates for this domain with ACME (comma-separated for several)")
+	fs.StringVar(&c.httpAddr, "http-addr", "", "optional plain-HTTP listen address that only redirects (308) to HTTPS")
+	fs.BoolVar(&c.demo, "demo", false, "fill an empty store with demo people, dogs, garages and cars")
+	fs.DurationVar(&c.accessTTL, "access-ttl", 30*time.Minute, "lifetime of access tokens")
+	fs.DurationVar(&c.refreshTTL, "refresh-ttl", 24*time.Hour, "lifetime of refresh tokens")
+	fs.DurationVar(&c.sessionIdle, "session-idle", 30*time.Minute, "idle time-out of cookie sessions")
+	fs.DurationVar(&c.sessionMax, "session-max", 12*time.Hour, "absolute lifetime of cookie sessions")
+	fs.IntVar(&c.loginRate, "login-rate", 10, "failed sign-ins allowed per minute per client address and per user name (0: no limit)")
+	fs.StringVar(&c.smtpURL, "smtp-url", "", "SMTP server for bark e-mails: smtp://user:pass@host:587 (STARTTLS) or smtps://host:465; empty writes .eml files to DATA/outbox/mail")
+	fs.StringVar(&c.smtpFrom, "smtp-from", "yard@localhost", "sender address of bark e-mails")
+	fs.StringVar(&c.smsURL, "sms-url", "", "Twilio-style SMS API: https://ACCOUNT:TOKEN@host[/path]?from=+1555...; empty writes to DATA/outbox/sms")
+	fs.StringVar(&c.fetchCmd, "fetch-command", "", "argument vector for fetch-code barks with {url} and {dir} (default: git clone, then git fetch)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+}
+
+// app is a wired server: the store, the HTTP API and the background work.
+type app struct {
+	cfg    *serveConfig
+	db     *store.DB
+	api    *httpapi.Server
+	logger *slog.Logger
+	// background runs until its context ends (jobs, schedulers); serve
+	// waits for it on shutdown.
+	background []func(ctx context.Context)
+	closers    []func()
+}
+
+// newLogger returns the JSON logger of the process.
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// openStore opens and migrates the store named by the flags.
+func openStore(ctx context.Context, sf storeFlags) (*store.DB, error) {
+	db, err := store.Open(ctx, sf.db, sf.data)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// newApp wires the store, the authentication chain and the API.
+func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (*app, error) {
+	if err := os.MkdirAll(cfg.data, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	db, err := openStore(ctx, cfg.storeFlags)
+	if err != nil {
+		return nil, err
+	}
+	a := &app{cfg: cfg, db: db, logger: logger}
+	limiter := auth.NewLoginLimiter(cfg.loginRate)
+	basic := auth.NewBasic(db, limiter)
+	chain := &auth.Chain{Header: []auth.Scheme{basic}}
+	api := httpapi.NewServer(db, chain, cfg.baseURL, logger)
+	api.Basic, api.Limiter, api.Version = basic, limiter, Version
+	a.api = api
+	for _, w := range wirings {
+		if err := w(ctx, a); err != nil {
+			a.close()
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// wirings are added by other files of this package to plug their parts
+// (schemes, jobs, ...) into a new app.
+var wirings []func(ctx context.Context, a *app) error
+
+func (a *app) close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+	a.db.Close()
+}
+
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := &serveConfig{}
+	fs := newFlagSet("serve", stderr)
+	cfg.register(fs)
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
+		return usageError("--tls-cert and --tls-key go together")
+	}
+	if cfg.acmeDomain != "" && cfg.tlsCert != "" {
+		return usageError("use either --acme-domain or --tls-cert/--tls-key")
+	}
+	logger := newLogger(stderr, cfg.logLevel)
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	if cfg.baseURL == "" {
+		cfg.baseURL = fmt.Sprintf("https://localhost:%d", port)
+	}
+	cfg.baseURL = strings.TrimRight(cfg.baseURL, "/")
+
+	a, err := newApp(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	if err := ensureFirstAdmin(ctx, a.db, stdout); err != nil {
+		return err
+	}
+	if cfg.demo {
+		if err := seedDemo(ctx, a.db, stdout); err != nil {
+			return fmt.Errorf("demo data: %w", err)
+		}
+	}
+
+	tlsConfig, httpHandler, err := tlsSetup(cfg, stdout)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           a.api.Handler(),
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      120 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+
+	var plain *http.Server
+	if cfg.httpAddr != "" {
+		pln, err := net.Listen("tcp", cfg.httpAddr)
+		if err != nil {
+			return err
+		}
+		plain = &http.Server{Handler: httpHandler(redirectToHTTPS(cfg.baseURL)), ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- plain.Serve(pln) }()
+		fmt.Fprintf(stdout, "redirecting http://%s to %s\n", pln.Addr(), cfg.baseURL)
+	}
+
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	var bg sync.WaitGroup
+	for _, f := range a.background {
+		bg.Go(func() { f(bgCtx) })
+	}
+	fmt.Fprintf(stdout, "listening on https://%s\n", ln.Addr())
+	logger.Info("serving", slog.String("addr", ln.Addr().String()), slog.String("base_url", cfg.baseURL),
+		slog.String("store", a.db.String()), slog.String("version", Version))
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		stopBackground()
+		bg.Wait()
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
+	// Graceful shutdown: stop accepting, finish in-flight requests, then
+	// stop background work, which hands running jobs back.
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	if plain != nil {
+		_ = plain.Shutdown(shutdownCtx)
+	}
+	stopBackground()
+	bg.Wait()
+	return err
+}
+
+// redirectToHTTPS answers every plain-HTTP request with 308 to the same
+// path under the HTTPS base URL. It never reads credentials.
+func redirectToHTTPS(baseURL string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		target := baseURL + r.URL.EscapedPath()
+		if r.URL.RawQuery != "" {
+			target += "?" + r.URL.RawQuery
+		}
+		w.Header().Set("Location", target)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusPermanentRedirect)
+		fmt.Fprintln(w, "This server speaks HTTPS only:", target)
+	})
+}
+
+// tlsSetup returns the TLS configuration of the HTTPS listener and the
+// wrapper of the plain-HTTP handler (ACME answers its challenges there).
+func tlsSetup(cfg *serveConfig, stdout io.Writer) (*tls.Config, func(http.Handler) http.Handler, error) {
+	base := &tls.Config{MinVersion: tls.VersionTLS12}
+	identity := func(h http.Handler) http.Handler { return h }
+	switch {
+	case cfg.acmeDomain != "":
+		domains := strings.Split(cfg.acmeDomain, ",")
+		m := &autocert.Manager{
+			Prompt:     autocert.AcceptTOS,
+			Cache:      autocert.DirCache(filepath.Join(cfg.data, "acme")),
+			HostPolicy: autocert.HostWhitelist(domains...),
+		}
+		c := m.TLSConfig()
+		c.MinVersion = tls.VersionTLS12
+		return c, m.HTTPHandler, nil
+	case cfg.tlsCert != "":
+		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
+		if err != nil {
+			return nil, nil, fmt.Errorf("TLS key pair: %w", err)
+		}
+		base.Certificates = []tls.Certificate{cert}
+	default:
+		cert, fingerprint, created, err := selfSignedCert(filepath.Join(cfg.data, "tls"))
+		if err != nil {
+			return nil, nil, err
+		}
+		if created {
+			fmt.Fprintf(stdout, "created a self-signed certificate for localhost in %s\n", filepath.Join(cfg.data, "tls"))
+		}
+		fmt.Fprintf(stdout, "TLS certificate SHA-256 fingerprint: %s\n", fingerprint)
+		base.Certificates = []tls.Certificate{cert}
+	}
+	return base, identity, nil
+}

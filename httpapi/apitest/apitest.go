@@ -1,0 +1,262 @@
+// Package apitest runs the yard API in a test: a real TLS server on
+// 127.0.0.1 over a real store, and a client whose every response is
+// validated against the OpenAPI document the server publishes, so the
+// document stays true.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/httpapi"
+	"github.com/yard-api/yard/store"
+)
+
+// Env is a running API over a store.
+type Env struct {
+	T      testing.TB
+	DB     *store.DB
+	API    *httpapi.Server
+	Server *httptest.Server
+	URL    string
+	// Client validates every response against the OpenAPI document and
+	// does not follow redirects.
+	Client *http.Client
+	logs   *lockedWriter
+}
+
+// Logs returns everything the server has logged so far.
+func (e *Env) Logs() string {
+	e.logs.mu.Lock()
+	defer e.logs.mu.Unlock()
+	return e.logs.w.(*bytes.Buffer).String()
+}
+
+// Option changes the server before it starts.
+type Option func(*httpapi.Server)
+
+// Start runs the API over db with Basic authentication (no login rate
+// limit unless an option sets one) and returns the environment.
+func Start(t testing.TB, db *store.DB, opts ...Option) *Env {
+	t.Helper()
+	logs := &lockedWriter{w: &bytes.Buffer{}}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv := httptest.NewUnstartedServer(nil)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	basic := auth.NewBasic(db, auth.NewLoginLimiter(0))
+	api := httpapi.NewServer(db, &auth.Chain{Header: []auth.Scheme{basic}}, srv.URL, logger)
+	api.Basic = basic
+	for _, o := range opts {
+		o(api)
+	}
+	srv.Config.Handler = api.Handler()
+	doc, err := api.OpenAPI()
+	if err != nil {
+		t.Fatalf("openapi: %v", err)
+	}
+	router := mustRouter(t, doc)
+	client := srv.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	client.Transport = &validator{base: client.Transport, router: router, t: t}
+	return &Env{T: t, DB: db, API: api, Server: srv, URL: srv.URL, Client: client, logs: logs}
+}
+
+func init() {
+	for _, ct := range []string{"text/html", "text/javascript", "text/css", "application/xml", "application/xrds+xml", "text/xml"} {
+		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+	}
+}
+
+func mustRouter(t testing.TB, doc []byte) routers.Router {
+	t.Helper()
+	loader := openapi3.NewLoader()
+	spec, err := loader.LoadFromData(doc)
+	if err != nil {
+		t.Fatalf("load openapi: %v", err)
+	}
+	if err := spec.Validate(context.Background()); err != nil {
+		t.Fatalf("openapi document is invalid: %v", err)
+	}
+	router, err := gorillamux.NewRouter(spec)
+	if err != nil {
+		t.Fatalf("openapi router: %v", err)
+	}
+	return router
+}
+
+// validator checks each response against the OpenAPI document.
+type validator struct {
+	base   http.RoundTripper
+	router routers.Router
+	t      testing.TB
+}
+
+func (v *validator) RoundTrip(req *http.Request) (*http.Response, error) {
+	var reqBody []byte
+	if req.Body != nil {
+		reqBody, _ = io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(reqBody))
+	}
+	resp, err := v.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+
+	if req.Method == http.MethodHead || req.Method == http.MethodOptions {
+		return resp, nil
+	}
+	route, params, err := v.router.FindRoute(req)
+	if err != nil {
+		// Unknown paths and methods are the server's 404, 405 and OPTIONS.
+		if resp.StatusCode != 404 && resp.StatusCode != 405 && req.Method != http.MethodOptions {
+			v.t.Errorf("openapi: %s %s answered %d but the document has no such operation", req.Method, req.URL.Path, resp.StatusCode)
+		}
+		return resp, nil
+	}
+	vreq := req.Clone(req.Context())
+	vreq.Body = io.NopCloser(bytes.NewReader(reqBody))
+	in := &openapi3filter.RequestValidationInput{
+		Request: vreq, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, IncludeResponseStatus: true},
+	}
+	rvi := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in, Status: resp.StatusCode, Header: resp.Header,
+		Body: io.NopCloser(bytes.NewReader(body)), Options: in.Options,
+	}
+	if err := openapi3filter.ValidateResponse(req.Context(), rvi); err != nil {
+		v.t.Errorf("openapi: response to %s %s (%d) does not match the document: %v\nbody: %s",
+			req.Method, req.URL.Path, resp.StatusCode, err, truncate(body))
+	}
+	return resp, nil
+}
+
+func truncate(b []byte) string {
+	if len(b) > 600 {
+		return string(b[:600]) + "…"
+	}
+	return string(b)
+}
+
+// Request describes one request.
+type Request struct {
+	Method  string
+	Path    string
+	Headers map[string]string
+	// Body is sent as is when it is a string or []byte, else as JSON.
+	Body any
+	// User and Password, when set, authenticate with Basic.
+	User, Password string
+}
+
+// Response is a received response with its body read.
+type Response struct {
+	*http.Response
+	Body []byte
+}
+
+// JSON decodes the body into v, failing the test when it cannot.
+func (r *Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", truncate(r.Body), err)
+	}
+}
+
+// Map decodes the body as a JSON object.
+func (r *Response) Map(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	r.JSON(t, &m)
+	return m
+}
+
+// Do sends a request and reads the response.
+func (e *Env) Do(r Request) *Response {
+	e.T.Helper()
+	var body io.Reader
+	switch b := r.Body.(type) {
+	case nil:
+	case string:
+		body = strings.NewReader(b)
+	case []byte:
+		body = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		body = bytes.NewReader(raw)
+	}
+	method := r.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	req, err := http.NewRequest(method, e.URL+r.Path, body)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range r.Headers {
+		req.Header.Set(k, v)
+	}
+	if r.User != "" {
+		req.SetBasicAuth(r.User, r.Password)
+	}
+	resp, err := e.Client.Do(req)
+	if err != nil {
+		e.T.Fatalf("%s %s: %v", method, r.Path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return &Response{Response: resp, Body: b}
+}
+
+// CreateUser adds a user with a password directly in the store.
+func (e *Env) CreateUser(name, password string, roles ...string) *yard.User {
+	e.T.Helper()
+	if len(roles) == 0 {
+		roles = []string{yard.RoleUser}
+	}
+	creds, err := auth.NewCredentials(name, password)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	u := &yard.User{Name: name, Email: name + "@example.org", Phone: "+14155550100", Roles: roles}
+	if err := e.DB.CreateUser(context.Background(), u, creds); err != nil {
+		e.T.Fatalf("create user %s: %v", name, err)
+	}
+	return u
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (lw *lockedWriter) Write(p []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.w.Write(p)
+}

@@ -1,0 +1,354 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/yard-api/yard"
+)
+
+// dogView is the v1 representation of a dog (CONTRACT 5).
+type dogView struct {
+	ID           string     `json:"id"`
+	Name         string     `json:"name"`
+	Email        string     `json:"email"`
+	Owner        string     `json:"owner"`
+	BarkCount    int64      `json:"barkCount"`
+	BarkEffect   string     `json:"barkEffect"`
+	CodeURL      string     `json:"codeUrl"`
+	CodeRevision string     `json:"codeRevision"`
+	Barks        *barksView `json:"barks,omitempty"`
+}
+
+// barksView is the bark schedule inside the dog representation.
+type barksView struct {
+	Next      *string  `json:"next"`
+	Frequency int      `json:"frequency"`
+	Previous  []string `json:"previous"`
+}
+
+func newDogView(d *yard.Dog) dogView {
+	v := dogView{ID: d.ID, Name: d.Name, Email: d.Email, Owner: d.Owner, BarkCount: d.BarkCount,
+		BarkEffect: d.BarkEffect, CodeURL: d.CodeURL, CodeRevision: d.CodeRevision}
+	if sc := d.Schedule; sc != nil {
+		b := &barksView{Next: TimestampPtr(sc.Next), Frequency: sc.Frequency, Previous: []string{}}
+		for _, t := range sc.Previous {
+			b.Previous = append(b.Previous, Timestamp(t))
+		}
+		v.Barks = b
+	}
+	return v
+}
+
+// dogPath returns the path of a dog's identity (with the trailing slash).
+func dogPath(id string) string { return "/v1/dogs/" + id + "/" }
+
+// dogWrite is the writable part of a dog; the read-only fields of the
+// representation (id, barkCount, codeRevision) are accepted so that a
+// representation read with GET can be sent back, and must not differ.
+type dogWrite struct {
+	ID           *string `json:"id"`
+	Name         *string `json:"name"`
+	Email        *string `json:"email"`
+	Owner        *string `json:"owner"`
+	BarkEffect   *string `json:"barkEffect"`
+	CodeURL      *string `json:"codeUrl"`
+	BarkCount    *int64  `json:"barkCount"`
+	CodeRevision *string `json:"codeRevision"`
+}
+
+// loadDogFor loads the dog of the path for the caller: its owner or an admin.
+func (s *Server) loadDogFor(r *http.Request) (*yard.Dog, error) {
+	d, err := s.DB.FindDogByID(r.Context(), r.PathValue("dog_id"))
+	if err != nil {
+		return nil, err
+	}
+	if err := canUseDog(r, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// canUseDog allows the dog's owner and admins.
+func canUseDog(r *http.Request, d *yard.Dog) error {
+	p := yard.PrincipalFromContext(r.Context())
+	if p == nil || (p.UserID != d.Owner && !p.IsAdmin()) {
+		return yard.Errorf(yard.EFORBIDDEN, "Only the dog's owner or an administrator may do this.")
+	}
+	return nil
+}
+
+// checkOwner decides the owner of a dog being written: the caller by
+// default; only an admin may name someone else.
+func checkOwner(r *http.Request, owner *string) (string, error) {
+	p := yard.PrincipalFromContext(r.Context())
+	if owner == nil || *owner == "" {
+		return p.UserID, nil
+	}
+	if *owner != p.UserID && !p.IsAdmin() {
+		return "", yard.Errorf(yard.EFORBIDDEN, "Only an administrator may give a dog to someone else.")
+	}
+	return *owner, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func (s *Server) handleCreateDog(w http.ResponseWriter, r *http.Request) {
+	var in dogWrite
+	if err := decodeJSON(r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if in.ID != nil || in.BarkCount != nil || in.CodeRevision != nil {
+		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", readOnlyFields(in)...))
+		return
+	}
+	owner, err := checkOwner(r, in.Owner)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	d := &yard.Dog{Name: deref(in.Name), Email: deref(in.Email), Owner: owner, BarkEffect: deref(in.BarkEffect), CodeURL: deref(in.CodeURL)}
+	if err := s.DB.CreateDog(r.Context(), d); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.dogHeaders(w, d)
+	w.Header().Set("Location", s.url(dogPath(d.ID)))
+	writeJSON(w, http.StatusCreated, newDogView(d))
+}
+
+func readOnlyFields(in dogWrite) []yard.FieldError {
+	var f []yard.FieldError
+	if in.ID != nil {
+		f = append(f, yard.FieldError{Field: "id", Message: "is chosen by the server (or by the URI of a PUT)"})
+	}
+	if in.BarkCount != nil {
+		f = append(f, yard.FieldError{Field: "barkCount", Message: "is read-only"})
+	}
+	if in.CodeRevision != nil {
+		f = append(f, yard.FieldError{Field: "codeRevision", Message: "is read-only"})
+	}
+	return f
+}
+
+func (s *Server) handleListDogs(w http.ResponseWriter, r *http.Request) {
+	pg, err := pageOf(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	p := yard.PrincipalFromContext(r.Context())
+	f := yard.DogFilter{Offset: pg.Offset, Limit: pg.Max}
+	if !p.IsAdmin() {
+		f.Owner = &p.UserID
+	}
+	dogs, total, err := s.DB.FindDogs(r.Context(), f)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	views := make([]dogView, 0, len(dogs))
+	for _, d := range dogs {
+		if pg.Max > 0 {
+			views = append(views, newDogView(d))
+		}
+	}
+	s.writePage(w, r, views, total, pg)
+}
+
+// handleDogRedirect sends every method on /v1/dogs/{id} to the dog's
+// identity /v1/dogs/{id}/ with 308, which keeps the method and body.
+func (s *Server) handleDogRedirect(w http.ResponseWriter, r *http.Request) {
+	target := s.url(dogPath(r.PathValue("dog_id")))
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	w.Header().Set("Location", target)
+	w.WriteHeader(http.StatusPermanentRedirect)
+}
+
+// dogHeaders sets the headers every dog response carries.
+func (s *Server) dogHeaders(w http.ResponseWriter, d *yard.Dog) {
+	w.Header().Set("Link", "<"+s.url("/v2/dogs/"+d.ID)+`>; rel="successor-version"`)
+}
+
+func (s *Server) handleGetDog(w http.ResponseWriter, r *http.Request) {
+	d, err := s.loadDogFor(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.dogHeaders(w, d)
+	writeRepresentation(w, r, newDogView(d), d.UpdatedAt)
+}
+
+// handlePutDog replaces the writable fields of a dog (200 with the new
+// representation), or creates the dog at a client-chosen id (201).
+func (s *Server) handlePutDog(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("dog_id")
+	var in dogWrite
+	if err := decodeJSON(r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if in.ID != nil && *in.ID != id {
+		s.error(w, r, yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"}))
+		return
+	}
+	d, err := s.DB.FindDogByID(r.Context(), id)
+	if yard.ErrorCode(err) == yard.ENOTFOUND {
+		s.createDogAt(w, r, id, in)
+		return
+	} else if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := canUseDog(r, d); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := checkPreconditions(r, d); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if (in.BarkCount != nil && *in.BarkCount != d.BarkCount) || (in.CodeRevision != nil && *in.CodeRevision != d.CodeRevision) {
+		s.error(w, r, yard.Errorf(yard.ECONFLICT, "barkCount and codeRevision are read-only; send the values the server holds or leave them out."))
+		return
+	}
+	owner, err := checkOwner(r, in.Owner)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	effect := deref(in.BarkEffect)
+	if effect == "" {
+		effect = yard.EffectRecord
+	}
+	codeURL := deref(in.CodeURL)
+	upd := yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: &owner, BarkEffect: &effect, CodeURL: &codeURL}
+	if in.Name == nil {
+		upd.Name = new(string)
+	}
+	if in.Email == nil {
+		upd.Email = new(string)
+	}
+	d, err = s.DB.UpdateDog(r.Context(), id, upd)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.dogHeaders(w, d)
+	writeRepresentation(w, r, newDogView(d), d.UpdatedAt)
+}
+
+func (s *Server) createDogAt(w http.ResponseWriter, r *http.Request, id string, in dogWrite) {
+	if !yard.ValidClientID(id) {
+		s.error(w, r, yard.Invalid("The id in the URI cannot be used.", yard.FieldError{Field: "id", Message: "must be 1-64 letters, digits, '-', '_' or '.', and not a reserved word"}))
+		return
+	}
+	if in.BarkCount != nil || in.CodeRevision != nil {
+		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", readOnlyFields(dogWrite{BarkCount: in.BarkCount, CodeRevision: in.CodeRevision})...))
+		return
+	}
+	owner, err := checkOwner(r, in.Owner)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	d := &yard.Dog{ID: id, Name: deref(in.Name), Email: deref(in.Email), Owner: owner, BarkEffect: deref(in.BarkEffect), CodeURL: deref(in.CodeURL)}
+	if err := s.DB.CreateDog(r.Context(), d); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.dogHeaders(w, d)
+	w.Header().Set("Location", s.url(dogPath(d.ID)))
+	writeJSON(w, http.StatusCreated, newDogView(d))
+}
+
+// handlePatchDog applies a JSON merge patch (RFC 7396) to a dog: 204.
+func (s *Server) handlePatchDog(w http.ResponseWriter, r *http.Request) {
+	d, err := s.loadDogFor(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	var in dogWrite
+	if err := decodeJSON(r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := checkPreconditions(r, d); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if f := readOnlyFields(in); len(f) > 0 {
+		s.error(w, r, yard.Invalid("Read-only fields cannot be changed.", f...))
+		return
+	}
+	if in.Owner != nil {
+		if _, err := checkOwner(r, in.Owner); err != nil {
+			s.error(w, r, err)
+			return
+		}
+	}
+	d, err = s.DB.UpdateDog(r.Context(), d.ID, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.dogHeaders(w, d)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleDeleteDog(w http.ResponseWriter, r *http.Request) {
+	d, err := s.loadDogFor(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := checkPreconditions(r, d); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := s.DB.DeleteDog(r.Context(), d.ID); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// checkPreconditions evaluates If-Match and If-Unmodified-Since against the
+// stored dog (RFC 9110 §13.1.1, §13.1.4): 412 when they do not hold.
+func checkPreconditions(r *http.Request, d *yard.Dog) error {
+	if im := r.Header.Get("If-Match"); im != "" {
+		rec := newDogView(d)
+		etag := etagOf(rec)
+		ok := false
+		for _, t := range strings.Split(im, ",") {
+			t = strings.TrimSpace(t)
+			if t == "*" || t == etag {
+				ok = true
+			}
+		}
+		if !ok {
+			return yard.Errorf(yard.EPRECONDITION, "The dog changed since the ETag given in If-Match.")
+		}
+		return nil
+	}
+	if ius := r.Header.Get("If-Unmodified-Since"); ius != "" {
+		t, err := http.ParseTime(ius)
+		if err != nil {
+			return yard.Invalid("If-Unmodified-Since is not an HTTP date.", yard.FieldError{Field: "If-Unmodified-Since", Message: "must be an HTTP date (RFC 9110 §5.6.7)"})
+		}
+		if d.UpdatedAt.Truncate(1e9).After(t) {
+			return yard.Errorf(yard.EPRECONDITION, "The dog changed after %s.", ius)
+		}
+	}
+	return nil
+}

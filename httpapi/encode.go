@@ -1,0 +1,325 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+// Timestamp renders a time as the API does: RFC 3339, UTC, milliseconds.
+func Timestamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// TimestampPtr renders a time, or nil for the zero time.
+func TimestampPtr(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := Timestamp(t)
+	return &s
+}
+
+// ParseTimestamp reads a request timestamp: an RFC 3339 string or a number
+// of Unix seconds; 0 means now (CONTRACT 2).
+func ParseTimestamp(raw json.RawMessage, now time.Time) (time.Time, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return time.Time{}, errors.New("is required")
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return time.Time{}, errors.New("must be an RFC 3339 string or Unix seconds")
+		}
+		if s == "0" {
+			return now, nil
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return time.Time{}, errors.New("must be an RFC 3339 string or Unix seconds")
+		}
+		return t.UTC(), nil
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f < 0 || f > 1e11 {
+		return time.Time{}, errors.New("must be an RFC 3339 string or Unix seconds")
+	}
+	if f == 0 {
+		return now, nil
+	}
+	return time.UnixMilli(int64(f * 1000)).UTC(), nil
+}
+
+// decodeJSON reads a JSON request body into v strictly: the media type must
+// be JSON, unknown fields and trailing data are refused, and errors say where.
+func decodeJSON(r *http.Request, v any) error {
+	if err := requireJSON(r); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
+	}
+	return unmarshalStrict(body, v)
+}
+
+// unmarshalStrict decodes a JSON document into v, refusing unknown fields.
+func unmarshalStrict(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return yard.Errorf(yard.EMALFORMED, "The request body is empty; a JSON document is required.")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(body, err)
+	}
+	if dec.More() {
+		return yard.Errorf(yard.EMALFORMED, "The request body holds data after the JSON document (offset %d).", dec.InputOffset())
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return yard.Errorf(yard.EMALFORMED, "The request body holds data after the JSON document (offset %d).", dec.InputOffset())
+	}
+	return nil
+}
+
+func jsonError(body []byte, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		line, col := position(body, syn.Offset)
+		return yard.Errorf(yard.EMALFORMED, "Malformed JSON at line %d, column %d (offset %d): %s.", line, col, syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "(document)"
+		}
+		return &yard.Error{Code: yard.EINVALID, Message: "A field has the wrong type.",
+			Fields: []yard.FieldError{{Field: field, Message: fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)}}}
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return yard.Errorf(yard.EMALFORMED, "The JSON document ends too early.")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return &yard.Error{Code: yard.EINVALID, Message: "The request body has an unknown field.",
+			Fields: []yard.FieldError{{Field: name, Message: "is not a field of this resource"}}}
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return err
+	}
+	return yard.Errorf(yard.EMALFORMED, "Malformed JSON: %s.", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "int", "int64", "int32", "float64", "uint", "uint64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	}
+	return k
+}
+
+func position(body []byte, off int64) (line, col int) {
+	line, col = 1, 1
+	for i := int64(0); i < off-1 && i < int64(len(body)); i++ {
+		if body[i] == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+// requireJSON refuses a request body whose media type is not JSON.
+func requireJSON(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		return yard.Errorf(yard.EUNSUPPORTED, "Send the body as application/json, not %q.", ct)
+	}
+	return nil
+}
+
+// writeJSON writes v as a JSON response with the status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		body = []byte(`{"error":"encoding"}`)
+		status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// writeRepresentation writes v as the 200 representation of a resource with
+// an ETag (a hash of the body) and Last-Modified, answering a matching
+// conditional GET or HEAD with 304 (RFC 9110 §13.1.2, §13.1.3).
+func writeRepresentation(w http.ResponseWriter, r *http.Request, v any, modified time.Time) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "encoding"})
+		return
+	}
+	etag := etagOfBody(body)
+	h := w.Header()
+	h.Set("ETag", etag)
+	if !modified.IsZero() {
+		h.Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
+	}
+	if notModified(r, etag, modified) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(append(body, '\n'))
+	}
+}
+
+// etagOf returns the strong entity tag of v's JSON representation.
+func etagOf(v any) string {
+	body, _ := json.Marshal(v)
+	return etagOfBody(body)
+}
+
+func etagOfBody(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:12]) + `"`
+}
+
+func notModified(r *http.Request, etag string, modified time.Time) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		for _, t := range strings.Split(inm, ",") {
+			t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+			if t == etag || t == "*" {
+				return true
+			}
+		}
+		return false
+	}
+	if ims := r.Header.Get("If-Modified-Since"); ims != "" && !modified.IsZero() {
+		t, err := http.ParseTime(ims)
+		return err == nil && !modified.Truncate(time.Second).After(t)
+	}
+	return false
+}
+
+// pageOf reads offset and max (CONTRACT 2): offset defaults to 0, max to
+// 20; max above 100 is cut to 100; a negative or non-numeric value is 400.
+func pageOf(r *http.Request) (yard.Page, error) {
+	q := r.URL.Query()
+	return ParsePage(q.Get("offset"), q.Has("offset"), q.Get("max"), q.Has("max"))
+}
+
+// ParsePage checks raw offset and max values.
+func ParsePage(offset string, hasOffset bool, max string, hasMax bool) (yard.Page, error) {
+	p := yard.Page{Offset: 0, Max: yard.DefaultPageMax}
+	var fields []yard.FieldError
+	if hasOffset {
+		n, err := strconv.Atoi(offset)
+		if err != nil || n < 0 {
+			fields = append(fields, yard.FieldError{Field: "offset", Message: "must be a whole number, 0 or more"})
+		} else {
+			p.Offset = n
+		}
+	}
+	if hasMax {
+		n, err := strconv.Atoi(max)
+		if err != nil || n < 0 {
+			fields = append(fields, yard.FieldError{Field: "max", Message: "must be a whole number, 0 or more"})
+		} else {
+			p.Max = min(n, yard.MaxPageMax)
+		}
+	}
+	if len(fields) > 0 {
+		return p, yard.Invalid("Bad paging values.", fields...)
+	}
+	return p, nil
+}
+
+// PageBody is the body of every collection page (CONTRACT 2).
+type PageBody[T any] struct {
+	Items  []T `json:"items"`
+	Offset int `json:"offset"`
+	Max    int `json:"max"`
+	Total  int `json:"total"`
+}
+
+// writePage writes a page of items with the RFC 8288 Link header (first,
+// prev, next, last) built from the request's own query.
+func (s *Server) writePage(w http.ResponseWriter, r *http.Request, items any, total int, p yard.Page) {
+	w.Header().Set("Link", s.pageLinks(r, total, p))
+	body := map[string]any{"items": items, "offset": p.Offset, "max": p.Max, "total": total}
+	if items == nil {
+		body["items"] = []any{}
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// pageLinks builds the Link header of a page. It edits the raw query (keeping
+// its other pairs and separators as sent), so it also works for the car
+// grammar, which Go's url.ParseQuery cannot read.
+func (s *Server) pageLinks(r *http.Request, total int, p yard.Page) string {
+	var keep []string
+	for _, pair := range strings.FieldsFunc(r.URL.RawQuery, func(c rune) bool { return c == '&' || c == ';' }) {
+		name, _, _ := strings.Cut(pair, "=")
+		if name == "offset" || name == "max" {
+			continue
+		}
+		keep = append(keep, pair)
+	}
+	link := func(offset int, rel string) string {
+		q := append(cloneStrings(keep), "offset="+strconv.Itoa(offset), "max="+strconv.Itoa(p.Max))
+		return "<" + s.url(r.URL.EscapedPath()) + "?" + strings.Join(q, "&") + `>; rel="` + rel + `"`
+	}
+	size := max(p.Max, 1)
+	last := 0
+	if total > 0 {
+		last = ((total - 1) / size) * size
+	}
+	links := []string{link(0, "first")}
+	if p.Offset > 0 {
+		links = append(links, link(max(p.Offset-size, 0), "prev"))
+	}
+	if p.Offset+size < total {
+		links = append(links, link(p.Offset+size, "next"))
+	}
+	links = append(links, link(last, "last"))
+	return strings.Join(links, ", ")
+}
+
+func cloneStrings(s []string) []string { return append([]string(nil), s...) }

@@ -1,0 +1,108 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/yard-api/yard"
+)
+
+// problemKind is one row of the error table: a status, a problem type slug
+// and a title.
+type problemKind struct {
+	Status int
+	Slug   string
+	Title  string
+	About  string
+}
+
+// problemKinds maps every error code to its HTTP rendering. Slugs name the
+// pages at {base_url}/problems/{slug}.
+var problemKinds = map[string]problemKind{
+	yard.EINVALID:         {400, "validation", "Invalid request", "A field of the request has a value the server does not accept. The errors member lists each bad field."},
+	yard.EMALFORMED:       {400, "malformed", "Malformed request", "The body or the query could not be parsed. The detail says where."},
+	yard.ETOKENEXPIRED:    {400, "token-expired", "Access token expired", "The access token was well formed and correctly signed, but its expiry time has passed. Call the refresh endpoint with the refresh token."},
+	yard.EREFRESHINVALID:  {400, "refresh-token-invalid", "Refresh token invalid", "The refresh token is expired, revoked, already used or malformed. Sign in again with a user name and password."},
+	yard.EUNAUTHORIZED:    {401, "unauthorized", "Authentication required", "The request carried no credentials, or wrong ones. The WWW-Authenticate header lists the accepted schemes."},
+	yard.EFORBIDDEN:       {403, "forbidden", "Forbidden", "The authenticated principal may not do this to this resource."},
+	yard.ESCHEDULEREFUSED: {403, "schedule-refused", "Schedule refused", "The server refused the bark schedule. The detail says why."},
+	yard.ENOTFOUND:        {404, "not-found", "Not found", "No resource has this URI."},
+	"method_not_allowed":  {405, "method-not-allowed", "Method not allowed", "The resource exists but does not take this method. The Allow header lists the methods it takes."},
+	yard.ENOTACCEPTABLE:   {406, "not-acceptable", "Not acceptable", "The server cannot produce a representation the Accept header allows."},
+	yard.ECONFLICT:        {409, "conflict", "Conflict", "The request conflicts with the current state of the resource."},
+	yard.EPRECONDITION:    {412, "precondition-failed", "Precondition failed", "A conditional header (If-Match, If-Unmodified-Since) did not hold: the resource changed since the client saw it."},
+	yard.ETOOLARGE:        {413, "too-large", "Content too large", "The request body is larger than 1 MiB."},
+	yard.EUNSUPPORTED:     {415, "unsupported-media-type", "Unsupported media type", "The Content-Type of the request body is not one this endpoint reads."},
+	yard.EPRECONDREQUIRED: {428, "precondition-required", "Precondition required", "This change must be conditional: send If-Unmodified-Since (or If-Match)."},
+	yard.ERATELIMIT:       {429, "rate-limited", "Too many requests", "Too many failed attempts from this address or for this user name. Retry-After says when to try again."},
+	yard.EUNAVAILABLE:     {503, "unavailable", "Service unavailable", "The server cannot answer now; try again later."},
+	yard.EINTERNAL:        {500, "internal", "Internal server error", "Something went wrong on the server. The request id identifies it in the server's log."},
+}
+
+// Problem is an RFC 9457 problem details object.
+type Problem struct {
+	Type      string            `json:"type"`
+	Title     string            `json:"title"`
+	Status    int               `json:"status"`
+	Detail    string            `json:"detail,omitempty"`
+	Instance  string            `json:"instance,omitempty"`
+	Errors    []yard.FieldError `json:"errors,omitempty"`
+	RequestID string            `json:"requestId,omitempty"`
+}
+
+// error renders err as a problem. Internal errors are logged with the
+// request id and shown only as a fixed message.
+func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
+	code := yard.ErrorCode(err)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		code, err = yard.ETOOLARGE, yard.Errorf(yard.ETOOLARGE, "The request body is larger than %d bytes.", mbe.Limit)
+	}
+	kind, ok := problemKinds[code]
+	if !ok {
+		kind = problemKinds[yard.EINTERNAL]
+	}
+	p := Problem{
+		Type:      s.BaseURL + "/problems/" + kind.Slug,
+		Title:     kind.Title,
+		Status:    kind.Status,
+		Detail:    yard.ErrorMessage(err),
+		Instance:  r.URL.Path,
+		RequestID: w.Header().Get("X-Request-Id"),
+	}
+	var e *yard.Error
+	if errors.As(err, &e) {
+		p.Errors = e.Fields
+		if e.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+		}
+		for _, c := range e.Challenge {
+			w.Header().Add("WWW-Authenticate", c)
+		}
+	}
+	if code == yard.EINTERNAL {
+		s.Logger.ErrorContext(r.Context(), "internal error", slog.String("request_id", p.RequestID),
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	}
+	if kind.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" && s.Auth != nil {
+		for _, c := range s.Auth.Challenges(r) {
+			w.Header().Add("WWW-Authenticate", c)
+		}
+	}
+	writeProblem(w, p)
+}
+
+func writeProblem(w http.ResponseWriter, p Problem) {
+	body, _ := json.Marshal(p)
+	h := w.Header()
+	h.Del("ETag")
+	h.Del("Last-Modified")
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(body, '\n'))
+}

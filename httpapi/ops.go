@@ -1,0 +1,230 @@
+package httpapi
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"maps"
+	"mime"
+	"net/http"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/yard-api/yard"
+)
+
+//go:embed openapi/*.json
+var openapiFS embed.FS
+
+//go:embed docs
+var docsFS embed.FS
+
+// handleIndex lists links to every resource of the API.
+func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
+	links := map[string]string{
+		"self":    s.url("/"),
+		"openapi": s.url("/openapi.json"),
+		"docs":    s.url("/docs"),
+		"health":  s.url("/healthz"),
+		"ready":   s.url("/readyz"),
+		"metrics": s.url("/metrics"),
+	}
+	seen := map[string]bool{}
+	var resources []map[string]any
+	for _, rt := range s.routes {
+		p := strings.TrimSuffix(rt.Pattern, "{$}")
+		if seen[p] || p == "/" || strings.HasPrefix(p, "/docs/") {
+			continue
+		}
+		seen[p] = true
+		var methods []string
+		for _, o := range s.routes {
+			if strings.TrimSuffix(o.Pattern, "{$}") == p && o.Method != "" {
+				methods = append(methods, o.Method)
+			}
+		}
+		if len(methods) == 0 {
+			continue
+		}
+		resources = append(resources, map[string]any{"href": s.url(p), "templated": strings.Contains(p, "{"), "methods": methods})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"name":      "yard",
+		"version":   s.Version,
+		"_links":    links,
+		"resources": resources,
+	})
+}
+
+// OpenAPI returns the OpenAPI 3.1 document of the API: base.json with the
+// paths and schemas of every other fragment in openapi/ merged in, and the
+// server URL set to the base URL.
+func (s *Server) OpenAPI() ([]byte, error) {
+	if s.openapi != nil {
+		return s.openapi, nil
+	}
+	var doc map[string]any
+	raw, err := openapiFS.ReadFile("openapi/base.json")
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("openapi/base.json: %w", err)
+	}
+	paths := doc["paths"].(map[string]any)
+	components := doc["components"].(map[string]any)
+	schemas := components["schemas"].(map[string]any)
+	entries, _ := fs.ReadDir(openapiFS, "openapi")
+	for _, e := range entries {
+		if e.Name() == "base.json" {
+			continue
+		}
+		raw, _ := openapiFS.ReadFile("openapi/" + e.Name())
+		var frag struct {
+			Paths      map[string]map[string]any `json:"paths"`
+			Components struct {
+				Schemas    map[string]any `json:"schemas"`
+				Parameters map[string]any `json:"parameters"`
+				Responses  map[string]any `json:"responses"`
+			} `json:"components"`
+			Tags []any `json:"tags"`
+		}
+		if err := json.Unmarshal(raw, &frag); err != nil {
+			return nil, fmt.Errorf("openapi/%s: %w", e.Name(), err)
+		}
+		for p, ops := range frag.Paths {
+			existing, _ := paths[p].(map[string]any)
+			if existing == nil {
+				existing = map[string]any{}
+			}
+			maps.Copy(existing, ops)
+			paths[p] = existing
+		}
+		maps.Copy(schemas, frag.Components.Schemas)
+		for _, kind := range []struct {
+			name string
+			m    map[string]any
+		}{{"parameters", frag.Components.Parameters}, {"responses", frag.Components.Responses}} {
+			if len(kind.m) == 0 {
+				continue
+			}
+			dst, _ := components[kind.name].(map[string]any)
+			if dst == nil {
+				dst = map[string]any{}
+				components[kind.name] = dst
+			}
+			maps.Copy(dst, kind.m)
+		}
+		if len(frag.Tags) > 0 {
+			tags, _ := doc["tags"].([]any)
+			doc["tags"] = append(tags, frag.Tags...)
+		}
+	}
+	doc["servers"] = []any{map[string]any{"url": s.BaseURL}}
+	if info, ok := doc["info"].(map[string]any); ok {
+		info["version"] = s.Version
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	s.openapi = out
+	return out, nil
+}
+
+func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	doc, err := s.OpenAPI()
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(doc)
+}
+
+// handleDocs serves the interactive API reference, built in the browser
+// from /openapi.json; its assets are embedded, no CDN.
+func (s *Server) handleDocs(w http.ResponseWriter, r *http.Request) {
+	s.serveDocsFile(w, r, "index.html")
+}
+
+func (s *Server) handleDocsAsset(w http.ResponseWriter, r *http.Request) {
+	s.serveDocsFile(w, r, r.PathValue("asset"))
+}
+
+func (s *Server) serveDocsFile(w http.ResponseWriter, r *http.Request, name string) {
+	b, err := docsFS.ReadFile("docs/" + path.Base(name))
+	if err != nil {
+		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No such documentation asset."))
+		return
+	}
+	ct := mime.TypeByExtension(path.Ext(name))
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'")
+	_, _ = w.Write(b)
+}
+
+var problemPage = template.Must(template.New("problem").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.Title}} — yard problem types</title></head>
+<body><h1>{{.Title}}</h1><p>HTTP status {{.Status}}.</p><p>{{.About}}</p>
+<p>yard answers errors with RFC 9457 problem details (<code>application/problem+json</code>) whose
+<code>type</code> is the address of this page.</p>
+<h2>All problem types</h2><ul>{{range .All}}<li><a href="{{.Slug}}">{{.Slug}}</a> ({{.Status}}): {{.Title}}</li>{{end}}</ul>
+</body></html>`))
+
+// handleProblem explains a problem type.
+func (s *Server) handleProblem(w http.ResponseWriter, r *http.Request) {
+	slug := r.PathValue("slug")
+	var all []problemKind
+	for _, k := range problemKinds {
+		all = append(all, k)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Slug < all[j].Slug })
+	i := slices.IndexFunc(all, func(k problemKind) bool { return k.Slug == slug })
+	if i < 0 {
+		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No problem type %q.", slug))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = problemPage.Execute(w, struct {
+		problemKind
+		All []problemKind
+	}{all[i], all})
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// handleReadyz answers 200 when the store is reachable and migrated.
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.DB.Ping(ctx); err != nil {
+		s.error(w, r, yard.Errorf(yard.EUNAVAILABLE, "The store is not reachable."))
+		return
+	}
+	if pending, err := s.DB.Pending(ctx); err != nil || pending {
+		s.error(w, r, yard.Errorf(yard.EUNAVAILABLE, "Migrations are not done."))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.DB.Engine()})
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}

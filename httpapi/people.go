@@ -1,0 +1,212 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/auth"
+)
+
+// personView is the representation of a person.
+type personView struct {
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Email    string   `json:"email"`
+	Phone    string   `json:"phone"`
+	Roles    []string `json:"roles"`
+	Disabled bool     `json:"disabled"`
+	// Password is present only in the answer to a create that generated it.
+	Password string `json:"password,omitempty"`
+}
+
+func newPersonView(u *yard.User) personView {
+	return personView{ID: u.ID, Name: u.Name, Email: u.Email, Phone: u.Phone, Roles: u.Roles, Disabled: u.Disabled}
+}
+
+type personCreate struct {
+	Name     string   `json:"name"`
+	Email    string   `json:"email"`
+	Phone    string   `json:"phone"`
+	Roles    []string `json:"roles"`
+	Password string   `json:"password"`
+}
+
+// handleCreatePerson creates a person (admin). Without a password in the
+// body one is generated and returned once.
+func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
+	var in personCreate
+	if err := decodeJSON(r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	generated := in.Password == ""
+	if generated {
+		in.Password = auth.GeneratePassword()
+	} else if err := auth.ValidatePassword(in.Password); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if len(in.Roles) == 0 {
+		in.Roles = []string{yard.RoleUser}
+	}
+	u := &yard.User{Name: in.Name, Email: in.Email, Phone: in.Phone, Roles: in.Roles}
+	if err := yard.ValidateUser(u); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	creds, err := auth.NewCredentials(u.Name, in.Password)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := s.DB.CreateUser(r.Context(), u, creds); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	v := newPersonView(u)
+	if generated {
+		v.Password = in.Password
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Location", s.url("/v1/people/"+u.ID))
+	writeJSON(w, http.StatusCreated, v)
+}
+
+func (s *Server) handleListPeople(w http.ResponseWriter, r *http.Request) {
+	p, err := pageOf(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	users, total, err := s.DB.FindUsers(r.Context(), yard.UserFilter{Offset: p.Offset, Limit: max(p.Max, 0)})
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if p.Max == 0 {
+		users = nil
+	}
+	views := make([]personView, 0, len(users))
+	for _, u := range users {
+		views = append(views, newPersonView(u))
+	}
+	s.writePage(w, r, views, total, p)
+}
+
+// personFor loads the person of the path if the caller is that person or an
+// admin; others get 403.
+func (s *Server) personFor(r *http.Request) (*yard.User, error) {
+	p := yard.PrincipalFromContext(r.Context())
+	id := r.PathValue("person_id")
+	if id != p.UserID && !p.IsAdmin() {
+		return nil, yard.Errorf(yard.EFORBIDDEN, "A person may read and change only their own record.")
+	}
+	return s.DB.FindUserByID(r.Context(), id)
+}
+
+func (s *Server) handleGetPerson(w http.ResponseWriter, r *http.Request) {
+	u, err := s.personFor(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeRepresentation(w, r, newPersonView(u), u.UpdatedAt)
+}
+
+type personPatch struct {
+	Name     *string   `json:"name"`
+	Email    *string   `json:"email"`
+	Phone    *string   `json:"phone"`
+	Roles    *[]string `json:"roles"`
+	Disabled *bool     `json:"disabled"`
+	Password *string   `json:"password"`
+}
+
+// handlePatchPerson changes a person (JSON merge patch, RFC 7396). A person
+// may change their own e-mail, phone and password; roles, disabled and the
+// name are for admins.
+func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
+	u, err := s.personFor(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	var in personPatch
+	if err := decodeJSON(r, &in); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	p := yard.PrincipalFromContext(r.Context())
+	if !p.IsAdmin() && (in.Roles != nil || in.Disabled != nil || in.Name != nil) {
+		s.error(w, r, yard.Errorf(yard.EFORBIDDEN, "Only administrators may change a name, roles or disabled."))
+		return
+	}
+	if in.Password != nil {
+		if err := auth.ValidatePassword(*in.Password); err != nil {
+			s.error(w, r, err)
+			return
+		}
+	}
+	if in.Name != nil && in.Password == nil && *in.Name != u.Name {
+		// Digest HA1 values include the user name: a rename needs a new password.
+		s.error(w, r, yard.Invalid("A new name needs a new password.", yard.FieldError{Field: "password", Message: "is required when the name changes"}))
+		return
+	}
+	upd := yard.UserUpdate{Name: in.Name, Email: in.Email, Phone: in.Phone, Roles: in.Roles, Disabled: in.Disabled}
+	// Validate everything before writing anything.
+	probe := *u
+	if in.Name != nil {
+		probe.Name = *in.Name
+	}
+	if in.Email != nil {
+		probe.Email = *in.Email
+	}
+	if in.Phone != nil {
+		probe.Phone = *in.Phone
+	}
+	if in.Roles != nil {
+		probe.Roles = *in.Roles
+	}
+	if err := yard.ValidateUser(&probe); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	var creds *yard.Credentials
+	if in.Password != nil {
+		if creds, err = auth.NewCredentials(probe.Name, *in.Password); err != nil {
+			s.error(w, r, err)
+			return
+		}
+	}
+	updated, err := s.DB.UpdateUser(r.Context(), u.ID, upd)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if creds != nil {
+		if err := s.DB.SetCredentials(r.Context(), u.ID, creds); err != nil {
+			s.error(w, r, err)
+			return
+		}
+	}
+	if s.Basic != nil {
+		s.Basic.Invalidate(u.ID)
+	}
+	writeRepresentation(w, r, newPersonView(updated), updated.UpdatedAt)
+}
+
+func (s *Server) handleDeletePerson(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("person_id")
+	if id == yard.PrincipalFromContext(r.Context()).UserID {
+		s.error(w, r, yard.Errorf(yard.ECONFLICT, "An administrator cannot delete their own record."))
+		return
+	}
+	if err := s.DB.DeleteUser(r.Context(), id); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if s.Basic != nil {
+		s.Basic.Invalidate(id)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,5 @@
+package httpapi_test
+
+import "net/http/httptest"
+
+func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }

@@ -1,0 +1,33 @@
+package httpapi
+
+// registerRoutes registers every endpoint of the API. An endpoint is a
+// method and a path pattern; a known path with another method answers 405
+// with Allow, OPTIONS answers 204 with Allow, and GET also serves HEAD.
+func (s *Server) registerRoutes() {
+	// Discovery and operations (public).
+	s.handle("GET", "/{$}", s.handleIndex)
+	s.handle("GET", "/openapi.json", s.handleOpenAPI)
+	s.handle("GET", "/docs", s.handleDocs)
+	s.handle("GET", "/docs/{asset}", s.handleDocsAsset)
+	s.handle("GET", "/problems/{slug}", s.handleProblem)
+	s.handle("GET", "/healthz", s.handleHealthz)
+	s.handle("GET", "/readyz", s.handleReadyz)
+	s.handle("GET", "/metrics", s.handleMetrics)
+
+	// People.
+	s.handle("POST", "/v1/people", s.adminOnly(s.handleCreatePerson))
+	s.handle("GET", "/v1/people", s.adminOnly(s.handleListPeople))
+	s.handle("GET", "/v1/people/{person_id}", s.authenticated(s.handleGetPerson))
+	s.handle("PATCH", "/v1/people/{person_id}", s.authenticated(s.handlePatchPerson))
+	s.handle("DELETE", "/v1/people/{person_id}", s.adminOnly(s.handleDeletePerson))
+
+	// Dogs (v1). The dog's identity has the trailing slash; the bare form
+	// redirects there with 308 for every method.
+	s.handle("POST", "/v1/dogs", s.authenticated(s.handleCreateDog))
+	s.handle("GET", "/v1/dogs", s.authenticated(s.handleListDogs))
+	s.handle("", "/v1/dogs/{dog_id}", s.handleDogRedirect)
+	s.handle("GET", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handleGetDog))
+	s.handle("PUT", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePutDog))
+	s.handle("PATCH", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePatchDog))
+	s.handle("DELETE", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handleDeleteDog))
+}

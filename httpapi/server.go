@@ -1,0 +1,269 @@
+// Package httpapi is yard's HTTP interface: one Server, every endpoint
+// registered in routes.go, one error rendering path (RFC 9457 problem
+// details), content negotiation, paging links and conditional requests.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/store"
+)
+
+// MaxBodyBytes is the largest request body accepted (CONTRACT 2).
+const MaxBodyBytes = 1 << 20
+
+// Server serves the yard API.
+type Server struct {
+	DB      *store.DB
+	Auth    *auth.Chain
+	Basic   *auth.Basic
+	Limiter *auth.LoginLimiter
+	// BaseURL is the public base address, without a trailing slash; every
+	// Location header and link is built from it.
+	BaseURL string
+	Logger  *slog.Logger
+	Now     func() time.Time
+	// Registry receives the server's Prometheus metrics.
+	Registry *prometheus.Registry
+	// Version is reported by the index and the OpenAPI document.
+	Version string
+
+	mux     *http.ServeMux
+	routes  []route
+	metrics *metrics
+	openapi []byte
+}
+
+type route struct{ Method, Pattern string }
+
+// NewServer returns a server with its routes registered. Fields may be set
+// on the result before Handler is called.
+func NewServer(db *store.DB, chain *auth.Chain, baseURL string, logger *slog.Logger) *Server {
+	s := &Server{
+		DB:       db,
+		Auth:     chain,
+		BaseURL:  strings.TrimRight(baseURL, "/"),
+		Logger:   logger,
+		Now:      time.Now,
+		Registry: prometheus.NewRegistry(),
+		Version:  "dev",
+		mux:      http.NewServeMux(),
+	}
+	s.registerRoutes()
+	return s
+}
+
+// Routes returns every registered endpoint (method and pattern).
+func (s *Server) Routes() []route { return slices.Clone(s.routes) }
+
+// handle registers an endpoint.
+func (s *Server) handle(method, pattern string, h http.HandlerFunc) {
+	s.routes = append(s.routes, route{method, pattern})
+	if method == "" {
+		s.mux.HandleFunc(pattern, h)
+		return
+	}
+	s.mux.HandleFunc(method+" "+pattern, h)
+}
+
+// Handler returns the server's root handler with its middleware.
+func (s *Server) Handler() http.Handler {
+	if s.metrics == nil {
+		s.metrics = newMetrics(s.Registry)
+	}
+	return http.HandlerFunc(s.serve)
+}
+
+type ctxKey int
+
+const routeKey ctxKey = iota
+
+// routeInfo is filled in as a request is routed, for logs and metrics.
+type routeInfo struct{ pattern string }
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := r.Header.Get("X-Request-Id")
+	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	w.Header().Set("X-Request-Id", id)
+	if r.TLS != nil {
+		w.Header().Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	info := &routeInfo{}
+	r = r.WithContext(context.WithValue(r.Context(), routeKey, info))
+	sw := &statusWriter{ResponseWriter: w, status: 200}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.Logger.Error("panic", slog.String("request_id", id), slog.Any("panic", v))
+			if !sw.wrote {
+				s.error(sw, r, yard.Errorf(yard.EINTERNAL, "panic"))
+			}
+		}
+		s.observe(r, info.pattern, sw.status, time.Since(start), id)
+	}()
+
+	if r.ContentLength > MaxBodyBytes {
+		s.error(sw, r, yard.Errorf(yard.ETOOLARGE, "The request body is larger than %d bytes.", MaxBodyBytes))
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
+	}
+	h, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		s.unrouted(sw, r, h)
+		return
+	}
+	info.pattern = pattern
+	s.mux.ServeHTTP(sw, r)
+}
+
+// unrouted answers a request no endpoint matched: 404, 405 with Allow, or
+// the answer to OPTIONS (204 with Allow), each with a problem body.
+func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	switch {
+	case rec.Code == http.StatusMethodNotAllowed:
+		allow := rec.Header().Get("Allow")
+		if !strings.Contains(allow, "OPTIONS") {
+			allow += ", OPTIONS"
+		}
+		w.Header().Set("Allow", allow)
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		s.error(w, r, &yard.Error{Code: "method_not_allowed", Message: "This resource takes " + allow + "."})
+	case rec.Code == http.StatusMovedPermanently || rec.Code == http.StatusTemporaryRedirect || rec.Code == http.StatusPermanentRedirect:
+		// The mux cleaned the path (e.g. "//" or "/./"): redirect permanently.
+		w.Header().Set("Location", rec.Header().Get("Location"))
+		w.WriteHeader(http.StatusPermanentRedirect)
+	default:
+		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
+	}
+}
+
+// statusWriter remembers the status of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// observe logs a request and counts it. Only the path is logged, never the
+// query (signed requests carry credentials there) or any header.
+func (s *Server) observe(r *http.Request, pattern string, status int, d time.Duration, id string) {
+	label := pattern
+	if label == "" {
+		label = "unmatched"
+	}
+	if s.metrics != nil {
+		s.metrics.requests.WithLabelValues(r.Method, label, strconv.Itoa(status)).Inc()
+		s.metrics.latency.WithLabelValues(r.Method, label).Observe(d.Seconds())
+	}
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	if s.Logger.Enabled(r.Context(), level) {
+		s.Logger.LogAttrs(r.Context(), level, "request",
+			slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("route", label), slog.Int("status", status), slog.Duration("duration", d),
+			slog.String("remote", auth.ClientIP(r)))
+	}
+}
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(reg *prometheus.Registry) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "yard_http_requests_total", Help: "HTTP requests by method, route pattern and status.",
+		}, []string{"method", "route", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "yard_http_request_duration_seconds", Help: "HTTP request latency by method and route pattern.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"method", "route"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.latency)
+	}
+	return m
+}
+
+// url returns the absolute URL of a path under the base URL.
+func (s *Server) url(path string) string { return s.BaseURL + path }
+
+// authenticated wraps a handler that needs a principal: it runs the
+// authentication chain, answers 401 when the request has no credentials or
+// wrong ones, and puts the principal in the request context.
+func (s *Server) authenticated(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.Auth.Authenticate(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		if p == nil {
+			s.error(w, r, yard.Errorf(yard.EUNAUTHORIZED, "This resource needs credentials."))
+			return
+		}
+		h(w, r.WithContext(yard.NewContextWithPrincipal(r.Context(), p)))
+	}
+}
+
+// adminOnly wraps a handler that needs an administrator.
+func (s *Server) adminOnly(h http.HandlerFunc) http.HandlerFunc {
+	return s.authenticated(func(w http.ResponseWriter, r *http.Request) {
+		if !yard.PrincipalFromContext(r.Context()).IsAdmin() {
+			s.error(w, r, yard.Errorf(yard.EFORBIDDEN, "Only administrators may do this."))
+			return
+		}
+		h(w, r)
+	})
+}

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+
+	"github.com/yard-api/yard"
+)
+
+var _ yard.DogService = (*DB)(nil)
+
+const dogColumns = `id, name, email, owner_id, bark_count, bark_effect, code_url, code_revision, created_at, updated_at`
+
+func scanDog(row interface{ Scan(...any) error }) (*yard.Dog, error) {
+	var d yard.Dog
+	var created, updated int64
+	if err := row.Scan(&d.ID, &d.Name, &d.Email, &d.Owner, &d.BarkCount, &d.BarkEffect, &d.CodeURL, &d.CodeRevision, &created, &updated); err != nil {
+		return nil, err
+	}
+	d.CreatedAt, d.UpdatedAt = FromMillis(created), FromMillis(updated)
+	return &d, nil
+}
+
+// FindDogByID returns the dog with that id, or ENOTFOUND.
+func (db *DB) FindDogByID(ctx context.Context, id string) (*yard.Dog, error) {
+	d, err := scanDog(db.read.QueryRowContext(ctx, `SELECT `+dogColumns+` FROM dogs WHERE id = $1`, id))
+	return d, notFound(err, "Dog")
+}
+
+// FindDogs returns a page of dogs ordered by id, and the total count.
+func (db *DB) FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int, error) {
+	where, args := "", []any{}
+	if f.Owner != nil {
+		where = ` WHERE owner_id = $1`
+		args = append(args, *f.Owner)
+	}
+	var total int
+	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM dogs`+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = yard.DefaultPageMax
+	}
+	args = append(args, limit, f.Offset)
+	rows, err := db.read.QueryContext(ctx, `SELECT `+dogColumns+` FROM dogs`+where+
+		` ORDER BY id LIMIT $`+itoa(len(args)-1)+` OFFSET $`+itoa(len(args)), args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out []*yard.Dog
+	for rows.Next() {
+		d, err := scanDog(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, d)
+	}
+	return out, total, rows.Err()
+}
+
+// CreateDog validates and stores d, setting its id (when empty) and
+// timestamps. An unknown owner is EINVALID; a taken id is ECONFLICT.
+func (db *DB) CreateDog(ctx context.Context, d *yard.Dog) error {
+	if d.BarkEffect == "" {
+		d.BarkEffect = yard.EffectRecord
+	}
+	if err := yard.ValidateDog(d); err != nil {
+		return err
+	}
+	return db.WithTx(ctx, func(tx *Tx) error {
+		if err := ownerExists(ctx, tx, d.Owner); err != nil {
+			return err
+		}
+		if d.ID == "" {
+			d.ID = yard.NewID()
+		}
+		now := tx.Now().UTC().Truncate(1e6)
+		d.CreatedAt, d.UpdatedAt = now, now
+		_, err := tx.ExecContext(ctx, `INSERT INTO dogs (id, name, email, owner_id, bark_count, bark_effect, code_url, code_revision, created_at, updated_at)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
+			d.ID, d.Name, d.Email, d.Owner, d.BarkCount, d.BarkEffect, d.CodeURL, d.CodeRevision, Millis(now), Millis(now))
+		if isUniqueViolation(err) {
+			return yard.Errorf(yard.ECONFLICT, "A dog with id %q already exists.", d.ID)
+		}
+		return err
+	})
+}
+
+func ownerExists(ctx context.Context, tx *Tx, owner string) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE id = $1`, owner).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return yard.Invalid("The dog has invalid fields.", yard.FieldError{Field: "owner", Message: "no person has this id"})
+	}
+	return nil
+}
+
+// UpdateDog applies upd to the dog and returns the result.
+func (db *DB) UpdateDog(ctx context.Context, id string, upd yard.DogUpdate) (*yard.Dog, error) {
+	var out *yard.Dog
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		d, err := scanDog(tx.QueryRowContext(ctx, `SELECT `+dogColumns+` FROM dogs WHERE id = $1`, id))
+		if err != nil {
+			return notFound(err, "Dog")
+		}
+		if upd.Name != nil {
+			d.Name = *upd.Name
+		}
+		if upd.Email != nil {
+			d.Email = *upd.Email
+		}
+		if upd.Owner != nil {
+			d.Owner = *upd.Owner
+		}
+		if upd.BarkEffect != nil {
+			d.BarkEffect = *upd.BarkEffect
+		}
+		if upd.CodeURL != nil {
+			d.CodeURL = *upd.CodeURL
+		}
+		if err := yard.ValidateDog(d); err != nil {
+			return err
+		}
+		if upd.Owner != nil {
+			if err := ownerExists(ctx, tx, d.Owner); err != nil {
+				return err
+			}
+		}
+		d.UpdatedAt = tx.Now().UTC().Truncate(1e6)
+		_, err = tx.ExecContext(ctx, `UPDATE dogs SET name=$1, email=$2, owner_id=$3, bark_effect=$4, code_url=$5, updated_at=$6 WHERE id=$7`,
+			d.Name, d.Email, d.Owner, d.BarkEffect, d.CodeURL, Millis(d.UpdatedAt), id)
+		out = d
+		return err
+	})
+	return out, err
+}
+
+// DeleteDog removes a dog.
+func (db *DB) DeleteDog(ctx context.Context, id string) error {
+	return db.WithTx(ctx, func(tx *Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM dogs WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return yard.Errorf(yard.ENOTFOUND, "Dog not found.")
+		}
+		return nil
+	})
+}

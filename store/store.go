@@ -1,0 +1,258 @@
+// Package store is yard's one SQL store with two engines: SQLite (embedded,
+// the default) and PostgreSQL (for several server processes). Both speak
+// database/sql and run the same SQL text with $N placeholders; the few places
+// where the engines differ go through the Engine seam. Schema changes are
+// versioned goose migrations embedded in the binary.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	_ "modernc.org/sqlite" // registers "sqlite"
+
+	"github.com/yard-api/yard"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Engine names.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// DB is an open store.
+type DB struct {
+	engine string
+	dsn    string
+	// write takes every write transaction. On SQLite it holds one
+	// connection, so writers queue in Go instead of spinning on SQLITE_BUSY;
+	// on PostgreSQL it is the same pool as read.
+	write *sql.DB
+	read  *sql.DB
+
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+}
+
+// Open opens the store named by dsn: "" or "sqlite" for SQLite in
+// dataDir/yard.db, "sqlite:PATH" or "file:PATH" for a given SQLite file,
+// "postgres://..." or "postgresql://..." for PostgreSQL. It does not migrate.
+func Open(ctx context.Context, dsn, dataDir string) (*DB, error) {
+	db := &DB{Now: time.Now}
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		db.engine, db.dsn = Postgres, dsn
+		pool, err := sql.Open("pgx", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		pool.SetMaxOpenConns(32)
+		pool.SetMaxIdleConns(32)
+		pool.SetConnMaxIdleTime(5 * time.Minute)
+		db.write, db.read = pool, pool
+	case dsn == "", dsn == "sqlite", strings.HasPrefix(dsn, "sqlite:"), strings.HasPrefix(dsn, "file:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite"), ":")
+		path = strings.TrimPrefix(path, "file:")
+		if path == "" {
+			if err := os.MkdirAll(dataDir, 0o700); err != nil {
+				return nil, fmt.Errorf("data directory: %w", err)
+			}
+			path = filepath.Join(dataDir, "yard.db")
+		}
+		db.engine, db.dsn = SQLite, path
+		var err error
+		if db.write, err = openSQLite(path, true); err != nil {
+			return nil, err
+		}
+		if db.read, err = openSQLite(path, false); err != nil {
+			db.write.Close()
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unknown database %q: use sqlite, sqlite:PATH or postgres://", redactDSN(dsn))
+	}
+	if err := db.read.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to %s: %w", db.engine, err)
+	}
+	return db, nil
+}
+
+func openSQLite(path string, writer bool) (*sql.DB, error) {
+	q := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	if writer {
+		q.Set("_txlock", "immediate")
+	}
+	d, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	if writer {
+		d.SetMaxOpenConns(1)
+	} else {
+		d.SetMaxOpenConns(8)
+		d.SetMaxIdleConns(8)
+	}
+	d.SetConnMaxIdleTime(0)
+	return d, nil
+}
+
+// redactDSN hides a password in a connection string so it can be logged.
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	return u.Redacted()
+}
+
+// Engine returns SQLite or Postgres.
+func (db *DB) Engine() string { return db.engine }
+
+// String describes the store without secrets.
+func (db *DB) String() string { return db.engine + " " + redactDSN(db.dsn) }
+
+// Read returns the pool for reads outside a transaction.
+func (db *DB) Read() *sql.DB { return db.read }
+
+// Close closes the store.
+func (db *DB) Close() error {
+	var err error
+	if db.write != nil {
+		err = db.write.Close()
+	}
+	if db.read != nil && db.read != db.write {
+		err = errors.Join(err, db.read.Close())
+	}
+	return err
+}
+
+// Ping checks that the store answers.
+func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
+
+// Migrate applies every pending migration. On PostgreSQL a session lock
+// keeps several processes from migrating at once.
+func (db *DB) Migrate(ctx context.Context) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	var opts []goose.ProviderOption
+	dialect := goose.DialectSQLite3
+	if db.engine == Postgres {
+		dialect = goose.DialectPostgres
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	p, err := goose.NewProvider(dialect, db.write, sub, opts...)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// Pending reports whether migrations are still to be applied.
+func (db *DB) Pending(ctx context.Context) (bool, error) {
+	sub, _ := fs.Sub(migrations, "migrations")
+	dialect := goose.DialectSQLite3
+	if db.engine == Postgres {
+		dialect = goose.DialectPostgres
+	}
+	p, err := goose.NewProvider(dialect, db.read, sub)
+	if err != nil {
+		return false, err
+	}
+	return p.HasPending(ctx)
+}
+
+// Tx is a write transaction.
+type Tx struct {
+	*sql.Tx
+	db  *DB
+	now time.Time
+}
+
+// Now returns the time the transaction began, by the store's clock.
+func (tx *Tx) Now() time.Time { return tx.now }
+
+// DB returns the store the transaction belongs to.
+func (tx *Tx) DB() *DB { return tx.db }
+
+// WithTx runs fn in a write transaction, committing when fn returns nil.
+func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
+	sqlTx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	tx := &Tx{Tx: sqlTx, db: db, now: db.Now()}
+	if err := fn(tx); err != nil {
+		_ = sqlTx.Rollback()
+		return err
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Millis converts a time to the stored form: Unix milliseconds.
+func Millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// FromMillis converts stored Unix milliseconds back to a UTC time; 0 is
+// the zero time.
+func FromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// isUniqueViolation reports whether err is a unique-constraint failure on
+// either engine.
+func isUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505")
+}
+
+// IsUniqueViolation is isUniqueViolation for other packages sharing the store.
+func IsUniqueViolation(err error) bool { return isUniqueViolation(err) }
+
+// notFound maps sql.ErrNoRows to a yard ENOTFOUND error.
+func notFound(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return yard.Errorf(yard.ENOTFOUND, "%s not found.", what)
+	}
+	return err
+}

@@ -1,0 +1,247 @@
+// Package storetest gives tests a fresh, migrated store on each engine:
+// SQLite in a temporary directory, and PostgreSQL in a throwaway cluster
+// that it starts with the Debian binaries (initdb, pg_ctl) on a free
+// loopback port and removes when the test binary ends.
+//
+// Set YARD_TEST_POSTGRES_URL to use a running server instead. Without
+// PostgreSQL the PostgreSQL half of a test is skipped with a loud message,
+// except under CI=true, where it fails.
+package storetest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/yard-api/yard/store"
+)
+
+// Main runs the tests of a package and then stops the cluster they started.
+// Call it from TestMain: func TestMain(m *testing.M) { storetest.Main(m) }.
+func Main(m *testing.M) {
+	code := m.Run()
+	stopCluster()
+	os.Exit(code)
+}
+
+// Engines lists the engine names ForEachEngine runs.
+var Engines = []string{store.SQLite, store.Postgres}
+
+// ForEachEngine runs fn as a subtest once per engine with a fresh store.
+func ForEachEngine(t *testing.T, fn func(t *testing.T, db *store.DB)) {
+	t.Helper()
+	for _, engine := range Engines {
+		t.Run(engine, func(t *testing.T) {
+			fn(t, Open(t, engine))
+		})
+	}
+}
+
+// Open returns a fresh, migrated store of the engine, closed when t ends.
+func Open(t testing.TB, engine string) *store.DB {
+	t.Helper()
+	dsn := DSN(t, engine)
+	ctx := context.Background()
+	db, err := store.Open(ctx, dsn, t.TempDir())
+	if err != nil {
+		t.Fatalf("open %s store: %v", engine, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatalf("migrate %s store: %v", engine, err)
+	}
+	return db
+}
+
+// DSN returns the connection string of a fresh, empty database of the
+// engine: a file in a temporary directory for SQLite, a new database in the
+// test cluster for PostgreSQL.
+func DSN(t testing.TB, engine string) string {
+	t.Helper()
+	switch engine {
+	case store.SQLite:
+		return "sqlite:" + filepath.Join(t.TempDir(), "yard.db")
+	case store.Postgres:
+		return NewPostgresDatabase(t)
+	}
+	t.Fatalf("unknown engine %q", engine)
+	return ""
+}
+
+var dbCounter atomic.Int64
+
+// NewPostgresDatabase creates an empty database in the test cluster and
+// returns its URL; it is dropped when t ends.
+func NewPostgresDatabase(t testing.TB) string {
+	t.Helper()
+	admin := PostgresURL(t)
+	name := fmt.Sprintf("yard_%d_%d", os.Getpid(), dbCounter.Add(1))
+	conn, err := sql.Open("pgx", admin)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	defer conn.Close()
+	if _, err := conn.Exec(`CREATE DATABASE ` + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		c, err := sql.Open("pgx", admin)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = c.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`)
+	})
+	u, _ := url.Parse(admin)
+	u.Path = "/" + name
+	return u.String()
+}
+
+var cluster struct {
+	once sync.Once
+	url  string
+	err  error
+	dir  string
+	bin  string
+	run  func(args ...string) *exec.Cmd
+}
+
+// PostgresURL returns the admin URL of the test cluster, starting it on
+// first use. It skips t when PostgreSQL cannot be had, or fails it under
+// CI=true.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	cluster.once.Do(startCluster)
+	if cluster.err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL is required under CI=true: %v", cluster.err)
+		}
+		t.Skipf("SKIPPING POSTGRESQL TESTS: %v (install postgresql-15 or set YARD_TEST_POSTGRES_URL)", cluster.err)
+	}
+	return cluster.url
+}
+
+func startCluster() {
+	if u := os.Getenv("YARD_TEST_POSTGRES_URL"); u != "" {
+		cluster.url = u
+		return
+	}
+	bin, err := postgresBin()
+	if err != nil {
+		cluster.err = err
+		return
+	}
+	dir, err := os.MkdirTemp("", "yard-pg-")
+	if err != nil {
+		cluster.err = err
+		return
+	}
+	cluster.dir, cluster.bin = dir, bin
+	cluster.run = func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
+	if os.Geteuid() == 0 {
+		// initdb refuses to run as root: run the cluster as the postgres user.
+		pgUser, err := user.Lookup("postgres")
+		if err != nil {
+			cluster.err = fmt.Errorf("running as root and no postgres user: %w", err)
+			return
+		}
+		if out, err := exec.Command("chown", "-R", pgUser.Username, dir).CombinedOutput(); err != nil {
+			cluster.err = fmt.Errorf("chown %s: %v: %s", dir, err, out)
+			return
+		}
+		cluster.run = func(args ...string) *exec.Cmd {
+			return exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := cluster.run(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust",
+		"-E", "UTF8", "--no-sync", "--locale=C").CombinedOutput(); err != nil {
+		cluster.err = fmt.Errorf("initdb: %v: %s", err, out)
+		return
+	}
+	port, err := freePort()
+	if err != nil {
+		cluster.err = err
+		return
+	}
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "+
+		"-c full_page_writes=off -c max_connections=400", port, dir)
+	if out, err := cluster.run(filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"),
+		"-w", "-t", "60", "start").CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		cluster.err = fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
+		return
+	}
+	cluster.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	// Wait until it accepts connections over TCP.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := sql.Open("pgx", cluster.url)
+		if err == nil {
+			err = c.Ping()
+			c.Close()
+		}
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			cluster.err = fmt.Errorf("postgres did not answer: %w", err)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func stopCluster() {
+	if cluster.dir == "" {
+		return
+	}
+	_ = cluster.run(filepath.Join(cluster.bin, "pg_ctl"), "-D", filepath.Join(cluster.dir, "data"), "-m", "immediate", "-w", "stop").Run()
+	_ = os.RemoveAll(cluster.dir)
+}
+
+// postgresBin finds the newest PostgreSQL server binaries.
+func postgresBin() (string, error) {
+	if p := os.Getenv("YARD_PG_BIN"); p != "" {
+		return p, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", fmt.Errorf("no PostgreSQL server binaries (initdb) found")
+}
+
+func versionOf(dir string) int {
+	v := strings.TrimSuffix(strings.TrimPrefix(dir, "/usr/lib/postgresql/"), "/bin")
+	n := 0
+	fmt.Sscanf(v, "%d", &n)
+	return n
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,208 @@
+package store
+
+import (
+	"context"
+	"strings"
+
+	"github.com/yard-api/yard"
+)
+
+// Ensure DB implements the domain service.
+var _ yard.UserService = (*DB)(nil)
+
+const userColumns = `id, name, email, phone, roles, disabled, created_at, updated_at`
+
+func scanUser(row interface{ Scan(...any) error }) (*yard.User, error) {
+	var u yard.User
+	var roles string
+	var created, updated int64
+	if err := row.Scan(&u.ID, &u.Name, &u.Email, &u.Phone, &roles, &u.Disabled, &created, &updated); err != nil {
+		return nil, err
+	}
+	if roles != "" {
+		u.Roles = strings.Split(roles, ",")
+	}
+	u.CreatedAt, u.UpdatedAt = FromMillis(created), FromMillis(updated)
+	return &u, nil
+}
+
+// FindUserByID returns the user with that id, or ENOTFOUND.
+func (db *DB) FindUserByID(ctx context.Context, id string) (*yard.User, error) {
+	u, err := scanUser(db.read.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
+	return u, notFound(err, "Person")
+}
+
+// FindUserByName returns the user with that name (ignoring case), or ENOTFOUND.
+func (db *DB) FindUserByName(ctx context.Context, name string) (*yard.User, error) {
+	u, err := scanUser(db.read.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE name_key = $1`, strings.ToLower(name)))
+	return u, notFound(err, "Person")
+}
+
+// FindUsers returns a page of users ordered by id, and the total count.
+func (db *DB) FindUsers(ctx context.Context, f yard.UserFilter) ([]*yard.User, int, error) {
+	where, args := "", []any{}
+	if f.Name != nil {
+		where = ` WHERE name_key = $1`
+		args = append(args, strings.ToLower(*f.Name))
+	}
+	var total int
+	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = yard.DefaultPageMax
+	}
+	args = append(args, limit, f.Offset)
+	rows, err := db.read.QueryContext(ctx, `SELECT `+userColumns+` FROM users`+where+
+		` ORDER BY id LIMIT $`+itoa(len(args)-1)+` OFFSET $`+itoa(len(args)), args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out []*yard.User
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, u)
+	}
+	return out, total, rows.Err()
+}
+
+// CountUsers returns how many users exist.
+func (db *DB) CountUsers(ctx context.Context) (int, error) {
+	var n int
+	err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&n)
+	return n, err
+}
+
+// CreateUser validates and stores u with its credentials, setting its id
+// (when empty) and timestamps. A taken name is ECONFLICT.
+func (db *DB) CreateUser(ctx context.Context, u *yard.User, creds *yard.Credentials) error {
+	if err := yard.ValidateUser(u); err != nil {
+		return err
+	}
+	if creds == nil {
+		creds = &yard.Credentials{}
+	}
+	return db.WithTx(ctx, func(tx *Tx) error {
+		if u.ID == "" {
+			u.ID = yard.NewID()
+		}
+		u.CreatedAt, u.UpdatedAt = tx.Now().UTC().Truncate(1e6), tx.Now().UTC().Truncate(1e6)
+		changed := creds.PasswordChangedAt
+		if changed.IsZero() && creds.PasswordHash != "" {
+			changed = u.CreatedAt
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO users (id, name, name_key, email, phone, roles, disabled,
+			password_hash, ha1_md5, ha1_sha256, password_changed_at, created_at, updated_at)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
+			u.ID, u.Name, strings.ToLower(u.Name), u.Email, u.Phone, strings.Join(u.Roles, ","), u.Disabled,
+			creds.PasswordHash, creds.HA1MD5, creds.HA1SHA256, Millis(changed), Millis(u.CreatedAt), Millis(u.UpdatedAt))
+		if isUniqueViolation(err) {
+			return yard.Errorf(yard.ECONFLICT, "A person named %q already exists.", u.Name)
+		}
+		return err
+	})
+}
+
+// UpdateUser applies upd to the user and returns the result.
+func (db *DB) UpdateUser(ctx context.Context, id string, upd yard.UserUpdate) (*yard.User, error) {
+	var out *yard.User
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		u, err := scanUser(tx.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
+		if err != nil {
+			return notFound(err, "Person")
+		}
+		if upd.Name != nil {
+			u.Name = *upd.Name
+		}
+		if upd.Email != nil {
+			u.Email = *upd.Email
+		}
+		if upd.Phone != nil {
+			u.Phone = *upd.Phone
+		}
+		if upd.Roles != nil {
+			u.Roles = *upd.Roles
+		}
+		if upd.Disabled != nil {
+			u.Disabled = *upd.Disabled
+		}
+		if err := yard.ValidateUser(u); err != nil {
+			return err
+		}
+		u.UpdatedAt = tx.Now().UTC().Truncate(1e6)
+		_, err = tx.ExecContext(ctx, `UPDATE users SET name=$1, name_key=$2, email=$3, phone=$4, roles=$5, disabled=$6, updated_at=$7 WHERE id=$8`,
+			u.Name, strings.ToLower(u.Name), u.Email, u.Phone, strings.Join(u.Roles, ","), u.Disabled, Millis(u.UpdatedAt), id)
+		if isUniqueViolation(err) {
+			return yard.Errorf(yard.ECONFLICT, "A person named %q already exists.", u.Name)
+		}
+		out = u
+		return err
+	})
+	return out, err
+}
+
+// DeleteUser removes a user who owns no dogs (ECONFLICT otherwise).
+func (db *DB) DeleteUser(ctx context.Context, id string) error {
+	return db.WithTx(ctx, func(tx *Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM dogs WHERE owner_id = $1`, id).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return yard.Errorf(yard.ECONFLICT, "The person still owns %d dog(s).", n)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return yard.Errorf(yard.ENOTFOUND, "Person not found.")
+		}
+		return nil
+	})
+}
+
+// FindCredentials returns the stored secrets of a user.
+func (db *DB) FindCredentials(ctx context.Context, userID string) (*yard.Credentials, error) {
+	var c yard.Credentials
+	var changed int64
+	err := db.read.QueryRowContext(ctx, `SELECT password_hash, ha1_md5, ha1_sha256, password_changed_at FROM users WHERE id = $1`, userID).
+		Scan(&c.PasswordHash, &c.HA1MD5, &c.HA1SHA256, &changed)
+	if err != nil {
+		return nil, notFound(err, "Person")
+	}
+	c.PasswordChangedAt = FromMillis(changed)
+	return &c, nil
+}
+
+// SetCredentials replaces a user's secrets.
+func (db *DB) SetCredentials(ctx context.Context, userID string, c *yard.Credentials) error {
+	return db.WithTx(ctx, func(tx *Tx) error {
+		changed := c.PasswordChangedAt
+		if changed.IsZero() {
+			changed = tx.Now()
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE users SET password_hash=$1, ha1_md5=$2, ha1_sha256=$3, password_changed_at=$4, updated_at=$5 WHERE id=$6`,
+			c.PasswordHash, c.HA1MD5, c.HA1SHA256, Millis(changed), Millis(tx.Now()), userID)
+		if err != nil {
+			return err
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return yard.Errorf(yard.ENOTFOUND, "Person not found.")
+		}
+		return nil
+	})
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}
