@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/md5"
 	"crypto/rand"
@@ -19,16 +18,6 @@ import (
 	"github.com/yard-api/yard"
 )
 
-// NonceCounter records the highest nonce count (nc) seen for each Digest
-// nonce, in storage shared by every server process, so that a replayed
-// request is refused by whichever process it reaches.
-type NonceCounter interface {
-	// UseNonceCount records nc for the nonce and reports whether it is
-	// higher than every count seen before for that nonce. expires tells the
-	// store when the record may be deleted.
-	UseNonceCount(ctx context.Context, nonce string, nc uint64, expires time.Time) (bool, error)
-}
-
 // Digest is HTTP Digest access authentication (RFC 7616) with qop=auth and
 // the algorithms SHA-256 and MD5, against the HA1 values the user store
 // keeps for Realm.
@@ -41,7 +30,7 @@ type NonceCounter interface {
 // accepted once, and nc must grow (RFC 7616 §3.4: replay protection).
 type Digest struct {
 	Users    Users
-	Counter  NonceCounter
+	Counter  yard.AuthStateService
 	Limiter  *LoginLimiter
 	Secret   []byte
 	NonceTTL time.Duration

@@ -16,25 +16,6 @@ import (
 	"github.com/yard-api/yard"
 )
 
-// APIKey is a signed-request key: a public id (the apiKey query variable)
-// and the sealed secret the server needs to recompute HMACs.
-type APIKey struct {
-	ID     string
-	UserID string
-	// SealedSecret is the secret encrypted with the server's API-key box.
-	SealedSecret string
-	CreatedAt    time.Time
-}
-
-// APIKeyStore finds API keys and remembers the signatures already used.
-type APIKeyStore interface {
-	// FindAPIKey returns the key with that id, or ENOTFOUND.
-	FindAPIKey(ctx context.Context, id string) (*APIKey, error)
-	// UseSignature records a signature and reports whether it was new.
-	// expires tells the store when the record may be deleted.
-	UseSignature(ctx context.Context, signature string, expires time.Time) (bool, error)
-}
-
 // SignedWindow is how far a signed request's timestamp may be from the
 // server's clock, either way (CONTRACT 4).
 const SignedWindow = 300 * time.Second
@@ -49,7 +30,7 @@ const SignedWindow = 300 * time.Second
 // window. Keys and their opened secrets are cached for KeyCacheTTL, so a
 // deleted key may keep working that long on another process.
 type Signed struct {
-	Keys        APIKeyStore
+	Keys        yard.AuthStateService
 	Users       *UserCache
 	Box         *SecretBox
 	Now         func() time.Time

@@ -13,34 +13,6 @@ import (
 	"github.com/yard-api/yard"
 )
 
-// RefreshFamily is the chain of refresh tokens issued from one login. Only
-// the newest token (Current) may be used; presenting an older one is reuse
-// and revokes the family (OAuth 2.0 Security BCP, RFC 9700 §4.14.2).
-type RefreshFamily struct {
-	ID        string
-	UserID    string
-	Current   string // jti of the one usable refresh token
-	ExpiresAt time.Time
-	RevokedAt time.Time
-}
-
-// Outcomes of RefreshStore.RotateRefresh.
-const (
-	RotateOK      = iota // the token was current; the family now holds the new one
-	RotateReused         // the token was an old one: the family is now revoked
-	RotateRevoked        // the family was already revoked, or does not exist
-)
-
-// RefreshStore keeps refresh-token families in storage shared by every
-// process.
-type RefreshStore interface {
-	CreateRefreshFamily(ctx context.Context, f *RefreshFamily) error
-	// RotateRefresh replaces current jti old by new atomically. When old is
-	// not current it revokes the family and answers RotateReused.
-	RotateRefresh(ctx context.Context, familyID, oldJTI, newJTI string, expires time.Time) (int, error)
-	RevokeRefreshFamily(ctx context.Context, familyID string) error
-}
-
 // TokenPair is the body of a successful login or refresh (CONTRACT 4).
 type TokenPair struct {
 	AccessToken      string `json:"access_token"`
@@ -66,7 +38,7 @@ type Tokens struct {
 	Issuer     string
 	AccessTTL  time.Duration
 	RefreshTTL time.Duration
-	Families   RefreshStore
+	Families   yard.AuthStateService
 	// Store is read at refresh, uncached, for the user's current roles.
 	Store Users
 	// Users answers whether the user may use the API (cached).
@@ -85,7 +57,7 @@ func newJTI() string {
 
 // Issue logs a user in: a new refresh family and its first pair.
 func (t *Tokens) Issue(ctx context.Context, u *yard.User) (*TokenPair, error) {
-	f := &RefreshFamily{ID: yard.NewID(), UserID: u.ID, Current: newJTI(), ExpiresAt: t.Now().Add(t.RefreshTTL)}
+	f := &yard.RefreshFamily{ID: yard.NewID(), UserID: u.ID, Current: newJTI(), ExpiresAt: t.Now().Add(t.RefreshTTL)}
 	if err := t.Families.CreateRefreshFamily(ctx, f); err != nil {
 		return nil, err
 	}
@@ -154,9 +126,9 @@ func (t *Tokens) Refresh(ctx context.Context, token string) (*TokenPair, error) 
 	switch res, err := t.Families.RotateRefresh(ctx, c.Family, c.ID, next, t.Now().Add(t.RefreshTTL)); {
 	case err != nil:
 		return nil, err
-	case res == RotateReused:
+	case res == yard.RotateReused:
 		return nil, refreshInvalid("The refresh token was already used; its family is revoked. Sign in again.")
-	case res != RotateOK:
+	case res != yard.RotateOK:
 		return nil, refreshInvalid("The refresh token has been revoked. Sign in again.")
 	}
 	t.Users.Forget(u.ID)
