@@ -56,6 +56,8 @@ type KeyRing struct {
 
 	mu   sync.RWMutex
 	keys []*SigningKey // oldest first
+	// reloaded is when an unknown key id last made the ring re-read Dir.
+	reloaded time.Time
 }
 
 // OpenKeyRing loads the keys of dir, creating the first one if there is none.
@@ -223,10 +225,23 @@ func (k *KeyRing) live() []*SigningKey {
 }
 
 // PublicKey implements KeySource.
+// An unknown key id makes the ring re-read its directory (at most every 10
+// seconds), so a key another process made is picked up.
 func (k *KeyRing) PublicKey(_ context.Context, kid string) (ed25519.PublicKey, bool) {
-	for _, sk := range k.live() {
-		if sk.ID == kid {
-			return sk.Public, true
+	for range 2 {
+		for _, sk := range k.live() {
+			if sk.ID == kid {
+				return sk.Public, true
+			}
+		}
+		k.mu.Lock()
+		stale := k.Dir != "" && k.Now().Sub(k.reloaded) > 10*time.Second
+		if stale {
+			k.reloaded = k.Now()
+		}
+		k.mu.Unlock()
+		if !stale || k.Reload() != nil {
+			break
 		}
 	}
 	return nil, false

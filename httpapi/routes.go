@@ -30,4 +30,18 @@ func (s *Server) registerRoutes() {
 	s.handle("PUT", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePutDog))
 	s.handle("PATCH", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePatchDog))
 	s.handle("DELETE", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handleDeleteDog))
+
+	// Authentication endpoints (CONTRACT 4). Sign-in endpoints and the
+	// JWKS are public; API keys belong to an authenticated principal.
+	s.handle("POST", "/sessions", s.handleCreateSession)
+	s.handle("GET", "/sessions/{key}", s.handleGetSession)
+	s.handle("DELETE", "/sessions/{key}", s.handleDeleteSession)
+	s.handle("POST", "/auth/login", s.handleLogin)
+	s.handle("POST", "/auth/refresh", s.handleRefresh)
+	s.handle("POST", "/auth/logout", s.handleLogout)
+	s.handle("POST", "/auth/pk-token", s.handlePKToken)
+	s.handle("GET", "/.well-known/jwks.json", s.handleJWKS)
+	s.handle("POST", "/apikeys", s.authenticated(s.handleCreateAPIKey))
+	s.handle("GET", "/apikeys/{apiKey}", s.authenticated(s.handleGetAPIKey))
+	s.handle("DELETE", "/apikeys/{apiKey}", s.authenticated(s.handleDeleteAPIKey))
 }

@@ -31,6 +31,10 @@ type Server struct {
 	Auth    *auth.Chain
 	Basic   *auth.Basic
 	Limiter *auth.LoginLimiter
+	// Kit holds the other first-party schemes (Digest, sessions, tokens,
+	// signed requests) behind the /sessions, /auth and /apikeys endpoints;
+	// nil serves those endpoints as 503.
+	Kit *auth.Kit
 	// BaseURL is the public base address, without a trailing slash; every
 	// Location header and link is built from it.
 	BaseURL string
