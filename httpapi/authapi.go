@@ -41,6 +41,15 @@ func requireTLS(r *http.Request) error {
 	return nil
 }
 
+// logPath is the path of r as logs may show it: a session key in the path
+// (/sessions/{key}) is a credential and is masked.
+func logPath(r *http.Request) string {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/sessions/"); ok && rest != "" {
+		return "/sessions/[redacted]"
+	}
+	return r.URL.Path
+}
+
 // loginBody is the body of POST /sessions, /auth/login and /auth/pk-token.
 type loginBody struct {
 	Username            string `json:"username"`

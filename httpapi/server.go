@@ -213,7 +213,7 @@ func (s *Server) observe(r *http.Request, pattern string, status int, d time.Dur
 	}
 	if s.Logger.Enabled(r.Context(), level) {
 		s.Logger.LogAttrs(r.Context(), level, "request",
-			slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", logPath(r)),
 			slog.String("route", label), slog.Int("status", status), slog.Duration("duration", d),
 			slog.String("remote", auth.ClientIP(r)))
 	}
