@@ -635,7 +635,7 @@ func TestNoFallback(t *testing.T) {
 		{"good cookie alone", e.dogURI, map[string]string{"Cookie": good}, 200},
 		{"wrong Basic with a good cookie", e.dogURI, map[string]string{"Authorization": basicBad, "Cookie": good}, 401},
 		{"garbage Bearer with a good cookie", e.dogURI, map[string]string{"Authorization": "Bearer x.y.z", "Cookie": good}, 401},
-		{"Basic payload under Digest", e.dogURI, map[string]string{"Authorization": "Digest " + base64.StdEncoding.EncodeToString([]byte("alice:" + pw))}, 401},
+		{"Basic payload under Digest", e.dogURI, map[string]string{"Authorization": "Digest " + base64.StdEncoding.EncodeToString([]byte("alice:"+pw))}, 401},
 		{"bad signature with a good cookie", e.dogURI + "?apiKey=ak_x&timestamp=1&signature=00", map[string]string{"Cookie": good}, 401},
 		{"unknown scheme with a good cookie", e.dogURI, map[string]string{"Authorization": "Negotiate abc", "Cookie": good}, 401},
 	} {
