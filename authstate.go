@@ -72,6 +72,9 @@ type AuthStateService interface {
 	// UseSignature records a signed request's signature and reports
 	// whether it was new.
 	UseSignature(ctx context.Context, signature string, expires time.Time) (bool, error)
+	// UseSignatures is UseSignature for many distinct signatures in one
+	// statement; it returns the ones that were new.
+	UseSignatures(ctx context.Context, signatures []string, expires []time.Time) (map[string]bool, error)
 
 	// PurgeAuthState deletes expired nonces, signatures, sessions and
 	// refresh families.

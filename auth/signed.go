@@ -36,8 +36,9 @@ type Signed struct {
 	Now         func() time.Time
 	KeyCacheTTL time.Duration
 
-	mu    sync.Mutex
-	cache map[string]signedKey
+	mu      sync.Mutex
+	cache   map[string]signedKey
+	batcher *signatureBatcher
 }
 
 type signedKey struct {
@@ -117,7 +118,13 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	fresh, err := s.Keys.UseSignature(r.Context(), sig, stamp.Add(SignedWindow))
+	s.mu.Lock()
+	if s.batcher == nil {
+		s.batcher = &signatureBatcher{store: s.Keys}
+	}
+	b := s.batcher
+	s.mu.Unlock()
+	fresh, err := b.use(r.Context(), sig, stamp.Add(SignedWindow))
 	if err != nil {
 		return nil, err
 	}

@@ -403,8 +403,9 @@ type Signed struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
-	mu   sync.Mutex
-	used map[string]int64
+	mu     sync.Mutex
+	used   map[string]int64
+	pruned int64
 }
 
 // Apply implements Authenticator.
@@ -450,10 +451,13 @@ func (s *Signed) Apply(_ *Client, req *http.Request) error {
 		s.mu.Lock()
 		ts = max(now().Unix(), last+1)
 	}
-	for k, v := range s.used {
-		if v < ts-1 {
-			delete(s.used, k)
+	if ts != s.pruned { // forget signatures of past seconds, once a second
+		for k, v := range s.used {
+			if v < ts {
+				delete(s.used, k)
+			}
 		}
+		s.pruned = ts
 	}
 	s.used[base] = ts
 	s.mu.Unlock()

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -140,6 +141,36 @@ func (db *DB) UseSignature(ctx context.Context, signature string, expires time.T
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// UseSignatures records distinct signatures in one INSERT and returns the
+// ones that were new (group commit: one write for many requests).
+func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.Time) (map[string]bool, error) {
+	var b strings.Builder
+	args := make([]any, 0, 2*len(sigs))
+	b.WriteString(`INSERT INTO signed_requests (signature, expires_at) VALUES `)
+	for i, s := range sigs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("($" + itoa(2*i+1) + ", $" + itoa(2*i+2) + ")")
+		args = append(args, s, Millis(expires[i]))
+	}
+	b.WriteString(` ON CONFLICT (signature) DO NOTHING RETURNING signature`)
+	rows, err := db.write.QueryContext(ctx, b.String(), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	fresh := make(map[string]bool, len(sigs))
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		fresh[s] = true
+	}
+	return fresh, rows.Err()
 }
 
 // PurgeAuthState deletes expired nonce counts and signatures, sessions past
