@@ -1,10 +1,5 @@
-package auth
+package auth_test
 
-import (
-	"os"
-	"strconv"
-)
+import "errors"
 
-func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o600) }
-
-func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -413,4 +413,3 @@ func freePort(t *testing.T) int {
 	}
 	return l
 }
-
