@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"time"
 
@@ -31,9 +32,6 @@ type sigReq struct {
 
 const maxSignatureBatch = 256
 
-// gatherDelay is how long the first request of a batch waits for others.
-const gatherDelay = 300 * time.Microsecond
-
 // use records sig and reports whether it was new.
 func (b *signatureBatcher) use(ctx context.Context, sig string, expires time.Time) (bool, error) {
 	r := &sigReq{sig: sig, expires: expires, done: make(chan struct{})}
@@ -43,8 +41,10 @@ func (b *signatureBatcher) use(ctx context.Context, sig string, expires time.Tim
 	b.running = true
 	b.mu.Unlock()
 	if lead {
-		// Gather: let requests already on their way join this write.
-		time.Sleep(gatherDelay)
+		// Gather: let requests that are already running join this write.
+		for range 4 {
+			runtime.Gosched()
+		}
 		b.flush()
 	}
 	select {
@@ -97,8 +97,5 @@ func (b *signatureBatcher) flush() {
 		return
 	}
 	b.mu.Unlock()
-	go func() {
-		time.Sleep(gatherDelay)
-		b.flush()
-	}()
+	go b.flush() // those arrived during this write: write them at once
 }

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/client"
+	"github.com/yard-api/yard/httpapi"
+	"github.com/yard-api/yard/internal/loadgen"
+)
+
+var authRounds = flag.Int("auth-rounds", 3, "auth group: rounds that interleave the schemes (the figure is each scheme's median round)")
+
+func init() { groups["auth"] = authGroup }
+
+// authGroup: GET /v1/dogs/{id}/ with every first-party scheme beside the
+// same request with no credential check, on one server (the full chain of
+// cmd/yard, plus the benchmark-only scheme for requests without
+// credentials). Rounds interleave the schemes so that load from other
+// processes on a shared machine falls on all of them alike.
+func authGroup(b *bench) error {
+	const password = "benchmark password"
+	creds, err := auth.NewCredentials("authbench", password)
+	if err != nil {
+		return err
+	}
+	u := &yard.User{Name: "authbench", Roles: []string{yard.RoleUser}}
+	if err := b.db.CreateUser(b.ctx, u, creds); err != nil {
+		return err
+	}
+	d := &yard.Dog{Name: "Rex", Email: "rex@example.org", Owner: u.ID}
+	if err := b.db.CreateDog(b.ctx, d); err != nil {
+		return err
+	}
+	path := "/v1/dogs/" + d.ID + "/"
+
+	keyDir, err := os.MkdirTemp("", "yardbench-keys-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(keyDir)
+	srv := httptest.NewUnstartedServer(nil)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	limiter := auth.NewLoginLimiter(0)
+	basic := auth.NewBasic(b.db, limiter)
+	kit, err := auth.NewKit(b.ctx, auth.Config{Store: b.db, Limiter: limiter, Basic: basic, KeyDir: keyDir, Issuer: srv.URL})
+	if err != nil {
+		return err
+	}
+	kit.Chain.Cookie = append(kit.Chain.Cookie, fixedPrincipal{yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}})
+	api := httpapi.NewServer(b.db, kit.Chain, srv.URL, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	api.Basic, api.Limiter, api.Kit = basic, limiter, kit
+	srv.Config.Handler = api.Handler()
+
+	hc := loadgen.Client(b.concurrency)
+	anon := client.New(srv.URL, hc, nil)
+	session, err := client.NewSession(b.ctx, anon, u.Name, password)
+	if err != nil {
+		return err
+	}
+	tp := &client.TokenPair{Username: u.Name, Password: password}
+	if err := tp.Login(b.ctx, anon); err != nil {
+		return err
+	}
+	pk, err := client.NewPKToken(b.ctx, anon, u.Name, password, client.PKTokenOptions{})
+	if err != nil {
+		return err
+	}
+	signed, err := client.New(srv.URL, hc, &client.Basic{Username: u.Name, Password: password}).CreateAPIKey(b.ctx)
+	if err != nil {
+		return err
+	}
+	// Digest: one client per worker, each holding a challenge, so that each
+	// reuses its nonce with a growing nonce count.
+	digests := make([]*client.Digest, b.concurrency)
+	for w := range digests {
+		digests[w] = &client.Digest{Username: u.Name, Password: password}
+		// (A request without credentials would meet the benchmark scheme:
+		// a wrong bearer token draws the 401 and its challenges.)
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer x")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if ok, err := digests[w].Retry(b.ctx, anon, &client.Response{Response: resp}); !ok || err != nil {
+			return fmt.Errorf("digest challenge: %v", err)
+		}
+	}
+
+	with := func(a func(w int) client.Authenticator, uniq bool) func(int, int) *http.Request {
+		return func(w, i int) *http.Request {
+			p := path
+			if uniq {
+				p += "?n=" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
+			}
+			req, _ := http.NewRequest("GET", srv.URL+p, nil)
+			if a != nil {
+				_ = a(w).Apply(anon, req)
+			}
+			return req
+		}
+	}
+	schemes := []struct {
+		name string
+		req  func(int, int) *http.Request
+	}{
+		{"no credential check", with(nil, false)},
+		{"Basic (cached)", with(func(int) client.Authenticator { return &client.Basic{Username: u.Name, Password: password} }, false)},
+		{"Digest", with(func(w int) client.Authenticator { return digests[w] }, false)},
+		{"session cookie", with(func(int) client.Authenticator { return session }, false)},
+		{"token pair (access JWT)", with(func(int) client.Authenticator { return tp }, false)},
+		{"public-key token", with(func(int) client.Authenticator { return pk }, false)},
+		{"signed request", with(func(int) client.Authenticator { return signed }, true)},
+	}
+	fmt.Fprintln(b.out, "## auth: GET "+path+" per scheme")
+	rps := make([][]float64, len(schemes))
+	for r := range *authRounds {
+		fmt.Fprintf(b.out, "round %d\n", r+1)
+		for i, s := range schemes {
+			res := b.report(loadgen.Run(b.ctx, s.name, hc, b.concurrency, b.duration, 200, s.req))
+			rps[i] = append(rps[i], res.RPS)
+		}
+	}
+	median := func(xs []float64) float64 {
+		s := slices.Clone(xs)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	base := median(rps[0])
+	fmt.Fprintf(b.out, "\n| scheme | req/s (median of %d) | of no credential check |\n|---|---:|---:|\n", *authRounds)
+	for i, s := range schemes {
+		m := median(rps[i])
+		fmt.Fprintf(b.out, "| %s | %.0f | %.1f%% |\n", s.name, m, 100*m/base)
+	}
+	fmt.Fprintln(b.out)
+	return context.Cause(b.ctx)
+}
