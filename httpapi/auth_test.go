@@ -653,6 +653,17 @@ func TestPlainHTTPRefused(t *testing.T) {
 	if err := c.Get(context.Background(), e.dogURI, nil); client.StatusOf(err) != 401 {
 		t.Errorf("Basic over HTTP: got %v, want 401", err)
 	}
+	s, err := client.NewSession(context.Background(), e.client(nil), "alice", pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("DELETE", plain.URL+"/sessions/"+s.Key(), nil)
+	resp, err := plain.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	wantStatus(t, "logout over HTTP", resp.StatusCode, 401)
 	for _, path := range []string{"/sessions", "/auth/login", "/auth/pk-token"} {
 		resp, err := plain.Client().Post(plain.URL+path, "application/json", strings.NewReader(`{"username":"alice","password":"`+pw+`"}`))
 		if err != nil {

@@ -173,6 +173,9 @@ func validSessionKey(key string) bool {
 // Knowing the key is the credential.
 func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 	k, err := s.kit()
+	if err == nil {
+		err = requireTLS(r) // the key in the path is a credential
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -200,6 +203,9 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 // expired cookie).
 func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 	k, err := s.kit()
+	if err == nil {
+		err = requireTLS(r) // the key in the path is a credential
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
