@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -210,30 +211,82 @@ func TestDigestRefusals(t *testing.T) {
 	})
 }
 
-// TestDigestWithCurl authenticates with curl --digest, a client written by others.
-func TestDigestWithCurl(t *testing.T) {
-	curl, err := exec.LookPath("curl")
+// TestSchemesWithCurl uses each scheme as a new user would, with curl, a
+// client written by others.
+func TestSchemesWithCurl(t *testing.T) {
+	curlBin, err := exec.LookPath("curl")
 	if err != nil {
 		t.Skip("curl is not installed")
 	}
 	db := storetest.Open(t, store.SQLite)
 	e := startAuth(t, db, nil)
-	ca := filepath.Join(t.TempDir(), "ca.pem")
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: e.Server.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, pass := range []struct {
-		pw   string
-		want string
-	}{{pw, "200"}, {"wrong", "401"}} {
-		out, err := exec.Command(curl, "-sS", "--digest", "-u", "alice:"+pass.pw, "--cacert", ca,
-			"-o", "/dev/null", "-w", "%{http_code}", e.URL+e.dogURI).CombinedOutput()
+	// curl runs curl and returns the status code and the body.
+	curl := func(args ...string) (string, string) {
+		t.Helper()
+		body := filepath.Join(dir, "body")
+		out, err := exec.Command(curlBin, append([]string{"-sS", "--cacert", ca, "-o", body, "-w", "%{http_code}"}, args...)...).CombinedOutput()
 		if err != nil {
-			t.Fatalf("curl: %v %s", err, out)
+			t.Fatalf("curl %v: %v %s", args, err, out)
 		}
-		if string(out) != pass.want {
-			t.Errorf("curl --digest with password %q: got %s, want %s", pass.pw, out, pass.want)
+		b, _ := os.ReadFile(body)
+		return string(out), string(b)
+	}
+	field := func(body, name string) string {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatalf("%s: %v", body, err)
 		}
+		v, _ := m[name].(string)
+		return v
+	}
+	dog := e.URL + e.dogURI
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"digest", []string{"--digest", "-u", "alice:" + pw, dog}, "200"},
+		{"digest, wrong password", []string{"--digest", "-u", "alice:wrong", dog}, "401"},
+		{"basic", []string{"-u", "alice:" + pw, dog}, "200"},
+	} {
+		if code, body := curl(tc.args...); code != tc.want {
+			t.Errorf("%s: got %s, want %s (%s)", tc.name, code, tc.want, body)
+		}
+	}
+	login := `{"username":"alice","password":"` + pw + `"}`
+	jar := filepath.Join(dir, "jar")
+	if code, _ := curl("-c", jar, "-H", "Content-Type: application/json", "-d", login, e.URL+"/sessions"); code != "201" {
+		t.Fatalf("curl sign in: %s", code)
+	}
+	if code, _ := curl("-b", jar, dog); code != "200" {
+		t.Errorf("curl with the session cookie: %s", code)
+	}
+	_, body := curl("-H", "Content-Type: application/json", "-d", login, e.URL+"/auth/login")
+	if code, _ := curl("-H", "Authorization: Bearer "+field(body, "access_token"), dog); code != "200" {
+		t.Errorf("curl with the access token: %s", code)
+	}
+	if code, _ := curl("-X", "POST", "-H", "Authorization: Bearer "+field(body, "refresh_token"), e.URL+"/auth/refresh"); code != "200" {
+		t.Errorf("curl refresh: %s", code)
+	}
+	_, body = curl("-H", "Content-Type: application/json", "-d", login, e.URL+"/auth/pk-token")
+	if code, _ := curl("-H", "Authorization: Bearer "+field(body, "token"), dog); code != "200" {
+		t.Errorf("curl with the public-key token: %s", code)
+	}
+	_, body = curl("-u", "alice:"+pw, "-X", "POST", e.URL+"/apikeys")
+	key, secret := field(body, "apiKey"), field(body, "secret")
+	ts := strconv.FormatInt(e.clock.Now().Unix(), 10)
+	sig := auth.Sign([]byte(secret), e.dogURI+"?apikey="+key+"&timestamp="+ts)
+	signed := dog + "?timestamp=" + ts + "&apiKey=" + key + "&signature=" + sig
+	if code, _ := curl(signed); code != "200" {
+		t.Errorf("curl signed request: %s", code)
+	}
+	if code, _ := curl(signed); code != "401" {
+		t.Errorf("curl replayed signed request: %s", code)
 	}
 }
 
