@@ -396,7 +396,12 @@ func (s *Server) handleCreateAPIKey(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if raw, _ := io.ReadAll(r.Body); len(strings.TrimSpace(string(raw))) > 0 {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if len(strings.TrimSpace(string(raw))) > 0 {
 		var in struct{}
 		if err := requireJSON(r); err != nil {
 			s.error(w, r, err)
