@@ -70,7 +70,9 @@ type AuthStateService interface {
 	// DeleteAPIKey reports whether the key existed.
 	DeleteAPIKey(ctx context.Context, id string) (bool, error)
 	// UseSignature records a signed request's signature and reports
-	// whether it was new.
+	// whether it was new. expires must follow from the signed timestamp
+	// (it is the end of the signature's window), so that one signature
+	// always comes with one expires.
 	UseSignature(ctx context.Context, signature string, expires time.Time) (bool, error)
 	// UseSignatures is UseSignature for many distinct signatures in one
 	// statement; it returns the ones that were new.

@@ -46,6 +46,9 @@ type Config struct {
 	// KeyRotation makes a new Ed25519 signing key when the newest is older
 	// than this at start-up (0: never).
 	KeyRotation time.Duration
+	// SignatureWriters is how many signed-request signature writes may be
+	// in flight at once: 1 for SQLite (one writer), more for PostgreSQL.
+	SignatureWriters int
 
 	// SigningKeyFile, when set, is the one Ed25519 private key (PKCS #8
 	// PEM) that signs public-key tokens, instead of the rotating ring.
@@ -115,7 +118,7 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 	if k.Box, err = NewSecretBox(boxKey); err != nil {
 		return nil, err
 	}
-	k.Signed = &Signed{Keys: cfg.Store, Users: k.Users, Box: k.Box, Now: now, KeyCacheTTL: cacheTTL}
+	k.Signed = &Signed{Keys: cfg.Store, Users: k.Users, Box: k.Box, Now: now, KeyCacheTTL: cacheTTL, Writers: cfg.SignatureWriters}
 
 	k.Sessions = &Sessions{Store: cfg.Store, Users: k.Users, Idle: orDefault(cfg.SessionIdle, 30*time.Minute),
 		Max: k.SessionMax, TouchEvery: time.Minute, CacheTTL: cacheTTL, Now: now,

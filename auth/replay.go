@@ -14,12 +14,16 @@ import (
 // the next one. Each caller still waits for its own row to be committed, so
 // the answer is exactly as strict as one write per request (the store's
 // primary key decides, across processes), at a fraction of the cost.
+//
+// Writers bounds the writes in flight: 1 suits SQLite (one writer anyway);
+// PostgreSQL overlaps a few commits.
 type signatureBatcher struct {
-	store yard.AuthStateService
+	store   yard.AuthStateService
+	writers int
 
-	mu      sync.Mutex
-	pending []*sigReq
-	running bool
+	mu       sync.Mutex
+	pending  []*sigReq
+	inflight int
 }
 
 type sigReq struct {
@@ -37,8 +41,10 @@ func (b *signatureBatcher) use(ctx context.Context, sig string, expires time.Tim
 	r := &sigReq{sig: sig, expires: expires, done: make(chan struct{})}
 	b.mu.Lock()
 	b.pending = append(b.pending, r)
-	lead := !b.running
-	b.running = true
+	lead := b.inflight < max(b.writers, 1)
+	if lead {
+		b.inflight++
+	}
 	b.mu.Unlock()
 	if lead {
 		// Gather: let requests that are already running join this write.
@@ -55,8 +61,8 @@ func (b *signatureBatcher) use(ctx context.Context, sig string, expires time.Tim
 	}
 }
 
-// flush writes one batch, then hands the next one to a new goroutine so
-// that no caller keeps working for others.
+// flush writes one batch, then hands what arrived meanwhile to a new
+// goroutine, so that no caller keeps working for others.
 func (b *signatureBatcher) flush() {
 	b.mu.Lock()
 	batch := b.pending
@@ -66,36 +72,37 @@ func (b *signatureBatcher) flush() {
 	b.pending = b.pending[len(batch):]
 	b.mu.Unlock()
 
-	// A signature twice in one batch: the first one counts.
-	seen := make(map[string]bool, len(batch))
-	sigs := make([]string, 0, len(batch))
-	exps := make([]time.Time, 0, len(batch))
-	for _, r := range batch {
-		if !seen[r.sig] {
-			seen[r.sig] = true
-			sigs = append(sigs, r.sig)
-			exps = append(exps, r.expires)
+	if len(batch) > 0 {
+		// A signature twice in one batch: the first one counts.
+		seen := make(map[string]bool, len(batch))
+		sigs := make([]string, 0, len(batch))
+		exps := make([]time.Time, 0, len(batch))
+		for _, r := range batch {
+			if !seen[r.sig] {
+				seen[r.sig] = true
+				sigs = append(sigs, r.sig)
+				exps = append(exps, r.expires)
+			}
 		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	fresh, err := b.store.UseSignatures(ctx, sigs, exps)
-
-	cancel()
-	for _, r := range batch {
-		r.err = err
-		if err == nil && fresh[r.sig] {
-			r.fresh = true
-			delete(fresh, r.sig)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		fresh, err := b.store.UseSignatures(ctx, sigs, exps)
+		cancel()
+		for _, r := range batch {
+			r.err = err
+			if err == nil && fresh[r.sig] {
+				r.fresh = true
+				delete(fresh, r.sig)
+			}
+			close(r.done)
 		}
-		close(r.done)
 	}
 
 	b.mu.Lock()
 	if len(b.pending) == 0 {
-		b.running = false
+		b.inflight--
 		b.mu.Unlock()
 		return
 	}
 	b.mu.Unlock()
-	go b.flush() // those arrived during this write: write them at once
+	go b.flush() // those that arrived during this write: write them at once
 }

@@ -35,6 +35,9 @@ type Signed struct {
 	Box         *SecretBox
 	Now         func() time.Time
 	KeyCacheTTL time.Duration
+	// Writers is how many signature writes may be in flight at once (1
+	// for SQLite, a few for PostgreSQL).
+	Writers int
 
 	mu      sync.Mutex
 	cache   map[string]signedKey
@@ -120,7 +123,7 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	}
 	s.mu.Lock()
 	if s.batcher == nil {
-		s.batcher = &signatureBatcher{store: s.Keys}
+		s.batcher = &signatureBatcher{store: s.Keys, writers: s.Writers}
 	}
 	b := s.batcher
 	s.mu.Unlock()

@@ -134,7 +134,7 @@ func (db *DB) DeleteAPIKey(ctx context.Context, id string) (bool, error) {
 
 // UseSignature records a signature and reports whether it was new.
 func (db *DB) UseSignature(ctx context.Context, signature string, expires time.Time) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `INSERT INTO signed_requests (signature, expires_at) VALUES ($1, $2) ON CONFLICT (signature) DO NOTHING`,
+	res, err := db.write.ExecContext(ctx, `INSERT INTO signed_requests (signature, expires_at) VALUES ($1, $2) ON CONFLICT (expires_at, signature) DO NOTHING`,
 		signature, Millis(expires))
 	if err != nil {
 		return false, err
@@ -156,7 +156,7 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 		b.WriteString("($" + itoa(2*i+1) + ", $" + itoa(2*i+2) + ")")
 		args = append(args, s, Millis(expires[i]))
 	}
-	b.WriteString(` ON CONFLICT (signature) DO NOTHING RETURNING signature`)
+	b.WriteString(` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`)
 	rows, err := db.write.QueryContext(ctx, b.String(), args...)
 	if err != nil {
 		return nil, err

@@ -113,11 +113,12 @@ func TestAuthState(t *testing.T) {
 		if ok, err := db.UseSignature(ctx, "sig1", now.Add(time.Minute)); ok || err != nil {
 			t.Fatalf("replayed UseSignature = %v, %v; want false", ok, err)
 		}
-		fresh, err := db.UseSignatures(ctx, []string{"sig1", "sig2", "sig3"}, []time.Time{now, now, now})
+		exp := now.Add(time.Minute)
+		fresh, err := db.UseSignatures(ctx, []string{"sig1", "sig2", "sig3"}, []time.Time{exp, exp, exp})
 		if err != nil || fresh["sig1"] || !fresh["sig2"] || !fresh["sig3"] || len(fresh) != 2 {
 			t.Fatalf("UseSignatures = %v, %v; want sig2 and sig3 new", fresh, err)
 		}
-		if ok, _ := db.UseSignature(ctx, "sig3", now); ok {
+		if ok, _ := db.UseSignature(ctx, "sig3", exp); ok {
 			t.Error("a signature of a batch was accepted again")
 		}
 		if ok, _ := db.DeleteAPIKey(ctx, "ak_1"); !ok {

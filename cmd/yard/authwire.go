@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/store"
 )
 
 // authFlags are the flags of the Digest, session, token and signed-request
@@ -44,13 +45,18 @@ func init() {
 // wireAuth puts every first-party scheme into the chain, after Basic.
 func wireAuth(ctx context.Context, a *app) error {
 	c := a.cfg
+	writers := 1
+	if a.db.Engine() == store.Postgres {
+		writers = 4
+	}
 	kit, err := auth.NewKit(ctx, auth.Config{
 		Store: a.db, Limiter: a.api.Limiter, Basic: a.api.Basic,
 		KeyDir: filepath.Join(c.data, "keys"), Issuer: c.baseURL,
 		AccessTTL: c.accessTTL, RefreshTTL: c.refreshTTL, PKTokenTTL: c.auth.pkTTL,
 		SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, CacheTTL: c.auth.cacheTTL,
 		KeyRotation: c.auth.keyRotation, SigningKeyFile: c.auth.signingKey,
-		VerifyOnly: c.auth.verifyOnly, PublicKeyFile: c.auth.publicKey, JWKSURL: c.auth.jwksURL, JWKSCAFile: c.auth.jwksCA,
+		SignatureWriters: writers,
+		VerifyOnly:       c.auth.verifyOnly, PublicKeyFile: c.auth.publicKey, JWKSURL: c.auth.jwksURL, JWKSCAFile: c.auth.jwksCA,
 	})
 	if err != nil {
 		return fmt.Errorf("authentication: %w", err)

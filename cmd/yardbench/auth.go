@@ -6,20 +6,24 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/client"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/internal/loadgen"
+	"github.com/yard-api/yard/store"
 )
 
-var authRounds = flag.Int("auth-rounds", 3, "auth group: rounds that interleave the schemes (the figure is each scheme's median round)")
+var authRounds = flag.Int("auth-rounds", 5, "auth group: rounds that interleave the schemes (the figure is each scheme's median round)")
 
 func init() { groups["auth"] = authGroup }
 
@@ -55,7 +59,11 @@ func authGroup(b *bench) error {
 	defer srv.Close()
 	limiter := auth.NewLoginLimiter(0)
 	basic := auth.NewBasic(b.db, limiter)
-	kit, err := auth.NewKit(b.ctx, auth.Config{Store: b.db, Limiter: limiter, Basic: basic, KeyDir: keyDir, Issuer: srv.URL})
+	writers := 1
+	if b.db.Engine() == store.Postgres {
+		writers = 4 // as cmd/yard does
+	}
+	kit, err := auth.NewKit(b.ctx, auth.Config{Store: b.db, Limiter: limiter, Basic: basic, KeyDir: keyDir, Issuer: srv.URL, SignatureWriters: writers})
 	if err != nil {
 		return err
 	}
@@ -127,12 +135,33 @@ func authGroup(b *bench) error {
 		{"signed request", with(func(int) client.Authenticator { return signed }, true)},
 	}
 	fmt.Fprintln(b.out, "## auth: GET "+path+" per scheme")
+	// Each round runs every scheme once, in a shuffled order; a scheme's
+	// ratio is taken against the baseline of the same round. CPU time of
+	// this process (server and load generator) per request is measured
+	// too: it moves much less than throughput when other processes load
+	// the machine.
 	rps := make([][]float64, len(schemes))
+	ratio := make([][]float64, len(schemes))
+	cpu := make([][]float64, len(schemes))
+	rng := rand.New(rand.NewPCG(1, 2))
 	for r := range *authRounds {
 		fmt.Fprintf(b.out, "round %d\n", r+1)
-		for i, s := range schemes {
-			res := b.report(loadgen.Run(b.ctx, s.name, hc, b.concurrency, b.duration, 200, s.req))
+		order := rng.Perm(len(schemes))
+		got := make([]float64, len(schemes))
+		for _, i := range order {
+			c0 := cpuTime()
+			res := b.report(loadgen.Run(b.ctx, schemes[i].name, hc, b.concurrency, b.duration, 200, schemes[i].req))
+			if res.Errors > 0 {
+				return fmt.Errorf("%s: %d errors", schemes[i].name, res.Errors)
+			}
+			got[i] = res.RPS
 			rps[i] = append(rps[i], res.RPS)
+			if res.Requests > 0 {
+				cpu[i] = append(cpu[i], float64((cpuTime()-c0).Microseconds())/float64(res.Requests))
+			}
+		}
+		for i := range schemes {
+			ratio[i] = append(ratio[i], got[i]/got[0])
 		}
 	}
 	median := func(xs []float64) float64 {
@@ -140,12 +169,19 @@ func authGroup(b *bench) error {
 		slices.Sort(s)
 		return s[len(s)/2]
 	}
-	base := median(rps[0])
-	fmt.Fprintf(b.out, "\n| scheme | req/s (median of %d) | of no credential check |\n|---|---:|---:|\n", *authRounds)
-	for i, s := range schemes {
-		m := median(rps[i])
-		fmt.Fprintf(b.out, "| %s | %.0f | %.1f%% |\n", s.name, m, 100*m/base)
+	fmt.Fprintf(b.out, "\n| scheme | req/s (median of %d rounds) | of no credential check (median of per-round ratios) | CPU µs per request | capacity vs no check (CPU) |\n|---|---:|---:|---:|---:|\n", *authRounds)
+	for i, sc := range schemes {
+		fmt.Fprintf(b.out, "| %s | %.0f | %.1f%% | %.0f | %.1f%% |\n", sc.name, median(rps[i]), 100*median(ratio[i]), median(cpu[i]), 100*median(cpu[0])/median(cpu[i]))
 	}
 	fmt.Fprintln(b.out)
 	return context.Cause(b.ctx)
+}
+
+// cpuTime returns the user and system CPU time of this process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
