@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +25,8 @@ import (
 )
 
 var authRounds = flag.Int("auth-rounds", 5, "auth group: rounds that interleave the schemes (the figure is each scheme's median round)")
+
+var authOnly = flag.String("auth-only", "", "auth group: run only the schemes whose names contain one of these comma-separated words (the baseline always runs)")
 
 func init() { groups["auth"] = authGroup }
 
@@ -133,6 +136,18 @@ func authGroup(b *bench) error {
 		{"token pair (access JWT)", with(func(int) client.Authenticator { return tp }, false)},
 		{"public-key token", with(func(int) client.Authenticator { return pk }, false)},
 		{"signed request", with(func(int) client.Authenticator { return signed }, true)},
+	}
+	if *authOnly != "" {
+		kept := schemes[:1]
+		for _, sc := range schemes[1:] {
+			for w := range strings.SplitSeq(*authOnly, ",") {
+				if w != "" && strings.Contains(sc.name, w) {
+					kept = append(kept, sc)
+					break
+				}
+			}
+		}
+		schemes = kept
 	}
 	fmt.Fprintln(b.out, "## auth: GET "+path+" per scheme")
 	// Each round runs every scheme once, in a shuffled order; a scheme's
