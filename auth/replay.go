@@ -47,10 +47,7 @@ func (b *signatureBatcher) use(ctx context.Context, sig string, expires time.Tim
 	}
 	b.mu.Unlock()
 	if lead {
-		// Gather: let requests that are already running join this write.
-		for range 4 {
-			runtime.Gosched()
-		}
+		b.gather()
 		b.flush()
 	}
 	select {
@@ -58,6 +55,24 @@ func (b *signatureBatcher) use(ctx context.Context, sig string, expires time.Tim
 		return r.fresh, r.err
 	case <-ctx.Done():
 		return false, ctx.Err()
+	}
+}
+
+// gather lets requests that are already running join the next write: it
+// yields while others keep arriving (at most a few times).
+func (b *signatureBatcher) gather() {
+	b.mu.Lock()
+	n := len(b.pending)
+	b.mu.Unlock()
+	for range 8 {
+		runtime.Gosched()
+		b.mu.Lock()
+		m := len(b.pending)
+		b.mu.Unlock()
+		if m == n {
+			return
+		}
+		n = m
 	}
 }
 
@@ -104,5 +119,8 @@ func (b *signatureBatcher) flush() {
 		return
 	}
 	b.mu.Unlock()
-	go b.flush() // those that arrived during this write: write them at once
+	go func() { // those that arrived during this write, and any right behind them
+		b.gather()
+		b.flush()
+	}()
 }
