@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -137,6 +138,20 @@ func TestTwoProcessesShareAuthState(t *testing.T) {
 		t.Errorf("login at the verify-only process: got %v, want 503", err)
 	}
 	wantStatus(t, "bad token at the verify-only process", status(cv, http.Header{"Authorization": {"Bearer " + pk.Token + "x"}}, dogURI), 401)
+
+	// A verify-only process given the public key as a file (yard keys public).
+	var pub syncBuffer
+	if err := run(ctx, []string{"keys", "public", "--data", data}, func(string) string { return "" }, nil, &pub, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	pubFile := filepath.Join(t.TempDir(), "pub.pem")
+	if err := os.WriteFile(pubFile, []byte(pub.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fdata := t.TempDir()
+	f := startProcess(t, "--data", fdata, "--db", dsn, "--verify-only", "--public-key", pubFile)
+	cf := client.New(f.URL, trusting(t, fdata), nil)
+	wantStatus(t, "pk-token at a verify-only process with a key file", status(cf, bearer, dogURI), 200)
 }
 
 func wantStatus(t *testing.T, what string, got, want int) {
