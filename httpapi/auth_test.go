@@ -317,6 +317,11 @@ func TestSessionRefusals(t *testing.T) {
 		}
 		cookie := map[string]string{"Cookie": "sessionToken=" + key}
 		wantStatus(t, "cookie", e.raw(t, "GET", e.dogURI, cookie).StatusCode, 200)
+		got := e.Do(apitest.Request{Path: "/sessions/" + key})
+		wantStatus(t, "read the session", got.StatusCode, 200)
+		if m := got.Map(t); m["userId"] != e.alice.ID || m["key"] != nil {
+			t.Errorf("GET session = %v", m)
+		}
 
 		// Form login works too.
 		form := e.Do(apitest.Request{Method: "POST", Path: "/sessions", Body: "username=alice&password=" + strings.ReplaceAll(pw, " ", "+"),
@@ -357,6 +362,7 @@ func TestSessionRefusals(t *testing.T) {
 		if sc := del.Header.Get("Set-Cookie"); !strings.Contains(sc, "Max-Age=0") {
 			t.Errorf("logout Set-Cookie = %q, want an expired cookie", sc)
 		}
+		wantStatus(t, "read an ended session", e.Do(apitest.Request{Path: "/sessions/" + s3.Key()}).StatusCode, 404)
 		wantStatus(t, "logged-out cookie", e.raw(t, "GET", e.dogURI, map[string]string{"Cookie": "sessionToken=" + s3.Key()}).StatusCode, 401)
 		wantStatus(t, "logout twice", e.Do(apitest.Request{Method: "DELETE", Path: "/sessions/" + s3.Key()}).StatusCode, 404)
 		wantStatus(t, "made-up cookie", e.raw(t, "GET", e.dogURI, map[string]string{"Cookie": "sessionToken=" + strings.Repeat("A", 43)}).StatusCode, 401)
@@ -613,6 +619,8 @@ func TestSignedRequests(t *testing.T) {
 		if created.Header.Get("Location") != e.URL+"/apikeys/"+apiKey {
 			t.Errorf("Location = %q", created.Header.Get("Location"))
 		}
+		wantStatus(t, "unknown field", e.Do(apitest.Request{Method: "POST", Path: "/apikeys", User: "alice", Password: pw, Body: map[string]any{"scope": "all"}}).StatusCode, 400)
+		wantStatus(t, "no credentials", e.Do(apitest.Request{Method: "POST", Path: "/apikeys"}).StatusCode, 401)
 		// The secret is not stored in the clear.
 		var sealed string
 		if err := db.Read().QueryRow(`SELECT sealed_secret FROM api_keys WHERE id = $1`, apiKey).Scan(&sealed); err != nil || strings.Contains(sealed, secret) {

@@ -137,6 +137,7 @@ func TestTwoProcessesShareAuthState(t *testing.T) {
 	if err := (&client.TokenPair{Username: "admin", Password: a.Password}).Login(ctx, cv); client.StatusOf(err) != 503 {
 		t.Errorf("login at the verify-only process: got %v, want 503", err)
 	}
+	wantStatus(t, "JWKS of the verify-only process", status(cv, nil, "/.well-known/jwks.json"), 404)
 	wantStatus(t, "bad token at the verify-only process", status(cv, http.Header{"Authorization": {"Bearer " + pk.Token + "x"}}, dogURI), 401)
 
 	// A verify-only process given the public key as a file (yard keys public).
