@@ -40,6 +40,20 @@ func (s *Server) registerRoutes() {
 	s.handle("PATCH", "/v2/dogs/{dog_id}", s.authenticated(s.handlePatchDog(dogV2)))
 	s.handle("DELETE", "/v2/dogs/{dog_id}", s.authenticated(s.handleDeleteDog(dogV2)))
 
+	// Authentication endpoints (CONTRACT 4). Sign-in endpoints and the
+	// JWKS are public; API keys belong to an authenticated principal.
+	s.handle("POST", "/sessions", s.handleCreateSession)
+	s.handle("GET", "/sessions/{key}", s.handleGetSession)
+	s.handle("DELETE", "/sessions/{key}", s.handleDeleteSession)
+	s.handle("POST", "/auth/login", s.handleLogin)
+	s.handle("POST", "/auth/refresh", s.handleRefresh)
+	s.handle("POST", "/auth/logout", s.handleLogout)
+	s.handle("POST", "/auth/pk-token", s.handlePKToken)
+	s.handle("GET", "/.well-known/jwks.json", s.handleJWKS)
+	s.handle("POST", "/apikeys", s.authenticated(s.handleCreateAPIKey))
+	s.handle("GET", "/apikeys/{apiKey}", s.authenticated(s.handleGetAPIKey))
+	s.handle("DELETE", "/apikeys/{apiKey}", s.authenticated(s.handleDeleteAPIKey))
+
 	// Cars, garages and searches (CONTRACT 6). Reads are public; writes
 	// need an administrator. Every car list shares one grammar (cars.go).
 	s.handle("GET", "/car/{car_id}", s.handleGetCar)

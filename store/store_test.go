@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/store"
@@ -136,4 +137,33 @@ func TestReopenKeepsData(t *testing.T) {
 	if _, err := db.FindUserByID(ctx, u.ID); err != nil {
 		t.Fatalf("after reopen: %v", err)
 	}
+}
+
+func TestNewPasswordEndsSessionsAndRefreshFamilies(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u := mustUser(t, db, "frank")
+		other := mustUser(t, db, "gina")
+		now := db.Now()
+		for _, s := range []*yard.Session{{KeyHash: "k1", UserID: u.ID, CreatedAt: now, LastSeen: now}, {KeyHash: "k2", UserID: other.ID, CreatedAt: now, LastSeen: now}} {
+			if err := db.CreateSession(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.CreateRefreshFamily(ctx, &yard.RefreshFamily{ID: "f1", UserID: u.ID, Current: "j1", ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.SetCredentials(ctx, u.ID, &yard.Credentials{PasswordHash: "new"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.FindSession(ctx, "k1"); yard.ErrorCode(err) != yard.ENOTFOUND {
+			t.Fatalf("session of the user after a new password: %v", err)
+		}
+		if _, err := db.FindSession(ctx, "k2"); err != nil {
+			t.Fatalf("another user's session ended: %v", err)
+		}
+		if got, err := db.RotateRefresh(ctx, "f1", "j1", "j2", now.Add(time.Hour)); err != nil || got == yard.RotateOK {
+			t.Fatalf("refresh family still rotates after a new password: %v %v", got, err)
+		}
+	})
 }

@@ -180,7 +180,8 @@ func (db *DB) FindCredentials(ctx context.Context, userID string) (*yard.Credent
 	return &c, nil
 }
 
-// SetCredentials replaces a user's secrets.
+// SetCredentials replaces a user's secrets and ends the user's sessions
+// and refresh-token families.
 func (db *DB) SetCredentials(ctx context.Context, userID string, c *yard.Credentials) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
 		changed := c.PasswordChangedAt
@@ -195,7 +196,13 @@ func (db *DB) SetCredentials(ctx context.Context, userID string, c *yard.Credent
 		if k, _ := res.RowsAffected(); k == 0 {
 			return yard.Errorf(yard.ENOTFOUND, "Person not found.")
 		}
-		return nil
+		// A new password ends the user's cookie sessions and refresh-token
+		// families, so whoever held the old one is signed out everywhere.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = $1 WHERE user_id = $2 AND revoked_at = 0`, Millis(tx.Now()), userID)
+		return err
 	})
 }
 

@@ -43,6 +43,8 @@ type serveConfig struct {
 	smsURL      string
 	fetchCmd    string
 	logLevel    string
+	// auth holds the flags of the token and key schemes (authwire.go).
+	auth authFlags
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -64,6 +66,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.smsURL, "sms-url", "", "Twilio-style SMS API: https://ACCOUNT:TOKEN@host[/path]?from=+1555...; empty writes to DATA/outbox/sms")
 	fs.StringVar(&c.fetchCmd, "fetch-command", "", "argument vector for fetch-code barks with {url} and {dir} (default: git clone, then git fetch)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	c.auth.register(fs)
 }
 
 // app is a wired server: the store, the HTTP API and the background work.
