@@ -326,12 +326,12 @@ func (db *DB) TaskStatus(ctx context.Context, id string) (string, error) {
 
 // schedule is a stored bark_schedules row.
 type schedule struct {
-	next, last         int64
-	frequency          int
-	changeDate         int64
-	changeHash         string
-	changeStatus       int
-	exists, isRunning  bool
+	next, last        int64
+	frequency         int
+	changeDate        int64
+	changeHash        string
+	changeStatus      int
+	exists, isRunning bool
 }
 
 func loadSchedule(ctx context.Context, q interface {

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package fetch
+
+import (
+	"os/exec"
+)
+
+func killGroup(*exec.Cmd) {}
