@@ -3,17 +3,9 @@ package notify_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"errors"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/mail"
@@ -21,143 +13,36 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 
 	"github.com/yard-api/yard/notify"
+	"github.com/yard-api/yard/notify/smtptest"
 )
 
-// selfSigned returns a certificate for 127.0.0.1 and a pool trusting it.
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
-}
-
-// mailServer is a real SMTP server (go-smtp) that keeps what it receives.
-type mailServer struct {
-	mu       sync.Mutex
-	received []delivered
-	user     string
-	pass     string
-	// failTemp makes RCPT answer 451 (a temporary refusal).
-	failTemp bool
-}
-
-type delivered struct {
-	from, to string
-	data     []byte
-	authed   bool
-}
-
-type session struct {
-	srv    *mailServer
-	authed bool
-	cur    delivered
-}
-
-func (s *mailServer) NewSession(*smtp.Conn) (smtp.Session, error) { return &session{srv: s}, nil }
-
-func (s *session) AuthMechanisms() []string { return []string{sasl.Plain} }
-func (s *session) Auth(string) (sasl.Server, error) {
-	return sasl.NewPlainServer(func(_, user, pass string) error {
-		if user != s.srv.user || pass != s.srv.pass {
-			return errors.New("bad credentials")
-		}
-		s.authed = true
-		return nil
-	}), nil
-}
-func (s *session) Mail(from string, _ *smtp.MailOptions) error {
-	if s.srv.user != "" && !s.authed {
-		return smtp.ErrAuthRequired
-	}
-	s.cur = delivered{from: from, authed: s.authed}
-	return nil
-}
-func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
-	if s.srv.failTemp {
-		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try later"}
-	}
-	s.cur.to = to
-	return nil
-}
-func (s *session) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.cur.data = b
-	s.srv.mu.Lock()
-	s.srv.received = append(s.srv.received, s.cur)
-	s.srv.mu.Unlock()
-	return nil
-}
-func (s *session) Reset()        {}
-func (s *session) Logout() error { return nil }
-
-// startSMTP runs the server on loopback; implicit selects TLS from the
-// first byte, otherwise STARTTLS is offered.
-func startSMTP(t *testing.T, ms *mailServer, implicit bool) (port string, pool *x509.CertPool) {
-	t.Helper()
-	cert, pool := selfSigned(t)
-	srv := smtp.NewServer(ms)
-	srv.Domain = "localhost"
-	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
-	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
-	var ln net.Listener
-	var err error
-	if implicit {
-		ln, err = tls.Listen("tcp", "127.0.0.1:0", srv.TLSConfig)
-	} else {
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	_, port, _ = net.SplitHostPort(ln.Addr().String())
-	return port, pool
+func startSMTP(t *testing.T, o smtptest.Options) (*smtptest.Server, *tls.Config) {
+	srv := smtptest.Start(t, o)
+	return srv, &tls.Config{RootCAs: srv.Roots}
 }
 
 func TestSMTPStartTLSWithAuth(t *testing.T) {
-	ms := &mailServer{user: "yard", pass: "s3cret"}
-	port, pool := startSMTP(t, ms, false)
-	m, err := notify.ParseSMTPURL("smtp://yard:s3cret@127.0.0.1:" + port)
+	ms, tc := startSMTP(t, smtptest.Options{User: "yard", Pass: "s3cret"})
+	m, err := notify.ParseSMTPURL("smtp://yard:s3cret@" + ms.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.TLSConfig = &tls.Config{RootCAs: pool}
+	m.TLSConfig = tc
 	err = m.SendMail(context.Background(), notify.Mail{ID: "bark-123@yard.test", From: "yard@yard.test", To: "rex@example.org",
 		Subject: "Woof", Body: "Rex barked."})
 	if err != nil {
 		t.Fatalf("send: %v", err)
 	}
-	if len(ms.received) != 1 {
-		t.Fatalf("received %d messages, want 1", len(ms.received))
+	if len(ms.Messages()) != 1 {
+		t.Fatalf("received %d messages, want 1", len(ms.Messages()))
 	}
-	got := ms.received[0]
-	if !got.authed || got.from != "yard@yard.test" || got.to != "rex@example.org" {
+	got := ms.Messages()[0]
+	if !got.Authed || got.From != "yard@yard.test" || got.To != "rex@example.org" {
 		t.Errorf("envelope: got %+v", got)
 	}
-	msg, err := mail.ReadMessage(bytes.NewReader(got.data))
+	msg, err := mail.ReadMessage(bytes.NewReader(got.Data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,24 +59,23 @@ func TestSMTPStartTLSWithAuth(t *testing.T) {
 }
 
 func TestSMTPWrongPasswordIsPermanent(t *testing.T) {
-	ms := &mailServer{user: "yard", pass: "s3cret"}
-	port, pool := startSMTP(t, ms, false)
-	m, _ := notify.ParseSMTPURL("smtp://yard:wrong@127.0.0.1:" + port)
-	m.TLSConfig = &tls.Config{RootCAs: pool}
+	ms, tc := startSMTP(t, smtptest.Options{User: "yard", Pass: "s3cret"})
+	m, _ := notify.ParseSMTPURL("smtp://yard:wrong@" + ms.Addr)
+	m.TLSConfig = tc
 	err := m.SendMail(context.Background(), notify.Mail{ID: "x@y", From: "yard@yard.test", To: "rex@example.org", Subject: "s", Body: "b"})
 	if err == nil {
 		t.Fatal("send with a wrong password succeeded")
 	}
-	if len(ms.received) != 0 {
-		t.Errorf("server received %d messages", len(ms.received))
+	if n := len(ms.Messages()); n != 0 {
+		t.Errorf("server received %d messages", n)
 	}
 }
 
 func TestSMTPTemporaryRefusal(t *testing.T) {
-	ms := &mailServer{failTemp: true}
-	port, pool := startSMTP(t, ms, false)
-	m, _ := notify.ParseSMTPURL("smtp://127.0.0.1:" + port)
-	m.TLSConfig = &tls.Config{RootCAs: pool}
+	ms, tc := startSMTP(t, smtptest.Options{})
+	ms.FailNext(1)
+	m, _ := notify.ParseSMTPURL("smtp://" + ms.Addr)
+	m.TLSConfig = tc
 	err := m.SendMail(context.Background(), notify.Mail{ID: "x@y", From: "yard@yard.test", To: "rex@example.org", Subject: "s", Body: "b"})
 	if err == nil || !notify.IsTemporary(err) {
 		t.Fatalf("got %v, want a temporary error", err)
@@ -199,29 +83,27 @@ func TestSMTPTemporaryRefusal(t *testing.T) {
 }
 
 func TestSMTPImplicitTLS(t *testing.T) {
-	ms := &mailServer{user: "yard", pass: "pw"}
-	port, pool := startSMTP(t, ms, true)
-	m, err := notify.ParseSMTPURL("smtps://yard:pw@127.0.0.1:" + port)
+	ms, tc := startSMTP(t, smtptest.Options{Implicit: true, User: "yard", Pass: "pw"})
+	m, err := notify.ParseSMTPURL("smtps://yard:pw@" + ms.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.TLSConfig = &tls.Config{RootCAs: pool}
+	m.TLSConfig = tc
 	if err := m.SendMail(context.Background(), notify.Mail{ID: "a@b", From: "yard@yard.test", To: "fido@example.org", Subject: "s", Body: "b"}); err != nil {
 		t.Fatalf("send: %v", err)
 	}
-	if len(ms.received) != 1 || ms.received[0].to != "fido@example.org" {
-		t.Fatalf("received %+v", ms.received)
+	if got := ms.Messages(); len(got) != 1 || got[0].To != "fido@example.org" {
+		t.Fatalf("received %+v", got)
 	}
 }
 
 func TestSMTPRefusesUntrustedCertificate(t *testing.T) {
-	ms := &mailServer{}
-	port, _ := startSMTP(t, ms, false)
-	m, _ := notify.ParseSMTPURL("smtp://127.0.0.1:" + port)
+	ms, _ := startSMTP(t, smtptest.Options{})
+	m, _ := notify.ParseSMTPURL("smtp://" + ms.Addr)
 	if err := m.SendMail(context.Background(), notify.Mail{ID: "a@b", From: "yard@yard.test", To: "x@example.org", Subject: "s", Body: "b"}); err == nil {
 		t.Fatal("sent over TLS to a server with an untrusted certificate")
 	}
-	if len(ms.received) != 0 {
+	if len(ms.Messages()) != 0 {
 		t.Fatal("message delivered")
 	}
 }
