@@ -30,4 +30,16 @@ func (s *Server) registerRoutes() {
 	s.handle("PUT", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePutDog))
 	s.handle("PATCH", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePatchDog))
 	s.handle("DELETE", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handleDeleteDog))
+
+	// Bark actions (CONTRACT 5): bark tasks, the single bark, and the
+	// bark-schedule view of the schedule (the PATCH of the dog is the other).
+	s.handle("POST", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleCreateBark))
+	s.handle("GET", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleListBarks))
+	s.handle("GET", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(s.handleGetBark))
+	s.handle("DELETE", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(s.handleDeleteBark))
+	s.handle("POST", "/v1/dogs/{dog_id}/bark", s.authenticated(s.handleBarkNow))
+	s.handle("GET", "/v1/dogs/{dog_id}/bark", s.authenticated(s.handleLastBark))
+	s.handle("POST", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handlePostSchedule))
+	s.handle("GET", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handleGetSchedule))
+	s.handle("DELETE", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handleDeleteSchedule))
 }
