@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/fetch"
+	"github.com/yard-api/yard/jobs"
+	"github.com/yard-api/yard/notify"
+)
+
+func init() { wirings = append(wirings, wireBarks) }
+
+// wireBarks plugs the bark effects (mail, text messages, fetch) and the
+// background workers and scheduler into the app.
+func wireBarks(_ context.Context, a *app) error {
+	cfg := a.cfg
+	eff := &jobs.Effects{Users: a.db, DataDir: cfg.data, From: cfg.smtpFrom}
+	if u, err := url.Parse(cfg.baseURL); err == nil && u.Hostname() != "" {
+		eff.Domain = u.Hostname()
+	}
+	if cfg.smtpURL != "" {
+		m, err := notify.ParseSMTPURL(cfg.smtpURL)
+		if err != nil {
+			return usageError(err.Error())
+		}
+		eff.Mailer = m
+	} else {
+		eff.Mailer = &notify.MailOutbox{Dir: filepath.Join(cfg.data, "outbox", "mail")}
+	}
+	if cfg.smsURL != "" {
+		t, err := notify.ParseSMSURL(cfg.smsURL)
+		if err != nil {
+			return usageError(err.Error())
+		}
+		eff.Texter = t
+	} else {
+		eff.Texter = &notify.TextOutbox{Dir: filepath.Join(cfg.data, "outbox", "sms")}
+	}
+	argv, err := fetch.ParseCommand(cfg.fetchCmd)
+	if err != nil {
+		return usageError(err.Error())
+	}
+	eff.Fetcher = &fetch.Runner{Command: argv, Timeout: 5 * time.Minute}
+	host, _ := os.Hostname()
+	svc := &jobs.Service{DB: a.db, Effects: eff, Logger: a.logger.With("component", "barks"),
+		Owner: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), yard.NewID()[24:])}
+	a.api.Barks = svc
+	a.background = append(a.background, svc.Run)
+	return nil
+}
