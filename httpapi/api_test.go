@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/httpapi/apitest"
 	"github.com/yard-api/yard/store"
 	"github.com/yard-api/yard/store/storetest"
@@ -309,5 +311,77 @@ func TestPlainHTTPCredentialsRefused(t *testing.T) {
 	env.API.Handler().ServeHTTP(rec, req)
 	if rec.Code != 401 {
 		t.Fatalf("credentials over plain HTTP: got %d, want 401", rec.Code)
+	}
+}
+
+func TestDogsV2(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		env := apitest.Start(t, db)
+		alice := env.CreateUser("alice", pw)
+		resp := env.Do(apitest.Request{Method: "POST", Path: "/v2/dogs", User: "alice", Password: pw,
+			Body: map[string]any{"name": "Rex", "email": "rex@example.org", "owner": map[string]any{"id": alice.ID}}})
+		if resp.StatusCode != 201 {
+			t.Fatalf("v2 create: %d %s", resp.StatusCode, resp.Body)
+		}
+		v2 := resp.Map(t)
+		id := v2["id"].(string)
+		if resp.Header.Get("Location") != env.URL+"/v2/dogs/"+id {
+			t.Fatalf("v2 Location: %q", resp.Header.Get("Location"))
+		}
+		owner := v2["owner"].(map[string]any)
+		if owner["id"] != alice.ID || owner["href"] != env.URL+"/v1/people/"+alice.ID {
+			t.Fatalf("v2 owner: %v", owner)
+		}
+		// The same dog through v1, which links to its successor.
+		resp = env.Do(apitest.Request{Method: "PATCH", Path: "/v1/dogs/" + id + "/", User: "alice", Password: pw, Body: map[string]any{"name": "Rexy"}})
+		if resp.StatusCode != 204 || resp.Header.Get("Link") != "<"+env.URL+"/v2/dogs/"+id+`>; rel="successor-version"` {
+			t.Fatalf("v1 PATCH: %d, Link %q", resp.StatusCode, resp.Header.Get("Link"))
+		}
+		resp = env.Do(apitest.Request{Path: "/v2/dogs/" + id, User: "alice", Password: pw})
+		if resp.Map(t)["name"] != "Rexy" {
+			t.Fatalf("v2 does not see the v1 write: %s", resp.Body)
+		}
+		if _, ok := resp.Map(t)["barks"]; ok {
+			t.Fatal("v2 has a barks member")
+		}
+		resp = env.Do(apitest.Request{Method: "PUT", Path: "/v2/dogs/" + id, User: "alice", Password: pw,
+			Body: map[string]any{"name": "Rex", "email": "rex@example.org", "owner": map[string]any{"href": "x"}}})
+		if resp.StatusCode != 400 {
+			t.Fatalf("v2 owner without id: %d", resp.StatusCode)
+		}
+		resp = env.Do(apitest.Request{Path: "/v2/dogs", User: "alice", Password: pw})
+		if resp.Map(t)["total"] != 1.0 {
+			t.Fatalf("v2 list: %s", resp.Body)
+		}
+	})
+}
+
+func TestRateLimitAndMetrics(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	limiter := auth.NewLoginLimiter(3)
+	basic := auth.NewBasic(db, limiter)
+	env := apitest.Start(t, db, func(s *httpapi.Server) {
+		s.Auth = &auth.Chain{Header: []auth.Scheme{basic}}
+		s.Basic = basic
+	})
+	env.CreateUser("alice", pw)
+	for range 3 {
+		if r := env.Do(apitest.Request{Path: "/v1/dogs", User: "alice", Password: "wrong"}); r.StatusCode != 401 {
+			t.Fatalf("wrong password: %d", r.StatusCode)
+		}
+	}
+	r := env.Do(apitest.Request{Path: "/v1/dogs", User: "alice", Password: pw})
+	if r.StatusCode != 429 || r.Header.Get("Retry-After") == "" || !strings.Contains(string(r.Body), "/problems/rate-limited") {
+		t.Fatalf("past the limit with the right password: got %d %q %s, want 429 with Retry-After", r.StatusCode, r.Header.Get("Retry-After"), r.Body)
+	}
+	m := env.Do(apitest.Request{Path: "/metrics"})
+	for _, want := range []string{
+		`yard_http_requests_total{method="GET",route="GET /v1/dogs",status="401"} 3`,
+		`yard_http_requests_total{method="GET",route="GET /v1/dogs",status="429"} 1`,
+		`yard_http_request_duration_seconds_bucket{method="GET",route="GET /v1/dogs"`,
+	} {
+		if !strings.Contains(string(m.Body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }

@@ -39,10 +39,6 @@ type barkView struct {
 	dogURL, selfURL string
 }
 
-type link struct {
-	Href string `json:"href"`
-}
-
 type barkLinks struct {
 	Self link `json:"self"`
 	Dog  link `json:"dog"`
@@ -376,7 +372,7 @@ func parseSchedule(in scheduleInput, now time.Time) (yard.ScheduleChange, bool, 
 // request is answered as before without applying it again; a date older
 // than the dog's last change is 412; a refused schedule 403; else 204, or
 // 205 when the stored representation differs from what was sent.
-func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, d *yard.Dog, body []byte, barks json.RawMessage, fields yard.DogUpdate) {
+func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog, body []byte, barks json.RawMessage, fields yard.DogUpdate) {
 	ius := r.Header.Get("If-Unmodified-Since")
 	if ius == "" {
 		s.error(w, r, yard.Errorf(yard.EPRECONDREQUIRED, "A change of the bark schedule needs If-Unmodified-Since: the date the request was first sent, so it is applied once."))
@@ -417,7 +413,7 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, d *yard.D
 		s.error(w, r, err)
 		return
 	}
-	s.dogHeaders(w, d)
+	v.headers(s, w, d)
 	w.WriteHeader(got)
 }
 

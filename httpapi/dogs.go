@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -46,6 +45,33 @@ func newDogView(d *yard.Dog) dogView {
 // dogPath returns the path of a dog's identity (with the trailing slash).
 func dogPath(id string) string { return "/v1/dogs/" + id + "/" }
 
+// dogVersion is one version of the dog resource: both read and write the
+// same store, and differ only in representation and paths (CONTRACT 5).
+type dogVersion struct {
+	// path is the URI path of a dog.
+	path func(id string) string
+	// view renders a dog.
+	view func(s *Server, d *yard.Dog) any
+	// decode reads a request body into the version-neutral dogWrite.
+	decode func(r *http.Request) (dogWrite, error)
+	// headers sets the headers every response about a dog carries.
+	headers func(s *Server, w http.ResponseWriter, d *yard.Dog)
+}
+
+var dogV1 = &dogVersion{
+	path: dogPath,
+	view: func(_ *Server, d *yard.Dog) any { return newDogView(d) },
+	decode: func(r *http.Request) (dogWrite, error) {
+		var in dogWrite
+		body, err := readJSON(r, &in)
+		in.body = body
+		return in, err
+	},
+	headers: func(s *Server, w http.ResponseWriter, d *yard.Dog) {
+		w.Header().Set("Link", "<"+s.url("/v2/dogs/"+d.ID)+`>; rel="successor-version"`)
+	},
+}
+
 // dogWrite is the writable part of a dog; the read-only fields of the
 // representation (id, barkCount, codeRevision) are accepted so that a
 // representation read with GET can be sent back, and must not differ.
@@ -58,8 +84,10 @@ type dogWrite struct {
 	CodeURL      *string `json:"codeUrl"`
 	BarkCount    *int64  `json:"barkCount"`
 	CodeRevision *string `json:"codeRevision"`
-	// Barks is the schedule (PATCH; see patchSchedule).
+	// Barks is the schedule (PATCH; see patchSchedule), "schedule" in v2.
 	Barks json.RawMessage `json:"barks"`
+	// body is the request body as received.
+	body []byte
 }
 
 // loadDogFor loads the dog of the path for the caller: its owner or an admin.
@@ -103,9 +131,13 @@ func deref(s *string) string {
 	return *s
 }
 
-func (s *Server) handleCreateDog(w http.ResponseWriter, r *http.Request) {
-	var in dogWrite
-	if err := decodeJSON(r, &in); err != nil {
+func (s *Server) handleCreateDog(v *dogVersion) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.createDog(w, r, v) }
+}
+
+func (s *Server) createDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
+	in, err := v.decode(r)
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -123,9 +155,9 @@ func (s *Server) handleCreateDog(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.dogHeaders(w, d)
-	w.Header().Set("Location", s.url(dogPath(d.ID)))
-	writeJSON(w, http.StatusCreated, newDogView(d))
+	v.headers(s, w, d)
+	w.Header().Set("Location", s.url(v.path(d.ID)))
+	writeJSON(w, http.StatusCreated, v.view(s, d))
 }
 
 func readOnlyFields(in dogWrite) []yard.FieldError {
@@ -174,7 +206,11 @@ func sameSchedule(raw json.RawMessage, d *yard.Dog) bool {
 	return err == nil && t.Equal(d.Schedule.Next) && in.Frequency == float64(d.Schedule.Frequency)
 }
 
-func (s *Server) handleListDogs(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleListDogs(v *dogVersion) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.listDogs(w, r, v) }
+}
+
+func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 	pg, err := pageOf(r)
 	if err != nil {
 		s.error(w, r, err)
@@ -190,10 +226,10 @@ func (s *Server) handleListDogs(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	views := make([]dogView, 0, len(dogs))
+	views := make([]any, 0, len(dogs))
 	for _, d := range dogs {
 		if pg.Max > 0 {
-			views = append(views, newDogView(d))
+			views = append(views, v.view(s, d))
 		}
 	}
 	s.writePage(w, r, views, total, pg)
@@ -210,27 +246,30 @@ func (s *Server) handleDogRedirect(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusPermanentRedirect)
 }
 
-// dogHeaders sets the headers every dog response carries.
-func (s *Server) dogHeaders(w http.ResponseWriter, d *yard.Dog) {
-	w.Header().Set("Link", "<"+s.url("/v2/dogs/"+d.ID)+`>; rel="successor-version"`)
+func (s *Server) handleGetDog(v *dogVersion) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.getDog(w, r, v) }
 }
 
-func (s *Server) handleGetDog(w http.ResponseWriter, r *http.Request) {
+func (s *Server) getDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 	d, err := s.loadDogFor(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	s.dogHeaders(w, d)
-	writeRepresentation(w, r, newDogView(d), d.UpdatedAt)
+	v.headers(s, w, d)
+	writeRepresentation(w, r, v.view(s, d), d.UpdatedAt)
 }
 
 // handlePutDog replaces the writable fields of a dog (200 with the new
 // representation), or creates the dog at a client-chosen id (201).
-func (s *Server) handlePutDog(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handlePutDog(v *dogVersion) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.putDog(w, r, v) }
+}
+
+func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 	id := r.PathValue("dog_id")
-	var in dogWrite
-	if err := decodeJSON(r, &in); err != nil {
+	in, err := v.decode(r)
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -240,7 +279,7 @@ func (s *Server) handlePutDog(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := s.DB.FindDogByID(r.Context(), id)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		s.createDogAt(w, r, id, in)
+		s.createDogAt(w, r, v, id, in)
 		return
 	} else if err != nil {
 		s.error(w, r, err)
@@ -250,7 +289,7 @@ func (s *Server) handlePutDog(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := checkPreconditions(r, d); err != nil {
+	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -284,11 +323,11 @@ func (s *Server) handlePutDog(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.dogHeaders(w, d)
-	writeRepresentation(w, r, newDogView(d), d.UpdatedAt)
+	v.headers(s, w, d)
+	writeRepresentation(w, r, v.view(s, d), d.UpdatedAt)
 }
 
-func (s *Server) createDogAt(w http.ResponseWriter, r *http.Request, id string, in dogWrite) {
+func (s *Server) createDogAt(w http.ResponseWriter, r *http.Request, v *dogVersion, id string, in dogWrite) {
 	if !yard.ValidClientID(id) {
 		s.error(w, r, yard.Invalid("The id in the URI cannot be used.", yard.FieldError{Field: "id", Message: "must be 1-64 letters, digits, '-', '_' or '.', and not a reserved word"}))
 		return
@@ -307,29 +346,24 @@ func (s *Server) createDogAt(w http.ResponseWriter, r *http.Request, id string, 
 		s.error(w, r, err)
 		return
 	}
-	s.dogHeaders(w, d)
-	w.Header().Set("Location", s.url(dogPath(d.ID)))
-	writeJSON(w, http.StatusCreated, newDogView(d))
+	v.headers(s, w, d)
+	w.Header().Set("Location", s.url(v.path(d.ID)))
+	writeJSON(w, http.StatusCreated, v.view(s, d))
 }
 
 // handlePatchDog applies a JSON merge patch (RFC 7396) to a dog: 204.
-func (s *Server) handlePatchDog(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handlePatchDog(v *dogVersion) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.patchDog(w, r, v) }
+}
+
+func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 	d, err := s.loadDogFor(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	var in dogWrite
-	if err := requireJSON(r); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	body, err := io.ReadAll(r.Body)
+	in, err := v.decode(r)
 	if err != nil {
-		s.error(w, r, jsonError(nil, err))
-		return
-	}
-	if err := unmarshalStrict(body, &in); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -344,10 +378,11 @@ func (s *Server) handlePatchDog(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if in.Barks != nil {
-		s.patchSchedule(w, r, d, body, in.Barks, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
+		// The schedule has its own conditional rules (CONTRACT 5).
+		s.patchSchedule(w, r, v, d, in.body, in.Barks, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
 		return
 	}
-	if err := checkPreconditions(r, d); err != nil {
+	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -356,17 +391,21 @@ func (s *Server) handlePatchDog(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.dogHeaders(w, d)
+	v.headers(s, w, d)
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *Server) handleDeleteDog(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleDeleteDog(v *dogVersion) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.deleteDog(w, r, v) }
+}
+
+func (s *Server) deleteDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 	d, err := s.loadDogFor(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if err := checkPreconditions(r, d); err != nil {
+	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -378,11 +417,10 @@ func (s *Server) handleDeleteDog(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkPreconditions evaluates If-Match and If-Unmodified-Since against the
-// stored dog (RFC 9110 §13.1.1, §13.1.4): 412 when they do not hold.
-func checkPreconditions(r *http.Request, d *yard.Dog) error {
+// stored dog, whose entity tag in the version at hand is etag (RFC 9110
+// §13.1.1, §13.1.4): 412 when they do not hold.
+func checkPreconditions(r *http.Request, d *yard.Dog, etag string) error {
 	if im := r.Header.Get("If-Match"); im != "" {
-		rec := newDogView(d)
-		etag := etagOf(rec)
 		ok := false
 		for _, t := range strings.Split(im, ",") {
 			t = strings.TrimSpace(t)

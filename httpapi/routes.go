@@ -23,13 +23,22 @@ func (s *Server) registerRoutes() {
 
 	// Dogs (v1). The dog's identity has the trailing slash; the bare form
 	// redirects there with 308 for every method.
-	s.handle("POST", "/v1/dogs", s.authenticated(s.handleCreateDog))
-	s.handle("GET", "/v1/dogs", s.authenticated(s.handleListDogs))
+	s.handle("POST", "/v1/dogs", s.authenticated(s.handleCreateDog(dogV1)))
+	s.handle("GET", "/v1/dogs", s.authenticated(s.handleListDogs(dogV1)))
 	s.handle("", "/v1/dogs/{dog_id}", s.handleDogRedirect)
-	s.handle("GET", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handleGetDog))
-	s.handle("PUT", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePutDog))
-	s.handle("PATCH", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePatchDog))
-	s.handle("DELETE", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handleDeleteDog))
+	s.handle("GET", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handleGetDog(dogV1)))
+	s.handle("PUT", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePutDog(dogV1)))
+	s.handle("PATCH", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePatchDog(dogV1)))
+	s.handle("DELETE", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handleDeleteDog(dogV1)))
+
+	// Dogs (v2): the same dogs, owner as a link object, schedule instead of
+	// barks, and _links.
+	s.handle("POST", "/v2/dogs", s.authenticated(s.handleCreateDog(dogV2)))
+	s.handle("GET", "/v2/dogs", s.authenticated(s.handleListDogs(dogV2)))
+	s.handle("GET", "/v2/dogs/{dog_id}", s.authenticated(s.handleGetDog(dogV2)))
+	s.handle("PUT", "/v2/dogs/{dog_id}", s.authenticated(s.handlePutDog(dogV2)))
+	s.handle("PATCH", "/v2/dogs/{dog_id}", s.authenticated(s.handlePatchDog(dogV2)))
+	s.handle("DELETE", "/v2/dogs/{dog_id}", s.authenticated(s.handleDeleteDog(dogV2)))
 
 	// Bark actions (CONTRACT 5): bark tasks, the single bark, and the
 	// bark-schedule view of the schedule (the PATCH of the dog is the other).

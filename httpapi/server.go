@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,11 +144,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // unrouted answers a request no endpoint matched: 404, 405 with Allow, or
 // the answer to OPTIONS (204 with Allow), each with a problem body.
 func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler) {
-	rec := httptest.NewRecorder()
+	rec := &recorder{header: http.Header{}, Code: http.StatusOK}
 	h.ServeHTTP(rec, r)
 	switch {
 	case rec.Code == http.StatusMethodNotAllowed:
-		allow := rec.Header().Get("Allow")
+		allow := rec.header.Get("Allow")
 		if !strings.Contains(allow, "OPTIONS") {
 			allow += ", OPTIONS"
 		}
@@ -161,12 +160,22 @@ func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler
 		s.error(w, r, &yard.Error{Code: "method_not_allowed", Message: "This resource takes " + allow + "."})
 	case rec.Code == http.StatusMovedPermanently || rec.Code == http.StatusTemporaryRedirect || rec.Code == http.StatusPermanentRedirect:
 		// The mux cleaned the path (e.g. "//" or "/./"): redirect permanently.
-		w.Header().Set("Location", rec.Header().Get("Location"))
+		w.Header().Set("Location", rec.header.Get("Location"))
 		w.WriteHeader(http.StatusPermanentRedirect)
 	default:
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
 	}
 }
+
+// recorder captures the answer of the mux's own 404/405 handlers.
+type recorder struct {
+	header http.Header
+	Code   int
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *recorder) WriteHeader(code int)        { r.Code = code }
 
 // statusWriter remembers the status of a response.
 type statusWriter struct {

@@ -22,7 +22,7 @@ func scanDog(row interface{ Scan(...any) error }) (*yard.Dog, error) {
 
 // FindDogByID returns the dog with that id, or ENOTFOUND.
 func (db *DB) FindDogByID(ctx context.Context, id string) (*yard.Dog, error) {
-	d, err := scanDog(db.read.QueryRowContext(ctx, `SELECT `+dogColumns+` FROM dogs WHERE id = $1`, id))
+	d, err := scanDog(db.QueryRow(ctx, `SELECT `+dogColumns+` FROM dogs WHERE id = $1`, id))
 	if err != nil {
 		return nil, notFound(err, "Dog")
 	}
@@ -37,7 +37,7 @@ func (db *DB) FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int,
 		args = append(args, *f.Owner)
 	}
 	var total int
-	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM dogs`+where, args...).Scan(&total); err != nil {
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM dogs`+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	limit := f.Limit
@@ -45,7 +45,7 @@ func (db *DB) FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int,
 		limit = yard.DefaultPageMax
 	}
 	args = append(args, limit, f.Offset)
-	rows, err := db.read.QueryContext(ctx, `SELECT `+dogColumns+` FROM dogs`+where+
+	rows, err := db.Query(ctx, `SELECT `+dogColumns+` FROM dogs`+where+
 		` ORDER BY id LIMIT $`+itoa(len(args)-1)+` OFFSET $`+itoa(len(args)), args...)
 	if err != nil {
 		return nil, 0, err

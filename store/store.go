@@ -16,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
@@ -47,7 +49,16 @@ type DB struct {
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
+
+	// stmts caches prepared read statements by SQL text, so hot reads skip
+	// SQLite's parser (pgx caches statements per connection on its own).
+	stmts  sync.Map // string -> *sql.Stmt
+	nstmts atomic.Int64
 }
+
+// maxCachedStmts bounds the statement cache; dynamic queries beyond it run
+// unprepared.
+const maxCachedStmts = 512
 
 // Open opens the store named by dsn: "" or "sqlite" for SQLite in
 // dataDir/yard.db, "sqlite:PATH" or "file:PATH" for a given SQLite file,
@@ -133,8 +144,52 @@ func (db *DB) String() string { return db.engine + " " + redactDSN(db.dsn) }
 // Read returns the pool for reads outside a transaction.
 func (db *DB) Read() *sql.DB { return db.read }
 
+// QueryRow runs a read query outside a transaction through a cached
+// prepared statement.
+func (db *DB) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := db.prepared(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return db.read.QueryRowContext(ctx, query, args...)
+}
+
+// Query runs a read query outside a transaction through a cached prepared
+// statement.
+func (db *DB) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := db.prepared(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return db.read.QueryContext(ctx, query, args...)
+}
+
+func (db *DB) prepared(ctx context.Context, query string) *sql.Stmt {
+	if db.engine != SQLite {
+		return nil
+	}
+	if st, ok := db.stmts.Load(query); ok {
+		return st.(*sql.Stmt)
+	}
+	if db.nstmts.Load() >= maxCachedStmts {
+		return nil
+	}
+	st, err := db.read.PrepareContext(context.WithoutCancel(ctx), query)
+	if err != nil {
+		return nil
+	}
+	if prev, loaded := db.stmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt)
+	}
+	db.nstmts.Add(1)
+	return st
+}
+
 // Close closes the store.
 func (db *DB) Close() error {
+	db.stmts.Range(func(_, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
 	var err error
 	if db.write != nil {
 		err = db.write.Close()

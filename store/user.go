@@ -28,13 +28,13 @@ func scanUser(row interface{ Scan(...any) error }) (*yard.User, error) {
 
 // FindUserByID returns the user with that id, or ENOTFOUND.
 func (db *DB) FindUserByID(ctx context.Context, id string) (*yard.User, error) {
-	u, err := scanUser(db.read.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
+	u, err := scanUser(db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
 	return u, notFound(err, "Person")
 }
 
 // FindUserByName returns the user with that name (ignoring case), or ENOTFOUND.
 func (db *DB) FindUserByName(ctx context.Context, name string) (*yard.User, error) {
-	u, err := scanUser(db.read.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE name_key = $1`, strings.ToLower(name)))
+	u, err := scanUser(db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE name_key = $1`, strings.ToLower(name)))
 	return u, notFound(err, "Person")
 }
 
@@ -46,7 +46,7 @@ func (db *DB) FindUsers(ctx context.Context, f yard.UserFilter) ([]*yard.User, i
 		args = append(args, strings.ToLower(*f.Name))
 	}
 	var total int
-	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`+where, args...).Scan(&total); err != nil {
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM users`+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	limit := f.Limit
@@ -54,7 +54,7 @@ func (db *DB) FindUsers(ctx context.Context, f yard.UserFilter) ([]*yard.User, i
 		limit = yard.DefaultPageMax
 	}
 	args = append(args, limit, f.Offset)
-	rows, err := db.read.QueryContext(ctx, `SELECT `+userColumns+` FROM users`+where+
+	rows, err := db.Query(ctx, `SELECT `+userColumns+` FROM users`+where+
 		` ORDER BY id LIMIT $`+itoa(len(args)-1)+` OFFSET $`+itoa(len(args)), args...)
 	if err != nil {
 		return nil, 0, err
@@ -74,7 +74,7 @@ func (db *DB) FindUsers(ctx context.Context, f yard.UserFilter) ([]*yard.User, i
 // CountUsers returns how many users exist.
 func (db *DB) CountUsers(ctx context.Context) (int, error) {
 	var n int
-	err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&n)
+	err := db.QueryRow(ctx, `SELECT COUNT(*) FROM users`).Scan(&n)
 	return n, err
 }
 
@@ -171,7 +171,7 @@ func (db *DB) DeleteUser(ctx context.Context, id string) error {
 func (db *DB) FindCredentials(ctx context.Context, userID string) (*yard.Credentials, error) {
 	var c yard.Credentials
 	var changed int64
-	err := db.read.QueryRowContext(ctx, `SELECT password_hash, ha1_md5, ha1_sha256, password_changed_at FROM users WHERE id = $1`, userID).
+	err := db.QueryRow(ctx, `SELECT password_hash, ha1_md5, ha1_sha256, password_changed_at FROM users WHERE id = $1`, userID).
 		Scan(&c.PasswordHash, &c.HA1MD5, &c.HA1SHA256, &changed)
 	if err != nil {
 		return nil, notFound(err, "Person")

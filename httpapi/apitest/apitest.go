@@ -37,7 +37,7 @@ type Env struct {
 	// Client validates every response against the OpenAPI document and
 	// does not follow redirects.
 	Client *http.Client
-	logs *lockedWriter
+	logs   *lockedWriter
 }
 
 // Logs returns everything the server has logged so far.

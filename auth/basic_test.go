@@ -1,0 +1,117 @@
+package auth_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/store"
+	"github.com/yard-api/yard/store/storetest"
+)
+
+func newUserStore(t *testing.T, name, password string) (*store.DB, *yard.User) {
+	t.Helper()
+	db := storetest.Open(t, store.SQLite)
+	creds, err := auth.NewCredentials(name, password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &yard.User{Name: name, Roles: []string{yard.RoleUser}}
+	if err := db.CreateUser(context.Background(), u, creds); err != nil {
+		t.Fatal(err)
+	}
+	return db, u
+}
+
+func basicRequest(user, pass string) *http.Request {
+	r, _ := http.NewRequest("GET", "https://localhost/v1/dogs", nil)
+	r.SetBasicAuth(user, pass)
+	r.RemoteAddr = "192.0.2.1:1234"
+	return r
+}
+
+func TestBasicCache(t *testing.T) {
+	db, u := newUserStore(t, "alice", "alice password")
+	b := auth.NewBasic(db, auth.NewLoginLimiter(0))
+	now := time.Now()
+	b.Now = func() time.Time { return now }
+	p, err := b.Authenticate(basicRequest("alice", "alice password"))
+	if err != nil || p.UserID != u.ID || p.Scheme != "basic" {
+		t.Fatalf("got %+v, %v", p, err)
+	}
+	// A cached success must not make a wrong password succeed.
+	if _, err := b.Authenticate(basicRequest("alice", "wrong")); yard.ErrorCode(err) != yard.EUNAUTHORIZED {
+		t.Fatalf("wrong password after a cached success: %v", err)
+	}
+	// Change the password in the store: the cache still answers (until the
+	// TTL or an invalidation), and Invalidate drops it at once.
+	creds, _ := auth.NewCredentials("alice", "new password!")
+	if err := db.SetCredentials(context.Background(), u.ID, creds); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Authenticate(basicRequest("alice", "alice password")); err != nil {
+		t.Fatalf("cached entry: %v", err)
+	}
+	b.Invalidate(u.ID)
+	if _, err := b.Authenticate(basicRequest("alice", "alice password")); yard.ErrorCode(err) != yard.EUNAUTHORIZED {
+		t.Fatalf("after invalidation the old password works: %v", err)
+	}
+	// Entries expire after the TTL.
+	if _, err := b.Authenticate(basicRequest("alice", "new password!")); err != nil {
+		t.Fatal(err)
+	}
+	creds, _ = auth.NewCredentials("alice", "third password")
+	_ = db.SetCredentials(context.Background(), u.ID, creds)
+	now = now.Add(b.CacheTTL + time.Second)
+	if _, err := b.Authenticate(basicRequest("alice", "new password!")); yard.ErrorCode(err) != yard.EUNAUTHORIZED {
+		t.Fatalf("expired entry still answers: %v", err)
+	}
+}
+
+func TestLoginRateLimit(t *testing.T) {
+	db, _ := newUserStore(t, "bob", "bob password")
+	lim := auth.NewLoginLimiter(3)
+	now := time.Now()
+	lim.Now = func() time.Time { return now }
+	b := auth.NewBasic(db, lim)
+	for i := range 3 {
+		if _, err := b.Authenticate(basicRequest("bob", "wrong")); yard.ErrorCode(err) != yard.EUNAUTHORIZED {
+			t.Fatalf("attempt %d: %v", i, err)
+		}
+	}
+	_, err := b.Authenticate(basicRequest("bob", "bob password"))
+	var e *yard.Error
+	if yard.ErrorCode(err) != yard.ERATELIMIT {
+		t.Fatalf("right password past the limit: got %v, want rate limited", err)
+	}
+	if errorsAs(err, &e); e.RetryAfter < 1 || e.RetryAfter > 60 {
+		t.Fatalf("Retry-After %d", e.RetryAfter)
+	}
+	// Another address is limited too, through the user name.
+	r := basicRequest("bob", "bob password")
+	r.RemoteAddr = "198.51.100.7:1"
+	if _, err := b.Authenticate(r); yard.ErrorCode(err) != yard.ERATELIMIT {
+		t.Fatalf("same user from another address: %v", err)
+	}
+	now = now.Add(61 * time.Second)
+	if _, err := b.Authenticate(basicRequest("bob", "bob password")); err != nil {
+		t.Fatalf("after the window: %v", err)
+	}
+}
+
+func TestPasswordHash(t *testing.T) {
+	h, err := auth.HashPassword("s3cret pass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !auth.VerifyPassword(h, "s3cret pass") || auth.VerifyPassword(h, "s3cret pasS") || auth.VerifyPassword("garbage", "x") {
+		t.Fatal("VerifyPassword is wrong")
+	}
+	// RFC 7616 §3.9.1: HA1 for Mufasa / http-auth@example.org / Circle of Life.
+	if got := auth.HA1("MD5", "Mufasa", "http-auth@example.org", "Circle of Life"); got != "3d78807defe7de2157e2b0b6573a855f" {
+		t.Fatal(got)
+	}
+}

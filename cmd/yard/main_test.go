@@ -1,0 +1,415 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/yard-api/yard/store"
+	"github.com/yard-api/yard/store/storetest"
+)
+
+// TestMain doubles as the yard binary: with YARD_TEST_MAIN=1 the test
+// binary runs main, so tests can start real server processes and kill them.
+func TestMain(m *testing.M) {
+	if os.Getenv("YARD_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	storetest.Main(m)
+}
+
+// server is a yard serve process or goroutine under test.
+type server struct {
+	URL      string
+	Out      *syncBuffer
+	Password string // the first admin's, when it was created
+	cmd      *exec.Cmd
+	cancel   context.CancelFunc
+	done     chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var listenRe = regexp.MustCompile(`listening on (https://\S+)`)
+var adminRe = regexp.MustCompile(`created administrator "admin" with password (\S+)`)
+
+func waitListening(t testing.TB, out *syncBuffer, done <-chan error) string {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		if m := listenRe.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve stopped before listening: %v\n%s", err, out.String())
+		case <-deadline:
+			t.Fatalf("serve did not listen in time:\n%s", out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// startInProcess runs serve in a goroutine through run().
+func startInProcess(t *testing.T, args ...string) *server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), func(string) string { return "" }, nil, out, io.Discard)
+	}()
+	s := &server{Out: out, cancel: cancel, done: done}
+	s.URL = waitListening(t, out, done)
+	if m := adminRe.FindStringSubmatch(out.String()); m != nil {
+		s.Password = m[1]
+	}
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+func (s *server) stop(t *testing.T) {
+	if s.cancel != nil {
+		s.cancel()
+		s.cancel = nil
+		select {
+		case err := <-s.done:
+			if err != nil {
+				t.Errorf("serve returned %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	}
+}
+
+// startProcess runs serve as a separate process (this test binary).
+func startProcess(t *testing.T, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "YARD_TEST_MAIN=1")
+	out := &syncBuffer{}
+	cmd.Stdout = out
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	s := &server{Out: out, cmd: cmd, done: done}
+	s.URL = waitListening(t, out, done)
+	if m := adminRe.FindStringSubmatch(out.String()); m != nil {
+		s.Password = m[1]
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	return s
+}
+
+func (s *server) kill9(t *testing.T) {
+	t.Helper()
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
+}
+
+var insecure = &http.Client{
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 64, ForceAttemptHTTP2: true},
+	Timeout:   30 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	},
+}
+
+func call(t testing.TB, method, url, user, pass string, body any) (*http.Response, map[string]any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, r)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := insecure.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return resp, m
+}
+
+func TestServeAsANewUser(t *testing.T) {
+	data := t.TempDir()
+	s := startInProcess(t, "--data", data)
+	if s.Password == "" {
+		t.Fatalf("no admin password printed:\n%s", s.Out)
+	}
+	if !strings.Contains(s.Out.String(), "fingerprint") {
+		t.Fatalf("no certificate fingerprint printed:\n%s", s.Out)
+	}
+	for _, f := range []string{"tls/cert.pem", "tls/key.pem", "yard.db"} {
+		if _, err := os.Stat(filepath.Join(data, f)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	resp, person := call(t, "POST", s.URL+"/v1/people", "admin", s.Password, map[string]any{"name": "alice", "password": "alice password 1"})
+	if resp.StatusCode != 201 {
+		t.Fatalf("create person: %d %v", resp.StatusCode, person)
+	}
+	resp, dog := call(t, "POST", s.URL+"/v1/dogs", "alice", "alice password 1", map[string]any{"name": "Rex", "email": "rex@example.org"})
+	if resp.StatusCode != 201 {
+		t.Fatalf("create dog: %d %v", resp.StatusCode, dog)
+	}
+	loc := resp.Header.Get("Location")
+	wantLoc := strings.Replace(s.URL, "127.0.0.1", "localhost", 1) + "/v1/dogs/" + dog["id"].(string) + "/"
+	if loc != wantLoc {
+		t.Fatalf("Location: got %q, want %q", loc, wantLoc)
+	}
+	if resp.Header.Get("Strict-Transport-Security") == "" {
+		t.Fatal("no HSTS header")
+	}
+	resp, got := call(t, "GET", s.URL+"/v1/dogs/"+dog["id"].(string)+"/", "alice", "alice password 1", nil)
+	if resp.StatusCode != 200 || got["name"] != "Rex" || resp.ProtoMajor != 2 {
+		t.Fatalf("read dog: %d %v over HTTP/%d", resp.StatusCode, got, resp.ProtoMajor)
+	}
+
+	// A restart on the same data directory keeps everything and creates no
+	// second admin.
+	s.stop(t)
+	s2 := startInProcess(t, "--data", data)
+	if s2.Password != "" {
+		t.Fatal("a second admin was created on restart")
+	}
+	resp, got = call(t, "GET", s2.URL+"/v1/dogs/"+dog["id"].(string)+"/", "alice", "alice password 1", nil)
+	if resp.StatusCode != 200 || got["name"] != "Rex" {
+		t.Fatalf("after restart: %d %v", resp.StatusCode, got)
+	}
+}
+
+func TestServeOnPostgres(t *testing.T) {
+	dsn := storetest.NewPostgresDatabase(t)
+	s := startInProcess(t, "--data", t.TempDir(), "--db", dsn)
+	resp, m := call(t, "GET", s.URL+"/readyz", "", "", nil)
+	if resp.StatusCode != 200 || m["store"] != "postgres" {
+		t.Fatalf("readyz: %d %v", resp.StatusCode, m)
+	}
+	resp, _ = call(t, "GET", s.URL+"/v1/people", "admin", s.Password, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("admin on postgres: %d", resp.StatusCode)
+	}
+}
+
+func TestPlainHTTPRedirects(t *testing.T) {
+	port := freePort(t)
+	s := startInProcess(t, "--data", t.TempDir(), "--http-addr", fmt.Sprintf("127.0.0.1:%d", port), "--base-url", "https://yard.example")
+	_ = s
+	req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/v1/dogs?x=1", port), nil)
+	req.SetBasicAuth("admin", "whatever")
+	resp, err := insecure.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 308 || resp.Header.Get("Location") != "https://yard.example/v1/dogs?x=1" {
+		t.Fatalf("plain HTTP: got %d to %q, want 308 to https", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+func TestCommands(t *testing.T) {
+	data := t.TempDir()
+	env := func(string) string { return "" }
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"version"}, env, nil, &out, &errb); err != nil || !strings.HasPrefix(out.String(), "yard ") {
+		t.Fatalf("version: %v %q", err, out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"migrate", "--data", data}, env, nil, &out, &errb); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	out.Reset()
+	err := run(context.Background(), []string{"user", "add", "dana", "--admin", "--email", "dana@example.org", "--data", data}, env, strings.NewReader("dana's password\n"), &out, &errb)
+	if err != nil || strings.Contains(out.String(), "password:") {
+		t.Fatalf("user add with a password from stdin: %v %q", err, out.String())
+	}
+	out.Reset()
+	// Flags read their environment twins; a flag on the command line wins.
+	envData := func(k string) string {
+		if k == "YARD_DATA" {
+			return data
+		}
+		return ""
+	}
+	if err := run(context.Background(), []string{"user", "add", "eve"}, envData, strings.NewReader(""), &out, &errb); err != nil {
+		t.Fatalf("user add from env: %v", err)
+	}
+	if !strings.Contains(out.String(), "password: ") {
+		t.Fatalf("generated password not printed: %q", out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"user", "list"}, envData, nil, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "dana") || !strings.Contains(out.String(), "admin,user") || !strings.Contains(out.String(), "eve") {
+		t.Fatalf("user list: %q", out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"user", "passwd", "eve"}, envData, strings.NewReader("eve's new password\n"), &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), []string{"user", "add", "dana", "--data", data}, env, strings.NewReader(""), &out, &errb); err == nil {
+		t.Fatal("duplicate user add succeeded")
+	}
+	if err := run(context.Background(), []string{"user", "add", "x", "--data", data}, env, strings.NewReader("short\n"), &out, &errb); err == nil {
+		t.Fatal("short password accepted")
+	}
+	if err := run(context.Background(), []string{"frobnicate"}, env, nil, &out, &errb); exitCode(err) != 2 {
+		t.Fatalf("unknown command: %v", err)
+	}
+	if err := run(context.Background(), []string{"serve", "--tls-cert", "x"}, env, nil, &out, &errb); exitCode(err) != 2 {
+		t.Fatalf("--tls-cert without --tls-key: %v", err)
+	}
+	// Signing in works with the password from stdin.
+	s := startInProcess(t, "--data", data)
+	if resp, _ := call(t, "GET", s.URL+"/v1/people", "dana", "dana's password", nil); resp.StatusCode != 200 {
+		t.Fatalf("dana signs in: %d", resp.StatusCode)
+	}
+	if resp, _ := call(t, "GET", s.URL+"/v1/dogs", "eve", "eve's new password", nil); resp.StatusCode != 200 {
+		t.Fatalf("eve signs in with her new password: %d", resp.StatusCode)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	s := startInProcess(t, "--data", t.TempDir(), "--demo")
+	re := regexp.MustCompile(`demo: created person "alice" with password (\S+)`)
+	m := re.FindStringSubmatch(s.Out.String())
+	if m == nil {
+		t.Fatalf("no demo person:\n%s", s.Out)
+	}
+	resp, page := call(t, "GET", s.URL+"/v1/dogs", "alice", m[1], nil)
+	if resp.StatusCode != 200 || page["total"].(float64) < 1 {
+		t.Fatalf("demo dogs: %d %v", resp.StatusCode, page)
+	}
+}
+
+// TestKillDuringWrites kills the server with SIGKILL while clients create
+// dogs, then checks that every acknowledged dog survived and the store
+// opens clean.
+func TestKillDuringWrites(t *testing.T) {
+	for _, engine := range storetest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			data := t.TempDir()
+			args := []string{"--data", data}
+			if engine == store.Postgres {
+				args = append(args, "--db", storetest.NewPostgresDatabase(t))
+			}
+			s := startProcess(t, args...)
+			var mu sync.Mutex
+			var acked []string
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for w := range 4 {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						b, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("w%d-%d", w, i), "email": "d@example.org"})
+						req, _ := http.NewRequest("POST", s.URL+"/v1/dogs", bytes.NewReader(b))
+						req.Header.Set("Content-Type", "application/json")
+						req.SetBasicAuth("admin", s.Password)
+						resp, err := insecure.Do(req)
+						if err != nil {
+							return
+						}
+						var d map[string]any
+						_ = json.NewDecoder(resp.Body).Decode(&d)
+						resp.Body.Close()
+						if id, ok := d["id"].(string); ok && resp.StatusCode == 201 {
+							mu.Lock()
+							acked = append(acked, id)
+							mu.Unlock()
+						}
+					}
+				})
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				mu.Lock()
+				n := len(acked)
+				mu.Unlock()
+				if n >= 30 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			s.kill9(t)
+			close(stop)
+			wg.Wait()
+			if len(acked) == 0 {
+				t.Fatal("no write was acknowledged before the kill")
+			}
+			s2 := startProcess(t, args...)
+			if s2.Password != "" {
+				t.Fatal("restart after kill created a new admin: the store lost its users")
+			}
+			for _, id := range acked {
+				resp, _ := call(t, "GET", s2.URL+"/v1/dogs/"+id+"/", "admin", s.Password, nil)
+				if resp.StatusCode != 200 {
+					t.Fatalf("acknowledged dog %s lost after kill -9: %d", id, resp.StatusCode)
+				}
+			}
+			t.Logf("%d acknowledged writes all survived kill -9", len(acked))
+		})
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := (&netListen{}).listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}

@@ -1,0 +1,224 @@
+// Command yardbench measures yard on loopback: it starts the API in this
+// process on a real TLS listener over a real store, drives it with a
+// closed-loop load generator, and prints requests per second and latency
+// percentiles beside a ceiling (a bare net/http handler on the same TLS
+// setup), all in one run so the ratios are comparable.
+//
+//	go run ./cmd/yardbench [-groups foundation] [-duration 5s] [-concurrency 16] [-db sqlite|postgres://...]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/httpapi"
+	"github.com/yard-api/yard/internal/loadgen"
+	"github.com/yard-api/yard/store"
+)
+
+// bench is the shared state of a run.
+type bench struct {
+	ctx         context.Context
+	db          *store.DB
+	duration    time.Duration
+	concurrency int
+	out         io.Writer
+	results     []loadgen.Result
+}
+
+// groups are the scenario groups; other files add theirs.
+var groups = map[string]func(b *bench) error{
+	"foundation": foundation,
+}
+
+func main() {
+	dur := flag.Duration("duration", 5*time.Second, "length of each scenario")
+	conc := flag.Int("concurrency", 16, "concurrent clients")
+	dsn := flag.String("db", "sqlite", "store: sqlite (temporary file) or a postgres:// URL of an empty database")
+	which := flag.String("groups", "foundation", "comma-separated scenario groups: "+strings.Join(groupNames(), ", "))
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "yardbench-")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := store.Open(ctx, *dsn, dir)
+	if err != nil {
+		fail(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		fail(err)
+	}
+	b := &bench{ctx: ctx, db: db, duration: *dur, concurrency: *conc, out: os.Stdout}
+	fmt.Printf("yardbench: %s, %d CPUs, GOMAXPROCS %d, %s, store %s, %d clients, %s per scenario\n\n",
+		runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOARCH, db.Engine(), *conc, *dur)
+	for _, g := range strings.Split(*which, ",") {
+		f, ok := groups[g]
+		if !ok {
+			fail(fmt.Errorf("unknown group %q", g))
+		}
+		if err := f(b); err != nil {
+			fail(err)
+		}
+	}
+}
+
+func groupNames() []string {
+	var n []string
+	for k := range groups {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+func fail(err error) {
+	pprof.StopCPUProfile()
+	fmt.Fprintln(os.Stderr, "yardbench:", err)
+	os.Exit(1)
+}
+
+// report prints a result and keeps it.
+func (b *bench) report(r loadgen.Result) loadgen.Result {
+	fmt.Fprintln(b.out, r)
+	b.results = append(b.results, r)
+	return r
+}
+
+// ratio prints a line comparing two results.
+func (b *bench) ratio(what string, num, den loadgen.Result) {
+	if den.RPS > 0 {
+		fmt.Fprintf(b.out, "  %s: %.1f%% (%.0f / %.0f req/s)\n", what, 100*num.RPS/den.RPS, num.RPS, den.RPS)
+	}
+}
+
+// serve starts h on a TLS listener on 127.0.0.1 and returns its URL.
+func serve(h http.Handler) (string, func()) {
+	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	return srv.URL, srv.Close
+}
+
+// ceiling measures a bare net/http handler that returns a fixed JSON body
+// of about the same size as body.
+func (b *bench) ceiling(name string, body []byte) loadgen.Result {
+	url, stop := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}))
+	defer stop()
+	client := loadgen.Client(b.concurrency)
+	return b.report(loadgen.Run(b.ctx, name, client, b.concurrency, b.duration, 200, func(int, int) *http.Request {
+		req, _ := http.NewRequest("GET", url+"/fixed", nil)
+		return req
+	}))
+}
+
+// fixedPrincipal is a benchmark-only scheme that authenticates every
+// request as one user without checking anything: it measures the request
+// path without the cost of verifying credentials.
+type fixedPrincipal struct{ p yard.Principal }
+
+func (f fixedPrincipal) Name() string                      { return "fixed" }
+func (f fixedPrincipal) Match(r *http.Request) bool        { return true }
+func (f fixedPrincipal) Challenges(*http.Request) []string { return nil }
+func (f fixedPrincipal) Authenticate(*http.Request) (*yard.Principal, error) {
+	p := f.p
+	return &p, nil
+}
+
+// apiServer starts the API over the bench store with the given chain.
+func (b *bench) apiServer(chain *auth.Chain, basic *auth.Basic) (string, func()) {
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	srv := httptest.NewUnstartedServer(nil)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	api := httpapi.NewServer(b.db, chain, srv.URL, logger)
+	api.Basic = basic
+	srv.Config.Handler = api.Handler()
+	return srv.URL, srv.Close
+}
+
+// foundation: GET /v1/dogs/{id}/ without credential checks, with Basic
+// (cached), and with Basic verifying argon2id on every request, beside the
+// ceiling.
+func foundation(b *bench) error {
+	const password = "benchmark password"
+	creds, err := auth.NewCredentials("bench", password)
+	if err != nil {
+		return err
+	}
+	u := &yard.User{Name: "bench", Roles: []string{yard.RoleUser}}
+	if err := b.db.CreateUser(b.ctx, u, creds); err != nil {
+		return err
+	}
+	d := &yard.Dog{Name: "Rex", Email: "rex@example.org", Owner: u.ID}
+	if err := b.db.CreateDog(b.ctx, d); err != nil {
+		return err
+	}
+	path := "/v1/dogs/" + d.ID + "/"
+	fmt.Fprintln(b.out, "## foundation: GET "+path)
+	ceil := b.ceiling("ceiling: bare net/http, fixed JSON", []byte(`{"id":"`+d.ID+`","name":"Rex","email":"rex@example.org","owner":"`+u.ID+`","barkCount":0,"barkEffect":"record","codeUrl":"","codeRevision":""}`+"\n"))
+
+	get := func(url string, basicAuth bool) func(int, int) *http.Request {
+		return func(int, int) *http.Request {
+			req, _ := http.NewRequest("GET", url+path, nil)
+			if basicAuth {
+				req.SetBasicAuth("bench", password)
+			}
+			return req
+		}
+	}
+	client := loadgen.Client(b.concurrency)
+
+	url, stop := b.apiServer(&auth.Chain{Cookie: []auth.Scheme{fixedPrincipal{yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}}}}, nil)
+	noAuth := b.report(loadgen.Run(b.ctx, "GET dog, no credential check", client, b.concurrency, b.duration, 200, get(url, false)))
+	stop()
+
+	basic := auth.NewBasic(b.db, auth.NewLoginLimiter(0))
+	url, stop = b.apiServer(&auth.Chain{Header: []auth.Scheme{basic}}, basic)
+	cached := b.report(loadgen.Run(b.ctx, "GET dog, Basic (cached)", client, b.concurrency, b.duration, 200, get(url, true)))
+	stop()
+
+	slow := auth.NewBasic(b.db, auth.NewLoginLimiter(0))
+	slow.CacheTTL = 0
+	url, stop = b.apiServer(&auth.Chain{Header: []auth.Scheme{slow}}, slow)
+	uncached := b.report(loadgen.Run(b.ctx, "GET dog, Basic (argon2id every request)", client, b.concurrency, b.duration, 200, get(url, true)))
+	stop()
+
+	fmt.Fprintln(b.out)
+	b.ratio("Basic (cached) / ceiling", cached, ceil)
+	b.ratio("no credential check / ceiling", noAuth, ceil)
+	if uncached.RPS > 0 {
+		fmt.Fprintf(b.out, "  Basic cache speed-up: %.0fx (%.0f / %.0f req/s)\n", cached.RPS/uncached.RPS, cached.RPS, uncached.RPS)
+	}
+	fmt.Fprintln(b.out)
+	return nil
+}

@@ -1,0 +1,84 @@
+package yard_test
+
+import (
+	"testing"
+
+	"github.com/yard-api/yard"
+)
+
+func TestValidateCodeURL(t *testing.T) {
+	good := []string{
+		"https://example.org/rex.git",
+		"https://user@example.org:8443/a/b.git",
+		"ssh://git@example.org/rex.git",
+		"git@example.org:team/rex.git",
+		"file:///srv/git/rex.git",
+		"file://localhost/srv/git/rex.git",
+	}
+	for _, s := range good {
+		if err := yard.ValidateCodeURL(s); err != nil {
+			t.Errorf("%q: got %v, want accepted", s, err)
+		}
+	}
+	bad := []string{
+		"-uhttps://example.org/x",
+		"--upload-pack=touch /tmp/x",
+		"ext::sh -c touch% /tmp/pwned",
+		"https://-oProxyCommand=x/y",
+		"ssh://-oProxyCommand=touch%20x/y",
+		"ssh://example.org/-x",
+		"https://example.org/a/-b",
+		"git@-oProxyCommand=x:y",
+		"git@example.org:-x",
+		"git@example.org:a b",
+		"https://example.org/a\nb",
+		"https://example.org/a\tb",
+		"http://example.org/insecure.git",
+		"ftp://example.org/x",
+		"file://remote-host/x",
+		"file:relative/path",
+		"/plain/path",
+		"https:///nohost",
+		"https://user\x00@example.org/x",
+		"",
+	}
+	for _, s := range bad {
+		if s == "" {
+			continue // an empty codeUrl means none; ValidateDog accepts it
+		}
+		if err := yard.ValidateCodeURL(s); err == nil {
+			t.Errorf("%q: accepted, want refused", s)
+		}
+	}
+}
+
+func TestValidateDog(t *testing.T) {
+	d := &yard.Dog{Name: "Rex", Email: "rex@example.org", Owner: "u1", BarkEffect: "howl"}
+	err := yard.ValidateDog(d)
+	if yard.ErrorCode(err) != yard.EINVALID {
+		t.Fatalf("unknown effect: got %v, want invalid", err)
+	}
+	d.BarkEffect = yard.EffectFetchCode
+	if err := yard.ValidateDog(d); err != nil {
+		t.Fatalf("valid dog: %v", err)
+	}
+	for _, e := range []string{"rex", "Rex <rex@example.org>", "rex@example.org\r\nBcc: x@y"} {
+		d.Email = e
+		if yard.ValidateDog(d) == nil {
+			t.Errorf("email %q accepted", e)
+		}
+	}
+}
+
+func TestValidClientID(t *testing.T) {
+	for _, id := range []string{"rex", "Rex_1.2-x"} {
+		if !yard.ValidClientID(id) {
+			t.Errorf("%q refused", id)
+		}
+	}
+	for _, id := range []string{"", "search", "ALL", "by-vendor", "-x", ".x", "a/b", "a b", string(make([]byte, 65))} {
+		if yard.ValidClientID(id) {
+			t.Errorf("%q accepted", id)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+// Package loadgen is a small closed-loop HTTP load generator for loopback
+// benchmarks: a number of clients each send one request after another for
+// a fixed time, and it reports requests per second and latency percentiles.
+package loadgen
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Result is the outcome of one run.
+type Result struct {
+	Name     string
+	Requests int
+	Errors   int // transport errors and unexpected statuses
+	Duration time.Duration
+	RPS      float64
+	P50, P99 time.Duration
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("%-40s %8.0f req/s  p50 %7.2f ms  p99 %7.2f ms  (%d requests, %d errors)",
+		r.Name, r.RPS, ms(r.P50), ms(r.P99), r.Requests, r.Errors)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Client returns an HTTP client for loopback load: TLS without verification
+// (self-signed test certificates), HTTP/1.1 keep-alive connections, one per
+// concurrent client, which is how most API clients talk.
+func Client(concurrency int) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			TLSClientConfig:     &tls.Config{InsecureSkipVerify: true},
+			MaxIdleConns:        concurrency * 2,
+			MaxIdleConnsPerHost: concurrency * 2,
+			MaxConnsPerHost:     concurrency * 2,
+			IdleConnTimeout:     time.Minute,
+			DisableCompression:  true,
+		},
+		Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// Run sends requests made by newReq from concurrency clients for d and
+// counts a response as an error unless its status is wantStatus.
+func Run(ctx context.Context, name string, client *http.Client, concurrency int, d time.Duration, wantStatus int, newReq func(worker, i int) *http.Request) Result {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var mu sync.Mutex
+	var all []time.Duration
+	errs := 0
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range concurrency {
+		wg.Go(func() {
+			lat := make([]time.Duration, 0, 4096)
+			e := 0
+			for i := 0; ctx.Err() == nil; i++ {
+				req := newReq(w, i)
+				t0 := time.Now()
+				resp, err := client.Do(req)
+				if err != nil {
+					if ctx.Err() == nil {
+						e++
+					}
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if ctx.Err() != nil {
+					break
+				}
+				lat = append(lat, time.Since(t0))
+				if resp.StatusCode != wantStatus {
+					e++
+				}
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			errs += e
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	slices.Sort(all)
+	r := Result{Name: name, Requests: len(all), Errors: errs, Duration: elapsed}
+	if len(all) > 0 {
+		r.RPS = float64(len(all)) / elapsed.Seconds()
+		r.P50 = all[len(all)*50/100]
+		r.P99 = all[min(len(all)*99/100, len(all)-1)]
+	}
+	return r
+}
