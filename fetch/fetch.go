@@ -104,7 +104,13 @@ func (r *Runner) Fetch(ctx context.Context, url, dir string) (Result, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return Result{}, &Error{Err: err, Temp: true}
 	}
-	var err error
+	// One fetch at a time per directory, also across processes sharing the
+	// data directory.
+	unlock, err := lockDir(ctx, dir+".lock")
+	if err != nil {
+		return Result{}, &Error{Err: fmt.Errorf("waiting for another fetch of the same code: %w", err), Temp: true}
+	}
+	defer unlock()
 	if len(r.Command) > 0 {
 		argv := make([]string, len(r.Command))
 		for i, a := range r.Command {

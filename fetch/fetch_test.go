@@ -154,3 +154,21 @@ func TestParseCommand(t *testing.T) {
 		t.Error("a command without {dir} was accepted")
 	}
 }
+
+func TestConcurrentFetchesOfOneDirectory(t *testing.T) {
+	repo, _ := gitRepo(t)
+	target := filepath.Join(t.TempDir(), "code")
+	r := &fetch.Runner{Timeout: time.Minute}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := r.Fetch(context.Background(), "file://"+repo, target)
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent fetch: %v", err)
+		}
+	}
+}

@@ -3,8 +3,11 @@
 package fetch
 
 import (
+	"context"
+	"os"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // killGroup runs the command in its own process group and kills the whole
@@ -17,5 +20,29 @@ func killGroup(cmd *exec.Cmd) {
 			return nil
 		}
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// lockDir takes an exclusive flock(2) on path, waiting until ctx ends.
+func lockDir(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if err != syscall.EWOULDBLOCK {
+			f.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }

@@ -49,7 +49,10 @@ func wireBarks(_ context.Context, a *app) error {
 	eff.Fetcher = &fetch.Runner{Command: argv, Timeout: 5 * time.Minute}
 	host, _ := os.Hostname()
 	svc := &jobs.Service{DB: a.db, Effects: eff, Logger: a.logger.With("component", "barks"),
-		Owner: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), yard.NewID()[24:])}
+		Owner: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), yard.NewID()[24:]), Workers: cfg.workers, Lease: cfg.jobLease}
+	if cfg.workers < 1 || cfg.jobLease < time.Second {
+		return usageError("--workers must be at least 1 and --job-lease at least 1s")
+	}
 	a.api.Barks = svc
 	a.background = append(a.background, svc.Run)
 	return nil
