@@ -121,7 +121,11 @@ func touchDog(ctx context.Context, tx *Tx, dogID string, delta int, now time.Tim
 // email-count and record the barkCount + 1, in one transaction. b's id,
 // times and status are set.
 func (db *DB) RecordSyncBark(ctx context.Context, b *yard.Bark) error {
-	return db.WithTx(ctx, func(tx *Tx) error {
+	key := ""
+	if countsBark(b.Effect) {
+		key = b.DogID // the dog's row is the hot spot
+	}
+	return db.WithBatchTx(ctx, key, func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		if b.ID == "" {
 			b.ID = yard.NewID()
@@ -157,7 +161,7 @@ func (db *DB) RecordFailedBark(ctx context.Context, b *yard.Bark, msg string) er
 
 // EnqueueBark stores a pending asynchronous bark for the workers.
 func (db *DB) EnqueueBark(ctx context.Context, b *yard.Bark) error {
-	return db.WithTx(ctx, func(tx *Tx) error {
+	return db.WithBatchTx(ctx, "", func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		if b.ID == "" {
 			b.ID = yard.NewID()
@@ -210,8 +214,9 @@ func (db *DB) ClaimTask(ctx context.Context, owner string, lease time.Duration) 
 		token = yard.NewID()
 		row := tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'running', lease_owner = $1, lease_token = $2, lease_until = $3,
 			attempts = attempts + 1, started_at = CASE WHEN started_at = 0 THEN $4 ELSE started_at END
-			WHERE id = (SELECT id FROM tasks WHERE (status = 'pending' AND run_at <= $4) OR (status = 'running' AND lease_until < $4)
-				ORDER BY run_at, id LIMIT 1`+db.forUpdate(true)+`)
+			WHERE id = COALESCE(
+				(SELECT id FROM tasks WHERE status = 'running' AND lease_until < $4 ORDER BY lease_until LIMIT 1`+db.forUpdate(true)+`),
+				(SELECT id FROM tasks WHERE status = 'pending' AND run_at <= $4 ORDER BY run_at LIMIT 1`+db.forUpdate(true)+`))
 			RETURNING `+barkColumns, owner, token, now+lease.Milliseconds(), now)
 		b, err = scanBark(row)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -24,6 +24,7 @@ CREATE TABLE tasks (
     dog_changed  BOOLEAN NOT NULL DEFAULT FALSE
 );
 CREATE INDEX tasks_due_idx ON tasks (status, run_at);
+CREATE INDEX tasks_lease_idx ON tasks (status, lease_until);
 CREATE INDEX tasks_dog_idx ON tasks (dog_id, created_at);
 CREATE INDEX tasks_dog_barked_idx ON tasks (dog_id, barked_at);
 
