@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -345,5 +346,42 @@ func TestScheduleViews(t *testing.T) {
 			t.Errorf("a stopped schedule still shows: %v", dog["barks"])
 		}
 		_ = yard.BarkPending
+	})
+}
+
+// 100 concurrent barks, synchronous and asynchronous, count exactly 100
+// each.
+func TestConcurrentBarksCountExactly(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		env := startBarks(t, db)
+		env.CreateUser("alice", pw)
+		_, uri := env.dog(t, "alice", map[string]any{"name": "Rex", "email": "rex@example.org"})
+		for _, async := range []bool{false, true} {
+			var wg sync.WaitGroup
+			codes := make([]int, 100)
+			for i := range 100 {
+				wg.Go(func() {
+					r := apitest.Request{Method: "POST", Path: uri + "barks", User: "alice", Password: pw}
+					if async {
+						r.Headers = map[string]string{"Prefer": "respond-async"}
+					}
+					codes[i] = env.Do(r).StatusCode
+				})
+			}
+			wg.Wait()
+			want := 201
+			if async {
+				want = 202
+				env.drain(t)
+			}
+			for i, c := range codes {
+				if c != want {
+					t.Fatalf("bark %d: got %d, want %d", i, c, want)
+				}
+			}
+		}
+		if got := env.barkCount(t, uri); got != 200 {
+			t.Fatalf("barkCount after 100 synchronous and 100 asynchronous concurrent barks: got %v, want 200", got)
+		}
 	})
 }
