@@ -597,3 +597,42 @@ func TestBackoffGrows(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+// Schedule changes and firing at the same time neither deadlock nor fail.
+func TestScheduleChangesWhileFiring(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		clk := newClock()
+		db.Now = clk.Now
+		f := setup(t, db)
+		ctx := context.Background()
+		s1, s2 := f.service(db), f.service(db)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, s := range []*jobs.Service{s1, s2} {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := s.Tick(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		for i := range 60 {
+			clk.Add(time.Minute)
+			if _, err := db.SetScheduleByToken(ctx, f.dog.ID, fmt.Sprint(i), yard.ScheduleChange{Next: clk.Now(), Frequency: 1}, clk.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.UpdateDog(ctx, f.dog.ID, yard.DogUpdate{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(stop)
+		wg.Wait()
+	})
+}

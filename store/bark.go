@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -525,62 +524,75 @@ func (db *DB) StopSchedule(ctx context.Context, dogID string) error {
 // most limit of them: for each it stores one pending bark task for the
 // latest due slot (a slot missed during downtime fires once, not once per
 // missed interval) and moves the schedule to the following slot, in one
-// transaction. The slot key is unique, and PostgreSQL rows are claimed with
-// FOR UPDATE SKIP LOCKED, so each slot fires once across processes.
+// transaction. The slot key is unique and the move is guarded by the old
+// slot, so each slot fires once across processes. Rows are locked in the
+// order the other writers use (dog, then schedule); on PostgreSQL a dog
+// another transaction holds is skipped until the next tick.
 func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, error) {
 	var fired []*yard.Bark
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		fired = nil
 		now := tx.Now().UTC().Truncate(time.Millisecond)
-		rows, err := tx.QueryContext(ctx, `SELECT dog_id, next_at, frequency FROM bark_schedules WHERE frequency > 0 AND next_at <= $1
-			ORDER BY next_at LIMIT $2`+db.forUpdate(true), Millis(now), limit)
+		rows, err := tx.QueryContext(ctx, `SELECT dog_id FROM bark_schedules WHERE frequency > 0 AND next_at <= $1
+			ORDER BY next_at LIMIT $2`, Millis(now), limit)
 		if err != nil {
 			return err
 		}
-		type due struct {
-			dog        string
-			next, freq int64
-		}
-		var list []due
+		var due []string
 		for rows.Next() {
-			var d due
-			if err := rows.Scan(&d.dog, &d.next, &d.freq); err != nil {
+			var id string
+			if err := rows.Scan(&id); err != nil {
 				rows.Close()
 				return err
 			}
-			list = append(list, d)
+			due = append(due, id)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for _, d := range list {
-			period := d.freq * int64(time.Minute/time.Millisecond)
-			slot := d.next + (Millis(now)-d.next)/period*period
+		for _, dogID := range due {
 			var effect string
-			if err := tx.QueryRowContext(ctx, `SELECT bark_effect FROM dogs WHERE id = $1`, d.dog).Scan(&effect); err != nil {
-				return fmt.Errorf("scheduled dog %s: %w", d.dog, err)
+			err := tx.QueryRowContext(ctx, `SELECT bark_effect FROM dogs WHERE id = $1`+db.forUpdate(true), dogID).Scan(&effect)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // locked by another transaction, or deleted
+			} else if err != nil {
+				return err
 			}
-			res, err := tx.ExecContext(ctx, `UPDATE bark_schedules SET next_at = $1, last_at = $2 WHERE dog_id = $3 AND next_at = $4 AND frequency = $5`,
-				slot+period, slot, d.dog, d.next, d.freq)
+			var next, freq int64
+			err = tx.QueryRowContext(ctx, `SELECT next_at, frequency FROM bark_schedules WHERE dog_id = $1 AND frequency > 0 AND next_at <= $2`+db.forUpdate(false),
+				dogID, Millis(now)).Scan(&next, &freq)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // another process fired it meanwhile
+			} else if err != nil {
+				return err
+			}
+			period := freq * int64(time.Minute/time.Millisecond)
+			slot := next + (Millis(now)-next)/period*period
+			res, err := tx.ExecContext(ctx, `UPDATE bark_schedules SET next_at = $1, last_at = $2 WHERE dog_id = $3 AND next_at = $4`,
+				slot+period, slot, dogID, next)
 			if err != nil {
 				return err
 			}
 			if n, _ := res.RowsAffected(); n == 0 {
-				continue // another process moved it
+				continue
 			}
-			b := &yard.Bark{ID: yard.NewID(), DogID: d.dog, Effect: effect, Status: yard.BarkPending, Async: true,
+			b := &yard.Bark{ID: yard.NewID(), DogID: dogID, Effect: effect, Status: yard.BarkPending, Async: true,
 				Source: yard.BarkSourceSchedule, Slot: FromMillis(slot), CreatedAt: now}
-			if err := insertBark(ctx, tx, b, now); err != nil {
-				if isUniqueViolation(err) {
-					return fmt.Errorf("slot %s of dog %s fired twice: %w", b.Slot, d.dog, err)
-				}
+			// A schedule set again to a slot that already fired does not
+			// fire it twice.
+			res, err = tx.ExecContext(ctx, `INSERT INTO tasks (id, dog_id, effect, status, async, source, slot_key, slot_at, created_at, run_at)
+				VALUES ($1, $2, $3, 'pending', TRUE, 'schedule', $4, $5, $6, $6) ON CONFLICT (slot_key) DO NOTHING`,
+				b.ID, dogID, effect, dogID+"@"+strconv.FormatInt(slot, 10), slot, Millis(now))
+			if err != nil {
 				return err
 			}
-			if err := touchDog(ctx, tx, d.dog, 0, now); err != nil {
+			if err := touchDog(ctx, tx, dogID, 0, now); err != nil {
 				return err
 			}
-			fired = append(fired, b)
+			if n, _ := res.RowsAffected(); n == 1 {
+				fired = append(fired, b)
+			}
 		}
 		return nil
 	})
