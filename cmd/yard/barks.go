@@ -55,5 +55,7 @@ func wireBarks(_ context.Context, a *app) error {
 	}
 	a.api.Barks = svc
 	a.background = append(a.background, svc.Run)
+	// SQLite: checkpoint the WAL off the writer's path (see RunCheckpoints).
+	a.background = append(a.background, func(ctx context.Context) { a.db.RunCheckpoints(ctx, 200*time.Millisecond) })
 	return nil
 }

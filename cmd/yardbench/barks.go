@@ -76,6 +76,11 @@ func barks(b *bench) error {
 	one := func(int, int) string { return dogs[0] }
 	spread := func(w, i int) string { return dogs[(w*7919+i)%len(dogs)] }
 
+	if os.Getenv("YARD_BENCH_NO_CHECKPOINTER") == "" {
+		cctx, cstop := context.WithCancel(b.ctx)
+		defer cstop()
+		go b.db.RunCheckpoints(cctx, 200*time.Millisecond)
+	}
 	fmt.Fprintf(b.out, "## barks: POST /v1/dogs/{id}/barks (record), store %s\n", b.db.Engine())
 	client := loadgen.Client(b.concurrency)
 	b.report(loadgen.Run(b.ctx, "sync record, one dog", client, b.concurrency, b.duration, 201, post(one, false)))
