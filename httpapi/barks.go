@@ -384,21 +384,25 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVer
 		return
 	}
 	now := s.DB.Now()
+	field := "barks."
+	if v == dogV2 {
+		field = "schedule."
+	}
 	var change yard.ScheduleChange
 	differs := true
 	if string(bytes.TrimSpace(barks)) != "null" { // null removes the schedule (RFC 7396)
 		var in scheduleInput
 		if err := unmarshalStrict(barks, &in); err != nil {
-			s.error(w, r, prefixField(err, "barks."))
+			s.error(w, r, prefixField(err, field))
 			return
 		}
 		if in.Token != nil {
-			s.error(w, r, yard.Invalid("The bark schedule is malformed.", yard.FieldError{Field: "barks.token", Message: "is a field of POST /bark-schedule, not of the dog"}))
+			s.error(w, r, yard.Invalid("The bark schedule is malformed.", yard.FieldError{Field: field + "token", Message: "is a field of POST /bark-schedule, not of the dog"}))
 			return
 		}
 		change, differs, err = parseSchedule(in, now)
 		if err != nil {
-			s.error(w, r, prefixField(err, "barks."))
+			s.error(w, r, prefixField(err, field))
 			return
 		}
 	}

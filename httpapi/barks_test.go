@@ -385,3 +385,21 @@ func TestConcurrentBarksCountExactly(t *testing.T) {
 		}
 	})
 }
+
+// v2 writes the same schedule under the name schedule.
+func TestScheduleThroughV2(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		env := startBarks(t, db)
+		env.CreateUser("alice", pw)
+		id, uri := env.dog(t, "alice", map[string]any{"name": "Rex", "email": "rex@example.org"})
+		as := func(r apitest.Request) apitest.Request { r.User, r.Password = "alice", pw; return r }
+		ius := map[string]string{"If-Unmodified-Since": httpDate(time.Now().Add(time.Second))}
+		run(t, env.Env, []scenario{
+			{"v2 PATCH needs If-Unmodified-Since", as(apitest.Request{Method: "PATCH", Path: "/v2/dogs/" + id, Body: map[string]any{"schedule": map[string]any{"next": 0, "frequency": 10}}}), 428, nil, nil},
+			{"v2 malformed", as(apitest.Request{Method: "PATCH", Path: "/v2/dogs/" + id, Body: map[string]any{"schedule": map[string]any{"next": 0, "frequency": "x"}}, Headers: ius}), 400, nil, []string{`"field":"schedule.frequency"`}},
+			{"v2 PATCH schedule", as(apitest.Request{Method: "PATCH", Path: "/v2/dogs/" + id, Body: map[string]any{"schedule": map[string]any{"next": 0, "frequency": 10}}, Headers: ius}), 205, nil, nil},
+			{"v2 shows it", as(apitest.Request{Path: "/v2/dogs/" + id}), 200, nil, []string{`"schedule":{`, `"frequency":10`}},
+			{"v1 shows it", as(apitest.Request{Path: uri}), 200, nil, []string{`"barks":{`, `"frequency":10`}},
+		})
+	})
+}
