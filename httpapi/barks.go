@@ -175,7 +175,10 @@ func (s *Server) bark(w http.ResponseWriter, r *http.Request, mayAsync bool) {
 	if !s.barksReady(w, r) {
 		return
 	}
-	d, err := s.loadDogFor(r)
+	d, err := s.DB.FindDogCore(r.Context(), r.PathValue("dog_id"))
+	if err == nil {
+		err = canUseDog(r, d)
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -360,7 +360,7 @@ func (s *Service) execute(ctx context.Context, b *yard.Bark) (res store.TaskResu
 			err = Permanent(fmt.Errorf("effect panicked: %v", v))
 		}
 	}()
-	d, err := s.DB.FindDogByID(ctx, b.DogID)
+	d, err := s.DB.FindDogCore(ctx, b.DogID)
 	if err != nil {
 		if yard.ErrorCode(err) == yard.ENOTFOUND {
 			return res, Permanent(errors.New("the dog no longer exists"))

@@ -43,9 +43,19 @@ func (db *DB) forUpdate(skip bool) string {
 	return ` FOR UPDATE`
 }
 
+// FindDogCore returns the dog without its schedule (for barking, where
+// the schedule is not needed), or ENOTFOUND.
+func (db *DB) FindDogCore(ctx context.Context, id string) (*yard.Dog, error) {
+	d, err := scanDog(db.QueryRow(ctx, `SELECT `+dogColumns+` FROM dogs WHERE id = $1`, id))
+	if err != nil {
+		return nil, notFound(err, "Dog")
+	}
+	return d, nil
+}
+
 // FindBark returns a bark of a dog, or ENOTFOUND.
 func (db *DB) FindBark(ctx context.Context, dogID, id string) (*yard.Bark, error) {
-	b, err := scanBark(db.read.QueryRowContext(ctx, `SELECT `+barkColumns+` FROM tasks WHERE id = $1 AND dog_id = $2`, id, dogID))
+	b, err := scanBark(db.QueryRow(ctx, `SELECT `+barkColumns+` FROM tasks WHERE id = $1 AND dog_id = $2`, id, dogID))
 	return b, notFound(err, "Bark")
 }
 
@@ -95,14 +105,19 @@ func countsBark(effect string) bool {
 	return effect == yard.EffectEmailCount || effect == yard.EffectRecord
 }
 
+const (
+	insertBarkSQL = `INSERT INTO tasks (id, dog_id, effect, status, async, source, slot_key, slot_at, created_at, run_at,
+		started_at, finished_at, barked_at, error, output, dog_changed, attempts)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17)`
+	touchDogSQL = `UPDATE dogs SET bark_count = bark_count + $1, updated_at = $2 WHERE id = $3`
+)
+
 func insertBark(ctx context.Context, tx *Tx, b *yard.Bark, runAt time.Time) error {
 	var slotKey any
 	if b.Source == yard.BarkSourceSchedule {
 		slotKey = b.DogID + "@" + strconv.FormatInt(Millis(b.Slot), 10)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, dog_id, effect, status, async, source, slot_key, slot_at, created_at, run_at,
-		started_at, finished_at, barked_at, error, output, dog_changed, attempts)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17)`,
+	_, err := tx.db.txExec(ctx, tx, insertBarkSQL,
 		b.ID, b.DogID, b.Effect, b.Status, b.Async, b.Source, slotKey, Millis(b.Slot), Millis(b.CreatedAt), Millis(runAt),
 		Millis(b.StartedAt), Millis(b.FinishedAt), Millis(b.Timestamp), b.Error, b.Output, b.DogChanged, b.Attempts)
 	return err
@@ -111,7 +126,7 @@ func insertBark(ctx context.Context, tx *Tx, b *yard.Bark, runAt time.Time) erro
 // touchDog marks the dog's representation as changed at now, adding delta
 // to its barkCount.
 func touchDog(ctx context.Context, tx *Tx, dogID string, delta int, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `UPDATE dogs SET bark_count = bark_count + $1, updated_at = $2 WHERE id = $3`, delta, Millis(now), dogID)
+	_, err := tx.db.txExec(ctx, tx, touchDogSQL, delta, Millis(now), dogID)
 	return err
 }
 
@@ -120,6 +135,7 @@ func touchDog(ctx context.Context, tx *Tx, dogID string, delta int, now time.Tim
 // email-count and record the barkCount + 1, in one transaction. b's id,
 // times and status are set.
 func (db *DB) RecordSyncBark(ctx context.Context, b *yard.Bark) error {
+	db.prepareWrites(ctx, insertBarkSQL, touchDogSQL)
 	key := ""
 	if countsBark(b.Effect) {
 		key = b.DogID // the dog's row is the hot spot
@@ -160,6 +176,7 @@ func (db *DB) RecordFailedBark(ctx context.Context, b *yard.Bark, msg string) er
 
 // EnqueueBark stores a pending asynchronous bark for the workers.
 func (db *DB) EnqueueBark(ctx context.Context, b *yard.Bark) error {
+	db.prepareWrites(ctx, insertBarkSQL)
 	return db.WithBatchTx(ctx, "", func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		if b.ID == "" {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"sync"
 )
 
@@ -102,7 +101,7 @@ func (db *DB) runBatch(batch []*batchReq) {
 				errs[i] = err
 				continue
 			}
-			sp := fmt.Sprintf("b%d", i)
+			const sp = "batch_item" // released before the next one starts
 			if _, err := tx.ExecContext(r.ctx, "SAVEPOINT "+sp); err != nil {
 				return err
 			}

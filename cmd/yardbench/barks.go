@@ -21,12 +21,17 @@ import (
 	"github.com/yard-api/yard/notify"
 )
 
-func init() { groups["barks"] = barks }
+func init() {
+	groups["barks"] = func(b *bench) error { return barks(b, true) }
+	groups["barks-accept"] = func(b *bench) error { return barks(b, false) }
+}
 
 // barks: synchronous record barks on one dog and spread over 100 dogs,
 // asynchronous barks accepted (202) at the configured concurrency and at
 // 200 clients, and the rate at which the workers then run them.
-func barks(b *bench) error {
+//
+// barks-accept runs only the 202 scenarios at 200 clients.
+func barks(b *bench, all bool) error {
 	const password = "benchmark password"
 	creds, err := auth.NewCredentials("barker", password)
 	if err != nil {
@@ -83,18 +88,26 @@ func barks(b *bench) error {
 	}
 	fmt.Fprintf(b.out, "## barks: POST /v1/dogs/{id}/barks (record), store %s\n", b.db.Engine())
 	client := loadgen.Client(b.concurrency)
-	b.report(loadgen.Run(b.ctx, "sync record, one dog", client, b.concurrency, b.duration, 201, post(one, false)))
-	b.report(loadgen.Run(b.ctx, "sync record, 100 dogs", client, b.concurrency, b.duration, 201, post(spread, false)))
-	b.report(loadgen.Run(b.ctx, "async accepted (202), 100 dogs", client, b.concurrency, b.duration, 202, post(spread, true)))
+	// One request first, so the Basic cache holds the credentials before
+	// many clients ask at once (a cold cache makes each of them verify
+	// argon2id).
+	if resp, err := client.Do(post(one, false)(0, 0)); err == nil {
+		resp.Body.Close()
+	}
+	if all {
+		b.report(loadgen.Run(b.ctx, "sync record, one dog", client, b.concurrency, b.duration, 201, post(one, false)))
+		b.report(loadgen.Run(b.ctx, "sync record, 100 dogs", client, b.concurrency, b.duration, 201, post(spread, false)))
+		b.report(loadgen.Run(b.ctx, "async accepted (202), 100 dogs", client, b.concurrency, b.duration, 202, post(spread, true)))
+	}
 	// 200 concurrent clients, closed loop: every client sends its next
 	// request as soon as the last is answered, so the latency is the queue
 	// (Little's law: 200 clients / throughput).
 	big := loadgen.Client(200)
+	// Warm up: open the 200 keep-alive connections (TLS handshakes) first.
+	loadgen.RunPaced(b.ctx, "warm-up", big, 200, 400, time.Second, 202, post(spread, true))
 	b.report(loadgen.Run(b.ctx, "async accepted (202), 200 clients closed", big, 200, b.duration, 202, post(spread, true)))
 	// 200 concurrent clients, open loop at a fixed offered load: the
 	// latency a client sees when the server is not saturated.
-	// Warm up: open the 200 keep-alive connections (TLS handshakes) first.
-	loadgen.RunPaced(b.ctx, "warm-up", big, 200, 400, time.Second, 202, post(spread, true))
 	for _, rate := range []float64{1000, 2000} {
 		r := b.report(loadgen.RunPaced(b.ctx, fmt.Sprintf("async 202, 200 clients at %.0f req/s", rate), big, 200, rate, b.duration, 202, post(spread, true)))
 		verdict := "meets"
@@ -104,6 +117,9 @@ func barks(b *bench) error {
 		fmt.Fprintf(b.out, "  p99 of a 202, 200 clients offering %.0f req/s: %.2f ms (%s the 20 ms target)\n", rate, float64(r.P99.Microseconds())/1000, verdict)
 	}
 
+	if !all {
+		return nil
+	}
 	// Let the workers run what was accepted.
 	var pending int
 	if err := b.db.Read().QueryRowContext(b.ctx, `SELECT COUNT(*) FROM tasks WHERE status = 'pending'`).Scan(&pending); err != nil {
