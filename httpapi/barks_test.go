@@ -403,3 +403,21 @@ func TestScheduleThroughV2(t *testing.T) {
 		})
 	})
 }
+
+// A synchronous email the mail server refuses is 503 with a problem, and
+// the task is stored failed; nothing counts.
+func TestSyncEmailRefused(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		env := startBarks(t, db)
+		env.CreateUser("alice", pw)
+		_, uri := env.dog(t, "alice", map[string]any{"name": "Rex", "email": "rex@example.org", "barkEffect": "email-count"})
+		env.smtp.FailNext(1)
+		run(t, env.Env, []scenario{
+			{"refused", apitest.Request{Method: "POST", Path: uri + "barks", User: "alice", Password: pw}, 503, nil, []string{"could not be delivered"}},
+			{"stored failed", apitest.Request{Path: uri + "barks", User: "alice", Password: pw}, 200, nil, []string{`"status":"failed"`, `"total":1`}},
+		})
+		if got := env.barkCount(t, uri); got != 0 {
+			t.Errorf("barkCount: got %v, want 0", got)
+		}
+	})
+}

@@ -636,3 +636,42 @@ func TestScheduleChangesWhileFiring(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// At shutdown a running task is handed back: pending again, the attempt not
+// counted, and the next process runs it.
+func TestShutdownHandsRunningTaskBack(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		f := setup(t, db)
+		ctx := context.Background()
+		url := "https://example.org/rex.git"
+		if _, err := db.UpdateDog(ctx, f.dog.ID, yard.DogUpdate{CodeURL: &url}); err != nil {
+			t.Fatal(err)
+		}
+		s := f.service(db)
+		marker := filepath.Join(t.TempDir(), "started")
+		s.Effects.Fetcher = &fetch.Runner{Command: []string{"sh", "-c", "touch " + marker + "; sleep 30"}}
+		b, _ := s.Bark(ctx, f.dog, yard.EffectFetchCode, true)
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { s.Run(runCtx); close(done) }()
+		waitFor(t, func() bool { _, err := os.Stat(marker); return err == nil })
+		stop()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("Run did not return after its context ended")
+		}
+		got, _ := db.FindBark(ctx, f.dog.ID, b.ID)
+		if got.Status != yard.BarkPending || got.Attempts != 0 {
+			t.Fatalf("after shutdown: status %s, attempts %d; want pending, 0", got.Status, got.Attempts)
+		}
+		next := f.service(db)
+		next.Effects.Fetcher = &fetch.Runner{Command: []string{"true"}}
+		if n := drain(t, next); n != 1 {
+			t.Fatalf("the next process ran %d tasks, want 1", n)
+		}
+		if got, _ := db.FindBark(ctx, f.dog.ID, b.ID); got.Status != yard.BarkSucceeded || got.Attempts != 1 {
+			t.Errorf("after the next process: %s, %d attempts", got.Status, got.Attempts)
+		}
+	})
+}
