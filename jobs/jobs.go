@@ -60,6 +60,9 @@ type Service struct {
 	ScheduleEvery time.Duration
 	// SyncTimeout bounds the effect of a synchronous bark.
 	SyncTimeout time.Duration
+	// Observe, when set, is told how each run of a task ended: outcome is
+	// succeeded, failed, retry, canceled or released.
+	Observe func(effect, outcome string, d time.Duration)
 
 	once    sync.Once
 	wake    chan struct{}
@@ -307,9 +310,15 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 		}
 	}()
 
+	started := time.Now()
 	res, err := s.execute(tctx, b)
 	close(hbStop)
 	<-hbDone
+	observe := func(outcome string) {
+		if s.Observe != nil {
+			s.Observe(b.Effect, outcome, time.Since(started))
+		}
+	}
 
 	// The finishing writes must happen even when ctx is ending (shutdown).
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -324,10 +333,12 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 		}
 		if err == nil {
 			log.Info("bark succeeded")
+			observe(yard.BarkSucceeded)
 		}
 		return err
 	case errors.Is(cause, errCanceled), errors.Is(cause, errLost):
 		log.Info("bark stopped", slog.String("reason", cause.Error()))
+		observe(yard.BarkCanceled)
 		return nil
 	case ctx.Err() != nil:
 		// Shutdown: hand the task back for another worker or process.
@@ -335,13 +346,16 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 			return rerr
 		}
 		log.Info("bark handed back at shutdown")
+		observe("released")
 		return nil
 	case isTemporary(err) && b.Attempts < s.MaxAttempts:
 		wait := s.Backoff(b.Attempts)
 		log.Warn("bark failed; will retry", slog.String("error", err.Error()), slog.Duration("wait", wait))
+		observe("retry")
 		return ignoreLost(s.DB.RetryTask(wctx, b.ID, token, s.DB.Now().Add(wait), err.Error(), res.Output))
 	default:
 		log.Warn("bark failed", slog.String("error", err.Error()))
+		observe(yard.BarkFailed)
 		return ignoreLost(s.DB.FailTask(wctx, b.ID, token, err.Error(), res.Output))
 	}
 }

@@ -335,6 +335,13 @@ func (db *DB) ReleaseTask(ctx context.Context, id, token string) error {
 	})
 }
 
+// PendingTasks counts the tasks waiting to run.
+func (db *DB) PendingTasks(ctx context.Context) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE status = 'pending'`).Scan(&n)
+	return n, err
+}
+
 // TaskStatus returns the status of a task (the workers poll it to notice
 // a cancel made by another process).
 func (db *DB) TaskStatus(ctx context.Context, id string) (string, error) {

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -206,6 +209,27 @@ func TestTwoServeProcessesOnePostgres(t *testing.T) {
 	_, dog := call(t, "GET", s2.URL+dogURI, "alice", "alice password 1", nil)
 	if dog["barkCount"] != float64(n+1) {
 		t.Fatalf("barkCount: got %v, want %d", dog["barkCount"], n+1)
+	}
+	// Their metrics add up to the same count.
+	total := 0.0
+	for _, s := range []*server{s1, s2} {
+		resp, err := insecure.Get(s.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := regexp.MustCompile(`(?m)^yard_bark_tasks_total\{effect="record",outcome="succeeded"\} (\d+)$`).FindSubmatch(body)
+		if m != nil {
+			v, _ := strconv.ParseFloat(string(m[1]), 64)
+			total += v
+		}
+		if !strings.Contains(string(body), "yard_bark_tasks_pending 0") {
+			t.Errorf("metrics of %s: no yard_bark_tasks_pending 0", s.URL)
+		}
+	}
+	if total != n+1 {
+		t.Errorf("yard_bark_tasks_total of succeeded record barks over both processes: got %v, want %d", total, n+1)
 	}
 	// Which processes did the work (both, usually).
 	db, err := store.Open(context.Background(), dsn, t.TempDir())
