@@ -57,8 +57,11 @@ type Error struct {
 	Output string
 }
 
-func (e *Error) Error() string   { return e.Err.Error() }
-func (e *Error) Unwrap() error   { return e.Err }
+// Error returns the message of the underlying error.
+func (e *Error) Error() string { return e.Err.Error() }
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+// Temporary reports whether a retry may succeed.
 func (e *Error) Temporary() bool { return e.Temp }
 
 // CleanEnv returns the environment fetch commands run with: a fixed PATH,
