@@ -59,8 +59,10 @@ type Error struct {
 
 // Error returns the message of the underlying error.
 func (e *Error) Error() string { return e.Err.Error() }
+
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
+
 // Temporary reports whether a retry may succeed.
 func (e *Error) Temporary() bool { return e.Temp }
 
