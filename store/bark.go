@@ -62,14 +62,14 @@ func (db *DB) FindBark(ctx context.Context, dogID, id string) (*yard.Bark, error
 // FindBarks returns a page of a dog's barks, newest first, and their count.
 func (db *DB) FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, int, error) {
 	var total int
-	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE dog_id = $1`, f.DogID).Scan(&total); err != nil {
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE dog_id = $1`, f.DogID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = yard.DefaultPageMax
 	}
-	rows, err := db.read.QueryContext(ctx, `SELECT `+barkColumns+` FROM tasks WHERE dog_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
+	rows, err := db.Query(ctx, `SELECT `+barkColumns+` FROM tasks WHERE dog_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
 		f.DogID, limit, f.Offset)
 	if err != nil {
 		return nil, 0, err
@@ -90,7 +90,7 @@ func (db *DB) FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, i
 // ENOTFOUND when it never did.
 func (db *DB) LastBark(ctx context.Context, dogID string) (time.Time, error) {
 	var ms sql.NullInt64
-	err := db.read.QueryRowContext(ctx, `SELECT MAX(barked_at) FROM tasks WHERE dog_id = $1 AND status = 'succeeded'`, dogID).Scan(&ms)
+	err := db.QueryRow(ctx, `SELECT MAX(barked_at) FROM tasks WHERE dog_id = $1 AND status = 'succeeded'`, dogID).Scan(&ms)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -346,7 +346,7 @@ func (db *DB) PendingTasks(ctx context.Context) (int, error) {
 // a cancel made by another process).
 func (db *DB) TaskStatus(ctx context.Context, id string) (string, error) {
 	var s string
-	err := db.read.QueryRowContext(ctx, `SELECT status FROM tasks WHERE id = $1`, id).Scan(&s)
+	err := db.QueryRow(ctx, `SELECT status FROM tasks WHERE id = $1`, id).Scan(&s)
 	return s, notFound(err, "Bark")
 }
 
@@ -375,9 +375,17 @@ func loadSchedule(ctx context.Context, q interface {
 	return s, err
 }
 
+// preparedReader reads outside a transaction through the store's cache of
+// prepared statements.
+type preparedReader struct{ db *DB }
+
+func (p preparedReader) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return p.db.QueryRow(ctx, q, args...)
+}
+
 // previousBarks returns the times of the last scheduled barks, newest first.
 func (db *DB) previousBarks(ctx context.Context, dogID string) ([]time.Time, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT slot_at FROM tasks WHERE dog_id = $1 AND source = 'schedule' AND status <> 'canceled'
+	rows, err := db.Query(ctx, `SELECT slot_at FROM tasks WHERE dog_id = $1 AND source = 'schedule' AND status <> 'canceled'
 		ORDER BY slot_at DESC LIMIT $2`, dogID, yard.MaxPreviousBarks)
 	if err != nil {
 		return nil, err
@@ -397,7 +405,7 @@ func (db *DB) previousBarks(ctx context.Context, dogID string) ([]time.Time, err
 // FindSchedule returns the dog's running bark schedule, or nil when none is
 // set.
 func (db *DB) FindSchedule(ctx context.Context, dogID string) (*yard.BarkSchedule, error) {
-	s, err := loadSchedule(ctx, db.read, dogID)
+	s, err := loadSchedule(ctx, preparedReader{db}, dogID)
 	if err != nil || !s.isRunning {
 		return nil, err
 	}
