@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -414,6 +415,38 @@ func (db *DB) FindSchedule(ctx context.Context, dogID string) (*yard.BarkSchedul
 		return nil, err
 	}
 	return &yard.BarkSchedule{Next: FromMillis(s.next), Frequency: s.frequency, Last: FromMillis(s.last), Previous: prev}, nil
+}
+
+// dogColumnsD are the dog columns qualified by the alias d.
+var dogColumnsD = "d." + strings.ReplaceAll(dogColumns, ", ", ", d.")
+
+// withExtra scans a row's first columns with scan and the rest into extra.
+type withExtra struct {
+	row   interface{ Scan(...any) error }
+	extra []any
+}
+
+func (w withExtra) Scan(dest ...any) error { return w.row.Scan(append(dest, w.extra...)...) }
+
+// findDogWithSchedule reads a dog and its schedule in one query (a read of
+// a dog is the hottest request); the previous barks need a second one only
+// when a schedule runs.
+func (db *DB) findDogWithSchedule(ctx context.Context, id string) (*yard.Dog, error) {
+	var next, last sql.NullInt64
+	var freq sql.NullInt64
+	d, err := scanDog(withExtra{db.QueryRow(ctx, `SELECT `+dogColumnsD+`, s.next_at, s.frequency, s.last_at
+		FROM dogs d LEFT JOIN bark_schedules s ON s.dog_id = d.id WHERE d.id = $1`, id), []any{&next, &freq, &last}})
+	if err != nil {
+		return nil, notFound(err, "Dog")
+	}
+	if freq.Int64 > 0 {
+		prev, err := db.previousBarks(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		d.Schedule = &yard.BarkSchedule{Next: FromMillis(next.Int64), Frequency: int(freq.Int64), Last: FromMillis(last.Int64), Previous: prev}
+	}
+	return d, nil
 }
 
 // attachSchedules fills in the Schedule of each dog.

@@ -22,11 +22,7 @@ func scanDog(row interface{ Scan(...any) error }) (*yard.Dog, error) {
 
 // FindDogByID returns the dog with that id, or ENOTFOUND.
 func (db *DB) FindDogByID(ctx context.Context, id string) (*yard.Dog, error) {
-	d, err := scanDog(db.QueryRow(ctx, `SELECT `+dogColumns+` FROM dogs WHERE id = $1`, id))
-	if err != nil {
-		return nil, notFound(err, "Dog")
-	}
-	return d, db.attachSchedules(ctx, d)
+	return db.findDogWithSchedule(ctx, id)
 }
 
 // FindDogs returns a page of dogs ordered by id, and the total count.
