@@ -144,11 +144,22 @@ func (r *Runner) Fetch(ctx context.Context, url, dir string) (Result, error) {
 // the remote HEAD from url and checks it out.
 func (r *Runner) git(ctx context.Context, out *limitedBuffer, url, dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
-		// No repository yet (or the remains of an interrupted clone).
+		// No repository yet (or the remains of an interrupted clone):
+		// clone next to it, then rename, so the directory is either
+		// absent or a whole clone, even if this process dies half-way.
 		if err := os.RemoveAll(dir); err != nil {
 			return err
 		}
-		return r.run(ctx, out, "", "git", "clone", "--quiet", "--", url, dir)
+		tmp, err := os.MkdirTemp(filepath.Dir(dir), ".clone-*")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		target := filepath.Join(tmp, "code")
+		if err := r.run(ctx, out, "", "git", "clone", "--quiet", "--", url, target); err != nil {
+			return err
+		}
+		return os.Rename(target, dir)
 	}
 	if err := r.run(ctx, out, dir, "git", "fetch", "--quiet", "--", url, "HEAD"); err != nil {
 		return err
@@ -182,8 +193,11 @@ func (r *Runner) classify(ctx context.Context, err error, output string) error {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		temp := false
+		// Network trouble, and another git (say, one left running by a
+		// process that died) holding the repository's lock files.
 		for _, s := range []string{"Could not resolve host", "Connection timed out", "Connection refused", "early EOF",
-			"Operation timed out", "remote end hung up unexpectedly", "HTTP 5", "returned error: 5"} {
+			"Operation timed out", "remote end hung up unexpectedly", "HTTP 5", "returned error: 5",
+			".lock': File exists", "already exists and is not an empty directory"} {
 			if strings.Contains(output, s) {
 				temp = true
 			}

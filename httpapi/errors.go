@@ -85,7 +85,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if code == yard.EINTERNAL {
 		s.Logger.ErrorContext(r.Context(), "internal error", slog.String("request_id", p.RequestID),
-			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+			slog.String("method", r.Method), slog.String("path", logPath(r)), slog.String("error", err.Error()))
 	}
 	if kind.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" && s.Auth != nil {
 		for _, c := range s.Auth.Challenges(r) {

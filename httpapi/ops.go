@@ -128,6 +128,24 @@ func (s *Server) OpenAPI() ([]byte, error) {
 			doc["tags"] = append(tags, frag.Tags...)
 		}
 	}
+	// Every operation that takes credentials can answer 400 for an expired
+	// access token (spec, Errors; CONTRACT 3), so each one that documents a
+	// 401 also documents a 400.
+	for _, item := range paths {
+		for _, op := range item.(map[string]any) {
+			o, ok := op.(map[string]any)
+			if !ok {
+				continue
+			}
+			if resp, ok := o["responses"].(map[string]any); ok {
+				if _, has401 := resp["401"]; has401 {
+					if _, has400 := resp["400"]; !has400 {
+						resp["400"] = map[string]any{"$ref": "#/components/responses/BadRequest"}
+					}
+				}
+			}
+		}
+	}
 	doc["servers"] = []any{map[string]any{"url": s.BaseURL}}
 	if info, ok := doc["info"].(map[string]any); ok {
 		info["version"] = s.Version

@@ -192,6 +192,9 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 	if s.Basic != nil {
 		s.Basic.Invalidate(u.ID)
 	}
+	if s.Kit != nil {
+		s.Kit.ForgetUser(u.ID)
+	}
 	writeRepresentation(w, r, newPersonView(updated), updated.UpdatedAt)
 }
 
@@ -207,6 +210,9 @@ func (s *Server) handleDeletePerson(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.Basic != nil {
 		s.Basic.Invalidate(id)
+	}
+	if s.Kit != nil {
+		s.Kit.ForgetUser(id)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

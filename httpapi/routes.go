@@ -40,6 +40,19 @@ func (s *Server) registerRoutes() {
 	s.handle("PATCH", "/v2/dogs/{dog_id}", s.authenticated(s.handlePatchDog(dogV2)))
 	s.handle("DELETE", "/v2/dogs/{dog_id}", s.authenticated(s.handleDeleteDog(dogV2)))
 
+	// Authentication endpoints (CONTRACT 4). Sign-in endpoints and the
+	// JWKS are public; API keys belong to an authenticated principal.
+	s.handle("POST", "/sessions", s.handleCreateSession)
+	s.handle("GET", "/sessions/{key}", s.handleGetSession)
+	s.handle("DELETE", "/sessions/{key}", s.handleDeleteSession)
+	s.handle("POST", "/auth/login", s.handleLogin)
+	s.handle("POST", "/auth/refresh", s.handleRefresh)
+	s.handle("POST", "/auth/logout", s.handleLogout)
+	s.handle("POST", "/auth/pk-token", s.handlePKToken)
+	s.handle("GET", "/.well-known/jwks.json", s.handleJWKS)
+	s.handle("POST", "/apikeys", s.authenticated(s.handleCreateAPIKey))
+	s.handle("GET", "/apikeys/{apiKey}", s.authenticated(s.handleGetAPIKey))
+	s.handle("DELETE", "/apikeys/{apiKey}", s.authenticated(s.handleDeleteAPIKey))
 	// Bark actions (CONTRACT 5): bark tasks, the single bark, and the
 	// bark-schedule view of the schedule (the PATCH of the dog is the other).
 	s.handle("POST", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleCreateBark))

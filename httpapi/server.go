@@ -31,6 +31,10 @@ type Server struct {
 	Auth    *auth.Chain
 	Basic   *auth.Basic
 	Limiter *auth.LoginLimiter
+	// Kit holds the other first-party schemes (Digest, sessions, tokens,
+	// signed requests) behind the /sessions, /auth and /apikeys endpoints;
+	// nil serves those endpoints as 503.
+	Kit *auth.Kit
 	// BaseURL is the public base address, without a trailing slash; every
 	// Location header and link is built from it.
 	BaseURL string
@@ -221,7 +225,7 @@ func (s *Server) observe(r *http.Request, pattern string, status int, d time.Dur
 	}
 	if s.Logger.Enabled(r.Context(), level) {
 		s.Logger.LogAttrs(r.Context(), level, "request",
-			slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", logPath(r)),
 			slog.String("route", label), slog.Int("status", status), slog.Duration("duration", d),
 			slog.String("remote", auth.ClientIP(r)))
 	}

@@ -23,7 +23,10 @@ import (
 
 // slowFetch is an operator fetch command that takes a while, so tasks are
 // still running when the server is killed.
-const slowFetch = `["sh", "-c", "sleep 0.5; if [ -d \"$1/.git\" ]; then git -C \"$1\" fetch -q -- \"$0\" HEAD && git -C \"$1\" reset -q --hard FETCH_HEAD; else git clone -q -- \"$0\" \"$1\"; fi", "{url}", "{dir}"]`
+// Like the default, it clones next to the directory and renames: its git
+// may outlive a killed server, and the retaken task must not meet half a
+// clone.
+const slowFetch = `["sh", "-c", "sleep 0.5; if [ -d \"$1/.git\" ]; then git -C \"$1\" fetch -q -- \"$0\" HEAD && git -C \"$1\" reset -q --hard FETCH_HEAD; else git clone -q -- \"$0\" \"$1.tmp$$\" && mv \"$1.tmp$$\" \"$1\"; fi", "{url}", "{dir}"]`
 
 func localGitRepo(t *testing.T) string {
 	t.Helper()

@@ -45,6 +45,8 @@ type serveConfig struct {
 	workers     int
 	jobLease    time.Duration
 	logLevel    string
+	// auth holds the flags of the token and key schemes (authwire.go).
+	auth authFlags
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -68,6 +70,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.workers, "workers", 4, "bark tasks run at once by this process")
 	fs.DurationVar(&c.jobLease, "job-lease", 30*time.Second, "lease of a running bark task; a task whose process died runs again after it")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	c.auth.register(fs)
 }
 
 // app is a wired server: the store, the HTTP API and the background work.

@@ -1,0 +1,273 @@
+package auth
+
+import (
+	"crypto/hmac"
+	"crypto/md5"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"hash"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+// Digest is HTTP Digest access authentication (RFC 7616) with qop=auth and
+// the algorithms SHA-256 and MD5, against the HA1 values the user store
+// keeps for Realm.
+//
+// Nonces are stateless: base64url(8-byte issue time in Unix milliseconds,
+// 12 random bytes, the first 16 bytes of HMAC-SHA256(Secret, those 20
+// bytes)), so any process holding Secret can verify them. A nonce older than
+// NonceTTL is stale: a request whose response is otherwise right gets a new
+// challenge with stale=true (RFC 7616 §3.3). Each (nonce, nc) pair is
+// accepted once, and nc must grow (RFC 7616 §3.4: replay protection).
+type Digest struct {
+	Users    Users
+	Counter  yard.AuthStateService
+	Limiter  *LoginLimiter
+	Secret   []byte
+	NonceTTL time.Duration
+	Now      func() time.Time
+	// Opaque is echoed by clients unchanged (RFC 7616 §3.3).
+	Opaque string
+}
+
+// Digest algorithms (RFC 7616 §6.1).
+const (
+	DigestSHA256 = "SHA-256"
+	DigestMD5    = "MD5"
+)
+
+// Name implements Scheme.
+func (d *Digest) Name() string { return "digest" }
+
+// Match implements Scheme.
+func (d *Digest) Match(r *http.Request) bool {
+	s, _ := AuthScheme(r.Header.Get("Authorization"))
+	return s == "digest"
+}
+
+// Challenges implements Scheme: one challenge per algorithm, SHA-256 first
+// as RFC 7616 §3.7 asks, with a fresh nonce.
+func (d *Digest) Challenges(*http.Request) []string { return d.challenges(false) }
+
+func (d *Digest) challenges(stale bool) []string {
+	nonce := d.NewNonce()
+	out := make([]string, 0, 2)
+	for _, alg := range []string{DigestSHA256, DigestMD5} {
+		c := `Digest realm="` + Realm + `", qop="auth", algorithm=` + alg + `, nonce="` + nonce + `", opaque="` + d.Opaque + `"`
+		if stale {
+			c += ", stale=true"
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func (d *Digest) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+func (d *Digest) ttl() time.Duration {
+	if d.NonceTTL > 0 {
+		return d.NonceTTL
+	}
+	return 5 * time.Minute
+}
+
+// NewNonce returns a nonce issued now.
+func (d *Digest) NewNonce() string {
+	var b [36]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(d.now().UnixMilli()))
+	_, _ = rand.Read(b[8:20])
+	m := hmac.New(sha256.New, d.Secret)
+	m.Write(b[:20])
+	copy(b[20:], m.Sum(nil)[:16])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// checkNonce verifies the nonce's MAC and returns its issue time.
+func (d *Digest) checkNonce(nonce string) (time.Time, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(nonce)
+	if err != nil || len(b) != 36 {
+		return time.Time{}, false
+	}
+	m := hmac.New(sha256.New, d.Secret)
+	m.Write(b[:20])
+	if !hmac.Equal(m.Sum(nil)[:16], b[20:]) {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(int64(binary.BigEndian.Uint64(b[:8]))), true
+}
+
+// Authenticate implements Scheme.
+func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
+	_, rest := AuthScheme(r.Header.Get("Authorization"))
+	p, ok := ParseDigestParams(rest)
+	if !ok {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Malformed Digest credentials.")
+	}
+	alg := p["algorithm"]
+	if alg == "" {
+		alg = DigestMD5 // RFC 7616 §3.3: absent means MD5
+	}
+	switch {
+	case p["username"] == "" || p["response"] == "" || p["nonce"] == "" || p["cnonce"] == "":
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest credentials lack a field.")
+	case p["realm"] != Realm:
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest realm must be %q.", Realm)
+	case !strings.EqualFold(alg, DigestSHA256) && !strings.EqualFold(alg, DigestMD5):
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest algorithm must be SHA-256 or MD5.")
+	case p["qop"] != "auth":
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest qop must be auth.")
+	case p["uri"] != r.RequestURI && p["uri"] != r.URL.RequestURI():
+		// RFC 7616 §3.4.6: the uri must name the request target.
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest uri does not match the request.")
+	case p["userhash"] == "true":
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest userhash is not supported.")
+	}
+	nc, err := strconv.ParseUint(p["nc"], 16, 32)
+	if err != nil || len(p["nc"]) != 8 || nc == 0 {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest nc must be 8 hexadecimal digits.")
+	}
+	issued, ok := d.checkNonce(p["nonce"])
+	if !ok {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The Digest nonce was not issued by this server.")
+	}
+	username := p["username"]
+	keys := Keys(r, username)
+	if err := d.Limiter.Check(keys...); err != nil {
+		return nil, err
+	}
+	refused := yard.Errorf(yard.EUNAUTHORIZED, "The user name or password is wrong.")
+	ctx := r.Context()
+	u, err := d.Users.FindUserByName(ctx, username)
+	if yard.ErrorCode(err) == yard.ENOTFOUND {
+		d.Limiter.Fail(keys...)
+		return nil, refused
+	} else if err != nil {
+		return nil, err
+	}
+	creds, err := d.Users.FindCredentials(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	ha1 := creds.HA1SHA256
+	if strings.EqualFold(alg, DigestMD5) {
+		ha1 = creds.HA1MD5
+	}
+	want := DigestResponse(alg, ha1, r.Method, p["uri"], p["nonce"], p["nc"], p["cnonce"], p["qop"])
+	if ha1 == "" || subtle.ConstantTimeCompare([]byte(want), []byte(strings.ToLower(p["response"]))) != 1 {
+		d.Limiter.Fail(keys...)
+		return nil, refused
+	}
+	if u.Disabled {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The account is disabled.")
+	}
+	expires := issued.Add(d.ttl())
+	if !d.now().Before(expires) {
+		// RFC 7616 §3.3: the credentials were right, only the nonce is old.
+		return nil, &yard.Error{Code: yard.EUNAUTHORIZED, Message: "The Digest nonce is stale; retry with the new one.",
+			Challenge: d.challenges(true)}
+	}
+	fresh, err := d.Counter.UseNonceCount(ctx, p["nonce"], nc, expires)
+	if err != nil {
+		return nil, err
+	}
+	if !fresh {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The Digest nonce count was already used (replay).")
+	}
+	return &yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles, Scheme: d.Name()}, nil
+}
+
+// DigestResponse computes the request-digest of RFC 7616 §3.4.1 for
+// qop=auth from a stored HA1 = H(username:realm:password):
+// KD(HA1, nonce:nc:cnonce:qop:H(method:uri)).
+func DigestResponse(algorithm, ha1, method, uri, nonce, nc, cnonce, qop string) string {
+	h := digestHash(algorithm)
+	ha2 := hexHash(h, method+":"+uri)
+	return hexHash(h, ha1+":"+nonce+":"+nc+":"+cnonce+":"+qop+":"+ha2)
+}
+
+func digestHash(algorithm string) func() hash.Hash {
+	if strings.EqualFold(algorithm, DigestMD5) {
+		return md5.New
+	}
+	return sha256.New
+}
+
+func hexHash(h func() hash.Hash, s string) string {
+	x := h()
+	x.Write([]byte(s))
+	return hex.EncodeToString(x.Sum(nil))
+}
+
+// ParseDigestParams parses the auth-params of a Digest credentials value
+// (RFC 7616 §3.4, RFC 9110 §11.2): name=token or name="quoted string",
+// separated by commas. Names are lower-cased. It reports false on a syntax
+// error or a repeated name.
+func ParseDigestParams(s string) (map[string]string, bool) {
+	out := map[string]string{}
+	i := 0
+	for {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == ',') {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		j := i
+		for j < len(s) && s[j] != '=' && s[j] != ' ' && s[j] != ',' {
+			j++
+		}
+		name := strings.ToLower(s[i:j])
+		for j < len(s) && s[j] == ' ' {
+			j++
+		}
+		if name == "" || j >= len(s) || s[j] != '=' {
+			return nil, false
+		}
+		j++
+		for j < len(s) && s[j] == ' ' {
+			j++
+		}
+		var val string
+		if j < len(s) && s[j] == '"' {
+			j++
+			var b strings.Builder
+			for ; j < len(s) && s[j] != '"'; j++ {
+				if s[j] == '\\' && j+1 < len(s) {
+					j++
+				}
+				b.WriteByte(s[j])
+			}
+			if j >= len(s) {
+				return nil, false
+			}
+			j++
+			val = b.String()
+		} else {
+			k := j
+			for j < len(s) && s[j] != ',' && s[j] != ' ' {
+				j++
+			}
+			val = s[k:j]
+		}
+		if _, dup := out[name]; dup {
+			return nil, false
+		}
+		out[name] = val
+		i = j
+	}
+	return out, len(out) > 0
+}

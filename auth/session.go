@@ -1,0 +1,192 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+// Sessions is the cookie-session scheme (spec: Session; CONTRACT 4). A
+// session key has 256 random bits; the store keeps only its SHA-256. A
+// session ends Idle after its last action or Max after it began.
+//
+// To keep a cookie request cheap, a process remembers a session it read for
+// CacheTTL, and writes the last-action timestamp at most once per
+// TouchEvery (so the idle time-out is exact to within TouchEvery). A logout
+// on another process takes effect here within CacheTTL; on this process at
+// once.
+//
+// Unsafe methods authenticated by the cookie must pass Go's
+// http.CrossOriginProtection (Sec-Fetch-Site / Origin checks), or they are
+// refused with 403.
+type Sessions struct {
+	Store      yard.AuthStateService
+	Users      *UserCache
+	Idle       time.Duration
+	Max        time.Duration
+	TouchEvery time.Duration
+	CacheTTL   time.Duration
+	Now        func() time.Time
+	// CrossOrigin checks unsafe cookie-authenticated requests.
+	CrossOrigin *http.CrossOriginProtection
+
+	mu    sync.Mutex
+	cache map[string]sessionEntry
+}
+
+type sessionEntry struct {
+	s       yard.Session
+	fetched time.Time
+}
+
+// Name implements Scheme.
+func (s *Sessions) Name() string { return "session" }
+
+// Match implements Scheme.
+func (s *Sessions) Match(r *http.Request) bool {
+	_, err := r.Cookie(SessionCookie)
+	return err == nil
+}
+
+// Challenges implements Scheme; cookies have no challenge.
+func (s *Sessions) Challenges(*http.Request) []string { return nil }
+
+// HashKey returns the stored form of a session key.
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// Create starts a session for a user and returns its key.
+func (s *Sessions) Create(ctx context.Context, userID string) (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	key := base64.RawURLEncoding.EncodeToString(b[:])
+	now := s.Now()
+	if err := s.Store.CreateSession(ctx, &yard.Session{KeyHash: HashKey(key), UserID: userID, CreatedAt: now, LastSeen: now}); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// Delete ends the session with key and reports whether it existed.
+func (s *Sessions) Delete(ctx context.Context, key string) (bool, error) {
+	h := HashKey(key)
+	s.mu.Lock()
+	delete(s.cache, h)
+	s.mu.Unlock()
+	return s.Store.DeleteSession(ctx, h)
+}
+
+// Cookie returns the Set-Cookie value that gives the client key.
+func (s *Sessions) Cookie(key string) *http.Cookie {
+	return &http.Cookie{Name: SessionCookie, Value: key, Path: "/", MaxAge: int(s.Max.Seconds()),
+		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode}
+}
+
+// ExpiredCookie returns the Set-Cookie value that makes a client drop it.
+func (s *Sessions) ExpiredCookie() *http.Cookie {
+	return &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		Secure: true, HttpOnly: true, SameSite: http.SameSiteLaxMode}
+}
+
+// Authenticate implements Scheme.
+func (s *Sessions) Authenticate(r *http.Request) (*yard.Principal, error) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || len(c.Value) != 43 {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The session cookie is not valid.")
+	}
+	ctx := r.Context()
+	h := HashKey(c.Value)
+	now := s.Now()
+	sess, err := s.lookup(ctx, h, now, false)
+	if err != nil {
+		return nil, err
+	}
+	if s.expired(sess, now) {
+		// The cache may hold an old last-action time: ask the store.
+		if sess, err = s.lookup(ctx, h, now, true); err != nil {
+			return nil, err
+		}
+		if s.expired(sess, now) {
+			s.mu.Lock()
+			delete(s.cache, h)
+			s.mu.Unlock()
+			_, _ = s.Store.DeleteSession(ctx, h)
+			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The session has expired; sign in again.")
+		}
+	}
+	if now.Sub(sess.LastSeen) >= s.touchEvery() {
+		if err := s.Store.TouchSession(ctx, h, now); err != nil {
+			return nil, err
+		}
+		sess.LastSeen = now
+		s.mu.Lock()
+		s.cache[h] = sessionEntry{s: sess, fetched: now}
+		s.mu.Unlock()
+	}
+	if !isSafe(r.Method) && s.CrossOrigin != nil {
+		if err := s.CrossOrigin.Check(r); err != nil {
+			return nil, yard.Errorf(yard.EFORBIDDEN, "Cross-site request refused: a cookie-authenticated %s must come from this site.", r.Method)
+		}
+	}
+	p, err := s.Users.Principal(ctx, sess.UserID)
+	if err != nil {
+		return nil, err
+	}
+	p.Scheme = s.Name()
+	return p, nil
+}
+
+func (s *Sessions) touchEvery() time.Duration {
+	if s.TouchEvery > 0 {
+		return s.TouchEvery
+	}
+	return time.Minute
+}
+
+func (s *Sessions) expired(sess yard.Session, now time.Time) bool {
+	return now.Sub(sess.LastSeen) >= s.Idle || now.Sub(sess.CreatedAt) >= s.Max
+}
+
+func (s *Sessions) lookup(ctx context.Context, h string, now time.Time, fresh bool) (yard.Session, error) {
+	s.mu.Lock()
+	e, ok := s.cache[h]
+	s.mu.Unlock()
+	if ok && !fresh && now.Sub(e.fetched) < s.CacheTTL {
+		return e.s, nil
+	}
+	sess, err := s.Store.FindSession(ctx, h)
+	if yard.ErrorCode(err) == yard.ENOTFOUND {
+		s.mu.Lock()
+		delete(s.cache, h)
+		s.mu.Unlock()
+		return yard.Session{}, yard.Errorf(yard.EUNAUTHORIZED, "The session does not exist; sign in again.")
+	} else if err != nil {
+		return yard.Session{}, err
+	}
+	s.mu.Lock()
+	if s.cache == nil || len(s.cache) > 100000 {
+		s.cache = map[string]sessionEntry{}
+	}
+	s.cache[h] = sessionEntry{s: *sess, fetched: now}
+	s.mu.Unlock()
+	return *sess, nil
+}
+
+func isSafe(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	return false
+}

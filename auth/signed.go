@@ -1,0 +1,233 @@
+package auth
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+// SignedWindow is how far a signed request's timestamp may be from the
+// server's clock, either way (CONTRACT 4).
+const SignedWindow = 300 * time.Second
+
+// Signed is the signed-request scheme (CONTRACT 4): query variables
+// timestamp, apiKey and signature, where
+//
+//	signature = hex(HMAC-SHA256(secret, CanonicalString(path, query)))
+//
+// A signature is accepted once: it is recorded in the store shared by all
+// processes and a second use is refused while its timestamp is inside the
+// window. Keys and their opened secrets are cached for KeyCacheTTL, so a
+// deleted key may keep working that long on another process.
+type Signed struct {
+	Keys        yard.AuthStateService
+	Users       *UserCache
+	Box         *SecretBox
+	Now         func() time.Time
+	KeyCacheTTL time.Duration
+	// Writers is how many signature writes may be in flight at once (1
+	// for SQLite, a few for PostgreSQL).
+	Writers int
+
+	mu      sync.Mutex
+	cache   map[string]signedKey
+	batcher *signatureBatcher
+}
+
+type signedKey struct {
+	userID  string
+	secret  []byte
+	fetched time.Time
+}
+
+// Name implements Scheme.
+func (s *Signed) Name() string { return "signed" }
+
+// Match implements Scheme.
+func (s *Signed) Match(r *http.Request) bool {
+	for piece := range strings.SplitSeq(r.URL.RawQuery, "&") {
+		name, _, _ := strings.Cut(piece, "=")
+		if strings.EqualFold(name, "signature") || strings.EqualFold(name, "apiKey") {
+			return true
+		}
+	}
+	return false
+}
+
+// Challenges implements Scheme; signed requests have no challenge.
+func (s *Signed) Challenges(*http.Request) []string { return nil }
+
+// Forget drops a key from the cache (after it is deleted).
+func (s *Signed) Forget(id string) {
+	s.mu.Lock()
+	delete(s.cache, id)
+	s.mu.Unlock()
+}
+
+// Authenticate implements Scheme.
+func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
+	pairs, err := ParseRawQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The query string of a signed request cannot be parsed.")
+	}
+	var ts, keyID, sig string
+	var nts, nkey, nsig int
+	for _, p := range pairs {
+		switch strings.ToLower(p[0]) {
+		case "timestamp":
+			ts, nts = p[1], nts+1
+		case "apikey":
+			keyID, nkey = p[1], nkey+1
+		case "signature":
+			sig, nsig = p[1], nsig+1
+		}
+	}
+	if nts != 1 || nkey != 1 || nsig != 1 {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A signed request needs exactly one timestamp, apiKey and signature.")
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The timestamp of a signed request must be Unix seconds.")
+	}
+	now := s.Now()
+	stamp := time.Unix(sec, 0)
+	if d := now.Sub(stamp); d > SignedWindow || d < -SignedWindow {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The timestamp of the signed request is more than %d s from the server's clock.", int(SignedWindow.Seconds()))
+	}
+	got, err := hex.DecodeString(sig)
+	if err != nil || len(got) != sha256.Size || sig != strings.ToLower(sig) {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The signature must be 64 lower-case hexadecimal digits.")
+	}
+	k, err := s.key(r.Context(), keyID, now)
+	if err != nil {
+		return nil, err
+	}
+	m := hmac.New(sha256.New, k.secret)
+	m.Write([]byte(CanonicalString(r.URL.Path, pairs)))
+	if !hmac.Equal(m.Sum(nil), got) { // constant time
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The signature does not match the request.")
+	}
+	p, err := s.Users.Principal(r.Context(), k.userID)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.batcher == nil {
+		s.batcher = &signatureBatcher{store: s.Keys, writers: s.Writers}
+	}
+	b := s.batcher
+	s.mu.Unlock()
+	fresh, err := b.use(r.Context(), sig, stamp.Add(SignedWindow))
+	if err != nil {
+		return nil, err
+	}
+	if !fresh {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "This signature was already used (replay).")
+	}
+	p.Scheme = s.Name()
+	return p, nil
+}
+
+func (s *Signed) key(ctx context.Context, id string, now time.Time) (signedKey, error) {
+	ttl := s.KeyCacheTTL
+	if ttl == 0 {
+		ttl = 10 * time.Second
+	}
+	s.mu.Lock()
+	k, ok := s.cache[id]
+	s.mu.Unlock()
+	if ok && now.Sub(k.fetched) < ttl {
+		return k, nil
+	}
+	ak, err := s.Keys.FindAPIKey(ctx, id)
+	if yard.ErrorCode(err) == yard.ENOTFOUND {
+		return k, yard.Errorf(yard.EUNAUTHORIZED, "The API key is not known.")
+	} else if err != nil {
+		return k, err
+	}
+	secret, err := s.Box.Open(ak.SealedSecret, ak.ID)
+	if err != nil {
+		return k, err
+	}
+	k = signedKey{userID: ak.UserID, secret: secret, fetched: now}
+	s.mu.Lock()
+	if s.cache == nil || len(s.cache) > 10000 {
+		s.cache = map[string]signedKey{}
+	}
+	s.cache[id] = k
+	s.mu.Unlock()
+	return k, nil
+}
+
+// ParseRawQuery splits a raw query string on '&' into name/value pairs,
+// percent-decoding each ('+' is a space, as in HTML forms). Empty pieces
+// are skipped; a bad escape is an error.
+func ParseRawQuery(raw string) ([][2]string, error) {
+	var out [][2]string
+	for piece := range strings.SplitSeq(raw, "&") {
+		if piece == "" {
+			continue
+		}
+		n, v, _ := strings.Cut(piece, "=")
+		name, err := url.QueryUnescape(n)
+		if err != nil {
+			return nil, err
+		}
+		val, err := url.QueryUnescape(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, [2]string{name, val})
+	}
+	return out, nil
+}
+
+// CanonicalString returns the string a signed request signs (CONTRACT 4):
+// the decoded path, "?", then every query pair except signature as
+// name=value with the name lower-cased and the raw (decoded) value, sorted
+// by name and then by value, joined with "&".
+func CanonicalString(path string, pairs [][2]string) string {
+	kept := make([][2]string, 0, len(pairs))
+	for _, p := range pairs {
+		name := strings.ToLower(p[0])
+		if name == "signature" {
+			continue
+		}
+		kept = append(kept, [2]string{name, p[1]})
+	}
+	sort.Slice(kept, func(i, j int) bool {
+		if kept[i][0] != kept[j][0] {
+			return kept[i][0] < kept[j][0]
+		}
+		return kept[i][1] < kept[j][1]
+	})
+	var b strings.Builder
+	b.WriteString(path)
+	b.WriteByte('?')
+	for i, p := range kept {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(p[0])
+		b.WriteByte('=')
+		b.WriteString(p[1])
+	}
+	return b.String()
+}
+
+// Sign returns hex(HMAC-SHA256(secret, s)).
+func Sign(secret []byte, s string) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(s))
+	return hex.EncodeToString(m.Sum(nil))
+}

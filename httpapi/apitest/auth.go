@@ -1,0 +1,62 @@
+package apitest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/httpapi"
+	"github.com/yard-api/yard/store"
+)
+
+// Clock is a settable clock for tests of time-outs and expiry.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock that starts at the real time.
+func NewClock() *Clock { return &Clock{t: time.Now()} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// WithAuthKit installs every first-party authentication scheme over db
+// (keys in a temporary directory), after letting mod change the
+// configuration, and stores the kit in *out.
+func WithAuthKit(t testing.TB, db *store.DB, out **auth.Kit, mod func(*auth.Config)) Option {
+	dir := t.TempDir()
+	return func(s *httpapi.Server) {
+		cfg := auth.Config{Store: db, Limiter: s.Limiter, Basic: s.Basic, KeyDir: dir, Issuer: s.BaseURL}
+		if mod != nil {
+			mod(&cfg)
+		}
+		if cfg.Basic != nil && cfg.Limiter != nil {
+			cfg.Basic.Limiter = cfg.Limiter
+		}
+		kit, err := auth.NewKit(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("auth kit: %v", err)
+		}
+		s.Auth, s.Kit = kit.Chain, kit
+		if cfg.Limiter != nil {
+			s.Limiter = cfg.Limiter
+		}
+		if out != nil {
+			*out = kit
+		}
+	}
+}

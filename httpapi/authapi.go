@@ -1,0 +1,469 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/auth"
+)
+
+// The endpoints of the first-party authentication schemes (CONTRACT 4):
+// cookie sessions, the token pair, public-key tokens and their JWKS, and
+// API keys for signed requests. Every response that carries a secret is
+// Cache-Control: no-store.
+
+// kit returns the schemes, or an error when the server runs without them.
+func (s *Server) kit() (*auth.Kit, error) {
+	if s.Kit == nil {
+		return nil, yard.Errorf(yard.EUNAVAILABLE, "This server does not offer this authentication scheme.")
+	}
+	return s.Kit, nil
+}
+
+// noStore marks a response that carries a secret (RFC 9111 §5.2.2.5).
+func noStore(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
+}
+
+// requireTLS refuses credentials that arrived over plain HTTP (CONTRACT 2).
+func requireTLS(r *http.Request) error {
+	if r.TLS == nil {
+		return yard.Errorf(yard.EUNAUTHORIZED, "Credentials are accepted over HTTPS only.")
+	}
+	return nil
+}
+
+// logPath is the path of r as logs may show it: a session key in the path
+// (/sessions/{key}) is a credential and is masked.
+func logPath(r *http.Request) string {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/sessions/"); ok && rest != "" {
+		return "/sessions/[redacted]"
+	}
+	return r.URL.Path
+}
+
+// loginBody is the body of POST /sessions, /auth/login and /auth/pk-token.
+type loginBody struct {
+	Username            string `json:"username"`
+	Password            string `json:"password"`
+	BindIP              *bool  `json:"bind_ip,omitempty"`
+	IncludePasswordHash *bool  `json:"include_password_hash,omitempty"`
+}
+
+// decodeLogin reads a login body as JSON or as an HTML form; unknown
+// fields are refused either way. allowPK admits the public-key token flags.
+func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
+	var in loginBody
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt == "application/x-www-form-urlencoded" {
+		raw, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		form, err := url.ParseQuery(string(raw))
+		if err != nil {
+			return nil, yard.Errorf(yard.EMALFORMED, "The form body cannot be parsed.")
+		}
+		for k, v := range form {
+			if len(v) != 1 {
+				return nil, yard.Invalid("A form field is repeated.", yard.FieldError{Field: k, Message: "must appear once"})
+			}
+			switch k {
+			case "username":
+				in.Username = v[0]
+			case "password":
+				in.Password = v[0]
+			case "bind_ip", "include_password_hash":
+				if !allowPK {
+					return nil, yard.Invalid("The request body has an unknown field.", yard.FieldError{Field: k, Message: "is not a field of this resource"})
+				}
+				b := v[0] == "true" || v[0] == "1" || v[0] == "on"
+				if k == "bind_ip" {
+					in.BindIP = &b
+				} else {
+					in.IncludePasswordHash = &b
+				}
+			default:
+				return nil, yard.Invalid("The request body has an unknown field.", yard.FieldError{Field: k, Message: "is not a field of this resource"})
+			}
+		}
+	} else {
+		if err := decodeJSON(r, &in); err != nil {
+			return nil, err
+		}
+		if !allowPK && (in.BindIP != nil || in.IncludePasswordHash != nil) {
+			return nil, yard.Invalid("The request body has an unknown field.", yard.FieldError{Field: "bind_ip", Message: "is not a field of this resource"})
+		}
+	}
+	if in.Username == "" || in.Password == "" {
+		// Missing credentials are a 401 like wrong ones (spec: Errors).
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A user name and a password are required.")
+	}
+	return &in, nil
+}
+
+// sessionView is the body of POST /sessions and GET /sessions/{key}.
+type sessionView struct {
+	Key          string  `json:"key,omitempty"`
+	UserID       string  `json:"userId"`
+	CreatedAt    string  `json:"createdAt"`
+	LastActionAt string  `json:"lastActionAt"`
+	IdleTimeout  int     `json:"idleTimeout"`
+	ExpiresAt    string  `json:"expiresAt"`
+	Links        urlsMap `json:"_links,omitempty"`
+}
+
+type urlsMap map[string]string
+
+// handleCreateSession is POST /sessions: sign in, set the session cookie.
+func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
+	k, err := s.kit()
+	if err == nil {
+		err = requireTLS(r)
+	}
+	if err == nil && k.Sessions.CrossOrigin != nil {
+		// A login form posted from another site would sign the victim in
+		// as the attacker (login CSRF).
+		if k.Sessions.CrossOrigin.Check(r) != nil {
+			err = yard.Errorf(yard.EFORBIDDEN, "Cross-site sign-in refused.")
+		}
+	}
+	var in *loginBody
+	if err == nil {
+		in, err = decodeLogin(r, false)
+	}
+	var u *yard.User
+	if err == nil {
+		u, err = k.Login(r, in.Username, in.Password)
+	}
+	var key string
+	if err == nil {
+		key, err = k.Sessions.Create(r.Context(), u.ID)
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	now := k.Now()
+	http.SetCookie(w, k.Sessions.Cookie(key))
+	noStore(w)
+	loc := s.url("/sessions/" + key)
+	w.Header().Set("Location", loc)
+	writeJSON(w, http.StatusCreated, sessionView{Key: key, UserID: u.ID, CreatedAt: Timestamp(now), LastActionAt: Timestamp(now),
+		IdleTimeout: int(k.Sessions.Idle.Seconds()), ExpiresAt: Timestamp(now.Add(k.Sessions.Max)), Links: urlsMap{"self": loc}})
+}
+
+func validSessionKey(key string) bool {
+	if len(key) != 43 {
+		return false
+	}
+	_, err := base64.RawURLEncoding.DecodeString(key)
+	return err == nil
+}
+
+// handleGetSession is GET /sessions/{key}: the session, if it is live.
+// Knowing the key is the credential.
+func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
+	k, err := s.kit()
+	if err == nil {
+		err = requireTLS(r) // the key in the path is a credential
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	key := r.PathValue("key")
+	if !validSessionKey(key) {
+		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No such session."))
+		return
+	}
+	sess, err := k.Store.FindSession(r.Context(), auth.HashKey(key))
+	now := k.Now()
+	if err == nil && (now.Sub(sess.LastSeen) >= k.Sessions.Idle || now.Sub(sess.CreatedAt) >= k.Sessions.Max) {
+		err = yard.Errorf(yard.ENOTFOUND, "The session has expired.")
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	noStore(w)
+	writeJSON(w, http.StatusOK, sessionView{UserID: sess.UserID, CreatedAt: Timestamp(sess.CreatedAt), LastActionAt: Timestamp(sess.LastSeen),
+		IdleTimeout: int(k.Sessions.Idle.Seconds()), ExpiresAt: Timestamp(sess.CreatedAt.Add(k.Sessions.Max))})
+}
+
+// handleDeleteSession is DELETE /sessions/{key}: sign out (204 and an
+// expired cookie).
+func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
+	k, err := s.kit()
+	if err == nil {
+		err = requireTLS(r) // the key in the path is a credential
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	key := r.PathValue("key")
+	existed := false
+	if validSessionKey(key) {
+		if existed, err = k.Sessions.Delete(r.Context(), key); err != nil {
+			s.error(w, r, err)
+			return
+		}
+	}
+	if !existed {
+		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No such session."))
+		return
+	}
+	http.SetCookie(w, k.Sessions.ExpiredCookie())
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// tokens returns the token pair service, or an error on a verify-only server.
+func (s *Server) tokens() (*auth.Kit, error) {
+	k, err := s.kit()
+	if err == nil && k.Tokens == nil {
+		err = yard.Errorf(yard.EUNAVAILABLE, "This server only verifies tokens; sign in at the issuing server.")
+	}
+	return k, err
+}
+
+// handleLogin is POST /auth/login: a new token pair.
+func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
+	k, err := s.tokens()
+	if err == nil {
+		err = requireTLS(r)
+	}
+	var in *loginBody
+	if err == nil {
+		in, err = decodeLogin(r, false)
+	}
+	var u *yard.User
+	if err == nil {
+		u, err = k.Login(r, in.Username, in.Password)
+	}
+	var pair *auth.TokenPair
+	if err == nil {
+		pair, err = k.Tokens.Issue(r.Context(), u)
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	noStore(w)
+	writeJSON(w, http.StatusOK, pair)
+}
+
+// bearerToken returns the token of an Authorization: Bearer header, or a
+// 401 when there is none (missing credentials).
+func bearerToken(r *http.Request) (string, error) {
+	scheme, tok := auth.AuthScheme(r.Header.Get("Authorization"))
+	if scheme != "bearer" || tok == "" {
+		return "", yard.Errorf(yard.EUNAUTHORIZED, "Send the refresh token as Authorization: Bearer <refresh_token>.")
+	}
+	return tok, nil
+}
+
+// handleRefresh is POST /auth/refresh: a refresh token for a new pair.
+func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
+	k, err := s.tokens()
+	if err == nil {
+		err = requireTLS(r)
+	}
+	var tok string
+	if err == nil {
+		tok, err = bearerToken(r)
+	}
+	var pair *auth.TokenPair
+	if err == nil {
+		pair, err = k.Tokens.Refresh(r.Context(), tok)
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	noStore(w)
+	writeJSON(w, http.StatusOK, pair)
+}
+
+// handleLogout is POST /auth/logout: revoke the refresh token's family.
+func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
+	k, err := s.tokens()
+	if err == nil {
+		err = requireTLS(r)
+	}
+	var tok string
+	if err == nil {
+		tok, err = bearerToken(r)
+	}
+	if err == nil {
+		err = k.Tokens.Logout(r.Context(), tok)
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// pkTokenView is the body of POST /auth/pk-token.
+type pkTokenView struct {
+	Token     string `json:"token"`
+	TokenType string `json:"token_type"`
+	ExpiresIn int    `json:"expires_in"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+// handlePKToken is POST /auth/pk-token: a public-key token.
+func (s *Server) handlePKToken(w http.ResponseWriter, r *http.Request) {
+	k, err := s.kit()
+	if err == nil {
+		err = requireTLS(r)
+	}
+	if err == nil && (k.PK.Ring == nil || k.PK.Ring.Active() == nil) {
+		err = yard.Errorf(yard.EUNAVAILABLE, "This server only verifies public-key tokens; ask the issuing server.")
+	}
+	var in *loginBody
+	if err == nil {
+		in, err = decodeLogin(r, true)
+	}
+	var u *yard.User
+	if err == nil {
+		u, err = k.Login(r, in.Username, in.Password)
+	}
+	var tok string
+	var exp time.Time
+	if err == nil {
+		opt := auth.PKOptions{}
+		if in.BindIP != nil && *in.BindIP {
+			opt.BindIP = auth.ClientIP(r)
+		}
+		if in.IncludePasswordHash != nil && *in.IncludePasswordHash {
+			opt.IncludePasswordHash, opt.Password = true, in.Password
+		}
+		tok, exp, err = k.PK.Issue(u, opt)
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	noStore(w)
+	writeJSON(w, http.StatusOK, pkTokenView{Token: tok, TokenType: "Bearer", ExpiresIn: int(k.PK.TTL.Seconds()), ExpiresAt: Timestamp(exp)})
+}
+
+// handleJWKS is GET /.well-known/jwks.json: the public keys that verify
+// public-key tokens (RFC 7517 §5), including a rotated-out key until the
+// tokens it signed have expired.
+func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
+	k, err := s.kit()
+	if err == nil && k.PK.Ring == nil {
+		err = yard.Errorf(yard.ENOTFOUND, "This server does not sign tokens; its keys are published by the issuing server.")
+	}
+	var body []byte
+	if err == nil {
+		body, err = k.PK.Ring.JWKS()
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/jwk-set+json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(body)
+}
+
+// apiKeyView is the representation of an API key; Secret only in the
+// answer to its creation.
+type apiKeyView struct {
+	APIKey    string `json:"apiKey"`
+	Secret    string `json:"secret,omitempty"`
+	UserID    string `json:"userId"`
+	CreatedAt string `json:"createdAt"`
+}
+
+// handleCreateAPIKey is POST /apikeys: a new key for the caller; the
+// secret is shown once.
+func (s *Server) handleCreateAPIKey(w http.ResponseWriter, r *http.Request) {
+	k, err := s.kit()
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if len(strings.TrimSpace(string(raw))) > 0 {
+		var in struct{}
+		if err := requireJSON(r); err != nil {
+			s.error(w, r, err)
+			return
+		}
+		if err := unmarshalStrict(raw, &in); err != nil {
+			s.error(w, r, err)
+			return
+		}
+	}
+	p := yard.PrincipalFromContext(r.Context())
+	var idb, secret [24]byte
+	_, _ = rand.Read(idb[:])
+	_, _ = rand.Read(secret[:])
+	key := &yard.APIKey{ID: "ak_" + base64.RawURLEncoding.EncodeToString(idb[:16]), UserID: p.UserID, CreatedAt: k.Now()}
+	plain := "sk_" + base64.RawURLEncoding.EncodeToString(secret[:])
+	key.SealedSecret = k.Box.Seal([]byte(plain), key.ID)
+	if err := k.Store.CreateAPIKey(r.Context(), key); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	noStore(w)
+	w.Header().Set("Location", s.url("/apikeys/"+key.ID))
+	writeJSON(w, http.StatusCreated, apiKeyView{APIKey: key.ID, Secret: plain, UserID: key.UserID, CreatedAt: Timestamp(key.CreatedAt)})
+}
+
+// ownAPIKey finds an API key the caller owns (or any, for an admin).
+func (s *Server) ownAPIKey(r *http.Request) (*auth.Kit, *yard.APIKey, error) {
+	k, err := s.kit()
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := k.Store.FindAPIKey(r.Context(), r.PathValue("apiKey"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if p := yard.PrincipalFromContext(r.Context()); p.UserID != key.UserID && !p.IsAdmin() {
+		return nil, nil, yard.Errorf(yard.EFORBIDDEN, "This API key belongs to another person.")
+	}
+	return k, key, nil
+}
+
+// handleGetAPIKey is GET /apikeys/{apiKey}: the key without its secret.
+func (s *Server) handleGetAPIKey(w http.ResponseWriter, r *http.Request) {
+	_, key, err := s.ownAPIKey(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, apiKeyView{APIKey: key.ID, UserID: key.UserID, CreatedAt: Timestamp(key.CreatedAt)})
+}
+
+// handleDeleteAPIKey is DELETE /apikeys/{apiKey}.
+func (s *Server) handleDeleteAPIKey(w http.ResponseWriter, r *http.Request) {
+	k, key, err := s.ownAPIKey(r)
+	if err == nil {
+		_, err = k.Store.DeleteAPIKey(r.Context(), key.ID)
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	k.Signed.Forget(key.ID)
+	w.WriteHeader(http.StatusNoContent)
+}

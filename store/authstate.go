@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+var _ yard.AuthStateService = (*DB)(nil)
+
+// CreateSession stores a new session.
+func (db *DB) CreateSession(ctx context.Context, s *yard.Session) error {
+	_, err := db.write.ExecContext(ctx, `INSERT INTO sessions (key_hash, user_id, created_at, last_seen_at) VALUES ($1, $2, $3, $4)`,
+		s.KeyHash, s.UserID, Millis(s.CreatedAt), Millis(s.LastSeen))
+	return err
+}
+
+// FindSession returns the session with that key hash, or ENOTFOUND.
+func (db *DB) FindSession(ctx context.Context, keyHash string) (*yard.Session, error) {
+	var s yard.Session
+	var created, seen int64
+	err := db.read.QueryRowContext(ctx, `SELECT key_hash, user_id, created_at, last_seen_at FROM sessions WHERE key_hash = $1`, keyHash).
+		Scan(&s.KeyHash, &s.UserID, &created, &seen)
+	if err != nil {
+		return nil, notFound(err, "Session")
+	}
+	s.CreatedAt, s.LastSeen = FromMillis(created), FromMillis(seen)
+	return &s, nil
+}
+
+// TouchSession moves the last-action timestamp forward (never back).
+func (db *DB) TouchSession(ctx context.Context, keyHash string, at time.Time) error {
+	_, err := db.write.ExecContext(ctx, `UPDATE sessions SET last_seen_at = $2 WHERE key_hash = $1 AND last_seen_at < $2`, keyHash, Millis(at))
+	return err
+}
+
+// DeleteSession deletes a session and reports whether it existed.
+func (db *DB) DeleteSession(ctx context.Context, keyHash string) (bool, error) {
+	res, err := db.write.ExecContext(ctx, `DELETE FROM sessions WHERE key_hash = $1`, keyHash)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// CreateRefreshFamily stores a new refresh-token family.
+func (db *DB) CreateRefreshFamily(ctx context.Context, f *yard.RefreshFamily) error {
+	_, err := db.write.ExecContext(ctx, `INSERT INTO refresh_families (id, user_id, current_jti, expires_at, revoked_at, created_at) VALUES ($1, $2, $3, $4, 0, $5)`,
+		f.ID, f.UserID, f.Current, Millis(f.ExpiresAt), Millis(db.Now()))
+	return err
+}
+
+// RotateRefresh makes newJTI the family's usable token if oldJTI is the
+// current one. The compare-and-set is one UPDATE, so two processes racing
+// with the same token cannot both win: the loser sees reuse and revokes.
+func (db *DB) RotateRefresh(ctx context.Context, familyID, oldJTI, newJTI string, expires time.Time) (int, error) {
+	out := yard.RotateRevoked
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE refresh_families SET current_jti = $3, expires_at = $4
+			WHERE id = $1 AND current_jti = $2 AND revoked_at = 0`, familyID, oldJTI, newJTI, Millis(expires))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 1 {
+			out = yard.RotateOK
+			return nil
+		}
+		res, err = tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = $2 WHERE id = $1 AND revoked_at = 0`, familyID, Millis(tx.Now()))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 1 {
+			out = yard.RotateReused
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RevokeRefreshFamily revokes a family; revoking twice is harmless.
+func (db *DB) RevokeRefreshFamily(ctx context.Context, familyID string) error {
+	_, err := db.write.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = $2 WHERE id = $1 AND revoked_at = 0`, familyID, Millis(db.Now()))
+	return err
+}
+
+// UseNonceCount records nc for a Digest nonce if it is higher than the
+// highest count seen; one upsert, atomic on both engines.
+func (db *DB) UseNonceCount(ctx context.Context, nonce string, nc uint64, expires time.Time) (bool, error) {
+	res, err := db.write.ExecContext(ctx, `INSERT INTO digest_nonces (nonce, nc, expires_at) VALUES ($1, $2, $3)
+		ON CONFLICT (nonce) DO UPDATE SET nc = excluded.nc WHERE digest_nonces.nc < excluded.nc`, nonce, int64(nc), Millis(expires))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// CreateAPIKey stores a new API key.
+func (db *DB) CreateAPIKey(ctx context.Context, k *yard.APIKey) error {
+	_, err := db.write.ExecContext(ctx, `INSERT INTO api_keys (id, user_id, sealed_secret, created_at) VALUES ($1, $2, $3, $4)`,
+		k.ID, k.UserID, k.SealedSecret, Millis(k.CreatedAt))
+	return err
+}
+
+// FindAPIKey returns the API key with that id, or ENOTFOUND.
+func (db *DB) FindAPIKey(ctx context.Context, id string) (*yard.APIKey, error) {
+	var k yard.APIKey
+	var created int64
+	err := db.read.QueryRowContext(ctx, `SELECT id, user_id, sealed_secret, created_at FROM api_keys WHERE id = $1`, id).
+		Scan(&k.ID, &k.UserID, &k.SealedSecret, &created)
+	if err != nil {
+		return nil, notFound(err, "API key")
+	}
+	k.CreatedAt = FromMillis(created)
+	return &k, nil
+}
+
+// DeleteAPIKey deletes an API key and reports whether it existed.
+func (db *DB) DeleteAPIKey(ctx context.Context, id string) (bool, error) {
+	res, err := db.write.ExecContext(ctx, `DELETE FROM api_keys WHERE id = $1`, id)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// UseSignature records a signature and reports whether it was new.
+func (db *DB) UseSignature(ctx context.Context, signature string, expires time.Time) (bool, error) {
+	res, err := db.write.ExecContext(ctx, `INSERT INTO signed_requests (signature, expires_at) VALUES ($1, $2) ON CONFLICT (expires_at, signature) DO NOTHING`,
+		signature, Millis(expires))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// UseSignatures records distinct signatures in one INSERT and returns the
+// ones that were new (group commit: one write for many requests).
+func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.Time) (map[string]bool, error) {
+	var b strings.Builder
+	args := make([]any, 0, 2*len(sigs))
+	b.WriteString(`INSERT INTO signed_requests (signature, expires_at) VALUES `)
+	for i, s := range sigs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("($" + itoa(2*i+1) + ", $" + itoa(2*i+2) + ")")
+		args = append(args, s, Millis(expires[i]))
+	}
+	b.WriteString(` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`)
+	rows, err := db.write.QueryContext(ctx, b.String(), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	fresh := make(map[string]bool, len(sigs))
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		fresh[s] = true
+	}
+	return fresh, rows.Err()
+}
+
+// PurgeAuthState deletes expired nonce counts and signatures, sessions past
+// their absolute lifetime, and expired refresh families.
+func (db *DB) PurgeAuthState(ctx context.Context, now time.Time, sessionMax time.Duration) error {
+	ms := Millis(now)
+	return db.WithTx(ctx, func(tx *Tx) error {
+		for _, q := range []struct {
+			sql string
+			arg int64
+		}{
+			{`DELETE FROM digest_nonces WHERE expires_at < $1`, ms},
+			{`DELETE FROM signed_requests WHERE expires_at < $1`, ms},
+			{`DELETE FROM refresh_families WHERE expires_at < $1`, ms},
+			{`DELETE FROM sessions WHERE created_at < $1`, Millis(now.Add(-sessionMax))},
+		} {
+			if _, err := tx.ExecContext(ctx, q.sql, q.arg); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
