@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/yard-api/yard"
 )
 
@@ -31,6 +33,9 @@ type Basic struct {
 
 	mu    sync.Mutex
 	cache map[[32]byte]basicEntry
+	// flights shares one verification among concurrent requests carrying
+	// the same credentials, so a burst after a cache miss pays argon2id once.
+	flights singleflight.Group
 }
 
 type basicEntry struct {
@@ -76,21 +81,24 @@ func (b *Basic) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err := b.Limiter.Check(keys...); err != nil {
 		return nil, err
 	}
-	p, err := VerifyUserPassword(r.Context(), b.Users, username, password)
+	v, err, _ := b.flights.Do(string(key[:]), func() (any, error) {
+		return VerifyUserPassword(context.WithoutCancel(r.Context()), b.Users, username, password)
+	})
 	if err != nil {
 		if yard.ErrorCode(err) == yard.EUNAUTHORIZED {
 			b.Limiter.Fail(keys...)
 		}
 		return nil, err
 	}
+	p := *v.(*yard.Principal) // a copy: concurrent callers share the flight's result
 	p.Scheme = b.Name()
 	b.mu.Lock()
 	if len(b.cache) > 100000 {
 		clear(b.cache)
 	}
-	b.cache[key] = basicEntry{principal: *p, expires: now.Add(b.CacheTTL)}
+	b.cache[key] = basicEntry{principal: p, expires: now.Add(b.CacheTTL)}
 	b.mu.Unlock()
-	return p, nil
+	return &p, nil
 }
 
 // Invalidate drops every cached entry of the user.

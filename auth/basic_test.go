@@ -3,6 +3,8 @@ package auth_test
 import (
 	"context"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,4 +116,35 @@ func TestPasswordHash(t *testing.T) {
 	if got := auth.HA1("MD5", "Mufasa", "http-auth@example.org", "Circle of Life"); got != "3d78807defe7de2157e2b0b6573a855f" {
 		t.Fatal(got)
 	}
+}
+
+// TestBasicBurstVerifiesOnce sends a burst of requests with the same
+// credentials at a cold cache: they share one argon2id verification.
+func TestBasicBurstVerifiesOnce(t *testing.T) {
+	db, u := newUserStore(t, "henry", "henry password")
+	counting := &countingUsers{Users: db}
+	b := auth.NewBasic(counting, auth.NewLoginLimiter(0))
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			p, err := b.Authenticate(basicRequest("henry", "henry password"))
+			if err != nil || p.UserID != u.ID {
+				t.Errorf("got %v, %v", p, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := counting.creds.Load(); n > 3 {
+		t.Fatalf("a burst of 20 verified the password %d times, want it shared", n)
+	}
+}
+
+type countingUsers struct {
+	auth.Users
+	creds atomic.Int64
+}
+
+func (c *countingUsers) FindCredentials(ctx context.Context, id string) (*yard.Credentials, error) {
+	c.creds.Add(1)
+	return c.Users.FindCredentials(ctx, id)
 }

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/yard-api/yard"
 )
@@ -61,7 +63,8 @@ var dogV1 = &dogVersion{
 	view: func(_ *Server, d *yard.Dog) any { return newDogView(d) },
 	decode: func(r *http.Request) (dogWrite, error) {
 		var in dogWrite
-		err := decodeJSON(r, &in)
+		body, err := readJSON(r, &in)
+		in.body = body
 		return in, err
 	},
 	headers: func(s *Server, w http.ResponseWriter, d *yard.Dog) {
@@ -81,6 +84,10 @@ type dogWrite struct {
 	CodeURL      *string `json:"codeUrl"`
 	BarkCount    *int64  `json:"barkCount"`
 	CodeRevision *string `json:"codeRevision"`
+	// Barks is the schedule (PATCH; see patchSchedule), "schedule" in v2.
+	Barks json.RawMessage `json:"barks"`
+	// body is the request body as received.
+	body []byte
 }
 
 // loadDogFor loads the dog of the path for the caller: its owner or an admin.
@@ -134,8 +141,8 @@ func (s *Server) createDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 		s.error(w, r, err)
 		return
 	}
-	if in.ID != nil || in.BarkCount != nil || in.CodeRevision != nil {
-		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", readOnlyFields(in)...))
+	if in.ID != nil || in.BarkCount != nil || in.CodeRevision != nil || in.Barks != nil {
+		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", createOnlyFields(in)...))
 		return
 	}
 	owner, err := checkOwner(r, in.Owner)
@@ -165,6 +172,38 @@ func readOnlyFields(in dogWrite) []yard.FieldError {
 		f = append(f, yard.FieldError{Field: "codeRevision", Message: "is read-only"})
 	}
 	return f
+}
+
+// createOnlyFields lists the fields a create cannot set: the read-only ones
+// and barks (a new dog gets its schedule with PATCH or /bark-schedule).
+func createOnlyFields(in dogWrite) []yard.FieldError {
+	f := readOnlyFields(in)
+	if in.Barks != nil {
+		f = append(f, yard.FieldError{Field: "barks", Message: "is set after the dog exists, with PATCH or /bark-schedule"})
+	}
+	return f
+}
+
+// sameSchedule reports whether a barks object sent in a PUT describes the
+// dog's current schedule (so a representation read with GET can be sent
+// back unchanged).
+func sameSchedule(raw json.RawMessage, d *yard.Dog) bool {
+	if string(raw) == "null" {
+		return d.Schedule == nil
+	}
+	var in struct {
+		Next      json.RawMessage `json:"next"`
+		Frequency float64         `json:"frequency"`
+	}
+	if json.Unmarshal(raw, &in) != nil || d.Schedule == nil {
+		return false
+	}
+	var next string
+	if json.Unmarshal(in.Next, &next) != nil {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339Nano, next)
+	return err == nil && t.Equal(d.Schedule.Next) && in.Frequency == float64(d.Schedule.Frequency)
 }
 
 func (s *Server) handleListDogs(v *dogVersion) http.HandlerFunc {
@@ -254,6 +293,10 @@ func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 		s.error(w, r, err)
 		return
 	}
+	if in.Barks != nil && !sameSchedule(in.Barks, d) {
+		s.error(w, r, yard.Errorf(yard.ECONFLICT, "PUT does not change the bark schedule; use PATCH with barks or /bark-schedule."))
+		return
+	}
 	if (in.BarkCount != nil && *in.BarkCount != d.BarkCount) || (in.CodeRevision != nil && *in.CodeRevision != d.CodeRevision) {
 		s.error(w, r, yard.Errorf(yard.ECONFLICT, "barkCount and codeRevision are read-only; send the values the server holds or leave them out."))
 		return
@@ -289,8 +332,8 @@ func (s *Server) createDogAt(w http.ResponseWriter, r *http.Request, v *dogVersi
 		s.error(w, r, yard.Invalid("The id in the URI cannot be used.", yard.FieldError{Field: "id", Message: "must be 1-64 letters, digits, '-', '_' or '.', and not a reserved word"}))
 		return
 	}
-	if in.BarkCount != nil || in.CodeRevision != nil {
-		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", readOnlyFields(dogWrite{BarkCount: in.BarkCount, CodeRevision: in.CodeRevision})...))
+	if in.BarkCount != nil || in.CodeRevision != nil || in.Barks != nil {
+		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", createOnlyFields(dogWrite{BarkCount: in.BarkCount, CodeRevision: in.CodeRevision, Barks: in.Barks})...))
 		return
 	}
 	owner, err := checkOwner(r, in.Owner)
@@ -324,10 +367,6 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion)
 		s.error(w, r, err)
 		return
 	}
-	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
-		s.error(w, r, err)
-		return
-	}
 	if f := readOnlyFields(in); len(f) > 0 {
 		s.error(w, r, yard.Invalid("Read-only fields cannot be changed.", f...))
 		return
@@ -337,6 +376,15 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion)
 			s.error(w, r, err)
 			return
 		}
+	}
+	if in.Barks != nil {
+		// The schedule has its own conditional rules (CONTRACT 5).
+		s.patchSchedule(w, r, v, d, in.body, in.Barks, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
+		return
+	}
+	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
+		s.error(w, r, err)
+		return
 	}
 	d, err = s.DB.UpdateDog(r.Context(), d.ID, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
 	if err != nil {

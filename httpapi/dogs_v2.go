@@ -45,6 +45,8 @@ type dogV2Write struct {
 	BarkCount    *int64          `json:"barkCount"`
 	CodeRevision *string         `json:"codeRevision"`
 	Links        json.RawMessage `json:"_links"`
+	// Schedule is the bark schedule (barks in v1).
+	Schedule json.RawMessage `json:"schedule"`
 }
 
 var dogV2 = &dogVersion{
@@ -66,11 +68,12 @@ var dogV2 = &dogVersion{
 	},
 	decode: func(r *http.Request) (dogWrite, error) {
 		var in dogV2Write
-		if err := decodeJSON(r, &in); err != nil {
+		body, err := readJSON(r, &in)
+		if err != nil {
 			return dogWrite{}, err
 		}
 		out := dogWrite{ID: in.ID, Name: in.Name, Email: in.Email, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL,
-			BarkCount: in.BarkCount, CodeRevision: in.CodeRevision}
+			BarkCount: in.BarkCount, CodeRevision: in.CodeRevision, Barks: in.Schedule, body: body}
 		if raw := bytes.TrimSpace(in.Owner); len(raw) > 0 && string(raw) != "null" {
 			var id string
 			if raw[0] == '{' {

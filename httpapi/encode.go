@@ -79,6 +79,22 @@ func decodeJSON(r *http.Request, v any) error {
 	return unmarshalStrict(body, v)
 }
 
+// readJSON is decodeJSON that also returns the body as received.
+func readJSON(r *http.Request, v any) ([]byte, error) {
+	if err := requireJSON(r); err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
+	}
+	return body, unmarshalStrict(body, v)
+}
+
 // unmarshalStrict decodes a JSON document into v, refusing unknown fields.
 func unmarshalStrict(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {

@@ -53,7 +53,17 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/apikeys", s.authenticated(s.handleCreateAPIKey))
 	s.handle("GET", "/apikeys/{apiKey}", s.authenticated(s.handleGetAPIKey))
 	s.handle("DELETE", "/apikeys/{apiKey}", s.authenticated(s.handleDeleteAPIKey))
-
+	// Bark actions (CONTRACT 5): bark tasks, the single bark, and the
+	// bark-schedule view of the schedule (the PATCH of the dog is the other).
+	s.handle("POST", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleCreateBark))
+	s.handle("GET", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleListBarks))
+	s.handle("GET", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(s.handleGetBark))
+	s.handle("DELETE", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(s.handleDeleteBark))
+	s.handle("POST", "/v1/dogs/{dog_id}/bark", s.authenticated(s.handleBarkNow))
+	s.handle("GET", "/v1/dogs/{dog_id}/bark", s.authenticated(s.handleLastBark))
+	s.handle("POST", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handlePostSchedule))
+	s.handle("GET", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handleGetSchedule))
+	s.handle("DELETE", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handleDeleteSchedule))
 	// Cars, garages and searches (CONTRACT 6). Reads are public; writes
 	// need an administrator. Every car list shares one grammar (cars.go).
 	s.handle("GET", "/car/{car_id}", s.handleGetCar)

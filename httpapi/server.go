@@ -18,6 +18,7 @@ import (
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/jobs"
 	"github.com/yard-api/yard/store"
 )
 
@@ -43,6 +44,8 @@ type Server struct {
 	Registry *prometheus.Registry
 	// Version is reported by the index and the OpenAPI document.
 	Version string
+	// Barks runs bark tasks; nil answers the bark endpoints with 503.
+	Barks *jobs.Service
 
 	mux     *http.ServeMux
 	routes  []route

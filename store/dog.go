@@ -22,8 +22,7 @@ func scanDog(row interface{ Scan(...any) error }) (*yard.Dog, error) {
 
 // FindDogByID returns the dog with that id, or ENOTFOUND.
 func (db *DB) FindDogByID(ctx context.Context, id string) (*yard.Dog, error) {
-	d, err := scanDog(db.QueryRow(ctx, `SELECT `+dogColumns+` FROM dogs WHERE id = $1`, id))
-	return d, notFound(err, "Dog")
+	return db.findDogWithSchedule(ctx, id)
 }
 
 // FindDogs returns a page of dogs ordered by id, and the total count.
@@ -56,7 +55,11 @@ func (db *DB) FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int,
 		}
 		out = append(out, d)
 	}
-	return out, total, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	rows.Close()
+	return out, total, db.attachSchedules(ctx, out...)
 }
 
 // CreateDog validates and stores d, setting its id (when empty) and
@@ -102,40 +105,49 @@ func ownerExists(ctx context.Context, tx *Tx, owner string) error {
 func (db *DB) UpdateDog(ctx context.Context, id string, upd yard.DogUpdate) (*yard.Dog, error) {
 	var out *yard.Dog
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		d, err := scanDog(tx.QueryRowContext(ctx, `SELECT `+dogColumns+` FROM dogs WHERE id = $1`, id))
-		if err != nil {
-			return notFound(err, "Dog")
-		}
-		if upd.Name != nil {
-			d.Name = *upd.Name
-		}
-		if upd.Email != nil {
-			d.Email = *upd.Email
-		}
-		if upd.Owner != nil {
-			d.Owner = *upd.Owner
-		}
-		if upd.BarkEffect != nil {
-			d.BarkEffect = *upd.BarkEffect
-		}
-		if upd.CodeURL != nil {
-			d.CodeURL = *upd.CodeURL
-		}
-		if err := yard.ValidateDog(d); err != nil {
-			return err
-		}
-		if upd.Owner != nil {
-			if err := ownerExists(ctx, tx, d.Owner); err != nil {
-				return err
-			}
-		}
-		d.UpdatedAt = tx.Now().UTC().Truncate(1e6)
-		_, err = tx.ExecContext(ctx, `UPDATE dogs SET name=$1, email=$2, owner_id=$3, bark_effect=$4, code_url=$5, updated_at=$6 WHERE id=$7`,
-			d.Name, d.Email, d.Owner, d.BarkEffect, d.CodeURL, Millis(d.UpdatedAt), id)
-		out = d
+		var err error
+		out, err = db.updateDogTx(ctx, tx, id, upd)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, db.attachSchedules(ctx, out)
+}
+
+// updateDogTx applies upd to the dog inside tx.
+func (db *DB) updateDogTx(ctx context.Context, tx *Tx, id string, upd yard.DogUpdate) (*yard.Dog, error) {
+	d, err := db.lockDog(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if upd.Name != nil {
+		d.Name = *upd.Name
+	}
+	if upd.Email != nil {
+		d.Email = *upd.Email
+	}
+	if upd.Owner != nil {
+		d.Owner = *upd.Owner
+	}
+	if upd.BarkEffect != nil {
+		d.BarkEffect = *upd.BarkEffect
+	}
+	if upd.CodeURL != nil {
+		d.CodeURL = *upd.CodeURL
+	}
+	if err := yard.ValidateDog(d); err != nil {
+		return nil, err
+	}
+	if upd.Owner != nil {
+		if err := ownerExists(ctx, tx, d.Owner); err != nil {
+			return nil, err
+		}
+	}
+	d.UpdatedAt = tx.Now().UTC().Truncate(1e6)
+	_, err = tx.ExecContext(ctx, `UPDATE dogs SET name=$1, email=$2, owner_id=$3, bark_effect=$4, code_url=$5, updated_at=$6 WHERE id=$7`,
+		d.Name, d.Email, d.Owner, d.BarkEffect, d.CodeURL, Millis(d.UpdatedAt), id)
+	return d, err
 }
 
 // DeleteDog removes a dog.

@@ -42,6 +42,8 @@ type serveConfig struct {
 	smtpFrom    string
 	smsURL      string
 	fetchCmd    string
+	workers     int
+	jobLease    time.Duration
 	logLevel    string
 	// auth holds the flags of the token and key schemes (authwire.go).
 	auth authFlags
@@ -65,6 +67,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.smtpFrom, "smtp-from", "yard@localhost", "sender address of bark e-mails")
 	fs.StringVar(&c.smsURL, "sms-url", "", "Twilio-style SMS API: https://ACCOUNT:TOKEN@host[/path]?from=+1555...; empty writes to DATA/outbox/sms")
 	fs.StringVar(&c.fetchCmd, "fetch-command", "", "argument vector for fetch-code barks with {url} and {dir} (default: git clone, then git fetch)")
+	fs.IntVar(&c.workers, "workers", 4, "bark tasks run at once by this process")
+	fs.DurationVar(&c.jobLease, "job-lease", 30*time.Second, "lease of a running bark task; a task whose process died runs again after it")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	c.auth.register(fs)
 }

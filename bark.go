@@ -1,0 +1,89 @@
+package yard
+
+import (
+	"context"
+	"time"
+)
+
+// Bark task states (CONTRACT 5). A task starts pending, is running while a
+// worker holds its lease, and ends succeeded, failed or canceled.
+const (
+	BarkPending   = "pending"
+	BarkRunning   = "running"
+	BarkSucceeded = "succeeded"
+	BarkFailed    = "failed"
+	BarkCanceled  = "canceled"
+)
+
+// Where a bark came from.
+const (
+	BarkSourceRequest  = "request"  // POST /barks or /bark
+	BarkSourceSchedule = "schedule" // a slot of the dog's bark schedule
+)
+
+// Bark is one bark of a dog: a task that runs an effect, and for the record
+// effect also the bark record with its timestamp.
+type Bark struct {
+	ID     string
+	DogID  string
+	Effect string
+	Status string
+	// Async is true for barks run by the background workers.
+	Async  bool
+	Source string
+	// Slot is the schedule slot the bark fires for (schedule barks only).
+	Slot       time.Time
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	// Timestamp is when the dog barked (the effect took place); the zero
+	// time while it has not.
+	Timestamp time.Time
+	Error     string
+	Output    string
+	// DogChanged is true when the finished bark changed the dog's
+	// representation (barkCount or codeRevision).
+	DogChanged bool
+	Attempts   int
+}
+
+// Finished reports whether the bark reached a final state.
+func (b *Bark) Finished() bool {
+	return b.Status == BarkSucceeded || b.Status == BarkFailed || b.Status == BarkCanceled
+}
+
+// BarkFilter selects a page of a dog's barks, newest first.
+type BarkFilter struct {
+	DogID  string
+	Offset int
+	Limit  int
+}
+
+// ScheduleChange is a change of a dog's bark schedule. Frequency 0 stops
+// the schedule.
+type ScheduleChange struct {
+	Next      time.Time
+	Frequency int
+}
+
+// MaxPreviousBarks is how many past bark times the schedule views show.
+const MaxPreviousBarks = 20
+
+// ValidateSchedule checks a schedule change at the time now (CONTRACT 5):
+// a frequency under one minute (other than 0, which stops the schedule) or
+// a next time in the past is refused with ESCHEDULEREFUSED, saying why.
+func ValidateSchedule(c ScheduleChange, now time.Time) error {
+	if c.Frequency < 0 {
+		return Errorf(ESCHEDULEREFUSED, "The frequency must be at least 1 minute (0 stops the schedule).")
+	}
+	if c.Frequency > 0 && c.Next.Before(now.Add(-time.Second)) {
+		return Errorf(ESCHEDULEREFUSED, "The next bark (%s) is in the past; send a future time, or 0 for now.", c.Next.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// BarkService stores barks and schedules.
+type BarkService interface {
+	FindBark(ctx context.Context, dogID, id string) (*Bark, error)
+	FindBarks(ctx context.Context, f BarkFilter) ([]*Bark, int, error)
+}

@@ -1,0 +1,159 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/fetch"
+	"github.com/yard-api/yard/notify"
+	"github.com/yard-api/yard/store"
+)
+
+// Effects performs the four bark effects (spec (a)-(d)). Only the external
+// part happens here (the e-mail, the fetch, the text message); the store
+// part (barkCount, codeRevision, the record) is committed with the task's
+// state by the caller.
+type Effects struct {
+	Mailer  notify.Mailer
+	Texter  notify.Texter
+	Fetcher *fetch.Runner
+	// Users finds the owner of a dog (for the text message).
+	Users interface {
+		FindUserByID(ctx context.Context, id string) (*yard.User, error)
+	}
+	// DataDir holds dogs/{id}/code.
+	DataDir string
+	// From is the sender of bark e-mails; Domain the right-hand side of
+	// Message-IDs.
+	From   string
+	Domain string
+}
+
+// permanentError marks an error that retrying cannot cure.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent wraps err so the task fails at once instead of being retried.
+func Permanent(err error) error { return &permanentError{err} }
+
+// isTemporary reports whether err is worth retrying: errors that say so
+// (notify, fetch) are believed, permanent ones and domain errors are not,
+// anything else is.
+func isTemporary(err error) bool {
+	var p *permanentError
+	if errors.As(err, &p) {
+		return false
+	}
+	var ye *yard.Error
+	if errors.As(err, &ye) {
+		return false
+	}
+	var t interface{ Temporary() bool }
+	if errors.As(err, &t) {
+		return t.Temporary()
+	}
+	return true
+}
+
+// MessageID returns the id carried by the messages of a bark task, the same
+// on every attempt, so a repeated message is recognisable.
+func (e *Effects) MessageID(barkID string) string {
+	d := e.Domain
+	if d == "" {
+		d = "yard.localhost"
+	}
+	return "bark-" + barkID + "@" + d
+}
+
+// CodeDir returns where a dog's code is fetched to.
+func (e *Effects) CodeDir(dogID string) string {
+	return filepath.Join(e.DataDir, "dogs", dogID, "code")
+}
+
+// Run performs the external part of bark b of dog d and returns what the
+// store must apply.
+func (e *Effects) Run(ctx context.Context, b *yard.Bark, d *yard.Dog) (store.TaskResult, error) {
+	switch b.Effect {
+	case yard.EffectRecord:
+		return store.TaskResult{}, nil
+	case yard.EffectEmail, yard.EffectEmailCount:
+		return e.email(ctx, b, d)
+	case yard.EffectFetchCode:
+		return e.fetchCode(ctx, b, d)
+	}
+	return store.TaskResult{}, Permanent(fmt.Errorf("unknown effect %q", b.Effect))
+}
+
+func (e *Effects) email(ctx context.Context, b *yard.Bark, d *yard.Dog) (store.TaskResult, error) {
+	if e.Mailer == nil {
+		return store.TaskResult{}, Permanent(errors.New("no mailer configured"))
+	}
+	from := e.From
+	if from == "" {
+		from = "yard@localhost"
+	}
+	m := notify.Mail{ID: e.MessageID(b.ID), From: from, To: d.Email,
+		Subject: fmt.Sprintf("Woof! %s barked", d.Name),
+		Body:    fmt.Sprintf("%s barked.\n\nBark %s (%s) of dog %s.\n", d.Name, b.ID, b.Effect, d.ID)}
+	if err := e.Mailer.SendMail(ctx, m); err != nil {
+		return store.TaskResult{}, err
+	}
+	return store.TaskResult{Output: "mail sent to " + d.Email + " with Message-ID <" + m.ID + ">"}, nil
+}
+
+func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (store.TaskResult, error) {
+	if e.Fetcher == nil {
+		return store.TaskResult{}, Permanent(errors.New("no fetch runner configured"))
+	}
+	if d.CodeURL == "" {
+		return store.TaskResult{}, Permanent(errors.New("the dog has no codeUrl to fetch"))
+	}
+	res, err := e.Fetcher.Fetch(ctx, d.CodeURL, e.CodeDir(d.ID))
+	if err != nil {
+		var fe *fetch.Error
+		if errors.As(err, &fe) {
+			return store.TaskResult{Output: fe.Output}, err
+		}
+		return store.TaskResult{Output: res.Output}, err
+	}
+	var out strings.Builder
+	out.WriteString(res.Output)
+	if out.Len() > 0 && !strings.HasSuffix(res.Output, "\n") {
+		out.WriteString("\n")
+	}
+	fmt.Fprintf(&out, "fetched %s at revision %s\n", d.CodeURL, res.Revision)
+	owner, err := e.Users.FindUserByID(ctx, d.Owner)
+	switch {
+	case err != nil:
+		return store.TaskResult{Output: out.String()}, err
+	case owner.Phone == "":
+		out.WriteString("the owner has no phone number: no text message sent\n")
+	case e.Texter == nil:
+		out.WriteString("no SMS provider configured: no text message sent\n")
+	default:
+		id := "bark-" + b.ID
+		body := fmt.Sprintf("%s fetched its code: revision %s", d.Name, shortRev(res.Revision))
+		if err := e.Texter.SendText(ctx, notify.Text{ID: id, To: owner.Phone, Body: body}); err != nil {
+			return store.TaskResult{Output: out.String()}, err
+		}
+		fmt.Fprintf(&out, "text message %s sent to the owner\n", id)
+	}
+	rev := res.Revision
+	return store.TaskResult{Output: out.String(), CodeRevision: &rev}, nil
+}
+
+func shortRev(r string) string {
+	if r == "" {
+		return "(none)"
+	}
+	if len(r) > 12 {
+		return r[:12]
+	}
+	return r
+}

@@ -1,0 +1,385 @@
+// Package jobs runs bark tasks: synchronous barks in the request,
+// asynchronous ones as durable background work in the store's tasks table,
+// and the slots of bark schedules. It does not know HTTP.
+//
+// A worker claims a due task (FOR UPDATE SKIP LOCKED on PostgreSQL, the one
+// writer on SQLite) with a lease that it renews while the effect runs. A
+// task whose worker died is taken again once its lease has expired. Store
+// effects are committed in the same transaction that marks the task
+// succeeded, guarded by the lease token, so they happen exactly once;
+// external messages carry ids derived from the task. A canceled task's
+// context ends when the cancel reaches the worker: at once in the same
+// process, and at the next lease renewal (which reads the task's status)
+// when it was made by another process.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/store"
+)
+
+// Defaults of a Service.
+const (
+	DefaultWorkers       = 4
+	DefaultPoll          = 500 * time.Millisecond
+	DefaultLease         = 30 * time.Second
+	DefaultHeartbeat     = time.Second
+	DefaultMaxAttempts   = 5
+	DefaultScheduleEvery = time.Second
+)
+
+// Service runs the barks of one process.
+type Service struct {
+	DB      *store.DB
+	Effects *Effects
+	Logger  *slog.Logger
+	// Owner names this process in task leases.
+	Owner string
+	// Workers is the number of tasks run at once.
+	Workers int
+	// Poll is how often idle workers look for due tasks (tasks enqueued by
+	// this process wake them at once).
+	Poll time.Duration
+	// Lease is how long a claimed task stays with its worker without a
+	// renewal; Heartbeat how often the worker renews it (and notices a
+	// cancel made by another process).
+	Lease, Heartbeat time.Duration
+	// MaxAttempts bounds the tries of a task failing transiently.
+	MaxAttempts int
+	// Backoff is the wait before the next attempt (attempt counts from 1).
+	Backoff func(attempt int) time.Duration
+	// ScheduleEvery is how often the scheduler looks for due slots.
+	ScheduleEvery time.Duration
+	// SyncTimeout bounds the effect of a synchronous bark.
+	SyncTimeout time.Duration
+	// Observe, when set, is told how each run of a task ended: outcome is
+	// succeeded, failed, retry, canceled or released.
+	Observe func(effect, outcome string, d time.Duration)
+
+	once    sync.Once
+	wake    chan struct{}
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc
+}
+
+var (
+	errCanceled = errors.New("bark canceled")
+	errLost     = errors.New("task lease lost")
+)
+
+func (s *Service) init() {
+	s.once.Do(func() {
+		if s.Workers <= 0 {
+			s.Workers = DefaultWorkers
+		}
+		if s.Poll <= 0 {
+			s.Poll = DefaultPoll
+		}
+		if s.Lease <= 0 {
+			s.Lease = DefaultLease
+		}
+		if s.Heartbeat <= 0 {
+			s.Heartbeat = min(DefaultHeartbeat, s.Lease/3)
+		}
+		if s.MaxAttempts <= 0 {
+			s.MaxAttempts = DefaultMaxAttempts
+		}
+		if s.Backoff == nil {
+			s.Backoff = Backoff
+		}
+		if s.ScheduleEvery <= 0 {
+			s.ScheduleEvery = DefaultScheduleEvery
+		}
+		if s.SyncTimeout <= 0 {
+			s.SyncTimeout = time.Minute
+		}
+		if s.Owner == "" {
+			s.Owner = "worker-" + yard.NewID()
+		}
+		if s.Logger == nil {
+			s.Logger = slog.New(slog.DiscardHandler)
+		}
+		s.wake = make(chan struct{}, s.Workers)
+		s.running = map[string]context.CancelCauseFunc{}
+	})
+}
+
+// Backoff is the default wait before attempt n+1: 1 s doubling per attempt
+// up to 5 minutes, with ±20 % jitter so retries of many tasks spread out.
+func Backoff(attempt int) time.Duration {
+	d := time.Second << min(max(attempt-1, 0), 9)
+	d = min(d, 5*time.Minute)
+	jitter := time.Duration(rand.Int64N(int64(d)/5*2+1)) - d/5
+	return d + jitter
+}
+
+// Bark makes dog d bark with effect. Asynchronous barks (and every
+// fetch-code bark) are stored as pending tasks for the workers; synchronous
+// ones run the effect now and are stored finished. A synchronous effect
+// that fails is stored failed and returned with an EUNAVAILABLE error.
+func (s *Service) Bark(ctx context.Context, d *yard.Dog, effect string, async bool) (*yard.Bark, error) {
+	s.init()
+	if !yard.ValidEffect(effect) {
+		return nil, yard.Invalid("Unknown bark effect.", yard.FieldError{Field: "effect", Message: "must be one of email, email-count, record, fetch-code"})
+	}
+	b := &yard.Bark{ID: yard.NewID(), DogID: d.ID, Effect: effect, Source: yard.BarkSourceRequest}
+	if async || effect == yard.EffectFetchCode {
+		if err := s.DB.EnqueueBark(ctx, b); err != nil {
+			return nil, err
+		}
+		s.Wake()
+		return b, nil
+	}
+	if effect != yard.EffectRecord {
+		ectx, cancel := context.WithTimeout(ctx, s.SyncTimeout)
+		res, err := s.Effects.Run(ectx, b, d)
+		cancel()
+		if err != nil {
+			s.Logger.Warn("synchronous bark failed", slog.String("bark", b.ID), slog.String("dog", d.ID), slog.String("error", err.Error()))
+			b.Output = res.Output
+			if serr := s.DB.RecordFailedBark(context.WithoutCancel(ctx), b, err.Error()); serr != nil {
+				return nil, serr
+			}
+			return b, yard.Errorf(yard.EUNAVAILABLE, "The bark message could not be delivered; the bark %s is stored as failed.", b.ID)
+		}
+		b.Output = res.Output
+	}
+	if err := s.DB.RecordSyncBark(ctx, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Cancel answers a DELETE of a bark: a pending or running bark is
+// canceled (a running one in this process stops at once), a finished
+// record is deleted; anything else is ECONFLICT.
+func (s *Service) Cancel(ctx context.Context, dogID, id string) error {
+	s.init()
+	before, err := s.DB.CancelBark(ctx, dogID, id)
+	if err != nil {
+		return err
+	}
+	if before.Status == yard.BarkRunning {
+		s.mu.Lock()
+		cancel := s.running[id]
+		s.mu.Unlock()
+		if cancel != nil {
+			cancel(errCanceled)
+		}
+	}
+	return nil
+}
+
+// Wake tells idle workers of this process that a task may be due.
+func (s *Service) Wake() {
+	s.init()
+	for range s.Workers {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+			return
+		}
+	}
+}
+
+// Run runs the workers and the scheduler until ctx ends, then hands the
+// tasks still running back to the store and returns.
+func (s *Service) Run(ctx context.Context) {
+	s.init()
+	var wg sync.WaitGroup
+	for range s.Workers {
+		wg.Go(func() { s.work(ctx) })
+	}
+	wg.Go(func() { s.schedule(ctx) })
+	wg.Wait()
+}
+
+func (s *Service) work(ctx context.Context) {
+	for ctx.Err() == nil {
+		ran, err := s.RunOne(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.Logger.Error("bark worker", slog.String("error", err.Error()))
+		}
+		if ran && err == nil {
+			continue
+		}
+		t := time.NewTimer(s.Poll)
+		select {
+		case <-ctx.Done():
+		case <-s.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (s *Service) schedule(ctx context.Context) {
+	t := time.NewTicker(s.ScheduleEvery)
+	defer t.Stop()
+	for {
+		if _, err := s.Tick(ctx); err != nil && ctx.Err() == nil {
+			s.Logger.Error("bark scheduler", slog.String("error", err.Error()))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Tick fires every due schedule slot (by the store's clock) and wakes the
+// workers; it returns how many barks it created.
+func (s *Service) Tick(ctx context.Context) (int, error) {
+	s.init()
+	n := 0
+	for {
+		fired, err := s.DB.FireDueSchedules(ctx, 100)
+		n += len(fired)
+		if err != nil {
+			return n, err
+		}
+		for _, b := range fired {
+			s.Logger.Info("scheduled bark", slog.String("bark", b.ID), slog.String("dog", b.DogID), slog.Time("slot", b.Slot))
+		}
+		if len(fired) < 100 {
+			break
+		}
+	}
+	if n > 0 {
+		s.Wake()
+	}
+	return n, nil
+}
+
+// RunOne claims one due task and runs it to its end. It reports whether
+// there was a task.
+func (s *Service) RunOne(ctx context.Context) (bool, error) {
+	s.init()
+	b, token, err := s.DB.ClaimTask(ctx, s.Owner, s.Lease)
+	if err != nil || b == nil {
+		return false, err
+	}
+	return true, s.runTask(ctx, b, token)
+}
+
+func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error {
+	log := s.Logger.With(slog.String("bark", b.ID), slog.String("dog", b.DogID), slog.String("effect", b.Effect), slog.Int("attempt", b.Attempts))
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.mu.Lock()
+	s.running[b.ID] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, b.ID)
+		s.mu.Unlock()
+	}()
+
+	// Renew the lease while the effect runs; a failed renewal means the
+	// task was canceled (perhaps by another process) or taken over.
+	hbDone := make(chan struct{})
+	hbStop := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		t := time.NewTicker(s.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-hbStop:
+				return
+			case <-tctx.Done():
+				return
+			case <-t.C:
+				err := s.DB.ExtendLease(tctx, b.ID, token, s.Lease)
+				if errors.Is(err, store.ErrLeaseLost) {
+					cancel(errLost)
+					return
+				} else if err != nil && tctx.Err() == nil {
+					log.Warn("lease renewal failed", slog.String("error", err.Error()))
+				}
+			}
+		}
+	}()
+
+	started := time.Now()
+	res, err := s.execute(tctx, b)
+	close(hbStop)
+	<-hbDone
+	observe := func(outcome string) {
+		if s.Observe != nil {
+			s.Observe(b.Effect, outcome, time.Since(started))
+		}
+	}
+
+	// The finishing writes must happen even when ctx is ending (shutdown).
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer wcancel()
+	cause := context.Cause(tctx)
+	switch {
+	case err == nil:
+		err := s.DB.CompleteTask(wctx, b, token, res)
+		if errors.Is(err, store.ErrLeaseLost) {
+			log.Info("bark finished after it was canceled or taken over; nothing stored")
+			return nil
+		}
+		if err == nil {
+			log.Info("bark succeeded")
+			observe(yard.BarkSucceeded)
+		}
+		return err
+	case errors.Is(cause, errCanceled), errors.Is(cause, errLost):
+		log.Info("bark stopped", slog.String("reason", cause.Error()))
+		observe(yard.BarkCanceled)
+		return nil
+	case ctx.Err() != nil:
+		// Shutdown: hand the task back for another worker or process.
+		if rerr := s.DB.ReleaseTask(wctx, b.ID, token); rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) {
+			return rerr
+		}
+		log.Info("bark handed back at shutdown")
+		observe("released")
+		return nil
+	case isTemporary(err) && b.Attempts < s.MaxAttempts:
+		wait := s.Backoff(b.Attempts)
+		log.Warn("bark failed; will retry", slog.String("error", err.Error()), slog.Duration("wait", wait))
+		observe("retry")
+		return ignoreLost(s.DB.RetryTask(wctx, b.ID, token, s.DB.Now().Add(wait), err.Error(), res.Output))
+	default:
+		log.Warn("bark failed", slog.String("error", err.Error()))
+		observe(yard.BarkFailed)
+		return ignoreLost(s.DB.FailTask(wctx, b.ID, token, err.Error(), res.Output))
+	}
+}
+
+func ignoreLost(err error) error {
+	if errors.Is(err, store.ErrLeaseLost) {
+		return nil
+	}
+	return err
+}
+
+// execute runs the effect of b, turning a panic into a permanent failure.
+func (s *Service) execute(ctx context.Context, b *yard.Bark) (res store.TaskResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = Permanent(fmt.Errorf("effect panicked: %v", v))
+		}
+	}()
+	d, err := s.DB.FindDogCore(ctx, b.DogID)
+	if err != nil {
+		if yard.ErrorCode(err) == yard.ENOTFOUND {
+			return res, Permanent(errors.New("the dog no longer exists"))
+		}
+		return res, err
+	}
+	return s.Effects.Run(ctx, b, d)
+}

@@ -1,0 +1,80 @@
+// Package notify sends the messages of bark effects: e-mail over SMTP and
+// text messages through a Twilio-style HTTP API, each with an outbox
+// fallback that writes files into the data directory when no server is
+// configured. Every message carries an id derived from its bark task (the
+// mail's Message-ID, the SMS request's idempotency key), so a message sent
+// again after a crash is recognisable as a duplicate.
+package notify
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+// Error is a delivery failure; Temp reports whether trying again later may
+// succeed (a network error, a 4xx SMTP reply, an HTTP 429 or 5xx).
+type Error struct {
+	Err  error
+	Temp bool
+}
+
+// Error returns the message of the underlying error.
+func (e *Error) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Temporary reports whether a retry may succeed.
+func (e *Error) Temporary() bool { return e.Temp }
+
+func temporary(format string, args ...any) error {
+	return &Error{Err: fmt.Errorf(format, args...), Temp: true}
+}
+
+func permanent(format string, args ...any) error {
+	return &Error{Err: fmt.Errorf(format, args...)}
+}
+
+// IsTemporary reports whether err is worth retrying. Errors that do not say
+// are taken as temporary.
+func IsTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	if errors.As(err, &t) {
+		return t.Temporary()
+	}
+	return true
+}
+
+var idRe = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,200}$`)
+
+// writeFileAtomic writes data to dir/name through a temporary file and a
+// rename, so a reader never sees half a message and a retry with the same
+// id replaces the file instead of adding one.
+func writeFileAtomic(dir, name string, data []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return temporary("outbox: %v", err)
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return temporary("outbox: %v", err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return temporary("outbox: %v", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return temporary("outbox: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		return temporary("outbox: %v", err)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+		return temporary("outbox: %v", err)
+	}
+	return nil
+}
