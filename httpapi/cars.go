@@ -6,11 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"weak"
 
 	"github.com/yard-api/yard"
 )
@@ -232,32 +229,24 @@ func (s *Server) answerAsUnrouted(w http.ResponseWriter, r *http.Request) {
 	s.unrouted(w, r, h)
 }
 
-// shadowMuxes holds, per server, a mux of every route but the
-// three-segment catch-all (built once, on first use: routes do not change
-// after NewServer).
-var shadowMuxes sync.Map // weak.Pointer[Server] -> *http.ServeMux
-
+// shadowMux returns a mux of every route but the three-segment catch-all
+// (built once, on first use: routes do not change after NewServer).
 func (s *Server) shadowMux() *http.ServeMux {
-	key := weak.Make(s)
-	if m, ok := shadowMuxes.Load(key); ok {
-		return m.(*http.ServeMux)
-	}
-	shadow := http.NewServeMux()
-	for _, rt := range s.routes {
-		if rt.Pattern == "/{garage_id}/cars/{car_id}" {
-			continue
+	s.shadowOnce.Do(func() {
+		shadow := http.NewServeMux()
+		for _, rt := range s.routes {
+			if rt.Pattern == "/{garage_id}/cars/{car_id}" {
+				continue
+			}
+			p := rt.Pattern
+			if rt.Method != "" {
+				p = rt.Method + " " + p
+			}
+			shadow.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
 		}
-		p := rt.Pattern
-		if rt.Method != "" {
-			p = rt.Method + " " + p
-		}
-		shadow.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
-	}
-	m, loaded := shadowMuxes.LoadOrStore(key, shadow)
-	if !loaded {
-		runtime.AddCleanup(s, func(k weak.Pointer[Server]) { shadowMuxes.Delete(k) }, key)
-	}
-	return m.(*http.ServeMux)
+		s.shadow = shadow
+	})
+	return s.shadow
 }
 
 // --- searches ----------------------------------------------------------------

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,10 +48,13 @@ type Server struct {
 	// Barks runs bark tasks; nil answers the bark endpoints with 503.
 	Barks *jobs.Service
 
-	mux     *http.ServeMux
-	routes  []route
-	metrics *metrics
-	openapi []byte
+	mux *http.ServeMux
+	// shadow is the mux without the root-level car route (cars.go).
+	shadow     *http.ServeMux
+	shadowOnce sync.Once
+	routes     []route
+	metrics    *metrics
+	openapi    []byte
 }
 
 type route struct{ Method, Pattern string }

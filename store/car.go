@@ -5,10 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
-	"weak"
 
 	"github.com/yard-api/yard"
 )
@@ -123,21 +121,13 @@ const (
 	maxCachedPages  = 1024
 )
 
-// carCaches holds one cache per store, keyed by a weak pointer to the
-// *DB (so the store type needs no new field); an entry goes when its store
-// is garbage.
-var carCaches sync.Map // weak.Pointer[DB] -> *carCache
-
+// carCache returns the store's cache of car totals and first pages,
+// creating it on first use.
 func (db *DB) carCache() *carCache {
-	key := weak.Make(db)
-	if c, ok := carCaches.Load(key); ok {
-		return c.(*carCache)
-	}
-	c, loaded := carCaches.LoadOrStore(key, &carCache{totals: map[string]int{}, pages: map[string][]yard.Car{}, inflight: map[string]*countCall{}})
-	if !loaded {
-		runtime.AddCleanup(db, func(k weak.Pointer[DB]) { carCaches.Delete(k) }, key)
-	}
-	return c.(*carCache)
+	db.carCacheOnce.Do(func() {
+		db.cars = &carCache{totals: map[string]int{}, pages: map[string][]yard.Car{}, inflight: map[string]*countCall{}}
+	})
+	return db.cars
 }
 
 // SetCarPageCache turns the cache of car pages on (the default) or off;

@@ -52,6 +52,10 @@ type DB struct {
 
 	// stmts caches prepared read statements by SQL text, so hot reads skip
 	// SQLite's parser (pgx caches statements per connection on its own).
+	// cars caches car totals and first pages per cars version (car.go).
+	cars         *carCache
+	carCacheOnce sync.Once
+
 	stmts  sync.Map // string -> *sql.Stmt
 	nstmts atomic.Int64
 }
