@@ -549,12 +549,7 @@ func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if created {
-		w.Header().Set("Location", s.url("/cars/"+c.ID))
-		writeJSON(w, http.StatusCreated, newCarView(c))
-		return
-	}
-	writeJSON(w, http.StatusOK, newCarView(c))
+	s.writeReplaced(w, created, "/cars/"+c.ID, newCarView(c))
 }
 
 // handlePatchCar applies a JSON merge patch (RFC 7396) to a car: members
@@ -653,12 +648,7 @@ func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if created {
-		w.Header().Set("Location", s.url("/garages/"+g.ID))
-		writeJSON(w, http.StatusCreated, newGarageView(g))
-		return
-	}
-	writeJSON(w, http.StatusOK, newGarageView(g))
+	s.writeReplaced(w, created, "/garages/"+g.ID, newGarageView(g))
 }
 
 func (s *Server) handlePatchGarage(w http.ResponseWriter, r *http.Request) {
@@ -686,4 +676,15 @@ func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// writeReplaced answers a PUT: 201 with Location when it created the
+// resource at path, else 200 with the new representation (CONTRACT 2).
+func (s *Server) writeReplaced(w http.ResponseWriter, created bool, path string, view any) {
+	if created {
+		w.Header().Set("Location", s.url(path))
+		writeJSON(w, http.StatusCreated, view)
+		return
+	}
+	writeJSON(w, http.StatusOK, view)
 }

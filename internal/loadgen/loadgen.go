@@ -92,7 +92,11 @@ func Run(ctx context.Context, name string, client *http.Client, concurrency int,
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	return summarize(name, all, errs, time.Since(start))
+}
+
+// summarize turns the latencies of a run into a Result.
+func summarize(name string, all []time.Duration, errs int, elapsed time.Duration) Result {
 	slices.Sort(all)
 	r := Result{Name: name, Requests: len(all), Errors: errs, Duration: elapsed}
 	if len(all) > 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 )
@@ -62,13 +61,5 @@ func RunPaced(ctx context.Context, name string, client *http.Client, clients int
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	slices.Sort(all)
-	r := Result{Name: name, Requests: len(all), Errors: errs, Duration: elapsed}
-	if len(all) > 0 {
-		r.RPS = float64(len(all)) / elapsed.Seconds()
-		r.P50 = all[len(all)*50/100]
-		r.P99 = all[min(len(all)*99/100, len(all)-1)]
-	}
-	return r
+	return summarize(name, all, errs, time.Since(start))
 }
