@@ -55,6 +55,11 @@ type DB struct {
 	// cars caches car totals and first pages per cars version (car.go).
 	cars         *carCache
 	carCacheOnce sync.Once
+	// carLoad gathers concurrent reads of cars by id on PostgreSQL
+	// (carload.go).
+	carLoad       *carLoader
+	carLoaderOnce sync.Once
+	noCarBatch    atomic.Bool
 
 	stmts  sync.Map // string -> *sql.Stmt
 	nstmts atomic.Int64

@@ -28,6 +28,14 @@ func init() { groups["cars"] = carsGroup }
 // 32 busy backends spend much of the machine switching between themselves.
 var carsPool = flag.Int("cars-pool", 0, "cars group: cap the store's read connections (0: the store's default)")
 
+// carsBatch turns off the gathering of concurrent reads by id into one
+// query on PostgreSQL, to measure what it saves.
+var carsBatch = flag.Bool("cars-batch", true, "cars group: gather concurrent GET /cars/{id} reads into one query (PostgreSQL)")
+
+// carsFiltered turns off the filtered first pages, to profile or compare
+// GET /cars/{id} alone.
+var carsFiltered = flag.Bool("cars-filtered", true, "cars group: also measure the filtered first pages")
+
 // carQueries are the filtered first pages the benchmark measures.
 var carQueries = []struct{ name, raw string }{
 	{"one attribute", "color=red"},
@@ -47,7 +55,8 @@ func carsGroup(b *bench) error {
 		b.db.Read().SetMaxOpenConns(*carsPool)
 		b.db.Read().SetMaxIdleConns(*carsPool)
 	}
-	fmt.Fprintf(b.out, "## cars: %d cars in the store, read pool %s\n\n", total, poolName(*carsPool))
+	b.db.SetCarReadBatching(*carsBatch)
+	fmt.Fprintf(b.out, "## cars: %d cars in the store, read pool %s, reads by id batched: %v\n\n", total, poolName(*carsPool), *carsBatch)
 
 	// How the queries run, and what a count costs without the cache.
 	for _, cq := range carQueries {
@@ -115,6 +124,9 @@ func carsGroup(b *bench) error {
 	// only totals cached, so every request runs the page query.
 	var filtered [2][]loadgen.Result
 	for pass, cached := range []bool{true, false} {
+		if !*carsFiltered {
+			break
+		}
 		b.db.SetCarPageCache(cached)
 		suffix := ""
 		if !cached {
