@@ -81,11 +81,6 @@ func barks(b *bench, all bool) error {
 	one := func(int, int) string { return dogs[0] }
 	spread := func(w, i int) string { return dogs[(w*7919+i)%len(dogs)] }
 
-	if os.Getenv("YARD_BENCH_NO_CHECKPOINTER") == "" {
-		cctx, cstop := context.WithCancel(b.ctx)
-		defer cstop()
-		go b.db.RunCheckpoints(cctx, 200*time.Millisecond)
-	}
 	fmt.Fprintf(b.out, "## barks: POST /v1/dogs/{id}/barks (record), store %s\n", b.db.Engine())
 	client := loadgen.Client(b.concurrency)
 	// One request first, so the Basic cache holds the credentials before
