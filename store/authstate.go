@@ -134,18 +134,22 @@ func (db *DB) DeleteAPIKey(ctx context.Context, id string) (bool, error) {
 
 // UseSignature records a signature and reports whether it was new.
 func (db *DB) UseSignature(ctx context.Context, signature string, expires time.Time) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `INSERT INTO signed_requests (signature, expires_at) VALUES ($1, $2) ON CONFLICT (expires_at, signature) DO NOTHING`,
-		signature, Millis(expires))
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	fresh, err := db.UseSignatures(ctx, []string{signature}, []time.Time{expires})
+	return fresh[signature], err
 }
 
 // UseSignatures records distinct signatures in one INSERT and returns the
 // ones that were new (group commit: one write for many requests).
+//
+// On SQLite the signatures go to the replay log instead (replaylog.go).
 func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.Time) (map[string]bool, error) {
+	if db.engine == SQLite {
+		l, err := db.replayLog()
+		if err != nil {
+			return nil, err
+		}
+		return l.use(sigs, expires, db.Now())
+	}
 	var b strings.Builder
 	args := make([]any, 0, 2*len(sigs))
 	b.WriteString(`INSERT INTO signed_requests (signature, expires_at) VALUES `)
@@ -177,6 +181,11 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 // their absolute lifetime, and expired refresh families.
 func (db *DB) PurgeAuthState(ctx context.Context, now time.Time, sessionMax time.Duration) error {
 	ms := Millis(now)
+	db.replayMu.Lock()
+	if db.replay != nil {
+		db.replay.purge(now)
+	}
+	db.replayMu.Unlock()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		for _, q := range []struct {
 			sql string

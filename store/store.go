@@ -61,6 +61,11 @@ type DB struct {
 	carLoaderOnce sync.Once
 	noCarBatch    atomic.Bool
 
+	// replay is the replay log of signed requests on SQLite
+	// (replaylog.go), opened on first use.
+	replay   *replayLog
+	replayMu sync.Mutex
+
 	stmts  sync.Map // string -> *sql.Stmt
 	nstmts atomic.Int64
 }
@@ -195,13 +200,13 @@ func (db *DB) prepared(ctx context.Context, query string) *sql.Stmt {
 
 // Close closes the store.
 func (db *DB) Close() error {
+	err := db.closeReplayLog()
 	db.stmts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
 		return true
 	})
-	var err error
 	if db.write != nil {
-		err = db.write.Close()
+		err = errors.Join(err, db.write.Close())
 	}
 	if db.read != nil && db.read != db.write {
 		err = errors.Join(err, db.read.Close())

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +162,59 @@ func wantStatus(t *testing.T, what string, got, want int) {
 	if got != want {
 		t.Errorf("%s: got %d, want %d", what, got, want)
 	}
+}
+
+// TestSignedReplayOnSQLite: on SQLite one serve process keeps the replay
+// log of signed requests. A second serve on the same store stops at start
+// and says why, and a signature used before a kill -9 is still refused
+// after the restart.
+func TestSignedReplayOnSQLite(t *testing.T) {
+	data := t.TempDir()
+	a := startProcess(t, "--data", data)
+	hc := trusting(t, data)
+	ctx := context.Background()
+	ca := client.New(a.URL, hc, &client.Basic{Username: "admin", Password: a.Password})
+	var dog map[string]any
+	if err := ca.JSON(ctx, "POST", "/v1/dogs", map[string]any{"name": "Rex", "email": "rex@example.org"}, &dog); err != nil {
+		t.Fatal(err)
+	}
+	dogURI := "/v1/dogs/" + dog["id"].(string) + "/"
+	signed, err := ca.CreateAPIKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func() string {
+		req, _ := http.NewRequest("GET", a.URL+dogURI, nil)
+		if err := signed.Apply(ca, req); err != nil {
+			t.Fatal(err)
+		}
+		return req.URL.RequestURI()
+	}
+	status := func(base, path string) int {
+		t.Helper()
+		resp, err := client.New(base, hc, nil).Do(ctx, "GET", path, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode
+	}
+	used := sign()
+	wantStatus(t, "signed", status(a.URL, used), 200)
+	wantStatus(t, "replayed", status(a.URL, used), 401)
+
+	// A second process on the same SQLite store stops at start.
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	second := exec.CommandContext(sctx, os.Args[0], "serve", "--addr", "127.0.0.1:0", "--data", data)
+	second.Env = append(os.Environ(), "YARD_TEST_MAIN=1")
+	out, err := second.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "held by another process") {
+		t.Fatalf("second serve on one SQLite store: %v\n%s", err, out)
+	}
+
+	// Killed and started again, the process still knows the signature.
+	a.kill9(t)
+	b := startProcess(t, "--data", data)
+	wantStatus(t, "replayed after kill -9 and restart", status(b.URL, used), 401)
+	wantStatus(t, "a new signature after the restart", status(b.URL, sign()), 200)
 }

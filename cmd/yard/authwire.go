@@ -49,6 +49,11 @@ func wireAuth(ctx context.Context, a *app) error {
 	if a.db.Engine() == store.Postgres {
 		writers = 4
 	}
+	// On SQLite, one process keeps the replay log of signed requests: a
+	// second serve on the same file stops here, not at a signed request.
+	if err := a.db.OpenSignatureLog(); err != nil {
+		return err
+	}
 	kit, err := auth.NewKit(ctx, auth.Config{
 		Store: a.db, Limiter: a.api.Limiter, Basic: a.api.Basic,
 		KeyDir: filepath.Join(c.data, "keys"), Issuer: c.baseURL,

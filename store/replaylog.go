@@ -1,0 +1,337 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The replay log: signed-request signatures on SQLite.
+//
+// A signed request is accepted only once its signature is recorded, so
+// that a replay is refused. On PostgreSQL the record is a row of
+// signed_requests, shared by every process. On SQLite a commit per batch of
+// signatures cost more than everything else a signed request does (the
+// engine, the write-ahead log, the locks), and SQLite serves one process:
+// the signatures live in memory, and each is appended to a log file before
+// its request is accepted. A write(2) that returned survives a crash of
+// the process, so a restart reads the log back and still refuses every
+// replay; like SQLite with synchronous=NORMAL, a power failure may lose the
+// last second (the log is fsynced every second).
+//
+// The log is a directory beside the database file, PATH-signatures/, with
+// one file per minute of expiry (MINUTE.log, MINUTE = Unix milliseconds /
+// 60000) holding 40-byte records: the expiry in Unix milliseconds
+// (big-endian) and the SHA-256 of the signature. A file is deleted when its
+// minute has passed: its signatures are outside the window. The directory is
+// locked (flock) by the one process that uses it; a second process on the
+// same SQLite store cannot verify signed requests, and `yard serve` stops
+// at start with an error saying so. Several handles in one process share
+// one log.
+
+const replayRecord = 8 + sha256.Size
+
+type replayLog struct {
+	dir  string
+	lock *os.File
+	refs int // handles using it; guarded by replayLogsMu
+
+	mu     sync.Mutex
+	seen   map[int64]map[[sha256.Size]byte]struct{} // by minute of expiry
+	files  map[int64]*os.File
+	sizes  map[int64]int64
+	dirty  map[int64]bool // written since the last fsync
+	minute int64          // the minute purged up to
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+var (
+	replayLogsMu sync.Mutex
+	replayLogs   = map[string]*replayLog{}
+)
+
+// ReplayLogDir is the directory of the replay log of the SQLite file path.
+func ReplayLogDir(path string) string { return path + "-signatures" }
+
+// OpenSignatureLog opens the store's replay log now, so that a process
+// learns at start, not at its first signed request, that another process
+// holds it. On PostgreSQL it does nothing.
+func (db *DB) OpenSignatureLog() error {
+	_, err := db.replayLog()
+	return err
+}
+
+// replayLog returns the store's replay log, opened on first use.
+func (db *DB) replayLog() (*replayLog, error) {
+	db.replayMu.Lock()
+	defer db.replayMu.Unlock()
+	if db.engine != SQLite || db.replay != nil {
+		return db.replay, nil
+	}
+	abs, err := filepath.Abs(db.dsn)
+	if err != nil {
+		return nil, err
+	}
+	dir := ReplayLogDir(abs)
+	replayLogsMu.Lock()
+	defer replayLogsMu.Unlock()
+	l := replayLogs[dir]
+	if l == nil {
+		if l, err = openReplayLog(dir, db.Now()); err != nil {
+			return nil, err
+		}
+		replayLogs[dir] = l
+	}
+	l.refs++
+	db.replay = l
+	return l, nil
+}
+
+// closeReplayLog lets go of the store's replay log; the last handle closes it.
+func (db *DB) closeReplayLog() error {
+	db.replayMu.Lock()
+	l := db.replay
+	db.replay = nil
+	db.replayMu.Unlock()
+	if l == nil {
+		return nil
+	}
+	replayLogsMu.Lock()
+	defer replayLogsMu.Unlock()
+	if l.refs--; l.refs > 0 {
+		return nil
+	}
+	delete(replayLogs, l.dir)
+	return l.close()
+}
+
+func openReplayLog(dir string, now time.Time) (*replayLog, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("replay log: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("replay log: %w", err)
+	}
+	if err := lockFile(lock); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("the signed-request replay log %s is held by another process (%v): "+
+			"on a SQLite store one process verifies signed requests; run several processes on PostgreSQL", dir, err)
+	}
+	l := &replayLog{
+		dir: dir, lock: lock,
+		seen:  map[int64]map[[sha256.Size]byte]struct{}{},
+		files: map[int64]*os.File{}, sizes: map[int64]int64{}, dirty: map[int64]bool{},
+		minute: now.UnixMilli() / 60000,
+		stop:   make(chan struct{}), done: make(chan struct{}),
+	}
+	if err := l.load(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	go l.syncLoop(time.Second)
+	return l, nil
+}
+
+// load reads the files of minutes not yet past and deletes the others. A
+// torn last record (a crash in the middle of a write) is cut off, so that
+// appends stay aligned.
+func (l *replayLog) load() error {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("replay log: %w", err)
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".log")
+		if !ok {
+			continue
+		}
+		minute, err := strconv.ParseInt(name, 10, 64)
+		if err != nil {
+			continue
+		}
+		path := filepath.Join(l.dir, e.Name())
+		if minute < l.minute {
+			if err := os.Remove(path); err != nil {
+				return fmt.Errorf("replay log: %w", err)
+			}
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("replay log: %w", err)
+		}
+		whole := len(data) - len(data)%replayRecord
+		if whole != len(data) {
+			if err := os.Truncate(path, int64(whole)); err != nil {
+				return fmt.Errorf("replay log: %w", err)
+			}
+		}
+		set := l.bucket(minute)
+		for rec := data[:whole]; len(rec) > 0; rec = rec[replayRecord:] {
+			if int64(binary.BigEndian.Uint64(rec))/60000 != minute {
+				return fmt.Errorf("replay log: %s holds a record of another minute: not a replay log", path)
+			}
+			set[[sha256.Size]byte(rec[8:replayRecord])] = struct{}{}
+		}
+		l.sizes[minute] = int64(whole)
+	}
+	return nil
+}
+
+func (l *replayLog) bucket(minute int64) map[[sha256.Size]byte]struct{} {
+	set := l.seen[minute]
+	if set == nil {
+		set = map[[sha256.Size]byte]struct{}{}
+		l.seen[minute] = set
+	}
+	return set
+}
+
+// use records the signatures that are new and returns them. A signature is
+// new when it is not in the log; it counts as used once its record is
+// written. On an error nothing of the batch is recorded.
+func (l *replayLog) use(sigs []string, expires []time.Time, now time.Time) (map[string]bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m := now.UnixMilli() / 60000; m > l.minute {
+		l.purgeLocked(m)
+	}
+	type added struct {
+		minute int64
+		hash   [sha256.Size]byte
+	}
+	var news []added
+	appends := map[int64][]byte{}
+	fresh := make(map[string]bool, len(sigs))
+	for i, s := range sigs {
+		ms := expires[i].UnixMilli()
+		minute := ms / 60000
+		h := sha256.Sum256([]byte(s))
+		set := l.bucket(minute)
+		if _, used := set[h]; used {
+			continue
+		}
+		set[h] = struct{}{}
+		news = append(news, added{minute, h})
+		fresh[s] = true
+		appends[minute] = binary.BigEndian.AppendUint64(appends[minute], uint64(ms))
+		appends[minute] = append(appends[minute], h[:]...)
+	}
+	for minute, buf := range appends {
+		if err := l.appendLocked(minute, buf); err != nil {
+			for _, a := range news {
+				delete(l.seen[a.minute], a.hash)
+			}
+			return nil, err
+		}
+	}
+	return fresh, nil
+}
+
+// appendLocked writes buf at the end of the minute's file; on a short or
+// failed write it cuts the file back to what it held.
+func (l *replayLog) appendLocked(minute int64, buf []byte) error {
+	path := filepath.Join(l.dir, strconv.FormatInt(minute, 10)+".log")
+	f := l.files[minute]
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+			return fmt.Errorf("replay log: %w", err)
+		}
+		l.files[minute] = f
+	}
+	if _, err := f.Write(buf); err != nil {
+		// Open the file afresh next time.
+		f.Close()
+		delete(l.files, minute)
+		_ = os.Truncate(path, l.sizes[minute])
+		return fmt.Errorf("replay log: %w", err)
+	}
+	l.sizes[minute] += int64(len(buf))
+	l.dirty[minute] = true
+	return nil
+}
+
+// purgeLocked forgets the minutes before minute and deletes their files.
+func (l *replayLog) purgeLocked(minute int64) {
+	for m := range l.seen {
+		if m < minute {
+			delete(l.seen, m)
+		}
+	}
+	for m, f := range l.files {
+		if m < minute {
+			f.Close()
+			delete(l.files, m)
+		}
+	}
+	for m := range l.sizes {
+		if m < minute {
+			_ = os.Remove(filepath.Join(l.dir, strconv.FormatInt(m, 10)+".log"))
+			delete(l.sizes, m)
+			delete(l.dirty, m)
+		}
+	}
+	l.minute = minute
+}
+
+// purge forgets the signatures whose minute has passed.
+func (l *replayLog) purge(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m := now.UnixMilli() / 60000; m > l.minute {
+		l.purgeLocked(m)
+	}
+}
+
+// syncLoop fsyncs the files written since the last round, every interval.
+func (l *replayLog) syncLoop(interval time.Duration) {
+	defer close(l.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.sync()
+		}
+	}
+}
+
+func (l *replayLog) sync() {
+	l.mu.Lock()
+	var files []*os.File
+	for m := range l.dirty {
+		if f := l.files[m]; f != nil {
+			files = append(files, f)
+		}
+	}
+	clear(l.dirty)
+	l.mu.Unlock()
+	for _, f := range files {
+		_ = f.Sync() // a file purged meanwhile is closed: nothing to keep
+	}
+}
+
+func (l *replayLog) close() error {
+	close(l.stop)
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var err error
+	for m, f := range l.files {
+		err = errors.Join(err, f.Sync(), f.Close())
+		delete(l.files, m)
+	}
+	return errors.Join(err, l.lock.Close()) // closing the file releases the lock
+}
