@@ -161,7 +161,7 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 		args = append(args, s, Millis(expires[i]))
 	}
 	b.WriteString(` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`)
-	rows, err := db.write.QueryContext(ctx, b.String(), args...)
+	rows, err := db.replayWrite.QueryContext(ctx, b.String(), args...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -139,4 +140,39 @@ func TestAuthState(t *testing.T) {
 			t.Error("an expired nonce was not purged")
 		}
 	})
+}
+
+// TestSignaturesCommitAsynchronously: on PostgreSQL signatures are written
+// by connections with synchronous_commit off, and what one commits is
+// refused at once through another connection (the replay rule holds across
+// processes).
+func TestSignaturesCommitAsynchronously(t *testing.T) {
+	dsn := storetest.NewPostgresDatabase(t)
+	ctx := context.Background()
+	a, err := store.Open(ctx, dsn, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := a.ReplayWriterSetting(ctx, "synchronous_commit"); err != nil || v != "off" {
+		t.Fatalf("synchronous_commit of the signature writers = %q, %v; want off", v, err)
+	}
+	b, err := store.Open(ctx, dsn, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	exp := time.Now().Add(time.Minute)
+	for i := range 50 {
+		sig := fmt.Sprintf("sig-%d", i)
+		if ok, err := a.UseSignature(ctx, sig, exp); !ok || err != nil {
+			t.Fatalf("%s at a: %v, %v", sig, ok, err)
+		}
+		if ok, err := b.UseSignature(ctx, sig, exp); ok || err != nil {
+			t.Fatalf("%s replayed at b right after: %v, %v; want refused", sig, ok, err)
+		}
+	}
 }

@@ -61,6 +61,11 @@ type DB struct {
 	carLoaderOnce sync.Once
 	noCarBatch    atomic.Bool
 
+	// replayWrite records signed-request signatures on PostgreSQL: a few
+	// connections that commit without waiting for the WAL flush
+	// (openReplayWriter).
+	replayWrite *sql.DB
+
 	// replay is the replay log of signed requests on SQLite
 	// (replaylog.go), opened on first use.
 	replay   *replayLog
@@ -90,6 +95,10 @@ func Open(ctx context.Context, dsn, dataDir string) (*DB, error) {
 		pool.SetMaxIdleConns(32)
 		pool.SetConnMaxIdleTime(5 * time.Minute)
 		db.write, db.read = pool, pool
+		if db.replayWrite, err = openReplayWriter(dsn); err != nil {
+			pool.Close()
+			return nil, err
+		}
 	case dsn == "", dsn == "sqlite", strings.HasPrefix(dsn, "sqlite:"), strings.HasPrefix(dsn, "file:"):
 		path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite"), ":")
 		path = strings.TrimPrefix(path, "file:")
@@ -117,6 +126,37 @@ func Open(ctx context.Context, dsn, dataDir string) (*DB, error) {
 	}
 	return db, nil
 }
+
+// openReplayWriter opens the PostgreSQL connections that record
+// signed-request signatures, with synchronous_commit off: a commit returns
+// once it is in the server's memory, and is visible to every other session
+// at once (so a replay is refused across processes exactly as before), but
+// reaches the disk up to three wal_writer_delay later (0.6 s by default).
+// A crash of the PostgreSQL server may therefore forget the signatures of
+// its last 0.6 s; a crash of yard loses nothing. Waiting for the WAL flush
+// of every batch made a signed request cost more than twice an
+// unauthenticated one.
+func openReplayWriter(dsn string) (*sql.DB, error) {
+	u, err := url.Parse(dsn)
+	if err != nil { // the error would quote the URL, password and all
+		return nil, errors.New("open postgres: the connection URL does not parse")
+	}
+	q := u.Query()
+	q.Set("synchronous_commit", "off") // pgx sends unknown parameters as run-time settings
+	u.RawQuery = q.Encode()
+	pool, err := sql.Open("pgx", u.String())
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	pool.SetMaxOpenConns(replayWriters)
+	pool.SetMaxIdleConns(replayWriters)
+	pool.SetConnMaxIdleTime(5 * time.Minute)
+	return pool, nil
+}
+
+// replayWriters bounds the connections of openReplayWriter; the signature
+// batcher keeps as many writes in flight (cmd/yard wires it so).
+const replayWriters = 4
 
 func openSQLite(path string, writer bool) (*sql.DB, error) {
 	q := url.Values{}
@@ -210,6 +250,9 @@ func (db *DB) Close() error {
 	}
 	if db.read != nil && db.read != db.write {
 		err = errors.Join(err, db.read.Close())
+	}
+	if db.replayWrite != nil {
+		err = errors.Join(err, db.replayWrite.Close())
 	}
 	return err
 }
