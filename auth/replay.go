@@ -16,7 +16,7 @@ import (
 // primary key decides, across processes), at a fraction of the cost.
 //
 // Writers bounds the writes in flight: 1 suits SQLite (one writer anyway);
-// PostgreSQL overlaps a few commits.
+// PostgreSQL overlaps a couple of commits.
 type signatureBatcher struct {
 	store   yard.AuthStateService
 	writers int

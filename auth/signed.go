@@ -36,7 +36,7 @@ type Signed struct {
 	Now         func() time.Time
 	KeyCacheTTL time.Duration
 	// Writers is how many signature writes may be in flight at once (1
-	// for SQLite, a few for PostgreSQL).
+	// for SQLite, 2 for PostgreSQL).
 	Writers int
 
 	mu      sync.Mutex

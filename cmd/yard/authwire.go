@@ -47,7 +47,7 @@ func wireAuth(ctx context.Context, a *app) error {
 	c := a.cfg
 	writers := 1
 	if a.db.Engine() == store.Postgres {
-		writers = 4
+		writers = 2 // as many as openReplayWriter's connections (store)
 	}
 	// On SQLite, one process keeps the replay log of signed requests: a
 	// second serve on the same file stops here, not at a signed request.

@@ -64,7 +64,7 @@ func authGroup(b *bench) error {
 	basic := auth.NewBasic(b.db, limiter)
 	writers := 1
 	if b.db.Engine() == store.Postgres {
-		writers = 4 // as cmd/yard does
+		writers = 2 // as cmd/yard does
 	}
 	kit, err := auth.NewKit(b.ctx, auth.Config{Store: b.db, Limiter: limiter, Basic: basic, KeyDir: keyDir, Issuer: srv.URL, SignatureWriters: writers})
 	if err != nil {
