@@ -58,8 +58,8 @@ var (
 	replayLogs   = map[string]*replayLog{}
 )
 
-// ReplayLogDir is the directory of the replay log of the SQLite file path.
-func ReplayLogDir(path string) string { return path + "-signatures" }
+// replayLogDir is the directory of the replay log of the SQLite file path.
+func replayLogDir(path string) string { return path + "-signatures" }
 
 // OpenSignatureLog opens the store's replay log now, so that a process
 // learns at start, not at its first signed request, that another process
@@ -80,7 +80,7 @@ func (db *DB) replayLog() (*replayLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := ReplayLogDir(abs)
+	dir := replayLogDir(abs)
 	replayLogsMu.Lock()
 	defer replayLogsMu.Unlock()
 	l := replayLogs[dir]
