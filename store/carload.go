@@ -97,52 +97,45 @@ func (l *carLoader) run(db *DB) {
 
 // loadCars answers every request of one batch with one query.
 func (db *DB) loadCars(batch []*carLoadReq) {
-	defer func() {
-		for _, r := range batch {
-			close(r.done)
-		}
-	}()
 	ids := make([]string, 0, len(batch))
 	for _, r := range batch {
 		ids = append(ids, r.id) // a repeated id matches its row once
 	}
+	found, err := db.carsByID(ids)
+	for _, r := range batch {
+		switch c, ok := found[r.id]; {
+		case err != nil:
+			r.err = err
+		case ok:
+			// Each caller gets its own copy, as if it had read alone (one
+			// car may be asked for twice in a batch).
+			cp := *c
+			r.car = &cp
+		default:
+			r.err = notFound(sql.ErrNoRows, "Car")
+		}
+		close(r.done)
+	}
+}
+
+// carsByID reads the cars with those ids, by id.
+func (db *DB) carsByID(ids []string) (map[string]*yard.Car, error) {
 	// The query belongs to no one request: a caller that gives up must not
 	// cancel the others' reads.
 	ctx, cancel := context.WithTimeout(context.Background(), carLoadTimeout)
 	defer cancel()
 	rows, err := db.read.QueryContext(ctx, `SELECT `+carColumns+` FROM cars WHERE id = ANY($1)`, ids)
 	if err != nil {
-		for _, r := range batch {
-			r.err = err
-		}
-		return
+		return nil, err
 	}
 	defer rows.Close()
 	found := make(map[string]*yard.Car, len(ids))
 	for rows.Next() {
 		c, err := scanCar(rows)
 		if err != nil {
-			for _, r := range batch {
-				r.err = err
-			}
-			return
+			return nil, err
 		}
 		found[c.ID] = c
 	}
-	if err := rows.Err(); err != nil {
-		for _, r := range batch {
-			r.err = err
-		}
-		return
-	}
-	for _, r := range batch {
-		if c, ok := found[r.id]; ok {
-			// Each caller gets its own copy, as if it had read alone (one
-			// car may be asked for twice in a batch).
-			cp := *c
-			r.car = &cp
-		} else {
-			r.err = notFound(sql.ErrNoRows, "Car")
-		}
-	}
+	return found, rows.Err()
 }
