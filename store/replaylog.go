@@ -226,13 +226,23 @@ func (l *replayLog) use(sigs []string, expires []time.Time, now time.Time) (map[
 		appends[minute] = binary.BigEndian.AppendUint64(appends[minute], uint64(ms))
 		appends[minute] = append(appends[minute], h[:]...)
 	}
+	written := map[int64]int64{} // minute -> its size before this batch
 	for minute, buf := range appends {
+		size := l.sizes[minute]
 		if err := l.appendLocked(minute, buf); err != nil {
+			// Undo the batch everywhere: in memory, and in the files of
+			// other minutes that took their part.
 			for _, a := range news {
 				delete(l.seen[a.minute], a.hash)
 			}
+			for m, size := range written {
+				if os.Truncate(filepath.Join(l.dir, strconv.FormatInt(m, 10)+".log"), size) == nil {
+					l.sizes[m] = size
+				}
+			}
 			return nil, err
 		}
+		written[minute] = size
 	}
 	return fresh, nil
 }

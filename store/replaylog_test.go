@@ -90,18 +90,46 @@ func TestReplayLog(t *testing.T) {
 	if got := use(t, l, "e", "f"); got != "e,f" {
 		t.Fatalf("after a failed write: new %q, want e,f", got)
 	}
+
+	// A batch across two minutes whose second write fails leaves neither
+	// file with its part.
+	later := exp.Add(time.Minute)
+	if _, err := l.use([]string{"x"}, []time.Time{later}, now); err != nil {
+		t.Fatal(err)
+	}
+	segLater := filepath.Join(dir, fmt.Sprintf("%d.log", later.UnixMilli()/60000))
+	st, _ := os.Stat(seg)
+	l.mu.Lock()
+	l.files[later.UnixMilli()/60000].Close()
+	l.mu.Unlock()
+	if _, err := l.use([]string{"h", "i"}, []time.Time{exp, later}, now); err == nil {
+		t.Fatal("write to a closed file: no error")
+	}
+	if st2, _ := os.Stat(seg); st2.Size() != st.Size() {
+		t.Fatalf("the failed batch left %d bytes in the other minute's file", st2.Size()-st.Size())
+	}
+	if st3, _ := os.Stat(segLater); st3.Size() != replayRecord {
+		t.Fatalf("the failed minute's file holds %d bytes, want %d", st3.Size(), replayRecord)
+	}
+
 	if err := l.close(); err != nil {
 		t.Fatal(err)
 	}
 	if l, err = openReplayLog(dir, now); err != nil {
 		t.Fatal(err)
 	}
+	if got := use(t, l, "h"); got != "h" {
+		t.Fatalf("after the failed batch and a restart: new %q, want h", got)
+	}
+	if fresh, err := l.use([]string{"x", "i"}, []time.Time{later, later}, now); err != nil || fresh["x"] || !fresh["i"] {
+		t.Fatalf("later minute after a restart: %v, %v; want only i new", fresh, err)
+	}
 	if got := use(t, l, "a", "d", "e", "f", "g"); got != "g" {
 		t.Fatalf("after a clean restart: new %q, want only g", got)
 	}
 
 	// Past its minute a signature is forgotten and its file deleted.
-	l.purge(exp.Add(time.Minute))
+	l.purge(exp.Add(2 * time.Minute))
 	if _, err := os.Stat(seg); !os.IsNotExist(err) {
 		t.Fatalf("expired file still there: %v", err)
 	}
