@@ -161,6 +161,16 @@ func openReplayWriter(dsn string) (*sql.DB, error) {
 // 59%.
 const replayWriters = 2
 
+// SignatureWriters is how many signature writes (UseSignatures) should be
+// in flight at once: 1 on SQLite (one replay log), as many as the
+// PostgreSQL signature connections.
+func (db *DB) SignatureWriters() int {
+	if db.engine == Postgres {
+		return replayWriters
+	}
+	return 1
+}
+
 func openSQLite(path string, writer bool) (*sql.DB, error) {
 	q := url.Values{}
 	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {

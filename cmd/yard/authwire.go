@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/yard-api/yard/auth"
-	"github.com/yard-api/yard/store"
 )
 
 // authFlags are the flags of the Digest, session, token and signed-request
@@ -45,10 +44,6 @@ func init() {
 // wireAuth puts every first-party scheme into the chain, after Basic.
 func wireAuth(ctx context.Context, a *app) error {
 	c := a.cfg
-	writers := 1
-	if a.db.Engine() == store.Postgres {
-		writers = 2 // as many as openReplayWriter's connections (store)
-	}
 	// On SQLite, one process keeps the replay log of signed requests: a
 	// second serve on the same file stops here, not at a signed request.
 	if err := a.db.OpenSignatureLog(); err != nil {
@@ -60,7 +55,7 @@ func wireAuth(ctx context.Context, a *app) error {
 		AccessTTL: c.accessTTL, RefreshTTL: c.refreshTTL, PKTokenTTL: c.auth.pkTTL,
 		SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, CacheTTL: c.auth.cacheTTL,
 		KeyRotation: c.auth.keyRotation, SigningKeyFile: c.auth.signingKey,
-		SignatureWriters: writers,
+		SignatureWriters: a.db.SignatureWriters(),
 		VerifyOnly:       c.auth.verifyOnly, PublicKeyFile: c.auth.publicKey, JWKSURL: c.auth.jwksURL, JWKSCAFile: c.auth.jwksCA,
 	})
 	if err != nil {

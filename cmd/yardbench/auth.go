@@ -21,7 +21,6 @@ import (
 	"github.com/yard-api/yard/client"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/internal/loadgen"
-	"github.com/yard-api/yard/store"
 )
 
 var authRounds = flag.Int("auth-rounds", 5, "auth group: rounds that interleave the schemes (the figure is each scheme's median round)")
@@ -62,11 +61,7 @@ func authGroup(b *bench) error {
 	defer srv.Close()
 	limiter := auth.NewLoginLimiter(0)
 	basic := auth.NewBasic(b.db, limiter)
-	writers := 1
-	if b.db.Engine() == store.Postgres {
-		writers = 2 // as cmd/yard does
-	}
-	kit, err := auth.NewKit(b.ctx, auth.Config{Store: b.db, Limiter: limiter, Basic: basic, KeyDir: keyDir, Issuer: srv.URL, SignatureWriters: writers})
+	kit, err := auth.NewKit(b.ctx, auth.Config{Store: b.db, Limiter: limiter, Basic: basic, KeyDir: keyDir, Issuer: srv.URL, SignatureWriters: b.db.SignatureWriters()})
 	if err != nil {
 		return err
 	}
