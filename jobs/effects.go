@@ -127,7 +127,7 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (sto
 	if out.Len() > 0 && !strings.HasSuffix(res.Output, "\n") {
 		out.WriteString("\n")
 	}
-	fmt.Fprintf(&out, "fetched %s at revision %s\n", d.CodeURL, res.Revision)
+	fmt.Fprintf(&out, "fetched %s at revision %s\n", yard.DisplayCodeURL(d.CodeURL), res.Revision)
 	owner, err := e.Users.FindUserByID(ctx, d.Owner)
 	switch {
 	case err != nil:
