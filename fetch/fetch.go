@@ -228,7 +228,7 @@ func (r *Runner) Fetch(ctx context.Context, url, dir string) (Result, error) {
 	return res, nil
 }
 
-// watchIdle ends the fetch when a tunnel is open and no byte came from a
+// watchIdle ends the fetch when a tunnel has waited for an answer from the
 // remote for idle.
 func (r *Runner) watchIdle(ctx context.Context, cancel context.CancelCauseFunc, g *guard, idle time.Duration) {
 	t := time.NewTicker(max(10*time.Millisecond, min(idle/4, time.Second)))
@@ -238,7 +238,7 @@ func (r *Runner) watchIdle(ctx context.Context, cancel context.CancelCauseFunc, 
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if since, ok := g.idleSince(); ok && time.Since(since) >= idle {
+			if g.stalled(idle) {
 				cancel(errIdle)
 				return
 			}

@@ -23,22 +23,27 @@ import (
 // about (with a one-time password). For each tunnel it resolves the host,
 // checks every address against the policy, and dials a checked address
 // itself, so what git connects to is decided at dial time, after any DNS
-// change. It also notes when bytes last came from a remote, for the idle
-// time-out, and what went wrong, for the task's error.
+// change. It also notes, per tunnel, when bytes last went each way, for
+// the idle time-out, and what went wrong, for the task's error.
 type guard struct {
 	policy      *Policy
 	dialTimeout time.Duration
 	ln          net.Listener
 	secret      string
 
-	last     atomic.Int64 // unix nanos of the last byte from a remote; 0 before the first tunnel
-	refused  atomic.Bool  // a tunnel was refused by the policy
-	unreach  atomic.Bool  // a checked host could not be reached
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	conns    map[net.Conn]struct{}
-	closed   bool
-	lastHost atomic.Pointer[string]
+	refused atomic.Bool // a tunnel was refused by the policy
+	unreach atomic.Bool // a checked host could not be reached
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	tunnels map[*tunnel]struct{}
+	closed  bool
+}
+
+// tunnel holds the times (unix nanoseconds) of the last bytes of one
+// tunnel: up from git, down from the remote.
+type tunnel struct {
+	up, down atomic.Int64
 }
 
 func startGuard(p *Policy, dialTimeout time.Duration) (*guard, error) {
@@ -46,7 +51,7 @@ func startGuard(p *Policy, dialTimeout time.Duration) (*guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &guard{policy: p, dialTimeout: dialTimeout, ln: ln, secret: yard.NewID(), conns: map[net.Conn]struct{}{}}
+	g := &guard{policy: p, dialTimeout: dialTimeout, ln: ln, secret: yard.NewID(), conns: map[net.Conn]struct{}{}, tunnels: map[*tunnel]struct{}{}}
 	g.wg.Go(g.serve)
 	return g, nil
 }
@@ -57,14 +62,22 @@ func (g *guard) proxyURL() string {
 	return "http://yard:" + g.secret + "@" + g.ln.Addr().String()
 }
 
-// idleSince returns when bytes last came from a remote, and false while no
-// tunnel was opened.
-func (g *guard) idleSince() (time.Time, bool) {
-	n := g.last.Load()
-	if n == 0 {
-		return time.Time{}, false
+// stalled reports whether an open tunnel has waited idle for an answer:
+// git sent bytes and nothing came back since. A tunnel kept open while git
+// works on what it received (the remote spoke last) is not stalled; a
+// remote that stops in the middle of an answer is git's own low-speed
+// limit's to end (http.lowSpeedTime).
+func (g *guard) stalled(idle time.Duration) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := time.Now().UnixNano()
+	for t := range g.tunnels {
+		up, down := t.up.Load(), t.down.Load()
+		if up > down && now-up >= int64(idle) {
+			return true
+		}
 	}
-	return time.Unix(0, n), true
+	return false
 }
 
 func (g *guard) close() {
@@ -136,7 +149,6 @@ func (g *guard) handle(c net.Conn) {
 		return
 	}
 	host = normHost(host)
-	g.lastHost.Store(&host)
 	ctx, cancel := context.WithTimeout(context.Background(), g.dialTimeout)
 	remote, err := g.dial(ctx, host, uint16(port))
 	cancel()
@@ -154,21 +166,30 @@ func (g *guard) handle(c net.Conn) {
 		return
 	}
 	defer g.untrack(remote)
-	g.last.Store(time.Now().UnixNano())
+	t := &tunnel{}
+	t.down.Store(time.Now().UnixNano())
+	g.mu.Lock()
+	g.tunnels[t] = struct{}{}
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.tunnels, t)
+		g.mu.Unlock()
+	}()
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
 	done := make(chan struct{}, 2)
 	go func() {
 		// Bytes git sent after its CONNECT are still in br.
-		_, _ = io.Copy(remote, br)
+		_, _ = io.Copy(remote, &activityReader{r: br, last: &t.up})
 		if tc, ok := remote.(*net.TCPConn); ok {
 			_ = tc.CloseWrite()
 		}
 		done <- struct{}{}
 	}()
 	go func() {
-		_, _ = io.Copy(c, &activityReader{r: remote, last: &g.last})
+		_, _ = io.Copy(c, &activityReader{r: remote, last: &t.down})
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.CloseWrite()
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,5 +124,84 @@ func TestSilentServerEndsOnIdle(t *testing.T) {
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("the stalled fetch ran %s with an idle time-out of 0.5s", d)
+	}
+}
+
+// TestSSHIsPinnedToTheCheckedAddress: ssh gets the address checked before
+// the fetch, keeps the URL's name for the host key, and ignores proxies of
+// its configuration. ssh -G prints the configuration ssh would use, so the
+// options are checked by the real ssh.
+func TestSSHIsPinnedToTheCheckedAddress(t *testing.T) {
+	p := &fetch.Policy{Resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
+		if host == "git.example" {
+			return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+		}
+		return nil, errors.New("no such host")
+	}}
+	r := &fetch.Runner{Policy: p, Command: []string{"sh", "-c", `eval "$GIT_SSH_COMMAND -G -p 2222 git@git.example"`, "{url}", "{dir}"}}
+	res, err := r.Fetch(context.Background(), "ssh://git@git.example:2222/x.git", filepath.Join(t.TempDir(), "code"))
+	if err != nil {
+		t.Fatalf("%v: %s", err, res.Output)
+	}
+	for _, want := range []string{"\nhostname 93.184.215.14\n", "\nport 2222\n", "\nhostkeyalias [git.example]:2222\n",
+		"\ncheckhostip no\n", "\nbatchmode yes\n", "\ncontrolmaster false\n"} {
+		if !strings.Contains("\n"+res.Output, want) {
+			t.Errorf("ssh configuration lacks %q:\n%s", strings.TrimSpace(want), res.Output)
+		}
+	}
+	// A name with an address inside is refused before ssh runs.
+	p.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("10.0.0.5")}, nil
+	}
+	_, err = r.Fetch(context.Background(), "git@git.example:x.git", filepath.Join(t.TempDir(), "code"))
+	var fe *fetch.Error
+	if !errors.As(err, &fe) || fe.Kind != fetch.NotAllowed {
+		t.Fatalf("got %v, want %q", err, fetch.NotAllowed)
+	}
+}
+
+// TestRebindingCaughtAtDialTime: a name that resolves to a public address
+// when the fetch starts and to loopback when git connects is refused by
+// the proxy, and nothing is cloned.
+func TestRebindingCaughtAtDialTime(t *testing.T) {
+	root := t.TempDir()
+	fetchtest.Repo(t, root, "rex")
+	srv := fetchtest.NewServer(t, root)
+	var calls atomic.Int32
+	p := &fetch.Policy{Resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
+		if calls.Add(1) == 1 {
+			return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+		}
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}}
+	target := filepath.Join(t.TempDir(), "code")
+	_, err := httpsRunner(srv, p).Fetch(context.Background(), "https://rebind.example:"+srv.Port()+"/git/rex", target)
+	var fe *fetch.Error
+	if !errors.As(err, &fe) || fe.Kind != fetch.NotAllowed {
+		t.Fatalf("got %v, want %q", err, fetch.NotAllowed)
+	}
+	if calls.Load() < 2 {
+		t.Errorf("the name was resolved %d times, want again at connection time", calls.Load())
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Error("something was cloned")
+	}
+}
+
+func TestCheckAddr(t *testing.T) {
+	for _, s := range []string{"93.184.215.14", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1", "64:ff9b::808:808"} {
+		if err := fetch.CheckAddr(netip.MustParseAddr(s)); err != nil {
+			t.Errorf("%s: got %v, want public", s, err)
+		}
+	}
+	for _, s := range []string{"0.0.0.0", "127.0.0.1", "127.255.255.254", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.0.1",
+		"169.254.169.254", "100.64.0.1", "100.127.255.255", "192.0.0.8", "192.0.2.1", "198.18.0.1", "198.51.100.1", "203.0.113.1",
+		"224.0.0.1", "239.255.255.250", "240.0.0.1", "255.255.255.255",
+		"::", "::1", "::127.0.0.1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", "fe80::1", "fc00::1", "fd12::1",
+		"ff02::1", "fec0::1", "100::1", "2001:db8::1", "2001::1", "2002:7f00:1::1", "2002:a00:1::1", "64:ff9b::7f00:1", "64:ff9b:1::1", "3fff::1"} {
+		err := fetch.CheckAddr(netip.MustParseAddr(s))
+		if !errors.Is(err, fetch.ErrNotPublic) {
+			t.Errorf("%s: got %v, want refused", s, err)
+		}
 	}
 }
