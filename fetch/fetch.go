@@ -333,6 +333,9 @@ func (r *Runner) failure(tctx, ctx context.Context, err error, output string, g 
 		fe.Kind, fe.Temp = CannotReach, true
 	default:
 		fe.Kind, fe.Temp = classifyOutput(output)
+		if fe.Kind == NotFound && strings.Contains(output, "returned error: 30") {
+			fe.Reason = "the server answered with a redirect, and fetches do not follow redirects"
+		}
 	}
 	if r.Logger != nil {
 		r.Logger.Info("fetch failed", slog.String("kind", string(fe.Kind)), slog.String("error", err.Error()), slog.String("output", output))
