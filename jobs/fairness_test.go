@@ -2,7 +2,10 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,6 +190,39 @@ func TestTimedOutFetchRetriesLaterAndStopsSooner(t *testing.T) {
 				t.Fatal("a timed-out fetch was retried after the ordinary back-off")
 			}
 			clk.Add(time.Hour)
+		}
+	})
+}
+
+// TestConcurrentFetchClaimsKeepTheBound: claims made at the same moment
+// (as by several processes) never put one user over the bound.
+func TestConcurrentFetchClaimsKeepTheBound(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		var owner *yard.User
+		for range 6 {
+			var d *yard.Dog
+			owner, d = newDog(t, db, owner, "carol", "https://example.org/x.git")
+			if err := db.EnqueueBark(ctx, &yard.Bark{DogID: d.ID, Effect: yard.EffectFetchCode}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var claimed atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				b, _, err := db.ClaimTaskOf(ctx, fmt.Sprintf("p%d", i), time.Minute, store.ClaimFilter{Kind: store.ClaimFetch, FetchPerUser: 2})
+				if err != nil {
+					t.Error(err)
+				}
+				if b != nil {
+					claimed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n := claimed.Load(); n != 2 {
+			t.Errorf("claimed %d fetches of one user at once, want 2", n)
 		}
 	})
 }
