@@ -56,6 +56,9 @@ type dogVersion struct {
 	decode func(r *http.Request) (dogWrite, error)
 	// headers sets the headers every response about a dog carries.
 	headers func(s *Server, w http.ResponseWriter, d *yard.Dog)
+	// listHeaders, when set, sets the headers of the dog list; its Link
+	// joins the paging links.
+	listHeaders func(s *Server, w http.ResponseWriter)
 }
 
 var dogV1 = &dogVersion{
@@ -69,6 +72,9 @@ var dogV1 = &dogVersion{
 	},
 	headers: func(s *Server, w http.ResponseWriter, d *yard.Dog) {
 		w.Header().Set("Link", "<"+s.url("/v2/dogs/"+d.ID)+`>; rel="successor-version"`)
+	},
+	listHeaders: func(s *Server, w http.ResponseWriter) {
+		w.Header().Set("Link", "<"+s.url("/v2/dogs")+`>; rel="successor-version"`)
 	},
 }
 
@@ -231,6 +237,9 @@ func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion)
 		if pg.Max > 0 {
 			views = append(views, v.view(s, d))
 		}
+	}
+	if v.listHeaders != nil {
+		v.listHeaders(s, w)
 	}
 	s.writePage(w, r, views, total, pg)
 }
@@ -413,6 +422,7 @@ func (s *Server) deleteDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 		s.error(w, r, err)
 		return
 	}
+	v.headers(s, w, d)
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -92,4 +92,14 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/searches/{search_id}", s.handleSearchResults)
 	s.handle("DELETE", "/searches/{search_id}", s.adminOnly(s.handleDeleteSearch))
 	s.handle("GET", "/search/{name}", s.handleNamedSearch)
+
+	// Orders (spec, Order; docs/api.md, Orders): JSON or XML. The order's
+	// identity is /order/{order_id}; /orders/{order_id} is the same order.
+	s.handle("POST", "/orders", s.authenticated(s.handleCreateOrder))
+	s.handle("GET", "/orders", s.authenticated(s.handleListOrders))
+	for _, p := range []string{"/order/{order_id}", "/orders/{order_id}"} {
+		s.handle("GET", p, s.authenticated(s.handleGetOrder))
+		s.handle("PUT", p, s.authenticated(s.handlePutOrder))
+		s.handle("POST", p+"/canceled", s.authenticated(s.handleCancelOrder))
+	}
 }
