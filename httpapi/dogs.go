@@ -252,6 +252,7 @@ func (s *Server) handleDogRedirect(w http.ResponseWriter, r *http.Request) {
 		target += "?" + r.URL.RawQuery
 	}
 	w.Header().Set("Location", target)
+	dogV1.headers(s, w, &yard.Dog{ID: r.PathValue("dog_id")})
 	w.WriteHeader(http.StatusPermanentRedirect)
 }
 
