@@ -60,12 +60,12 @@ func parseAccept(header string) []acceptRange {
 // accepts none. Each offer takes the weight of the most specific range that
 // matches it (type/subtype over type/* over */*); among equal weights the
 // earlier offer wins. Without an Accept header (or with an empty one) the
-// first offer is chosen.
+// first offer is chosen, and so it is when no range of the header parses.
 func negotiate(accept string, offers ...string) string {
-	if strings.TrimSpace(accept) == "" {
+	ranges := parseAccept(accept)
+	if len(ranges) == 0 {
 		return offers[0]
 	}
-	ranges := parseAccept(accept)
 	best, bestQ := "", 0.0
 	for _, offer := range offers {
 		typ, sub, _ := strings.Cut(offer, "/")
