@@ -97,9 +97,10 @@ func (s *Server) registerRoutes() {
 	// identity is /order/{order_id}; /orders/{order_id} is the same order.
 	s.handle("POST", "/orders", s.authenticated(s.handleCreateOrder))
 	s.handle("GET", "/orders", s.authenticated(s.handleListOrders))
-	for _, p := range []string{"/order/{order_id}", "/orders/{order_id}"} {
-		s.handle("GET", p, s.authenticated(s.handleGetOrder))
-		s.handle("PUT", p, s.authenticated(s.handlePutOrder))
-		s.handle("POST", p+"/canceled", s.authenticated(s.handleCancelOrder))
-	}
+	s.handle("GET", "/order/{order_id}", s.authenticated(s.handleGetOrder))
+	s.handle("PUT", "/order/{order_id}", s.authenticated(s.handlePutOrder))
+	s.handle("POST", "/order/{order_id}/canceled", s.authenticated(s.handleCancelOrder))
+	s.handle("GET", "/orders/{order_id}", s.authenticated(s.handleGetOrder))
+	s.handle("PUT", "/orders/{order_id}", s.authenticated(s.handlePutOrder))
+	s.handle("POST", "/orders/{order_id}/canceled", s.authenticated(s.handleCancelOrder))
 }
