@@ -74,6 +74,9 @@ type dogVersion struct {
 	decode func(r *http.Request) (dogWrite, error)
 	// headers sets the headers every response about a dog carries.
 	headers func(s *Server, w http.ResponseWriter, d *yard.Dog)
+	// listHeaders, when set, sets the headers of the dog list; its Link
+	// joins the paging links.
+	listHeaders func(s *Server, w http.ResponseWriter)
 }
 
 var dogV1 = &dogVersion{
@@ -87,6 +90,9 @@ var dogV1 = &dogVersion{
 	},
 	headers: func(s *Server, w http.ResponseWriter, d *yard.Dog) {
 		w.Header().Set("Link", "<"+s.url("/v2/dogs/"+d.ID)+`>; rel="successor-version"`)
+	},
+	listHeaders: func(s *Server, w http.ResponseWriter) {
+		w.Header().Set("Link", "<"+s.url("/v2/dogs")+`>; rel="successor-version"`)
 	},
 }
 
@@ -254,6 +260,9 @@ func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion)
 			views = append(views, v.view(s, d))
 		}
 	}
+	if v.listHeaders != nil {
+		v.listHeaders(s, w)
+	}
 	s.writePage(w, r, views, total, pg)
 }
 
@@ -265,6 +274,7 @@ func (s *Server) handleDogRedirect(w http.ResponseWriter, r *http.Request) {
 		target += "?" + r.URL.RawQuery
 	}
 	w.Header().Set("Location", target)
+	dogV1.headers(s, w, &yard.Dog{ID: r.PathValue("dog_id")})
 	w.WriteHeader(http.StatusPermanentRedirect)
 }
 
@@ -447,6 +457,7 @@ func (s *Server) deleteDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 		s.error(w, r, err)
 		return
 	}
+	v.headers(s, w, d)
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -298,7 +298,11 @@ type PageBody[T any] struct {
 // writePage writes a page of items with the RFC 8288 Link header (first,
 // prev, next, last) built from the request's own query.
 func (s *Server) writePage(w http.ResponseWriter, r *http.Request, items any, total int, p yard.Page) {
-	w.Header().Set("Link", s.pageLinks(r, total, p))
+	links := s.pageLinks(r, total, p)
+	if other := w.Header().Get("Link"); other != "" { // e.g. a successor-version link
+		links += ", " + other
+	}
+	w.Header().Set("Link", links)
 	body := map[string]any{"items": items, "offset": p.Offset, "max": p.Max, "total": total}
 	if items == nil {
 		body["items"] = []any{}

@@ -92,4 +92,15 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/searches/{search_id}", s.handleSearchResults)
 	s.handle("DELETE", "/searches/{search_id}", s.adminOnly(s.handleDeleteSearch))
 	s.handle("GET", "/search/{name}", s.handleNamedSearch)
+
+	// Orders (spec, Order; docs/api.md, Orders): JSON or XML. The order's
+	// identity is /order/{order_id}; /orders/{order_id} is the same order.
+	s.handle("POST", "/orders", s.authenticated(s.handleCreateOrder))
+	s.handle("GET", "/orders", s.authenticated(s.handleListOrders))
+	s.handle("GET", "/order/{order_id}", s.authenticated(s.handleGetOrder))
+	s.handle("PUT", "/order/{order_id}", s.authenticated(s.handlePutOrder))
+	s.handle("POST", "/order/{order_id}/canceled", s.authenticated(s.handleCancelOrder))
+	s.handle("GET", "/orders/{order_id}", s.authenticated(s.handleGetOrder))
+	s.handle("PUT", "/orders/{order_id}", s.authenticated(s.handlePutOrder))
+	s.handle("POST", "/orders/{order_id}/canceled", s.authenticated(s.handleCancelOrder))
 }

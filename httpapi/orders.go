@@ -1,0 +1,431 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+// Orders (spec, Order; docs/api.md, Orders): the API's one resource with
+// both a JSON and an XML representation. The order's identity is
+// /order/{order_id}; /orders/{order_id} is the same resource.
+
+// orderPath returns the path of an order's identity.
+func orderPath(id string) string { return "/order/" + id }
+
+// orderOffers are the representations of an order, the server's
+// preference first.
+var orderOffers = []string{mediaJSON, mediaXML, mediaTextXML}
+
+// orderMedia picks the media type of an order answer from Accept. Without
+// Accept it is the request body's format (JSON when the body is not XML);
+// with an Accept that allows several, ties go to the body's format, then
+// to JSON. None acceptable is 406.
+func orderMedia(r *http.Request) (string, error) {
+	offers := orderOffers
+	if sentXML(r) {
+		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		offers = []string{mt, mediaJSON}
+		if mt == mediaXML {
+			offers = append(offers, mediaTextXML)
+		} else {
+			offers = append(offers, mediaXML)
+		}
+	}
+	if m := negotiate(r.Header.Get("Accept"), offers...); m != "" {
+		return m, nil
+	}
+	return "", yard.Errorf(yard.ENOTACCEPTABLE, "An order is available as %s; the Accept header allows none of them.", strings.Join(orderOffers, ", "))
+}
+
+// readOrder reads an order body: XML (application/xml or text/xml, UTF-8)
+// or JSON (application/json, the default without Content-Type).
+func readOrder(r *http.Request) (orderInput, error) {
+	var in orderInput
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return in, decodeJSON(r, &in)
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	switch {
+	case err != nil:
+		return in, yard.Errorf(yard.EUNSUPPORTED, "The Content-Type %q does not parse.", ct)
+	case mt == mediaXML || mt == mediaTextXML:
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return in, yard.Errorf(yard.EUNSUPPORTED, "Send XML in UTF-8, not %q.", cs)
+		}
+		body, err := readBody(r)
+		if err != nil {
+			return in, err
+		}
+		return decodeOrderXML(body)
+	case mt == mediaJSON || strings.HasSuffix(mt, "+json"):
+		return in, decodeJSON(r, &in)
+	}
+	return in, yard.Errorf(yard.EUNSUPPORTED, "Send the order as application/json or application/xml, not %q.", ct)
+}
+
+// readBody reads a request body; over MaxBodyBytes is 413.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
+	}
+	return body, nil
+}
+
+// parseOrderTime reads a timestamp field of an order body; nil when it was
+// left out.
+func parseOrderTime(raw json.RawMessage, field string, now time.Time) (*time.Time, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	t, err := ParseTimestamp(raw, now)
+	if err != nil {
+		return nil, yard.Invalid("The order has invalid fields.", yard.FieldError{Field: field, Message: err.Error()})
+	}
+	return &t, nil
+}
+
+// writeOrder writes an order in the negotiated media type with its ETag
+// (a hash of the body, so each representation has its own) and
+// Last-Modified; a GET or HEAD whose validators match answers 304.
+func (s *Server) writeOrder(w http.ResponseWriter, r *http.Request, status int, o *yard.Order, media string) {
+	body, ct, err := orderBody(o, media)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	etag := etagOfBody(body)
+	h := w.Header()
+	h.Set("Vary", "Accept")
+	h.Set("ETag", etag)
+	h.Set("Last-Modified", o.UpdatedAt.UTC().Format(http.TimeFormat))
+	if status == http.StatusOK && notModified(r, etag, o.UpdatedAt) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", ct)
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(append(body, '\n'))
+	}
+}
+
+// orderBody renders an order in a media type and returns the body and its
+// Content-Type.
+func orderBody(o *yard.Order, media string) ([]byte, string, error) {
+	doc := newOrderDoc(o)
+	if media == mediaJSON {
+		body, err := json.Marshal(doc)
+		return body, mediaJSON, err
+	}
+	body, err := marshalXML(doc)
+	return body, media + "; charset=utf-8", err
+}
+
+// orderPreconditions evaluates If-Match (against the entity tag of either
+// representation) and If-Unmodified-Since on the stored order (RFC 9110
+// §13.1.1, §13.1.4): 412 when they do not hold.
+func orderPreconditions(r *http.Request, o *yard.Order) error {
+	if im := r.Header.Get("If-Match"); im != "" {
+		for _, t := range strings.Split(im, ",") {
+			t = strings.TrimSpace(t)
+			if t == "*" {
+				return nil
+			}
+			for _, m := range orderOffers {
+				if body, _, err := orderBody(o, m); err == nil && etagOfBody(body) == t {
+					return nil
+				}
+			}
+		}
+		return yard.Errorf(yard.EPRECONDITION, "The order changed since the ETag given in If-Match.")
+	}
+	if ius := r.Header.Get("If-Unmodified-Since"); ius != "" {
+		t, err := http.ParseTime(ius)
+		if err != nil {
+			return yard.Invalid("If-Unmodified-Since is not an HTTP date.", yard.FieldError{Field: "If-Unmodified-Since", Message: "must be an HTTP date (RFC 9110 §5.6.7)"})
+		}
+		if o.UpdatedAt.Truncate(time.Second).After(t) {
+			return yard.Errorf(yard.EPRECONDITION, "The order changed after %s.", ius)
+		}
+	}
+	return nil
+}
+
+// orderNotFound is the answer for an order that does not exist or that the
+// caller may not see: customers see only their own orders.
+func orderNotFound() error { return yard.Errorf(yard.ENOTFOUND, "Order not found.") }
+
+// visible reports whether the principal may see and change the order.
+func visible(p *yard.Principal, o *yard.Order) bool {
+	return p.IsAdmin() || o.CustomerID == p.UserID
+}
+
+func statusField(v string) error {
+	return yard.Invalid("Unknown order status.", yard.FieldError{Field: "status", Message: "must be one of placed, shipped, delivered, not " + strconv.Quote(v)})
+}
+
+// handleCreateOrder creates an order: a customer's is theirs and placed;
+// an administrator may give customerId and status. 201 with Location.
+func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
+	media, err := orderMedia(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	in, err := readOrder(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	var ro []yard.FieldError
+	if in.ID != nil {
+		ro = append(ro, yard.FieldError{Field: "id", Message: "is chosen by the server"})
+	}
+	if in.CreatedAt != nil {
+		ro = append(ro, yard.FieldError{Field: "createdAt", Message: "is read-only"})
+	}
+	if in.UpdatedAt != nil {
+		ro = append(ro, yard.FieldError{Field: "updatedAt", Message: "is read-only"})
+	}
+	if in.Canceled != nil && *in.Canceled {
+		ro = append(ro, yard.FieldError{Field: "canceled", Message: "a new order is not cancelled; cancel it afterwards"})
+	}
+	if len(ro) > 0 {
+		s.error(w, r, yard.Invalid("These fields cannot be set on create.", ro...))
+		return
+	}
+	p := yard.PrincipalFromContext(r.Context())
+	o := &yard.Order{CustomerID: p.UserID, Status: yard.OrderPlaced}
+	if in.Status != nil {
+		if !yard.ValidOrderStatus(*in.Status) {
+			s.error(w, r, statusField(*in.Status))
+			return
+		}
+		if *in.Status != yard.OrderPlaced && !p.IsAdmin() {
+			s.error(w, r, yard.Errorf(yard.EFORBIDDEN, "Only an administrator may create an order that is not placed."))
+			return
+		}
+		o.Status = *in.Status
+	}
+	if in.CustomerID != nil && *in.CustomerID != p.UserID {
+		if !p.IsAdmin() {
+			s.error(w, r, yard.Errorf(yard.EFORBIDDEN, "Only an administrator may place an order for someone else."))
+			return
+		}
+		o.CustomerID = *in.CustomerID
+	}
+	if err := s.DB.CreateOrder(r.Context(), o); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.Header().Set("Location", s.url(orderPath(o.ID)))
+	s.writeOrder(w, r, http.StatusCreated, o, media)
+}
+
+// handleListOrders pages the caller's orders (an administrator's: all),
+// filtered in the car list's grammar on status, canceled and customerId.
+func (s *Server) handleListOrders(w http.ResponseWriter, r *http.Request) {
+	if negotiate(r.Header.Get("Accept"), mediaJSON) == "" {
+		s.error(w, r, yard.Errorf(yard.ENOTACCEPTABLE, "The list of orders is available as %s only; fetch each order for XML.", mediaJSON))
+		return
+	}
+	f, pg, err := yard.ParseOrderQuery(r.URL.RawQuery)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	p := yard.PrincipalFromContext(r.Context())
+	if !p.IsAdmin() {
+		f.Customer = &p.UserID
+	}
+	orders, total, err := s.DB.FindOrders(r.Context(), f)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	items := make([]orderDoc, 0, len(orders))
+	for _, o := range orders {
+		if pg.Max > 0 {
+			items = append(items, newOrderDoc(o))
+		}
+	}
+	w.Header().Set("Vary", "Accept")
+	s.writePage(w, r, items, total, pg)
+}
+
+// handleGetOrder answers an order in JSON or XML by Accept.
+func (s *Server) handleGetOrder(w http.ResponseWriter, r *http.Request) {
+	media, err := orderMedia(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	o, err := s.DB.FindOrderByID(r.Context(), r.PathValue("order_id"))
+	if err == nil && !visible(yard.PrincipalFromContext(r.Context()), o) {
+		err = orderNotFound()
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeOrder(w, r, http.StatusOK, o, media)
+}
+
+// handlePutOrder takes the order's representation back (the spec's first
+// cancellation): canceled may change, and status for an administrator; any
+// other field that differs from the stored order is 409, and fields left
+// out keep their stored values. A change the order's state forbids
+// (cancelling a shipped order, shipping a cancelled one) is 409.
+func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
+	media, err := orderMedia(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	in, err := readOrder(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if in.Status != nil && !yard.ValidOrderStatus(*in.Status) {
+		s.error(w, r, statusField(*in.Status))
+		return
+	}
+	now := s.DB.Now()
+	created, err := parseOrderTime(in.CreatedAt, "createdAt", now)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	updated, err := parseOrderTime(in.UpdatedAt, "updatedAt", now)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	p := yard.PrincipalFromContext(r.Context())
+	o, err := s.DB.UpdateOrder(r.Context(), r.PathValue("order_id"), func(o *yard.Order) error {
+		if !visible(p, o) {
+			return orderNotFound()
+		}
+		if err := orderPreconditions(r, o); err != nil {
+			return err
+		}
+		var differ []yard.FieldError
+		if in.ID != nil && *in.ID != o.ID {
+			differ = append(differ, yard.FieldError{Field: "id", Message: "differs from the stored order"})
+		}
+		if in.CustomerID != nil && *in.CustomerID != o.CustomerID {
+			differ = append(differ, yard.FieldError{Field: "customerId", Message: "differs from the stored order"})
+		}
+		if in.Status != nil && *in.Status != o.Status && !p.IsAdmin() {
+			differ = append(differ, yard.FieldError{Field: "status", Message: "only an administrator may change the status"})
+		}
+		if created != nil && !created.Equal(o.CreatedAt) {
+			differ = append(differ, yard.FieldError{Field: "createdAt", Message: "differs from the stored order (read-only; may be left out)"})
+		}
+		if updated != nil && !updated.Equal(o.UpdatedAt) {
+			differ = append(differ, yard.FieldError{Field: "updatedAt", Message: "differs from the stored order (read-only; may be left out)"})
+		}
+		if len(differ) > 0 {
+			return &yard.Error{Code: yard.ECONFLICT, Fields: differ,
+				Message: "Only canceled (and, for an administrator, status) can be changed; other fields must be as stored or left out."}
+		}
+		if in.Status != nil {
+			o.Status = *in.Status
+		}
+		if in.Canceled != nil {
+			o.Canceled = *in.Canceled
+		}
+		return nil
+	})
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeOrder(w, r, http.StatusOK, o, media)
+}
+
+// handleCancelOrder is the spec's simpler cancellation: POST
+// /order/{id}/canceled with the body true (JSON or text/plain). The body is
+// the value canceled takes, so false on an order that is not cancelled
+// changes nothing, and on a cancelled one is 409.
+func (s *Server) handleCancelOrder(w http.ResponseWriter, r *http.Request) {
+	media, err := orderMedia(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	canceled, err := readCanceled(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	p := yard.PrincipalFromContext(r.Context())
+	o, err := s.DB.UpdateOrder(r.Context(), r.PathValue("order_id"), func(o *yard.Order) error {
+		if !visible(p, o) {
+			return orderNotFound()
+		}
+		if err := orderPreconditions(r, o); err != nil {
+			return err
+		}
+		o.Canceled = canceled
+		return nil
+	})
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeOrder(w, r, http.StatusOK, o, media)
+}
+
+// readCanceled reads the body of POST /order/{id}/canceled: the JSON
+// literal true or false, or the same word as text/plain.
+func readCanceled(r *http.Request) (bool, error) {
+	ct := r.Header.Get("Content-Type")
+	mt, params, err := mime.ParseMediaType(ct)
+	if ct != "" && err == nil && mt == "text/plain" {
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "us-ascii") {
+			return false, yard.Errorf(yard.EUNSUPPORTED, "Send the text in UTF-8, not %q.", cs)
+		}
+		body, err := readBody(r)
+		if err != nil {
+			return false, err
+		}
+		switch strings.TrimSpace(string(body)) {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+		return false, yard.Invalid("The body must be true or false.", yard.FieldError{Field: "canceled", Message: "must be true or false"})
+	}
+	if ct != "" && (err != nil || !(mt == mediaJSON || strings.HasSuffix(mt, "+json"))) {
+		return false, yard.Errorf(yard.EUNSUPPORTED, "Send true as application/json or text/plain, not %q.", ct)
+	}
+	var v *bool
+	if err := decodeJSON(r, &v); err != nil {
+		if yard.ErrorCode(err) == yard.EINVALID {
+			return false, yard.Invalid("The body must be true or false.", yard.FieldError{Field: "canceled", Message: "must be true or false"})
+		}
+		return false, err
+	}
+	if v == nil {
+		return false, yard.Invalid("The body must be true or false.", yard.FieldError{Field: "canceled", Message: "must be true or false, not null"})
+	}
+	return *v, nil
+}

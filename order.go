@@ -1,0 +1,254 @@
+package yard
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Order statuses (spec, Order; docs/api.md, Orders). An order moves
+// forward only: placed, then shipped, then delivered.
+const (
+	OrderPlaced    = "placed"
+	OrderShipped   = "shipped"
+	OrderDelivered = "delivered"
+)
+
+// OrderStatuses lists the statuses in the order an order goes through them.
+var OrderStatuses = []string{OrderPlaced, OrderShipped, OrderDelivered}
+
+// ValidOrderStatus reports whether s names an order status.
+func ValidOrderStatus(s string) bool { return slices.Contains(OrderStatuses, s) }
+
+// Order is a customer's order: the spec's cancellation example.
+type Order struct {
+	ID         string
+	CustomerID string // user id
+	Status     string
+	Canceled   bool
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// OrderFilter narrows a list of orders. Each non-nil set is the values a
+// listed order may have; an empty non-nil set matches nothing.
+type OrderFilter struct {
+	// Customer restricts the list to one customer's orders (ownership).
+	Customer *string
+	// CustomerIn and CustomerNotIn are the customerId conditions of a query.
+	CustomerIn    []string
+	CustomerNotIn []string
+	Status        []string
+	Canceled      []bool
+	Offset        int
+	Limit         int
+}
+
+// OrderService stores orders.
+//
+// FindOrderByID returns ENOTFOUND. CreateOrder returns EINVALID for bad
+// fields (an unknown customer among them). UpdateOrder calls fn with the
+// stored order, locked against concurrent changes, and stores what fn left
+// in it: fn's error is returned as is, and a change the order's state does
+// not allow (CheckOrderChange) is ECONFLICT, so of two concurrent changes
+// that exclude each other exactly one succeeds.
+type OrderService interface {
+	FindOrderByID(ctx context.Context, id string) (*Order, error)
+	FindOrders(ctx context.Context, filter OrderFilter) ([]*Order, int, error)
+	CreateOrder(ctx context.Context, o *Order) error
+	UpdateOrder(ctx context.Context, id string, fn func(o *Order) error) (*Order, error)
+}
+
+// ValidateNewOrder checks an order before it is created.
+func ValidateNewOrder(o *Order) error {
+	var fields []FieldError
+	if o.CustomerID == "" {
+		fields = append(fields, FieldError{"customerId", "must be the id of a person"})
+	}
+	if !ValidOrderStatus(o.Status) {
+		fields = append(fields, FieldError{"status", "must be one of placed, shipped, delivered"})
+	}
+	if o.Canceled && o.Status != OrderPlaced {
+		fields = append(fields, FieldError{"canceled", "only a placed order can be cancelled"})
+	}
+	if len(fields) > 0 {
+		return Invalid("The order has invalid fields.", fields...)
+	}
+	return nil
+}
+
+// CheckOrderChange returns nil when an order may go from old to next, else
+// ECONFLICT saying why: a shipped or delivered order cannot be cancelled, a
+// cancelled order cannot be reinstated, shipped or delivered, and the
+// status moves forward only.
+func CheckOrderChange(old, next Order) error {
+	if !ValidOrderStatus(next.Status) {
+		return Invalid("Unknown order status.", FieldError{"status", "must be one of placed, shipped, delivered"})
+	}
+	if next.Canceled && !old.Canceled && old.Status != OrderPlaced {
+		return Errorf(ECONFLICT, "The order is already %s and can no longer be cancelled.", old.Status)
+	}
+	if old.Canceled && !next.Canceled {
+		return Errorf(ECONFLICT, "The order is cancelled; a cancelled order cannot be reinstated.")
+	}
+	if next.Status != old.Status {
+		if old.Canceled || next.Canceled {
+			return Errorf(ECONFLICT, "The order is cancelled and cannot be %s.", next.Status)
+		}
+		if statusRank(next.Status) < statusRank(old.Status) {
+			return Errorf(ECONFLICT, "The order is %s; its status moves forward only (placed, shipped, delivered), not back to %s.", old.Status, next.Status)
+		}
+	}
+	return nil
+}
+
+func statusRank(s string) int { return slices.Index(OrderStatuses, s) }
+
+// orderQueryFields are the fields of the order list's query.
+var orderQueryFields = []string{"status", "canceled", "customerId"}
+
+// ParseOrderQuery parses the raw (still percent-encoded) query of the order
+// list in the car list's grammar (docs/cars.md): pairs split on '&' or ';',
+// field=a,b means a OR b, a leading '!' excludes a value, repeating a field
+// adds values, q.<field>.eq and q.<field>.ne; fields status, canceled and
+// customerId; offset and max page. Errors are EINVALID naming the pair.
+func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
+	f := OrderFilter{}
+	page := Page{Offset: 0, Max: DefaultPageMax}
+	seenPage := map[string]bool{}
+	type set struct{ in, out []string }
+	sets := map[string]*set{}
+	values := 0
+	for _, pair := range splitPairs(raw) {
+		rawKey, rawValue, hasEq := strings.Cut(pair, "=")
+		key, err := unescape(rawKey)
+		if err != nil {
+			return f, page, badPair(pair, rawKey, "the name is not correctly percent-encoded")
+		}
+		if !hasEq {
+			return f, page, badPair(pair, key, "a pair needs the form name=value")
+		}
+		lkey := strings.ToLower(key)
+		switch {
+		case authQueryVars[lkey]:
+			continue
+		case lkey == "offset" || lkey == "max":
+			if seenPage[lkey] {
+				return f, page, badPair(pair, key, "given more than once")
+			}
+			seenPage[lkey] = true
+			v, err := unescape(rawValue)
+			n, convErr := parseCount(v)
+			if err != nil || convErr != nil {
+				return f, page, badPair(pair, key, "must be a whole number, 0 or more")
+			}
+			if lkey == "offset" {
+				page.Offset = n
+			} else {
+				page.Max = min(n, MaxPageMax)
+			}
+			continue
+		}
+		field, op := key, OpEq
+		if strings.HasPrefix(lkey, "q.") {
+			i := strings.LastIndexByte(key, '.')
+			if i <= 1 {
+				return f, page, badPair(pair, key, "the filter form is q.<field>.<op>")
+			}
+			field, op = key[2:i], strings.ToLower(key[i+1:])
+			if op != OpEq && op != OpNe {
+				return f, page, badPair(pair, key, fmt.Sprintf("unknown operator %q (use eq or ne)", key[i+1:]))
+			}
+		}
+		i := slices.IndexFunc(orderQueryFields, func(n string) bool { return strings.EqualFold(n, field) })
+		if i < 0 {
+			return f, page, badPair(pair, key, fmt.Sprintf("unknown field %q (use %s)", field, strings.Join(orderQueryFields, ", ")))
+		}
+		field = orderQueryFields[i]
+		s := sets[field]
+		if s == nil {
+			s = &set{}
+			sets[field] = s
+		}
+		for _, item := range strings.Split(rawValue, ",") {
+			values++
+			if values > MaxQueryValues {
+				return f, page, badPair(pair, key, fmt.Sprintf("a query holds at most %d values", MaxQueryValues))
+			}
+			negated := strings.HasPrefix(item, "!")
+			if negated {
+				item = item[1:]
+			}
+			v, err := unescape(item)
+			if err != nil {
+				return f, page, badPair(pair, key, "the value is not correctly percent-encoded")
+			}
+			switch {
+			case v == "":
+				return f, page, badPair(pair, key, "empty value")
+			case len(v) > MaxValueLength:
+				return f, page, badPair(pair, key, fmt.Sprintf("a value is at most %d bytes", MaxValueLength))
+			case field == "status":
+				v = strings.ToLower(v)
+				if !ValidOrderStatus(v) {
+					return f, page, badPair(pair, key, fmt.Sprintf("unknown status %q (use placed, shipped or delivered)", v))
+				}
+			case field == "canceled":
+				v = strings.ToLower(v)
+				if v != "true" && v != "false" {
+					return f, page, badPair(pair, key, fmt.Sprintf("%q is not true or false", v))
+				}
+			}
+			if negated != (op == OpNe) {
+				s.out = append(s.out, v)
+			} else {
+				s.in = append(s.in, v)
+			}
+		}
+	}
+	// allowed returns the values of all that the conditions on a field let
+	// through: those named (all, when none is), less those excluded.
+	allowed := func(s *set, all []string) []string {
+		out := []string{}
+		for _, v := range all {
+			if (len(s.in) == 0 || slices.Contains(s.in, v)) && !slices.Contains(s.out, v) {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	if s := sets["status"]; s != nil {
+		f.Status = allowed(s, OrderStatuses)
+	}
+	if s := sets["canceled"]; s != nil {
+		f.Canceled = []bool{}
+		for _, v := range allowed(s, []string{"false", "true"}) {
+			f.Canceled = append(f.Canceled, v == "true")
+		}
+	}
+	if s := sets["customerId"]; s != nil {
+		f.CustomerIn, f.CustomerNotIn = s.in, s.out
+		slices.Sort(f.CustomerIn)
+		f.CustomerIn = slices.Compact(f.CustomerIn)
+	}
+	f.Offset, f.Limit = page.Offset, page.Max
+	return f, page, nil
+}
+
+// parseCount reads a paging value: a whole number, 0 or more, of at most
+// ten digits.
+func parseCount(v string) (int, error) {
+	if v == "" || len(v) > 10 {
+		return 0, fmt.Errorf("bad count")
+	}
+	n := 0
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("bad count")
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, nil
+}

@@ -1,0 +1,174 @@
+package store
+
+import (
+	"context"
+	"strings"
+
+	"github.com/yard-api/yard"
+)
+
+var _ yard.OrderService = (*DB)(nil)
+
+const orderColumns = `id, customer_id, status, canceled, created_at, updated_at`
+
+func scanOrder(row interface{ Scan(...any) error }) (*yard.Order, error) {
+	var o yard.Order
+	var created, updated int64
+	if err := row.Scan(&o.ID, &o.CustomerID, &o.Status, &o.Canceled, &created, &updated); err != nil {
+		return nil, err
+	}
+	o.CreatedAt, o.UpdatedAt = FromMillis(created), FromMillis(updated)
+	return &o, nil
+}
+
+// FindOrderByID returns the order with that id, or ENOTFOUND.
+func (db *DB) FindOrderByID(ctx context.Context, id string) (*yard.Order, error) {
+	o, err := scanOrder(db.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id))
+	return o, notFound(err, "Order")
+}
+
+// FindOrders returns a page of orders ordered by id (so by creation: ids
+// are UUIDv7), and the total count of orders matching the filter.
+func (db *DB) FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order, int, error) {
+	var conds []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + itoa(len(args))
+	}
+	in := func(col string, vals []string, not bool) {
+		if len(vals) == 0 {
+			if !not {
+				conds = append(conds, "1 = 0")
+			}
+			return
+		}
+		ph := make([]string, len(vals))
+		for i, v := range vals {
+			ph[i] = arg(v)
+		}
+		op := " IN ("
+		if not {
+			op = " NOT IN ("
+		}
+		conds = append(conds, col+op+strings.Join(ph, ", ")+")")
+	}
+	if f.Customer != nil {
+		conds = append(conds, "customer_id = "+arg(*f.Customer))
+	}
+	if f.CustomerIn != nil {
+		in("customer_id", f.CustomerIn, false)
+	}
+	if len(f.CustomerNotIn) > 0 {
+		in("customer_id", f.CustomerNotIn, true)
+	}
+	if f.Status != nil && len(f.Status) < len(yard.OrderStatuses) {
+		in("status", f.Status, false)
+	}
+	if f.Canceled != nil {
+		switch {
+		case len(f.Canceled) == 0:
+			conds = append(conds, "1 = 0")
+		case len(f.Canceled) == 1:
+			conds = append(conds, "canceled = "+arg(f.Canceled[0]))
+		}
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
+	}
+	var total int
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM orders`+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = yard.DefaultPageMax
+	}
+	lim, off := arg(limit), arg(f.Offset)
+	rows, err := db.Query(ctx, `SELECT `+orderColumns+` FROM orders`+where+` ORDER BY id LIMIT `+lim+` OFFSET `+off, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out []*yard.Order
+	for rows.Next() {
+		o, err := scanOrder(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, o)
+	}
+	return out, total, rows.Err()
+}
+
+// CreateOrder validates and stores o, setting its id and timestamps. An
+// unknown customer is EINVALID.
+func (db *DB) CreateOrder(ctx context.Context, o *yard.Order) error {
+	if o.Status == "" {
+		o.Status = yard.OrderPlaced
+	}
+	if err := yard.ValidateNewOrder(o); err != nil {
+		return err
+	}
+	return db.WithTx(ctx, func(tx *Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE id = $1`, o.CustomerID).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return yard.Invalid("The order has invalid fields.", yard.FieldError{Field: "customerId", Message: "no person has this id"})
+		}
+		o.ID = yard.NewID()
+		now := tx.Now().UTC().Truncate(1e6)
+		o.CreatedAt, o.UpdatedAt = now, now
+		_, err := tx.ExecContext(ctx, `INSERT INTO orders (`+orderColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+			o.ID, o.CustomerID, o.Status, o.Canceled, Millis(now), Millis(now))
+		return err
+	})
+}
+
+// UpdateOrder changes an order in one transaction: it locks the row
+// (PostgreSQL: SELECT ... FOR UPDATE; SQLite: the one writer connection),
+// lets fn change a copy, checks the change with yard.CheckOrderChange, and
+// writes it with an UPDATE that holds only while the row is still as read.
+// A change that changes nothing writes nothing (cancelling twice keeps
+// updatedAt).
+func (db *DB) UpdateOrder(ctx context.Context, id string, fn func(o *yard.Order) error) (*yard.Order, error) {
+	var out *yard.Order
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		old, err := scanOrder(tx.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`+db.forUpdate(false), id))
+		if err != nil {
+			return notFound(err, "Order")
+		}
+		next := *old
+		if err := fn(&next); err != nil {
+			return err
+		}
+		// Only the status and canceled change; the rest is the stored order.
+		next.ID, next.CustomerID, next.CreatedAt, next.UpdatedAt = old.ID, old.CustomerID, old.CreatedAt, old.UpdatedAt
+		if err := yard.CheckOrderChange(*old, next); err != nil {
+			return err
+		}
+		if next == *old {
+			out = old
+			return nil
+		}
+		next.UpdatedAt = tx.Now().UTC().Truncate(1e6)
+		if !next.UpdatedAt.After(old.UpdatedAt) {
+			next.UpdatedAt = old.UpdatedAt.Add(1e6)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE orders SET status = $1, canceled = $2, updated_at = $3
+			WHERE id = $4 AND status = $5 AND canceled = $6`,
+			next.Status, next.Canceled, Millis(next.UpdatedAt), id, old.Status, old.Canceled)
+		if err != nil {
+			return err
+		}
+		if k, _ := res.RowsAffected(); k != 1 {
+			return yard.Errorf(yard.ECONFLICT, "The order changed while this request was applied; read it again.")
+		}
+		out = &next
+		return nil
+	})
+	return out, err
+}
