@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +25,12 @@ import (
 // (docs/auth.md, "Login rate limit").
 //
 // With Store set, the counts live in the store and every process sharing it
-// enforces one limit; without, they live in this process's memory.
+// enforces one limit; without, they live in this process's memory. With a
+// store, the process also keeps its own attempts in memory (a part of the
+// store's count, so a key this process alone has filled is refused without
+// asking the store), and remembers a refusal by the store for at most a
+// second: a burst against one key costs the store a few statements, not
+// one per request.
 type LoginLimiter struct {
 	Limit  int
 	Window time.Duration
@@ -34,8 +40,14 @@ type LoginLimiter struct {
 
 	mu       sync.Mutex
 	attempts map[string][]memAttempt
+	refused  map[string]storeRefusal // by the attempt's keys joined
 	lastGC   time.Time
 }
+
+// storeRefusal is a refusal by the store, remembered until until (at most
+// a second) for the same keys; retryAt is when the store said the keys
+// allow again.
+type storeRefusal struct{ until, retryAt time.Time }
 
 type memAttempt struct {
 	id string
@@ -64,19 +76,11 @@ func (a *Attempt) Succeeded(ctx context.Context) {
 		return
 	}
 	a.done = true
+	a.l.forget(a)
 	if a.l.Store != nil {
 		// Best effort: a place not given back only counts one attempt
 		// too many, until it leaves the window.
 		_ = a.l.Store.ReleaseLoginAttempt(context.WithoutCancel(ctx), a.id, a.keys)
-		return
-	}
-	a.l.mu.Lock()
-	defer a.l.mu.Unlock()
-	for _, k := range a.keys {
-		a.l.attempts[k] = slices.DeleteFunc(a.l.attempts[k], func(m memAttempt) bool { return m.id == a.id })
-		if len(a.l.attempts[k]) == 0 {
-			delete(a.l.attempts, k)
-		}
 	}
 }
 
@@ -91,26 +95,54 @@ func (l *LoginLimiter) Begin(ctx context.Context, keys ...string) (*Attempt, err
 	_, _ = rand.Read(b[:])
 	a := &Attempt{l: l, id: hex.EncodeToString(b[:]), keys: keys}
 	now := l.Now()
-	if l.Store != nil {
-		ok, oldest, err := l.Store.ReserveLoginAttempt(context.WithoutCancel(ctx), a.id, keys, now, now.Add(-l.window()), l.Limit)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, l.refusal(oldest.Add(l.window()).Sub(now))
-		}
-		return a, nil
-	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if wait := l.waitLocked(keys, now); wait > 0 {
+	wait := l.waitLocked(keys, now)
+	combo := strings.Join(keys, "\x00")
+	if r, ok := l.refused[combo]; ok && now.Before(r.until) {
+		wait = max(wait, r.retryAt.Sub(now))
+	}
+	if wait > 0 {
+		l.mu.Unlock()
 		return nil, l.refusal(wait)
 	}
 	for _, k := range keys {
 		l.attempts[k] = append(l.attempts[k], memAttempt{id: a.id, at: now})
 	}
 	l.gcLocked(now)
+	l.mu.Unlock()
+	if l.Store == nil {
+		return a, nil
+	}
+	ok, oldest, err := l.Store.ReserveLoginAttempt(context.WithoutCancel(ctx), a.id, keys, now, now.Add(-l.window()), l.Limit)
+	if err != nil || !ok {
+		l.forget(a)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		wait := oldest.Add(l.window()).Sub(now)
+		l.mu.Lock()
+		if l.refused == nil {
+			l.refused = map[string]storeRefusal{}
+		}
+		l.refused[combo] = storeRefusal{until: now.Add(min(wait, time.Second)), retryAt: now.Add(wait)}
+		l.mu.Unlock()
+		return nil, l.refusal(wait)
+	}
 	return a, nil
+}
+
+// forget drops an attempt from this process's memory.
+func (l *LoginLimiter) forget(a *Attempt) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range a.keys {
+		l.attempts[k] = slices.DeleteFunc(l.attempts[k], func(m memAttempt) bool { return m.id == a.id })
+		if len(l.attempts[k]) == 0 {
+			delete(l.attempts, k)
+		}
+	}
 }
 
 // Check returns the 429 of a key that is full, without reserving a place.
@@ -197,6 +229,11 @@ func (l *LoginLimiter) gcLocked(now time.Time) {
 	if now.Sub(l.lastGC) > l.window() {
 		for k := range l.attempts {
 			l.pruneLocked(k, now)
+		}
+		for k, r := range l.refused {
+			if !now.Before(r.until) {
+				delete(l.refused, k)
+			}
 		}
 		l.lastGC = now
 	}

@@ -66,8 +66,8 @@ type loginBody struct {
 // Content-Type, or a form-typed body that is a JSON object (what
 // `curl -d '{...}'` sends), is read by its shape; anything else is 415.
 // Unknown fields are refused either way. No problem it returns ever holds
-// a value from the body, only field names that look like names
-// (docs/auth.md, "Sign-in bodies"). allowPK admits the public-key token
+// anything from the body but the names of the known fields (docs/auth.md,
+// "Sign-in bodies"). allowPK admits the public-key token
 // flags.
 func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 	raw, err := io.ReadAll(r.Body)
@@ -107,7 +107,7 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 	var in loginBody
 	if asJSON {
 		if err := unmarshalStrict(raw, &in); err != nil {
-			return nil, loginDecodeError(err)
+			return nil, loginDecodeError(err, allowPK)
 		}
 		if !allowPK && (in.BindIP != nil || in.IncludePasswordHash != nil) {
 			return nil, yard.Invalid("The request body has an unknown field.", yard.FieldError{Field: "bind_ip", Message: "is not a field of this resource"})
@@ -119,7 +119,11 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 		}
 		for k, v := range form {
 			if len(v) != 1 {
-				return nil, yard.Invalid("A form field is repeated.", yard.FieldError{Field: safeFieldName(k), Message: "must appear once"})
+				f := unknownLoginField(allowPK)
+				if k == "username" || k == "password" || k == "bind_ip" || k == "include_password_hash" {
+					f = yard.FieldError{Field: k, Message: "must appear once"}
+				}
+				return nil, yard.Invalid("A form field is repeated.", f)
 			}
 			switch k {
 			case "username":
@@ -137,7 +141,7 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 					in.IncludePasswordHash = &b
 				}
 			default:
-				return nil, yard.Invalid("The request body has an unknown field.", yard.FieldError{Field: safeFieldName(k), Message: "is not a field of this resource"})
+				return nil, yard.Invalid("The request body has an unknown field.", unknownLoginField(allowPK))
 			}
 		}
 	}
@@ -148,17 +152,15 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 	return &in, nil
 }
 
-// fieldNameRe is what a field name must look like to be named in a problem.
-var fieldNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,39}$`)
-
-// safeFieldName returns name if it looks like a field name, else a
-// placeholder: a "name" made of a whole body (a JSON document read as a
-// form) would carry the password into the problem.
-func safeFieldName(name string) string {
-	if fieldNameRe.MatchString(name) {
-		return name
+// unknownLoginField is the problem entry for a field a sign-in body must
+// not have. Its name is not repeated: in a sign-in body anything may be a
+// secret (a JSON document read as a form is one long "name").
+func unknownLoginField(allowPK bool) yard.FieldError {
+	msg := "the body has a field other than username and password"
+	if allowPK {
+		msg = "the body has a field other than username, password, bind_ip and include_password_hash"
 	}
-	return "(unnamed field)"
+	return yard.FieldError{Field: "(body)", Message: msg}
 }
 
 var jsonPositionRe = regexp.MustCompile(`line \d+, column \d+`)
@@ -167,7 +169,7 @@ var jsonPositionRe = regexp.MustCompile(`line \d+, column \d+`)
 // body: the decoder's own text may quote the input, so the problem keeps
 // only the code, the position and the names of known or name-like fields,
 // with fixed messages.
-func loginDecodeError(err error) error {
+func loginDecodeError(err error, allowPK bool) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return err
@@ -192,7 +194,7 @@ func loginDecodeError(err error) error {
 			case "bind_ip", "include_password_hash":
 				out.Fields = append(out.Fields, yard.FieldError{Field: f.Field, Message: "must be true or false, given once"})
 			default:
-				out.Fields = append(out.Fields, yard.FieldError{Field: safeFieldName(f.Field), Message: "is not a field of this resource"})
+				out.Fields = append(out.Fields, unknownLoginField(allowPK))
 			}
 		}
 		return out
