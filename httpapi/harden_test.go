@@ -467,6 +467,23 @@ func TestSignedBinding(t *testing.T) {
 		// Plain spec-style signatures keep working by default.
 		wantStatus(t, "unbound PATCH by default", send("PATCH", sign(e.dogURI, ""), patch)/100, 2)
 
+		// The OpenAPI document shows the binding variables on operations
+		// that take credentials.
+		doc := e.Do(apitest.Request{Path: "/openapi.json"}).Map(t)
+		op := doc["paths"].(map[string]any)["/v1/dogs/{dog_id}/"].(map[string]any)["delete"].(map[string]any)
+		var refs []string
+		for _, p := range op["parameters"].([]any) {
+			if ref, ok := p.(map[string]any)["$ref"].(string); ok {
+				refs = append(refs, ref)
+			}
+		}
+		params := doc["components"].(map[string]any)["parameters"].(map[string]any)
+		for _, name := range []string{"signed-method", "signed-bodyhash"} {
+			if !slices.Contains(refs, "#/components/parameters/"+name) || params[name] == nil {
+				t.Errorf("OpenAPI: DELETE /v1/dogs/{dog_id}/ does not list %s (%v)", name, refs)
+			}
+		}
+
 		// --signed-require-binding: unsafe methods must bind both.
 		e.kit.Signed.RequireBinding = true
 		wantStatus(t, "unbound PATCH with binding required", send("PATCH", sign(e.dogURI, ""), patch), 401)
