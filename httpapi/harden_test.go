@@ -639,3 +639,109 @@ func basicValue(user, pass string) string {
 	req.SetBasicAuth(user, pass)
 	return strings.TrimPrefix(req.Header.Get("Authorization"), "Basic ")
 }
+
+// TestCredentialChangesAcrossProcesses: a password change, a revoked
+// session, a deleted API key and a disabled user stop working at once on
+// the server that made the change, and within the auth cache TTL on
+// another server on the same store, although that one had just verified
+// and remembered each of them.
+func TestCredentialChangesAcrossProcesses(t *testing.T) {
+	const ttl = time.Second
+	dsn := storetest.DSN(t, store.Postgres)
+	var dbs []*store.DB
+	for range 2 {
+		db, err := store.Open(context.Background(), dsn, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		if err := db.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		dbs = append(dbs, db)
+	}
+	keys := t.TempDir() // processes share DATA/keys
+	mod := func(c *auth.Config) { c.Now = time.Now; c.CacheTTL = ttl; c.KeyDir = keys }
+	a := startAuth(t, dbs[0], mod)
+	a.CreateUser("root", pw, "admin")
+	var kitB *auth.Kit
+	b := apitest.Start(t, dbs[1], apitest.WithAuthKit(t, dbs[1], &kitB, mod))
+	bRaw := func(method, path string, h map[string]string) int {
+		req, _ := http.NewRequest(method, b.URL+path, nil)
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := b.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// refusedWithin polls B until it refuses, within the TTL and a second
+	// of slack for a busy machine.
+	refusedWithin := func(what string, status func() int) {
+		t.Helper()
+		changed := time.Now()
+		for status() == 200 {
+			if time.Since(changed) > ttl+time.Second {
+				t.Errorf("%s: still accepted by the other server %v after the change", what, time.Since(changed))
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	basic := func(user, pass string) map[string]string {
+		return map[string]string{"Authorization": "Basic " + basicValue(user, pass)}
+	}
+
+	// A password change made on A.
+	wantStatus(t, "bob's Basic on B", bRaw("GET", "/v1/dogs", basic("bob", pw)), 200)
+	wantStatus(t, "bob's Basic on A", a.Do(apitest.Request{Path: "/v1/dogs", User: "bob", Password: pw}).StatusCode, 200)
+	bob, _ := dbs[0].FindUserByName(context.Background(), "bob")
+	wantStatus(t, "bob changes his password on A", a.Do(apitest.Request{Method: "PATCH", Path: "/v1/people/" + bob.ID, User: "bob", Password: pw,
+		Headers: map[string]string{"Content-Type": "application/merge-patch+json"}, Body: map[string]string{"password": "bob's new password"}}).StatusCode/100, 2)
+	wantStatus(t, "bob's old password on A at once", a.Do(apitest.Request{Path: "/v1/dogs", User: "bob", Password: pw}).StatusCode, 401)
+	refusedWithin("bob's old password", func() int { return bRaw("GET", "/v1/dogs", basic("bob", pw)) })
+
+	// A session revoked on A.
+	res := b.Do(apitest.Request{Method: "POST", Path: "/sessions", Body: map[string]string{"username": "alice", "password": pw}})
+	wantStatus(t, "alice signs in on B", res.StatusCode, 201)
+	key := res.Map(t)["key"].(string)
+	cookie := map[string]string{"Cookie": auth.SessionCookie + "=" + key}
+	wantStatus(t, "alice's session on B", bRaw("GET", a.dogURI, cookie), 200)
+	wantStatus(t, "alice's session on A", a.raw(t, "GET", a.dogURI, cookie).StatusCode, 200)
+	wantStatus(t, "sign out on A", a.Do(apitest.Request{Method: "DELETE", Path: "/sessions/" + key}).StatusCode, 204)
+	wantStatus(t, "the session on A at once", a.raw(t, "GET", a.dogURI, cookie).StatusCode, 401)
+	refusedWithin("a revoked session", func() int { return bRaw("GET", a.dogURI, cookie) })
+
+	// An API key deleted on A.
+	created := a.Do(apitest.Request{Method: "POST", Path: "/apikeys", User: "alice", Password: pw})
+	wantStatus(t, "create key", created.StatusCode, 201)
+	k := created.Map(t)
+	apiKey, secret := k["apiKey"].(string), k["secret"].(string)
+	n := 0
+	signed := func() string { // a fresh signature each time
+		n++
+		ts := itoa(time.Now().Unix())
+		q := "n=" + itoa(int64(n))
+		pairs, _ := auth.ParseRawQuery(q + "&timestamp=" + ts + "&apiKey=" + apiKey)
+		return a.dogURI + "?" + q + "&timestamp=" + ts + "&apiKey=" + apiKey + "&signature=" + auth.Sign([]byte(secret), auth.CanonicalString(a.dogURI, pairs))
+	}
+	wantStatus(t, "signed on B", bRaw("GET", signed(), nil), 200)
+	wantStatus(t, "delete the key on A", a.Do(apitest.Request{Method: "DELETE", Path: "/apikeys/" + apiKey, User: "alice", Password: pw}).StatusCode, 204)
+	wantStatus(t, "the deleted key on A at once", a.raw(t, "GET", signed(), nil).StatusCode, 401)
+	refusedWithin("a deleted API key", func() int { return bRaw("GET", signed(), nil) })
+
+	// A user disabled on A: Basic and a bearer token on B.
+	login := b.Do(apitest.Request{Method: "POST", Path: "/auth/login", Body: map[string]string{"username": "alice", "password": pw}})
+	wantStatus(t, "alice logs in on B", login.StatusCode, 200)
+	bearer := map[string]string{"Authorization": "Bearer " + login.Map(t)["access_token"].(string)}
+	wantStatus(t, "alice's token on B", bRaw("GET", a.dogURI, bearer), 200)
+	wantStatus(t, "alice's Basic on B", bRaw("GET", a.dogURI, basic("alice", pw)), 200)
+	wantStatus(t, "disable alice on A", a.Do(apitest.Request{Method: "PATCH", Path: "/v1/people/" + a.alice.ID, User: "root", Password: pw,
+		Headers: map[string]string{"Content-Type": "application/merge-patch+json"}, Body: map[string]bool{"disabled": true}}).StatusCode/100, 2)
+	wantStatus(t, "alice's Basic on A at once", a.Do(apitest.Request{Path: a.dogURI, User: "alice", Password: pw}).StatusCode, 401)
+	refusedWithin("a disabled user's token", func() int { return bRaw("GET", a.dogURI, bearer) })
+	refusedWithin("a disabled user's Basic", func() int { return bRaw("GET", a.dogURI, basic("alice", pw)) })
+}
