@@ -82,3 +82,18 @@ type AuthStateService interface {
 	// refresh families.
 	PurgeAuthState(ctx context.Context, now time.Time, sessionMax time.Duration) error
 }
+
+// LoginAttemptService counts sign-in attempts for the login limiter in the
+// store, so that every process sharing it enforces one limit.
+type LoginAttemptService interface {
+	// ReserveLoginAttempt records the attempt id under every key made at
+	// at, if each key has fewer than limit attempts after since;
+	// otherwise it records nothing, reports false and returns when the
+	// fullest key's oldest counted attempt was made (it allows again once
+	// that attempt has left the window).
+	ReserveLoginAttempt(ctx context.Context, id string, keys []string, at, since time.Time, limit int) (ok bool, oldest time.Time, err error)
+	// ReleaseLoginAttempt deletes the attempt id (a sign-in that succeeded).
+	ReleaseLoginAttempt(ctx context.Context, id string, keys []string) error
+	// PurgeLoginAttempts deletes attempts made at or before before.
+	PurgeLoginAttempts(ctx context.Context, before time.Time) error
+}

@@ -317,9 +317,10 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// authQueryVars are query variables that carry credentials (CONTRACT 4,
-// signed requests); a car list ignores them.
-var authQueryVars = map[string]bool{"apikey": true, "signature": true, "timestamp": true}
+// authQueryVars are query variables of signed requests (docs/auth.md,
+// "Signed requests": the credentials and the optional method and body
+// binding); a car list ignores them.
+var authQueryVars = map[string]bool{"apikey": true, "signature": true, "timestamp": true, "method": true, "bodyhash": true}
 
 // ParseCarQuery parses a raw (still percent-encoded) query string in the
 // car query grammar of CONTRACT 6 into a Query and a page:

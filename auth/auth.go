@@ -41,6 +41,9 @@ type Chain struct {
 // Authenticate returns the principal of r, nil when r carries no
 // credentials at all, or a refusal.
 func (c *Chain) Authenticate(r *http.Request) (*yard.Principal, error) {
+	if err := SingleAuthorization(r); err != nil {
+		return nil, err
+	}
 	if r.TLS == nil {
 		// CONTRACT 2: credentials arriving over plain HTTP are refused, never checked.
 		if hasCredentials(r) {
@@ -87,6 +90,16 @@ func hasCredentials(r *http.Request) bool {
 	}
 	_, err := r.Cookie(SessionCookie)
 	return err == nil
+}
+
+// SingleAuthorization refuses a request with more than one Authorization
+// header (400): which one would count is ambiguous, and a proxy and the
+// server could pick differently (RFC 9110 §5.3: the field is not a list).
+func SingleAuthorization(r *http.Request) error {
+	if len(r.Header.Values("Authorization")) > 1 {
+		return yard.Errorf(yard.EMALFORMED, "The request carries more than one Authorization header; send one.")
+	}
+	return nil
 }
 
 // SessionCookie is the name of the cookie carrying a session key.

@@ -21,14 +21,25 @@ type Users interface {
 }
 
 // Basic is HTTP Basic authentication (RFC 7617) against argon2id hashes.
-// Verified credentials are cached in memory for CacheTTL, keyed by a
-// SHA-256 of the user name and password, so a client sending Basic on every
-// request pays the slow hash once per TTL. Invalidate drops a user's entries
-// when the password or the user changes.
+//
+// Verified credentials are remembered in memory, keyed by a SHA-256 of the
+// user name and password, so a client sending Basic on every request pays
+// the slow hash rarely. A remembered entry is trusted for CacheTTL; after
+// that, the next request compares it with the store (the user's stored
+// password hash and whether the user is enabled: two cheap reads, no slow
+// hash) and keeps it only if nothing changed. A password changed or a user
+// disabled anywhere, even by the command line on another process, thus
+// stops working within CacheTTL; Invalidate drops a user's entries at once
+// in this process. An entry is verified afresh after MaxAge.
+//
+// A verification that does run takes a place in the login limiter first
+// (docs/auth.md, "Login rate limit"), and concurrent requests carrying the
+// same credentials share one verification.
 type Basic struct {
 	Users    Users
 	Limiter  *LoginLimiter
 	CacheTTL time.Duration
+	MaxAge   time.Duration
 	Now      func() time.Time
 
 	mu    sync.Mutex
@@ -40,12 +51,17 @@ type Basic struct {
 
 type basicEntry struct {
 	principal yard.Principal
-	expires   time.Time
+	// hash is the stored password hash the entry was verified against.
+	hash     string
+	checked  time.Time
+	verified time.Time
 }
 
-// NewBasic returns a Basic scheme with a one-minute cache.
+// NewBasic returns a Basic scheme that trusts a verification for 5 s
+// before comparing it with the store, and verifies afresh every 10 minutes.
 func NewBasic(users Users, limiter *LoginLimiter) *Basic {
-	return &Basic{Users: users, Limiter: limiter, CacheTTL: time.Minute, Now: time.Now, cache: map[[32]byte]basicEntry{}}
+	return &Basic{Users: users, Limiter: limiter, CacheTTL: 5 * time.Second, MaxAge: 10 * time.Minute,
+		Now: time.Now, cache: map[[32]byte]basicEntry{}}
 }
 
 // Name implements Scheme.
@@ -62,6 +78,20 @@ func (b *Basic) Challenges(*http.Request) []string {
 	return []string{`Basic realm="` + Realm + `", charset="UTF-8"`}
 }
 
+func (b *Basic) ttl() time.Duration {
+	if b.CacheTTL > 0 {
+		return b.CacheTTL
+	}
+	return 5 * time.Second
+}
+
+func (b *Basic) maxAge() time.Duration {
+	if b.MaxAge > 0 {
+		return b.MaxAge
+	}
+	return 10 * time.Minute
+}
+
 // Authenticate implements Scheme.
 func (b *Basic) Authenticate(r *http.Request) (*yard.Principal, error) {
 	username, password, ok := r.BasicAuth()
@@ -70,35 +100,88 @@ func (b *Basic) Authenticate(r *http.Request) (*yard.Principal, error) {
 	}
 	key := sha256.Sum256([]byte(username + "\x00" + password))
 	now := b.Now()
+	if p, ok, err := b.cached(r.Context(), key, now); err != nil {
+		return nil, err
+	} else if ok {
+		return p, nil
+	}
+	keys := Keys(r, username)
+	v, err, _ := b.flights.Do(string(key[:]), func() (any, error) {
+		ctx := context.WithoutCancel(r.Context())
+		attempt, err := b.Limiter.Begin(ctx, keys...)
+		if err != nil {
+			return nil, err
+		}
+		p, hash, err := verifyUserPassword(ctx, b.Users, username, password)
+		if yard.ErrorCode(err) != yard.EUNAUTHORIZED {
+			// Right, or not checked at all (busy, store down): not a guess.
+			attempt.Succeeded(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return basicEntry{principal: *p, hash: hash}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := v.(basicEntry) // a copy: concurrent callers share the flight's result
+	e.principal.Scheme = b.Name()
+	e.checked, e.verified = now, now
+	b.mu.Lock()
+	if b.cache == nil || len(b.cache) > 100000 {
+		b.cache = map[[32]byte]basicEntry{}
+	}
+	b.cache[key] = e
+	b.mu.Unlock()
+	p := e.principal
+	return &p, nil
+}
+
+// cached answers from a remembered verification, comparing it with the
+// store when it is older than CacheTTL.
+func (b *Basic) cached(ctx context.Context, key [32]byte, now time.Time) (*yard.Principal, bool, error) {
 	b.mu.Lock()
 	e, hit := b.cache[key]
 	b.mu.Unlock()
-	if hit && now.Before(e.expires) {
-		p := e.principal
-		return &p, nil
+	if !hit || now.Sub(e.verified) >= b.maxAge() {
+		return nil, false, nil
 	}
-	keys := Keys(r, username)
-	if err := b.Limiter.Check(keys...); err != nil {
-		return nil, err
-	}
-	v, err, _ := b.flights.Do(string(key[:]), func() (any, error) {
-		return VerifyUserPassword(context.WithoutCancel(r.Context()), b.Users, username, password)
-	})
-	if err != nil {
-		if yard.ErrorCode(err) == yard.EUNAUTHORIZED {
-			b.Limiter.Fail(keys...)
+	if now.Sub(e.checked) >= b.ttl() {
+		u, err := b.Users.FindUserByID(ctx, e.principal.UserID)
+		if yard.ErrorCode(err) == yard.ENOTFOUND {
+			b.drop(key)
+			return nil, false, nil
+		} else if err != nil {
+			return nil, false, err
 		}
-		return nil, err
+		creds, err := b.Users.FindCredentials(ctx, u.ID)
+		if yard.ErrorCode(err) == yard.ENOTFOUND {
+			b.drop(key)
+			return nil, false, nil
+		} else if err != nil {
+			return nil, false, err
+		}
+		if u.Disabled || creds.PasswordHash != e.hash {
+			// Changed: verify afresh (and refuse) the slow way.
+			b.drop(key)
+			return nil, false, nil
+		}
+		e.principal.Name, e.principal.Roles, e.checked = u.Name, u.Roles, now
+		b.mu.Lock()
+		if _, still := b.cache[key]; still {
+			b.cache[key] = e
+		}
+		b.mu.Unlock()
 	}
-	p := *v.(*yard.Principal) // a copy: concurrent callers share the flight's result
-	p.Scheme = b.Name()
+	p := e.principal
+	return &p, true, nil
+}
+
+func (b *Basic) drop(key [32]byte) {
 	b.mu.Lock()
-	if len(b.cache) > 100000 {
-		clear(b.cache)
-	}
-	b.cache[key] = basicEntry{principal: p, expires: now.Add(b.CacheTTL)}
+	delete(b.cache, key)
 	b.mu.Unlock()
-	return &p, nil
 }
 
 // Invalidate drops every cached entry of the user.
@@ -115,26 +198,42 @@ func (b *Basic) Invalidate(userID string) {
 // VerifyUserPassword checks a user name and password against the store and
 // returns the principal of an enabled user, or EUNAUTHORIZED. The slow hash
 // runs even for an unknown name, so timing does not tell which names exist.
+// It runs under the process-wide bound of Hashing (EUNAVAILABLE when the
+// server is busy) but takes no place in a login limiter: sign-in paths go
+// through Kit.Login or a scheme, which do.
 func VerifyUserPassword(ctx context.Context, users Users, username, password string) (*yard.Principal, error) {
+	p, _, err := verifyUserPassword(ctx, users, username, password)
+	return p, err
+}
+
+// verifyUserPassword is VerifyUserPassword that also returns the stored
+// hash the password matched.
+func verifyUserPassword(ctx context.Context, users Users, username, password string) (*yard.Principal, string, error) {
 	refused := yard.Errorf(yard.EUNAUTHORIZED, "The user name or password is wrong.")
 	u, err := users.FindUserByName(ctx, username)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		VerifyPassword(dummyHash, password)
-		return nil, refused
+		if _, err := CheckPassword(ctx, dummyHash, password); err != nil {
+			return nil, "", err
+		}
+		return nil, "", refused
 	} else if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	creds, err := users.FindCredentials(ctx, u.ID)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if !VerifyPassword(creds.PasswordHash, password) {
-		return nil, refused
+	ok, err := CheckPassword(ctx, creds.PasswordHash, password)
+	if err != nil {
+		return nil, "", err
+	}
+	if !ok {
+		return nil, "", refused
 	}
 	if u.Disabled {
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The account is disabled.")
+		return nil, "", yard.Errorf(yard.EUNAUTHORIZED, "The account is disabled.")
 	}
-	return &yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}, nil
+	return &yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}, creds.PasswordHash, nil
 }
 
 var dummyHash, _ = HashPassword("not a real password")

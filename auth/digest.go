@@ -145,21 +145,24 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The Digest nonce was not issued by this server.")
 	}
 	username := p["username"]
-	keys := Keys(r, username)
-	if err := d.Limiter.Check(keys...); err != nil {
+	ctx := r.Context()
+	// The attempt takes its place in the limiter before the response is
+	// checked, and gives it back only when it was right.
+	attempt, err := d.Limiter.Begin(ctx, Keys(r, username)...)
+	if err != nil {
 		return nil, err
 	}
 	refused := yard.Errorf(yard.EUNAUTHORIZED, "The user name or password is wrong.")
-	ctx := r.Context()
 	u, err := d.Users.FindUserByName(ctx, username)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		d.Limiter.Fail(keys...)
 		return nil, refused
 	} else if err != nil {
+		attempt.Succeeded(ctx)
 		return nil, err
 	}
 	creds, err := d.Users.FindCredentials(ctx, u.ID)
 	if err != nil {
+		attempt.Succeeded(ctx)
 		return nil, err
 	}
 	ha1 := creds.HA1SHA256
@@ -168,9 +171,9 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 	}
 	want := DigestResponse(alg, ha1, r.Method, p["uri"], p["nonce"], p["nc"], p["cnonce"], p["qop"])
 	if ha1 == "" || subtle.ConstantTimeCompare([]byte(want), []byte(strings.ToLower(p["response"]))) != 1 {
-		d.Limiter.Fail(keys...)
 		return nil, refused
 	}
+	attempt.Succeeded(ctx)
 	if u.Disabled {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The account is disabled.")
 	}

@@ -103,6 +103,11 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 	k := &Kit{Basic: cfg.Basic, Limiter: cfg.Limiter, Store: cfg.Store, Now: now,
 		SessionMax: orDefault(cfg.SessionMax, 12*time.Hour)}
 	k.Users = &UserCache{Users: cfg.Store, TTL: cacheTTL, Now: now}
+	if cfg.Basic != nil {
+		// A Basic verification is compared with the store as often as
+		// everything else a process caches (docs/auth.md).
+		cfg.Basic.CacheTTL = cacheTTL
+	}
 
 	nonceKey, err := LoadOrCreateSecret(filepath.Join(cfg.KeyDir, "digest-nonce.key"), 32)
 	if err != nil {
@@ -120,12 +125,13 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 	}
 	k.Signed = &Signed{Keys: cfg.Store, Users: k.Users, Box: k.Box, Now: now, KeyCacheTTL: cacheTTL, Writers: cfg.SignatureWriters}
 
-	k.Sessions = &Sessions{Store: cfg.Store, Users: k.Users, Idle: orDefault(cfg.SessionIdle, 30*time.Minute),
-		Max: k.SessionMax, TouchEvery: time.Minute, CacheTTL: cacheTTL, Now: now,
+	idle := orDefault(cfg.SessionIdle, 30*time.Minute)
+	k.Sessions = &Sessions{Store: cfg.Store, Users: k.Users, Idle: idle,
+		Max: k.SessionMax, TouchEvery: TouchInterval(idle), CacheTTL: cacheTTL, Now: now,
 		CrossOrigin: http.NewCrossOriginProtection()}
 
 	pkTTL := orDefault(cfg.PKTokenTTL, time.Hour)
-	k.PK = &PKTokens{TTL: pkTTL, Users: k.Users, Now: now}
+	k.PK = &PKTokens{TTL: pkTTL, Users: k.Users, Limiter: cfg.Limiter, Now: now}
 	switch {
 	case cfg.VerifyOnly && cfg.JWKSURL != "":
 		client := &http.Client{Timeout: 10 * time.Second}
@@ -194,29 +200,36 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 }
 
 // Login checks a user name and password for a login endpoint (sessions,
-// the token pair, public-key tokens), under the login rate limit.
+// the token pair, public-key tokens, and the sign-in pages of OAuth 1.0a
+// and OpenID). The attempt takes its place in the login limiter before the
+// password is hashed (429 when the limit is reached) and gives it back when
+// the password was right; the hash runs under the process-wide bound of
+// Hashing (503 when the server is busy).
 func (k *Kit) Login(r *http.Request, username, password string) (*yard.User, error) {
 	if username == "" || password == "" {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A user name and a password are required.")
 	}
-	keys := Keys(r, username)
-	if err := k.Limiter.Check(keys...); err != nil {
-		return nil, err
-	}
-	p, err := VerifyUserPassword(r.Context(), k.Store, username, password)
+	ctx := r.Context()
+	attempt, err := k.Limiter.Begin(ctx, Keys(r, username)...)
 	if err != nil {
-		if yard.ErrorCode(err) == yard.EUNAUTHORIZED {
-			k.Limiter.Fail(keys...)
-		}
 		return nil, err
 	}
-	return k.Store.FindUserByID(r.Context(), p.UserID)
+	p, err := VerifyUserPassword(ctx, k.Store, username, password)
+	if yard.ErrorCode(err) != yard.EUNAUTHORIZED {
+		// Right, or not checked at all (busy, store down): not a guess.
+		attempt.Succeeded(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return k.Store.FindUserByID(ctx, p.UserID)
 }
 
 // ForgetUser drops what this process caches about a user (after the user
 // was changed or deleted).
 func (k *Kit) ForgetUser(id string) {
 	k.Users.Forget(id)
+	k.Sessions.ForgetUser(id)
 	if k.Basic != nil {
 		k.Basic.Invalidate(id)
 	}
@@ -224,5 +237,8 @@ func (k *Kit) ForgetUser(id string) {
 
 // Purge deletes expired shared state; call it now and then.
 func (k *Kit) Purge(ctx context.Context) error {
+	if err := k.Limiter.Purge(ctx); err != nil {
+		return err
+	}
 	return k.Store.PurgeAuthState(ctx, k.Now(), k.SessionMax)
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/yard-api/yard"
 )
@@ -404,7 +405,13 @@ type PKTokens struct {
 	Keys  KeySource
 	TTL   time.Duration
 	Users *UserCache
-	Now   func() time.Time
+	// Limiter counts X-Password checks like every other password check.
+	Limiter *LoginLimiter
+	Now     func() time.Time
+
+	// flights shares one X-Password check among concurrent requests with
+	// the same token and password.
+	flights singleflight.Group
 
 	mu       sync.Mutex
 	verified map[string]*Claims
@@ -417,6 +424,8 @@ type PKOptions struct {
 	BindIP              string // the caller's address, "" for none
 	IncludePasswordHash bool
 	Password            string // hashed into pwh when IncludePasswordHash
+	// Context bounds the wait for a hashing slot (nil: none).
+	Context context.Context
 }
 
 // Issue signs a public-key token for u.
@@ -429,7 +438,7 @@ func (p *PKTokens) Issue(u *yard.User, opt PKOptions) (token string, expires tim
 	c := &Claims{Subject: u.ID, Name: u.Name, IssuedAt: now.Unix(), Expires: expires.Unix(), IP: opt.BindIP}
 	if opt.IncludePasswordHash {
 		// A fresh, salted slow hash: never the stored credential hash.
-		if c.PasswordHash, err = HashPassword(opt.Password); err != nil {
+		if c.PasswordHash, err = HashPasswordContext(opt.Context, opt.Password); err != nil {
 			return "", time.Time{}, err
 		}
 	}
@@ -470,24 +479,29 @@ func (p *PKTokens) Verify(r *http.Request, token, kid string) (*yard.Principal, 
 	if c.IP != "" && c.IP != ClientIP(r) {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The token is bound to another address.")
 	}
+	pr, err := p.Users.Principal(ctx, c.Subject)
+	if err != nil {
+		return nil, err
+	}
 	if c.PasswordHash != "" {
 		pw := r.Header.Get("X-Password")
 		if pw == "" {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "This token needs the X-Password header.")
 		}
-		if !p.passwordOK(token, c.PasswordHash, pw, now) {
-			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The X-Password does not match the token.")
+		if err := p.checkPassword(r, pr.Name, token, c.PasswordHash, pw, now); err != nil {
+			return nil, err
 		}
-	}
-	pr, err := p.Users.Principal(ctx, c.Subject)
-	if err != nil {
-		return nil, err
 	}
 	pr.Scheme = "pk-token"
 	return pr, nil
 }
 
-func (p *PKTokens) passwordOK(token, pwh, pw string, now time.Time) bool {
+// checkPassword compares X-Password with the token's pwh claim. A pair
+// that matched is remembered for a minute; any other check is a password
+// check like a sign-in: it takes a place in the login limiter (per client
+// address and user name) before the slow hash and gives it back when the
+// password was right.
+func (p *PKTokens) checkPassword(r *http.Request, username, token, pwh, pw string, now time.Time) error {
 	h := sha256.New()
 	h.Write([]byte(token))
 	h.Write([]byte{0})
@@ -498,10 +512,28 @@ func (p *PKTokens) passwordOK(token, pwh, pw string, now time.Time) bool {
 	until, ok := p.passwords[key]
 	p.mu.Unlock()
 	if ok && now.Before(until) {
-		return true
+		return nil
 	}
-	if !VerifyPassword(pwh, pw) {
-		return false
+	keys := Keys(r, username)
+	_, err, _ := p.flights.Do(string(key[:]), func() (any, error) {
+		ctx := context.WithoutCancel(r.Context())
+		attempt, err := p.Limiter.Begin(ctx, keys...)
+		if err != nil {
+			return nil, err
+		}
+		match, err := CheckPassword(ctx, pwh, pw)
+		if err != nil {
+			attempt.Succeeded(ctx) // not checked: not a guess
+			return nil, err
+		}
+		if !match {
+			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The X-Password does not match the token.")
+		}
+		attempt.Succeeded(ctx)
+		return nil, nil
+	})
+	if err != nil {
+		return err
 	}
 	p.mu.Lock()
 	if p.passwords == nil || len(p.passwords) > 100000 {
@@ -509,7 +541,7 @@ func (p *PKTokens) passwordOK(token, pwh, pw string, now time.Time) bool {
 	}
 	p.passwords[key] = now.Add(time.Minute)
 	p.mu.Unlock()
-	return true
+	return nil
 }
 
 // PublicKeyPEM returns the PKIX PEM form of a public key, for giving it to

@@ -1,94 +1,259 @@
 package auth
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"math"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/yard-api/yard"
 )
 
-// LoginLimiter counts failed sign-in attempts in a sliding window per key
-// (a client address, a user name). Once a key has Limit failures inside the
-// window, every attempt for it is refused with 429 (even with the right
-// password) until the oldest failure leaves the window (CONTRACT 4).
+// LoginLimiter counts sign-in attempts in a sliding window per key (a
+// client address, a user name). An attempt takes its place in the count
+// before its password is checked (Begin) and gives it back only when the
+// check succeeds, so a burst of parallel guesses cannot all pass the
+// limiter before the first failure is recorded. Once a key holds Limit
+// attempts inside the window, every attempt for it is refused with 429
+// (even with the right password) until the oldest one leaves the window
+// (docs/auth.md, "Login rate limit").
 //
-// The counts live in the memory of one process: with several processes a
-// client gets at most Limit failures per process per window.
+// With Store set, the counts live in the store and every process sharing it
+// enforces one limit; without, they live in this process's memory. With a
+// store, the process also keeps its own attempts in memory (a part of the
+// store's count, so a key this process alone has filled is refused without
+// asking the store), and remembers a refusal by the store for at most a
+// second: a burst against one key costs the store a few statements, not
+// one per request.
 type LoginLimiter struct {
 	Limit  int
 	Window time.Duration
 	Now    func() time.Time
+	// Store keeps the counts for every process; nil keeps them in memory.
+	Store yard.LoginAttemptService
 
 	mu       sync.Mutex
-	failures map[string][]time.Time
+	attempts map[string][]memAttempt
+	refused  map[string]storeRefusal // by the attempt's keys joined
 	lastGC   time.Time
 }
 
-// NewLoginLimiter returns a limiter of limit failures per minute.
-func NewLoginLimiter(limit int) *LoginLimiter {
-	return &LoginLimiter{Limit: limit, Window: time.Minute, Now: time.Now, failures: map[string][]time.Time{}}
+// storeRefusal is a refusal by the store, remembered until until (at most
+// a second) for the same keys; retryAt is when the store said the keys
+// allow again.
+type storeRefusal struct{ until, retryAt time.Time }
+
+type memAttempt struct {
+	id string
+	at time.Time
 }
 
-// Check returns a rate-limit error if any key is over its limit.
+// NewLoginLimiter returns an in-memory limiter of limit attempts per minute
+// (0: no limit). Set Store to share the counts between processes.
+func NewLoginLimiter(limit int) *LoginLimiter {
+	return &LoginLimiter{Limit: limit, Window: time.Minute, Now: time.Now, attempts: map[string][]memAttempt{}}
+}
+
+// Attempt is a sign-in attempt holding its place in the limiter.
+type Attempt struct {
+	l    *LoginLimiter
+	id   string
+	keys []string
+	done bool
+}
+
+// Succeeded gives the attempt's place back: a successful sign-in does not
+// count against the limit. A failed attempt simply keeps its place (call
+// nothing). Succeeded on a nil Attempt does nothing.
+func (a *Attempt) Succeeded(ctx context.Context) {
+	if a == nil || a.done {
+		return
+	}
+	a.done = true
+	a.l.forget(a)
+	if a.l.Store != nil {
+		// Best effort: a place not given back only counts one attempt
+		// too many, until it leaves the window.
+		_ = a.l.Store.ReleaseLoginAttempt(context.WithoutCancel(ctx), a.id, a.keys)
+	}
+}
+
+// Begin reserves a place for a sign-in attempt under every key, or returns
+// the 429 of a key that is full. The caller checks the password only after
+// Begin succeeded, and calls Succeeded when it was right.
+func (l *LoginLimiter) Begin(ctx context.Context, keys ...string) (*Attempt, error) {
+	if l == nil || l.Limit <= 0 {
+		return nil, nil
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	a := &Attempt{l: l, id: hex.EncodeToString(b[:]), keys: keys}
+	now := l.Now()
+	l.mu.Lock()
+	wait := l.waitLocked(keys, now)
+	combo := strings.Join(keys, "\x00")
+	if r, ok := l.refused[combo]; ok && now.Before(r.until) {
+		wait = max(wait, r.retryAt.Sub(now))
+	}
+	if wait > 0 {
+		l.mu.Unlock()
+		return nil, l.refusal(wait)
+	}
+	for _, k := range keys {
+		l.attempts[k] = append(l.attempts[k], memAttempt{id: a.id, at: now})
+	}
+	l.gcLocked(now)
+	l.mu.Unlock()
+	if l.Store == nil {
+		return a, nil
+	}
+	ok, oldest, err := l.Store.ReserveLoginAttempt(context.WithoutCancel(ctx), a.id, keys, now, now.Add(-l.window()), l.Limit)
+	if err != nil || !ok {
+		l.forget(a)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		wait := oldest.Add(l.window()).Sub(now)
+		l.mu.Lock()
+		if l.refused == nil {
+			l.refused = map[string]storeRefusal{}
+		}
+		l.refused[combo] = storeRefusal{until: now.Add(min(wait, time.Second)), retryAt: now.Add(wait)}
+		l.mu.Unlock()
+		return nil, l.refusal(wait)
+	}
+	return a, nil
+}
+
+// forget drops an attempt from this process's memory.
+func (l *LoginLimiter) forget(a *Attempt) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, k := range a.keys {
+		l.attempts[k] = slices.DeleteFunc(l.attempts[k], func(m memAttempt) bool { return m.id == a.id })
+		if len(l.attempts[k]) == 0 {
+			delete(l.attempts, k)
+		}
+	}
+}
+
+// Check returns the 429 of a key that is full, without reserving a place.
+// Prefer Begin: checking and recording separately lets parallel attempts
+// through.
 func (l *LoginLimiter) Check(keys ...string) error {
 	if l == nil || l.Limit <= 0 {
 		return nil
 	}
+	if l.Store != nil {
+		// A reservation that is given back at once answers the question
+		// with the store's view.
+		a, err := l.Begin(context.Background(), keys...)
+		a.Succeeded(context.Background())
+		return err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.Now()
-	var wait time.Duration
-	for _, k := range keys {
-		f := l.prune(k, now)
-		if len(f) >= l.Limit {
-			if d := f[len(f)-l.Limit].Add(l.Window).Sub(now); d > wait {
-				wait = d
-			}
-		}
-	}
-	if wait > 0 {
-		return &yard.Error{Code: yard.ERATELIMIT, Message: "Too many failed sign-in attempts; try again later.",
-			RetryAfter: int(math.Ceil(wait.Seconds()))}
+	if wait := l.waitLocked(keys, l.Now()); wait > 0 {
+		return l.refusal(wait)
 	}
 	return nil
 }
 
-// Fail records a failed attempt for each key.
+// Fail records a failed attempt for each key that did not hold a place
+// through Begin.
 func (l *LoginLimiter) Fail(keys ...string) {
 	if l == nil || l.Limit <= 0 {
+		return
+	}
+	if l.Store != nil {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		now := l.Now()
+		// A limit of MaxInt32 always records.
+		_, _, _ = l.Store.ReserveLoginAttempt(context.Background(), hex.EncodeToString(b[:]), keys, now, now.Add(-l.window()), math.MaxInt32)
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.Now()
 	for _, k := range keys {
-		l.failures[k] = append(l.prune(k, now), now)
+		l.attempts[k] = append(l.pruneLocked(k, now), memAttempt{at: now})
 	}
-	if now.Sub(l.lastGC) > l.Window {
-		for k := range l.failures {
-			if len(l.prune(k, now)) == 0 {
-				delete(l.failures, k)
+	l.gcLocked(now)
+}
+
+// Purge drops attempts that have left the window from the store.
+func (l *LoginLimiter) Purge(ctx context.Context) error {
+	if l == nil || l.Store == nil {
+		return nil
+	}
+	return l.Store.PurgeLoginAttempts(ctx, l.Now().Add(-l.window()))
+}
+
+func (l *LoginLimiter) window() time.Duration {
+	if l.Window > 0 {
+		return l.Window
+	}
+	return time.Minute
+}
+
+func (l *LoginLimiter) refusal(wait time.Duration) error {
+	return &yard.Error{Code: yard.ERATELIMIT, Message: "Too many sign-in attempts; try again later.",
+		RetryAfter: max(1, int(math.Ceil(wait.Seconds())))}
+}
+
+// waitLocked returns how long until every key allows an attempt again (0:
+// now).
+func (l *LoginLimiter) waitLocked(keys []string, now time.Time) time.Duration {
+	var wait time.Duration
+	for _, k := range keys {
+		f := l.pruneLocked(k, now)
+		if len(f) >= l.Limit {
+			if d := f[len(f)-l.Limit].at.Add(l.window()).Sub(now); d > wait {
+				wait = d
+			}
+		}
+	}
+	return wait
+}
+
+func (l *LoginLimiter) gcLocked(now time.Time) {
+	if now.Sub(l.lastGC) > l.window() {
+		for k := range l.attempts {
+			l.pruneLocked(k, now)
+		}
+		for k, r := range l.refused {
+			if !now.Before(r.until) {
+				delete(l.refused, k)
 			}
 		}
 		l.lastGC = now
 	}
 }
 
-func (l *LoginLimiter) prune(k string, now time.Time) []time.Time {
-	f := l.failures[k]
+func (l *LoginLimiter) pruneLocked(k string, now time.Time) []memAttempt {
+	if l.attempts == nil {
+		l.attempts = map[string][]memAttempt{}
+	}
+	f := l.attempts[k]
 	i := 0
-	for i < len(f) && now.Sub(f[i]) >= l.Window {
+	for i < len(f) && now.Sub(f[i].at) >= l.window() {
 		i++
 	}
 	f = f[i:]
 	if len(f) == 0 {
-		delete(l.failures, k)
+		delete(l.attempts, k)
 		return nil
 	}
-	l.failures[k] = f
+	l.attempts[k] = f
 	return f
 }
 

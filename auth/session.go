@@ -19,9 +19,12 @@ import (
 //
 // To keep a cookie request cheap, a process remembers a session it read for
 // CacheTTL, and writes the last-action timestamp at most once per
-// TouchEvery (so the idle time-out is exact to within TouchEvery). A logout
-// on another process takes effect here within CacheTTL; on this process at
-// once.
+// TouchEvery, which follows the idle time-out (TouchInterval: a twentieth
+// of it, at most a minute), so a session ends at most TouchEvery before
+// Idle after its last use, for any Idle. A remembered session whose idle
+// time-out seems passed is read again before it is refused (another
+// process may have used it). A logout on another process takes effect here
+// within CacheTTL; on this process at once.
 //
 // Unsafe methods authenticated by the cookie must pass Go's
 // http.CrossOriginProtection (Sec-Fetch-Site / Origin checks), or they are
@@ -131,7 +134,13 @@ func (s *Sessions) Authenticate(r *http.Request) (*yard.Principal, error) {
 		}
 		sess.LastSeen = now
 		s.mu.Lock()
-		s.cache[h] = sessionEntry{s: sess, fetched: now}
+		// Keep the time the session was read: a session in constant use
+		// must still be read again every CacheTTL, or a logout on another
+		// process would never reach this one.
+		if e, ok := s.cache[h]; ok {
+			e.s.LastSeen = now
+			s.cache[h] = e
+		}
 		s.mu.Unlock()
 	}
 	if !isSafe(r.Method) && s.CrossOrigin != nil {
@@ -151,7 +160,26 @@ func (s *Sessions) touchEvery() time.Duration {
 	if s.TouchEvery > 0 {
 		return s.TouchEvery
 	}
-	return time.Minute
+	return TouchInterval(s.Idle)
+}
+
+// TouchInterval is how often the last-action time of a session in use is
+// written for an idle time-out: a twentieth of it (so the time-out is exact
+// to within 5 %), at most a minute, at least 10 ms.
+func TouchInterval(idle time.Duration) time.Duration {
+	return min(max(idle/20, 10*time.Millisecond), time.Minute)
+}
+
+// ForgetUser drops the remembered sessions of a user (after a password
+// change, which ends them in the store).
+func (s *Sessions) ForgetUser(userID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for h, e := range s.cache {
+		if e.s.UserID == userID {
+			delete(s.cache, h)
+		}
+	}
 }
 
 func (s *Sessions) expired(sess yard.Session, now time.Time) bool {

@@ -1,10 +1,13 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"sort"
@@ -20,10 +23,16 @@ import (
 // server's clock, either way (CONTRACT 4).
 const SignedWindow = 300 * time.Second
 
-// Signed is the signed-request scheme (CONTRACT 4): query variables
-// timestamp, apiKey and signature, where
+// Signed is the signed-request scheme (docs/auth.md, "Signed requests"):
+// query variables timestamp, apiKey and signature, where
 //
 //	signature = hex(HMAC-SHA256(secret, CanonicalString(path, query)))
+//
+// Beyond the spec, two optional query variables, signed like the others,
+// bind the request: method (the HTTP method) and bodyhash (lower-case hex
+// SHA-256 of the body). When present they must match (401 otherwise), so a
+// signed GET seen by someone else cannot be sent as a DELETE; with
+// RequireBinding they are mandatory for unsafe methods.
 //
 // A signature is accepted once: it is recorded in the store shared by all
 // processes and a second use is refused while its timestamp is inside the
@@ -38,6 +47,9 @@ type Signed struct {
 	// Writers is how many signature writes may be in flight at once (1
 	// for SQLite, 2 for PostgreSQL).
 	Writers int
+	// RequireBinding makes the query variables method and bodyhash
+	// mandatory for unsafe methods (POST, PUT, PATCH, DELETE, ...).
+	RequireBinding bool
 
 	mu      sync.Mutex
 	cache   map[string]signedKey
@@ -80,8 +92,8 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err != nil {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The query string of a signed request cannot be parsed.")
 	}
-	var ts, keyID, sig string
-	var nts, nkey, nsig int
+	var ts, keyID, sig, method, bodyHash string
+	var nts, nkey, nsig, nmethod, nbody int
 	for _, p := range pairs {
 		switch strings.ToLower(p[0]) {
 		case "timestamp":
@@ -90,10 +102,20 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 			keyID, nkey = p[1], nkey+1
 		case "signature":
 			sig, nsig = p[1], nsig+1
+		case "method":
+			method, nmethod = p[1], nmethod+1
+		case "bodyhash":
+			bodyHash, nbody = p[1], nbody+1
 		}
 	}
 	if nts != 1 || nkey != 1 || nsig != 1 {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A signed request needs exactly one timestamp, apiKey and signature.")
+	}
+	if nmethod > 1 || nbody > 1 {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A signed request takes at most one method and one bodyhash.")
+	}
+	if s.RequireBinding && !isSafe(r.Method) && (nmethod == 0 || nbody == 0) {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A signed %s must bind its method and body: sign the query variables method and bodyhash.", r.Method)
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
@@ -117,6 +139,20 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if !hmac.Equal(m.Sum(nil), got) { // constant time
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The signature does not match the request.")
 	}
+	// The binding is checked before the signature is recorded as used, so
+	// a replay under another method does not spend the genuine request.
+	if nmethod == 1 && method != r.Method {
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The request was signed for another method.")
+	}
+	if nbody == 1 {
+		sum, err := hashBody(r)
+		if err != nil {
+			return nil, err
+		}
+		if bodyHash != sum {
+			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The body does not match the signed bodyhash.")
+		}
+	}
 	p, err := s.Users.Principal(r.Context(), k.userID)
 	if err != nil {
 		return nil, err
@@ -136,6 +172,25 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	}
 	p.Scheme = s.Name()
 	return p, nil
+}
+
+// hashBody returns the lower-case hex SHA-256 of r's body, leaving the body
+// readable again for the handler.
+func hashBody(r *http.Request) (string, error) {
+	var body []byte
+	if r.Body != nil && r.Body != http.NoBody {
+		var err error
+		if body, err = io.ReadAll(r.Body); err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return "", err
+			}
+			return "", yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 func (s *Signed) key(ctx context.Context, id string, now time.Time) (signedKey, error) {

@@ -62,3 +62,23 @@ func TestSecretBox(t *testing.T) {
 		t.Error("a value opened under another key")
 	}
 }
+
+// The worked example of a bound request in docs/auth.md ("Binding the
+// method and the body"): a DELETE with no body.
+func TestSignedBoundWorkedExample(t *testing.T) {
+	const (
+		query  = "timestamp=1763800000&apiKey=ak_3xAmPlE&method=DELETE&bodyhash=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+		signed = "/v1/dogs/0193a5b2-7c1e-7d2a-9f00-1234567890ab/?apikey=ak_3xAmPlE&bodyhash=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855&method=DELETE&timestamp=1763800000"
+		sig    = "96d86efc3d38eb8a7233caeb4cacd28d98ddfc3fa8f66b474cc2ec2fcb50f2e6"
+	)
+	pairs, err := ParseRawQuery(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := CanonicalString(exampleSignedPath, pairs); got != signed {
+		t.Fatalf("canonical string\n got %q\nwant %q", got, signed)
+	}
+	if got := Sign([]byte(exampleSignedSecret), signed); got != sig {
+		t.Errorf("signature = %s, want %s", got, sig)
+	}
+}

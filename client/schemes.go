@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/md5"
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"net/http"
 	"net/url"
 	"sort"
@@ -391,8 +393,11 @@ func (p *PKToken) Apply(_ *Client, req *http.Request) error {
 func (p *PKToken) Retry(context.Context, *Client, *Response) (bool, error) { return false, nil }
 
 // Signed signs each request with an API key (yard's signed-request scheme,
-// docs/auth.md): it adds the query variables timestamp, apiKey and
-// signature = hex(HMAC-SHA256(secret, canonical string)).
+// docs/auth.md): it adds the query variables timestamp, apiKey, method (the
+// HTTP method), bodyhash (lower-case hex SHA-256 of the body) and
+// signature = hex(HMAC-SHA256(secret, canonical string)). Signing method
+// and bodyhash binds the signature to this method and body: the server
+// refuses it with any other.
 //
 // The server accepts a signature once. Two identical requests in the same
 // second would carry the same signature, so Signed waits for the next
@@ -426,7 +431,7 @@ func (s *Signed) Apply(_ *Client, req *http.Request) error {
 			return err
 		}
 		switch strings.ToLower(name) {
-		case "timestamp", "apikey", "signature":
+		case "timestamp", "apikey", "signature", "method", "bodyhash":
 			continue // replaced below
 		}
 		val, err := url.QueryUnescape(v)
@@ -436,6 +441,12 @@ func (s *Signed) Apply(_ *Client, req *http.Request) error {
 		pairs = append(pairs, [2]string{name, val})
 		kept = append(kept, piece)
 	}
+	bodyHash, err := requestBodyHash(req)
+	if err != nil {
+		return err
+	}
+	pairs = append(pairs, [2]string{"method", req.Method}, [2]string{"bodyhash", bodyHash})
+	kept = append(kept, "method="+url.QueryEscape(req.Method), "bodyhash="+bodyHash)
 	base := req.URL.Path + "?" + strings.Join(kept, "&")
 	ts := now().Unix()
 	s.mu.Lock()
@@ -466,6 +477,33 @@ func (s *Signed) Apply(_ *Client, req *http.Request) error {
 	kept = append(kept, "timestamp="+strconv.FormatInt(ts, 10), "apiKey="+url.QueryEscape(s.APIKey), "signature="+sig)
 	req.URL.RawQuery = strings.Join(kept, "&")
 	return nil
+}
+
+// requestBodyHash returns the lower-case hex SHA-256 of req's body (of the
+// empty string when there is none), leaving the body to be sent.
+func requestBodyHash(req *http.Request) (string, error) {
+	var body []byte
+	switch {
+	case req.GetBody != nil:
+		rc, err := req.GetBody()
+		if err != nil {
+			return "", err
+		}
+		body, err = io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return "", err
+		}
+	case req.Body != nil && req.Body != http.NoBody:
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return "", err
+		}
+		req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // Retry implements Authenticator: a refused signature is not retried.

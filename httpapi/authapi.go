@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -58,23 +61,69 @@ type loginBody struct {
 	IncludePasswordHash *bool  `json:"include_password_hash,omitempty"`
 }
 
-// decodeLogin reads a login body as JSON or as an HTML form; unknown
-// fields are refused either way. allowPK admits the public-key token flags.
+// decodeLogin reads a sign-in body: JSON (application/json or +json) or an
+// HTML form (application/x-www-form-urlencoded). A body without a
+// Content-Type, or a form-typed body that is a JSON object (what
+// `curl -d '{...}'` sends), is read by its shape; anything else is 415.
+// Unknown fields are refused either way. No problem it returns ever holds
+// anything from the body but the names of the known fields (docs/auth.md,
+// "Sign-in bodies"). allowPK admits the public-key token
+// flags.
 func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
-	var in loginBody
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if mt == "application/x-www-form-urlencoded" {
-		raw, err := io.ReadAll(r.Body)
-		if err != nil {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
 			return nil, err
 		}
+		return nil, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
+	}
+	unsupported := yard.Errorf(yard.EUNSUPPORTED, "Send the sign-in body as application/json or application/x-www-form-urlencoded (UTF-8).")
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	isObject := len(trimmed) > 0 && trimmed[0] == '{'
+	asJSON := false
+	if ct := r.Header.Get("Content-Type"); ct == "" {
+		if !isObject && !bytes.Contains(raw, []byte("=")) {
+			return nil, unsupported
+		}
+		asJSON = isObject
+	} else {
+		mt, params, err := mime.ParseMediaType(ct)
+		if err != nil {
+			return nil, unsupported
+		}
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return nil, unsupported
+		}
+		switch {
+		case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+			asJSON = true
+		case mt == "application/x-www-form-urlencoded":
+			asJSON = isObject
+		default:
+			return nil, unsupported
+		}
+	}
+	var in loginBody
+	if asJSON {
+		if err := unmarshalStrict(raw, &in); err != nil {
+			return nil, loginDecodeError(err, allowPK)
+		}
+		if !allowPK && (in.BindIP != nil || in.IncludePasswordHash != nil) {
+			return nil, yard.Invalid("The request body has an unknown field.", yard.FieldError{Field: "bind_ip", Message: "is not a field of this resource"})
+		}
+	} else {
 		form, err := url.ParseQuery(string(raw))
 		if err != nil {
 			return nil, yard.Errorf(yard.EMALFORMED, "The form body cannot be parsed.")
 		}
 		for k, v := range form {
 			if len(v) != 1 {
-				return nil, yard.Invalid("A form field is repeated.", yard.FieldError{Field: k, Message: "must appear once"})
+				f := unknownLoginField(allowPK)
+				if k == "username" || k == "password" || k == "bind_ip" || k == "include_password_hash" {
+					f = yard.FieldError{Field: k, Message: "must appear once"}
+				}
+				return nil, yard.Invalid("A form field is repeated.", f)
 			}
 			switch k {
 			case "username":
@@ -92,15 +141,8 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 					in.IncludePasswordHash = &b
 				}
 			default:
-				return nil, yard.Invalid("The request body has an unknown field.", yard.FieldError{Field: k, Message: "is not a field of this resource"})
+				return nil, yard.Invalid("The request body has an unknown field.", unknownLoginField(allowPK))
 			}
-		}
-	} else {
-		if err := decodeJSON(r, &in); err != nil {
-			return nil, err
-		}
-		if !allowPK && (in.BindIP != nil || in.IncludePasswordHash != nil) {
-			return nil, yard.Invalid("The request body has an unknown field.", yard.FieldError{Field: "bind_ip", Message: "is not a field of this resource"})
 		}
 	}
 	if in.Username == "" || in.Password == "" {
@@ -108,6 +150,58 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A user name and a password are required.")
 	}
 	return &in, nil
+}
+
+// unknownLoginField is the problem entry for a field a sign-in body must
+// not have. Its name is not repeated: in a sign-in body anything may be a
+// secret (a JSON document read as a form is one long "name").
+func unknownLoginField(allowPK bool) yard.FieldError {
+	msg := "the body has a field other than username and password"
+	if allowPK {
+		msg = "the body has a field other than username, password, bind_ip and include_password_hash"
+	}
+	return yard.FieldError{Field: "(body)", Message: msg}
+}
+
+var jsonPositionRe = regexp.MustCompile(`line \d+, column \d+`)
+
+// loginDecodeError rewrites an error of the JSON decoder for a sign-in
+// body: the decoder's own text may quote the input, so the problem keeps
+// only the code, the position and the names of known or name-like fields,
+// with fixed messages.
+func loginDecodeError(err error, allowPK bool) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return err
+	}
+	var e *yard.Error
+	if !errors.As(err, &e) {
+		return yard.Errorf(yard.EMALFORMED, "The sign-in body is not a JSON object with username and password.")
+	}
+	switch e.Code {
+	case yard.EMALFORMED:
+		msg := "The sign-in body is not a JSON object with username and password"
+		if pos := jsonPositionRe.FindString(e.Message); pos != "" {
+			msg += " (at " + pos + ")"
+		}
+		return yard.Errorf(yard.EMALFORMED, "%s.", msg)
+	case yard.EINVALID:
+		out := &yard.Error{Code: yard.EINVALID, Message: "The sign-in body has a bad field."}
+		for _, f := range e.Fields {
+			switch f.Field {
+			case "username", "password":
+				out.Fields = append(out.Fields, yard.FieldError{Field: f.Field, Message: "must be a string, given once"})
+			case "bind_ip", "include_password_hash":
+				out.Fields = append(out.Fields, yard.FieldError{Field: f.Field, Message: "must be true or false, given once"})
+			default:
+				out.Fields = append(out.Fields, unknownLoginField(allowPK))
+			}
+		}
+		return out
+	case yard.EUNSUPPORTED, yard.ETOOLARGE:
+		return err
+	}
+	return yard.Errorf(yard.EMALFORMED, "The sign-in body is not a JSON object with username and password.")
 }
 
 // sessionView is the body of POST /sessions and GET /sessions/{key}.
@@ -341,7 +435,7 @@ func (s *Server) handlePKToken(w http.ResponseWriter, r *http.Request) {
 	var tok string
 	var exp time.Time
 	if err == nil {
-		opt := auth.PKOptions{}
+		opt := auth.PKOptions{Context: r.Context()}
 		if in.BindIP != nil && *in.BindIP {
 			opt.BindIP = auth.ClientIP(r)
 		}

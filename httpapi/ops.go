@@ -142,6 +142,7 @@ func (s *Server) OpenAPI() ([]byte, error) {
 					if _, has400 := resp["400"]; !has400 {
 						resp["400"] = map[string]any{"$ref": "#/components/responses/BadRequest"}
 					}
+					addSignedQueryParams(o)
 				}
 			}
 		}

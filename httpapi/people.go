@@ -54,7 +54,7 @@ func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	creds, err := auth.NewCredentials(u.Name, in.Password)
+	creds, err := auth.NewCredentialsContext(r.Context(), u.Name, in.Password)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -173,7 +173,7 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 	}
 	var creds *yard.Credentials
 	if in.Password != nil {
-		if creds, err = auth.NewCredentials(probe.Name, *in.Password); err != nil {
+		if creds, err = auth.NewCredentialsContext(r.Context(), probe.Name, *in.Password); err != nil {
 			s.error(w, r, err)
 			return
 		}

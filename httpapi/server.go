@@ -140,6 +140,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
 	}
+	if err := auth.SingleAuthorization(r); err != nil {
+		// Before routing: public and sign-in endpoints too (docs/auth.md).
+		s.error(sw, r, err)
+		return
+	}
 	h, pattern := s.mux.Handler(r)
 	if pattern == "" {
 		s.unrouted(sw, r, h)

@@ -23,6 +23,10 @@ type authFlags struct {
 	pkTTL       time.Duration
 	keyRotation time.Duration
 	cacheTTL    time.Duration
+	// Hardening (docs/auth.md, "Login rate limit", "Signed requests").
+	hashConcurrency int
+	hashQueue       int
+	signedBinding   bool
 }
 
 func (f *authFlags) register(fs *flag.FlagSet) {
@@ -33,7 +37,10 @@ func (f *authFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.signingKey, "signing-key", "", "Ed25519 private key file (PKCS #8 PEM) for public-key tokens, instead of the rotating keys in DATA/keys/ed25519")
 	fs.DurationVar(&f.pkTTL, "pk-token-ttl", time.Hour, "lifetime of public-key tokens")
 	fs.DurationVar(&f.keyRotation, "key-rotation", 30*24*time.Hour, "make a new token signing key at start when the newest is older than this (0: never)")
-	fs.DurationVar(&f.cacheTTL, "auth-cache-ttl", 5*time.Second, "how long a process trusts what it read of a user, session or API key")
+	fs.DurationVar(&f.cacheTTL, "auth-cache-ttl", 5*time.Second, "how long a process trusts what it read of a user, password, session or API key")
+	fs.IntVar(&f.hashConcurrency, "hash-concurrency", 0, "password hashes (argon2id, 19 MiB each) run at once by this process (0: one fewer than the cores, at least 1)")
+	fs.IntVar(&f.hashQueue, "hash-queue", -1, "password checks that may wait for a hashing slot; past it they answer 503 (-1: four per slot)")
+	fs.BoolVar(&f.signedBinding, "signed-require-binding", false, "signed requests with unsafe methods must sign the query variables method and bodyhash")
 }
 
 func init() {
@@ -49,6 +56,13 @@ func wireAuth(ctx context.Context, a *app) error {
 	if err := a.db.OpenSignatureLog(); err != nil {
 		return err
 	}
+	if c.auth.hashConcurrency < 0 {
+		return usageError("--hash-concurrency must be 0 or more")
+	}
+	// One bound on password hashing for the whole process, and login
+	// attempts counted in the store, shared by every process on it.
+	auth.Hashing = auth.NewHashGate(c.auth.hashConcurrency, c.auth.hashQueue, 0)
+	a.api.Limiter.Store = a.db
 	kit, err := auth.NewKit(ctx, auth.Config{
 		Store: a.db, Limiter: a.api.Limiter, Basic: a.api.Basic,
 		KeyDir: filepath.Join(c.data, "keys"), Issuer: c.baseURL,
@@ -61,6 +75,7 @@ func wireAuth(ctx context.Context, a *app) error {
 	if err != nil {
 		return fmt.Errorf("authentication: %w", err)
 	}
+	kit.Signed.RequireBinding = c.auth.signedBinding
 	a.api.Auth, a.api.Kit = kit.Chain, kit
 	a.background = append(a.background, func(ctx context.Context) {
 		t := time.NewTicker(time.Minute)

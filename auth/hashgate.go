@@ -1,0 +1,93 @@
+package auth
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+// HashGate bounds the slow password hashing (argon2id, about 19 MiB and
+// tens of milliseconds each) of the whole process: at most Slots run at
+// once, at most Queue more wait for a slot (each for at most MaxWait), and
+// any further one is refused at once with 503 and Retry-After. Memory spent
+// on hashing is thus at most Slots × 19 MiB, however many sign-ins arrive
+// (docs/auth.md, "Login rate limit").
+type HashGate struct {
+	slots   chan struct{}
+	queue   chan struct{}
+	maxWait time.Duration
+	runs    atomic.Int64
+	refused atomic.Int64
+}
+
+// NewHashGate returns a gate of slots concurrent hashes, queue waiting ones
+// and the longest wait for a slot. slots <= 0 takes DefaultHashSlots;
+// queue < 0 takes four per slot.
+func NewHashGate(slots, queue int, maxWait time.Duration) *HashGate {
+	if slots <= 0 {
+		slots = DefaultHashSlots()
+	}
+	if queue < 0 {
+		queue = 4 * slots
+	}
+	if maxWait <= 0 {
+		maxWait = 2 * time.Second
+	}
+	return &HashGate{slots: make(chan struct{}, slots), queue: make(chan struct{}, queue), maxWait: maxWait}
+}
+
+// DefaultHashSlots is one fewer than the processors Go uses (at least
+// one): hashing never takes every core from the requests that need none.
+func DefaultHashSlots() int { return max(1, runtime.GOMAXPROCS(0)-1) }
+
+// Hashing is the process-wide gate every password hash and verification
+// goes through. Set it at start-up, before serving.
+var Hashing = NewHashGate(0, -1, 0)
+
+// Slots returns how many hashes may run at once.
+func (g *HashGate) Slots() int { return cap(g.slots) }
+
+// Runs returns how many hashes have run through the gate.
+func (g *HashGate) Runs() int64 { return g.runs.Load() }
+
+// Refused returns how many hashes the gate refused (busy).
+func (g *HashGate) Refused() int64 { return g.refused.Load() }
+
+func (g *HashGate) busy() error {
+	g.refused.Add(1)
+	return &yard.Error{Code: yard.EUNAVAILABLE, Message: "The server is busy checking passwords; try again shortly.", RetryAfter: 1}
+}
+
+// Do runs f when a slot is free, waiting in the queue if there is room, or
+// returns EUNAVAILABLE (503 with Retry-After) or the context's error.
+func (g *HashGate) Do(ctx context.Context, f func()) error {
+	select {
+	case g.slots <- struct{}{}:
+	default:
+		select {
+		case g.queue <- struct{}{}:
+		default:
+			return g.busy()
+		}
+		t := time.NewTimer(g.maxWait)
+		select {
+		case g.slots <- struct{}{}:
+			<-g.queue
+			t.Stop()
+		case <-t.C:
+			<-g.queue
+			return g.busy()
+		case <-ctx.Done():
+			<-g.queue
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	defer func() { <-g.slots }()
+	g.runs.Add(1)
+	f()
+	return nil
+}
