@@ -67,7 +67,10 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 // OpenAPI returns the OpenAPI 3.1 document of the API: base.json with the
 // paths and schemas of every other fragment in openapi/ merged in, and the
 // server URL set to the base URL.
+// It is built once, on first use, and safe to call from any goroutine.
 func (s *Server) OpenAPI() ([]byte, error) {
+	s.openapiMu.Lock()
+	defer s.openapiMu.Unlock()
 	if s.openapi != nil {
 		return s.openapi, nil
 	}
