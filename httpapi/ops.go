@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/store"
 )
 
 //go:embed openapi/*.json
@@ -235,8 +236,12 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	if s.storeDown.Load() {
+		s.error(w, r, &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store is not reachable.", RetryAfter: store.UnavailableRetryAfter})
+		return
+	}
 	if err := s.DB.Ping(ctx); err != nil {
-		s.error(w, r, yard.Errorf(yard.EUNAVAILABLE, "The store is not reachable."))
+		s.error(w, r, &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store is not reachable.", RetryAfter: store.UnavailableRetryAfter})
 		return
 	}
 	if pending, err := s.DB.Pending(ctx); err != nil || pending {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,6 +58,8 @@ type Server struct {
 	openapi    []byte
 	// openapiMu guards openapi, built on first use by concurrent requests.
 	openapiMu sync.Mutex
+	// storeDown is set while the store cannot be reached (outage.go).
+	storeDown atomic.Bool
 }
 
 type route struct{ Method, Pattern string }
@@ -262,7 +265,11 @@ func (s *Server) observe(r *http.Request, pattern string, status int, d time.Dur
 		s.metrics.latency.WithLabelValues(r.Method, label).Observe(d.Seconds())
 	}
 	level := slog.LevelInfo
-	if status >= 500 {
+	switch {
+	case status == http.StatusServiceUnavailable:
+		// An unreachable store is logged once per episode (outage.go).
+		level = slog.LevelWarn
+	case status >= 500:
 		level = slog.LevelError
 	}
 	if s.Logger.Enabled(r.Context(), level) {

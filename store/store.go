@@ -171,9 +171,15 @@ func (db *DB) SignatureWriters() int {
 	return 1
 }
 
+// SQLiteBusyTimeout is how long an SQLite statement waits for a lock held
+// by another connection (or process) before the store answers
+// unavailable (Unavailable). Set it before Open.
+var SQLiteBusyTimeout = 10 * time.Second
+
 func openSQLite(path string, writer bool) (*sql.DB, error) {
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+	busy := fmt.Sprintf("busy_timeout(%d)", SQLiteBusyTimeout.Milliseconds())
+	for _, p := range []string{"journal_mode(WAL)", busy, "foreign_keys(1)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
 	if writer {
