@@ -142,6 +142,11 @@ func (s *Server) OpenAPI() ([]byte, error) {
 				continue
 			}
 			if resp, ok := o["responses"].(map[string]any); ok {
+				// Any operation may meet a store that cannot be reached
+				// (docs/api.md, "503 Service Unavailable").
+				if _, has503 := resp["503"]; !has503 {
+					resp["503"] = map[string]any{"$ref": "#/components/responses/Unavailable"}
+				}
 				if _, has401 := resp["401"]; has401 {
 					if _, has400 := resp["400"]; !has400 {
 						resp["400"] = map[string]any{"$ref": "#/components/responses/BadRequest"}

@@ -27,12 +27,7 @@ func (s *Server) watchStore(since time.Time) {
 	for {
 		time.Sleep(storeDownInterval)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := s.DB.Ping(ctx)
-		if err == nil {
-			// A query, not just a connection: a starting server accepts
-			// connections before it answers.
-			_, err = s.DB.Pending(ctx)
-		}
+		err := s.DB.Reachable(ctx)
 		cancel()
 		if err != nil && strings.Contains(err.Error(), "database is closed") {
 			return // the server is shutting down

@@ -88,3 +88,29 @@ func unavailable(err error) bool {
 	}
 	return false
 }
+
+// Reachable checks that the store answers reads and can begin a write (on
+// SQLite, that no other connection holds the write lock past the busy
+// time-out); it writes nothing. The HTTP layer calls it to tell when an
+// outage is over.
+func (db *DB) Reachable(ctx context.Context) error {
+	if err := db.read.PingContext(ctx); err != nil {
+		return err
+	}
+	if _, err := db.Pending(ctx); err != nil {
+		return err
+	}
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if db.engine == SQLite {
+		// BEGIN IMMEDIATE takes the lock; a plain read settles it.
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+	}
+	return tx.Rollback()
+}
