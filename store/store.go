@@ -87,6 +87,7 @@ func Open(ctx context.Context, dsn, dataDir string) (*DB, error) {
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		db.engine, db.dsn = Postgres, dsn
+		dsn = withConnectTimeout(dsn)
 		pool, err := sql.Open("pgx", dsn)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
@@ -197,6 +198,24 @@ func openSQLite(path string, writer bool) (*sql.DB, error) {
 	}
 	d.SetConnMaxIdleTime(0)
 	return d, nil
+}
+
+// withConnectTimeout adds connect_timeout=5 (seconds) to a PostgreSQL URL
+// that sets none, so that a server that does not answer (rather than
+// refusing) makes a request answer 503 (Unavailable) in seconds, not after
+// the operating system's TCP time-out.
+func withConnectTimeout(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return dsn
+	}
+	q := u.Query()
+	if q.Has("connect_timeout") {
+		return dsn
+	}
+	q.Set("connect_timeout", "5")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // redactDSN hides a password in a connection string so it can be logged.
