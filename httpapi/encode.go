@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -204,7 +205,9 @@ func jsonError(body []byte, err error) error {
 		line, col := position(body, syn.ByteOffset+1)
 		msg := "syntax error"
 		if syn.Err != nil {
-			msg = syn.Err.Error()
+			// The decoder quotes bad input between backquotes: drop it, a
+			// problem never echoes what was sent.
+			msg = strings.Join(strings.Fields(quotedInput.ReplaceAllString(syn.Err.Error(), "")), " ")
 		}
 		return yard.Errorf(yard.EMALFORMED, "Malformed JSON at line %d, column %d (offset %d): %s.", line, col, syn.ByteOffset, msg)
 	case errors.As(err, &sem) && errors.Is(sem.Err, jsonv2.ErrUnknownName):
@@ -237,6 +240,8 @@ func jsonError(body []byte, err error) error {
 	}
 	return yard.Errorf(yard.EMALFORMED, "Malformed JSON.")
 }
+
+var quotedInput = regexp.MustCompile("`[^`]*`")
 
 // kindName names a JSON kind as the type errors do.
 func kindName(k jsontext.Kind) string {
