@@ -163,8 +163,37 @@ func ValidateCodeURL(s string) error {
 	if strings.HasPrefix(strings.TrimPrefix(u.Path, "/"), "-") || strings.Contains(u.Path, "/-") {
 		return codeURLError("path segments must not start with '-'")
 	}
-	if u.User != nil && strings.HasPrefix(u.User.Username(), "-") {
-		return codeURLError("user must not start with '-'")
+	if u.User != nil {
+		// Credentials do not belong in a URL that readers of the dog see
+		// (RFC 3986 §3.2.1 deprecates them). ssh:// may name the login
+		// user, as git@host:path does, and nothing more.
+		_, hasPassword := u.User.Password()
+		if u.Scheme != "ssh" || hasPassword || !sshUserRe.MatchString(u.User.Username()) {
+			return codeURLError("must not hold user info (a user name or password); ssh:// may only name the login user, as in ssh://git@host/path")
+		}
 	}
 	return nil
+}
+
+var sshUserRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.]*$`)
+
+// DisplayCodeURL returns a codeUrl as it may be shown to readers of the
+// dog: without user info other than an ssh login name (a value stored
+// before user info was refused keeps its password out of every answer).
+func DisplayCodeURL(s string) string {
+	if strings.HasPrefix(s, "git@") || !strings.Contains(s, "@") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	if u.User == nil {
+		return s
+	}
+	if _, hasPassword := u.User.Password(); u.Scheme == "ssh" && !hasPassword && sshUserRe.MatchString(u.User.Username()) {
+		return s
+	}
+	u.User = nil
+	return u.String()
 }

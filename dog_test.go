@@ -9,7 +9,7 @@ import (
 func TestValidateCodeURL(t *testing.T) {
 	good := []string{
 		"https://example.org/rex.git",
-		"https://user@example.org:8443/a/b.git",
+		"https://example.org:8443/a/b.git",
 		"ssh://git@example.org/rex.git",
 		"git@example.org:team/rex.git",
 		"file:///srv/git/rex.git",
@@ -36,6 +36,11 @@ func TestValidateCodeURL(t *testing.T) {
 		"http://example.org/insecure.git",
 		"ftp://example.org/x",
 		"file://remote-host/x",
+		"https://user@example.org/x.git",
+		"https://user:secret@example.org/x.git",
+		"https://:secret@example.org/x.git",
+		"ssh://git:secret@example.org/x.git",
+		"ssh://-oProxyCommand=x@example.org/x.git",
 		"file:relative/path",
 		"/plain/path",
 		"https:///nohost",
@@ -79,6 +84,21 @@ func TestValidClientID(t *testing.T) {
 	for _, id := range []string{"", "search", "ALL", "by-vendor", "-x", ".x", "a/b", "a b", string(make([]byte, 65))} {
 		if yard.ValidClientID(id) {
 			t.Errorf("%q accepted", id)
+		}
+	}
+}
+
+func TestDisplayCodeURLHidesCredentials(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:secret@example.org/x.git": "https://example.org/x.git",
+		"https://token@example.org/x.git":       "https://example.org/x.git",
+		"ssh://git:secret@example.org/x.git":    "ssh://example.org/x.git",
+		"ssh://git@example.org/x.git":           "ssh://git@example.org/x.git",
+		"git@example.org:team/x.git":            "git@example.org:team/x.git",
+		"https://example.org/x.git":             "https://example.org/x.git",
+	} {
+		if got := yard.DisplayCodeURL(in); got != want {
+			t.Errorf("DisplayCodeURL(%q): got %q, want %q", in, got, want)
 		}
 	}
 }

@@ -41,11 +41,15 @@ func gitRepo(t *testing.T) (string, func(msg string) string) {
 	return dir, commit
 }
 
+// exampleOrg lets operator commands "fetch" from example.org without a
+// network (the host is not resolved when the operator allows it).
+var exampleOrg = &fetch.Policy{AllowHosts: []string{"example.org"}}
+
 func TestGitCloneThenFetch(t *testing.T) {
 	repo, commit := gitRepo(t)
 	head := commit("second")
 	target := filepath.Join(t.TempDir(), "dogs", "rex", "code")
-	r := &fetch.Runner{Timeout: time.Minute}
+	r := &fetch.Runner{Timeout: time.Minute, Policy: &fetch.Policy{AllowDirs: []string{repo}}}
 	res, err := r.Fetch(context.Background(), "file://"+repo, target)
 	if err != nil {
 		t.Fatalf("clone: %v (%s)", err, res.Output)
@@ -70,11 +74,11 @@ func TestGitCloneThenFetch(t *testing.T) {
 }
 
 func TestMissingRepositoryFailsPermanently(t *testing.T) {
-	r := &fetch.Runner{Timeout: time.Minute}
+	r := &fetch.Runner{Timeout: time.Minute, Policy: &fetch.Policy{AllowDirs: []string{"/nonexistent"}}}
 	_, err := r.Fetch(context.Background(), "file:///nonexistent/repo.git", filepath.Join(t.TempDir(), "code"))
 	var fe *fetch.Error
-	if !errors.As(err, &fe) || fe.Temp {
-		t.Fatalf("got %v, want a permanent fetch error", err)
+	if !errors.As(err, &fe) || fe.Temp || fe.Kind != fetch.NotFound {
+		t.Fatalf("got %v, want a permanent %q", err, fetch.NotFound)
 	}
 	if !strings.Contains(fe.Output, "does not exist") && !strings.Contains(fe.Output, "not found") && !strings.Contains(fe.Output, "fatal") {
 		t.Errorf("output not captured: %q", fe.Output)
@@ -93,7 +97,7 @@ func TestHostileURLRefused(t *testing.T) {
 func TestOperatorCommandTemplateAndCleanEnv(t *testing.T) {
 	t.Setenv("YARD_SECRET_FOR_TEST", "leak")
 	dir := filepath.Join(t.TempDir(), "code")
-	r := &fetch.Runner{Command: []string{"env", "FETCH_URL={url}", "FETCH_DIR={dir}"}}
+	r := &fetch.Runner{Command: []string{"env", "FETCH_URL={url}", "FETCH_DIR={dir}"}, Policy: exampleOrg}
 	res, err := r.Fetch(context.Background(), "https://example.org/rex.git", dir)
 	if err != nil {
 		t.Fatal(err)
@@ -107,17 +111,20 @@ func TestOperatorCommandTemplateAndCleanEnv(t *testing.T) {
 	if !strings.Contains(res.Output, "GIT_TERMINAL_PROMPT=0") {
 		t.Errorf("clean environment missing git settings: %s", res.Output)
 	}
+	if !strings.Contains(res.Output, "https_proxy=http://yard:") || !strings.Contains(res.Output, "GIT_ALLOW_PROTOCOL=https\n") {
+		t.Errorf("the command is not pointed at the fetch proxy: %s", res.Output)
+	}
 	if res.Revision != "" {
 		t.Errorf("revision without a repository: %q", res.Revision)
 	}
 }
 
 func TestTimeoutKillsCommand(t *testing.T) {
-	r := &fetch.Runner{Command: []string{"sleep", "30"}, Timeout: 300 * time.Millisecond}
+	r := &fetch.Runner{Command: []string{"sleep", "30"}, Timeout: 300 * time.Millisecond, Policy: exampleOrg}
 	start := time.Now()
 	_, err := r.Fetch(context.Background(), "https://example.org/x.git", filepath.Join(t.TempDir(), "code"))
 	var fe *fetch.Error
-	if !errors.As(err, &fe) || !fe.Temp {
+	if !errors.As(err, &fe) || !fe.Temp || fe.Kind != fetch.TimedOut {
 		t.Fatalf("got %v, want a temporary time-out error", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
@@ -126,14 +133,14 @@ func TestTimeoutKillsCommand(t *testing.T) {
 }
 
 func TestOutputTruncated(t *testing.T) {
-	r := &fetch.Runner{Command: []string{"seq", "1", "100000", "{url}", "{dir}"}, MaxOutput: 100}
+	r := &fetch.Runner{Command: []string{"seq", "1", "100000", "{url}", "{dir}"}, MaxOutput: 100, Policy: exampleOrg}
 	res, err := r.Fetch(context.Background(), "https://example.org/x.git", filepath.Join(t.TempDir(), "code"))
 	// seq fails on the extra arguments; either way the output is bounded.
 	_ = err
 	if len(res.Output) > 200 {
 		t.Errorf("output not truncated: %d bytes", len(res.Output))
 	}
-	r = &fetch.Runner{Command: []string{"yes", "{url}{dir}"}, MaxOutput: 100, Timeout: 300 * time.Millisecond}
+	r = &fetch.Runner{Command: []string{"yes", "{url}{dir}"}, MaxOutput: 100, Timeout: 300 * time.Millisecond, Policy: exampleOrg}
 	_, err = r.Fetch(context.Background(), "https://example.org/x.git", filepath.Join(t.TempDir(), "code"))
 	var fe *fetch.Error
 	if !errors.As(err, &fe) || len(fe.Output) > 200 || !strings.Contains(fe.Output, "truncated") {
@@ -158,7 +165,7 @@ func TestParseCommand(t *testing.T) {
 func TestConcurrentFetchesOfOneDirectory(t *testing.T) {
 	repo, _ := gitRepo(t)
 	target := filepath.Join(t.TempDir(), "code")
-	r := &fetch.Runner{Timeout: time.Minute}
+	r := &fetch.Runner{Timeout: time.Minute, Policy: &fetch.Policy{AllowDirs: []string{repo}}}
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {

@@ -29,6 +29,8 @@ import (
 // hand (drain) so every state can be observed.
 type barkEnv struct {
 	*apitest.Env
+	// repos is the directory file:// codeUrls may point into.
+	repos string
 	svc   *jobs.Service
 	smtp  *smtptest.Server
 	texts *notify.TextOutbox
@@ -43,13 +45,14 @@ func startBarks(t *testing.T, db *store.DB) *barkEnv {
 		t.Fatal(err)
 	}
 	mailer.TLSConfig = &tls.Config{RootCAs: mails.Roots}
-	data := t.TempDir()
+	data, repos := t.TempDir(), t.TempDir()
 	texts := &notify.TextOutbox{Dir: filepath.Join(data, "outbox", "sms")}
+	fetcher := &fetch.Runner{Timeout: time.Minute, Policy: &fetch.Policy{AllowDirs: []string{repos}}}
 	svc := &jobs.Service{DB: db, Poll: 20 * time.Millisecond, Heartbeat: 50 * time.Millisecond,
-		Effects: &jobs.Effects{Mailer: mailer, Texter: texts, Fetcher: &fetch.Runner{Timeout: time.Minute}, Users: db,
+		Effects: &jobs.Effects{Mailer: mailer, Texter: texts, Fetcher: fetcher, Users: db,
 			DataDir: data, From: "yard@yard.test", Domain: "yard.test"}}
 	env := apitest.Start(t, db, func(s *httpapi.Server) { s.Barks = svc })
-	return &barkEnv{Env: env, svc: svc, smtp: mails, texts: texts, data: data}
+	return &barkEnv{Env: env, repos: repos, svc: svc, smtp: mails, texts: texts, data: data}
 }
 
 func (e *barkEnv) drain(t *testing.T) int {
@@ -82,9 +85,14 @@ func (e *barkEnv) barkCount(t *testing.T, uri string) float64 {
 	return e.Do(apitest.Request{Path: uri, User: "alice", Password: pw}).Map(t)["barkCount"].(float64)
 }
 
-func localRepo(t *testing.T) (string, string) {
+// localRepo makes a repository with one commit under root and returns
+// its file:// URL and the commit.
+func localRepo(t *testing.T, root string) (string, string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp(root, "repo-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{{"init", "--quiet"}, {"commit", "--quiet", "--allow-empty", "-m", "woof"}} {
 		cmd := exec.Command("git", append([]string{"-c", "user.name=T", "-c", "user.email=t@example.org"}, args...)...)
 		cmd.Dir = dir
@@ -104,7 +112,7 @@ func TestBarkResponses(t *testing.T) {
 		env := startBarks(t, db)
 		env.CreateUser("alice", pw)
 		env.CreateUser("bob", pw)
-		repo, head := localRepo(t)
+		repo, head := localRepo(t, env.repos)
 		dogID, dogURI := env.dog(t, "alice", map[string]any{"name": "Rex", "email": "rex@example.org", "codeUrl": repo})
 		barks := dogURI + "barks"
 		dogURL := regexp.QuoteMeta(env.URL + dogURI)

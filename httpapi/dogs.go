@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/fetch"
 )
 
 // dogView is the v1 representation of a dog (CONTRACT 5).
@@ -31,7 +32,7 @@ type barksView struct {
 
 func newDogView(d *yard.Dog) dogView {
 	v := dogView{ID: d.ID, Name: d.Name, Email: d.Email, Owner: d.Owner, BarkCount: d.BarkCount,
-		BarkEffect: d.BarkEffect, CodeURL: d.CodeURL, CodeRevision: d.CodeRevision}
+		BarkEffect: d.BarkEffect, CodeURL: yard.DisplayCodeURL(d.CodeURL), CodeRevision: d.CodeRevision}
 	if sc := d.Schedule; sc != nil {
 		b := &barksView{Next: TimestampPtr(sc.Next), Frequency: sc.Frequency, Previous: []string{}}
 		for _, t := range sc.Previous {
@@ -40,6 +41,23 @@ func newDogView(d *yard.Dog) dogView {
 		v.Barks = b
 	}
 	return v
+}
+
+// checkCodeURL applies the operator's fetch policy to a codeUrl being
+// written: 400 naming codeUrl, nothing stored (docs/barks.md, "Where
+// fetches may go"). The store checks the form again on every write.
+func (s *Server) checkCodeURL(u *string) error {
+	if u == nil || *u == "" {
+		return nil
+	}
+	policy := &fetch.Policy{}
+	if s.Barks != nil && s.Barks.Effects != nil && s.Barks.Effects.Fetcher != nil && s.Barks.Effects.Fetcher.Policy != nil {
+		policy = s.Barks.Effects.Fetcher.Policy
+	}
+	if err := policy.CheckURL(*u); err != nil {
+		return yard.Invalid("The codeUrl cannot be used.", yard.FieldError{Field: "codeUrl", Message: err.Error()})
+	}
+	return nil
 }
 
 // dogPath returns the path of a dog's identity (with the trailing slash).
@@ -143,6 +161,10 @@ func (s *Server) createDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 	}
 	if in.ID != nil || in.BarkCount != nil || in.CodeRevision != nil || in.Barks != nil {
 		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", createOnlyFields(in)...))
+		return
+	}
+	if err := s.checkCodeURL(in.CodeURL); err != nil {
+		s.error(w, r, err)
 		return
 	}
 	owner, err := checkOwner(r, in.Owner)
@@ -289,6 +311,10 @@ func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 		s.error(w, r, err)
 		return
 	}
+	if err := s.checkCodeURL(in.CodeURL); err != nil {
+		s.error(w, r, err)
+		return
+	}
 	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
 		s.error(w, r, err)
 		return
@@ -336,6 +362,10 @@ func (s *Server) createDogAt(w http.ResponseWriter, r *http.Request, v *dogVersi
 		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", createOnlyFields(dogWrite{BarkCount: in.BarkCount, CodeRevision: in.CodeRevision, Barks: in.Barks})...))
 		return
 	}
+	if err := s.checkCodeURL(in.CodeURL); err != nil {
+		s.error(w, r, err)
+		return
+	}
 	owner, err := checkOwner(r, in.Owner)
 	if err != nil {
 		s.error(w, r, err)
@@ -379,6 +409,10 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion)
 	}
 	if f := readOnlyFields(in); len(f) > 0 {
 		s.error(w, r, yard.Invalid("Read-only fields cannot be changed.", f...))
+		return
+	}
+	if err := s.checkCodeURL(in.CodeURL); err != nil {
+		s.error(w, r, err)
 		return
 	}
 	if in.Owner != nil {

@@ -56,7 +56,7 @@ var dogV2 = &dogVersion{
 		return dogV2View{
 			ID: d.ID, Name: d.Name, Email: d.Email,
 			Owner:     ownerLink{ID: d.Owner, Href: s.url("/v1/people/" + d.Owner)},
-			BarkCount: d.BarkCount, BarkEffect: d.BarkEffect, CodeURL: d.CodeURL, CodeRevision: d.CodeRevision,
+			BarkCount: d.BarkCount, BarkEffect: d.BarkEffect, CodeURL: yard.DisplayCodeURL(d.CodeURL), CodeRevision: d.CodeRevision,
 			Schedule: v1.Barks,
 			Links: map[string]link{
 				"self":                {s.url("/v2/dogs/" + d.ID)},

@@ -61,6 +61,13 @@ func isTemporary(err error) bool {
 	return true
 }
 
+// timedOut reports whether err ended on a time limit (a fetch that stalled
+// or ran too long).
+func timedOut(err error) bool {
+	var t interface{ TimedOut() bool }
+	return errors.As(err, &t) && t.TimedOut()
+}
+
 // MessageID returns the id carried by the messages of a bark task, the same
 // on every attempt, so a repeated message is recognisable.
 func (e *Effects) MessageID(barkID string) string {
@@ -116,18 +123,17 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (sto
 	}
 	res, err := e.Fetcher.Fetch(ctx, d.CodeURL, e.CodeDir(d.ID))
 	if err != nil {
-		var fe *fetch.Error
-		if errors.As(err, &fe) {
-			return store.TaskResult{Output: fe.Output}, err
-		}
-		return store.TaskResult{Output: res.Output}, err
+		// The error names a category (fetch.Kind); what git said may
+		// hold network details (addresses, the state of a port) and
+		// stays in the operator's log.
+		return store.TaskResult{}, err
 	}
 	var out strings.Builder
 	out.WriteString(res.Output)
 	if out.Len() > 0 && !strings.HasSuffix(res.Output, "\n") {
 		out.WriteString("\n")
 	}
-	fmt.Fprintf(&out, "fetched %s at revision %s\n", d.CodeURL, res.Revision)
+	fmt.Fprintf(&out, "fetched %s at revision %s\n", yard.DisplayCodeURL(d.CodeURL), res.Revision)
 	owner, err := e.Users.FindUserByID(ctx, d.Owner)
 	switch {
 	case err != nil:

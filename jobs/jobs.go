@@ -34,6 +34,12 @@ const (
 	DefaultHeartbeat     = time.Second
 	DefaultMaxAttempts   = 5
 	DefaultScheduleEvery = time.Second
+	DefaultFetchWorkers  = 2
+	DefaultFetchPerUser  = 1
+	// A fetch that timed out is tried at most this often in all, the
+	// retry after DefaultTimeoutBackoff (doubling).
+	DefaultTimeoutAttempts = 2
+	DefaultTimeoutBackoff  = time.Minute
 )
 
 // Service runs the barks of one process.
@@ -43,8 +49,14 @@ type Service struct {
 	Logger  *slog.Logger
 	// Owner names this process in task leases.
 	Owner string
-	// Workers is the number of tasks run at once.
-	Workers int
+	// Workers is the number of store-effect tasks (email, email-count,
+	// record) run at once; FetchWorkers the number of fetch-code tasks, in
+	// a pool of their own, so a slow fetch never holds up the others.
+	Workers, FetchWorkers int
+	// FetchPerUser bounds the fetch-code tasks running at once for the
+	// dogs of one owner, across the processes sharing the store; a dog
+	// never has two running.
+	FetchPerUser int
 	// Poll is how often idle workers look for due tasks (tasks enqueued by
 	// this process wake them at once).
 	Poll time.Duration
@@ -56,6 +68,11 @@ type Service struct {
 	MaxAttempts int
 	// Backoff is the wait before the next attempt (attempt counts from 1).
 	Backoff func(attempt int) time.Duration
+	// TimeoutAttempts and TimeoutBackoff replace MaxAttempts and Backoff
+	// for a task whose last try ended on a time limit (a fetch that
+	// stalled): such a task waits longer and stops sooner.
+	TimeoutAttempts int
+	TimeoutBackoff  func(attempt int) time.Duration
 	// ScheduleEvery is how often the scheduler looks for due slots.
 	ScheduleEvery time.Duration
 	// SyncTimeout bounds the effect of a synchronous bark.
@@ -64,10 +81,11 @@ type Service struct {
 	// succeeded, failed, retry, canceled or released.
 	Observe func(effect, outcome string, d time.Duration)
 
-	once    sync.Once
-	wake    chan struct{}
-	mu      sync.Mutex
-	running map[string]context.CancelCauseFunc
+	once      sync.Once
+	wake      chan struct{}
+	wakeFetch chan struct{}
+	mu        sync.Mutex
+	running   map[string]context.CancelCauseFunc
 }
 
 var (
@@ -95,6 +113,20 @@ func (s *Service) init() {
 		if s.Backoff == nil {
 			s.Backoff = Backoff
 		}
+		if s.FetchWorkers <= 0 {
+			s.FetchWorkers = DefaultFetchWorkers
+		}
+		if s.FetchPerUser <= 0 {
+			s.FetchPerUser = DefaultFetchPerUser
+		}
+		if s.TimeoutAttempts <= 0 {
+			s.TimeoutAttempts = DefaultTimeoutAttempts
+		}
+		if s.TimeoutBackoff == nil {
+			s.TimeoutBackoff = func(attempt int) time.Duration {
+				return DefaultTimeoutBackoff << min(max(attempt-1, 0), 4)
+			}
+		}
 		if s.ScheduleEvery <= 0 {
 			s.ScheduleEvery = DefaultScheduleEvery
 		}
@@ -108,6 +140,7 @@ func (s *Service) init() {
 			s.Logger = slog.New(slog.DiscardHandler)
 		}
 		s.wake = make(chan struct{}, s.Workers)
+		s.wakeFetch = make(chan struct{}, s.FetchWorkers)
 		s.running = map[string]context.CancelCauseFunc{}
 	})
 }
@@ -181,9 +214,14 @@ func (s *Service) Cancel(ctx context.Context, dogID, id string) error {
 // Wake tells idle workers of this process that a task may be due.
 func (s *Service) Wake() {
 	s.init()
-	for range s.Workers {
+	wake(s.wake, s.Workers)
+	wake(s.wakeFetch, s.FetchWorkers)
+}
+
+func wake(ch chan struct{}, n int) {
+	for range n {
 		select {
-		case s.wake <- struct{}{}:
+		case ch <- struct{}{}:
 		default:
 			return
 		}
@@ -196,15 +234,20 @@ func (s *Service) Run(ctx context.Context) {
 	s.init()
 	var wg sync.WaitGroup
 	for range s.Workers {
-		wg.Go(func() { s.work(ctx) })
+		wg.Go(func() { s.work(ctx, store.ClaimFilter{Kind: store.ClaimStore}, s.wake) })
+	}
+	for range s.FetchWorkers {
+		wg.Go(func() {
+			s.work(ctx, store.ClaimFilter{Kind: store.ClaimFetch, FetchPerUser: s.FetchPerUser}, s.wakeFetch)
+		})
 	}
 	wg.Go(func() { s.schedule(ctx) })
 	wg.Wait()
 }
 
-func (s *Service) work(ctx context.Context) {
+func (s *Service) work(ctx context.Context, f store.ClaimFilter, wake chan struct{}) {
 	for ctx.Err() == nil {
-		ran, err := s.RunOne(ctx)
+		ran, err := s.runOneOf(ctx, f)
 		if ctx.Err() == nil {
 			s.logLoopError("bark worker", err)
 		}
@@ -214,7 +257,7 @@ func (s *Service) work(ctx context.Context) {
 		t := time.NewTimer(s.Poll)
 		select {
 		case <-ctx.Done():
-		case <-s.wake:
+		case <-wake:
 		case <-t.C:
 		}
 		t.Stop()
@@ -260,11 +303,16 @@ func (s *Service) Tick(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// RunOne claims one due task and runs it to its end. It reports whether
+// RunOne claims one due task of any effect (within the per-dog and
+// per-user bounds of fetches) and runs it to its end. It reports whether
 // there was a task.
 func (s *Service) RunOne(ctx context.Context) (bool, error) {
 	s.init()
-	b, token, err := s.DB.ClaimTask(ctx, s.Owner, s.Lease)
+	return s.runOneOf(ctx, store.ClaimFilter{FetchPerUser: s.FetchPerUser})
+}
+
+func (s *Service) runOneOf(ctx context.Context, f store.ClaimFilter) (bool, error) {
+	b, token, err := s.DB.ClaimTaskOf(ctx, s.Owner, s.Lease, f)
 	if err != nil || b == nil {
 		return false, err
 	}
@@ -348,6 +396,15 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 		log.Info("bark handed back at shutdown")
 		observe("released")
 		return nil
+	case timedOut(err) && b.Attempts < s.TimeoutAttempts:
+		wait := s.TimeoutBackoff(b.Attempts)
+		log.Warn("bark timed out; will retry", slog.String("error", err.Error()), slog.Duration("wait", wait))
+		observe("retry")
+		return ignoreLost(s.DB.RetryTask(wctx, b.ID, token, s.DB.Now().Add(wait), err.Error(), res.Output))
+	case timedOut(err):
+		log.Warn("bark timed out", slog.String("error", err.Error()))
+		observe(yard.BarkFailed)
+		return ignoreLost(s.DB.FailTask(wctx, b.ID, token, err.Error(), res.Output))
 	case isTemporary(err) && b.Attempts < s.MaxAttempts:
 		wait := s.Backoff(b.Attempts)
 		log.Warn("bark failed; will retry", slog.String("error", err.Error()), slog.Duration("wait", wait))

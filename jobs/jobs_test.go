@@ -70,10 +70,15 @@ func setup(t *testing.T, db *store.DB) *fixture {
 		texts: &notify.TextOutbox{Dir: filepath.Join(data, "outbox", "sms")}}
 }
 
+// testPolicy lets fetches read the tests' repositories (under the
+// temporary directory) and run operator commands "from" example.org
+// without a network.
+var testPolicy = &fetch.Policy{AllowDirs: []string{os.TempDir(), "/nonexistent"}, AllowHosts: []string{"example.org"}}
+
 func (f *fixture) service(db *store.DB) *jobs.Service {
 	return &jobs.Service{DB: db, Workers: 4, Poll: 20 * time.Millisecond, Lease: 5 * time.Second, Heartbeat: 50 * time.Millisecond,
 		Backoff: func(int) time.Duration { return time.Minute },
-		Effects: &jobs.Effects{Mailer: f.mails, Texter: f.texts, Fetcher: &fetch.Runner{Timeout: time.Minute},
+		Effects: &jobs.Effects{Mailer: f.mails, Texter: f.texts, Fetcher: &fetch.Runner{Timeout: time.Minute, Policy: testPolicy},
 			Users: db, DataDir: f.data, From: "yard@yard.test", Domain: "yard.test"}}
 }
 
@@ -336,8 +341,8 @@ func TestPermanentFailure(t *testing.T) {
 		b, _ := s.Bark(ctx, f.dog, yard.EffectFetchCode, true)
 		drain(t, s)
 		got, _ := db.FindBark(ctx, f.dog.ID, b.ID)
-		if got.Status != yard.BarkFailed || got.Error == "" || got.Output == "" {
-			t.Errorf("got %+v, want failed with error and output", got)
+		if got.Status != yard.BarkFailed || got.Error != string(fetch.NotFound) || got.Output != "" {
+			t.Errorf("got %+v, want failed with error %q and no raw output", got, fetch.NotFound)
 		}
 		if d, _ := db.FindDogByID(ctx, f.dog.ID); d.CodeRevision != "" {
 			t.Errorf("codeRevision changed to %q", d.CodeRevision)
@@ -357,7 +362,7 @@ func TestCancelRunningFromAnotherProcess(t *testing.T) {
 		}
 		s := f.service(db)
 		marker := filepath.Join(t.TempDir(), "started")
-		s.Effects.Fetcher = &fetch.Runner{Command: []string{"sh", "-c", "touch " + marker + "; sleep 30"}}
+		s.Effects.Fetcher = &fetch.Runner{Command: []string{"sh", "-c", "touch " + marker + "; sleep 30"}, Policy: testPolicy}
 		b, _ := s.Bark(ctx, f.dog, yard.EffectFetchCode, true)
 		done := make(chan error, 1)
 		start := time.Now()
@@ -649,7 +654,7 @@ func TestShutdownHandsRunningTaskBack(t *testing.T) {
 		}
 		s := f.service(db)
 		marker := filepath.Join(t.TempDir(), "started")
-		s.Effects.Fetcher = &fetch.Runner{Command: []string{"sh", "-c", "touch " + marker + "; sleep 30"}}
+		s.Effects.Fetcher = &fetch.Runner{Command: []string{"sh", "-c", "touch " + marker + "; sleep 30"}, Policy: testPolicy}
 		b, _ := s.Bark(ctx, f.dog, yard.EffectFetchCode, true)
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -666,7 +671,7 @@ func TestShutdownHandsRunningTaskBack(t *testing.T) {
 			t.Fatalf("after shutdown: status %s, attempts %d; want pending, 0", got.Status, got.Attempts)
 		}
 		next := f.service(db)
-		next.Effects.Fetcher = &fetch.Runner{Command: []string{"true"}}
+		next.Effects.Fetcher = &fetch.Runner{Command: []string{"true"}, Policy: testPolicy}
 		if n := drain(t, next); n != 1 {
 			t.Fatalf("the next process ran %d tasks, want 1", n)
 		}

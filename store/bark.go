@@ -226,15 +226,70 @@ func (db *DB) CancelBark(ctx context.Context, dogID, id string) (*yard.Bark, err
 // does the same. It returns nil when no task is due. token identifies this
 // lease: every later change of the task must present it.
 func (db *DB) ClaimTask(ctx context.Context, owner string, lease time.Duration) (b *yard.Bark, token string, err error) {
+	return db.ClaimTaskOf(ctx, owner, lease, ClaimFilter{})
+}
+
+// Kinds of task a worker pool takes (ClaimFilter.Kind).
+const (
+	ClaimAny   = ""
+	ClaimFetch = "fetch" // fetch-code tasks only
+	ClaimStore = "store" // every effect but fetch-code
+)
+
+// ClaimFilter narrows the tasks ClaimTaskOf takes.
+type ClaimFilter struct {
+	// Kind is ClaimAny, ClaimFetch or ClaimStore.
+	Kind string
+	// FetchPerUser, when above zero, bounds the fetch-code tasks running
+	// at once for the dogs of one owner, across every process sharing the
+	// store. A fetch-code task is never claimed while another of the same
+	// dog runs (with a live lease).
+	FetchPerUser int
+}
+
+// ClaimTaskOf is ClaimTask for the tasks f selects.
+func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration, f ClaimFilter) (b *yard.Bark, token string, err error) {
+	// The conditions are fixed SQL text; the bound is a parameter.
+	cond := ""
+	switch f.Kind {
+	case ClaimFetch:
+		cond = ` AND t.effect = 'fetch-code'`
+	case ClaimStore:
+		cond = ` AND t.effect <> 'fetch-code'`
+	}
+	limits := f.Kind != ClaimStore
+	if limits {
+		cond += ` AND (t.effect <> 'fetch-code' OR (
+			NOT EXISTS (SELECT 1 FROM tasks r WHERE r.dog_id = t.dog_id AND r.effect = 'fetch-code' AND r.status = 'running'
+				AND r.lease_until >= $4 AND r.id <> t.id)
+			AND (SELECT COUNT(*) FROM tasks r JOIN dogs rd ON rd.id = r.dog_id
+				WHERE r.effect = 'fetch-code' AND r.status = 'running' AND r.lease_until >= $4 AND r.id <> t.id
+				AND rd.owner_id = (SELECT owner_id FROM dogs WHERE id = t.dog_id)) < $5))`
+	}
+	perUser := int64(f.FetchPerUser)
+	if perUser <= 0 {
+		perUser = 1 << 40
+	}
 	err = db.WithTx(ctx, func(tx *Tx) error {
+		if limits && db.engine == Postgres {
+			// The bounds read other claims; claims of fetch-code tasks
+			// take turns, so two processes cannot both see room.
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7214001)`); err != nil {
+				return err
+			}
+		}
 		now := Millis(tx.Now())
 		token = yard.NewID()
+		args := []any{owner, token, now + lease.Milliseconds(), now}
+		if limits {
+			args = append(args, perUser)
+		}
 		row := tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'running', lease_owner = $1, lease_token = $2, lease_until = $3,
 			attempts = attempts + 1, started_at = CASE WHEN started_at = 0 THEN $4 ELSE started_at END
 			WHERE id = COALESCE(
-				(SELECT id FROM tasks WHERE status = 'running' AND lease_until < $4 ORDER BY lease_until LIMIT 1`+db.forUpdate(true)+`),
-				(SELECT id FROM tasks WHERE status = 'pending' AND run_at <= $4 ORDER BY run_at LIMIT 1`+db.forUpdate(true)+`))
-			RETURNING `+barkColumns, owner, token, now+lease.Milliseconds(), now)
+				(SELECT t.id FROM tasks t WHERE t.status = 'running' AND t.lease_until < $4`+cond+` ORDER BY t.lease_until LIMIT 1`+db.forUpdate(true)+`),
+				(SELECT t.id FROM tasks t WHERE t.status = 'pending' AND t.run_at <= $4`+cond+` ORDER BY t.run_at LIMIT 1`+db.forUpdate(true)+`))
+			RETURNING `+barkColumns, args...)
 		b, err = scanBark(row)
 		if errors.Is(err, sql.ErrNoRows) {
 			b, err = nil, nil

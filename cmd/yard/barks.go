@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,10 +50,20 @@ func wireBarks(_ context.Context, a *app) error {
 	if err != nil {
 		return usageError(err.Error())
 	}
-	eff.Fetcher = &fetch.Runner{Command: argv, Timeout: 5 * time.Minute}
+	fc := cfg.fetch
+	if err := fc.check(); err != nil {
+		return err
+	}
+	eff.Fetcher = &fetch.Runner{Command: argv, Timeout: fc.timeout, IdleTimeout: fc.idle,
+		Policy: &fetch.Policy{AllowDirs: fc.allowDirs, AllowHosts: fc.allowHosts},
+		Logger: a.logger.With("component", "fetch")}
+	if fc.caFile != "" {
+		eff.Fetcher.Env = append(fetch.CleanEnv(), "GIT_SSL_CAINFO="+fc.caFile)
+	}
 	host, _ := os.Hostname()
 	svc := &jobs.Service{DB: a.db, Effects: eff, Logger: a.logger.With("component", "barks"),
-		Owner: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), yard.NewID()[24:]), Workers: cfg.workers, Lease: cfg.jobLease}
+		Owner: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), yard.NewID()[24:]), Workers: cfg.workers, Lease: cfg.jobLease,
+		FetchWorkers: fc.workers, FetchPerUser: fc.perUser}
 	if cfg.workers < 1 || cfg.jobLease < time.Second {
 		return usageError("--workers must be at least 1 and --job-lease at least 1s")
 	}
@@ -79,5 +91,72 @@ func wireBarks(_ context.Context, a *app) error {
 	a.background = append(a.background, svc.Run)
 	// SQLite: checkpoint the WAL off the writer's path (see RunCheckpoints).
 	a.background = append(a.background, func(ctx context.Context) { a.db.RunCheckpoints(ctx, 200*time.Millisecond) })
+	return nil
+}
+
+// fetchFlags are the flags of fetch-code barks (docs/barks.md, "Where
+// fetches may go"; docs/configuration.md).
+type fetchFlags struct {
+	allowDirs  listFlag
+	allowHosts listFlag
+	timeout    time.Duration
+	idle       time.Duration
+	workers    int
+	perUser    int
+	caFile     string
+}
+
+func (f *fetchFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.allowDirs, "fetch-allow-dir", "directory under which file:// codeUrls may point (repeat or comma-separate; default none)")
+	fs.Var(&f.allowHosts, "fetch-allow-host", "HOST or HOST:PORT fetches may reach although it is not a public address (repeat or comma-separate; default none)")
+	fs.DurationVar(&f.timeout, "fetch-timeout", fetch.DefaultTimeout, "time limit of one fetch-code bark's fetch")
+	fs.DurationVar(&f.idle, "fetch-idle-timeout", fetch.DefaultIdleTimeout, "a fetch that receives nothing for this long ends (also bounds connecting)")
+	fs.IntVar(&f.workers, "fetch-workers", jobs.DefaultFetchWorkers, "fetch-code barks run at once by this process (apart from --workers)")
+	fs.StringVar(&f.caFile, "fetch-ca-file", "", "PEM file of the certificate authorities git trusts for https:// codeUrls (default: the system's)")
+	fs.IntVar(&f.perUser, "fetch-per-user", jobs.DefaultFetchPerUser, "fetch-code barks running at once for the dogs of one owner, across all processes")
+}
+
+func (f *fetchFlags) check() error {
+	if f.timeout < time.Second || f.idle < time.Second || f.workers < 1 || f.perUser < 1 {
+		return usageError("--fetch-timeout and --fetch-idle-timeout must be at least 1s, --fetch-workers and --fetch-per-user at least 1")
+	}
+	for i, d := range f.allowDirs {
+		abs, err := filepath.Abs(d)
+		if err != nil || d == "" {
+			return usageError("--fetch-allow-dir " + d + ": not a usable directory")
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return usageError("--fetch-allow-dir " + d + ": not a directory")
+		}
+		f.allowDirs[i] = abs
+	}
+	if f.caFile != "" {
+		abs, err := filepath.Abs(f.caFile)
+		if _, serr := os.Stat(abs); err != nil || serr != nil {
+			return usageError("--fetch-ca-file " + f.caFile + ": cannot be read")
+		}
+		f.caFile = abs
+	}
+	for _, h := range f.allowHosts {
+		if h == "" || strings.ContainsAny(h, "/@ \t") {
+			return usageError("--fetch-allow-host " + h + ": want HOST or HOST:PORT")
+		}
+	}
+	return nil
+}
+
+// listFlag collects a flag given several times or as a comma-separated
+// list.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+// Set adds the comma-separated values of one occurrence.
+func (l *listFlag) Set(s string) error {
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l = append(*l, v)
+		}
+	}
 	return nil
 }

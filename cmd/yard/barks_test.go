@@ -123,7 +123,7 @@ func TestKillWithPendingBarks(t *testing.T) {
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
 			data := t.TempDir()
-			args := []string{"--data", data, "--fetch-command", slowFetch, "--job-lease", "2s", "--workers", "2"}
+			args := []string{"--data", data, "--fetch-command", slowFetch, "--job-lease", "2s", "--workers", "2", "--fetch-allow-dir", os.TempDir()}
 			if engine == store.Postgres {
 				args = append(args, "--db", storetest.NewPostgresDatabase(t))
 			}
@@ -174,8 +174,8 @@ func TestKillWithPendingBarks(t *testing.T) {
 func TestTwoServeProcessesOnePostgres(t *testing.T) {
 	dsn := storetest.NewPostgresDatabase(t)
 	data1, data2 := t.TempDir(), t.TempDir()
-	s1 := startProcess(t, "--data", data1, "--db", dsn)
-	s2 := startProcess(t, "--data", data2, "--db", dsn)
+	s1 := startProcess(t, "--data", data1, "--db", dsn, "--fetch-allow-dir", os.TempDir())
+	s2 := startProcess(t, "--data", data2, "--db", dsn, "--fetch-allow-dir", os.TempDir())
 	s2.Password = s1.Password
 	dogURI := barkUser(t, s1, localGitRepo(t))
 

@@ -47,6 +47,8 @@ type serveConfig struct {
 	logLevel    string
 	// auth holds the flags of the token and key schemes (authwire.go).
 	auth authFlags
+	// fetch holds the flags of fetch-code barks (barks.go).
+	fetch fetchFlags
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -71,6 +73,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.jobLease, "job-lease", 30*time.Second, "lease of a running bark task; a task whose process died runs again after it")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	c.auth.register(fs)
+	c.fetch.register(fs)
 }
 
 // app is a wired server: the store, the HTTP API and the background work.
