@@ -17,7 +17,16 @@ func (s *Server) storeUnavailable(err error) {
 		return
 	}
 	s.Logger.Warn("store unavailable: answering 503 until it is reachable again", slog.String("error", err.Error()))
+	s.downSince.Store(time.Now().UnixMilli())
 	go s.watchStore(time.Now())
+}
+
+// storeBack ends an episode (once, whoever notices first: the watcher or
+// /readyz).
+func (s *Server) storeBack(since time.Time) {
+	if s.storeDown.CompareAndSwap(true, false) {
+		s.Logger.Info("store reachable again", slog.Duration("unavailable_for", time.Since(since).Round(time.Millisecond)))
+	}
 }
 
 // storeDownInterval is how often the watcher pings an unreachable store.
@@ -32,9 +41,11 @@ func (s *Server) watchStore(since time.Time) {
 		if err != nil && strings.Contains(err.Error(), "database is closed") {
 			return // the server is shutting down
 		}
+		if !s.storeDown.Load() {
+			return // /readyz saw it back first
+		}
 		if err == nil {
-			s.storeDown.Store(false)
-			s.Logger.Info("store reachable again", slog.Duration("unavailable_for", time.Since(since).Round(time.Millisecond)))
+			s.storeBack(since)
 			return
 		}
 	}

@@ -60,6 +60,8 @@ type Server struct {
 	openapiMu sync.Mutex
 	// storeDown is set while the store cannot be reached (outage.go).
 	storeDown atomic.Bool
+	// downSince is when the current outage began (Unix milliseconds).
+	downSince atomic.Int64
 }
 
 type route struct{ Method, Pattern string }
