@@ -139,7 +139,7 @@ func checkText(v string) string {
 		return "is required"
 	case !utf8.ValidString(v) || utf8.RuneCountInString(v) > MaxCarText:
 		return "must be at most 64 characters of UTF-8 text"
-	case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+	case HasControl(v):
 		return "must not hold control characters"
 	}
 	return ""

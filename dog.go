@@ -86,6 +86,8 @@ func ValidateDog(d *Dog) error {
 	var fields []FieldError
 	if strings.TrimSpace(d.Name) == "" || len(d.Name) > 200 {
 		fields = append(fields, FieldError{"name", "must be 1-200 characters"})
+	} else if HasControl(d.Name) {
+		fields = append(fields, FieldError{"name", "must not hold control characters"})
 	}
 	if !ValidEmail(d.Email) {
 		fields = append(fields, FieldError{"email", "must be a plain e-mail address"})

@@ -102,7 +102,7 @@ func ValidateUser(u *User) error {
 
 // ValidEmail reports whether s is a bare address such as dog@example.org.
 func ValidEmail(s string) bool {
-	if len(s) > 254 || strings.ContainsAny(s, " \t\r\n<>") {
+	if len(s) > 254 || strings.ContainsAny(s, " <>") || HasControl(s) {
 		return false
 	}
 	a, err := mail.ParseAddress(s)

@@ -285,12 +285,8 @@ func readJSONBody(r *http.Request) ([]byte, error) {
 		}
 		return nil, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, yard.Errorf(yard.EMALFORMED, "The request body is empty; a JSON document is required.")
-	}
-	if !json.Valid(body) {
-		var v any
-		return nil, jsonError(body, json.Unmarshal(body, &v))
+	if err := checkJSON(body); err != nil {
+		return nil, err
 	}
 	return body, nil
 }
@@ -437,9 +433,11 @@ func (in carWrite) update() yard.CarUpdate {
 	return u
 }
 
-// nullFields refuses null for members other than garage: a merge patch
-// (RFC 7396) null removes a member, and a car's other fields cannot be
-// removed. body is the raw request body, already known to be valid JSON.
+// nullFields refuses null for members other than the allowed (optional)
+// ones: a merge patch (RFC 7396) null removes a member, and a required
+// field cannot be removed. body is the raw request body, already known to
+// be valid JSON. Every write body with required fields goes through it
+// (cars, garages, dogs, people).
 func nullFields(body []byte, allowed ...string) error {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) != nil {
@@ -453,9 +451,19 @@ func nullFields(body []byte, allowed ...string) error {
 	}
 	if len(f) > 0 {
 		sortFields(f)
-		return yard.Invalid("Only garage may be null.", f...)
+		return yard.Invalid("A required field cannot be null (in a merge patch, null removes a member).", f...)
 	}
 	return nil
+}
+
+// nullMember reports whether body's top-level member name is null.
+func nullMember(body []byte, name string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return false
+	}
+	v, ok := m[name]
+	return ok && string(bytes.TrimSpace(v)) == "null"
 }
 
 // decodeWrite reads a write body into v strictly and refuses null members

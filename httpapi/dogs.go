@@ -407,6 +407,16 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion)
 		s.error(w, r, err)
 		return
 	}
+	// A merge patch null removes a member (RFC 7396): codeUrl and the
+	// schedule can be removed, the other fields cannot.
+	if err := nullFields(in.body, "codeUrl", "barks", "schedule"); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if in.CodeURL == nil && nullMember(in.body, "codeUrl") {
+		none := ""
+		in.CodeURL = &none
+	}
 	if f := readOnlyFields(in); len(f) > 0 {
 		s.error(w, r, yard.Invalid("Read-only fields cannot be changed.", f...))
 		return

@@ -10,9 +10,14 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/yard-api/yard"
 )
@@ -95,51 +100,166 @@ func readJSON(r *http.Request, v any) ([]byte, error) {
 	return body, unmarshalStrict(body, v)
 }
 
-// unmarshalStrict decodes a JSON document into v, refusing unknown fields.
+// unmarshalStrict decodes a JSON document into v. It is the one JSON
+// decoder of the API (docs/api.md, "Strict input"): the document must be
+// well-formed UTF-8 with nothing after it; no object may hold two members
+// whose names are equal or differ only in case; member names match struct
+// fields exactly, and unknown members are refused. Errors say where (line,
+// column) and name the member, never echoing a value.
 func unmarshalStrict(body []byte, v any) error {
+	if err := checkJSON(body); err != nil {
+		return err
+	}
+	if err := jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return jsonError(body, err)
+	}
+	return nil
+}
+
+// checkJSON checks that body is one strict JSON document (see
+// unmarshalStrict) without decoding it into anything, for parsers that read
+// the body themselves.
+func checkJSON(body []byte) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return yard.Errorf(yard.EMALFORMED, "The request body is empty; a JSON document is required.")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonError(body, err)
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	// names holds, for each open object, its member names folded to lower
+	// case; nil for an open array.
+	var names []map[string]bool
+	for {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return jsonError(body, err)
+		}
+		switch tok.Kind() {
+		case '{':
+			names = append(names, map[string]bool{})
+		case '[':
+			names = append(names, nil)
+		case '}', ']':
+			names = names[:len(names)-1]
+		case '"':
+			// A string token at an odd position of an object is a name.
+			if n := len(names); n > 0 && names[n-1] != nil {
+				if _, length := dec.StackIndex(dec.StackDepth()); length%2 == 1 {
+					name := tok.String()
+					key := strings.ToLower(name)
+					if names[n-1][key] {
+						return duplicateMember(body, dec, name)
+					}
+					names[n-1][key] = true
+				}
+			}
+		}
+		if len(names) == 0 {
+			break
+		}
 	}
-	if dec.More() {
-		return yard.Errorf(yard.EMALFORMED, "The request body holds data after the JSON document (offset %d).", dec.InputOffset())
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := dec.ReadToken(); err != io.EOF {
 		return yard.Errorf(yard.EMALFORMED, "The request body holds data after the JSON document (offset %d).", dec.InputOffset())
 	}
 	return nil
 }
 
+// duplicateMember is the error for a member whose name, ignoring case,
+// an earlier member of the same object already has.
+func duplicateMember(body []byte, dec *jsontext.Decoder, name string) error {
+	field := pointerField(dec.StackPointer())
+	line, col := position(body, dec.InputOffset())
+	return &yard.Error{Code: yard.EINVALID,
+		Message: fmt.Sprintf("The JSON object at line %d, column %d has a member twice (names differing only in case are the same member).", line, col),
+		Fields:  []yard.FieldError{{Field: field, Message: "appears more than once in its object (names are compared ignoring case)"}}}
+}
+
+// pointerField renders an RFC 6901 JSON pointer as a field path:
+// "/barks/next" is "barks.next".
+func pointerField(p jsontext.Pointer) string {
+	var parts []string
+	for tok := range p.Tokens() {
+		parts = append(parts, tok)
+	}
+	if len(parts) == 0 {
+		return "(document)"
+	}
+	return strings.Join(parts, ".")
+}
+
 func jsonError(body []byte, err error) error {
-	var syn *json.SyntaxError
+	var syn *jsontext.SyntacticError
+	var sem *jsonv2.SemanticError
 	var typ *json.UnmarshalTypeError
+	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(err, &syn):
-		line, col := position(body, syn.Offset)
-		return yard.Errorf(yard.EMALFORMED, "Malformed JSON at line %d, column %d (offset %d): %s.", line, col, syn.Offset, syn.Error())
-	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "(document)"
-		}
-		return &yard.Error{Code: yard.EINVALID, Message: "A field has the wrong type.",
-			Fields: []yard.FieldError{{Field: field, Message: fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value)}}}
+	case errors.As(err, &mbe):
+		return err
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return yard.Errorf(yard.EMALFORMED, "The JSON document ends too early.")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+	case errors.As(err, &syn) && errors.Is(syn.Err, jsontext.ErrDuplicateName):
+		field := pointerField(syn.JSONPointer)
+		line, col := position(body, syn.ByteOffset+1)
+		return &yard.Error{Code: yard.EINVALID,
+			Message: fmt.Sprintf("The JSON object at line %d, column %d has a member twice (names differing only in case are the same member).", line, col),
+			Fields:  []yard.FieldError{{Field: field, Message: "appears more than once in its object (names are compared ignoring case)"}}}
+	case errors.As(err, &syn):
+		line, col := position(body, syn.ByteOffset+1)
+		msg := "syntax error"
+		if syn.Err != nil {
+			// The decoder quotes bad input between backquotes: drop it, a
+			// problem never echoes what was sent.
+			msg = strings.Join(strings.Fields(quotedInput.ReplaceAllString(syn.Err.Error(), "")), " ")
+		}
+		return yard.Errorf(yard.EMALFORMED, "Malformed JSON at line %d, column %d (offset %d): %s.", line, col, syn.ByteOffset, msg)
+	case errors.As(err, &sem) && errors.Is(sem.Err, jsonv2.ErrUnknownName):
 		return &yard.Error{Code: yard.EINVALID, Message: "The request body has an unknown field.",
-			Fields: []yard.FieldError{{Field: name, Message: "is not a field of this resource"}}}
+			Fields: []yard.FieldError{{Field: pointerField(sem.JSONPointer), Message: "is not a field of this resource (names match exactly, case included)"}}}
+	case errors.As(err, &sem):
+		field := pointerField(sem.JSONPointer)
+		want := "of another type"
+		t := sem.GoType
+		if errors.As(err, &typ) && typ.Type != nil {
+			t = typ.Type
+		}
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t != nil {
+			want = jsonKind(t.Kind().String())
+		}
+		got := kindName(sem.JSONKind)
+		if t != nil && got == "number" && (want == "a number") {
+			return &yard.Error{Code: yard.EINVALID, Message: "A field has a number out of range.",
+				Fields: []yard.FieldError{{Field: field, Message: "must be a whole number in range"}}}
+		}
+		if got == "" {
+			return &yard.Error{Code: yard.EINVALID, Message: "A field has the wrong type.",
+				Fields: []yard.FieldError{{Field: field, Message: "must be " + want}}}
+		}
+		return &yard.Error{Code: yard.EINVALID, Message: "A field has the wrong type.",
+			Fields: []yard.FieldError{{Field: field, Message: fmt.Sprintf("must be %s, not %s", want, got)}}}
 	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return err
+	return yard.Errorf(yard.EMALFORMED, "Malformed JSON.")
+}
+
+var quotedInput = regexp.MustCompile("`[^`]*`")
+
+// kindName names a JSON kind as the type errors do.
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
 	}
-	return yard.Errorf(yard.EMALFORMED, "Malformed JSON: %s.", strings.TrimPrefix(err.Error(), "json: "))
+	return ""
 }
 
 func jsonKind(k string) string {
@@ -176,9 +296,14 @@ func requireJSON(r *http.Request) error {
 	if ct == "" {
 		return nil
 	}
-	mt, _, err := mime.ParseMediaType(ct)
+	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
 		return yard.Errorf(yard.EUNSUPPORTED, "Send the body as application/json, not %q.", ct)
+	}
+	// JSON is UTF-8 (RFC 8259 §8.1); a body declared in another charset is
+	// refused rather than read as if it were UTF-8.
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+		return yard.Errorf(yard.EUNSUPPORTED, "JSON bodies must be UTF-8; charset %q is not accepted.", cs)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/store"
 )
 
 // problemKind is one row of the error table: a status, a problem type slug
@@ -57,6 +58,14 @@ type Problem struct {
 // request id and shown only as a fixed message.
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	code := yard.ErrorCode(err)
+	if code == yard.EINTERNAL {
+		// A store that cannot be reached is a temporary condition, not a
+		// bug: 503 with Retry-After, logged once per episode.
+		if ue := store.Unavailable(err); ue != nil {
+			s.storeUnavailable(err)
+			code, err = yard.EUNAVAILABLE, ue
+		}
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		code, err = yard.ETOOLARGE, yard.Errorf(yard.ETOOLARGE, "The request body is larger than %d bytes.", mbe.Limit)

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/store"
 )
 
 //go:embed openapi/*.json
@@ -67,7 +68,10 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 // OpenAPI returns the OpenAPI 3.1 document of the API: base.json with the
 // paths and schemas of every other fragment in openapi/ merged in, and the
 // server URL set to the base URL.
+// It is built once, on first use, and safe to call from any goroutine.
 func (s *Server) OpenAPI() ([]byte, error) {
+	s.openapiMu.Lock()
+	defer s.openapiMu.Unlock()
 	if s.openapi != nil {
 		return s.openapi, nil
 	}
@@ -138,6 +142,11 @@ func (s *Server) OpenAPI() ([]byte, error) {
 				continue
 			}
 			if resp, ok := o["responses"].(map[string]any); ok {
+				// Any operation may meet a store that cannot be reached
+				// (docs/api.md, "503 Service Unavailable").
+				if _, has503 := resp["503"]; !has503 {
+					resp["503"] = map[string]any{"$ref": "#/components/responses/Unavailable"}
+				}
 				if _, has401 := resp["401"]; has401 {
 					if _, has400 := resp["400"]; !has400 {
 						resp["400"] = map[string]any{"$ref": "#/components/responses/BadRequest"}
@@ -233,8 +242,17 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	if s.storeDown.Load() {
+		// In an outage: ready again only once the store answers reads and
+		// can begin a write.
+		if err := s.DB.Reachable(ctx); err != nil {
+			s.error(w, r, &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store is not reachable.", RetryAfter: store.UnavailableRetryAfter})
+			return
+		}
+		s.storeBack(time.UnixMilli(s.downSince.Load()))
+	}
 	if err := s.DB.Ping(ctx); err != nil {
-		s.error(w, r, yard.Errorf(yard.EUNAVAILABLE, "The store is not reachable."))
+		s.error(w, r, &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store is not reachable.", RetryAfter: store.UnavailableRetryAfter})
 		return
 	}
 	if pending, err := s.DB.Pending(ctx); err != nil || pending {

@@ -132,9 +132,23 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in personPatch
-	if err := decodeJSON(r, &in); err != nil {
+	body, err := readJSON(r, &in)
+	if err != nil {
 		s.error(w, r, err)
 		return
+	}
+	// A merge patch null removes a member (RFC 7396): e-mail and phone can
+	// be removed, the other fields cannot.
+	if err := nullFields(body, "email", "phone"); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	none := ""
+	if in.Email == nil && nullMember(body, "email") {
+		in.Email = &none
+	}
+	if in.Phone == nil && nullMember(body, "phone") {
+		in.Phone = &none
 	}
 	p := yard.PrincipalFromContext(r.Context())
 	if !p.IsAdmin() && (in.Roles != nil || in.Disabled != nil || in.Name != nil) {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,6 +56,12 @@ type Server struct {
 	routes     []route
 	metrics    *metrics
 	openapi    []byte
+	// openapiMu guards openapi, built on first use by concurrent requests.
+	openapiMu sync.Mutex
+	// storeDown is set while the store cannot be reached (outage.go).
+	storeDown atomic.Bool
+	// downSince is when the current outage began (Unix milliseconds).
+	downSince atomic.Int64
 }
 
 type route struct{ Method, Pattern string }
@@ -151,7 +158,39 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info.pattern = pattern
-	s.mux.ServeHTTP(sw, r)
+	s.mux.ServeHTTP(&muxRedirects{statusWriter: sw, s: s}, r)
+}
+
+// muxRedirects makes the mux's own redirects absolute. The mux answers a
+// path it cleans (dot segments, "//") or completes (a missing trailing
+// slash) with a redirect to a relative path and an HTML body, under the
+// pattern of the new path; every Location of the API is absolute (built
+// from the base URL) and every redirect permanent, so a redirect with a
+// relative Location is rewritten: 308, absolute, no body. The handlers of
+// the API never set a relative Location.
+type muxRedirects struct {
+	*statusWriter
+	s       *Server
+	swallow bool
+}
+
+func (w *muxRedirects) WriteHeader(code int) {
+	if code >= 300 && code < 400 && !w.wrote {
+		if loc := w.Header().Get("Location"); strings.HasPrefix(loc, "/") {
+			// One leading slash, so the path can never name another host.
+			w.Header().Set("Location", w.s.url("/"+strings.TrimLeft(loc, "/")))
+			w.Header().Del("Content-Type")
+			code, w.swallow = http.StatusPermanentRedirect, true
+		}
+	}
+	w.statusWriter.WriteHeader(code)
+}
+
+func (w *muxRedirects) Write(b []byte) (int, error) {
+	if w.swallow {
+		return len(b), nil
+	}
+	return w.statusWriter.Write(b)
 }
 
 // unrouted answers a request no endpoint matched: 404, 405 with Allow, or
@@ -172,8 +211,12 @@ func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler
 		}
 		s.error(w, r, &yard.Error{Code: "method_not_allowed", Message: "This resource takes " + allow + "."})
 	case rec.Code == http.StatusMovedPermanently || rec.Code == http.StatusTemporaryRedirect || rec.Code == http.StatusPermanentRedirect:
-		// The mux cleaned the path (e.g. "//" or "/./"): redirect permanently.
-		w.Header().Set("Location", rec.header.Get("Location"))
+		// The mux cleaned the path (e.g. "//", "/./" or "/.."): redirect
+		// permanently, to an absolute URL under the base URL like every
+		// other Location. The mux answers a path (with the query); one
+		// leading slash is kept so it can never name another host.
+		loc := "/" + strings.TrimLeft(rec.header.Get("Location"), "/")
+		w.Header().Set("Location", s.url(loc))
 		w.WriteHeader(http.StatusPermanentRedirect)
 	default:
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
@@ -229,7 +272,11 @@ func (s *Server) observe(r *http.Request, pattern string, status int, d time.Dur
 		s.metrics.latency.WithLabelValues(r.Method, label).Observe(d.Seconds())
 	}
 	level := slog.LevelInfo
-	if status >= 500 {
+	switch {
+	case status == http.StatusServiceUnavailable:
+		// An unreachable store is logged once per episode (outage.go).
+		level = slog.LevelWarn
+	case status >= 500:
 		level = slog.LevelError
 	}
 	if s.Logger.Enabled(r.Context(), level) {

@@ -248,8 +248,8 @@ func (s *Service) Run(ctx context.Context) {
 func (s *Service) work(ctx context.Context, f store.ClaimFilter, wake chan struct{}) {
 	for ctx.Err() == nil {
 		ran, err := s.runOneOf(ctx, f)
-		if err != nil && ctx.Err() == nil {
-			s.Logger.Error("bark worker", slog.String("error", err.Error()))
+		if ctx.Err() == nil {
+			s.logLoopError("bark worker", err)
 		}
 		if ran && err == nil {
 			continue
@@ -268,8 +268,8 @@ func (s *Service) schedule(ctx context.Context) {
 	t := time.NewTicker(s.ScheduleEvery)
 	defer t.Stop()
 	for {
-		if _, err := s.Tick(ctx); err != nil && ctx.Err() == nil {
-			s.Logger.Error("bark scheduler", slog.String("error", err.Error()))
+		if _, err := s.Tick(ctx); ctx.Err() == nil {
+			s.logLoopError("bark scheduler", err)
 		}
 		select {
 		case <-ctx.Done():

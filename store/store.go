@@ -87,6 +87,7 @@ func Open(ctx context.Context, dsn, dataDir string) (*DB, error) {
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		db.engine, db.dsn = Postgres, dsn
+		dsn = withConnectTimeout(dsn)
 		pool, err := sql.Open("pgx", dsn)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
@@ -171,9 +172,15 @@ func (db *DB) SignatureWriters() int {
 	return 1
 }
 
+// SQLiteBusyTimeout is how long an SQLite statement waits for a lock held
+// by another connection (or process) before the store answers
+// unavailable (Unavailable). Set it before Open.
+var SQLiteBusyTimeout = 10 * time.Second
+
 func openSQLite(path string, writer bool) (*sql.DB, error) {
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+	busy := fmt.Sprintf("busy_timeout(%d)", SQLiteBusyTimeout.Milliseconds())
+	for _, p := range []string{"journal_mode(WAL)", busy, "foreign_keys(1)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
 	if writer {
@@ -191,6 +198,24 @@ func openSQLite(path string, writer bool) (*sql.DB, error) {
 	}
 	d.SetConnMaxIdleTime(0)
 	return d, nil
+}
+
+// withConnectTimeout adds connect_timeout=5 (seconds) to a PostgreSQL URL
+// that sets none, so that a server that does not answer (rather than
+// refusing) makes a request answer 503 (Unavailable) in seconds, not after
+// the operating system's TCP time-out.
+func withConnectTimeout(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return dsn
+	}
+	q := u.Query()
+	if q.Has("connect_timeout") {
+		return dsn
+	}
+	q.Set("connect_timeout", "5")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // redactDSN hides a password in a connection string so it can be logged.

@@ -172,6 +172,25 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	cfg.baseURL = strings.TrimRight(cfg.baseURL, "/")
 
+	// Start-up checks everything before it writes anything
+	// (docs/configuration.md, "Start-up checks"): the listen addresses and
+	// the certificate are checked before the store is opened, and the store
+	// and every wiring before the first user is created.
+	var pln net.Listener
+	if cfg.httpAddr != "" {
+		if pln, err = net.Listen("tcp", cfg.httpAddr); err != nil {
+			return err
+		}
+		defer pln.Close()
+	}
+	if err := os.MkdirAll(cfg.data, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	tlsConfig, httpHandler, err := tlsSetup(cfg, stdout)
+	if err != nil {
+		return err
+	}
+
 	a, err := newApp(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -186,10 +205,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 
-	tlsConfig, httpHandler, err := tlsSetup(cfg, stdout)
-	if err != nil {
-		return err
-	}
 	srv := &http.Server{
 		Handler:           a.api.Handler(),
 		TLSConfig:         tlsConfig,
@@ -204,11 +219,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 
 	var plain *http.Server
-	if cfg.httpAddr != "" {
-		pln, err := net.Listen("tcp", cfg.httpAddr)
-		if err != nil {
-			return err
-		}
+	if pln != nil {
 		plain = &http.Server{Handler: httpHandler(redirectToHTTPS(cfg.baseURL)), ReadHeaderTimeout: 10 * time.Second}
 		go func() { errc <- plain.Serve(pln) }()
 		fmt.Fprintf(stdout, "redirecting http://%s to %s\n", pln.Addr(), cfg.baseURL)

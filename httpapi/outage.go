@@ -1,0 +1,52 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// storeUnavailable records that the store could not be reached. The first
+// such error of an episode is logged, and a watcher pings the store until
+// it answers again, which ends the episode (logged too); requests in
+// between answer 503 without a log line of their own, and /readyz says not
+// ready.
+func (s *Server) storeUnavailable(err error) {
+	if !s.storeDown.CompareAndSwap(false, true) {
+		return
+	}
+	s.Logger.Warn("store unavailable: answering 503 until it is reachable again", slog.String("error", err.Error()))
+	s.downSince.Store(time.Now().UnixMilli())
+	go s.watchStore(time.Now())
+}
+
+// storeBack ends an episode (once, whoever notices first: the watcher or
+// /readyz).
+func (s *Server) storeBack(since time.Time) {
+	if s.storeDown.CompareAndSwap(true, false) {
+		s.Logger.Info("store reachable again", slog.Duration("unavailable_for", time.Since(since).Round(time.Millisecond)))
+	}
+}
+
+// storeDownInterval is how often the watcher pings an unreachable store.
+const storeDownInterval = 250 * time.Millisecond
+
+func (s *Server) watchStore(since time.Time) {
+	for {
+		time.Sleep(storeDownInterval)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := s.DB.Reachable(ctx)
+		cancel()
+		if err != nil && strings.Contains(err.Error(), "database is closed") {
+			return // the server is shutting down
+		}
+		if !s.storeDown.Load() {
+			return // /readyz saw it back first
+		}
+		if err == nil {
+			s.storeBack(since)
+			return
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package httpapi_test
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/httpapi/apitest"
+	"github.com/yard-api/yard/store"
+	"github.com/yard-api/yard/store/storetest"
+)
+
+// TestSQLiteBusyIsUnavailable: while another process holds SQLite's write
+// lock past the busy time-out, writes answer 503 with Retry-After and an
+// unavailable problem, /readyz says not ready, the log says so once, and
+// everything answers again when the lock is released.
+func TestSQLiteBusyIsUnavailable(t *testing.T) {
+	old := store.SQLiteBusyTimeout
+	store.SQLiteBusyTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { store.SQLiteBusyTimeout = old })
+	ctx := context.Background()
+	dsn := storetest.DSN(t, store.SQLite)
+	db, err := store.Open(ctx, dsn, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env := apitest.Start(t, db)
+	env.CreateUser("alice", pw)
+
+	// Another process takes the write lock and keeps it.
+	other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite:")+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	locked := true
+	release := func() {
+		if locked {
+			locked = false
+			if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer release()
+
+	create := apitest.Request{Method: "POST", Path: "/v1/dogs", User: "alice", Password: pw, Body: map[string]any{"name": "Rex", "email": "rex@example.org"}}
+	for range 3 {
+		resp := env.Do(create)
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(resp.Body), "/problems/unavailable") {
+			t.Fatalf("write while locked: got %d (Retry-After %q) %s, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Body)
+		}
+	}
+	if resp := env.Do(apitest.Request{Path: "/readyz"}); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("readyz while locked: got %d, want 503", resp.StatusCode)
+	}
+	release()
+	deadline := time.Now().Add(10 * time.Second)
+	for env.Do(apitest.Request{Path: "/readyz"}).StatusCode != 200 {
+		if time.Now().After(deadline) {
+			t.Fatal("readyz not ready after the lock was released")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if resp := env.Do(create); resp.StatusCode != 201 {
+		t.Fatalf("write after the lock: got %d %s", resp.StatusCode, resp.Body)
+	}
+	dogs, _, err := db.FindDogs(ctx, yard.DogFilter{Limit: 10})
+	if err != nil || len(dogs) != 1 {
+		t.Fatalf("dogs: got %d (%v), want 1", len(dogs), err)
+	}
+	logs := env.Logs()
+	if n := strings.Count(logs, "store unavailable"); n != 1 {
+		t.Errorf("log lines about the outage: got %d, want 1\n%s", n, logs)
+	}
+	if n := strings.Count(logs, "store reachable again"); n != 1 {
+		t.Errorf("log lines about the end of the outage: got %d, want 1", n)
+	}
+	if strings.Contains(logs, "internal error") {
+		t.Errorf("an outage logged as an internal error:\n%s", logs)
+	}
+}

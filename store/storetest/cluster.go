@@ -1,0 +1,142 @@
+package storetest
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Cluster is a PostgreSQL cluster of its own for one test, which the test
+// may stop and start (an outage of the database) without disturbing the
+// other tests of the package, which use the shared cluster.
+type Cluster struct {
+	// URL is the admin URL of the cluster (database postgres).
+	URL  string
+	dir  string
+	bin  string
+	opts string
+	run  func(args ...string) *exec.Cmd
+}
+
+// NewCluster starts a dedicated cluster, removed when t ends. It skips t
+// when PostgreSQL cannot be had (fails it under CI=true), like PostgresURL.
+func NewCluster(t testing.TB) *Cluster {
+	t.Helper()
+	c, err := newCluster()
+	if c != nil {
+		t.Cleanup(c.remove)
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL is required under CI=true: %v", err)
+		}
+		t.Skipf("SKIPPING POSTGRESQL TESTS: %v (install postgresql-15)", err)
+	}
+	return c
+}
+
+func newCluster() (*Cluster, error) {
+	bin, err := postgresBin()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "yard-pg-own-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{dir: dir, bin: bin, run: func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }}
+	if os.Geteuid() == 0 {
+		pgUser, err := user.Lookup("postgres")
+		if err != nil {
+			return c, fmt.Errorf("running as root and no postgres user: %w", err)
+		}
+		if out, err := exec.Command("chown", "-R", pgUser.Username, dir).CombinedOutput(); err != nil {
+			return c, fmt.Errorf("chown %s: %v: %s", dir, err, out)
+		}
+		c.run = func(args ...string) *exec.Cmd {
+			return exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...)
+		}
+	}
+	if out, err := c.run(filepath.Join(bin, "initdb"), "-D", c.data(), "-U", "postgres", "--auth=trust",
+		"-E", "UTF8", "--no-sync", "--locale=C").CombinedOutput(); err != nil {
+		return c, fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return c, err
+	}
+	c.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "+
+		"-c full_page_writes=off -c max_connections=200", port, dir)
+	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	return c, c.start()
+}
+
+func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }
+
+func (c *Cluster) start() error {
+	if out, err := c.run(filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-o", c.opts, "-l", filepath.Join(c.dir, "log"),
+		"-w", "-t", "60", "start").CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
+		return fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		db, err := sql.Open("pgx", c.URL)
+		if err == nil {
+			err = db.Ping()
+			db.Close()
+		}
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("postgres did not answer: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Stop stops the cluster as an operator restarting it would (fast
+// shutdown: open connections are ended).
+func (c *Cluster) Stop(t testing.TB) {
+	t.Helper()
+	if out, err := c.run(filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-m", "fast", "-w", "-t", "60", "stop").CombinedOutput(); err != nil {
+		t.Fatalf("pg_ctl stop: %v: %s", err, out)
+	}
+}
+
+// Start starts the stopped cluster again on the same port.
+func (c *Cluster) Start(t testing.TB) {
+	t.Helper()
+	if err := c.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// NewDatabase creates an empty database in the cluster and returns its URL.
+func (c *Cluster) NewDatabase(t testing.TB) string {
+	t.Helper()
+	conn, err := sql.Open("pgx", c.URL)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	defer conn.Close()
+	name := fmt.Sprintf("yard_own_%d", dbCounter.Add(1))
+	if _, err := conn.Exec(`CREATE DATABASE ` + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	return c.URL[:len(c.URL)-len("/postgres?sslmode=disable")] + "/" + name + "?sslmode=disable"
+}
+
+func (c *Cluster) remove() {
+	if c.dir == "" {
+		return
+	}
+	_ = c.run(filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-m", "immediate", "-w", "stop").Run()
+	_ = os.RemoveAll(c.dir)
+}
