@@ -110,15 +110,16 @@ func isOrderPath(p string) bool {
 }
 
 // problemXML reports whether an error should be answered as
-// application/problem+xml: the request sent an XML body, or it asks an
-// order resource for XML over JSON. Other resources have only JSON
-// representations and answer their errors in JSON whatever Accept says.
+// application/problem+xml: the request to an order resource sent an XML
+// body, or asks for XML over JSON. Orders are the only resources with an
+// XML representation; every other resource answers its errors in JSON
+// whatever the request sent or accepts (an XML body there is 415).
 func problemXML(r *http.Request) bool {
-	if sentXML(r) {
-		return true
-	}
 	if !isOrderPath(r.URL.Path) {
 		return false
+	}
+	if sentXML(r) {
+		return true
 	}
 	return isXMLMedia(negotiate(r.Header.Get("Accept"), "application/problem+json", mediaJSON, mediaProblemXML, mediaXML, mediaTextXML))
 }
