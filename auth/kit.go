@@ -95,8 +95,9 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // NewKit builds the schemes of cfg and the chain that runs them in the
-// contract's order: Authorization header (Basic, Digest, Bearer), then the
-// signed-request query, then the session cookie.
+// contract's order: Authorization header (Basic, Digest, Bearer, and OAuth
+// 1.0a when the store keeps OAuth state), then the signed-request query,
+// then the session cookie.
 func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 	now := cfg.Now
 	if now == nil {

@@ -340,6 +340,17 @@ func TestOAuthTokenRefusals(t *testing.T) {
 		if r := e.authorize(t, e.browserOfAlice, rt3, true); r.status != 200 {
 			t.Errorf("allow after refused posts: %d", r.status)
 		}
+
+		// No secret, token or verifier reaches the log.
+		logs := e.Logs()
+		if !strings.Contains(logs, "/oauth/access_token") {
+			t.Fatal("the requests were not logged")
+		}
+		for _, secret := range []string{e.secret, rs, rt, verifier, o.Token, o.TokenSecret, rt3, rs3} {
+			if strings.Contains(logs, secret) {
+				t.Errorf("the log contains %q", secret)
+			}
+		}
 	})
 }
 
