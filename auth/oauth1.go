@@ -488,8 +488,14 @@ func callbackAllowed(registered, cb string) bool {
 	}
 	r, err1 := url.Parse(registered)
 	c, err2 := url.Parse(cb)
+	path := func(u *url.URL) string {
+		if p := u.EscapedPath(); p != "" {
+			return p
+		}
+		return "/"
+	}
 	return err1 == nil && err2 == nil && strings.EqualFold(r.Scheme, c.Scheme) && strings.EqualFold(r.Host, c.Host) &&
-		r.EscapedPath() == c.EscapedPath()
+		path(r) == path(c)
 }
 
 // RegisterConsumer creates a consumer and returns it with its secret,

@@ -80,3 +80,24 @@ func TestOAuthNormalizeAndEncode(t *testing.T) {
 		}
 	}
 }
+
+func TestOAuthCallbackAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		registered, cb string
+		want           bool
+	}{
+		{"", "https://any.example/x", true},
+		{"https://p.example/cb", "oob", true},
+		{"https://p.example/cb", "https://p.example/cb?state=1", true},
+		{"https://p.example/cb", "HTTPS://P.EXAMPLE/cb", true},
+		{"https://p.example", "https://p.example/", true},
+		{"https://p.example/cb", "https://p.example/cb/x", false},
+		{"https://p.example/cb", "http://p.example/cb", false},
+		{"https://p.example/cb", "https://p.example:8443/cb", false},
+		{"https://p.example/cb", "https://evil.example/cb", false},
+	} {
+		if got := callbackAllowed(tc.registered, tc.cb); got != tc.want {
+			t.Errorf("callbackAllowed(%q, %q) = %v, want %v", tc.registered, tc.cb, got, tc.want)
+		}
+	}
+}

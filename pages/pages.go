@@ -367,7 +367,7 @@ func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, status int, s Sig
 // (which browsers read as slashes) and control characters are refused, so
 // the sign-in form never redirects to another site.
 func LocalPath(next string) string {
-	if len(next) == 0 || len(next) > 2048 || next[0] != '/' || strings.HasPrefix(next, "//") ||
+	if len(next) == 0 || len(next) > 8192 || next[0] != '/' || strings.HasPrefix(next, "//") ||
 		strings.ContainsAny(next, "\\") {
 		return ""
 	}
