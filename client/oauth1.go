@@ -105,15 +105,23 @@ func (o *OAuth1) sign(req *http.Request, token, tokenSecret string, extra map[st
 		proto[k] = v
 	}
 	var params [][2]string
+	// RFC 5849 §3.4.1.3.1: pairs separated by '&' only (a ';' is part of
+	// a value, as the car search grammar uses it), decoded as a form.
 	add := func(raw string) error {
-		q, err := url.ParseQuery(raw)
-		if err != nil {
-			return err
-		}
-		for k, vs := range q {
-			for _, v := range vs {
-				params = append(params, [2]string{k, v})
+		for piece := range strings.SplitSeq(raw, "&") {
+			if piece == "" {
+				continue
 			}
+			n, v, _ := strings.Cut(piece, "=")
+			name, err := url.QueryUnescape(n)
+			if err != nil {
+				return err
+			}
+			val, err := url.QueryUnescape(v)
+			if err != nil {
+				return err
+			}
+			params = append(params, [2]string{name, val})
 		}
 		return nil
 	}
@@ -149,10 +157,20 @@ func (o *OAuth1) sign(req *http.Request, token, tokenSecret string, extra map[st
 	for i, p := range params {
 		pairs[i] = p[0] + "=" + p[1]
 	}
+	// The base string URI (§3.4.1.2): lower-case scheme and host, no
+	// default port, the path.
 	u := *req.URL
-	host := strings.ToLower(u.Host)
-	host = strings.TrimSuffix(host, ":443")
-	base := strings.ToUpper(req.Method) + "&" + oauthEncode(strings.ToLower(u.Scheme)+"://"+host+u.EscapedPath()) + "&" + oauthEncode(strings.Join(pairs, "&"))
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if scheme == "https" {
+		host = strings.TrimSuffix(host, ":443")
+	} else if scheme == "http" {
+		host = strings.TrimSuffix(host, ":80")
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	base := strings.ToUpper(req.Method) + "&" + oauthEncode(scheme+"://"+host+path) + "&" + oauthEncode(strings.Join(pairs, "&"))
 	key := oauthEncode(o.ConsumerSecret) + "&" + oauthEncode(tokenSecret)
 	var h func() hash.Hash
 	switch method {

@@ -183,6 +183,11 @@ func TestOAuthFlow(t *testing.T) {
 				if dog["name"] != "Rex" {
 					t.Errorf("dog = %v", dog)
 				}
+				// The query is signed as RFC 5849 §3.4.1.3 reads it: '&'
+				// separates pairs, '+' is a space, names repeat.
+				if err := c.Get(ctx, e.dogURI+"?a=b;c&note=x+y%20z&note=%2B&empty=&k%C3%A9=%E2%9C%93", &dog); err != nil {
+					t.Fatalf("signed GET with an odd query: %v", err)
+				}
 				// A signed POST acts as alice: she owns the new dog.
 				var created map[string]any
 				if err := c.JSON(ctx, "POST", "/v1/dogs?note=signed%20too", map[string]any{"name": "Fido", "email": "fido@example.org"}, &created); err != nil {
