@@ -179,7 +179,7 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 		return nil, o.refuse(yard.EUNAUTHORIZED, "parameter_rejected", "", "OAuth requests are accepted over HTTPS only.")
 	}
 	hdr := r.Header.Values("Authorization")
-	if len(hdr) != 1 {
+	if len(hdr) != 1 || !o.Match(r) {
 		return nil, o.refuse(yard.EUNAUTHORIZED, "parameter_absent", "oauth_signature", "Sign the request with an \"Authorization: OAuth …\" header (RFC 5849 §3.5.1).")
 	}
 	pairs, err := ParseOAuthHeader(hdr[0])

@@ -261,6 +261,16 @@ func TestOAuthTokenRefusals(t *testing.T) {
 		if n := countTokens(); n != tokens {
 			t.Errorf("refused request_token calls stored %d tokens", n-tokens)
 		}
+		// Another scheme, or no signature at all, is a 401 asking for OAuth.
+		for _, h := range []string{"", "Basic YWxpY2U6cHc="} {
+			req, _ := http.NewRequest("POST", e.URL+"/oauth/request_token", nil)
+			if h != "" {
+				req.Header.Set("Authorization", h)
+			}
+			if status, v := formProblem(req); status != 401 || v.Get("oauth_problem") != "parameter_absent" {
+				t.Errorf("request_token with Authorization %q: %d %v, want 401 parameter_absent", h, status, v)
+			}
+		}
 		if status, v := formProblem(requestToken("https://printer.example/back?state=9")); status != 200 || v.Get("oauth_callback_confirmed") != "true" {
 			t.Errorf("matching callback with another query: %d %v", status, v)
 		}
