@@ -65,17 +65,19 @@ func (o *OAuth1) Header(req *http.Request, extra map[string]string) (string, err
 // Retry implements Authenticator: a refused signature is not retried.
 func (o *OAuth1) Retry(context.Context, *Client, *Response) (bool, error) { return false, nil }
 
+// oauthEncode percent-encodes s as RFC 5849 §3.6 requires.
 func oauthEncode(s string) string {
-	var b strings.Builder
+	const hexdig = "0123456789ABCDEF"
+	b := make([]byte, 0, len(s)+len(s)/2)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
-			b.WriteByte(c)
+			b = append(b, c)
 		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
+			b = append(b, '%', hexdig[c>>4], hexdig[c&15])
 		}
 	}
-	return b.String()
+	return string(b)
 }
 
 // sign adds the Authorization header to req (RFC 5849 §3.1), with extra
