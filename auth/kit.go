@@ -75,11 +75,14 @@ type Kit struct {
 	Tokens   *Tokens // nil on a verify-only server
 	PK       *PKTokens
 	Signed   *Signed
-	Users    *UserCache
-	Box      *SecretBox
-	Limiter  *LoginLimiter
-	Store    Store
-	Now      func() time.Time
+	// OAuth1 is the OAuth 1.0a provider; nil when the store keeps no
+	// OAuth state.
+	OAuth1  *OAuth1
+	Users   *UserCache
+	Box     *SecretBox
+	Limiter *LoginLimiter
+	Store   Store
+	Now     func() time.Time
 	// SessionMax is the absolute session lifetime (for purging).
 	SessionMax time.Duration
 }
@@ -92,8 +95,9 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // NewKit builds the schemes of cfg and the chain that runs them in the
-// contract's order: Authorization header (Basic, Digest, Bearer), then the
-// signed-request query, then the session cookie.
+// contract's order: Authorization header (Basic, Digest, Bearer, and OAuth
+// 1.0a when the store keeps OAuth state), then the signed-request query,
+// then the session cookie.
 func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 	now := cfg.Now
 	if now == nil {
@@ -195,6 +199,13 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 		header = append(header, cfg.Basic)
 	}
 	header = append(header, k.Digest, &Bearer{Pair: k.Tokens, PK: k.PK})
+	// OAuth 1.0a: one more Authorization-header scheme; its consumer and
+	// token secrets are sealed with the API-key box.
+	if os, ok := cfg.Store.(yard.OAuthService); ok {
+		k.OAuth1 = &OAuth1{Store: os, Replay: cfg.Store, Users: k.Users, Box: k.Box, BaseURL: cfg.Issuer,
+			Now: now, CacheTTL: cacheTTL, Writers: cfg.SignatureWriters}
+		header = append(header, k.OAuth1)
+	}
 	k.Chain = &Chain{Header: header, Query: []Scheme{k.Signed}, Cookie: []Scheme{k.Sessions}}
 	return k, nil
 }
@@ -239,6 +250,11 @@ func (k *Kit) ForgetUser(id string) {
 func (k *Kit) Purge(ctx context.Context) error {
 	if err := k.Limiter.Purge(ctx); err != nil {
 		return err
+	}
+	if k.OAuth1 != nil {
+		if err := k.OAuth1.Store.PurgeOAuth(ctx, k.Now()); err != nil {
+			return err
+		}
 	}
 	return k.Store.PurgeAuthState(ctx, k.Now(), k.SessionMax)
 }

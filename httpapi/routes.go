@@ -1,5 +1,7 @@
 package httpapi
 
+import "github.com/yard-api/yard/pages"
+
 // registerRoutes registers every endpoint of the API. An endpoint is a
 // method and a path pattern; a known path with another method answers 405
 // with Allow, OPTIONS answers 204 with Allow, and GET also serves HEAD.
@@ -103,4 +105,22 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/orders/{order_id}", s.authenticated(s.handleGetOrder))
 	s.handle("PUT", "/orders/{order_id}", s.authenticated(s.handlePutOrder))
 	s.handle("POST", "/orders/{order_id}/canceled", s.authenticated(s.handleCancelOrder))
+	// Pages for people (pages.go): the sign-in form the delegated
+	// authorisation flows send a browser to, and the pages' stylesheet.
+	s.handle("GET", pages.SignInPath, s.page(s.handleSignIn))
+	s.handle("POST", pages.SignInPath, s.page(s.handleSignIn))
+	s.handle("GET", pages.StylePath, s.handlePagesStyle)
+
+	// OAuth 1.0a provider (oauth.go; docs/auth.md): consumers (admin), the
+	// three endpoints of the flow, and the applications a user allowed.
+	s.handle("POST", "/oauth/consumers", s.adminOnly(s.handleCreateConsumer))
+	s.handle("GET", "/oauth/consumers", s.adminOnly(s.handleListConsumers))
+	s.handle("GET", "/oauth/consumers/{key}", s.adminOnly(s.handleGetConsumer))
+	s.handle("DELETE", "/oauth/consumers/{key}", s.adminOnly(s.handleDeleteConsumer))
+	s.handle("POST", "/oauth/request_token", s.handleRequestToken)
+	s.handle("GET", "/oauth/authorize", s.page(s.handleAuthorize))
+	s.handle("POST", "/oauth/authorize", s.page(s.handleAuthorize))
+	s.handle("POST", "/oauth/access_token", s.handleAccessToken)
+	s.handle("GET", "/oauth/authorizations", s.authenticated(s.handleListAuthorizations))
+	s.handle("DELETE", "/oauth/authorizations/{id}", s.authenticated(s.handleRevokeAuthorization))
 }

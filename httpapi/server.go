@@ -21,6 +21,7 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/jobs"
+	"github.com/yard-api/yard/pages"
 	"github.com/yard-api/yard/store"
 )
 
@@ -62,6 +63,9 @@ type Server struct {
 	storeDown atomic.Bool
 	// downSince is when the current outage began (Unix milliseconds).
 	downSince atomic.Int64
+	// pagesOnce builds pagesVal, the pages for people (pages.go).
+	pagesOnce sync.Once
+	pagesVal  *pages.Pages
 }
 
 type route struct{ Method, Pattern string }
