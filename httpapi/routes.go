@@ -92,4 +92,11 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/searches/{search_id}", s.handleSearchResults)
 	s.handle("DELETE", "/searches/{search_id}", s.adminOnly(s.handleDeleteSearch))
 	s.handle("GET", "/search/{name}", s.handleNamedSearch)
+
+	// OpenID 2.0 provider (openid.go): discovery documents, the provider
+	// endpoint (direct requests by POST, checkid by GET) and the
+	// confirmation form.
+	s.handle("GET", "/openid", s.handleOpenIDDiscovery)
+	s.handle("GET", "/openid/id/{name}", s.handleOpenIDIdentity)
+	s.handle("POST", "/openid/login", s.handleOpenIDPost)
 }

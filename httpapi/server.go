@@ -55,6 +55,11 @@ type Server struct {
 	routes     []route
 	metrics    *metrics
 	openapi    []byte
+
+	// OpenIDAssocTTL is the lifetime of OpenID associations (0: the
+	// default of package openid); oid is the provider (openid.go).
+	OpenIDAssocTTL time.Duration
+	oid            openidState
 }
 
 type route struct{ Method, Pattern string }
