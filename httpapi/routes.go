@@ -1,5 +1,7 @@
 package httpapi
 
+import "github.com/yard-api/yard/pages"
+
 // registerRoutes registers every endpoint of the API. An endpoint is a
 // method and a path pattern; a known path with another method answers 405
 // with Allow, OPTIONS answers 204 with Allow, and GET also serves HEAD.
@@ -92,6 +94,12 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/searches/{search_id}", s.handleSearchResults)
 	s.handle("DELETE", "/searches/{search_id}", s.adminOnly(s.handleDeleteSearch))
 	s.handle("GET", "/search/{name}", s.handleNamedSearch)
+
+	// Pages for people (pages.go): the sign-in form the delegated
+	// authorisation flows send a browser to, and the pages' stylesheet.
+	s.handle("GET", pages.SignInPath, s.page(s.handleSignIn))
+	s.handle("POST", pages.SignInPath, s.page(s.handleSignIn))
+	s.handle("GET", pages.StylePath, s.handlePagesStyle)
 
 	// OpenID 2.0 provider (openid.go): discovery documents, the provider
 	// endpoint (direct requests by POST, checkid by GET) and the

@@ -20,6 +20,7 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/jobs"
+	"github.com/yard-api/yard/pages"
 	"github.com/yard-api/yard/store"
 )
 
@@ -55,6 +56,9 @@ type Server struct {
 	routes     []route
 	metrics    *metrics
 	openapi    []byte
+	// pagesOnce builds pagesVal, the pages for people (pages.go).
+	pagesOnce sync.Once
+	pagesVal  *pages.Pages
 
 	// OpenIDAssocTTL is the lifetime of OpenID associations (0: the
 	// default of package openid); oid is the provider (openid.go).

@@ -1,0 +1,100 @@
+package pages
+
+import (
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestLocalPath(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/oauth/authorize?oauth_token=abc", "/oauth/authorize?oauth_token=abc"},
+		{"/", "/"},
+		{"", ""},
+		{"oauth/authorize", ""},
+		{"https://evil.example/", ""},
+		{"//evil.example/x", ""},
+		{"/\\evil.example", ""},
+		{"/a b", ""},
+		{"/a\nb", ""},
+		{"javascript:alert(1)", ""},
+	} {
+		if got := LocalPath(tc.in); got != tc.want {
+			t.Errorf("LocalPath(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// serve runs h behind Protect over TLS and returns the GET response.
+func serve(t *testing.T, h http.HandlerFunc) (*http.Response, string) {
+	t.Helper()
+	p := New(nil, "https://yard.example", nil)
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "https://yard.example/x", nil)
+	r.TLS = &tls.ConnectionState{}
+	p.Protect(h).ServeHTTP(w, r)
+	return w.Result(), w.Body.String()
+}
+
+func TestConsentEscapesAndAllowsTheCallback(t *testing.T) {
+	p := New(nil, "https://yard.example", nil)
+	resp, body := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		p.Consent(w, r, Consent{
+			Party: `<script>alert("x")</script>Photos`, Question: "wants to act for you.", User: `al"ice`,
+			Action: "/oauth/authorize", Hidden: []Field{{"oauth_token", `t"><b>`}},
+			Checkboxes: []Checkbox{{Name: "remember", Label: "Remember <me>"}},
+			RedirectTo: []string{"https://photos.example:8443/cb?x=1", "not a url"},
+		})
+	})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	for _, bad := range []string{"<script>", `t"><b>`, "Remember <me>", `al"ice`} {
+		if strings.Contains(body, bad) {
+			t.Errorf("page contains unescaped %q", bad)
+		}
+	}
+	for _, want := range []string{"&lt;script&gt;", `id="allow"`, `id="deny"`, `name="decision" value="allow"`, `name="remember"`, `name="csrf_token" value="`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	csp := resp.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "form-action 'self' https://photos.example:8443;") {
+		t.Errorf("CSP %q does not allow the callback's origin as a form target", csp)
+	}
+	if resp.Header.Get("X-Frame-Options") != "DENY" || !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("framing allowed: %v", resp.Header)
+	}
+	token := ""
+	for _, c := range resp.Cookies() {
+		if c.Name == CSRFCookie {
+			token = c.Value
+			if !c.Secure || !c.HttpOnly {
+				t.Errorf("CSRF cookie not Secure/HttpOnly: %+v", c)
+			}
+		}
+	}
+	if token == "" || !strings.Contains(body, `name="csrf_token" value="`+token+`"`) {
+		t.Errorf("the form's token is not the cookie's %q", token)
+	}
+}
+
+func TestMessageAndErrorPages(t *testing.T) {
+	p := New(nil, "https://yard.example", nil)
+	resp, body := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		p.Message(w, r, 200, Message{Title: "Your code", Lines: []string{"Type it into <Photos>."}, Code: "a<b"})
+	})
+	if resp.StatusCode != 200 || !strings.Contains(body, `<code id="code">a&lt;b</code>`) || strings.Contains(body, "<Photos>") {
+		t.Errorf("message page: %d\n%s", resp.StatusCode, body)
+	}
+	resp, body = serve(t, func(w http.ResponseWriter, r *http.Request) {
+		p.Error(w, r, 410, "Gone <now>", "The token <x> was used.")
+	})
+	if resp.StatusCode != 410 || !strings.Contains(body, "Error 410") || strings.Contains(body, "<x>") ||
+		resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Errorf("error page: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+}
