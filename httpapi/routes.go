@@ -106,5 +106,7 @@ func (s *Server) registerRoutes() {
 	// confirmation form.
 	s.handle("GET", "/openid", s.handleOpenIDDiscovery)
 	s.handle("GET", "/openid/id/{name}", s.handleOpenIDIdentity)
+	s.handle("GET", "/openid/login", s.page(s.handleOpenIDCheckID))
 	s.handle("POST", "/openid/login", s.handleOpenIDPost)
+	s.handle("POST", "/openid/confirm", s.page(s.handleOpenIDConfirm))
 }
