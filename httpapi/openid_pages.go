@@ -84,8 +84,15 @@ func (s *Server) openidUser(p *pages.Pages, w http.ResponseWriter, r *http.Reque
 			openidRedirect(w, req.ReturnTo, openid.Negative(req))
 			return nil
 		}
-		// Sign in, then come back to the request (as a GET).
-		w.Header().Set("Location", s.url(pages.SignInURL("/openid/login?"+req.Message.Values().Encode())))
+		// Sign in, then come back to the request (as a GET). The way
+		// back is a local path of at most 2048 characters.
+		next := "/openid/login?" + req.Message.Values().Encode()
+		if pages.LocalPath(next) == "" {
+			p.Error(w, r, http.StatusBadRequest, "Request too long",
+				"The site that sent you here made a request too long to carry through the sign-in page. Sign in to yard first, then try again.")
+			return nil
+		}
+		w.Header().Set("Location", s.url(pages.SignInURL(next)))
 		w.WriteHeader(http.StatusSeeOther)
 		return nil
 	}

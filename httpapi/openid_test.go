@@ -406,6 +406,10 @@ func TestOpenIDFlow(t *testing.T) {
 				}
 				wantPageHeaders(t, tc.name, p.header)
 			}
+			long := url.Values{"openid.return_to": {rpReturn + "&pad=" + strings.Repeat("x", 2100)}}
+			if p := getPage(t, b, checkidURL(e, "checkid_setup", long), nil); p.status != 400 || p.header.Get("Location") != "" {
+				t.Errorf("a request too long for the sign-in page's next: got %d %q", p.status, p.header.Get("Location"))
+			}
 			// Redirectable errors go back as openid.mode=error.
 			m := answer(t, getPage(t, b, checkidURL(e, "checkid_setup", url.Values{"openid.ns": {"http://openid.net/signon/1.1"}}), nil))
 			if m["mode"] != "error" || m["error"] == "" {
