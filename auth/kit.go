@@ -75,11 +75,14 @@ type Kit struct {
 	Tokens   *Tokens // nil on a verify-only server
 	PK       *PKTokens
 	Signed   *Signed
-	Users    *UserCache
-	Box      *SecretBox
-	Limiter  *LoginLimiter
-	Store    Store
-	Now      func() time.Time
+	// OAuth1 is the OAuth 1.0a provider; nil when the store keeps no
+	// OAuth state.
+	OAuth1  *OAuth1
+	Users   *UserCache
+	Box     *SecretBox
+	Limiter *LoginLimiter
+	Store   Store
+	Now     func() time.Time
 	// SessionMax is the absolute session lifetime (for purging).
 	SessionMax time.Duration
 }
@@ -189,6 +192,13 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 		header = append(header, cfg.Basic)
 	}
 	header = append(header, k.Digest, &Bearer{Pair: k.Tokens, PK: k.PK})
+	// OAuth 1.0a: one more Authorization-header scheme; its consumer and
+	// token secrets are sealed with the API-key box.
+	if os, ok := cfg.Store.(yard.OAuthService); ok {
+		k.OAuth1 = &OAuth1{Store: os, Replay: cfg.Store, Users: k.Users, Box: k.Box, BaseURL: cfg.Issuer,
+			Now: now, CacheTTL: cacheTTL, Writers: cfg.SignatureWriters}
+		header = append(header, k.OAuth1)
+	}
 	k.Chain = &Chain{Header: header, Query: []Scheme{k.Signed}, Cookie: []Scheme{k.Sessions}}
 	return k, nil
 }
@@ -224,5 +234,10 @@ func (k *Kit) ForgetUser(id string) {
 
 // Purge deletes expired shared state; call it now and then.
 func (k *Kit) Purge(ctx context.Context) error {
+	if k.OAuth1 != nil {
+		if err := k.OAuth1.Store.PurgeOAuth(ctx, k.Now()); err != nil {
+			return err
+		}
+	}
 	return k.Store.PurgeAuthState(ctx, k.Now(), k.SessionMax)
 }

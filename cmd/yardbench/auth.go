@@ -88,6 +88,24 @@ func authGroup(b *bench) error {
 	if err != nil {
 		return err
 	}
+	// OAuth 1.0a: a consumer, a request token the user allows (the
+	// consent page's own call), and the access token it is exchanged for.
+	consumer, consumerSecret, err := kit.OAuth1.RegisterConsumer(b.ctx, "yardbench", "", u.ID)
+	if err != nil {
+		return err
+	}
+	oauth := &client.OAuth1{ConsumerKey: consumer.Key, ConsumerSecret: consumerSecret}
+	rt, rs, err := oauth.RequestToken(b.ctx, anon, "oob")
+	if err != nil {
+		return err
+	}
+	verifier, ok, err := kit.OAuth1.Decide(b.ctx, rt, u.ID, true)
+	if err != nil || !ok {
+		return fmt.Errorf("oauth: allow the request token: %v", err)
+	}
+	if err := oauth.AccessToken(b.ctx, anon, rt, rs, verifier); err != nil {
+		return err
+	}
 	// Digest: one client per worker, each holding a challenge, so that each
 	// reuses its nonce with a growing nonce count.
 	digests := make([]*client.Digest, b.concurrency)
@@ -131,6 +149,7 @@ func authGroup(b *bench) error {
 		{"token pair (access JWT)", with(func(int) client.Authenticator { return tp }, false)},
 		{"public-key token", with(func(int) client.Authenticator { return pk }, false)},
 		{"signed request", with(func(int) client.Authenticator { return signed }, true)},
+		{"OAuth 1.0a (HMAC-SHA1, fresh nonce)", with(func(int) client.Authenticator { return oauth }, false)},
 	}
 	if *authOnly != "" {
 		kept := schemes[:1]

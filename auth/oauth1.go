@@ -1,0 +1,593 @@
+package auth
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+// OAuthWindow is how far oauth_timestamp may be from the server's clock,
+// either way.
+const OAuthWindow = 300 * time.Second
+
+// OAuthRequestTTL is how long a request token (temporary credentials)
+// lives before it is authorised and exchanged.
+const OAuthRequestTTL = 10 * time.Minute
+
+// OAuth1 is the OAuth 1.0a provider (RFC 5849) and its scheme: protected
+// endpoints accept "Authorization: OAuth …" signed with a consumer's and an
+// access token's credentials, acting as the user who allowed the consumer.
+//
+// Protocol parameters are read from the Authorization header only (RFC
+// 5849 §3.5.1); the signature base string (§3.4.1) covers the query, a
+// form body of an application/x-www-form-urlencoded request and the header
+// parameters, against BaseURL (the public base address, not the Host
+// header). Each (consumer, token, nonce, timestamp) is accepted once: it
+// is recorded through the store's replay record of signed requests
+// (UseSignatures), shared by every process on PostgreSQL.
+//
+// Consumers and access tokens are cached for CacheTTL: a revocation on
+// another process takes effect there within it, and at once on the process
+// that made it.
+type OAuth1 struct {
+	Store  yard.OAuthService
+	Replay yard.AuthStateService
+	Users  *UserCache
+	Box    *SecretBox
+	// BaseURL is the public base address the base string URI is built on.
+	BaseURL    string
+	Realm      string
+	Now        func() time.Time
+	CacheTTL   time.Duration
+	RequestTTL time.Duration
+	// Writers is how many nonce writes may be in flight (as Signed).
+	Writers int
+
+	base      *url.URL
+	baseOnce  sync.Once
+	mu        sync.Mutex
+	consumers map[string]cachedConsumer
+	tokens    map[string]cachedToken
+	batcher   *signatureBatcher
+}
+
+type cachedConsumer struct {
+	c       *yard.OAuthConsumer
+	secret  string
+	fetched time.Time
+}
+
+type cachedToken struct {
+	t       *yard.OAuthToken
+	secret  string
+	fetched time.Time
+}
+
+// OAuthError is a refusal of an OAuth 1.0a request. It wraps the
+// *yard.Error that says the status and carries Problem, the oauth_problem
+// value of the OAuth Problem Reporting extension ("signature_invalid",
+// "nonce_used", …), and Extra parameters to report with it.
+type OAuthError struct {
+	Err     *yard.Error
+	Problem string
+	Extra   url.Values
+}
+
+func (e *OAuthError) Error() string { return e.Err.Error() + " oauth_problem=" + e.Problem }
+func (e *OAuthError) Unwrap() error { return e.Err }
+
+// OAuthProblem returns the oauth_problem of err and its extra parameters,
+// or "" when err is not an OAuth refusal.
+func OAuthProblem(err error) (string, url.Values) {
+	var e *OAuthError
+	if errors.As(err, &e) {
+		return e.Problem, e.Extra
+	}
+	return "", nil
+}
+
+func (o *OAuth1) realm() string {
+	if o.Realm == "" {
+		return "yard"
+	}
+	return o.Realm
+}
+
+// refuse returns a 401 (or, for code EINVALID, a 400 naming param) with
+// the oauth_problem and a WWW-Authenticate challenge carrying it.
+func (o *OAuth1) refuse(code, problem, param, format string, args ...any) error {
+	e := yard.Errorf(code, format, args...)
+	if code == yard.EINVALID && param != "" {
+		e.Fields = []yard.FieldError{{Field: param, Message: problem}}
+	}
+	if code == yard.EUNAUTHORIZED {
+		e.Challenge = []string{fmt.Sprintf(`OAuth realm=%q, oauth_problem=%q`, o.realm(), problem)}
+	}
+	oe := &OAuthError{Err: e, Problem: problem}
+	if param != "" {
+		oe.Extra = url.Values{}
+		if problem == "parameter_absent" {
+			oe.Extra.Set("oauth_parameters_absent", param)
+		} else {
+			oe.Extra.Set("oauth_parameters_rejected", param)
+		}
+	}
+	return oe
+}
+
+// Name implements Scheme.
+func (o *OAuth1) Name() string { return "oauth" }
+
+// Match implements Scheme.
+func (o *OAuth1) Match(r *http.Request) bool {
+	s, _ := AuthScheme(r.Header.Get("Authorization"))
+	return s == "oauth"
+}
+
+// Challenges implements Scheme (RFC 5849 §3.2).
+func (o *OAuth1) Challenges(*http.Request) []string {
+	return []string{fmt.Sprintf(`OAuth realm=%q`, o.realm())}
+}
+
+// Authenticate implements Scheme: a call signed with an access token.
+func (o *OAuth1) Authenticate(r *http.Request) (*yard.Principal, error) {
+	v, err := o.Verify(r, yard.OAuthAccessToken)
+	if err != nil {
+		return nil, err
+	}
+	p, err := o.Users.Principal(r.Context(), v.Token.UserID)
+	if err != nil {
+		return nil, err
+	}
+	p.Scheme = o.Name()
+	return p, nil
+}
+
+// OAuthVerified is a request whose OAuth signature checked out.
+type OAuthVerified struct {
+	Consumer *yard.OAuthConsumer
+	// Token is the request token (access_token endpoint) or the access
+	// token (protected endpoints); nil at the request_token endpoint.
+	Token *yard.OAuthToken
+	// Params are the protocol parameters of the Authorization header.
+	Params map[string]string
+}
+
+// Verify checks the OAuth signature of r (RFC 5849 §3.2). tokenKind is ""
+// for the temporary credential request (no token), yard.OAuthRequestToken
+// for the token request, yard.OAuthAccessToken for protected endpoints.
+// The nonce is recorded only when everything else checked out, so a
+// refused request changes nothing.
+func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, error) {
+	if r.TLS == nil {
+		return nil, o.refuse(yard.EUNAUTHORIZED, "parameter_rejected", "", "OAuth requests are accepted over HTTPS only.")
+	}
+	hdr := r.Header.Values("Authorization")
+	if len(hdr) != 1 {
+		return nil, o.refuse(yard.EUNAUTHORIZED, "parameter_absent", "oauth_signature", "Sign the request with an \"Authorization: OAuth …\" header (RFC 5849 §3.5.1).")
+	}
+	pairs, err := ParseOAuthHeader(hdr[0])
+	if err != nil {
+		return nil, o.refuse(yard.EINVALID, "parameter_rejected", "Authorization", "The OAuth Authorization header cannot be parsed: %s.", strings.TrimPrefix(err.Error(), "oauth1: "))
+	}
+	params := map[string]string{}
+	for _, p := range pairs {
+		if _, dup := params[p[0]]; dup {
+			return nil, o.refuse(yard.EINVALID, "parameter_rejected", p[0], "The OAuth parameter %s appears twice.", p[0])
+		}
+		params[p[0]] = p[1]
+	}
+	method := params["oauth_signature_method"]
+	for _, name := range []string{"oauth_consumer_key", "oauth_signature_method", "oauth_signature"} {
+		if params[name] == "" {
+			return nil, o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
+		}
+	}
+	switch method {
+	case OAuthHMACSHA1, OAuthHMACSHA256, OAuthPlaintext:
+	default:
+		return nil, o.refuse(yard.EINVALID, "signature_method_rejected", "oauth_signature_method",
+			"The signature method %q is not supported; use HMAC-SHA1, HMAC-SHA256 or PLAINTEXT.", method)
+	}
+	if v, ok := params["oauth_version"]; ok && v != "1.0" {
+		return nil, o.refuse(yard.EINVALID, "version_rejected", "oauth_version", "Only OAuth version 1.0 is supported.")
+	}
+	// RFC 5849 §3.1: timestamp and nonce may be omitted with PLAINTEXT.
+	ts, hasTS := params["oauth_timestamp"]
+	nonce, hasNonce := params["oauth_nonce"]
+	if method != OAuthPlaintext || hasTS || hasNonce {
+		for _, name := range []string{"oauth_timestamp", "oauth_nonce"} {
+			if params[name] == "" {
+				return nil, o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
+			}
+		}
+		if len(nonce) > 255 {
+			return nil, o.refuse(yard.EINVALID, "parameter_rejected", "oauth_nonce", "The nonce is longer than 255 characters.")
+		}
+	}
+	now := o.Now()
+	var stamp time.Time
+	if hasTS {
+		sec, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil || sec < 0 {
+			return nil, o.refuse(yard.EINVALID, "parameter_rejected", "oauth_timestamp", "oauth_timestamp must be a number of Unix seconds.")
+		}
+		stamp = time.Unix(sec, 0)
+		if d := now.Sub(stamp); d > OAuthWindow || d < -OAuthWindow {
+			e := o.refuse(yard.EUNAUTHORIZED, "timestamp_refused", "", "oauth_timestamp is more than %d s from the server's clock.", int(OAuthWindow.Seconds()))
+			lo, hi := now.Add(-OAuthWindow).Unix(), now.Add(OAuthWindow).Unix()
+			e.(*OAuthError).Extra = url.Values{"oauth_acceptable_timestamps": {fmt.Sprintf("%d-%d", lo, hi)}}
+			return nil, e
+		}
+	}
+	token, hasToken := params["oauth_token"]
+	switch {
+	case tokenKind == "" && token != "":
+		return nil, o.refuse(yard.EINVALID, "parameter_rejected", "oauth_token", "A temporary credential request carries no oauth_token.")
+	case tokenKind != "" && !hasToken || tokenKind != "" && token == "":
+		return nil, o.refuse(yard.EINVALID, "parameter_absent", "oauth_token", "The OAuth parameter oauth_token is missing.")
+	}
+
+	ctx := r.Context()
+	consumer, consumerSecret, err := o.consumer(ctx, params["oauth_consumer_key"], now)
+	if err != nil {
+		return nil, err
+	}
+	var tok *yard.OAuthToken
+	tokenSecret := ""
+	if tokenKind != "" {
+		if tok, tokenSecret, err = o.token(ctx, token, tokenKind, now); err != nil {
+			return nil, err
+		}
+		if tok.ConsumerKey != consumer.Key {
+			return nil, o.refuse(yard.EUNAUTHORIZED, "token_rejected", "", "The token was not issued to this consumer.")
+		}
+	}
+
+	all, err := signedParams(r, pairs)
+	if err != nil {
+		return nil, err
+	}
+	want, _ := OAuthSign(method, OAuthBaseString(r.Method, o.baseURI(r), all), consumerSecret, tokenSecret)
+	if subtle.ConstantTimeCompare([]byte(want), []byte(params["oauth_signature"])) != 1 {
+		return nil, o.refuse(yard.EUNAUTHORIZED, "signature_invalid", "", "The OAuth signature does not match the request.")
+	}
+	if tokenKind == yard.OAuthRequestToken {
+		// Checked after the signature, so that only the consumer learns
+		// the state of its request token.
+		if err := o.requestTokenUsable(tok, now); err != nil {
+			return nil, err
+		}
+		verifier := params["oauth_verifier"]
+		if verifier == "" {
+			return nil, o.refuse(yard.EINVALID, "parameter_absent", "oauth_verifier", "The OAuth parameter oauth_verifier is missing.")
+		}
+		if subtle.ConstantTimeCompare([]byte(HashVerifier(verifier)), []byte(tok.VerifierHash)) != 1 {
+			return nil, o.refuse(yard.EUNAUTHORIZED, "verifier_invalid", "", "The oauth_verifier is not the one given to the user.")
+		}
+	}
+	if hasNonce {
+		if err := o.useNonce(ctx, consumer.Key, token, nonce, ts, stamp); err != nil {
+			return nil, err
+		}
+	}
+	return &OAuthVerified{Consumer: consumer, Token: tok, Params: params}, nil
+}
+
+func (o *OAuth1) requestTokenUsable(t *yard.OAuthToken, now time.Time) error {
+	switch {
+	case t.State == yard.OAuthUsed:
+		return o.refuse(yard.EUNAUTHORIZED, "token_used", "", "The request token was already exchanged.")
+	case !t.ExpiresAt.After(now):
+		return o.refuse(yard.EUNAUTHORIZED, "token_expired", "", "The request token has expired; ask for a new one.")
+	case t.State == yard.OAuthDenied:
+		return o.refuse(yard.EUNAUTHORIZED, "permission_denied", "", "The user denied this request token.")
+	case t.State != yard.OAuthAuthorized:
+		return o.refuse(yard.EUNAUTHORIZED, "permission_unknown", "", "The user has not authorised this request token yet.")
+	}
+	return nil
+}
+
+// useNonce records (consumer, token, nonce, timestamp) once.
+func (o *OAuth1) useNonce(ctx context.Context, consumer, token, nonce, ts string, stamp time.Time) error {
+	h := sha256.New()
+	for _, s := range []string{consumer, token, nonce, ts} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	key := "oauth1:" + hex.EncodeToString(h.Sum(nil))
+	o.mu.Lock()
+	if o.batcher == nil {
+		o.batcher = &signatureBatcher{store: o.Replay, writers: o.Writers}
+	}
+	b := o.batcher
+	o.mu.Unlock()
+	fresh, err := b.use(ctx, key, stamp.Add(OAuthWindow))
+	if err != nil {
+		return err
+	}
+	if !fresh {
+		return o.refuse(yard.EUNAUTHORIZED, "nonce_used", "", "This nonce and timestamp were already used (replay).")
+	}
+	return nil
+}
+
+// baseURI is the base string URI of r, built on BaseURL.
+func (o *OAuth1) baseURI(r *http.Request) string {
+	o.baseOnce.Do(func() {
+		o.base, _ = url.Parse(strings.TrimRight(o.BaseURL, "/"))
+		if o.base == nil || o.base.Host == "" {
+			o.base = nil
+		}
+	})
+	u := &url.URL{Scheme: "https", Host: r.Host}
+	if o.base != nil {
+		u.Scheme, u.Host = o.base.Scheme, o.base.Host
+		u.Path = strings.TrimRight(o.base.Path, "/") + r.URL.Path
+		u.RawPath = strings.TrimRight(o.base.EscapedPath(), "/") + r.URL.EscapedPath()
+	} else {
+		u.Path, u.RawPath = r.URL.Path, r.URL.RawPath
+	}
+	return OAuthBaseURI(u)
+}
+
+// signedParams collects the parameters of RFC 5849 §3.4.1.3.1: the query,
+// a single-part form body, and the header's parameters but realm and
+// oauth_signature. A protocol parameter may appear only in the header.
+func signedParams(r *http.Request, header [][2]string) ([][2]string, error) {
+	query, err := ParseRawQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, yard.Errorf(yard.EMALFORMED, "The query string cannot be parsed.")
+	}
+	all := query
+	if r.Body != nil && r.Body != http.NoBody {
+		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if mt == "application/x-www-form-urlencoded" {
+			raw, err := io.ReadAll(r.Body)
+			if err != nil {
+				return nil, err
+			}
+			r.Body = io.NopCloser(bytes.NewReader(raw))
+			form, err := ParseRawQuery(string(raw))
+			if err != nil {
+				return nil, yard.Errorf(yard.EMALFORMED, "The form body cannot be parsed.")
+			}
+			all = append(all, form...)
+		}
+	}
+	for _, p := range all {
+		if strings.HasPrefix(p[0], "oauth_") {
+			return nil, &OAuthError{Err: yard.Invalid("OAuth protocol parameters belong in the Authorization header only.",
+				yard.FieldError{Field: p[0], Message: "parameter_rejected"}), Problem: "parameter_rejected",
+				Extra: url.Values{"oauth_parameters_rejected": {p[0]}}}
+		}
+	}
+	for _, p := range header {
+		if p[0] != "realm" && p[0] != "oauth_signature" {
+			all = append(all, p)
+		}
+	}
+	return all, nil
+}
+
+func (o *OAuth1) cacheTTL() time.Duration {
+	if o.CacheTTL > 0 {
+		return o.CacheTTL
+	}
+	return 5 * time.Second
+}
+
+// consumer returns a consumer and its opened secret, through the cache.
+func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard.OAuthConsumer, string, error) {
+	o.mu.Lock()
+	e, ok := o.consumers[key]
+	o.mu.Unlock()
+	if ok && now.Sub(e.fetched) < o.cacheTTL() {
+		return e.c, e.secret, nil
+	}
+	c, err := o.Store.FindOAuthConsumer(ctx, key)
+	if yard.ErrorCode(err) == yard.ENOTFOUND {
+		return nil, "", o.refuse(yard.EUNAUTHORIZED, "consumer_key_unknown", "", "The consumer key is not known.")
+	} else if err != nil {
+		return nil, "", err
+	}
+	secret, err := o.Box.Open(c.SealedSecret, consumerSealID(c.Key))
+	if err != nil {
+		return nil, "", err
+	}
+	o.mu.Lock()
+	if o.consumers == nil || len(o.consumers) > 10000 {
+		o.consumers = map[string]cachedConsumer{}
+	}
+	o.consumers[key] = cachedConsumer{c: c, secret: string(secret), fetched: now}
+	o.mu.Unlock()
+	return c, string(secret), nil
+}
+
+// token returns a token of the given kind and its opened secret. Access
+// tokens are cached; request tokens change state and are always read.
+func (o *OAuth1) token(ctx context.Context, value, kind string, now time.Time) (*yard.OAuthToken, string, error) {
+	if kind == yard.OAuthAccessToken {
+		o.mu.Lock()
+		e, ok := o.tokens[value]
+		o.mu.Unlock()
+		if ok && now.Sub(e.fetched) < o.cacheTTL() {
+			return e.t, e.secret, nil
+		}
+	}
+	t, err := o.Store.FindOAuthToken(ctx, value)
+	if yard.ErrorCode(err) == yard.ENOTFOUND || err == nil && t.Kind != kind {
+		return nil, "", o.refuse(yard.EUNAUTHORIZED, "token_rejected", "", "The %s token is not known or was revoked.", kind)
+	} else if err != nil {
+		return nil, "", err
+	}
+	secret, err := o.Box.Open(t.SealedSecret, tokenSealID(t.Token))
+	if err != nil {
+		return nil, "", err
+	}
+	if kind == yard.OAuthAccessToken {
+		o.mu.Lock()
+		if o.tokens == nil || len(o.tokens) > 100000 {
+			o.tokens = map[string]cachedToken{}
+		}
+		o.tokens[value] = cachedToken{t: t, secret: string(secret), fetched: now}
+		o.mu.Unlock()
+	}
+	return t, string(secret), nil
+}
+
+func consumerSealID(key string) string { return "oauth-consumer:" + key }
+func tokenSealID(token string) string  { return "oauth-token:" + token }
+
+// randomString returns n random bytes, base64url-encoded, after prefix.
+func randomString(prefix string, n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return prefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// HashVerifier returns the stored form of an oauth_verifier.
+func HashVerifier(v string) string {
+	sum := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(sum[:])
+}
+
+// CheckCallbackURL reports whether raw may be a consumer's callback: an
+// absolute http or https URL without a fragment or user information.
+func CheckCallbackURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "" ||
+		strings.ContainsFunc(raw, func(c rune) bool { return c < 0x21 || c == 0x7f }) || len(raw) > 2048 {
+		return errors.New("must be an absolute http or https URL without user information or fragment")
+	}
+	return nil
+}
+
+// callbackAllowed reports whether a request token's callback fits the
+// consumer's registered callback URL: the same scheme, host, port and
+// path; the query may differ. "oob" is always allowed.
+func callbackAllowed(registered, cb string) bool {
+	if registered == "" || cb == "oob" {
+		return true
+	}
+	r, err1 := url.Parse(registered)
+	c, err2 := url.Parse(cb)
+	return err1 == nil && err2 == nil && strings.EqualFold(r.Scheme, c.Scheme) && strings.EqualFold(r.Host, c.Host) &&
+		r.EscapedPath() == c.EscapedPath()
+}
+
+// RegisterConsumer creates a consumer and returns it with its secret,
+// which is shown once and stored sealed.
+func (o *OAuth1) RegisterConsumer(ctx context.Context, name, callback, createdBy string) (*yard.OAuthConsumer, string, error) {
+	c := &yard.OAuthConsumer{Key: randomString("ck_", 18), Name: name, CallbackURL: callback, CreatedBy: createdBy, CreatedAt: o.Now()}
+	secret := randomString("cs_", 32)
+	c.SealedSecret = o.Box.Seal([]byte(secret), consumerSealID(c.Key))
+	if err := o.Store.CreateOAuthConsumer(ctx, c); err != nil {
+		return nil, "", err
+	}
+	return c, secret, nil
+}
+
+// DeleteConsumer deletes a consumer and every token it holds.
+func (o *OAuth1) DeleteConsumer(ctx context.Context, key string) (bool, error) {
+	ok, err := o.Store.DeleteOAuthConsumer(ctx, key)
+	o.mu.Lock()
+	delete(o.consumers, key)
+	o.tokens = nil // its tokens, wherever they are in the cache
+	o.mu.Unlock()
+	return ok, err
+}
+
+// Revoke deletes an access token by id.
+func (o *OAuth1) Revoke(ctx context.Context, t *yard.OAuthToken) (bool, error) {
+	ok, err := o.Store.DeleteOAuthToken(ctx, t.ID)
+	o.mu.Lock()
+	delete(o.tokens, t.Token)
+	o.mu.Unlock()
+	return ok, err
+}
+
+// IssueRequestToken answers a verified temporary credential request (RFC
+// 5849 §2.1) with a new request token and its secret.
+func (o *OAuth1) IssueRequestToken(ctx context.Context, v *OAuthVerified) (token, secret string, err error) {
+	cb, ok := v.Params["oauth_callback"]
+	if !ok || cb == "" {
+		return "", "", o.refuse(yard.EINVALID, "parameter_absent", "oauth_callback", "oauth_callback is required: a URL, or \"oob\" to show the verifier to the user.")
+	}
+	if cb != "oob" {
+		if err := CheckCallbackURL(cb); err != nil {
+			return "", "", o.refuse(yard.EINVALID, "parameter_rejected", "oauth_callback", "oauth_callback %s, or \"oob\".", err)
+		}
+	}
+	if !callbackAllowed(v.Consumer.CallbackURL, cb) {
+		return "", "", o.refuse(yard.EINVALID, "parameter_rejected", "oauth_callback", "oauth_callback does not match the consumer's registered callback URL.")
+	}
+	now := o.Now()
+	t := &yard.OAuthToken{ID: yard.NewID(), Token: randomString("rt_", 18), Kind: yard.OAuthRequestToken, State: yard.OAuthPending,
+		ConsumerKey: v.Consumer.Key, Callback: cb, CreatedAt: now, ExpiresAt: now.Add(o.requestTTL())}
+	secret = randomString("", 24)
+	t.SealedSecret = o.Box.Seal([]byte(secret), tokenSealID(t.Token))
+	if err := o.Store.CreateOAuthToken(ctx, t); err != nil {
+		return "", "", err
+	}
+	return t.Token, secret, nil
+}
+
+func (o *OAuth1) requestTTL() time.Duration {
+	if o.RequestTTL > 0 {
+		return o.RequestTTL
+	}
+	return OAuthRequestTTL
+}
+
+// Decide records the resource owner's decision on a request token. With
+// allow it returns the new oauth_verifier. ok is false when the token was
+// no longer pending (decided, expired or gone).
+func (o *OAuth1) Decide(ctx context.Context, token, userID string, allow bool) (verifier string, ok bool, err error) {
+	state, hash := yard.OAuthDenied, ""
+	if allow {
+		verifier = randomString("", 16)
+		state, hash = yard.OAuthAuthorized, HashVerifier(verifier)
+	}
+	ok, err = o.Store.DecideOAuthToken(ctx, token, state, userID, hash, o.Now())
+	if !ok || !allow {
+		verifier = ""
+	}
+	return verifier, ok, err
+}
+
+// IssueAccessToken exchanges a request token that Verify accepted (an
+// authorised one, with the right oauth_verifier) for an access token (RFC
+// 5849 §2.3), once: of two exchanges racing, one wins.
+func (o *OAuth1) IssueAccessToken(ctx context.Context, v *OAuthVerified) (token, secret string, err error) {
+	rt := v.Token // Verify checked its state and the verifier
+	now := o.Now()
+	at := &yard.OAuthToken{ID: yard.NewID(), Token: randomString("at_", 18), Kind: yard.OAuthAccessToken, State: yard.OAuthActive,
+		ConsumerKey: rt.ConsumerKey, UserID: rt.UserID, CreatedAt: now}
+	secret = randomString("", 24)
+	at.SealedSecret = o.Box.Seal([]byte(secret), tokenSealID(at.Token))
+	ok, err := o.Store.ExchangeOAuthToken(ctx, rt.Token, rt.VerifierHash, now, at)
+	if err != nil {
+		return "", "", err
+	}
+	if !ok {
+		return "", "", o.refuse(yard.EUNAUTHORIZED, "token_used", "", "The request token was already exchanged or has expired.")
+	}
+	return at.Token, secret, nil
+}

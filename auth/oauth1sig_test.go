@@ -1,0 +1,82 @@
+package auth
+
+import (
+	"net/url"
+	"testing"
+)
+
+// RFC 5849 §1.2's worked example: the signed call for the photo, with the
+// consumer's and the access token's credentials.
+func TestOAuthRFC5849WorkedExample(t *testing.T) {
+	u, _ := url.Parse("http://photos.example.net/photos?file=vacation.jpg&size=original")
+	params, err := ParseRawQuery(u.RawQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params = append(params,
+		[2]string{"oauth_consumer_key", "dpf43f3p2l4k3l03"},
+		[2]string{"oauth_token", "nnch734d00sl2jdk"},
+		[2]string{"oauth_signature_method", "HMAC-SHA1"},
+		[2]string{"oauth_timestamp", "137131202"},
+		[2]string{"oauth_nonce", "chapoH"},
+	)
+	base := OAuthBaseString("GET", OAuthBaseURI(u), params)
+	wantBase := "GET&http%3A%2F%2Fphotos.example.net%2Fphotos&file%3Dvacation.jpg%26oauth_consumer_key%3Ddpf43f3p2l4k3l03%26oauth_nonce%3DchapoH%26oauth_signature_method%3DHMAC-SHA1%26oauth_timestamp%3D137131202%26oauth_token%3Dnnch734d00sl2jdk%26size%3Doriginal"
+	if base != wantBase {
+		t.Fatalf("base string:\n got %s\nwant %s", base, wantBase)
+	}
+	sig, err := OAuthSign(OAuthHMACSHA1, base, "kd94hf93k423kf44", "pfkkdhi9sl3r4s00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "MdpQcU8iPSUjWoN/UDMsK2sui9I="; sig != want {
+		t.Errorf("signature: got %s, want %s", sig, want)
+	}
+	// The same request as the RFC's Authorization header carries it.
+	h := `OAuth realm="Photos", oauth_consumer_key="dpf43f3p2l4k3l03", oauth_token="nnch734d00sl2jdk", oauth_signature_method="HMAC-SHA1", oauth_timestamp="137131202", oauth_nonce="chapoH", oauth_signature="MdpQcU8iPSUjWoN%2FUDMsK2sui9I%3D"`
+	got, err := ParseOAuthHeader(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 7 || got[0] != [2]string{"realm", "Photos"} || got[6] != [2]string{"oauth_signature", "MdpQcU8iPSUjWoN/UDMsK2sui9I="} {
+		t.Errorf("parsed header = %q", got)
+	}
+}
+
+// RFC 5849 §3.4.1.3's example of parameter normalisation and §3.6's
+// encoding.
+func TestOAuthNormalizeAndEncode(t *testing.T) {
+	params := [][2]string{
+		{"b5", "=%3D"}, {"a3", "a"}, {"c@", ""}, {"a2", "r b"},
+		{"oauth_consumer_key", "9djdj82h48djs9d2"}, {"oauth_token", "kkk9d7dh3k39sjv7"},
+		{"oauth_signature_method", "HMAC-SHA1"}, {"oauth_timestamp", "137131201"},
+		{"oauth_nonce", "7d8f3e4a"}, {"c2", ""}, {"a3", "2 q"},
+	}
+	want := "a2=r%20b&a3=2%20q&a3=a&b5=%3D%253D&c%40=&c2=&oauth_consumer_key=9djdj82h48djs9d2&oauth_nonce=7d8f3e4a&oauth_signature_method=HMAC-SHA1&oauth_timestamp=137131201&oauth_token=kkk9d7dh3k39sjv7"
+	if got := OAuthNormalizeParams(params); got != want {
+		t.Errorf("normalized:\n got %s\nwant %s", got, want)
+	}
+	for in, want := range map[string]string{"abc-._~XYZ09": "abc-._~XYZ09", "a b+c/é*": "a%20b%2Bc%2F%C3%A9%2A", "": ""} {
+		if got := OAuthEncode(in); got != want {
+			t.Errorf("OAuthEncode(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for raw, want := range map[string]string{
+		"HTTPS://Example.COM:443/a%20b?x=1": "https://example.com/a%20b",
+		"http://example.com:8080":           "http://example.com:8080/",
+		"https://[::1]:8443/r/v/X":          "https://[::1]:8443/r/v/X",
+	} {
+		u, _ := url.Parse(raw)
+		if got := OAuthBaseURI(u); got != want {
+			t.Errorf("OAuthBaseURI(%s) = %s, want %s", raw, got, want)
+		}
+	}
+	if sig, _ := OAuthSign(OAuthPlaintext, "ignored", "cs&x", ""); sig != "cs%26x&" {
+		t.Errorf("PLAINTEXT = %q", sig)
+	}
+	for _, bad := range []string{`OAuth`, `OAuth a=b`, `OAuth a="b`, `OAuth a="b" c="d"`, `OAuth a="b",`, `Bearer x`} {
+		if _, err := ParseOAuthHeader(bad); err == nil {
+			t.Errorf("ParseOAuthHeader(%q) accepted", bad)
+		}
+	}
+}

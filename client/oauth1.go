@@ -1,0 +1,232 @@
+package client
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"hash"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// OAuth1 signs each request as an OAuth 1.0a consumer acting for a user
+// (RFC 5849, docs/auth.md "OAuth 1.0a"): an "Authorization: OAuth …"
+// header with a fresh nonce, signed with the consumer's and the access
+// token's secrets. Method is HMAC-SHA1 (the default), HMAC-SHA256 or
+// PLAINTEXT.
+//
+// The flow that yields the access token:
+//
+//	o := &client.OAuth1{ConsumerKey: key, ConsumerSecret: secret}
+//	rt, rs, _ := o.RequestToken(ctx, anon, "oob")          // or a callback URL
+//	// the user opens c.BaseURL + client.OAuthAuthorizePath(rt), allows, gets a verifier
+//	_ = o.AccessToken(ctx, anon, rt, rs, verifier)          // sets o.Token, o.TokenSecret
+//	c := client.New(url, hc, o)
+type OAuth1 struct {
+	ConsumerKey, ConsumerSecret string
+	Token, TokenSecret          string
+	Method                      string
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// OAuthAuthorizePath returns the path of the authorisation page for a
+// request token.
+func OAuthAuthorizePath(requestToken string) string {
+	return "/oauth/authorize?oauth_token=" + url.QueryEscape(requestToken)
+}
+
+// Apply implements Authenticator.
+func (o *OAuth1) Apply(_ *Client, req *http.Request) error {
+	return o.sign(req, o.Token, o.TokenSecret, nil)
+}
+
+// Header returns the Authorization header that signs req with o's
+// credentials and the extra protocol parameters (oauth_callback,
+// oauth_verifier), without changing req.
+func (o *OAuth1) Header(req *http.Request, extra map[string]string) (string, error) {
+	r := req.Clone(req.Context())
+	if err := o.sign(r, o.Token, o.TokenSecret, extra); err != nil {
+		return "", err
+	}
+	return r.Header.Get("Authorization"), nil
+}
+
+// Retry implements Authenticator: a refused signature is not retried.
+func (o *OAuth1) Retry(context.Context, *Client, *Response) (bool, error) { return false, nil }
+
+func oauthEncode(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// sign adds the Authorization header to req (RFC 5849 §3.1), with extra
+// protocol parameters (oauth_callback, oauth_verifier).
+func (o *OAuth1) sign(req *http.Request, token, tokenSecret string, extra map[string]string) error {
+	method := o.Method
+	if method == "" {
+		method = "HMAC-SHA1"
+	}
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	var nb [16]byte
+	_, _ = rand.Read(nb[:])
+	proto := map[string]string{
+		"oauth_consumer_key":     o.ConsumerKey,
+		"oauth_signature_method": method,
+		"oauth_timestamp":        strconv.FormatInt(now().Unix(), 10),
+		"oauth_nonce":            base64.RawURLEncoding.EncodeToString(nb[:]),
+		"oauth_version":          "1.0",
+	}
+	if token != "" {
+		proto["oauth_token"] = token
+	}
+	for k, v := range extra {
+		proto[k] = v
+	}
+	var params [][2]string
+	add := func(raw string) error {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return err
+		}
+		for k, vs := range q {
+			for _, v := range vs {
+				params = append(params, [2]string{k, v})
+			}
+		}
+		return nil
+	}
+	if err := add(req.URL.RawQuery); err != nil {
+		return err
+	}
+	if mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type")); mt == "application/x-www-form-urlencoded" && req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return err
+		}
+		raw, err := io.ReadAll(body)
+		if err != nil {
+			return err
+		}
+		if err := add(string(raw)); err != nil {
+			return err
+		}
+	}
+	for k, v := range proto {
+		params = append(params, [2]string{k, v})
+	}
+	for i := range params {
+		params[i] = [2]string{oauthEncode(params[i][0]), oauthEncode(params[i][1])}
+	}
+	sort.Slice(params, func(i, j int) bool {
+		if params[i][0] != params[j][0] {
+			return params[i][0] < params[j][0]
+		}
+		return params[i][1] < params[j][1]
+	})
+	pairs := make([]string, len(params))
+	for i, p := range params {
+		pairs[i] = p[0] + "=" + p[1]
+	}
+	u := *req.URL
+	host := strings.ToLower(u.Host)
+	host = strings.TrimSuffix(host, ":443")
+	base := strings.ToUpper(req.Method) + "&" + oauthEncode(strings.ToLower(u.Scheme)+"://"+host+u.EscapedPath()) + "&" + oauthEncode(strings.Join(pairs, "&"))
+	key := oauthEncode(o.ConsumerSecret) + "&" + oauthEncode(tokenSecret)
+	var h func() hash.Hash
+	switch method {
+	case "HMAC-SHA1":
+		h = sha1.New
+	case "HMAC-SHA256":
+		h = sha256.New
+	case "PLAINTEXT":
+	default:
+		return fmt.Errorf("client: unknown OAuth signature method %q", method)
+	}
+	sig := key
+	if h != nil {
+		m := hmac.New(h, []byte(key))
+		m.Write([]byte(base))
+		sig = base64.StdEncoding.EncodeToString(m.Sum(nil))
+	}
+	proto["oauth_signature"] = sig
+	names := make([]string, 0, len(proto))
+	for k := range proto {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = oauthEncode(k) + `="` + oauthEncode(proto[k]) + `"`
+	}
+	req.Header.Set("Authorization", `OAuth realm="yard", `+strings.Join(parts, ", "))
+	return nil
+}
+
+// oauthPost sends a signed POST with no body to an OAuth endpoint and
+// parses its form answer.
+func (o *OAuth1) oauthPost(ctx context.Context, c *Client, path, token, tokenSecret string, extra map[string]string) (url.Values, error) {
+	signer := authFunc(func(req *http.Request) error { return o.sign(req, token, tokenSecret, extra) })
+	resp, err := c.send(ctx, http.MethodPost, path, nil, nil, signer)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 400 {
+		return nil, problemOf(resp)
+	}
+	return url.ParseQuery(string(resp.Body))
+}
+
+// authFunc adapts a signing function to Authenticator.
+type authFunc func(*http.Request) error
+
+func (f authFunc) Apply(_ *Client, req *http.Request) error                { return f(req) }
+func (f authFunc) Retry(context.Context, *Client, *Response) (bool, error) { return false, nil }
+
+// RequestToken asks for temporary credentials (POST /oauth/request_token)
+// with a callback URL or "oob".
+func (o *OAuth1) RequestToken(ctx context.Context, c *Client, callback string) (token, secret string, err error) {
+	v, err := o.oauthPost(ctx, c, "/oauth/request_token", "", "", map[string]string{"oauth_callback": callback})
+	if err != nil {
+		return "", "", err
+	}
+	if v.Get("oauth_callback_confirmed") != "true" || v.Get("oauth_token") == "" {
+		return "", "", fmt.Errorf("client: unexpected request_token answer")
+	}
+	return v.Get("oauth_token"), v.Get("oauth_token_secret"), nil
+}
+
+// AccessToken exchanges an authorised request token and its verifier
+// (POST /oauth/access_token) and keeps the access token in o.
+func (o *OAuth1) AccessToken(ctx context.Context, c *Client, requestToken, requestSecret, verifier string) error {
+	v, err := o.oauthPost(ctx, c, "/oauth/access_token", requestToken, requestSecret, map[string]string{"oauth_verifier": verifier})
+	if err != nil {
+		return err
+	}
+	if v.Get("oauth_token") == "" {
+		return fmt.Errorf("client: unexpected access_token answer")
+	}
+	o.Token, o.TokenSecret = v.Get("oauth_token"), v.Get("oauth_token_secret")
+	return nil
+}
