@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"fmt"
 	"html"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	openidgo "github.com/yohcop/openid-go"
 
+	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/store/storetest"
 )
 
@@ -154,7 +156,8 @@ func TestOpenIDRelyingParty(t *testing.T) {
 
 // TestOpenIDNonceAcrossProcesses makes an assertion at one process and
 // verifies it at another on the same PostgreSQL store (and keys): the
-// private association is shared, the response nonce is used once.
+// private association is shared, the response nonce is used once. An
+// association made at one process signs at the other.
 func TestOpenIDNonceAcrossProcesses(t *testing.T) {
 	dsn := storetest.NewPostgresDatabase(t)
 	data := t.TempDir()
@@ -185,5 +188,27 @@ func TestOpenIDNonceAcrossProcesses(t *testing.T) {
 	}
 	if got := check(b, first); !strings.Contains(got, "is_valid:false\n") {
 		t.Fatalf("the same assertion again at B: %q, want is_valid:false", got)
+	}
+
+	// An association made at B signs an assertion at A.
+	status, _, body := ua.do("POST", b.URL+"/openid/login", url.Values{"openid.ns": {openid.NS}, "openid.mode": {"associate"},
+		"openid.assoc_type": {"HMAC-SHA256"}, "openid.session_type": {"no-encryption"}})
+	assoc, err := openid.ParseKV([]byte(body))
+	if status != 200 || err != nil {
+		t.Fatalf("associate at B: %d %q", status, body)
+	}
+	key, _ := base64.StdEncoding.DecodeString(assoc["mac_key"])
+	u, _ := url.Parse(start)
+	q := u.Query()
+	q.Set("openid.assoc_handle", assoc["assoc_handle"])
+	u.RawQuery = q.Encode()
+	u.Host = strings.Replace(u.Host, "127.0.0.1", "localhost", 1) // where the session cookie is
+	back, _ := url.Parse(ua.signInAndConfirm(u.String(), false))
+	m, _ := openid.FromValues(back.Query())
+	if m["assoc_handle"] != assoc["assoc_handle"] || m["invalidate_handle"] != "" {
+		t.Fatalf("assertion at A with B's association: %v", m)
+	}
+	if err := openid.Verify("HMAC-SHA256", key, m); err != nil {
+		t.Fatalf("the assertion made at A does not verify with the key B gave: %v", err)
 	}
 }
