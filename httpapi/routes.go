@@ -123,4 +123,13 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/oauth/access_token", s.handleAccessToken)
 	s.handle("GET", "/oauth/authorizations", s.authenticated(s.handleListAuthorizations))
 	s.handle("DELETE", "/oauth/authorizations/{id}", s.authenticated(s.handleRevokeAuthorization))
+
+	// OpenID 2.0 provider (openid.go): discovery documents, the provider
+	// endpoint (direct requests by POST, checkid by GET) and the
+	// confirmation form.
+	s.handle("GET", "/openid", s.handleOpenIDDiscovery)
+	s.handle("GET", "/openid/id/{name}", s.handleOpenIDIdentity)
+	s.handle("GET", "/openid/login", s.page(s.handleOpenIDCheckID))
+	s.handle("POST", "/openid/login", s.handleOpenIDPost)
+	s.handle("POST", "/openid/confirm", s.page(s.handleOpenIDConfirm))
 }

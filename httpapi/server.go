@@ -66,6 +66,11 @@ type Server struct {
 	// pagesOnce builds pagesVal, the pages for people (pages.go).
 	pagesOnce sync.Once
 	pagesVal  *pages.Pages
+
+	// OpenIDAssocTTL is the lifetime of OpenID associations (0: the
+	// default of package openid); oid is the provider (openid.go).
+	OpenIDAssocTTL time.Duration
+	oid            openidState
 }
 
 type route struct{ Method, Pattern string }

@@ -1,0 +1,261 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/openid"
+	"github.com/yard-api/yard/pages"
+)
+
+// The people's side of the OpenID provider: checkid_setup and
+// checkid_immediate (GET /openid/login) and the confirmation form (POST
+// /openid/confirm), on the sign-in, consent and error pages of package
+// pages. A request that cannot be answered by a redirect (no usable
+// return_to, or one outside the realm) gets an HTML error page; any other
+// answer goes back to return_to.
+
+// openidRedirect sends the browser to return_to with the message's fields
+// added to its query (OpenID 2.0 §5.2.1), with 303 See Other.
+func openidRedirect(w http.ResponseWriter, returnTo string, m openid.Message) {
+	u, err := url.Parse(returnTo)
+	if err != nil { // ParseCheckID accepted it; cannot happen
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	q := u.Query()
+	for k, v := range m {
+		q.Set("openid."+k, v)
+	}
+	u.RawQuery = q.Encode()
+	w.Header().Set("Location", u.String())
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// openidRequest reads a checkid request from query or form fields. When it
+// returns nil the answer has been written: an error page, or an indirect
+// error at return_to.
+func (s *Server) openidRequest(p *pages.Pages, w http.ResponseWriter, r *http.Request, v url.Values) *openid.CheckIDRequest {
+	m, err := openid.FromValues(v)
+	if err != nil {
+		p.Error(w, r, http.StatusBadRequest, "Bad OpenID request", "The request repeats a field: "+err.Error()+".")
+		return nil
+	}
+	switch m["mode"] {
+	case openid.ModeCheckIDSetup, openid.ModeCheckIDImmediate:
+	case "":
+		p.Error(w, r, http.StatusBadRequest, "Not an OpenID request",
+			"This is the OpenID provider endpoint of yard. Sites you sign in to with your yard identity send you here; it has nothing to show on its own.")
+		return nil
+	case openid.ModeAssociate, openid.ModeCheckAuthentication:
+		writeKV(w, http.StatusBadRequest, openid.DirectError("associate and check_authentication are direct requests: POST them."))
+		return nil
+	default:
+		p.Error(w, r, http.StatusBadRequest, "Bad OpenID request", "This provider does not know the mode "+m["mode"]+".")
+		return nil
+	}
+	req, err := openid.ParseCheckID(m)
+	if errors.Is(err, openid.ErrNoReturn) {
+		p.Error(w, r, http.StatusBadRequest, "Cannot sign in to this site",
+			"The site that sent you here made a request yard cannot answer safely: "+err.Error()+".")
+		return nil
+	}
+	if err != nil {
+		openidRedirect(w, req.ReturnTo, openid.IndirectError(err.Error()))
+		return nil
+	}
+	return req
+}
+
+// openidUser returns the signed-in user who may answer req, or nil when
+// the answer has been written (sign-in, setup_needed, or an error page).
+func (s *Server) openidUser(p *pages.Pages, w http.ResponseWriter, r *http.Request, req *openid.CheckIDRequest) *yard.User {
+	pr, err := p.User(r)
+	if err != nil {
+		p.Internal(w, r, err)
+		return nil
+	}
+	if pr == nil {
+		if req.Immediate() {
+			openidRedirect(w, req.ReturnTo, openid.Negative(req))
+			return nil
+		}
+		// Sign in, then come back to the request (as a GET). The way
+		// back is a local path of at most 2048 characters.
+		next := "/openid/login?" + req.Message.Values().Encode()
+		if pages.LocalPath(next) == "" {
+			p.Error(w, r, http.StatusBadRequest, "Request too long",
+				"The site that sent you here made a request too long to carry through the sign-in page. Sign in to yard first, then try again.")
+			return nil
+		}
+		w.Header().Set("Location", s.url(pages.SignInURL(next)))
+		w.WriteHeader(http.StatusSeeOther)
+		return nil
+	}
+	u, err := s.DB.FindUserByID(r.Context(), pr.UserID)
+	if err != nil {
+		p.Internal(w, r, err)
+		return nil
+	}
+	if req.Identity != openid.IdentifierSelect && req.Identity != s.openidClaimedID(u.Name) {
+		if req.Immediate() {
+			openidRedirect(w, req.ReturnTo, openid.Negative(req))
+			return nil
+		}
+		p.Error(w, r, http.StatusForbidden, "Signed in as someone else",
+			"The site asks to sign you in as "+req.Identity+", but you are signed in to yard as "+u.Name+".")
+		return nil
+	}
+	return u
+}
+
+// sregValues are the Simple Registration values of a user: yard users
+// have one name, which is both the nickname and the full name.
+func sregValues(u *yard.User) map[string]string {
+	v := map[string]string{"nickname": u.Name, "fullname": u.Name}
+	if u.Email != "" {
+		v["email"] = u.Email
+	}
+	return v
+}
+
+// sregShare returns the values of the requested fields that are allowed.
+func sregShare(u *yard.User, req *openid.CheckIDRequest, allowed func(field string) bool) map[string]string {
+	all := sregValues(u)
+	out := map[string]string{}
+	for _, f := range req.SReg.Fields() {
+		if v, ok := all[f]; ok && allowed(f) {
+			out[f] = v
+		}
+	}
+	return out
+}
+
+// assertTo signs a positive assertion for u and redirects to return_to.
+func (s *Server) assertTo(p *pages.Pages, w http.ResponseWriter, r *http.Request, req *openid.CheckIDRequest, u *yard.User, sreg map[string]string) {
+	prov, err := s.openID()
+	if err == nil {
+		var m openid.Message
+		if m, err = prov.Assert(r.Context(), req, s.openidClaimedID(u.Name), sreg); err == nil {
+			openidRedirect(w, req.ReturnTo, m)
+			return
+		}
+	}
+	p.Internal(w, r, err)
+}
+
+// handleOpenIDCheckID is GET /openid/login: checkid_setup and
+// checkid_immediate (OpenID 2.0 §9). Without a session, setup signs the
+// user in first and immediate answers setup_needed; a realm the user chose
+// to remember is answered at once, else setup asks on the confirmation
+// page.
+func (s *Server) handleOpenIDCheckID(p *pages.Pages, w http.ResponseWriter, r *http.Request) {
+	if _, err := s.openID(); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	req := s.openidRequest(p, w, r, r.URL.Query())
+	if req == nil {
+		return
+	}
+	u := s.openidUser(p, w, r, req)
+	if u == nil {
+		return
+	}
+	approval, err := s.DB.FindOpenIDApproval(r.Context(), u.ID, req.Realm.String())
+	switch {
+	case err == nil:
+		s.assertTo(p, w, r, req, u, sregShare(u, req, func(f string) bool { return slices.Contains(approval.SReg, f) }))
+		return
+	case yard.ErrorCode(err) != yard.ENOTFOUND:
+		p.Internal(w, r, err)
+		return
+	}
+	if req.Immediate() {
+		openidRedirect(w, req.ReturnTo, openid.Negative(req))
+		return
+	}
+	keys := make([]string, 0, len(req.Message))
+	for k := range req.Message {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	hidden := make([]pages.Field, 0, len(keys))
+	for _, k := range keys {
+		hidden = append(hidden, pages.Field{Name: "openid." + k, Value: req.Message[k]})
+	}
+	details := []string{"It will know you by the identifier " + s.openidClaimedID(u.Name) + "."}
+	if req.SReg != nil && req.SReg.PolicyURL != "" {
+		details = append(details, "Its privacy policy: "+req.SReg.PolicyURL)
+	}
+	boxes := []pages.Checkbox{}
+	labels := map[string]string{"nickname": "Share my nickname", "email": "Share my e-mail address", "fullname": "Share my full name"}
+	for f, v := range sregShare(u, req, func(string) bool { return true }) {
+		boxes = append(boxes, pages.Checkbox{Name: "sreg_" + f, Label: labels[f] + " (" + v + ")", Checked: true})
+	}
+	slices.SortFunc(boxes, func(a, b pages.Checkbox) int {
+		return slices.Index(openid.SRegFields, a.Name[5:]) - slices.Index(openid.SRegFields, b.Name[5:])
+	})
+	boxes = append(boxes, pages.Checkbox{Name: "remember", Label: "Remember my answer for this site"})
+	p.Consent(w, r, pages.Consent{
+		Title: "Sign in to another site?", Party: req.Realm.String(), Question: "asks you to sign in with your yard identity.",
+		User: u.Name, Details: details, Action: "/openid/confirm", Hidden: hidden, Checkboxes: boxes,
+		AllowLabel: "Sign in", DenyLabel: "Cancel", RedirectTo: []string{req.ReturnTo},
+	})
+}
+
+// handleOpenIDConfirm is POST /openid/confirm, the confirmation page's
+// form (CSRF and cross-site checks done by the pages' middleware): Sign in
+// redirects to return_to with a signed positive assertion and the shared
+// Simple Registration fields, remembering the answer for the realm if
+// asked; Cancel sends openid.mode=cancel.
+func (s *Server) handleOpenIDConfirm(p *pages.Pages, w http.ResponseWriter, r *http.Request) {
+	if _, err := s.openID(); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	form := url.Values{}
+	for k, v := range r.PostForm {
+		if len(k) > 7 && k[:7] == "openid." {
+			form[k] = v
+		}
+	}
+	req := s.openidRequest(p, w, r, form)
+	if req == nil {
+		return
+	}
+	if req.Immediate() {
+		p.Error(w, r, http.StatusBadRequest, "Bad OpenID request", "checkid_immediate requests are not confirmed on a page.")
+		return
+	}
+	u := s.openidUser(p, w, r, req)
+	if u == nil {
+		return
+	}
+	switch r.PostForm.Get("decision") {
+	case "deny":
+		openidRedirect(w, req.ReturnTo, openid.Negative(req))
+	case "allow":
+		sreg := sregShare(u, req, func(f string) bool { return r.PostForm.Get("sreg_"+f) == "on" })
+		if r.PostForm.Get("remember") == "on" {
+			shared := make([]string, 0, len(sreg))
+			for _, f := range openid.SRegFields {
+				if _, ok := sreg[f]; ok {
+					shared = append(shared, f)
+				}
+			}
+			if err := s.DB.SaveOpenIDApproval(r.Context(), &yard.OpenIDApproval{UserID: u.ID, Realm: req.Realm.String(),
+				SReg: shared, CreatedAt: s.Kit.Now()}); err != nil {
+				p.Internal(w, r, err)
+				return
+			}
+		}
+		s.assertTo(p, w, r, req, u, sreg)
+	default:
+		p.Error(w, r, http.StatusBadRequest, "Bad request", "Choose Sign in or Cancel.")
+	}
+}
