@@ -1,0 +1,908 @@
+// Package search is the in-memory search index of cars: a projection of
+// the store, never a second truth. It answers every car list from
+// compressed bitmaps (github.com/RoaringBitmap/roaring/v2) through
+// yard.CarLister, the interface the store's SQL path answers too, so
+// either can serve a list and the tests hold one against the other.
+//
+// The index is fed by the store's commit-ordered changes: every write to
+// cars or garages increments the car version in its transaction and
+// stamps the rows it writes (and a tombstone for each deletion) with it.
+// Before answering, the index reads the version (one primary-key read)
+// and, when it moved, applies the rows changed since the version it
+// holds. So a write answered before a query starts is visible to the
+// query, whichever process wrote it. Until its first build is done, the
+// index passes every list to the store (docs/cars.md, "The search
+// index").
+package search
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/store"
+)
+
+// Source is what the index reads: the store's SQL path (the fallback
+// while the index is built), its car version and its change feed.
+// *store.DB is one.
+type Source interface {
+	yard.CarLister
+	CarVersion(ctx context.Context) (int64, error)
+	ReadCarChanges(ctx context.Context, since int64, h store.CarChangeHandler) (int64, error)
+}
+
+var _ Source = (*store.DB)(nil)
+
+// Index is the search index of cars. Its zero value is not usable; call
+// New.
+type Index struct {
+	src    Source
+	logger *slog.Logger
+
+	ready     atomic.Bool
+	held      atomic.Int64 // the car version the index holds
+	buildTime atomic.Int64 // nanoseconds the first build took
+
+	syncMu sync.Mutex   // one build or catch-up at a time
+	mu     sync.RWMutex // guards the data below
+	d      *data
+}
+
+// text fields of a car, in carRec.text order.
+var textFields = [...]string{yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel}
+
+// data is the index proper. A car has a dense position; every value of
+// every field has a bitmap of the positions holding it. Garages have a
+// slot and a bitmap of their cars, so renaming a garage or moving it to
+// another state touches one garage's bitmap, not its cars.
+type data struct {
+	ids     []string          // position → car id (kept after a deletion)
+	pos     map[string]uint32 // car id → position (kept: a re-created id gets its position back)
+	recs    []carRec          // position → fields
+	alive   *roaring.Bitmap   // positions of existing cars
+	order   []uint32          // every position, sorted by car id
+	inOrder bool              // order[i] == i: positions are in id order
+
+	strs  []string          // interned strings: car field values as written, and their keys
+	strID map[string]uint32 // string → index in strs
+	keyOf []uint32          // string index → index of its key (lower case)
+
+	text  [len(textFields)]map[uint32]*roaring.Bitmap // key string index → cars
+	doors map[int64]*roaring.Bitmap
+	years map[int64]*roaring.Bitmap
+
+	garages  []garageRec       // slot → garage; slot 0 is "no garage"
+	slotOf   map[string]uint32 // garage id → slot
+	free     []uint32          // slots of deleted garages
+	names    map[string]*roaring.Bitmap
+	states   map[string]*roaring.Bitmap
+	noGarage *roaring.Bitmap
+}
+
+// carRec holds a car's fields; text values as string indexes.
+type carRec struct {
+	text             [len(textFields)]uint32
+	doors            int32
+	year             int32
+	garage           uint32 // slot, 0 for no garage
+	created, updated int64  // Unix milliseconds
+}
+
+type garageRec struct {
+	id                string
+	nameKey, stateKey string
+	cars              *roaring.Bitmap
+	used              bool
+}
+
+func newData() *data {
+	d := &data{
+		pos: map[string]uint32{}, alive: roaring.New(), inOrder: true,
+		strID: map[string]uint32{}, doors: map[int64]*roaring.Bitmap{}, years: map[int64]*roaring.Bitmap{},
+		garages: []garageRec{{}}, slotOf: map[string]uint32{},
+		names: map[string]*roaring.Bitmap{}, states: map[string]*roaring.Bitmap{}, noGarage: roaring.New(),
+	}
+	for i := range d.text {
+		d.text[i] = map[uint32]*roaring.Bitmap{}
+	}
+	return d
+}
+
+// New returns an index over src; it answers through src until Build (or
+// Start) has built it.
+func New(src Source, logger *slog.Logger) *Index {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Index{src: src, logger: logger}
+}
+
+// Ready reports whether the index answers lists (else the store does).
+func (ix *Index) Ready() bool { return ix.ready.Load() }
+
+// Version returns the car version the index holds.
+func (ix *Index) Version() int64 { return ix.held.Load() }
+
+// BuildTime returns how long the first build took (0 before it is done).
+func (ix *Index) BuildTime() time.Duration { return time.Duration(ix.buildTime.Load()) }
+
+// Run builds the index, trying again every few seconds after a failure,
+// and returns once it is built or ctx ends. Lists are answered by the
+// store meanwhile; run it in the background.
+func (ix *Index) Run(ctx context.Context) {
+	for {
+		err := ix.Build(ctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		ix.logger.Error("car search index build failed; car lists stay on SQL", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// Build reads every car and garage from the store into a new index and
+// makes it answer lists. It logs how long it took.
+func (ix *Index) Build(ctx context.Context) error {
+	ix.syncMu.Lock()
+	defer ix.syncMu.Unlock()
+	start := time.Now()
+	d := newData()
+	d.inOrder = true
+	var building []*yard.Car
+	flush := func() {
+		for _, c := range building {
+			d.putCar(c, true)
+		}
+		building = building[:0]
+	}
+	v, err := ix.src.ReadCarChanges(ctx, -1, store.CarChangeHandler{
+		Garage: d.putGarage,
+		Car: func(c *yard.Car) {
+			if building = append(building, c); len(building) == 4096 {
+				flush()
+			}
+		},
+		CarDeleted:    func(string) {},
+		GarageDeleted: func(string) {},
+	})
+	if err != nil {
+		return err
+	}
+	flush()
+	d.sortOrder()
+	for _, b := range d.allBitmaps() {
+		b.RunOptimize()
+	}
+	took := time.Since(start)
+	ix.mu.Lock()
+	ix.d = d
+	ix.held.Store(v)
+	ix.mu.Unlock()
+	ix.buildTime.Store(int64(took))
+	ix.ready.Store(true)
+	ix.logger.Info("car search index ready", "cars", d.alive.GetCardinality(), "garages", len(d.slotOf),
+		"version", v, "took_ms", took.Milliseconds())
+	return nil
+}
+
+// Sync brings the index up to the store's current car version: it reads
+// the version and, when it moved past the one the index holds, applies
+// the changes since. After Sync returns, every write committed before it
+// was called is in the index.
+func (ix *Index) Sync(ctx context.Context) error {
+	if !ix.ready.Load() {
+		return nil // nothing to bring up to date; lists go to the store
+	}
+	v, err := ix.src.CarVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if v <= ix.held.Load() {
+		return nil
+	}
+	ix.syncMu.Lock()
+	defer ix.syncMu.Unlock()
+	if v <= ix.held.Load() {
+		return nil // another caller caught up meanwhile
+	}
+	// Changes are applied in chunks, each under the write lock, so a
+	// large catch-up (an import elsewhere) does not stall readers for
+	// its whole length. Readers that need this catch-up wait on syncMu.
+	var cars []*yard.Car
+	flush := func() {
+		if len(cars) == 0 {
+			return
+		}
+		ix.mu.Lock()
+		for _, c := range cars {
+			ix.d.putCar(c, false)
+		}
+		ix.mu.Unlock()
+		cars = cars[:0]
+	}
+	locked := func(fn func()) {
+		flush()
+		ix.mu.Lock()
+		fn()
+		ix.mu.Unlock()
+	}
+	got, err := ix.src.ReadCarChanges(ctx, ix.held.Load(), store.CarChangeHandler{
+		Garage: func(g *yard.Garage) { locked(func() { ix.d.putGarage(g) }) },
+		Car: func(c *yard.Car) {
+			if cars = append(cars, c); len(cars) == 4096 {
+				flush()
+			}
+		},
+		CarDeleted:    func(id string) { locked(func() { ix.d.deleteCar(id) }) },
+		GarageDeleted: func(id string) { locked(func() { ix.d.deleteGarage(id) }) },
+	})
+	flush()
+	if err != nil {
+		// What was applied is newer than the version held, and applying
+		// it again is harmless: the next call starts from the same place.
+		return err
+	}
+	ix.held.Store(got)
+	return nil
+}
+
+// ListCars answers a car list from the index, after Sync; before the
+// index is built, the store answers.
+func (ix *Index) ListCars(ctx context.Context, q yard.Query, page yard.Page, facets []string) (*yard.CarList, error) {
+	if !ix.ready.Load() {
+		return ix.src.ListCars(ctx, q, page, facets)
+	}
+	if err := ix.Sync(ctx); err != nil {
+		return nil, err
+	}
+	for _, f := range facets {
+		if _, ok := yard.FieldKindOf(f); !ok {
+			return nil, yard.Invalid("Unknown facet field.", yard.FieldError{Field: "facets", Message: "unknown field " + f})
+		}
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.d.list(q, page, facets), nil
+}
+
+// Stats describes the index.
+type Stats struct {
+	Cars, Garages int
+	Version       int64
+	BitmapBytes   uint64 // serialized size of every bitmap
+}
+
+// Stats returns the index's size.
+func (ix *Index) Stats() Stats {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.d == nil {
+		return Stats{}
+	}
+	st := Stats{Cars: int(ix.d.alive.GetCardinality()), Garages: len(ix.d.slotOf), Version: ix.held.Load()}
+	for _, b := range ix.d.allBitmaps() {
+		st.BitmapBytes += b.GetSizeInBytes()
+	}
+	return st
+}
+
+// --- maintenance -------------------------------------------------------------
+
+func (d *data) allBitmaps() []*roaring.Bitmap {
+	out := []*roaring.Bitmap{d.alive, d.noGarage}
+	for _, m := range d.text {
+		for _, b := range m {
+			out = append(out, b)
+		}
+	}
+	for _, m := range []map[int64]*roaring.Bitmap{d.doors, d.years} {
+		for _, b := range m {
+			out = append(out, b)
+		}
+	}
+	for _, m := range []map[string]*roaring.Bitmap{d.names, d.states} {
+		for _, b := range m {
+			out = append(out, b)
+		}
+	}
+	for _, g := range d.garages {
+		if g.cars != nil {
+			out = append(out, g.cars)
+		}
+	}
+	return out
+}
+
+// intern returns the index of s (a car's value as written), interning it
+// and its key.
+func (d *data) intern(s string) uint32 {
+	if i, ok := d.strID[s]; ok {
+		return i
+	}
+	i := d.add(s)
+	key := strings.ToLower(s)
+	k, ok := d.strID[key]
+	if !ok {
+		k = d.add(key)
+		d.keyOf[k] = k
+	}
+	d.keyOf[i] = k
+	return i
+}
+
+func (d *data) add(s string) uint32 {
+	i := uint32(len(d.strs))
+	d.strs = append(d.strs, s)
+	d.keyOf = append(d.keyOf, i)
+	d.strID[s] = i
+	return i
+}
+
+func bitmapOf[K comparable](m map[K]*roaring.Bitmap, k K) *roaring.Bitmap {
+	b := m[k]
+	if b == nil {
+		b = roaring.New()
+		m[k] = b
+	}
+	return b
+}
+
+// putGarage adds a garage or applies a new name and state to it: its cars
+// move between the name and state bitmaps in one operation each.
+func (d *data) putGarage(g *yard.Garage) {
+	name, state := strings.ToLower(g.Name), strings.ToLower(g.State)
+	slot := d.slot(g.ID)
+	gr := &d.garages[slot]
+	if gr.nameKey != name {
+		d.moveCars(d.names, gr.nameKey, name, gr.cars)
+		gr.nameKey = name
+	}
+	if gr.stateKey != state {
+		d.moveCars(d.states, gr.stateKey, state, gr.cars)
+		gr.stateKey = state
+	}
+}
+
+// moveCars moves the cars from set m[from] to m[to].
+func (d *data) moveCars(m map[string]*roaring.Bitmap, from, to string, cars *roaring.Bitmap) {
+	if cars.IsEmpty() {
+		return
+	}
+	if b := m[from]; b != nil {
+		b.AndNot(cars)
+		if b.IsEmpty() {
+			delete(m, from)
+		}
+	}
+	bitmapOf(m, to).Or(cars)
+}
+
+// slot returns the slot of a garage id, making one when it is new.
+func (d *data) slot(id string) uint32 {
+	if s, ok := d.slotOf[id]; ok {
+		return s
+	}
+	var s uint32
+	if n := len(d.free); n > 0 {
+		s, d.free = d.free[n-1], d.free[:n-1]
+	} else {
+		s = uint32(len(d.garages))
+		d.garages = append(d.garages, garageRec{})
+	}
+	d.garages[s] = garageRec{id: id, cars: roaring.New(), used: true}
+	d.slotOf[id] = s
+	return s
+}
+
+// deleteGarage forgets a garage; the store deletes only empty ones.
+func (d *data) deleteGarage(id string) {
+	s, ok := d.slotOf[id]
+	if !ok {
+		return
+	}
+	gr := d.garages[s]
+	if !gr.cars.IsEmpty() { // cannot happen: the store refuses it
+		d.moveCars(d.names, gr.nameKey, "", gr.cars)
+		d.moveCars(d.states, gr.stateKey, "", gr.cars)
+	}
+	delete(d.slotOf, id)
+	d.garages[s] = garageRec{}
+	d.free = append(d.free, s)
+}
+
+// putCar adds a car or applies its new fields. building says the cars
+// arrive in id order (the first build), so the order is mended once at
+// the end instead of at each car.
+func (d *data) putCar(c *yard.Car, building bool) {
+	p, known := d.pos[c.ID]
+	switch {
+	case !known:
+		p = uint32(len(d.ids))
+		d.ids = append(d.ids, c.ID)
+		d.recs = append(d.recs, carRec{})
+		d.pos[c.ID] = p
+		d.insertOrder(p, building)
+	case d.alive.Contains(p):
+		d.unindex(p)
+	}
+	r := carRec{doors: int32(c.Doors), year: int32(c.Year), created: store.Millis(c.CreatedAt), updated: store.Millis(c.UpdatedAt)}
+	for i, v := range [...]string{c.Color, c.Type, c.Make, c.Model} {
+		r.text[i] = d.intern(v)
+	}
+	if c.Garage != "" {
+		r.garage = d.slot(c.Garage)
+	}
+	d.recs[p] = r
+	d.index(p)
+}
+
+// insertOrder places a new position in the id order.
+func (d *data) insertOrder(p uint32, building bool) {
+	n := len(d.order)
+	if building || n == 0 || d.ids[d.order[n-1]] < d.ids[p] {
+		d.order = append(d.order, p) // positions grow: order stays i → i
+		return
+	}
+	id := d.ids[p]
+	i, _ := slices.BinarySearchFunc(d.order, id, func(q uint32, id string) int { return strings.Compare(d.ids[q], id) })
+	d.order = slices.Insert(d.order, i, p)
+	d.inOrder = false
+}
+
+// sortOrder sorts the order after a build, when the store's id order
+// differs from byte order (a PostgreSQL database with another collation
+// than C).
+func (d *data) sortOrder() {
+	less := func(a, b uint32) int { return strings.Compare(d.ids[a], d.ids[b]) }
+	if !slices.IsSortedFunc(d.order, less) {
+		slices.SortFunc(d.order, less)
+		d.inOrder = false
+	}
+}
+
+func (d *data) deleteCar(id string) {
+	if p, ok := d.pos[id]; ok && d.alive.Contains(p) {
+		d.unindex(p)
+	}
+}
+
+// index adds position p to the bitmaps of its values.
+func (d *data) index(p uint32) {
+	r := &d.recs[p]
+	for i, s := range r.text {
+		bitmapOf(d.text[i], d.keyOf[s]).Add(p)
+	}
+	bitmapOf(d.doors, int64(r.doors)).Add(p)
+	bitmapOf(d.years, int64(r.year)).Add(p)
+	if r.garage == 0 {
+		d.noGarage.Add(p)
+	} else {
+		g := &d.garages[r.garage]
+		g.cars.Add(p)
+		bitmapOf(d.names, g.nameKey).Add(p)
+		bitmapOf(d.states, g.stateKey).Add(p)
+	}
+	d.alive.Add(p)
+}
+
+// unindex removes position p from every bitmap.
+func (d *data) unindex(p uint32) {
+	r := &d.recs[p]
+	for i, s := range r.text {
+		removeFrom(d.text[i], d.keyOf[s], p)
+	}
+	removeFrom(d.doors, int64(r.doors), p)
+	removeFrom(d.years, int64(r.year), p)
+	if r.garage == 0 {
+		d.noGarage.Remove(p)
+	} else {
+		g := &d.garages[r.garage]
+		g.cars.Remove(p)
+		removeFrom(d.names, g.nameKey, p)
+		removeFrom(d.states, g.stateKey, p)
+	}
+	d.alive.Remove(p)
+}
+
+func removeFrom[K comparable](m map[K]*roaring.Bitmap, k K, p uint32) {
+	if b := m[k]; b != nil {
+		b.Remove(p)
+		if b.IsEmpty() {
+			delete(m, k)
+		}
+	}
+}
+
+// --- queries -------------------------------------------------------------------
+
+// list answers one car list; call with the read lock held.
+func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList {
+	m := d.match(q)
+	total := m.GetCardinality()
+	l := &yard.CarList{Total: int(total), Cars: []*yard.Car{}}
+	for _, p := range d.page(m, total, page) {
+		l.Cars = append(l.Cars, d.car(p))
+	}
+	for _, f := range facets {
+		l.Facets = append(l.Facets, d.facet(f, m, total))
+	}
+	return l
+}
+
+func (d *data) car(p uint32) *yard.Car {
+	r := &d.recs[p]
+	c := &yard.Car{ID: d.ids[p], Color: d.strs[r.text[0]], Type: d.strs[r.text[1]], Make: d.strs[r.text[2]], Model: d.strs[r.text[3]],
+		Doors: int(r.doors), Year: int(r.year), CreatedAt: store.FromMillis(r.created), UpdatedAt: store.FromMillis(r.updated)}
+	if r.garage != 0 {
+		c.Garage = d.garages[r.garage].id
+	}
+	return c
+}
+
+// match returns the positions of the cars matching q: the intersection,
+// over the filters, of the union of the bitmaps of the values asked for,
+// less the union of those excluded. The stored bitmaps are never
+// changed.
+func (d *data) match(q yard.Query) *roaring.Bitmap {
+	var incl, excl []*roaring.Bitmap
+	for _, f := range q.Filters {
+		if len(f.In) > 0 || f.Null {
+			var any []*roaring.Bitmap
+			for _, v := range f.In {
+				if b := d.valueBitmap(f.Field, v); b != nil {
+					any = append(any, b)
+				}
+			}
+			if f.Null && isGarageField(f.Field) {
+				any = append(any, d.noGarage)
+			}
+			incl = append(incl, union(any))
+		}
+		for _, v := range f.NotIn {
+			if b := d.valueBitmap(f.Field, v); b != nil {
+				excl = append(excl, b)
+			}
+		}
+		if f.NotNull && isGarageField(f.Field) {
+			excl = append(excl, d.noGarage)
+		}
+		if len(f.Ranges) > 0 {
+			incl = append(incl, d.rangeBitmap(f))
+		}
+	}
+	var m *roaring.Bitmap
+	switch len(incl) {
+	case 0:
+		m = d.alive.Clone()
+	default:
+		// Smallest first: each AND then works on less.
+		slices.SortFunc(incl, func(a, b *roaring.Bitmap) int { return cmp.Compare(a.GetCardinality(), b.GetCardinality()) })
+		m = roaring.FastAnd(incl...)
+	}
+	for _, b := range excl {
+		if m.IsEmpty() {
+			break
+		}
+		m.AndNot(b)
+	}
+	return m
+}
+
+func isGarageField(f string) bool { return strings.HasPrefix(f, "garage.") }
+
+// union returns the union of bs; the result may be one of bs, so it must
+// not be changed.
+func union(bs []*roaring.Bitmap) *roaring.Bitmap {
+	switch len(bs) {
+	case 0:
+		return roaring.New()
+	case 1:
+		return bs[0]
+	}
+	return roaring.FastOr(bs...)
+}
+
+// valueBitmap returns the cars whose field holds value v (in its matching
+// form, as the parser gives it), or nil for none.
+func (d *data) valueBitmap(field, v string) *roaring.Bitmap {
+	switch field {
+	case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
+		k, ok := d.strID[v]
+		if !ok {
+			return nil
+		}
+		return d.text[textIndex(field)][k]
+	case yard.FieldDoors, yard.FieldYear:
+		n, ok := parseInt(v)
+		if !ok {
+			return nil
+		}
+		if field == yard.FieldDoors {
+			return d.doors[n]
+		}
+		return d.years[n]
+	case yard.FieldGarageID:
+		if s, ok := d.slotOf[v]; ok {
+			return d.garages[s].cars
+		}
+		return nil
+	case yard.FieldGarageName:
+		return d.names[v]
+	case yard.FieldGarageState:
+		return d.states[v]
+	}
+	return nil
+}
+
+func textIndex(field string) int {
+	for i, f := range textFields {
+		if f == field {
+			return i
+		}
+	}
+	return -1
+}
+
+func parseInt(s string) (int64, bool) {
+	var n int64
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	if s == "" || len(s) > 18 {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(s[i]-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// rangeBitmap returns the cars whose number lies within every bound of f:
+// the union of the bitmaps of the values that do.
+func (d *data) rangeBitmap(f yard.Filter) *roaring.Bitmap {
+	m := d.years
+	if f.Field == yard.FieldDoors {
+		m = d.doors
+	} else if f.Field != yard.FieldYear {
+		return roaring.New()
+	}
+	var in []*roaring.Bitmap
+	for v, b := range m {
+		ok := true
+		for _, r := range f.Ranges {
+			switch r.Op {
+			case yard.OpLt:
+				ok = ok && v < r.Value
+			case yard.OpLe:
+				ok = ok && v <= r.Value
+			case yard.OpGt:
+				ok = ok && v > r.Value
+			case yard.OpGe:
+				ok = ok && v >= r.Value
+			}
+		}
+		if ok {
+			in = append(in, b)
+		}
+	}
+	if len(in) == 0 {
+		return roaring.New()
+	}
+	return roaring.FastOr(in...)
+}
+
+// page returns the positions of the page's cars in id order. When
+// positions are in id order, the page is read straight off m from its
+// offset-th member. Otherwise it either walks the positions in id order
+// testing membership (cheap when matches are dense: about
+// (offset+max)·n/total tests) or gathers every match and sorts them by id
+// (cheap when they are few), whichever costs less.
+func (d *data) page(m *roaring.Bitmap, total uint64, page yard.Page) []uint32 {
+	if page.Max <= 0 || uint64(page.Offset) >= total {
+		return nil
+	}
+	want := min(uint64(page.Max), total-uint64(page.Offset))
+	out := make([]uint32, 0, want)
+	if d.inOrder {
+		first, err := m.Select(uint32(page.Offset))
+		if err != nil {
+			return nil
+		}
+		it := m.Iterator()
+		it.AdvanceIfNeeded(first)
+		for it.HasNext() && uint64(len(out)) < want {
+			out = append(out, it.Next())
+		}
+		return out
+	}
+	n := uint64(len(d.order))
+	need := uint64(page.Offset) + want
+	walk := need * n / total
+	gather := total * uint64(bitsLen(total)+1) * 4 // a sort compares strings
+	if walk <= gather {
+		skip := page.Offset
+		for _, p := range d.order {
+			if !m.Contains(p) {
+				continue
+			}
+			if skip > 0 {
+				skip--
+				continue
+			}
+			if out = append(out, p); uint64(len(out)) == want {
+				break
+			}
+		}
+		return out
+	}
+	all := m.ToArray()
+	slices.SortFunc(all, func(a, b uint32) int { return strings.Compare(d.ids[a], d.ids[b]) })
+	return append(out, all[page.Offset:uint64(page.Offset)+want]...)
+}
+
+func bitsLen(x uint64) int {
+	n := 0
+	for ; x > 0; x >>= 1 {
+		n++
+	}
+	return n
+}
+
+// facet counts the matches per value of field. With few matches per
+// value it walks the matches and reads each car's value; otherwise it
+// intersects the match with each value's bitmap.
+func (d *data) facet(field string, m *roaring.Bitmap, total uint64) yard.Facet {
+	fc := yard.Facet{Field: field}
+	add := func(v string, null bool, n uint64) {
+		if n > 0 {
+			fc.Values = append(fc.Values, yard.FacetValue{Value: v, Null: null, Count: int(n)})
+		}
+	}
+	var values int
+	switch field {
+	case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
+		values = len(d.text[textIndex(field)])
+	case yard.FieldDoors:
+		values = len(d.doors)
+	case yard.FieldYear:
+		values = len(d.years)
+	case yard.FieldGarageID:
+		values = len(d.slotOf) + 1
+	case yard.FieldGarageName:
+		values = len(d.names) + 1
+	case yard.FieldGarageState:
+		values = len(d.states) + 1
+	}
+	walk := total < uint64(values)*400
+	switch field {
+	case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
+		i := textIndex(field)
+		if walk {
+			counts := map[uint32]uint64{}
+			d.each(m, func(p uint32) { counts[d.keyOf[d.recs[p].text[i]]]++ })
+			for k, n := range counts {
+				add(d.strs[k], false, n)
+			}
+		} else {
+			for k, b := range d.text[i] {
+				add(d.strs[k], false, m.AndCardinality(b))
+			}
+		}
+	case yard.FieldDoors, yard.FieldYear:
+		bms := d.years
+		if field == yard.FieldDoors {
+			bms = d.doors
+		}
+		if walk {
+			counts := map[int32]uint64{}
+			if field == yard.FieldDoors {
+				d.each(m, func(p uint32) { counts[d.recs[p].doors]++ })
+			} else {
+				d.each(m, func(p uint32) { counts[d.recs[p].year]++ })
+			}
+			for v, n := range counts {
+				add(itoa(int64(v)), false, n)
+			}
+		} else {
+			for v, b := range bms {
+				add(itoa(v), false, m.AndCardinality(b))
+			}
+		}
+	default: // the garage fields
+		key := func(g *garageRec) string {
+			switch field {
+			case yard.FieldGarageName:
+				return g.nameKey
+			case yard.FieldGarageState:
+				return g.stateKey
+			}
+			return g.id
+		}
+		if walk {
+			slots := map[uint32]uint64{}
+			d.each(m, func(p uint32) { slots[d.recs[p].garage]++ })
+			counts := map[string]uint64{}
+			for s, n := range slots {
+				if s == 0 {
+					add("", true, n)
+					continue
+				}
+				counts[key(&d.garages[s])] += n
+			}
+			for v, n := range counts {
+				add(v, false, n)
+			}
+		} else {
+			add("", true, m.AndCardinality(d.noGarage))
+			switch field {
+			case yard.FieldGarageName:
+				for v, b := range d.names {
+					add(v, false, m.AndCardinality(b))
+				}
+			case yard.FieldGarageState:
+				for v, b := range d.states {
+					add(v, false, m.AndCardinality(b))
+				}
+			default:
+				for id, s := range d.slotOf {
+					add(id, false, m.AndCardinality(d.garages[s].cars))
+				}
+			}
+		}
+	}
+	yard.SortFacet(&fc)
+	return fc
+}
+
+// each calls fn for every member of m, in order.
+func (d *data) each(m *roaring.Bitmap, fn func(p uint32)) {
+	buf := make([]uint32, 256)
+	it := m.ManyIterator()
+	for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
+		for _, p := range buf[:n] {
+			fn(p)
+		}
+	}
+}
+
+func itoa(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [24]byte
+	i := len(b)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
