@@ -52,9 +52,10 @@ type Index struct {
 	held      atomic.Int64 // the car version the index holds
 	buildTime atomic.Int64 // nanoseconds the first build took
 
-	syncMu sync.Mutex   // one build or catch-up at a time
-	mu     sync.RWMutex // guards the data below
-	d      *data
+	versions versionReads
+	syncMu   sync.Mutex   // one build or catch-up at a time
+	mu       sync.RWMutex // guards the data below
+	d        *data
 }
 
 // text fields of a car, in carRec.text order.
@@ -199,14 +200,15 @@ func (ix *Index) Build(ctx context.Context) error {
 }
 
 // Sync brings the index up to the store's current car version: it reads
-// the version and, when it moved past the one the index holds, applies
-// the changes since. After Sync returns, every write committed before it
-// was called is in the index.
+// the version (sharing the read with concurrent callers, versionReads)
+// and, when it moved past the one the index holds, applies the changes
+// since. After Sync returns, every write committed before it was called
+// is in the index.
 func (ix *Index) Sync(ctx context.Context) error {
 	if !ix.ready.Load() {
 		return nil // nothing to bring up to date; lists go to the store
 	}
-	v, err := ix.src.CarVersion(ctx)
+	v, err := ix.versions.read(ctx, ix.src.CarVersion)
 	if err != nil {
 		return err
 	}
@@ -528,6 +530,11 @@ func removeFrom[K comparable](m map[K]*roaring.Bitmap, k K, p uint32) {
 
 // --- queries -------------------------------------------------------------------
 
+// force overrides the choices between equivalent strategies, so tests
+// hold each against the SQL path: facets "walk" or "bitmaps", page
+// "walk" or "gather" (also when positions are in id order).
+var force struct{ facets, page string }
+
 // list answers one car list; call with the read lock held.
 func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList {
 	m := d.match(q)
@@ -580,7 +587,11 @@ func (d *data) match(q yard.Query) *roaring.Bitmap {
 			excl = append(excl, d.noGarage)
 		}
 		if len(f.Ranges) > 0 {
-			incl = append(incl, d.rangeBitmap(f))
+			if in, out := d.rangeBitmaps(f); out != nil {
+				excl = append(excl, out...)
+			} else {
+				incl = append(incl, in)
+			}
 		}
 	}
 	var m *roaring.Bitmap
@@ -677,16 +688,19 @@ func parseInt(s string) (int64, bool) {
 	return n, true
 }
 
-// rangeBitmap returns the cars whose number lies within every bound of f:
-// the union of the bitmaps of the values that do.
-func (d *data) rangeBitmap(f yard.Filter) *roaring.Bitmap {
+// rangeBitmaps returns the cars whose number lies within every bound of
+// f, as the union of the bitmaps of the values that do (in), or, when the
+// values outside hold fewer cars, as the bitmaps of those values, to
+// exclude (out, not nil): whichever side is less work to combine.
+func (d *data) rangeBitmaps(f yard.Filter) (in *roaring.Bitmap, out []*roaring.Bitmap) {
 	m := d.years
 	if f.Field == yard.FieldDoors {
 		m = d.doors
 	} else if f.Field != yard.FieldYear {
-		return roaring.New()
+		return roaring.New(), nil
 	}
-	var in []*roaring.Bitmap
+	var inside, outside []*roaring.Bitmap
+	var nIn, nOut uint64
 	for v, b := range m {
 		ok := true
 		for _, r := range f.Ranges {
@@ -702,13 +716,15 @@ func (d *data) rangeBitmap(f yard.Filter) *roaring.Bitmap {
 			}
 		}
 		if ok {
-			in = append(in, b)
+			inside, nIn = append(inside, b), nIn+b.GetCardinality()
+		} else {
+			outside, nOut = append(outside, b), nOut+b.GetCardinality()
 		}
 	}
-	if len(in) == 0 {
-		return roaring.New()
+	if nOut < nIn {
+		return nil, append(outside, roaring.New()) // never nil
 	}
-	return roaring.FastOr(in...)
+	return union(inside), nil
 }
 
 // page returns the positions of the page's cars in id order. When
@@ -723,7 +739,7 @@ func (d *data) page(m *roaring.Bitmap, total uint64, page yard.Page) []uint32 {
 	}
 	want := min(uint64(page.Max), total-uint64(page.Offset))
 	out := make([]uint32, 0, want)
-	if d.inOrder {
+	if d.inOrder && force.page == "" {
 		first, err := m.Select(uint32(page.Offset))
 		if err != nil {
 			return nil
@@ -739,6 +755,12 @@ func (d *data) page(m *roaring.Bitmap, total uint64, page yard.Page) []uint32 {
 	need := uint64(page.Offset) + want
 	walk := need * n / total
 	gather := total * uint64(bitsLen(total)+1) * 4 // a sort compares strings
+	if force.page != "" {
+		walk, gather = 0, 0
+		if force.page == "gather" {
+			walk = 1
+		}
+	}
 	if walk <= gather {
 		skip := page.Offset
 		for _, p := range d.order {
@@ -768,9 +790,12 @@ func bitsLen(x uint64) int {
 	return n
 }
 
-// facet counts the matches per value of field. With few matches per
-// value it walks the matches and reads each car's value; otherwise it
-// intersects the match with each value's bitmap.
+// facet counts the matches per value of field. A sparse match (held as
+// sorted arrays) is walked once, reading each car's value: intersecting
+// it with every value's bitmap would merge it with all of them. A dense
+// match (held as plain bitmaps) is intersected with each value's bitmap:
+// at most a popcount per 64 positions or a bit test per car of the
+// value, with no pass over the matching cars.
 func (d *data) facet(field string, m *roaring.Bitmap, total uint64) yard.Facet {
 	fc := yard.Facet{Field: field}
 	add := func(v string, null bool, n uint64) {
@@ -778,30 +803,22 @@ func (d *data) facet(field string, m *roaring.Bitmap, total uint64) yard.Facet {
 			fc.Values = append(fc.Values, yard.FacetValue{Value: v, Null: null, Count: int(n)})
 		}
 	}
-	var values int
-	switch field {
-	case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
-		values = len(d.text[textIndex(field)])
-	case yard.FieldDoors:
-		values = len(d.doors)
-	case yard.FieldYear:
-		values = len(d.years)
-	case yard.FieldGarageID:
-		values = len(d.slotOf) + 1
-	case yard.FieldGarageName:
-		values = len(d.names) + 1
-	case yard.FieldGarageState:
-		values = len(d.states) + 1
+	containers := uint64(len(d.ids)/65536 + 1)
+	walk := total < 4096*containers // roaring's array/bitmap threshold
+	if field == yard.FieldGarageID && total < 64*uint64(len(d.slotOf)) {
+		walk = true // thousands of garages: one pass beats an AND each
 	}
-	walk := total < uint64(values)*400
+	if force.facets != "" {
+		walk = force.facets == "walk"
+	}
 	switch field {
 	case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
 		i := textIndex(field)
 		if walk {
-			counts := map[uint32]uint64{}
+			counts := make([]uint32, len(d.strs))
 			d.each(m, func(p uint32) { counts[d.keyOf[d.recs[p].text[i]]]++ })
 			for k, n := range counts {
-				add(d.strs[k], false, n)
+				add(d.strs[k], false, uint64(n))
 			}
 		} else {
 			for k, b := range d.text[i] {
@@ -816,9 +833,31 @@ func (d *data) facet(field string, m *roaring.Bitmap, total uint64) yard.Facet {
 		if walk {
 			counts := map[int32]uint64{}
 			if field == yard.FieldDoors {
-				d.each(m, func(p uint32) { counts[d.recs[p].doors]++ })
+				var small [yard.MaxDoors + 1]uint64
+				d.each(m, func(p uint32) {
+					if v := d.recs[p].doors; v >= 0 && v <= yard.MaxDoors {
+						small[v]++
+					} else {
+						counts[v]++
+					}
+				})
+				for v, n := range small {
+					counts[int32(v)] += n
+				}
 			} else {
-				d.each(m, func(p uint32) { counts[d.recs[p].year]++ })
+				small := make([]uint64, yard.MaxCarYear-yard.MinCarYear+1)
+				d.each(m, func(p uint32) {
+					if v := d.recs[p].year; v >= yard.MinCarYear && v <= yard.MaxCarYear {
+						small[v-yard.MinCarYear]++
+					} else {
+						counts[v]++
+					}
+				})
+				for v, n := range small {
+					if n > 0 {
+						counts[int32(v+yard.MinCarYear)] += n
+					}
+				}
 			}
 			for v, n := range counts {
 				add(itoa(int64(v)), false, n)
@@ -839,15 +878,18 @@ func (d *data) facet(field string, m *roaring.Bitmap, total uint64) yard.Facet {
 			return g.id
 		}
 		if walk {
-			slots := map[uint32]uint64{}
+			slots := make([]uint32, len(d.garages))
 			d.each(m, func(p uint32) { slots[d.recs[p].garage]++ })
 			counts := map[string]uint64{}
 			for s, n := range slots {
-				if s == 0 {
-					add("", true, n)
+				if n == 0 {
 					continue
 				}
-				counts[key(&d.garages[s])] += n
+				if s == 0 {
+					add("", true, uint64(n))
+					continue
+				}
+				counts[key(&d.garages[s])] += uint64(n)
 			}
 			for v, n := range counts {
 				add(v, false, n)
