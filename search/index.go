@@ -161,28 +161,40 @@ func (ix *Index) Build(ctx context.Context) error {
 	defer ix.syncMu.Unlock()
 	start := time.Now()
 	d := newData()
-	d.inOrder = true
-	var building []*yard.Car
-	flush := func() {
-		for _, c := range building {
-			d.putCar(c, true)
+	// The store's rows are scanned in this goroutine and indexed in
+	// another, in batches: on two cores the two halves overlap.
+	batches := make(chan []*yard.Car, 8)
+	indexed := make(chan struct{})
+	go func() {
+		defer close(indexed)
+		for b := range batches {
+			for _, c := range b {
+				d.putCar(c, true)
+			}
 		}
-		building = building[:0]
-	}
+	}()
+	batch := make([]*yard.Car, 0, 4096)
 	v, err := ix.src.ReadCarChanges(ctx, -1, store.CarChangeHandler{
+		// Every garage comes before the first car (ReadCarChanges), so
+		// garages are written before the indexing goroutine starts on cars.
 		Garage: d.putGarage,
 		Car: func(c *yard.Car) {
-			if building = append(building, c); len(building) == 4096 {
-				flush()
+			if batch = append(batch, c); len(batch) == cap(batch) {
+				batches <- batch
+				batch = make([]*yard.Car, 0, 4096)
 			}
 		},
 		CarDeleted:    func(string) {},
 		GarageDeleted: func(string) {},
 	})
+	if len(batch) > 0 {
+		batches <- batch
+	}
+	close(batches)
+	<-indexed
 	if err != nil {
 		return err
 	}
-	flush()
 	d.sortOrder()
 	for _, b := range d.allBitmaps() {
 		b.RunOptimize()

@@ -232,7 +232,7 @@ func TestIndexMatchesSQL(t *testing.T) {
 		for _, facets := range []string{"", "walk", "bitmaps"} {
 			for _, page := range []string{"", "walk", "gather"} {
 				search.Force(facets, page)
-				for range 250 {
+				for range 150 {
 					sameList(t, ctx, randomQuery(r), ix, db)
 				}
 			}
@@ -264,7 +264,7 @@ func TestIndexFollowsWrites(t *testing.T) {
 			return ids
 		}
 		liveGarages := append([]string(nil), garageIDs...)
-		for step := range 250 {
+		for step := range 200 {
 			ids := carIDs()
 			var what string
 			switch k := r.IntN(11); {
