@@ -19,6 +19,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +82,20 @@ type data struct {
 	doors map[int64]*roaring.Bitmap
 	years map[int64]*roaring.Bitmap
 
+	// Columns for facets: per position, the id of its value in each field
+	// (text: the key's string index; numbers: an index into numVal), so a
+	// walk over matching cars reads a few bytes per car, in order.
+	keyCol [len(textFields)][]uint32
+	numCol [2][]uint32 // doors, year
+	numID  [2]map[int64]uint32
+	numVal [2][]int64
+
+	// cum holds, per numeric field, the cars with a value up to each
+	// value (range-encoded bitmaps), built on the first range query after
+	// a change; a range is then one bitmap less another.
+	cumMu sync.Mutex
+	cum   [2]*cumulative
+
 	garages  []garageRec       // slot → garage; slot 0 is "no garage"
 	slotOf   map[string]uint32 // garage id → slot
 	free     []uint32          // slots of deleted garages
@@ -109,6 +124,7 @@ func newData() *data {
 	d := &data{
 		pos: map[string]uint32{}, alive: roaring.New(), inOrder: true,
 		strID: map[string]uint32{}, doors: map[int64]*roaring.Bitmap{}, years: map[int64]*roaring.Bitmap{},
+		numID:   [2]map[int64]uint32{{}, {}},
 		garages: []garageRec{{}}, slotOf: map[string]uint32{},
 		names: map[string]*roaring.Bitmap{}, states: map[string]*roaring.Bitmap{}, noGarage: roaring.New(),
 	}
@@ -365,6 +381,18 @@ func (d *data) add(s string) uint32 {
 	return i
 }
 
+// numIDOf returns the column id of number v of numeric field f (0 doors,
+// 1 year).
+func (d *data) numIDOf(f int, v int64) uint32 {
+	if id, ok := d.numID[f][v]; ok {
+		return id
+	}
+	id := uint32(len(d.numVal[f]))
+	d.numVal[f] = append(d.numVal[f], v)
+	d.numID[f][v] = id
+	return id
+}
+
 func bitmapOf[K comparable](m map[K]*roaring.Bitmap, k K) *roaring.Bitmap {
 	b := m[k]
 	if b == nil {
@@ -447,6 +475,12 @@ func (d *data) putCar(c *yard.Car, building bool) {
 		p = uint32(len(d.ids))
 		d.ids = append(d.ids, c.ID)
 		d.recs = append(d.recs, carRec{})
+		for i := range d.keyCol {
+			d.keyCol[i] = append(d.keyCol[i], 0)
+		}
+		for i := range d.numCol {
+			d.numCol[i] = append(d.numCol[i], 0)
+		}
 		d.pos[c.ID] = p
 		d.insertOrder(p, building)
 	case d.alive.Contains(p):
@@ -498,9 +532,13 @@ func (d *data) index(p uint32) {
 	r := &d.recs[p]
 	for i, s := range r.text {
 		bitmapOf(d.text[i], d.keyOf[s]).Add(p)
+		d.keyCol[i][p] = d.keyOf[s]
 	}
 	bitmapOf(d.doors, int64(r.doors)).Add(p)
 	bitmapOf(d.years, int64(r.year)).Add(p)
+	d.numCol[0][p] = d.numIDOf(0, int64(r.doors))
+	d.numCol[1][p] = d.numIDOf(1, int64(r.year))
+	d.cum = [2]*cumulative{}
 	if r.garage == 0 {
 		d.noGarage.Add(p)
 	} else {
@@ -520,6 +558,7 @@ func (d *data) unindex(p uint32) {
 	}
 	removeFrom(d.doors, int64(r.doors), p)
 	removeFrom(d.years, int64(r.year), p)
+	d.cum = [2]*cumulative{}
 	if r.garage == 0 {
 		d.noGarage.Remove(p)
 	} else {
@@ -543,7 +582,7 @@ func removeFrom[K comparable](m map[K]*roaring.Bitmap, k K, p uint32) {
 // --- queries -------------------------------------------------------------------
 
 // force overrides the choices between equivalent strategies, so tests
-// hold each against the SQL path: facets "walk" or "bitmaps", page
+// hold each against the SQL path: facets "walk" or "complement", page
 // "walk" or "gather" (also when positions are in id order).
 var force struct{ facets, page string }
 
@@ -555,8 +594,8 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 	for _, p := range d.page(m, total, page) {
 		l.Cars = append(l.Cars, d.car(p))
 	}
-	for _, f := range facets {
-		l.Facets = append(l.Facets, d.facet(f, m, total))
+	if len(facets) > 0 {
+		l.Facets = d.facets(facets, m, total)
 	}
 	return l
 }
@@ -599,10 +638,10 @@ func (d *data) match(q yard.Query) *roaring.Bitmap {
 			excl = append(excl, d.noGarage)
 		}
 		if len(f.Ranges) > 0 {
-			if in, out := d.rangeBitmaps(f); out != nil {
-				excl = append(excl, out...)
-			} else {
-				incl = append(incl, in)
+			in, out := d.rangeBitmaps(f)
+			incl = append(incl, in)
+			if out != nil {
+				excl = append(excl, out)
 			}
 		}
 	}
@@ -700,43 +739,84 @@ func parseInt(s string) (int64, bool) {
 	return n, true
 }
 
+// cumulative is a numeric field's range encoding: upTo[i] holds the cars
+// whose value is at most vals[i] (vals sorted).
+type cumulative struct {
+	vals []int64
+	upTo []*roaring.Bitmap
+}
+
+// cumulativeOf returns the range encoding of numeric field f (0 doors,
+// 1 year), building it after a change. Readers share the read lock, so
+// cumMu makes one of them build it.
+func (d *data) cumulativeOf(f int) *cumulative {
+	d.cumMu.Lock()
+	defer d.cumMu.Unlock()
+	if c := d.cum[f]; c != nil {
+		return c
+	}
+	m := d.doors
+	if f == 1 {
+		m = d.years
+	}
+	c := &cumulative{}
+	for v := range m {
+		c.vals = append(c.vals, v)
+	}
+	slices.Sort(c.vals)
+	acc := roaring.New()
+	for _, v := range c.vals {
+		acc = roaring.Or(acc, m[v])
+		c.upTo = append(c.upTo, acc)
+	}
+	d.cum[f] = c
+	return c
+}
+
 // rangeBitmaps returns the cars whose number lies within every bound of
-// f, as the union of the bitmaps of the values that do (in), or, when the
-// values outside hold fewer cars, as the bitmaps of those values, to
-// exclude (out, not nil): whichever side is less work to combine.
-func (d *data) rangeBitmaps(f yard.Filter) (in *roaring.Bitmap, out []*roaring.Bitmap) {
-	m := d.years
+// f as a bitmap to include, less one to exclude (nil for none): with the
+// bounds as [lo, hi], the cars up to hi less the cars below lo.
+func (d *data) rangeBitmaps(f yard.Filter) (in, out *roaring.Bitmap) {
+	field := 1
 	if f.Field == yard.FieldDoors {
-		m = d.doors
+		field = 0
 	} else if f.Field != yard.FieldYear {
 		return roaring.New(), nil
 	}
-	var inside, outside []*roaring.Bitmap
-	var nIn, nOut uint64
-	for v, b := range m {
-		ok := true
-		for _, r := range f.Ranges {
-			switch r.Op {
-			case yard.OpLt:
-				ok = ok && v < r.Value
-			case yard.OpLe:
-				ok = ok && v <= r.Value
-			case yard.OpGt:
-				ok = ok && v > r.Value
-			case yard.OpGe:
-				ok = ok && v >= r.Value
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	for _, r := range f.Ranges {
+		switch r.Op {
+		case yard.OpLt:
+			if r.Value == math.MinInt64 {
+				return roaring.New(), nil
 			}
-		}
-		if ok {
-			inside, nIn = append(inside, b), nIn+b.GetCardinality()
-		} else {
-			outside, nOut = append(outside, b), nOut+b.GetCardinality()
+			hi = min(hi, r.Value-1)
+		case yard.OpLe:
+			hi = min(hi, r.Value)
+		case yard.OpGt:
+			if r.Value == math.MaxInt64 {
+				return roaring.New(), nil
+			}
+			lo = max(lo, r.Value+1)
+		case yard.OpGe:
+			lo = max(lo, r.Value)
 		}
 	}
-	if nOut < nIn {
-		return nil, append(outside, roaring.New()) // never nil
+	c := d.cumulativeOf(field)
+	// iHi: the last value <= hi; iLo: the last value < lo.
+	iHi, found := slices.BinarySearch(c.vals, hi)
+	if !found {
+		iHi--
 	}
-	return union(inside), nil
+	iLo, _ := slices.BinarySearch(c.vals, lo)
+	iLo--
+	if iHi < 0 || iHi <= iLo || lo > hi {
+		return roaring.New(), nil
+	}
+	if iLo >= 0 {
+		out = c.upTo[iLo]
+	}
+	return c.upTo[iHi], out
 }
 
 // page returns the positions of the page's cars in id order. When
@@ -802,141 +882,118 @@ func bitsLen(x uint64) int {
 	return n
 }
 
-// facet counts the matches per value of field. A sparse match (held as
-// sorted arrays) is walked once, reading each car's value: intersecting
-// it with every value's bitmap would merge it with all of them. A dense
-// match (held as plain bitmaps) is intersected with each value's bitmap:
-// at most a popcount per 64 positions or a bit test per car of the
-// value, with no pass over the matching cars.
-func (d *data) facet(field string, m *roaring.Bitmap, total uint64) yard.Facet {
-	fc := yard.Facet{Field: field}
-	add := func(v string, null bool, n uint64) {
-		if n > 0 {
-			fc.Values = append(fc.Values, yard.FacetValue{Value: v, Null: null, Count: int(n)})
+// facets counts the matches per value of each field, in one walk over
+// the matching cars reading their value ids from the columns. When more
+// than half the cars match, it walks the cars that do not match instead
+// and subtracts their counts from each value's whole count (a bitmap's
+// cardinality): the walk never covers more than half the cars.
+func (d *data) facets(fields []string, m *roaring.Bitmap, total uint64) []yard.Facet {
+	type counter struct {
+		field  string
+		col    []uint32 // nil for the garage fields (slots)
+		counts []uint64
+	}
+	cs := make([]*counter, len(fields))
+	for i, f := range fields {
+		c := &counter{field: f}
+		switch f {
+		case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
+			c.col, c.counts = d.keyCol[textIndex(f)], make([]uint64, len(d.strs))
+		case yard.FieldDoors:
+			c.col, c.counts = d.numCol[0], make([]uint64, len(d.numVal[0]))
+		case yard.FieldYear:
+			c.col, c.counts = d.numCol[1], make([]uint64, len(d.numVal[1]))
+		default:
+			c.counts = make([]uint64, len(d.garages))
 		}
+		cs[i] = c
 	}
-	containers := uint64(len(d.ids)/65536 + 1)
-	walk := total < 4096*containers // roaring's array/bitmap threshold
-	if field == yard.FieldGarageID && total < 64*uint64(len(d.slotOf)) {
-		walk = true // thousands of garages: one pass beats an AND each
-	}
+	alive := d.alive.GetCardinality()
+	complement := total > alive/2
 	if force.facets != "" {
-		walk = force.facets == "walk"
+		complement = force.facets == "complement"
 	}
-	switch field {
-	case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
-		i := textIndex(field)
-		if walk {
-			counts := make([]uint32, len(d.strs))
-			d.each(m, func(p uint32) { counts[d.keyOf[d.recs[p].text[i]]]++ })
-			for k, n := range counts {
-				add(d.strs[k], false, uint64(n))
+	set := m
+	if complement {
+		set = d.alive.Clone()
+		set.AndNot(m)
+	}
+	var slots []uint64 // counts per garage slot, shared by the garage fields
+	for _, c := range cs {
+		if c.col == nil {
+			slots = c.counts
+		}
+	}
+	buf := make([]uint32, 512)
+	it := set.ManyIterator()
+	for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
+		for _, c := range cs {
+			if c.col == nil {
+				continue
 			}
-		} else {
-			for k, b := range d.text[i] {
-				add(d.strs[k], false, m.AndCardinality(b))
+			col, counts := c.col, c.counts
+			for _, p := range buf[:n] {
+				counts[col[p]]++
 			}
 		}
-	case yard.FieldDoors, yard.FieldYear:
-		bms := d.years
-		if field == yard.FieldDoors {
-			bms = d.doors
+		if slots != nil {
+			for _, p := range buf[:n] {
+				slots[d.recs[p].garage]++
+			}
 		}
-		if walk {
-			counts := map[int32]uint64{}
-			if field == yard.FieldDoors {
-				var small [yard.MaxDoors + 1]uint64
-				d.each(m, func(p uint32) {
-					if v := d.recs[p].doors; v >= 0 && v <= yard.MaxDoors {
-						small[v]++
-					} else {
-						counts[v]++
-					}
-				})
-				for v, n := range small {
-					counts[int32(v)] += n
-				}
-			} else {
-				small := make([]uint64, yard.MaxCarYear-yard.MinCarYear+1)
-				d.each(m, func(p uint32) {
-					if v := d.recs[p].year; v >= yard.MinCarYear && v <= yard.MaxCarYear {
-						small[v-yard.MinCarYear]++
-					} else {
-						counts[v]++
-					}
-				})
-				for v, n := range small {
-					if n > 0 {
-						counts[int32(v+yard.MinCarYear)] += n
-					}
-				}
+	}
+	out := make([]yard.Facet, len(cs))
+	for i, c := range cs {
+		fc := yard.Facet{Field: c.field}
+		add := func(v string, null bool, n uint64) {
+			if n > 0 {
+				fc.Values = append(fc.Values, yard.FacetValue{Value: v, Null: null, Count: int(n)})
 			}
-			for v, n := range counts {
-				add(itoa(int64(v)), false, n)
+		}
+		// count returns the matches of a value: walked, or its whole
+		// count less the non-matches walked.
+		count := func(walked uint64, all func() uint64) uint64 {
+			if complement {
+				return all() - walked
 			}
-		} else {
+			return walked
+		}
+		switch c.field {
+		case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
+			bms := d.text[textIndex(c.field)]
+			for k, b := range bms {
+				add(d.strs[k], false, count(c.counts[k], b.GetCardinality))
+			}
+		case yard.FieldDoors, yard.FieldYear:
+			f, bms := 0, d.doors
+			if c.field == yard.FieldYear {
+				f, bms = 1, d.years
+			}
 			for v, b := range bms {
-				add(itoa(v), false, m.AndCardinality(b))
+				add(itoa(v), false, count(c.counts[d.numID[f][v]], b.GetCardinality))
 			}
-		}
-	default: // the garage fields
-		key := func(g *garageRec) string {
-			switch field {
-			case yard.FieldGarageName:
-				return g.nameKey
-			case yard.FieldGarageState:
-				return g.stateKey
-			}
-			return g.id
-		}
-		if walk {
-			slots := make([]uint32, len(d.garages))
-			d.each(m, func(p uint32) { slots[d.recs[p].garage]++ })
-			counts := map[string]uint64{}
-			for s, n := range slots {
-				if n == 0 {
-					continue
+		default:
+			add("", true, count(slots[0], d.noGarage.GetCardinality))
+			keys := map[string]uint64{}
+			for id, s := range d.slotOf {
+				n := count(slots[s], d.garages[s].cars.GetCardinality)
+				switch c.field {
+				case yard.FieldGarageName:
+					keys[d.garages[s].nameKey] += n
+				case yard.FieldGarageState:
+					keys[d.garages[s].stateKey] += n
+				default:
+					keys[id] += n
 				}
-				if s == 0 {
-					add("", true, uint64(n))
-					continue
-				}
-				counts[key(&d.garages[s])] += uint64(n)
 			}
-			for v, n := range counts {
+			for v, n := range keys {
 				add(v, false, n)
 			}
-		} else {
-			add("", true, m.AndCardinality(d.noGarage))
-			switch field {
-			case yard.FieldGarageName:
-				for v, b := range d.names {
-					add(v, false, m.AndCardinality(b))
-				}
-			case yard.FieldGarageState:
-				for v, b := range d.states {
-					add(v, false, m.AndCardinality(b))
-				}
-			default:
-				for id, s := range d.slotOf {
-					add(id, false, m.AndCardinality(d.garages[s].cars))
-				}
-			}
 		}
+		yard.SortFacet(&fc)
+		out[i] = fc
 	}
-	yard.SortFacet(&fc)
-	return fc
-}
-
-// each calls fn for every member of m, in order.
-func (d *data) each(m *roaring.Bitmap, fn func(p uint32)) {
-	buf := make([]uint32, 256)
-	it := m.ManyIterator()
-	for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
-		for _, p := range buf[:n] {
-			fn(p)
-		}
-	}
+	return out
 }
 
 func itoa(n int64) string {

@@ -229,7 +229,7 @@ func TestIndexMatchesSQL(t *testing.T) {
 		ix := build(t, db)
 		// Every strategy the index chooses between gives the same answer.
 		t.Cleanup(func() { search.Force("", "") })
-		for _, facets := range []string{"", "walk", "bitmaps"} {
+		for _, facets := range []string{"", "walk", "complement"} {
 			for _, page := range []string{"", "walk", "gather"} {
 				search.Force(facets, page)
 				for range 150 {
@@ -356,7 +356,7 @@ func TestIndexFollowsWrites(t *testing.T) {
 				what = "nothing"
 			}
 			t.Logf("step %d: %s", step, what)
-			search.Force(pick(r, []string{"", "walk", "bitmaps"}), pick(r, []string{"", "walk", "gather"}))
+			search.Force(pick(r, []string{"", "walk", "complement"}), pick(r, []string{"", "walk", "gather"}))
 			for range 3 {
 				sameList(t, ctx, randomQuery(r), ix, db)
 			}
