@@ -67,12 +67,11 @@ var textFields = [...]string{yard.FieldColor, yard.FieldType, yard.FieldMake, ya
 // slot and a bitmap of their cars, so renaming a garage or moving it to
 // another state touches one garage's bitmap, not its cars.
 type data struct {
-	ids     []string          // position → car id (kept after a deletion)
-	pos     map[string]uint32 // car id → position (kept: a re-created id gets its position back)
-	recs    []carRec          // position → fields
-	alive   *roaring.Bitmap   // positions of existing cars
-	order   []uint32          // every position, sorted by car id
-	inOrder bool              // order[i] == i: positions are in id order
+	ids     []string        // position → car id (kept after a deletion: a re-created id gets its position back)
+	recs    []carRec        // position → fields
+	alive   *roaring.Bitmap // positions of existing cars
+	order   []uint32        // every position, sorted by car id; also the map from id to position
+	inOrder bool            // order[i] == i: positions are in id order
 
 	strs  []string          // interned strings: car field values as written, and their keys
 	strID map[string]uint32 // string → index in strs
@@ -122,7 +121,7 @@ type garageRec struct {
 
 func newData() *data {
 	d := &data{
-		pos: map[string]uint32{}, alive: roaring.New(), inOrder: true,
+		alive: roaring.New(), inOrder: true,
 		strID: map[string]uint32{}, doors: map[int64]*roaring.Bitmap{}, years: map[int64]*roaring.Bitmap{},
 		numID:   [2]map[int64]uint32{{}, {}},
 		garages: []garageRec{{}}, slotOf: map[string]uint32{},
@@ -465,11 +464,24 @@ func (d *data) deleteGarage(id string) {
 	d.free = append(d.free, s)
 }
 
-// putCar adds a car or applies its new fields. building says the cars
-// arrive in id order (the first build), so the order is mended once at
+// search returns where id is or belongs in the order, and whether it is
+// there: a binary search over the ids instead of a map from id to
+// position (which would cost some 40 bytes per car).
+func (d *data) search(id string) (int, bool) {
+	return slices.BinarySearchFunc(d.order, id, func(q uint32, id string) int { return strings.Compare(d.ids[q], id) })
+}
+
+// putCar adds a car or applies its new fields. building says the car is
+// new (the first build reads each id once), and order is sorted once at
 // the end instead of at each car.
 func (d *data) putCar(c *yard.Car, building bool) {
-	p, known := d.pos[c.ID]
+	var p uint32
+	at, known := len(d.order), false
+	if !building {
+		if at, known = d.search(c.ID); known {
+			p = d.order[at]
+		}
+	}
 	switch {
 	case !known:
 		p = uint32(len(d.ids))
@@ -481,8 +493,12 @@ func (d *data) putCar(c *yard.Car, building bool) {
 		for i := range d.numCol {
 			d.numCol[i] = append(d.numCol[i], 0)
 		}
-		d.pos[c.ID] = p
-		d.insertOrder(p, building)
+		if at == len(d.order) {
+			d.order = append(d.order, p) // the greatest id so far: order stays i → i
+		} else {
+			d.order = slices.Insert(d.order, at, p)
+			d.inOrder = false
+		}
 	case d.alive.Contains(p):
 		d.unindex(p)
 	}
@@ -497,19 +513,6 @@ func (d *data) putCar(c *yard.Car, building bool) {
 	d.index(p)
 }
 
-// insertOrder places a new position in the id order.
-func (d *data) insertOrder(p uint32, building bool) {
-	n := len(d.order)
-	if building || n == 0 || d.ids[d.order[n-1]] < d.ids[p] {
-		d.order = append(d.order, p) // positions grow: order stays i → i
-		return
-	}
-	id := d.ids[p]
-	i, _ := slices.BinarySearchFunc(d.order, id, func(q uint32, id string) int { return strings.Compare(d.ids[q], id) })
-	d.order = slices.Insert(d.order, i, p)
-	d.inOrder = false
-}
-
 // sortOrder sorts the order after a build, when the store's id order
 // differs from byte order (a PostgreSQL database with another collation
 // than C).
@@ -522,8 +525,8 @@ func (d *data) sortOrder() {
 }
 
 func (d *data) deleteCar(id string) {
-	if p, ok := d.pos[id]; ok && d.alive.Contains(p) {
-		d.unindex(p)
+	if at, ok := d.search(id); ok && d.alive.Contains(d.order[at]) {
+		d.unindex(d.order[at])
 	}
 }
 
