@@ -1,7 +1,9 @@
 package yard
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -186,4 +188,61 @@ type CarService interface {
 	FindSearchByName(ctx context.Context, name string) (*Search, error)
 	FindSearches(ctx context.Context, page Page) ([]*Search, int, error)
 	DeleteSearch(ctx context.Context, id string) error
+}
+
+// CarList is the answer to a car list: one page of the matching cars in
+// id order, the number of all matching cars and the facets asked for.
+type CarList struct {
+	Cars   []*Car
+	Total  int
+	Facets []Facet // in the order asked for
+}
+
+// Facet counts the matching cars per value of one query field.
+type Facet struct {
+	Field  string // a canonical query path (QueryFields)
+	Values []FacetValue
+}
+
+// FacetValue is the number of matching cars holding one value. Value is
+// the value's matching form: lower case for text, decimal for numbers,
+// the exact id for garage.id. Null is the group of cars in no garage.
+type FacetValue struct {
+	Value string
+	Null  bool
+	Count int
+}
+
+// MaxFacetValues bounds the values reported per facet field.
+const MaxFacetValues = 100
+
+// SortFacet orders the values of f by count, most first, ties by value in
+// byte order with null last, and keeps the first MaxFacetValues. Groups
+// of no car are dropped.
+func SortFacet(f *Facet) {
+	f.Values = slices.DeleteFunc(f.Values, func(v FacetValue) bool { return v.Count <= 0 })
+	slices.SortFunc(f.Values, func(a, b FacetValue) int {
+		switch {
+		case a.Count != b.Count:
+			return cmp.Compare(b.Count, a.Count)
+		case a.Null != b.Null:
+			if a.Null {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a.Value, b.Value)
+	})
+	if len(f.Values) > MaxFacetValues {
+		f.Values = f.Values[:MaxFacetValues]
+	}
+}
+
+// CarLister answers car lists: the page of cars matching q in id order
+// (ids compared byte by byte), the exact total and, for each field named
+// in facets (canonical paths), the counts per value. The store answers by
+// SQL; the search index (package search) from memory, falling back on the
+// store until it is built. Both give the same answer to every query.
+type CarLister interface {
+	ListCars(ctx context.Context, q Query, page Page, facets []string) (*CarList, error)
 }

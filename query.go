@@ -338,6 +338,26 @@ var authQueryVars = map[string]bool{"apikey": true, "signature": true, "timestam
 //
 // Errors are EINVALID, naming the offending pair.
 func ParseCarQuery(raw string) (Query, Page, error) {
+	return parseCarQuery(raw, nil)
+}
+
+// ParseCarListQuery is ParseCarQuery for a car list, which also takes
+// facets=FIELD[,FIELD...] (fields of the grammar, aliases allowed,
+// repeatable). It returns the facet fields as canonical paths in the
+// order first named, without repeats; an unknown one is EINVALID naming
+// "facets".
+func ParseCarListQuery(raw string) (Query, Page, []string, error) {
+	facets := []string{}
+	q, page, err := parseCarQuery(raw, &facets)
+	if len(facets) == 0 {
+		facets = nil
+	}
+	return q, page, facets, err
+}
+
+// parseCarQuery parses the grammar; facets, when not nil, receives the
+// fields of facets pairs (which are otherwise an unknown field).
+func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 	var b queryBuilder
 	page := Page{Offset: 0, Max: DefaultPageMax}
 	seenPage := map[string]bool{}
@@ -356,6 +376,21 @@ func ParseCarQuery(raw string) (Query, Page, error) {
 		lkey := strings.ToLower(key)
 		switch {
 		case authQueryVars[lkey]:
+			continue
+		case lkey == "facets" && facets != nil:
+			for _, item := range strings.Split(rawValue, ",") {
+				name, err := unescape(item)
+				if err != nil {
+					return Query{}, Page{}, badPair(pair, key, "the value is not correctly percent-encoded")
+				}
+				path, _, ok := canonicalField(name)
+				if !ok {
+					return Query{}, Page{}, badPair(pair, key, fmt.Sprintf("unknown facet field %q (use %s, vendor or garage)", name, strings.Join(QueryFields(), ", ")))
+				}
+				if !slices.Contains(*facets, path) {
+					*facets = append(*facets, path)
+				}
+			}
 			continue
 		case lkey == "offset" || lkey == "max":
 			if seenPage[lkey] {

@@ -7,15 +7,17 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/yard-api/yard"
 )
 
-// Cars, garages and searches (CONTRACT 6). Every car list, whatever its URL
-// shape, parses its raw query with yard.ParseCarQuery into one yard.Query
-// and runs it through DB.FindCars: the shapes differ only in where the
-// query comes from.
+// Cars, garages and searches (docs/cars.md). Every car list, whatever its
+// URL shape, parses its raw query with yard.ParseCarListQuery into one
+// yard.Query (and the facets asked for) and runs it through one
+// yard.CarLister (the search index, or the store's SQL path): the shapes
+// differ only in where the query comes from.
 
 // carView is the representation of a car.
 type carView struct {
@@ -126,12 +128,12 @@ func (s *Server) handleListGarages(w http.ResponseWriter, r *http.Request) {
 // /cars/search/by-parameters and /cars/search/by-vendor: the one grammar,
 // read from the raw query.
 func (s *Server) handleListCars(w http.ResponseWriter, r *http.Request) {
-	q, page, err := yard.ParseCarQuery(r.URL.RawQuery)
+	q, page, facets, err := yard.ParseCarListQuery(r.URL.RawQuery)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	s.writeCars(w, r, q, page)
+	s.writeCars(w, r, q, page, facets)
 }
 
 // handleGarageCars answers /garage/{garage_id}/cars and
@@ -143,12 +145,12 @@ func (s *Server) handleGarageCars(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	q, page, err := yard.ParseCarQuery(r.URL.RawQuery)
+	q, page, facets, err := yard.ParseCarListQuery(r.URL.RawQuery)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	s.writeCars(w, r, inGarage(id).And(q), page)
+	s.writeCars(w, r, inGarage(id).And(q), page, facets)
 }
 
 // inGarage is the query "the car is in garage id".
@@ -156,13 +158,70 @@ func inGarage(id string) yard.Query {
 	return yard.Query{Filters: []yard.Filter{{Field: yard.FieldGarageID, In: []string{id}}}}
 }
 
-func (s *Server) writeCars(w http.ResponseWriter, r *http.Request, q yard.Query, page yard.Page) {
-	cars, total, err := s.DB.FindCars(r.Context(), q, page)
+// writeCars answers a car list: the page, its total and the facets asked
+// for ("facets" is in the body only then).
+func (s *Server) writeCars(w http.ResponseWriter, r *http.Request, q yard.Query, page yard.Page, facets []string) {
+	var lister yard.CarLister = s.DB
+	if s.Cars != nil {
+		lister = s.Cars
+	}
+	l, err := lister.ListCars(r.Context(), q, page, facets)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	s.writePage(w, r, carViews(cars), total, page)
+	var extra map[string]any
+	if len(facets) > 0 {
+		extra = map[string]any{"facets": facetsView(l.Facets)}
+	}
+	s.writePageWith(w, r, carViews(l.Cars), l.Total, page, extra)
+}
+
+// carSearchPath says which path answers car lists, for /readyz: "index"
+// (the search index is built), "sql (index building)" or "sql".
+func (s *Server) carSearchPath() string {
+	if rd, ok := s.Cars.(interface{ Ready() bool }); ok {
+		if rd.Ready() {
+			return "index"
+		}
+		return "sql (index building)"
+	}
+	return "sql"
+}
+
+// facetsView renders facets as {"field":{"value":count,...},...}, fields
+// in the order asked for and values by count; the group of cars in no
+// garage is "null".
+type facetsView []yard.Facet
+
+// MarshalJSON writes the members in order (a Go map would sort them).
+func (f facetsView) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, fc := range f {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(fc.Field)
+		b.Write(name)
+		b.WriteString(":{")
+		for j, v := range fc.Values {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			key := v.Value
+			if v.Null {
+				key = "null"
+			}
+			k, _ := json.Marshal(key)
+			b.Write(k)
+			b.WriteByte(':')
+			b.WriteString(strconv.Itoa(v.Count))
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // threeSegmentPattern catches every path of three segments that no more
@@ -319,12 +378,12 @@ func (s *Server) handleSearchResults(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	extra, page, err := yard.ParseCarQuery(r.URL.RawQuery)
+	extra, page, facets, err := yard.ParseCarListQuery(r.URL.RawQuery)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	s.writeCars(w, r, se.Query.And(extra), page)
+	s.writeCars(w, r, se.Query.And(extra), page, facets)
 }
 
 // handleDeleteSearch answers DELETE /searches/{search_id} (administrators).
@@ -342,7 +401,7 @@ func (s *Server) handleDeleteSearch(w http.ResponseWriter, r *http.Request) {
 // Filters and paging in the request's query apply too.
 func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 	segment := strings.TrimPrefix(r.URL.EscapedPath(), "/search/")
-	extra, page, err := yard.ParseCarQuery(r.URL.RawQuery)
+	extra, page, facets, err := yard.ParseCarListQuery(r.URL.RawQuery)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -356,10 +415,10 @@ func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 			s.error(w, r, err)
 			return
 		}
-		s.writeCars(w, r, se.Query.And(extra), page)
+		s.writeCars(w, r, se.Query.And(extra), page, facets)
 		return
 	}
-	q, inPath, err := yard.ParseCarQuery(segment)
+	q, inPath, pathFacets, err := yard.ParseCarListQuery(segment)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -367,7 +426,12 @@ func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery == "" || !hasPaging(r.URL.RawQuery) {
 		page = inPath // paging may sit in the path too
 	}
-	s.writeCars(w, r, q.And(extra), page)
+	for _, f := range facets { // facets may sit in either
+		if !slices.Contains(pathFacets, f) {
+			pathFacets = append(pathFacets, f)
+		}
+	}
+	s.writeCars(w, r, q.And(extra), page, pathFacets)
 }
 
 // hasPaging reports whether a raw query holds offset or max.

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/httpapi/apitest"
+	"github.com/yard-api/yard/search"
 	"github.com/yard-api/yard/store"
 	"github.com/yard-api/yard/store/storetest"
 )
@@ -27,12 +29,28 @@ const carsFixture = `{"kind":"garage","id":"g-ca1","name":"Main Street","state":
 {"kind":"car","id":"c08","color":"Blue","type":"coupe","doors":2,"make":"BMW","model":"M3","year":2019,"garage":"g-ca2"}
 `
 
+// carsEnv starts the API over the fixture with car lists answered by the
+// search index, as yard serve does.
 func carsEnv(t *testing.T, db *store.DB) *apitest.Env {
+	return carsEnvOn(t, db, "index")
+}
+
+// carsEnvOn starts the API with car lists answered by path: "index" (the
+// search index, built) or "sql" (the store).
+func carsEnvOn(t *testing.T, db *store.DB, path string) *apitest.Env {
 	t.Helper()
 	if _, err := db.ImportCars(context.Background(), strings.NewReader(carsFixture), 0); err != nil {
 		t.Fatal(err)
 	}
-	env := apitest.Start(t, db)
+	var opts []apitest.Option
+	if path == "index" {
+		ix := search.New(db, nil)
+		if err := ix.Build(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, func(api *httpapi.Server) { api.Cars = ix })
+	}
+	env := apitest.Start(t, db, opts...)
 	env.CreateUser("root", pw, yard.RoleAdmin, yard.RoleUser)
 	env.CreateUser("alice", pw)
 	return env
@@ -59,8 +77,14 @@ func ids(t *testing.T, r *apitest.Response) (string, int) {
 // and both search bodies, on both engines, and checks they give the same
 // cars.
 func TestCarURLShapesAgree(t *testing.T) {
+	for _, path := range []string{"index", "sql"} {
+		t.Run(path, func(t *testing.T) { testCarURLShapesAgree(t, path) })
+	}
+}
+
+func testCarURLShapesAgree(t *testing.T, path string) {
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
-		env := carsEnv(t, db)
+		env := carsEnvOn(t, db, path)
 		groups := []struct {
 			want   string
 			urls   []string
@@ -221,4 +245,47 @@ func TestCarWritesAndSearchAdmin(t *testing.T) {
 			t.Fatalf("deleted search: %d", r.StatusCode)
 		}
 	})
+}
+
+// TestCarFacets asks every car list shape for facets, on both paths and
+// both engines: the counts per value, by count, null for cars in no
+// garage; an unknown field is 400 naming facets.
+func TestCarFacets(t *testing.T) {
+	for _, path := range []string{"index", "sql"} {
+		t.Run(path, func(t *testing.T) {
+			storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+				env := carsEnvOn(t, db, path)
+				r := env.Do(apitest.Request{Method: "POST", Path: "/searches", Body: `{"color":"red"}`, User: "alice", Password: pw})
+				if r.StatusCode != 201 {
+					t.Fatalf("POST /searches: %d %s", r.StatusCode, r.Body)
+				}
+				saved := strings.TrimPrefix(r.Header.Get("Location"), env.URL)
+				// Red cars: c01 (g-ca1, Ford), c02 (g-ca2, Ford), c04 (g-ny,
+				// Toyota), c06 (no garage, Honda).
+				red := `"facets":{"make":{"ford":2,"honda":1,"toyota":1},"garage.state":{"ca":2,"ny":1,"null":1}}`
+				run(t, env, []scenario{
+					{"cars", apitest.Request{Path: "/cars?color=red&facets=vendor,garage.state&max=1"}, 200, nil, []string{red, `"total":4`}},
+					{"repeated and aliased fields name each once", apitest.Request{Path: "/cars?color=red&facets=make&facets=vendor,garage.state"}, 200, nil, []string{red}},
+					{"search path shape", apitest.Request{Path: "/search/color=red;facets=make,garage.state"}, 200, nil, []string{red}},
+					{"saved search", apitest.Request{Path: saved + "?facets=make,garage.state"}, 200, nil, []string{red}},
+					{"every car", apitest.Request{Path: "/cars?facets=color,doors,garage"}, 200, nil, []string{
+						`"facets":{"color":{"red":4,"blue":2,"black":1,"green":1},"doors":{"4":4,"2":3,"5":1},"garage.id":{"g-ca1":2,"g-ca2":2,"g-ny":2,"null":2}}`}},
+					{"garage's cars", apitest.Request{Path: "/garages/g-ny/cars?facets=garage.name,year"}, 200, nil, []string{
+						`"facets":{"garage.name":{"hudson":2},"year":{"2020":1,"2021":1}}`}},
+					{"no match", apitest.Request{Path: "/cars?color=purple&facets=make"}, 200, nil, []string{`"facets":{"make":{}}`}},
+					{"no facets asked, none given", apitest.Request{Path: "/cars?color=red"}, 200, nil, nil},
+					{"unknown field", apitest.Request{Path: "/cars?facets=make,colour"}, 400, nil, []string{`"field":"facets"`, "colour"}},
+					{"empty field", apitest.Request{Path: "/cars?facets="}, 400, nil, []string{`"field":"facets"`}},
+					{"not a car list", apitest.Request{Path: "/garages?facets=make"}, 400, nil, nil},
+				})
+				if r := env.Do(apitest.Request{Path: "/cars?color=red"}); strings.Contains(string(r.Body), "facets") {
+					t.Fatalf("facets not asked for, but in the body: %s", r.Body)
+				}
+				want := map[string]string{"index": `"carSearch":"index"`, "sql": `"carSearch":"sql"`}[path]
+				if r := env.Do(apitest.Request{Path: "/readyz"}); !strings.Contains(string(r.Body), want) {
+					t.Fatalf("/readyz: %s, want %s", r.Body, want)
+				}
+			})
+		})
+	}
 }

@@ -259,7 +259,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, yard.Errorf(yard.EUNAVAILABLE, "Migrations are not done."))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.DB.Engine()})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.DB.Engine(), "carSearch": s.carSearchPath()})
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {

@@ -49,6 +49,10 @@ type Server struct {
 	Version string
 	// Barks runs bark tasks; nil answers the bark endpoints with 503.
 	Barks *jobs.Service
+	// Cars answers every car list; nil lets the store's SQL path answer.
+	// cmd/yard sets the search index (package search). When it has a
+	// Ready() bool method, /readyz reports which path answers.
+	Cars yard.CarLister
 
 	mux *http.ServeMux
 	// shadow is the mux without the root-level car route (cars.go).

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/yard-api/yard"
 )
@@ -37,36 +36,83 @@ func (db *DB) FindCarByID(ctx context.Context, id string) (*yard.Car, error) {
 }
 
 // FindCars returns the page of cars matching q in id order, and the number
-// of all matching cars.
-//
-// Both the total and the page are cached in the process for one value of
-// car_version.version, a counter every write to cars or garages (and every
-// import batch) increments in its transaction. Each call reads the version
-// first (a primary-key read), so cached answers are exact, also across
-// several processes sharing PostgreSQL: a repeated count over a million
-// rows and a repeated first page cost one tiny query.
+// of all matching cars, by SQL (ListCars without facets).
 func (db *DB) FindCars(ctx context.Context, q yard.Query, page yard.Page) ([]*yard.Car, int, error) {
-	var version int64
-	if err := db.QueryRow(ctx, `SELECT version FROM car_version WHERE id = 1`).Scan(&version); err != nil {
-		return nil, 0, err
-	}
-	where, args := CompileCarQuery(db.engine, q, nil)
-	cc := db.carCache()
-	qkey := q.String()
-	pkey := qkey + "|" + itoa(page.Offset) + "|" + itoa(page.Max)
-	out, ok := cc.page(version, pkey)
-	if !ok {
-		var err error
-		if out, err = db.carPage(ctx, where, args, page); err != nil {
-			return nil, 0, err
-		}
-		cc.putPage(version, pkey, out)
-	}
-	total, err := db.countCars(ctx, cc, qkey, version, where, args)
+	l, err := db.ListCars(ctx, q, page, nil)
 	if err != nil {
 		return nil, 0, err
 	}
-	return out, total, nil
+	return l.Cars, l.Total, nil
+}
+
+// ListCars answers a car list by SQL: the page in id order, the exact
+// total (a COUNT over the matching rows) and, per facet field, a GROUP BY
+// of the matching rows. It is the path the search index (package search)
+// is held against in tests, and the one that answers while the index is
+// not built yet.
+func (db *DB) ListCars(ctx context.Context, q yard.Query, page yard.Page, facets []string) (*yard.CarList, error) {
+	where, args := CompileCarQuery(db.engine, q, nil)
+	out, err := db.carPage(ctx, where, args, page)
+	if err != nil {
+		return nil, err
+	}
+	l := &yard.CarList{Cars: out}
+	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM cars WHERE `+where, args...).Scan(&l.Total); err != nil {
+		return nil, err
+	}
+	for _, f := range facets {
+		fc, err := db.carFacet(ctx, f, where, args)
+		if err != nil {
+			return nil, err
+		}
+		l.Facets = append(l.Facets, fc)
+	}
+	return l, nil
+}
+
+// facetSQL maps a facet field to the query grouping the matching cars by
+// it; %s is the WHERE condition. A garage's name is not on the car: the
+// cars are grouped by garage first, and the groups by the garage's name.
+var facetSQL = map[string]string{
+	yard.FieldColor:       `SELECT color_key, COUNT(*) FROM cars WHERE %s GROUP BY color_key`,
+	yard.FieldType:        `SELECT type_key, COUNT(*) FROM cars WHERE %s GROUP BY type_key`,
+	yard.FieldDoors:       `SELECT CAST(doors AS TEXT), COUNT(*) FROM cars WHERE %s GROUP BY doors`,
+	yard.FieldMake:        `SELECT make_key, COUNT(*) FROM cars WHERE %s GROUP BY make_key`,
+	yard.FieldModel:       `SELECT model_key, COUNT(*) FROM cars WHERE %s GROUP BY model_key`,
+	yard.FieldYear:        `SELECT CAST(year AS TEXT), COUNT(*) FROM cars WHERE %s GROUP BY year`,
+	yard.FieldGarageID:    `SELECT garage_id, COUNT(*) FROM cars WHERE %s GROUP BY garage_id`,
+	yard.FieldGarageState: `SELECT garage_state_key, COUNT(*) FROM cars WHERE %s GROUP BY garage_state_key`,
+	yard.FieldGarageName: `SELECT g.name_key, SUM(x.n) FROM (SELECT garage_id, COUNT(*) AS n FROM cars WHERE %s GROUP BY garage_id) x
+		LEFT JOIN garages g ON g.id = x.garage_id GROUP BY g.name_key`,
+}
+
+// carFacet counts the cars matching where per value of field. Every group
+// is read and yard.SortFacet orders and cuts them, so both engines (and
+// the index) order ties the same way whatever the database's collation.
+func (db *DB) carFacet(ctx context.Context, field, where string, args []any) (yard.Facet, error) {
+	text, ok := facetSQL[field]
+	if !ok {
+		return yard.Facet{}, yard.Invalid("Unknown facet field.", yard.FieldError{Field: "facets", Message: "unknown field " + field})
+	}
+	rows, err := db.read.QueryContext(ctx, fmt.Sprintf(text, where), args...)
+	if err != nil {
+		return yard.Facet{}, err
+	}
+	defer rows.Close()
+	fc := yard.Facet{Field: field}
+	for rows.Next() {
+		var v sql.NullString
+		var n int
+		if err := rows.Scan(&v, &n); err != nil {
+			return yard.Facet{}, err
+		}
+		fc.Values = append(fc.Values, yard.FacetValue{Value: v.String, Null: !v.Valid, Count: n})
+	}
+	if err := rows.Err(); err != nil {
+		return yard.Facet{}, err
+	}
+	yard.SortFacet(&fc)
+	return fc, nil
 }
 
 // carPage runs the page query.
@@ -102,132 +148,30 @@ func carPageSQL(engine, where string, args []any, page yard.Page) (string, []any
 	return head + ` LIMIT $` + itoa(n+1) + ` OFFSET $` + itoa(n+2), append(append(make([]any, 0, n+2), args...), page.Max, page.Offset)
 }
 
-// carCache remembers totals and pages of car queries for one cars version.
-type carCache struct {
-	mu       sync.Mutex
-	version  int64
-	totals   map[string]int
-	pages    map[string][]yard.Car
-	inflight map[string]*countCall
-	noPages  bool
+// CarVersion returns the version of cars and garages: a counter that
+// every write transaction on them increments first (one primary-key
+// read).
+func (db *DB) CarVersion(ctx context.Context) (int64, error) {
+	var v int64
+	err := db.QueryRow(ctx, `SELECT version FROM car_version WHERE id = 1`).Scan(&v)
+	return v, err
 }
 
-type countCall struct {
-	done  chan struct{}
-	total int
-	err   error
+// bumpCarVersion increments the car version and returns the new value;
+// call it first in each write transaction on cars or garages, and stamp
+// every row the transaction writes (changed_version) or deletes
+// (car_tombstones) with the value. Writers serialise on the row, so the
+// versions follow the commit order.
+func bumpCarVersion(ctx context.Context, tx *Tx) (int64, error) {
+	var v int64
+	err := tx.QueryRowContext(ctx, `UPDATE car_version SET version = version + 1 WHERE id = 1 RETURNING version`).Scan(&v)
+	return v, err
 }
 
-// Bounds of the cache; past them it starts over.
-const (
-	maxCachedCounts = 4096
-	maxCachedPages  = 1024
-)
-
-// carCache returns the store's cache of car totals and first pages,
-// creating it on first use.
-func (db *DB) carCache() *carCache {
-	db.carCacheOnce.Do(func() {
-		db.cars = &carCache{totals: map[string]int{}, pages: map[string][]yard.Car{}, inflight: map[string]*countCall{}}
-	})
-	return db.cars
-}
-
-// SetCarPageCache turns the cache of car pages on (the default) or off;
-// totals are always cached. Benchmarks use it to show what it saves.
-func (db *DB) SetCarPageCache(on bool) {
-	cc := db.carCache()
-	cc.mu.Lock()
-	cc.noPages, cc.pages = !on, map[string][]yard.Car{}
-	cc.mu.Unlock()
-}
-
-// sync forgets everything when the version moved; call with mu held.
-func (cc *carCache) sync(version int64) {
-	if cc.version != version {
-		cc.version, cc.totals, cc.pages = version, map[string]int{}, map[string][]yard.Car{}
-	}
-}
-
-// page returns copies of a cached page of this version.
-func (cc *carCache) page(version int64, key string) ([]*yard.Car, bool) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	cc.sync(version)
-	cars, ok := cc.pages[key]
-	if !ok {
-		return nil, false
-	}
-	out := make([]*yard.Car, len(cars))
-	for i := range cars {
-		c := cars[i]
-		out[i] = &c
-	}
-	return out, true
-}
-
-func (cc *carCache) putPage(version int64, key string, cars []*yard.Car) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.noPages || cc.version != version {
-		return
-	}
-	if len(cc.pages) >= maxCachedPages {
-		cc.pages = map[string][]yard.Car{}
-	}
-	stored := make([]yard.Car, len(cars))
-	for i, c := range cars {
-		stored[i] = *c
-	}
-	cc.pages[key] = stored
-}
-
-// countCars returns the number of cars matching where. The caller read
-// version before the count runs, so a total is never filed under a version
-// older than the data it counted (at worst under one already superseded);
-// concurrent identical counts share one query.
-func (db *DB) countCars(ctx context.Context, cc *carCache, key string, version int64, where string, args []any) (int, error) {
-	cc.mu.Lock()
-	cc.sync(version)
-	if n, ok := cc.totals[key]; ok {
-		cc.mu.Unlock()
-		return n, nil
-	}
-	callKey := itoa(int(version)) + "|" + key
-	if call, ok := cc.inflight[callKey]; ok {
-		cc.mu.Unlock()
-		select {
-		case <-call.done:
-			return call.total, call.err
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-	}
-	call := &countCall{done: make(chan struct{})}
-	cc.inflight[callKey] = call
-	cc.mu.Unlock()
-
-	// The count runs without the caller's cancellation so that others
-	// waiting for it are not failed by one client going away.
-	err := db.QueryRow(context.WithoutCancel(ctx), `SELECT COUNT(*) FROM cars WHERE `+where, args...).Scan(&call.total)
-	call.err = err
-	cc.mu.Lock()
-	delete(cc.inflight, callKey)
-	if err == nil && cc.version == version {
-		if len(cc.totals) >= maxCachedCounts {
-			cc.totals = map[string]int{}
-		}
-		cc.totals[key] = call.total
-	}
-	cc.mu.Unlock()
-	close(call.done)
-	return call.total, err
-}
-
-// bumpCarVersion marks every cached total stale; call it in each write
-// transaction on cars or garages.
-func bumpCarVersion(tx *Tx) error {
-	_, err := tx.ExecContext(context.Background(), `UPDATE car_version SET version = version + 1 WHERE id = 1`)
+// tombstone records the deletion of a car or garage at version v.
+func tombstone(ctx context.Context, tx *Tx, kind, id string, v int64) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO car_tombstones (kind, id, version) VALUES ($1, $2, $3)
+		ON CONFLICT (kind, id) DO UPDATE SET version = excluded.version`, kind, id, v)
 	return err
 }
 
@@ -261,44 +205,51 @@ func (db *DB) CreateCar(ctx context.Context, c *yard.Car) error {
 		c.ID = yard.NewID()
 	}
 	return db.WithTx(ctx, func(tx *Tx) error {
-		return insertCar(ctx, tx, c)
+		v, err := bumpCarVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
+		return insertCar(ctx, tx, c, v)
 	})
 }
 
-func insertCar(ctx context.Context, tx *Tx, c *yard.Car) error {
+// insertCar writes a new car row stamped with version v.
+func insertCar(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 	state, err := garageStateKey(ctx, tx, c.Garage)
 	if err != nil {
 		return err
 	}
 	c.CreatedAt, c.UpdatedAt = tx.Now().UTC(), tx.Now().UTC()
 	_, err = tx.ExecContext(ctx, `INSERT INTO cars (id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year,
-		garage_id, garage_state_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)`,
+		garage_id, garage_state_key, created_at, updated_at, changed_version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)`,
 		c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make, strings.ToLower(c.Make),
-		c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), state, Millis(tx.Now()))
+		c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), state, Millis(tx.Now()), v)
 	if isUniqueViolation(err) {
 		return yard.Errorf(yard.ECONFLICT, "A car with id %q exists.", c.ID)
 	} else if err != nil {
 		return err
 	}
 	c.CreatedAt, c.UpdatedAt = FromMillis(Millis(tx.Now())), FromMillis(Millis(tx.Now()))
-	return bumpCarVersion(tx)
+	return nil
 }
 
-func updateCarRow(ctx context.Context, tx *Tx, c *yard.Car) error {
+// updateCarRow writes c over its row, stamped with version v.
+func updateCarRow(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 	state, err := garageStateKey(ctx, tx, c.Garage)
 	if err != nil {
 		return err
 	}
 	now := Millis(tx.Now())
 	_, err = tx.ExecContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
-		make_key = $8, model = $9, model_key = $10, year = $11, garage_id = $12, garage_state_key = $13, updated_at = $14 WHERE id = $1`,
+		make_key = $8, model = $9, model_key = $10, year = $11, garage_id = $12, garage_state_key = $13, updated_at = $14,
+		changed_version = $15 WHERE id = $1`,
 		c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make, strings.ToLower(c.Make),
-		c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), state, now)
+		c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), state, now, v)
 	if err != nil {
 		return err
 	}
 	c.UpdatedAt = FromMillis(now)
-	return bumpCarVersion(tx)
+	return nil
 }
 
 // ReplaceCar stores c under c.ID, creating the car when there is none.
@@ -311,15 +262,19 @@ func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 	}
 	created := false
 	err := db.WithTx(ctx, func(tx *Tx) error {
+		v, err := bumpCarVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
 		old, err := scanCar(tx.QueryRowContext(ctx, `SELECT `+carColumns+` FROM cars WHERE id = $1`, c.ID))
 		if errors.Is(err, sql.ErrNoRows) {
 			created = true
-			return insertCar(ctx, tx, c)
+			return insertCar(ctx, tx, c, v)
 		} else if err != nil {
 			return err
 		}
 		c.CreatedAt = old.CreatedAt
-		return updateCarRow(ctx, tx, c)
+		return updateCarRow(ctx, tx, c, v)
 	})
 	return created, err
 }
@@ -328,7 +283,10 @@ func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*yard.Car, error) {
 	var c *yard.Car
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		var err error
+		v, err := bumpCarVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
 		c, err = scanCar(tx.QueryRowContext(ctx, `SELECT `+carColumns+` FROM cars WHERE id = $1`, id))
 		if err != nil {
 			return notFound(err, "Car")
@@ -337,7 +295,7 @@ func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*ya
 		if err := c.Validate(); err != nil {
 			return err
 		}
-		return updateCarRow(ctx, tx, c)
+		return updateCarRow(ctx, tx, c, v)
 	})
 	return c, err
 }
@@ -345,6 +303,10 @@ func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*ya
 // DeleteCar removes a car.
 func (db *DB) DeleteCar(ctx context.Context, id string) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
+		v, err := bumpCarVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM cars WHERE id = $1`, id)
 		if err != nil {
 			return err
@@ -352,7 +314,7 @@ func (db *DB) DeleteCar(ctx context.Context, id string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return yard.Errorf(yard.ENOTFOUND, "Car not found.")
 		}
-		return bumpCarVersion(tx)
+		return tombstone(ctx, tx, "car", id, v)
 	})
 }
 
@@ -404,28 +366,37 @@ func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
 	if g.ID == "" {
 		g.ID = yard.NewID()
 	}
-	return db.WithTx(ctx, func(tx *Tx) error { return insertGarage(ctx, tx, g) })
+	return db.WithTx(ctx, func(tx *Tx) error {
+		v, err := bumpCarVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
+		return insertGarage(ctx, tx, g, v)
+	})
 }
 
-func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage) error {
+// insertGarage writes a new garage row stamped with version v.
+func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 	now := Millis(tx.Now())
-	_, err := tx.ExecContext(ctx, `INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $6)`, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now)
+	_, err := tx.ExecContext(ctx, `INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $6, $7)`, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now, v)
 	if isUniqueViolation(err) {
 		return yard.Errorf(yard.ECONFLICT, "A garage with id %q exists.", g.ID)
 	} else if err != nil {
 		return err
 	}
 	g.CreatedAt, g.UpdatedAt, g.CarCount = FromMillis(now), FromMillis(now), 0
-	return bumpCarVersion(tx)
+	return nil
 }
 
 // updateGarageRow writes g's fields and carries a state change to the
-// copy on its cars.
-func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage) error {
+// copy on its cars. The garage row is stamped with version v; its cars
+// are not: an index keeps a garage's state once, on the garage.
+func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 	now := Millis(tx.Now())
-	if _, err := tx.ExecContext(ctx, `UPDATE garages SET name = $2, name_key = $3, state = $4, state_key = $5, updated_at = $6 WHERE id = $1`,
-		g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE garages SET name = $2, name_key = $3, state = $4, state_key = $5, updated_at = $6,
+		changed_version = $7 WHERE id = $1`,
+		g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now, v); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE cars SET garage_state_key = $2 WHERE garage_id = $1 AND garage_state_key <> $2`,
@@ -433,10 +404,7 @@ func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage) error {
 		return err
 	}
 	g.UpdatedAt = FromMillis(now)
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, g.ID).Scan(&g.CarCount); err != nil {
-		return err
-	}
-	return bumpCarVersion(tx)
+	return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, g.ID).Scan(&g.CarCount)
 }
 
 // ReplaceGarage stores g under g.ID, creating the garage when there is none.
@@ -449,15 +417,19 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 	}
 	created := false
 	err := db.WithTx(ctx, func(tx *Tx) error {
+		v, err := bumpCarVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
 		old, err := scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, g.ID))
 		if errors.Is(err, sql.ErrNoRows) {
 			created = true
-			return insertGarage(ctx, tx, g)
+			return insertGarage(ctx, tx, g, v)
 		} else if err != nil {
 			return err
 		}
 		g.CreatedAt = old.CreatedAt
-		return updateGarageRow(ctx, tx, g)
+		return updateGarageRow(ctx, tx, g, v)
 	})
 	return created, err
 }
@@ -466,7 +438,10 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate) (*yard.Garage, error) {
 	var g *yard.Garage
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		var err error
+		v, err := bumpCarVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
 		g, err = scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
 		if err != nil {
 			return notFound(err, "Garage")
@@ -480,7 +455,7 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 		if err := g.Validate(); err != nil {
 			return err
 		}
-		return updateGarageRow(ctx, tx, g)
+		return updateGarageRow(ctx, tx, g, v)
 	})
 	return g, err
 }
@@ -488,6 +463,10 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 // DeleteGarage removes an empty garage; one holding cars is ECONFLICT.
 func (db *DB) DeleteGarage(ctx context.Context, id string) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
+		v, err := bumpCarVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages WHERE id = $1`, id).Scan(&n); err != nil {
 			return err
@@ -505,12 +484,12 @@ func (db *DB) DeleteGarage(ctx context.Context, id string) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM garages WHERE id = $1`, id); err != nil {
 			return err
 		}
-		return bumpCarVersion(tx)
+		return tombstone(ctx, tx, "garage", id, v)
 	})
 }
 
-// CountCarsUncached counts the cars matching q without the totals cache
-// (benchmarks and diagnostics).
+// CountCarsUncached counts the cars matching q (benchmarks and
+// diagnostics).
 func (db *DB) CountCarsUncached(ctx context.Context, q yard.Query) (int, error) {
 	where, args := CompileCarQuery(db.engine, q, nil)
 	var n int

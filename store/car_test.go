@@ -135,7 +135,7 @@ func TestCarWrites(t *testing.T) {
 		if n := count(red); n != 4 {
 			t.Fatalf("red: %d, want 4", n)
 		}
-		// A new car is counted at once: the cached total is invalidated.
+		// A new car is counted at once.
 		c := &yard.Car{Color: "Red", Type: "sedan", Doors: 4, Make: "Kia", Model: "Rio", Year: 2022, Garage: "g-ca1"}
 		if err := db.CreateCar(ctx, c); err != nil {
 			t.Fatal(err)
@@ -143,7 +143,7 @@ func TestCarWrites(t *testing.T) {
 		if n := count(red); n != 5 {
 			t.Fatalf("red after create: %d, want 5", n)
 		}
-		// Pages are cached too, and a write shows at once.
+		// A write shows in the next page at once.
 		page, _, err := db.FindCars(ctx, red, yard.Page{Max: 10})
 		if err != nil || !strings.Contains(carIDs(page), c.ID) {
 			t.Fatalf("red page after create: %q, %v; want %s in it", carIDs(page), err, c.ID)
@@ -151,7 +151,7 @@ func TestCarWrites(t *testing.T) {
 		page[0].Color = "scribbled" // callers get copies
 		again, _, _ := db.FindCars(ctx, red, yard.Page{Max: 10})
 		if again[0].Color == "scribbled" || carIDs(again) != carIDs(page) {
-			t.Fatalf("cached page changed by a caller: %+v", again[0])
+			t.Fatalf("a page changed by a caller: %+v", again[0])
 		}
 		blue := "Blue"
 		if _, err := db.UpdateCar(ctx, c.ID, yard.CarUpdate{Color: &blue}); err != nil {

@@ -35,8 +35,12 @@ func (db *DB) SeedDemoCars(ctx context.Context) (bool, error) {
 		{"Subaru", "Outback", "wagon", 5}, {"BMW", "M3", "sedan", 4}, {"Mazda", "MX-5", "convertible", 2},
 	}
 	err := db.WithTx(ctx, func(tx *Tx) error {
+		v, err := bumpCarVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
 		for _, g := range garages {
-			if err := insertGarage(ctx, tx, g); err != nil {
+			if err := insertGarage(ctx, tx, g, v); err != nil {
 				return err
 			}
 		}
@@ -52,7 +56,7 @@ func (db *DB) SeedDemoCars(ctx context.Context) (bool, error) {
 			if i < 20 {
 				c.Garage = garages[i%len(garages)].ID
 			}
-			if err := insertCar(ctx, tx, c); err != nil {
+			if err := insertCar(ctx, tx, c, v); err != nil {
 				return err
 			}
 		}

@@ -132,13 +132,14 @@ func (db *DB) ImportCars(ctx context.Context, r io.Reader, batch int) (ImportSta
 			return st, nil
 		}
 		if err := db.WithTx(ctx, func(tx *Tx) error {
-			if err := im.writeGarages(ctx, tx, garages); err != nil {
+			v, err := bumpCarVersion(ctx, tx)
+			if err != nil {
 				return err
 			}
-			if err := im.writeCars(ctx, tx, cars); err != nil {
+			if err := im.writeGarages(ctx, tx, garages, v); err != nil {
 				return err
 			}
-			return bumpCarVersion(tx)
+			return im.writeCars(ctx, tx, cars, v)
 		}); err != nil {
 			return st, fmt.Errorf("batch ending at line %d: %w", lineNo, err)
 		}
@@ -173,7 +174,7 @@ func (im *importer) knowGarage(ctx context.Context, id string) error {
 // importChunk returns the number of rows in one multi-row INSERT. Small on
 // SQLite on purpose: modernc looks up each $N's name by a linear scan when
 // it binds, so the cost per row grows with the placeholders per statement.
-// PostgreSQL wants few round trips instead (200 car rows are 3000
+// PostgreSQL wants few round trips instead (200 car rows are 3200
 // placeholders, well under its 65535).
 func importChunk(engine string) int {
 	if engine == Postgres {
@@ -182,15 +183,16 @@ func importChunk(engine string) int {
 	return 8
 }
 
-func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage) error {
+// writeGarages writes a batch's garages, stamped with version v.
+func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage, v int64) error {
 	now := Millis(tx.Now())
-	return insertChunks(ctx, tx, len(gs), 7,
-		`INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at) VALUES `,
+	return insertChunks(ctx, tx, len(gs), 8,
+		`INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version) VALUES `,
 		` ON CONFLICT (id) DO UPDATE SET name = excluded.name, name_key = excluded.name_key, state = excluded.state,
-		  state_key = excluded.state_key, updated_at = excluded.updated_at`,
+		  state_key = excluded.state_key, updated_at = excluded.updated_at, changed_version = excluded.changed_version`,
 		func(i int, args []any) []any {
 			g := gs[i]
-			return append(args, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now, now)
+			return append(args, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now, now, v)
 		}, func(ctx context.Context, tx *Tx, from, to int) error {
 			// A replaced garage may have changed state: carry it to its cars.
 			for _, g := range gs[from:to] {
@@ -203,15 +205,17 @@ func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage)
 		})
 }
 
-func (im *importer) writeCars(ctx context.Context, tx *Tx, cs []*yard.Car) error {
+// writeCars writes a batch's cars, stamped with version v.
+func (im *importer) writeCars(ctx context.Context, tx *Tx, cs []*yard.Car, v int64) error {
 	now := Millis(tx.Now())
-	return insertChunks(ctx, tx, len(cs), 15,
+	return insertChunks(ctx, tx, len(cs), 16,
 		`INSERT INTO cars (id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year,
-		 garage_id, garage_state_key, created_at, updated_at) VALUES `,
+		 garage_id, garage_state_key, created_at, updated_at, changed_version) VALUES `,
 		` ON CONFLICT (id) DO UPDATE SET color = excluded.color, color_key = excluded.color_key, type = excluded.type,
 		  type_key = excluded.type_key, doors = excluded.doors, make = excluded.make, make_key = excluded.make_key,
 		  model = excluded.model, model_key = excluded.model_key, year = excluded.year, garage_id = excluded.garage_id,
-		  garage_state_key = excluded.garage_state_key, updated_at = excluded.updated_at`,
+		  garage_state_key = excluded.garage_state_key, updated_at = excluded.updated_at,
+		  changed_version = excluded.changed_version`,
 		func(i int, args []any) []any {
 			c := cs[i]
 			var state any
@@ -219,7 +223,7 @@ func (im *importer) writeCars(ctx context.Context, tx *Tx, cs []*yard.Car) error
 				state = im.states[c.Garage]
 			}
 			return append(args, c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors,
-				c.Make, strings.ToLower(c.Make), c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), state, now, now)
+				c.Make, strings.ToLower(c.Make), c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), state, now, now, v)
 		}, nil)
 }
 

@@ -52,9 +52,6 @@ type DB struct {
 
 	// stmts caches prepared read statements by SQL text, so hot reads skip
 	// SQLite's parser (pgx caches statements per connection on its own).
-	// cars caches car totals and first pages per cars version (car.go).
-	cars         *carCache
-	carCacheOnce sync.Once
 	// carLoad gathers concurrent reads of cars by id on PostgreSQL
 	// (carload.go).
 	carLoad       *carLoader

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestImportAndDemoCars(t *testing.T) {
@@ -42,6 +44,31 @@ func TestImportAndDemoCars(t *testing.T) {
 	resp, page := call(t, "GET", s.URL+"/cars?color=red", "", "", nil)
 	if resp.StatusCode != 200 || page["total"].(float64) != 1 {
 		t.Fatalf("imported cars: %d %v", resp.StatusCode, page)
+	}
+	// The search index is built in the background; /readyz says when.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, ready := call(t, "GET", s.URL+"/readyz", "", "", nil)
+		if ready["carSearch"] == "index" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the search index is not built: /readyz %v", ready)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// An import by another store handle (as by another process) is seen by
+	// the next list, at once.
+	more := filepath.Join(t.TempDir(), "more.ndjson")
+	if err := os.WriteFile(more, []byte(`{"kind":"car","id":"c3","color":"Green","type":"van","doors":3,"make":"Kia","model":"Rio","year":2020,"garage":"g1"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), []string{"import", more, "--data", data}, env, nil, &out, &errb); err != nil {
+		t.Fatalf("import: %v %s", err, errb.String())
+	}
+	resp, page = call(t, "GET", s.URL+"/garages/g1/cars?color=green&facets=make", "", "", nil)
+	if resp.StatusCode != 200 || page["total"].(float64) != 1 || fmt.Sprint(page["facets"]) != "map[make:map[kia:1]]" {
+		t.Fatalf("a car imported after the index was built: %d %v", resp.StatusCode, page)
 	}
 
 	// An empty store gets the demo garages and cars.
