@@ -85,7 +85,7 @@ func (s *Server) openidUser(p *pages.Pages, w http.ResponseWriter, r *http.Reque
 			return nil
 		}
 		// Sign in, then come back to the request (as a GET). The way
-		// back is a local path of at most 2048 characters.
+		// back is a local path of at most pages.MaxNext characters.
 		next := "/openid/login?" + req.Message.Values().Encode()
 		if pages.LocalPath(next) == "" {
 			p.Error(w, r, http.StatusBadRequest, "Request too long",

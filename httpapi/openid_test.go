@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard/openid"
+	"github.com/yard-api/yard/pages"
 	"github.com/yard-api/yard/store"
 	"github.com/yard-api/yard/store/storetest"
 )
@@ -406,7 +407,7 @@ func TestOpenIDFlow(t *testing.T) {
 				}
 				wantPageHeaders(t, tc.name, p.header)
 			}
-			long := url.Values{"openid.return_to": {rpReturn + "&pad=" + strings.Repeat("x", 2100)}}
+			long := url.Values{"openid.return_to": {rpReturn + "&pad=" + strings.Repeat("x", pages.MaxNext)}}
 			if p := getPage(t, b, checkidURL(e, "checkid_setup", long), nil); p.status != 400 || p.header.Get("Location") != "" {
 				t.Errorf("a request too long for the sign-in page's next: got %d %q", p.status, p.header.Get("Location"))
 			}

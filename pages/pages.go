@@ -362,12 +362,16 @@ func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, status int, s Sig
 	p.render(w, r, status, "signin", "Sign in", s)
 }
 
+// MaxNext is the longest way back (a local path with its query) the
+// sign-in form carries.
+const MaxNext = 8192
+
 // LocalPath returns next when it is a path on this site ("/x?y"), and ""
 // otherwise: absolute URLs, scheme-relative "//host" forms, backslashes
 // (which browsers read as slashes) and control characters are refused, so
 // the sign-in form never redirects to another site.
 func LocalPath(next string) string {
-	if len(next) == 0 || len(next) > 8192 || next[0] != '/' || strings.HasPrefix(next, "//") ||
+	if len(next) == 0 || len(next) > MaxNext || next[0] != '/' || strings.HasPrefix(next, "//") ||
 		strings.ContainsAny(next, "\\") {
 		return ""
 	}
