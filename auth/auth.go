@@ -7,6 +7,7 @@
 package auth
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -118,4 +119,17 @@ func schemeWord(h string) string {
 func AuthScheme(h string) (scheme, rest string) {
 	w, rest, _ := strings.Cut(strings.TrimSpace(h), " ")
 	return strings.ToLower(w), strings.TrimSpace(rest)
+}
+
+// detach returns a context for work shared by several requests (one
+// password check for concurrent requests with the same credentials): one
+// caller going away does not cancel it, but it keeps the caller's deadline,
+// so shared work waiting for an unreachable store ends when the request's
+// bound on the store does (httpapi.Server.StoreWait) and answers 503.
+func detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	shared := context.WithoutCancel(ctx)
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(shared, deadline)
+	}
+	return shared, func() {}
 }

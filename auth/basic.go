@@ -107,7 +107,8 @@ func (b *Basic) Authenticate(r *http.Request) (*yard.Principal, error) {
 	}
 	keys := Keys(r, username)
 	v, err, _ := b.flights.Do(string(key[:]), func() (any, error) {
-		ctx := context.WithoutCancel(r.Context())
+		ctx, cancel := detach(r.Context())
+		defer cancel()
 		attempt, err := b.Limiter.Begin(ctx, keys...)
 		if err != nil {
 			return nil, err

@@ -516,7 +516,8 @@ func (p *PKTokens) checkPassword(r *http.Request, username, token, pwh, pw strin
 	}
 	keys := Keys(r, username)
 	_, err, _ := p.flights.Do(string(key[:]), func() (any, error) {
-		ctx := context.WithoutCancel(r.Context())
+		ctx, cancel := detach(r.Context())
+		defer cancel()
 		attempt, err := p.Limiter.Begin(ctx, keys...)
 		if err != nil {
 			return nil, err

@@ -113,7 +113,9 @@ func (l *LoginLimiter) Begin(ctx context.Context, keys ...string) (*Attempt, err
 	if l.Store == nil {
 		return a, nil
 	}
-	ok, oldest, err := l.Store.ReserveLoginAttempt(context.WithoutCancel(ctx), a.id, keys, now, now.Add(-l.window()), l.Limit)
+	reserveCtx, cancel := detach(ctx)
+	ok, oldest, err := l.Store.ReserveLoginAttempt(reserveCtx, a.id, keys, now, now.Add(-l.window()), l.Limit)
+	cancel()
 	if err != nil || !ok {
 		l.forget(a)
 	}

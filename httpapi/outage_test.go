@@ -4,10 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/httpapi/apitest"
 	"github.com/yard-api/yard/store"
 	"github.com/yard-api/yard/store/storetest"
@@ -94,4 +96,68 @@ func TestSQLiteBusyIsUnavailable(t *testing.T) {
 	if strings.Contains(logs, "internal error") {
 		t.Errorf("an outage logged as an internal error:\n%s", logs)
 	}
+}
+
+// TestPoolExhaustedIsUnavailable: while every pooled connection of the
+// store is taken (the SQLite writer, all of PostgreSQL's), a request waits
+// for one at most Server.StoreWait and is then answered 503 with
+// Retry-After and an unavailable problem; once connections come free, the
+// same request succeeds.
+func TestPoolExhaustedIsUnavailable(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		env := apitest.Start(t, db, func(api *httpapi.Server) { api.StoreWait = 300 * time.Millisecond })
+		env.CreateUser("alice", pw)
+
+		held := 1 // the SQLite writer
+		if db.Engine() == store.Postgres {
+			held = 32 // every connection of the pool
+		}
+		var taken, done sync.WaitGroup
+		release := make(chan struct{})
+		var once sync.Once
+		free := func() { once.Do(func() { close(release) }) }
+		defer func() { free(); done.Wait() }()
+		for range held {
+			taken.Add(1)
+			done.Go(func() {
+				err := db.WithTx(ctx, func(*store.Tx) error {
+					taken.Done()
+					<-release
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		taken.Wait()
+
+		create := apitest.Request{Method: "POST", Path: "/v1/dogs", User: "alice", Password: pw, Body: map[string]any{"name": "Rex", "email": "rex@example.org"}}
+		start := time.Now()
+		resp := env.Do(create)
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(resp.Body), "/problems/unavailable") {
+			t.Fatalf("write with every connection taken: got %d (Retry-After %q) %s, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Body)
+		}
+		if waited := time.Since(start); waited > 10*time.Second {
+			t.Errorf("the request waited %v, want about the store wait (300ms)", waited)
+		}
+		free()
+		done.Wait()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			resp := env.Do(create)
+			if resp.StatusCode == 201 {
+				break
+			}
+			if resp.StatusCode != 503 || time.Now().After(deadline) {
+				t.Fatalf("write after the connections came free: got %d %s", resp.StatusCode, resp.Body)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		dogs, _, err := db.FindDogs(ctx, yard.DogFilter{Limit: 10})
+		if err != nil || len(dogs) != 1 {
+			t.Fatalf("dogs: got %d (%v), want 1: the refused write stored nothing", len(dogs), err)
+		}
+	})
 }

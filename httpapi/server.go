@@ -28,6 +28,9 @@ import (
 // MaxBodyBytes is the largest request body accepted (CONTRACT 2).
 const MaxBodyBytes = 1 << 20
 
+// DefaultStoreWait is the default of Server.StoreWait.
+const DefaultStoreWait = 30 * time.Second
+
 // Server serves the yard API.
 type Server struct {
 	DB      *store.DB
@@ -53,6 +56,13 @@ type Server struct {
 	// cmd/yard sets the search index (package search). When it has a
 	// Ready() bool method, /readyz reports which path answers.
 	Cars yard.CarLister
+
+	// StoreWait bounds how long a request may wait for the store: for a
+	// free pooled connection and for the store's answers. Past it the
+	// request's context ends and the answer is 503 with Retry-After, as
+	// for any unreachable store (docs/api.md, "The store cannot be
+	// reached"). 0 waits as long as the client does.
+	StoreWait time.Duration
 
 	mux *http.ServeMux
 	// shadow is the mux without the root-level car route (cars.go).
@@ -83,14 +93,15 @@ type route struct{ Method, Pattern string }
 // on the result before Handler is called.
 func NewServer(db *store.DB, chain *auth.Chain, baseURL string, logger *slog.Logger) *Server {
 	s := &Server{
-		DB:       db,
-		Auth:     chain,
-		BaseURL:  strings.TrimRight(baseURL, "/"),
-		Logger:   logger,
-		Now:      time.Now,
-		Registry: prometheus.NewRegistry(),
-		Version:  "dev",
-		mux:      http.NewServeMux(),
+		DB:        db,
+		Auth:      chain,
+		BaseURL:   strings.TrimRight(baseURL, "/"),
+		Logger:    logger,
+		Now:       time.Now,
+		Registry:  prometheus.NewRegistry(),
+		Version:   "dev",
+		StoreWait: DefaultStoreWait,
+		mux:       http.NewServeMux(),
 	}
 	s.registerRoutes()
 	return s
@@ -138,7 +149,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	info := &routeInfo{}
-	r = r.WithContext(context.WithValue(r.Context(), routeKey, info))
+	ctx := context.WithValue(r.Context(), routeKey, info)
+	if s.StoreWait > 0 {
+		// A request that waits this long for the store (every pooled
+		// connection busy, or a store that does not answer) ends with 503
+		// rather than holding its client until the write time-out.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.StoreWait)
+		defer cancel()
+	}
+	r = r.WithContext(ctx)
 	sw := &statusWriter{ResponseWriter: w, status: 200}
 	defer func() {
 		if v := recover(); v != nil {

@@ -45,6 +45,7 @@ type serveConfig struct {
 	workers     int
 	jobLease    time.Duration
 	logLevel    string
+	storeWait   time.Duration
 	// auth holds the flags of the token and key schemes (authwire.go).
 	auth authFlags
 	// fetch holds the flags of fetch-code barks (barks.go).
@@ -72,6 +73,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.workers, "workers", 4, "bark tasks run at once by this process")
 	fs.DurationVar(&c.jobLease, "job-lease", 30*time.Second, "lease of a running bark task; a task whose process died runs again after it")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&c.storeWait, "store-wait", httpapi.DefaultStoreWait, "longest a request waits for the store (a free connection and its answers) before it is answered 503 (0: no bound)")
 	c.auth.register(fs)
 	c.fetch.register(fs)
 }
@@ -125,6 +127,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (*app, e
 	chain := &auth.Chain{Header: []auth.Scheme{basic}}
 	api := httpapi.NewServer(db, chain, cfg.baseURL, logger)
 	api.Basic, api.Limiter, api.Version = basic, limiter, Version
+	api.StoreWait = cfg.storeWait
 	a.api = api
 	for _, w := range wirings {
 		if err := w(ctx, a); err != nil {
