@@ -211,9 +211,7 @@ func (ix *Index) Build(ctx context.Context) error {
 		return err
 	}
 	d.sortOrder()
-	for _, b := range d.allBitmaps() {
-		b.RunOptimize()
-	}
+	d.runOptimize()
 	took := time.Since(start)
 	ix.mu.Lock()
 	ix.d = d
@@ -353,6 +351,18 @@ func (d *data) allBitmaps() []*roaring.Bitmap {
 		}
 	}
 	return out
+}
+
+// runOptimize compresses the bitmaps that runs make smaller, except the
+// live cars': a query with exclusions only starts from a copy of it, and
+// removing cars from a run container converts it range by range (a
+// container of 65,536 live cars less a colour's took milliseconds).
+func (d *data) runOptimize() {
+	for _, b := range d.allBitmaps() {
+		if b != d.alive {
+			b.RunOptimize()
+		}
+	}
 }
 
 // intern returns the index of s (a car's value as written), interning it
@@ -642,7 +652,9 @@ func (d *data) match(q yard.Query) *roaring.Bitmap {
 		}
 		if len(f.Ranges) > 0 {
 			in, out := d.rangeBitmaps(f)
-			incl = append(incl, in)
+			if in != nil {
+				incl = append(incl, in)
+			}
 			if out != nil {
 				excl = append(excl, out)
 			}
@@ -651,7 +663,14 @@ func (d *data) match(q yard.Query) *roaring.Bitmap {
 	var m *roaring.Bitmap
 	switch len(incl) {
 	case 0:
-		m = d.alive.Clone()
+		// The live cars less the union of the exclusions, in one
+		// operation that makes a new bitmap: the live cars' full
+		// containers are runs (roaring makes a full container one), and
+		// taking cars out of a run in place is slow.
+		if len(excl) == 0 {
+			return d.alive.Clone()
+		}
+		return roaring.AndNot(d.alive, union(excl))
 	default:
 		// Smallest first: each AND then works on less.
 		slices.SortFunc(incl, func(a, b *roaring.Bitmap) int { return cmp.Compare(a.GetCardinality(), b.GetCardinality()) })
@@ -777,8 +796,9 @@ func (d *data) cumulativeOf(f int) *cumulative {
 }
 
 // rangeBitmaps returns the cars whose number lies within every bound of
-// f as a bitmap to include, less one to exclude (nil for none): with the
-// bounds as [lo, hi], the cars up to hi less the cars below lo.
+// f as a bitmap to include (nil for every car), less one to exclude (nil
+// for none): with the bounds as [lo, hi], the cars up to hi less the cars
+// below lo.
 func (d *data) rangeBitmaps(f yard.Filter) (in, out *roaring.Bitmap) {
 	field := 1
 	if f.Field == yard.FieldDoors {
@@ -818,6 +838,12 @@ func (d *data) rangeBitmaps(f yard.Filter) (in, out *roaring.Bitmap) {
 	}
 	if iLo >= 0 {
 		out = c.upTo[iLo]
+	}
+	if iHi == len(c.vals)-1 {
+		// No upper bound: every car is up to the greatest value. Leaving
+		// it out also keeps the match off that bitmap's full containers,
+		// which roaring holds as runs; taking a run from a run is slow.
+		return nil, out
 	}
 	return c.upTo[iHi], out
 }
@@ -918,8 +944,7 @@ func (d *data) facets(fields []string, m *roaring.Bitmap, total uint64) []yard.F
 	}
 	set := m
 	if complement {
-		set = d.alive.Clone()
-		set.AndNot(m)
+		set = roaring.AndNot(d.alive, m) // not in place: see match
 	}
 	var slots []uint64 // counts per garage slot, shared by the garage fields
 	for _, c := range cs {
