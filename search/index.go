@@ -82,10 +82,12 @@ type data struct {
 	years map[int64]*roaring.Bitmap
 
 	// Columns for facets: per position, the id of its value in each field
-	// (text: the key's string index; numbers: an index into numVal), so a
-	// walk over matching cars reads a few bytes per car, in order.
-	keyCol [len(textFields)][]uint32
-	numCol [2][]uint32 // doors, year
+	// (text: an index into keyIDs, numbers: into numVal), so a walk over
+	// matching cars reads a byte or two per car and field, in order.
+	keyCol [len(textFields)]column
+	keyID  [len(textFields)]map[uint32]uint32 // key string index → id
+	keyIDs [len(textFields)][]uint32          // id → key string index
+	numCol [2]column                          // doors, year
 	numID  [2]map[int64]uint32
 	numVal [2][]int64
 
@@ -124,6 +126,7 @@ func newData() *data {
 		alive: roaring.New(), inOrder: true,
 		strID: map[string]uint32{}, doors: map[int64]*roaring.Bitmap{}, years: map[int64]*roaring.Bitmap{},
 		numID:   [2]map[int64]uint32{{}, {}},
+		keyID:   [len(textFields)]map[uint32]uint32{{}, {}, {}, {}},
 		garages: []garageRec{{}}, slotOf: map[string]uint32{},
 		names: map[string]*roaring.Bitmap{}, states: map[string]*roaring.Bitmap{}, noGarage: roaring.New(),
 	}
@@ -392,6 +395,18 @@ func (d *data) add(s string) uint32 {
 
 // numIDOf returns the column id of number v of numeric field f (0 doors,
 // 1 year).
+// keyIDOf returns the column id of key k (a string index) of text field
+// f.
+func (d *data) keyIDOf(f int, k uint32) uint32 {
+	if id, ok := d.keyID[f][k]; ok {
+		return id
+	}
+	id := uint32(len(d.keyIDs[f]))
+	d.keyIDs[f] = append(d.keyIDs[f], k)
+	d.keyID[f][k] = id
+	return id
+}
+
 func (d *data) numIDOf(f int, v int64) uint32 {
 	if id, ok := d.numID[f][v]; ok {
 		return id
@@ -498,10 +513,10 @@ func (d *data) putCar(c *yard.Car, building bool) {
 		d.ids = append(d.ids, c.ID)
 		d.recs = append(d.recs, carRec{})
 		for i := range d.keyCol {
-			d.keyCol[i] = append(d.keyCol[i], 0)
+			d.keyCol[i].grow()
 		}
 		for i := range d.numCol {
-			d.numCol[i] = append(d.numCol[i], 0)
+			d.numCol[i].grow()
 		}
 		if at == len(d.order) {
 			d.order = append(d.order, p) // the greatest id so far: order stays i → i
@@ -545,12 +560,12 @@ func (d *data) index(p uint32) {
 	r := &d.recs[p]
 	for i, s := range r.text {
 		bitmapOf(d.text[i], d.keyOf[s]).Add(p)
-		d.keyCol[i][p] = d.keyOf[s]
+		d.keyCol[i].set(p, d.keyIDOf(i, d.keyOf[s]))
 	}
 	bitmapOf(d.doors, int64(r.doors)).Add(p)
 	bitmapOf(d.years, int64(r.year)).Add(p)
-	d.numCol[0][p] = d.numIDOf(0, int64(r.doors))
-	d.numCol[1][p] = d.numIDOf(1, int64(r.year))
+	d.numCol[0].set(p, d.numIDOf(0, int64(r.doors)))
+	d.numCol[1].set(p, d.numIDOf(1, int64(r.year)))
 	d.cum = [2]*cumulative{}
 	if r.garage == 0 {
 		d.noGarage.Add(p)
@@ -626,7 +641,8 @@ func (d *data) car(p uint32) *yard.Car {
 // match returns the positions of the cars matching q: the intersection,
 // over the filters, of the union of the bitmaps of the values asked for,
 // less the union of those excluded. The stored bitmaps are never
-// changed.
+// changed; the result may be one of them (a query of one value), so the
+// caller must not change it either.
 func (d *data) match(q yard.Query) *roaring.Bitmap {
 	var incl, excl []*roaring.Bitmap
 	for _, f := range q.Filters {
@@ -662,15 +678,20 @@ func (d *data) match(q yard.Query) *roaring.Bitmap {
 	}
 	var m *roaring.Bitmap
 	switch len(incl) {
-	case 0:
-		// The live cars less the union of the exclusions, in one
-		// operation that makes a new bitmap: the live cars' full
-		// containers are runs (roaring makes a full container one), and
-		// taking cars out of a run in place is slow.
-		if len(excl) == 0 {
-			return d.alive.Clone()
+	case 0, 1:
+		// One bitmap less the union of the exclusions, in one operation
+		// that makes a new bitmap (the live cars' full containers are
+		// runs, as roaring makes a full container one, and taking cars
+		// out of a run in place is slow); with no exclusion, the bitmap
+		// itself, not a copy.
+		base := d.alive
+		if len(incl) == 1 {
+			base = incl[0]
 		}
-		return roaring.AndNot(d.alive, union(excl))
+		if len(excl) == 0 {
+			return base
+		}
+		return roaring.AndNot(base, union(excl))
 	default:
 		// Smallest first: each AND then works on less.
 		slices.SortFunc(incl, func(a, b *roaring.Bitmap) int { return cmp.Compare(a.GetCardinality(), b.GetCardinality()) })
@@ -919,7 +940,7 @@ func bitsLen(x uint64) int {
 func (d *data) facets(fields []string, m *roaring.Bitmap, total uint64) []yard.Facet {
 	type counter struct {
 		field  string
-		col    []uint32 // nil for the garage fields (slots)
+		col    *column // nil for the garage fields (slots)
 		counts []uint64
 	}
 	cs := make([]*counter, len(fields))
@@ -927,11 +948,12 @@ func (d *data) facets(fields []string, m *roaring.Bitmap, total uint64) []yard.F
 		c := &counter{field: f}
 		switch f {
 		case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
-			c.col, c.counts = d.keyCol[textIndex(f)], make([]uint64, len(d.strs))
+			t := textIndex(f)
+			c.col, c.counts = &d.keyCol[t], make([]uint64, len(d.keyIDs[t]))
 		case yard.FieldDoors:
-			c.col, c.counts = d.numCol[0], make([]uint64, len(d.numVal[0]))
+			c.col, c.counts = &d.numCol[0], make([]uint64, len(d.numVal[0]))
 		case yard.FieldYear:
-			c.col, c.counts = d.numCol[1], make([]uint64, len(d.numVal[1]))
+			c.col, c.counts = &d.numCol[1], make([]uint64, len(d.numVal[1]))
 		default:
 			c.counts = make([]uint64, len(d.garages))
 		}
@@ -959,10 +981,7 @@ func (d *data) facets(fields []string, m *roaring.Bitmap, total uint64) []yard.F
 			if c.col == nil {
 				continue
 			}
-			col, counts := c.col, c.counts
-			for _, p := range buf[:n] {
-				counts[col[p]]++
-			}
+			c.col.count(buf[:n], c.counts)
 		}
 		if slots != nil {
 			for _, p := range buf[:n] {
@@ -988,9 +1007,9 @@ func (d *data) facets(fields []string, m *roaring.Bitmap, total uint64) []yard.F
 		}
 		switch c.field {
 		case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
-			bms := d.text[textIndex(c.field)]
-			for k, b := range bms {
-				add(d.strs[k], false, count(c.counts[k], b.GetCardinality))
+			t := textIndex(c.field)
+			for k, b := range d.text[t] {
+				add(d.strs[k], false, count(c.counts[d.keyID[t][k]], b.GetCardinality))
 			}
 		case yard.FieldDoors, yard.FieldYear:
 			f, bms := 0, d.doors
