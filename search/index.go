@@ -67,7 +67,7 @@ var textFields = [...]string{yard.FieldColor, yard.FieldType, yard.FieldMake, ya
 // slot and a bitmap of their cars, so renaming a garage or moving it to
 // another state touches one garage's bitmap, not its cars.
 type data struct {
-	ids     []string        // position → car id (kept after a deletion: a re-created id gets its position back)
+	ids     idList          // position → car id (kept after a deletion: a re-created id gets its position back)
 	recs    []carRec        // position → fields
 	alive   *roaring.Bitmap // positions of existing cars
 	order   []uint32        // every position, sorted by car id; also the map from id to position
@@ -493,7 +493,7 @@ func (d *data) deleteGarage(id string) {
 // there: a binary search over the ids instead of a map from id to
 // position (which would cost some 40 bytes per car).
 func (d *data) search(id string) (int, bool) {
-	return slices.BinarySearchFunc(d.order, id, func(q uint32, id string) int { return strings.Compare(d.ids[q], id) })
+	return slices.BinarySearchFunc(d.order, id, func(q uint32, id string) int { return strings.Compare(d.ids.at(q), id) })
 }
 
 // putCar adds a car or applies its new fields. building says the car is
@@ -509,8 +509,8 @@ func (d *data) putCar(c *yard.Car, building bool) {
 	}
 	switch {
 	case !known:
-		p = uint32(len(d.ids))
-		d.ids = append(d.ids, c.ID)
+		p = uint32(d.ids.len())
+		d.ids.add(c.ID)
 		d.recs = append(d.recs, carRec{})
 		for i := range d.keyCol {
 			d.keyCol[i].grow()
@@ -542,7 +542,7 @@ func (d *data) putCar(c *yard.Car, building bool) {
 // differs from byte order (a PostgreSQL database with another collation
 // than C).
 func (d *data) sortOrder() {
-	less := func(a, b uint32) int { return strings.Compare(d.ids[a], d.ids[b]) }
+	less := func(a, b uint32) int { return strings.Compare(d.ids.at(a), d.ids.at(b)) }
 	if !slices.IsSortedFunc(d.order, less) {
 		slices.SortFunc(d.order, less)
 		d.inOrder = false
@@ -630,7 +630,7 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 
 func (d *data) car(p uint32) *yard.Car {
 	r := &d.recs[p]
-	c := &yard.Car{ID: d.ids[p], Color: d.strs[r.text[0]], Type: d.strs[r.text[1]], Make: d.strs[r.text[2]], Model: d.strs[r.text[3]],
+	c := &yard.Car{ID: d.ids.at(p), Color: d.strs[r.text[0]], Type: d.strs[r.text[1]], Make: d.strs[r.text[2]], Model: d.strs[r.text[3]],
 		Doors: int(r.doors), Year: int(r.year), CreatedAt: store.FromMillis(r.created), UpdatedAt: store.FromMillis(r.updated)}
 	if r.garage != 0 {
 		c.Garage = d.garages[r.garage].id
@@ -920,7 +920,7 @@ func (d *data) page(m *roaring.Bitmap, total uint64, page yard.Page) []uint32 {
 		return out
 	}
 	all := m.ToArray()
-	slices.SortFunc(all, func(a, b uint32) int { return strings.Compare(d.ids[a], d.ids[b]) })
+	slices.SortFunc(all, func(a, b uint32) int { return strings.Compare(d.ids.at(a), d.ids.at(b)) })
 	return append(out, all[page.Offset:uint64(page.Offset)+want]...)
 }
 
