@@ -612,20 +612,88 @@ func removeFrom[K comparable](m map[K]*roaring.Bitmap, k K, p uint32) {
 // force overrides the choices between equivalent strategies, so tests
 // hold each against the SQL path: facets "walk" or "complement", page
 // "walk" or "gather" (also when positions are in id order).
-var force struct{ facets, page string }
+var force struct{ facets, page, match string }
 
 // list answers one car list; call with the read lock held.
 func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList {
-	m := d.match(q)
-	total := m.GetCardinality()
-	l := &yard.CarList{Total: int(total), Cars: []*yard.Car{}}
-	for _, p := range d.page(m, total, page) {
+	alive := d.alive.GetCardinality()
+	incl, excl := d.parts(q)
+	var ps []uint32
+	var total uint64
+	var set *roaring.Bitmap // the cars a facet walk visits
+	complement := false
+	if len(incl) == 0 && len(excl) > 0 && d.inOrder && force.page == "" && force.match == "" {
+		// Only exclusions: the matches are the live cars less their
+		// union u, which is never made. The exclusions' bitmaps hold
+		// live cars only, so the total is a difference of sizes; the
+		// page is the first live cars not in u (when most cars match,
+		// about as many tests as the offset and the page); facets walk
+		// u when it is the smaller side.
+		u := union(excl)
+		total = alive - u.GetCardinality()
+		if total > alive/2 {
+			ps = d.pageExcluding(u, total, page)
+			if len(facets) > 0 {
+				set, complement = u, true
+				if force.facets == "walk" {
+					set, complement = roaring.AndNot(d.alive, u), false
+				}
+			}
+			return d.answer(ps, total, facets, set, complement)
+		}
+	}
+	m := d.combine(incl, excl)
+	total = m.GetCardinality()
+	ps = d.page(m, total, page)
+	if len(facets) > 0 {
+		complement = total > alive/2
+		if force.facets != "" {
+			complement = force.facets == "complement"
+		}
+		set = m
+		if complement {
+			set = roaring.AndNot(d.alive, m) // not in place: see combine
+		}
+	}
+	return d.answer(ps, total, facets, set, complement)
+}
+
+// answer makes the list of the cars at positions ps, with its total and
+// the facets counted over set (the matches, or when complement the live
+// cars that do not match).
+func (d *data) answer(ps []uint32, total uint64, facets []string, set *roaring.Bitmap, complement bool) *yard.CarList {
+	l := &yard.CarList{Total: int(total), Cars: make([]*yard.Car, 0, len(ps))}
+	for _, p := range ps {
 		l.Cars = append(l.Cars, d.car(p))
 	}
 	if len(facets) > 0 {
-		l.Facets = d.facets(facets, m, total)
+		l.Facets = d.facets(facets, set, complement)
 	}
 	return l
+}
+
+// pageExcluding returns the page's positions when the matches are the
+// live cars not in u and positions are in id order.
+func (d *data) pageExcluding(u *roaring.Bitmap, total uint64, page yard.Page) []uint32 {
+	if page.Max <= 0 || uint64(page.Offset) >= total {
+		return nil
+	}
+	want := min(uint64(page.Max), total-uint64(page.Offset))
+	out := make([]uint32, 0, want)
+	skip := page.Offset
+	it := d.alive.Iterator()
+	for it.HasNext() && uint64(len(out)) < want {
+		p := it.Next()
+		if u.Contains(p) {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func (d *data) car(p uint32) *yard.Car {
@@ -644,7 +712,12 @@ func (d *data) car(p uint32) *yard.Car {
 // changed; the result may be one of them (a query of one value), so the
 // caller must not change it either.
 func (d *data) match(q yard.Query) *roaring.Bitmap {
-	var incl, excl []*roaring.Bitmap
+	return d.combine(d.parts(q))
+}
+
+// parts returns the bitmaps a query's matches are the intersection of
+// (incl) and those it removes from it (excl); none is to be changed.
+func (d *data) parts(q yard.Query) (incl, excl []*roaring.Bitmap) {
 	for _, f := range q.Filters {
 		if len(f.In) > 0 || f.Null {
 			var any []*roaring.Bitmap
@@ -676,6 +749,12 @@ func (d *data) match(q yard.Query) *roaring.Bitmap {
 			}
 		}
 	}
+	return incl, excl
+}
+
+// combine returns the intersection of incl (every live car for none) less
+// the union of excl: see match.
+func (d *data) combine(incl, excl []*roaring.Bitmap) *roaring.Bitmap {
 	var m *roaring.Bitmap
 	switch len(incl) {
 	case 0, 1:
@@ -937,7 +1016,7 @@ func bitsLen(x uint64) int {
 // than half the cars match, it walks the cars that do not match instead
 // and subtracts their counts from each value's whole count (a bitmap's
 // cardinality): the walk never covers more than half the cars.
-func (d *data) facets(fields []string, m *roaring.Bitmap, total uint64) []yard.Facet {
+func (d *data) facets(fields []string, set *roaring.Bitmap, complement bool) []yard.Facet {
 	type counter struct {
 		field  string
 		col    *column // nil for the garage fields (slots)
@@ -958,15 +1037,6 @@ func (d *data) facets(fields []string, m *roaring.Bitmap, total uint64) []yard.F
 			c.counts = make([]uint64, len(d.garages))
 		}
 		cs[i] = c
-	}
-	alive := d.alive.GetCardinality()
-	complement := total > alive/2
-	if force.facets != "" {
-		complement = force.facets == "complement"
-	}
-	set := m
-	if complement {
-		set = roaring.AndNot(d.alive, m) // not in place: see match
 	}
 	var slots []uint64 // counts per garage slot, shared by the garage fields
 	for _, c := range cs {
