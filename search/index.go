@@ -67,7 +67,7 @@ var textFields = [...]string{yard.FieldColor, yard.FieldType, yard.FieldMake, ya
 // slot and a bitmap of their cars, so renaming a garage or moving it to
 // another state touches one garage's bitmap, not its cars.
 type data struct {
-	ids     []string        // position → car id (kept after a deletion: a re-created id gets its position back)
+	ids     idList          // position → car id (kept after a deletion: a re-created id gets its position back)
 	recs    []carRec        // position → fields
 	alive   *roaring.Bitmap // positions of existing cars
 	order   []uint32        // every position, sorted by car id; also the map from id to position
@@ -82,10 +82,12 @@ type data struct {
 	years map[int64]*roaring.Bitmap
 
 	// Columns for facets: per position, the id of its value in each field
-	// (text: the key's string index; numbers: an index into numVal), so a
-	// walk over matching cars reads a few bytes per car, in order.
-	keyCol [len(textFields)][]uint32
-	numCol [2][]uint32 // doors, year
+	// (text: an index into keyIDs, numbers: into numVal), so a walk over
+	// matching cars reads a byte or two per car and field, in order.
+	keyCol [len(textFields)]column
+	keyID  [len(textFields)]map[uint32]uint32 // key string index → id
+	keyIDs [len(textFields)][]uint32          // id → key string index
+	numCol [2]column                          // doors, year
 	numID  [2]map[int64]uint32
 	numVal [2][]int64
 
@@ -124,6 +126,7 @@ func newData() *data {
 		alive: roaring.New(), inOrder: true,
 		strID: map[string]uint32{}, doors: map[int64]*roaring.Bitmap{}, years: map[int64]*roaring.Bitmap{},
 		numID:   [2]map[int64]uint32{{}, {}},
+		keyID:   [len(textFields)]map[uint32]uint32{{}, {}, {}, {}},
 		garages: []garageRec{{}}, slotOf: map[string]uint32{},
 		names: map[string]*roaring.Bitmap{}, states: map[string]*roaring.Bitmap{}, noGarage: roaring.New(),
 	}
@@ -211,9 +214,7 @@ func (ix *Index) Build(ctx context.Context) error {
 		return err
 	}
 	d.sortOrder()
-	for _, b := range d.allBitmaps() {
-		b.RunOptimize()
-	}
+	d.runOptimize()
 	took := time.Since(start)
 	ix.mu.Lock()
 	ix.d = d
@@ -355,6 +356,18 @@ func (d *data) allBitmaps() []*roaring.Bitmap {
 	return out
 }
 
+// runOptimize compresses the bitmaps that runs make smaller, except the
+// live cars': a query with exclusions only starts from a copy of it, and
+// removing cars from a run container converts it range by range (a
+// container of 65,536 live cars less a colour's took milliseconds).
+func (d *data) runOptimize() {
+	for _, b := range d.allBitmaps() {
+		if b != d.alive {
+			b.RunOptimize()
+		}
+	}
+}
+
 // intern returns the index of s (a car's value as written), interning it
 // and its key.
 func (d *data) intern(s string) uint32 {
@@ -382,6 +395,18 @@ func (d *data) add(s string) uint32 {
 
 // numIDOf returns the column id of number v of numeric field f (0 doors,
 // 1 year).
+// keyIDOf returns the column id of key k (a string index) of text field
+// f.
+func (d *data) keyIDOf(f int, k uint32) uint32 {
+	if id, ok := d.keyID[f][k]; ok {
+		return id
+	}
+	id := uint32(len(d.keyIDs[f]))
+	d.keyIDs[f] = append(d.keyIDs[f], k)
+	d.keyID[f][k] = id
+	return id
+}
+
 func (d *data) numIDOf(f int, v int64) uint32 {
 	if id, ok := d.numID[f][v]; ok {
 		return id
@@ -468,7 +493,7 @@ func (d *data) deleteGarage(id string) {
 // there: a binary search over the ids instead of a map from id to
 // position (which would cost some 40 bytes per car).
 func (d *data) search(id string) (int, bool) {
-	return slices.BinarySearchFunc(d.order, id, func(q uint32, id string) int { return strings.Compare(d.ids[q], id) })
+	return slices.BinarySearchFunc(d.order, id, func(q uint32, id string) int { return strings.Compare(d.ids.at(q), id) })
 }
 
 // putCar adds a car or applies its new fields. building says the car is
@@ -484,14 +509,14 @@ func (d *data) putCar(c *yard.Car, building bool) {
 	}
 	switch {
 	case !known:
-		p = uint32(len(d.ids))
-		d.ids = append(d.ids, c.ID)
+		p = uint32(d.ids.len())
+		d.ids.add(c.ID)
 		d.recs = append(d.recs, carRec{})
 		for i := range d.keyCol {
-			d.keyCol[i] = append(d.keyCol[i], 0)
+			d.keyCol[i].grow()
 		}
 		for i := range d.numCol {
-			d.numCol[i] = append(d.numCol[i], 0)
+			d.numCol[i].grow()
 		}
 		if at == len(d.order) {
 			d.order = append(d.order, p) // the greatest id so far: order stays i → i
@@ -517,7 +542,7 @@ func (d *data) putCar(c *yard.Car, building bool) {
 // differs from byte order (a PostgreSQL database with another collation
 // than C).
 func (d *data) sortOrder() {
-	less := func(a, b uint32) int { return strings.Compare(d.ids[a], d.ids[b]) }
+	less := func(a, b uint32) int { return strings.Compare(d.ids.at(a), d.ids.at(b)) }
 	if !slices.IsSortedFunc(d.order, less) {
 		slices.SortFunc(d.order, less)
 		d.inOrder = false
@@ -535,12 +560,12 @@ func (d *data) index(p uint32) {
 	r := &d.recs[p]
 	for i, s := range r.text {
 		bitmapOf(d.text[i], d.keyOf[s]).Add(p)
-		d.keyCol[i][p] = d.keyOf[s]
+		d.keyCol[i].set(p, d.keyIDOf(i, d.keyOf[s]))
 	}
 	bitmapOf(d.doors, int64(r.doors)).Add(p)
 	bitmapOf(d.years, int64(r.year)).Add(p)
-	d.numCol[0][p] = d.numIDOf(0, int64(r.doors))
-	d.numCol[1][p] = d.numIDOf(1, int64(r.year))
+	d.numCol[0].set(p, d.numIDOf(0, int64(r.doors)))
+	d.numCol[1].set(p, d.numIDOf(1, int64(r.year)))
 	d.cum = [2]*cumulative{}
 	if r.garage == 0 {
 		d.noGarage.Add(p)
@@ -587,25 +612,93 @@ func removeFrom[K comparable](m map[K]*roaring.Bitmap, k K, p uint32) {
 // force overrides the choices between equivalent strategies, so tests
 // hold each against the SQL path: facets "walk" or "complement", page
 // "walk" or "gather" (also when positions are in id order).
-var force struct{ facets, page string }
+var force struct{ facets, page, match string }
 
 // list answers one car list; call with the read lock held.
 func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList {
-	m := d.match(q)
-	total := m.GetCardinality()
-	l := &yard.CarList{Total: int(total), Cars: []*yard.Car{}}
-	for _, p := range d.page(m, total, page) {
+	alive := d.alive.GetCardinality()
+	incl, excl := d.parts(q)
+	var ps []uint32
+	var total uint64
+	var set *roaring.Bitmap // the cars a facet walk visits
+	complement := false
+	if len(incl) == 0 && len(excl) > 0 && d.inOrder && force.page == "" && force.match == "" {
+		// Only exclusions: the matches are the live cars less their
+		// union u, which is never made. The exclusions' bitmaps hold
+		// live cars only, so the total is a difference of sizes; the
+		// page is the first live cars not in u (when most cars match,
+		// about as many tests as the offset and the page); facets walk
+		// u when it is the smaller side.
+		u := union(excl)
+		total = alive - u.GetCardinality()
+		if total > alive/2 {
+			ps = d.pageExcluding(u, total, page)
+			if len(facets) > 0 {
+				set, complement = u, true
+				if force.facets == "walk" {
+					set, complement = roaring.AndNot(d.alive, u), false
+				}
+			}
+			return d.answer(ps, total, facets, set, complement)
+		}
+	}
+	m := d.combine(incl, excl)
+	total = m.GetCardinality()
+	ps = d.page(m, total, page)
+	if len(facets) > 0 {
+		complement = total > alive/2
+		if force.facets != "" {
+			complement = force.facets == "complement"
+		}
+		set = m
+		if complement {
+			set = roaring.AndNot(d.alive, m) // not in place: see combine
+		}
+	}
+	return d.answer(ps, total, facets, set, complement)
+}
+
+// answer makes the list of the cars at positions ps, with its total and
+// the facets counted over set (the matches, or when complement the live
+// cars that do not match).
+func (d *data) answer(ps []uint32, total uint64, facets []string, set *roaring.Bitmap, complement bool) *yard.CarList {
+	l := &yard.CarList{Total: int(total), Cars: make([]*yard.Car, 0, len(ps))}
+	for _, p := range ps {
 		l.Cars = append(l.Cars, d.car(p))
 	}
 	if len(facets) > 0 {
-		l.Facets = d.facets(facets, m, total)
+		l.Facets = d.facets(facets, set, complement)
 	}
 	return l
 }
 
+// pageExcluding returns the page's positions when the matches are the
+// live cars not in u and positions are in id order.
+func (d *data) pageExcluding(u *roaring.Bitmap, total uint64, page yard.Page) []uint32 {
+	if page.Max <= 0 || uint64(page.Offset) >= total {
+		return nil
+	}
+	want := min(uint64(page.Max), total-uint64(page.Offset))
+	out := make([]uint32, 0, want)
+	skip := page.Offset
+	it := d.alive.Iterator()
+	for it.HasNext() && uint64(len(out)) < want {
+		p := it.Next()
+		if u.Contains(p) {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 func (d *data) car(p uint32) *yard.Car {
 	r := &d.recs[p]
-	c := &yard.Car{ID: d.ids[p], Color: d.strs[r.text[0]], Type: d.strs[r.text[1]], Make: d.strs[r.text[2]], Model: d.strs[r.text[3]],
+	c := &yard.Car{ID: d.ids.at(p), Color: d.strs[r.text[0]], Type: d.strs[r.text[1]], Make: d.strs[r.text[2]], Model: d.strs[r.text[3]],
 		Doors: int(r.doors), Year: int(r.year), CreatedAt: store.FromMillis(r.created), UpdatedAt: store.FromMillis(r.updated)}
 	if r.garage != 0 {
 		c.Garage = d.garages[r.garage].id
@@ -616,9 +709,15 @@ func (d *data) car(p uint32) *yard.Car {
 // match returns the positions of the cars matching q: the intersection,
 // over the filters, of the union of the bitmaps of the values asked for,
 // less the union of those excluded. The stored bitmaps are never
-// changed.
+// changed; the result may be one of them (a query of one value), so the
+// caller must not change it either.
 func (d *data) match(q yard.Query) *roaring.Bitmap {
-	var incl, excl []*roaring.Bitmap
+	return d.combine(d.parts(q))
+}
+
+// parts returns the bitmaps a query's matches are the intersection of
+// (incl) and those it removes from it (excl); none is to be changed.
+func (d *data) parts(q yard.Query) (incl, excl []*roaring.Bitmap) {
 	for _, f := range q.Filters {
 		if len(f.In) > 0 || f.Null {
 			var any []*roaring.Bitmap
@@ -642,16 +741,36 @@ func (d *data) match(q yard.Query) *roaring.Bitmap {
 		}
 		if len(f.Ranges) > 0 {
 			in, out := d.rangeBitmaps(f)
-			incl = append(incl, in)
+			if in != nil {
+				incl = append(incl, in)
+			}
 			if out != nil {
 				excl = append(excl, out)
 			}
 		}
 	}
+	return incl, excl
+}
+
+// combine returns the intersection of incl (every live car for none) less
+// the union of excl: see match.
+func (d *data) combine(incl, excl []*roaring.Bitmap) *roaring.Bitmap {
 	var m *roaring.Bitmap
 	switch len(incl) {
-	case 0:
-		m = d.alive.Clone()
+	case 0, 1:
+		// One bitmap less the union of the exclusions, in one operation
+		// that makes a new bitmap (the live cars' full containers are
+		// runs, as roaring makes a full container one, and taking cars
+		// out of a run in place is slow); with no exclusion, the bitmap
+		// itself, not a copy.
+		base := d.alive
+		if len(incl) == 1 {
+			base = incl[0]
+		}
+		if len(excl) == 0 {
+			return base
+		}
+		return roaring.AndNot(base, union(excl))
 	default:
 		// Smallest first: each AND then works on less.
 		slices.SortFunc(incl, func(a, b *roaring.Bitmap) int { return cmp.Compare(a.GetCardinality(), b.GetCardinality()) })
@@ -777,8 +896,9 @@ func (d *data) cumulativeOf(f int) *cumulative {
 }
 
 // rangeBitmaps returns the cars whose number lies within every bound of
-// f as a bitmap to include, less one to exclude (nil for none): with the
-// bounds as [lo, hi], the cars up to hi less the cars below lo.
+// f as a bitmap to include (nil for every car), less one to exclude (nil
+// for none): with the bounds as [lo, hi], the cars up to hi less the cars
+// below lo.
 func (d *data) rangeBitmaps(f yard.Filter) (in, out *roaring.Bitmap) {
 	field := 1
 	if f.Field == yard.FieldDoors {
@@ -818,6 +938,12 @@ func (d *data) rangeBitmaps(f yard.Filter) (in, out *roaring.Bitmap) {
 	}
 	if iLo >= 0 {
 		out = c.upTo[iLo]
+	}
+	if iHi == len(c.vals)-1 {
+		// No upper bound: every car is up to the greatest value. Leaving
+		// it out also keeps the match off that bitmap's full containers,
+		// which roaring holds as runs; taking a run from a run is slow.
+		return nil, out
 	}
 	return c.upTo[iHi], out
 }
@@ -873,7 +999,7 @@ func (d *data) page(m *roaring.Bitmap, total uint64, page yard.Page) []uint32 {
 		return out
 	}
 	all := m.ToArray()
-	slices.SortFunc(all, func(a, b uint32) int { return strings.Compare(d.ids[a], d.ids[b]) })
+	slices.SortFunc(all, func(a, b uint32) int { return strings.Compare(d.ids.at(a), d.ids.at(b)) })
 	return append(out, all[page.Offset:uint64(page.Offset)+want]...)
 }
 
@@ -890,10 +1016,10 @@ func bitsLen(x uint64) int {
 // than half the cars match, it walks the cars that do not match instead
 // and subtracts their counts from each value's whole count (a bitmap's
 // cardinality): the walk never covers more than half the cars.
-func (d *data) facets(fields []string, m *roaring.Bitmap, total uint64) []yard.Facet {
+func (d *data) facets(fields []string, set *roaring.Bitmap, complement bool) []yard.Facet {
 	type counter struct {
 		field  string
-		col    []uint32 // nil for the garage fields (slots)
+		col    *column // nil for the garage fields (slots)
 		counts []uint64
 	}
 	cs := make([]*counter, len(fields))
@@ -901,25 +1027,16 @@ func (d *data) facets(fields []string, m *roaring.Bitmap, total uint64) []yard.F
 		c := &counter{field: f}
 		switch f {
 		case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
-			c.col, c.counts = d.keyCol[textIndex(f)], make([]uint64, len(d.strs))
+			t := textIndex(f)
+			c.col, c.counts = &d.keyCol[t], make([]uint64, len(d.keyIDs[t]))
 		case yard.FieldDoors:
-			c.col, c.counts = d.numCol[0], make([]uint64, len(d.numVal[0]))
+			c.col, c.counts = &d.numCol[0], make([]uint64, len(d.numVal[0]))
 		case yard.FieldYear:
-			c.col, c.counts = d.numCol[1], make([]uint64, len(d.numVal[1]))
+			c.col, c.counts = &d.numCol[1], make([]uint64, len(d.numVal[1]))
 		default:
 			c.counts = make([]uint64, len(d.garages))
 		}
 		cs[i] = c
-	}
-	alive := d.alive.GetCardinality()
-	complement := total > alive/2
-	if force.facets != "" {
-		complement = force.facets == "complement"
-	}
-	set := m
-	if complement {
-		set = d.alive.Clone()
-		set.AndNot(m)
 	}
 	var slots []uint64 // counts per garage slot, shared by the garage fields
 	for _, c := range cs {
@@ -934,10 +1051,7 @@ func (d *data) facets(fields []string, m *roaring.Bitmap, total uint64) []yard.F
 			if c.col == nil {
 				continue
 			}
-			col, counts := c.col, c.counts
-			for _, p := range buf[:n] {
-				counts[col[p]]++
-			}
+			c.col.count(buf[:n], c.counts)
 		}
 		if slots != nil {
 			for _, p := range buf[:n] {
@@ -963,9 +1077,9 @@ func (d *data) facets(fields []string, m *roaring.Bitmap, total uint64) []yard.F
 		}
 		switch c.field {
 		case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
-			bms := d.text[textIndex(c.field)]
-			for k, b := range bms {
-				add(d.strs[k], false, count(c.counts[k], b.GetCardinality))
+			t := textIndex(c.field)
+			for k, b := range d.text[t] {
+				add(d.strs[k], false, count(c.counts[d.keyID[t][k]], b.GetCardinality))
 			}
 		case yard.FieldDoors, yard.FieldYear:
 			f, bms := 0, d.doors

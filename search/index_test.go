@@ -228,12 +228,15 @@ func TestIndexMatchesSQL(t *testing.T) {
 		}
 		ix := build(t, db)
 		// Every strategy the index chooses between gives the same answer.
-		t.Cleanup(func() { search.Force("", "") })
+		t.Cleanup(func() { search.Force("", ""); search.ForceMatch("") })
 		for _, facets := range []string{"", "walk", "complement"} {
 			for _, page := range []string{"", "walk", "gather"} {
-				search.Force(facets, page)
-				for range 150 {
-					sameList(t, ctx, randomQuery(r), ix, db)
+				for _, match := range []string{"", "bitmaps"} {
+					search.Force(facets, page)
+					search.ForceMatch(match)
+					for range 100 {
+						sameList(t, ctx, randomQuery(r), ix, db)
+					}
 				}
 			}
 		}
@@ -250,7 +253,7 @@ func TestIndexFollowsWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		ix := build(t, db)
-		t.Cleanup(func() { search.Force("", "") })
+		t.Cleanup(func() { search.Force("", ""); search.ForceMatch("") })
 		var deleted []string
 		carIDs := func() []string {
 			l, err := db.ListCars(ctx, yard.Query{}, yard.Page{Max: 1000}, nil)
@@ -357,6 +360,7 @@ func TestIndexFollowsWrites(t *testing.T) {
 			}
 			t.Logf("step %d: %s", step, what)
 			search.Force(pick(r, []string{"", "walk", "complement"}), pick(r, []string{"", "walk", "gather"}))
+			search.ForceMatch(pick(r, []string{"", "bitmaps"}))
 			for range 3 {
 				sameList(t, ctx, randomQuery(r), ix, db)
 			}

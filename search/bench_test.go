@@ -1,0 +1,111 @@
+package search
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+// The benchmarks below hold a synthetic index shaped like the
+// scripts/gencars data set (1M cars in 10k garages) and ask it random
+// queries shaped like yardbench's carsearch group, never one twice.
+//
+//	go test ./search -run '^$' -bench . -benchtime 3000x -cpuprofile /tmp/search.prof
+
+var (
+	benchColors = []string{"red", "blue", "black", "white", "silver", "grey", "green", "yellow", "orange", "brown", "beige", "purple"}
+	benchTypes  = []string{"sedan", "coupe", "hatchback", "wagon", "suv", "pickup"}
+	benchStates = []string{"AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS", "KY",
+		"LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY", "NC", "ND", "OH", "OK",
+		"OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV", "WI", "WY"}
+	benchData *data
+)
+
+func benchIndex(b *testing.B) *data {
+	if benchData != nil {
+		return benchData
+	}
+	const cars, garages = 1_000_000, 10_000
+	r := rand.New(rand.NewPCG(1, 2))
+	d := newData()
+	for g := 1; g <= garages; g++ {
+		d.putGarage(&yard.Garage{ID: fmt.Sprintf("garage-%05d", g), Name: fmt.Sprintf("Street Garage %d", g), State: benchStates[r.IntN(len(benchStates))]})
+	}
+	now := time.Now()
+	for i := 1; i <= cars; i++ {
+		c := &yard.Car{ID: fmt.Sprintf("car-%07d", i), Color: benchColors[r.IntN(12)], Type: benchTypes[r.IntN(6)], Doors: 2 + r.IntN(4),
+			Make: "Make" + strconv.Itoa(r.IntN(30)), Year: 1995 + r.IntN(31), CreatedAt: now, UpdatedAt: now}
+		c.Model = c.Make + "-" + strconv.Itoa(r.IntN(10))
+		if r.IntN(20) > 0 {
+			c.Garage = fmt.Sprintf("garage-%05d", 1+r.IntN(garages))
+		}
+		d.putCar(c, true)
+	}
+	d.sortOrder()
+	d.runOptimize()
+	benchData = d
+	return d
+}
+
+// benchQuery is yardbench's randomCarQuery (cmd/yardbench/carsearch.go).
+func benchQuery(r *rand.Rand) string {
+	var pairs []string
+	for len(pairs) == 0 {
+		if r.IntN(2) == 0 {
+			c := benchColors[r.IntN(12)]
+			if r.IntN(3) == 0 {
+				c += "," + benchColors[r.IntN(12)]
+			}
+			pairs = append(pairs, "color="+c)
+		}
+		if r.IntN(2) == 0 {
+			neg := ""
+			if r.IntN(3) == 0 {
+				neg = "!"
+			}
+			pairs = append(pairs, "make="+neg+"Make"+strconv.Itoa(r.IntN(30)))
+		}
+		if r.IntN(3) == 0 {
+			pairs = append(pairs, "type="+benchTypes[r.IntN(6)])
+		}
+		if r.IntN(3) == 0 {
+			pairs = append(pairs, "q.year.ge="+strconv.Itoa(1995+r.IntN(31)))
+		}
+		if r.IntN(4) == 0 {
+			pairs = append(pairs, "doors=!"+strconv.Itoa(2+r.IntN(4)))
+		}
+		if r.IntN(3) == 0 {
+			pairs = append(pairs, "q.garage.state.eq="+benchStates[r.IntN(len(benchStates))])
+		}
+	}
+	if r.IntN(5) == 0 {
+		pairs = append(pairs, "offset="+strconv.Itoa(1+r.IntN(1000)))
+	}
+	return strings.Join(append(pairs, "max=20"), "&")
+}
+
+func benchList(b *testing.B, suffix string) {
+	d := benchIndex(b)
+	r := rand.New(rand.NewPCG(3, 4))
+	qs := make([]string, 4096)
+	for i := range qs {
+		qs[i] = benchQuery(r) + suffix
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		q, page, facets, err := yard.ParseCarListQuery(qs[i%len(qs)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		d.list(q, page, facets)
+	}
+}
+
+func BenchmarkRandomPage(b *testing.B)       { benchList(b, "") }
+func BenchmarkRandomPageFacets(b *testing.B) { benchList(b, "&facets=make,color,year") }

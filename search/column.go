@@ -1,0 +1,72 @@
+package search
+
+// column holds one field's value id per car position, as narrow as its
+// greatest id allows: one byte per car while the field has at most 256
+// distinct values, two up to 65,536, four beyond. Facets walk the
+// matching cars reading the columns of the fields asked for, so a narrow
+// column reads a quarter of the memory (a walk over half a million cars
+// reads each column from end to end).
+type column struct {
+	w8  []uint8
+	w16 []uint16
+	w32 []uint32
+}
+
+// grow appends a car whose id is 0.
+func (c *column) grow() {
+	switch {
+	case c.w32 != nil:
+		c.w32 = append(c.w32, 0)
+	case c.w16 != nil:
+		c.w16 = append(c.w16, 0)
+	default:
+		c.w8 = append(c.w8, 0)
+	}
+}
+
+// set stores id at position p, widening the column when id needs it.
+func (c *column) set(p, id uint32) {
+	if c.w32 == nil && c.w16 == nil && id > 0xff {
+		c.w16 = make([]uint16, len(c.w8), max(cap(c.w8), 1))
+		for i, v := range c.w8 {
+			c.w16[i] = uint16(v)
+		}
+		c.w8 = nil
+	}
+	if c.w32 == nil && id > 0xffff {
+		c.w32 = make([]uint32, len(c.w16), max(cap(c.w16), 1))
+		for i, v := range c.w16 {
+			c.w32[i] = uint32(v)
+		}
+		c.w16 = nil
+	}
+	switch {
+	case c.w32 != nil:
+		c.w32[p] = id
+	case c.w16 != nil:
+		c.w16[p] = uint16(id)
+	default:
+		c.w8[p] = uint8(id)
+	}
+}
+
+// count adds one to counts[id] for the id of each position in ps.
+func (c *column) count(ps []uint32, counts []uint64) {
+	switch {
+	case c.w32 != nil:
+		col := c.w32
+		for _, p := range ps {
+			counts[col[p]]++
+		}
+	case c.w16 != nil:
+		col := c.w16
+		for _, p := range ps {
+			counts[col[p]]++
+		}
+	default:
+		col := c.w8
+		for _, p := range ps {
+			counts[col[p]]++
+		}
+	}
+}
