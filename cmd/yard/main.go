@@ -55,6 +55,7 @@ commands:
   migrate   apply schema migrations to the store
   user      add, list or change people: user add NAME [--admin] [--email E] [--phone P] | user list | user passwd NAME
   import    bulk-load garages and cars from an NDJSON file
+  keys      rotate the public-key token signing key, or print its public key: keys rotate|public
   version   print the version
 
 Run "yard <command> -h" for a command's flags. Every flag also reads from
