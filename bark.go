@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Bark task states (CONTRACT 5). A task starts pending, is running while a
+// Bark task states (docs/barks.md). A task starts pending, is running while a
 // worker holds its lease, and ends succeeded, failed or canceled.
 const (
 	BarkPending   = "pending"
@@ -69,7 +69,7 @@ type ScheduleChange struct {
 // MaxPreviousBarks is how many past bark times the schedule views show.
 const MaxPreviousBarks = 20
 
-// ValidateSchedule checks a schedule change at the time now (CONTRACT 5):
+// ValidateSchedule checks a schedule change at the time now (docs/barks.md):
 // a frequency under one minute (other than 0, which stops the schedule) or
 // a next time in the past is refused with ESCHEDULEREFUSED, saying why.
 func ValidateSchedule(c ScheduleChange, now time.Time) error {

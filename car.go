@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Car is a car, alone or kept in a garage (CONTRACT 6).
+// Car is a car, alone or kept in a garage (docs/cars.md).
 type Car struct {
 	ID     string
 	Color  string

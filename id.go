@@ -11,7 +11,7 @@ func NewID() string {
 	return uuid.Must(uuid.NewV7()).String()
 }
 
-// ReservedIDs are path words that are never identifiers (CONTRACT 2).
+// ReservedIDs are path words that are never identifiers (docs/api.md, HTTP).
 var ReservedIDs = []string{"search", "all", "by-parameters", "by-vendor"}
 
 // ValidClientID reports whether a client-chosen id is acceptable: 1-64
@@ -34,7 +34,7 @@ func ValidClientID(id string) bool {
 	return true
 }
 
-// Page selects a window of a collection (CONTRACT 2: offset default 0, max
+// Page selects a window of a collection (docs/api.md, HTTP: offset default 0, max
 // default 20, at most 100).
 type Page struct {
 	Offset int

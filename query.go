@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// Car query field paths (CONTRACT 6). "vendor" is another name for "make"
+// Car query field paths (docs/cars.md). "vendor" is another name for "make"
 // and "garage" another name for "garage.id"; the parser reads them as those.
 const (
 	FieldColor       = "color"
@@ -323,7 +323,7 @@ func sortedKeys(m map[string]bool) []string {
 var authQueryVars = map[string]bool{"apikey": true, "signature": true, "timestamp": true, "method": true, "bodyhash": true}
 
 // ParseCarQuery parses a raw (still percent-encoded) query string in the
-// car query grammar of CONTRACT 6 into a Query and a page:
+// car query grammar of docs/cars.md into a Query and a page:
 //
 //   - pairs are separated by '&' or ';';
 //   - field=a,b means a OR b; the split is on literal commas before
@@ -334,7 +334,7 @@ var authQueryVars = map[string]bool{"apikey": true, "signature": true, "timestam
 //   - paths: color, type, doors, make (alias vendor), model, year,
 //     garage.id (alias garage), garage.name, garage.state; on the garage
 //     paths the value null means "in no garage";
-//   - offset and max page (CONTRACT 2: max above 100 is cut to 100).
+//   - offset and max page (docs/api.md, HTTP: max above 100 is cut to 100).
 //
 // Errors are EINVALID, naming the offending pair.
 func ParseCarQuery(raw string) (Query, Page, error) {

@@ -21,7 +21,7 @@ type SearchRequest struct {
 // MaxSearchName is the longest search name.
 const MaxSearchName = 64
 
-// ParseSearchBody reads a search in either body shape of CONTRACT 6:
+// ParseSearchBody reads a search in either body shape of docs/cars.md:
 //
 //	{"$class":"car","$q":{"$eq":{"color":"red","garage":{"state":"CA"}},"$ne":{"make":"Ford"}},"name":"reds"}
 //	{"color":"red","make":"Ford","garage":{"state":"CA"},"name":"reds"}

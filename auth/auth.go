@@ -1,6 +1,6 @@
 // Package auth turns a request into a yard.Principal or a refusal. Each
 // scheme lives in its own file and implements Scheme; a Chain tries them in
-// the order the contract gives (CONTRACT 3): the Authorization header first,
+// the order docs/auth.md gives: the Authorization header first,
 // then signed-request query variables, then the session cookie. Credentials
 // that are present but wrong are refused; the chain never falls back to the
 // next kind.
@@ -46,7 +46,7 @@ func (c *Chain) Authenticate(r *http.Request) (*yard.Principal, error) {
 		return nil, err
 	}
 	if r.TLS == nil {
-		// CONTRACT 2: credentials arriving over plain HTTP are refused, never checked.
+		// docs/api.md, HTTP: credentials arriving over plain HTTP are refused, never checked.
 		if hasCredentials(r) {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "Credentials are accepted over HTTPS only.")
 		}

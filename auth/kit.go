@@ -21,7 +21,7 @@ type Store interface {
 }
 
 // Config configures every first-party scheme. Zero durations take the
-// defaults of CONTRACT 4.
+// defaults of docs/auth.md.
 type Config struct {
 	Store   Store
 	Limiter *LoginLimiter
@@ -95,7 +95,7 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // NewKit builds the schemes of cfg and the chain that runs them in the
-// contract's order: Authorization header (Basic, Digest, Bearer, and OAuth
+// documented order (docs/auth.md): Authorization header (Basic, Digest, Bearer, and OAuth
 // 1.0a when the store keeps OAuth state), then the signed-request query,
 // then the session cookie.
 func NewKit(ctx context.Context, cfg Config) (*Kit, error) {

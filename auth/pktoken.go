@@ -397,7 +397,7 @@ func (j *RemoteJWKS) PublicKey(ctx context.Context, kid string) (ed25519.PublicK
 	return k, ok
 }
 
-// PKTokens issues and verifies public-key tokens (CONTRACT 4): compact JWS
+// PKTokens issues and verifies public-key tokens (docs/auth.md): compact JWS
 // signed with EdDSA (Ed25519), carrying sub, exp, and optionally name, ip
 // and pwh. Ring is nil on a verify-only server, which only verifies.
 type PKTokens struct {

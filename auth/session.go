@@ -13,7 +13,7 @@ import (
 	"github.com/yard-api/yard"
 )
 
-// Sessions is the cookie-session scheme (spec: Session; CONTRACT 4). A
+// Sessions is the cookie-session scheme (spec: Session; docs/auth.md). A
 // session key has 256 random bits; the store keeps only its SHA-256. A
 // session ends Idle after its last action or Max after it began.
 //

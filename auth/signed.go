@@ -20,7 +20,7 @@ import (
 )
 
 // SignedWindow is how far a signed request's timestamp may be from the
-// server's clock, either way (CONTRACT 4).
+// server's clock, either way (docs/auth.md).
 const SignedWindow = 300 * time.Second
 
 // Signed is the signed-request scheme (docs/auth.md, "Signed requests"):
@@ -247,7 +247,7 @@ func ParseRawQuery(raw string) ([][2]string, error) {
 	return out, nil
 }
 
-// CanonicalString returns the string a signed request signs (CONTRACT 4):
+// CanonicalString returns the string a signed request signs (docs/auth.md):
 // the decoded path, "?", then every query pair except signature as
 // name=value with the name lower-cased and the raw (decoded) value, sorted
 // by name and then by value, joined with "&".

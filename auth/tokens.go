@@ -13,7 +13,7 @@ import (
 	"github.com/yard-api/yard"
 )
 
-// TokenPair is the body of a successful login or refresh (CONTRACT 4).
+// TokenPair is the body of a successful login or refresh (docs/auth.md).
 type TokenPair struct {
 	AccessToken      string `json:"access_token"`
 	RefreshToken     string `json:"refresh_token"`

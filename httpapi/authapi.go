@@ -17,7 +17,7 @@ import (
 	"github.com/yard-api/yard/auth"
 )
 
-// The endpoints of the first-party authentication schemes (CONTRACT 4):
+// The endpoints of the first-party authentication schemes (docs/auth.md):
 // cookie sessions, the token pair, public-key tokens and their JWKS, and
 // API keys for signed requests. Every response that carries a secret is
 // Cache-Control: no-store.
@@ -36,7 +36,7 @@ func noStore(w http.ResponseWriter) {
 	w.Header().Set("Pragma", "no-cache")
 }
 
-// requireTLS refuses credentials that arrived over plain HTTP (CONTRACT 2).
+// requireTLS refuses credentials that arrived over plain HTTP (docs/api.md, HTTP).
 func requireTLS(r *http.Request) error {
 	if r.TLS == nil {
 		return yard.Errorf(yard.EUNAUTHORIZED, "Credentials are accepted over HTTPS only.")

@@ -18,7 +18,7 @@ import (
 )
 
 // barkView is a bark task, and for the record effect the bark record
-// (CONTRACT 5).
+// (docs/barks.md).
 type barkView struct {
 	ID         string    `json:"id"`
 	Dog        string    `json:"dog"`
@@ -224,7 +224,7 @@ func (s *Server) bark(w http.ResponseWriter, r *http.Request, mayAsync bool) {
 	}
 }
 
-// handleGetBark answers the state of a bark (CONTRACT 5): 200 with the task
+// handleGetBark answers the state of a bark (docs/barks.md): 200 with the task
 // while it runs; once finished, 303 to the dog for a succeeded email-count
 // bark and for a fetch-code bark that changed the dog, else 200.
 func (s *Server) handleGetBark(w http.ResponseWriter, r *http.Request) {
@@ -370,8 +370,8 @@ func parseSchedule(in scheduleInput, now time.Time) (yard.ScheduleChange, bool, 
 	return c, differs, nil
 }
 
-// patchSchedule handles a PATCH of a dog whose body holds barks (CONTRACT
-// 5): If-Unmodified-Since is required (428); a repeat of the last applied
+// patchSchedule handles a PATCH of a dog whose body holds barks
+// (docs/barks.md): If-Unmodified-Since is required (428); a repeat of the last applied
 // request is answered as before without applying it again; a date older
 // than the dog's last change is 412; a refused schedule 403; else 204, or
 // 205 when the stored representation differs from what was sent.

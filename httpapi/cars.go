@@ -770,7 +770,7 @@ func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeReplaced answers a PUT: 201 with Location when it created the
-// resource at path, else 200 with the new representation (CONTRACT 2).
+// resource at path, else 200 with the new representation (docs/api.md, HTTP).
 func (s *Server) writeReplaced(w http.ResponseWriter, created bool, path string, view any) {
 	if created {
 		w.Header().Set("Location", s.url(path))

@@ -10,7 +10,7 @@ import (
 	"github.com/yard-api/yard/fetch"
 )
 
-// dogView is the v1 representation of a dog (CONTRACT 5).
+// dogView is the v1 representation of a dog (docs/barks.md).
 type dogView struct {
 	ID           string     `json:"id"`
 	Name         string     `json:"name"`
@@ -64,7 +64,7 @@ func (s *Server) checkCodeURL(u *string) error {
 func dogPath(id string) string { return "/v1/dogs/" + id + "/" }
 
 // dogVersion is one version of the dog resource: both read and write the
-// same store, and differ only in representation and paths (CONTRACT 5).
+// same store, and differ only in representation and paths (docs/barks.md).
 type dogVersion struct {
 	// path is the URI path of a dog.
 	path func(id string) string
@@ -432,7 +432,7 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion)
 		}
 	}
 	if in.Barks != nil {
-		// The schedule has its own conditional rules (CONTRACT 5).
+		// The schedule has its own conditional rules (docs/barks.md).
 		s.patchSchedule(w, r, v, d, in.body, in.Barks, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
 		return
 	}

@@ -19,7 +19,7 @@ type ownerLink struct {
 	Href string `json:"href"`
 }
 
-// dogV2View is the v2 representation of a dog (CONTRACT 5).
+// dogV2View is the v2 representation of a dog (docs/barks.md).
 type dogV2View struct {
 	ID           string          `json:"id"`
 	Name         string          `json:"name"`

@@ -37,7 +37,7 @@ func TimestampPtr(t time.Time) *string {
 }
 
 // ParseTimestamp reads a request timestamp: an RFC 3339 string or a number
-// of Unix seconds; 0 means now (CONTRACT 2).
+// of Unix seconds; 0 means now (docs/api.md, HTTP).
 func ParseTimestamp(raw json.RawMessage, now time.Time) (time.Time, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -379,7 +379,7 @@ func notModified(r *http.Request, etag string, modified time.Time) bool {
 	return false
 }
 
-// pageOf reads offset and max (CONTRACT 2): offset defaults to 0, max to
+// pageOf reads offset and max (docs/api.md, HTTP): offset defaults to 0, max to
 // 20; max above 100 is cut to 100; a negative or non-numeric value is 400.
 func pageOf(r *http.Request) (yard.Page, error) {
 	q := r.URL.Query()
@@ -412,7 +412,7 @@ func ParsePage(offset string, hasOffset bool, max string, hasMax bool) (yard.Pag
 	return p, nil
 }
 
-// PageBody is the body of every collection page (CONTRACT 2).
+// PageBody is the body of every collection page (docs/api.md, HTTP).
 type PageBody[T any] struct {
 	Items  []T `json:"items"`
 	Offset int `json:"offset"`

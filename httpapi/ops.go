@@ -133,7 +133,7 @@ func (s *Server) OpenAPI() ([]byte, error) {
 		}
 	}
 	// Every operation that takes credentials can answer 400 for an expired
-	// access token (spec, Errors; CONTRACT 3), so each one that documents a
+	// access token (spec, Errors; docs/auth.md), so each one that documents a
 	// 401 also documents a 400.
 	for _, item := range paths {
 		for _, op := range item.(map[string]any) {

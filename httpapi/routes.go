@@ -42,7 +42,7 @@ func (s *Server) registerRoutes() {
 	s.handle("PATCH", "/v2/dogs/{dog_id}", s.authenticated(s.handlePatchDog(dogV2)))
 	s.handle("DELETE", "/v2/dogs/{dog_id}", s.authenticated(s.handleDeleteDog(dogV2)))
 
-	// Authentication endpoints (CONTRACT 4). Sign-in endpoints and the
+	// Authentication endpoints (docs/auth.md). Sign-in endpoints and the
 	// JWKS are public; API keys belong to an authenticated principal.
 	s.handle("POST", "/sessions", s.handleCreateSession)
 	s.handle("GET", "/sessions/{key}", s.handleGetSession)
@@ -55,7 +55,7 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/apikeys", s.authenticated(s.handleCreateAPIKey))
 	s.handle("GET", "/apikeys/{apiKey}", s.authenticated(s.handleGetAPIKey))
 	s.handle("DELETE", "/apikeys/{apiKey}", s.authenticated(s.handleDeleteAPIKey))
-	// Bark actions (CONTRACT 5): bark tasks, the single bark, and the
+	// Bark actions (docs/barks.md): bark tasks, the single bark, and the
 	// bark-schedule view of the schedule (the PATCH of the dog is the other).
 	s.handle("POST", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleCreateBark))
 	s.handle("GET", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleListBarks))
@@ -66,7 +66,7 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handlePostSchedule))
 	s.handle("GET", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handleGetSchedule))
 	s.handle("DELETE", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handleDeleteSchedule))
-	// Cars, garages and searches (CONTRACT 6). Reads are public; writes
+	// Cars, garages and searches (docs/cars.md). Reads are public; writes
 	// need an administrator. Every car list shares one grammar (cars.go).
 	s.handle("GET", "/car/{car_id}", s.handleGetCar)
 	s.handle("GET", "/cars/{car_id}", s.handleGetCar)

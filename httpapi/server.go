@@ -25,7 +25,7 @@ import (
 	"github.com/yard-api/yard/store"
 )
 
-// MaxBodyBytes is the largest request body accepted (CONTRACT 2).
+// MaxBodyBytes is the largest request body accepted (docs/api.md, HTTP).
 const MaxBodyBytes = 1 << 20
 
 // DefaultStoreWait is the default of Server.StoreWait.

@@ -191,7 +191,7 @@ func (db *DB) EnqueueBark(ctx context.Context, b *yard.Bark) error {
 	})
 }
 
-// CancelBark answers a DELETE of a bark (CONTRACT 5): a pending or running
+// CancelBark answers a DELETE of a bark (docs/barks.md): a pending or running
 // bark is canceled; a finished record is deleted (barkCount unchanged);
 // anything else is ECONFLICT. It returns the bark as it was before.
 func (db *DB) CancelBark(ctx context.Context, dogID, id string) (*yard.Bark, error) {
@@ -537,7 +537,7 @@ func writeSchedule(ctx context.Context, tx *Tx, dogID string, c yard.ScheduleCha
 	return touchDog(ctx, tx, dogID, 0, now)
 }
 
-// SchedulePatch is a PATCH of a dog whose body holds barks (CONTRACT 5).
+// SchedulePatch is a PATCH of a dog whose body holds barks (docs/barks.md).
 type SchedulePatch struct {
 	// Date is the If-Unmodified-Since of the request; Hash identifies its
 	// body. A request with the same date and hash as the last applied one

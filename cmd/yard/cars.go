@@ -17,7 +17,7 @@ func init() {
 	demoSeeders = append(demoSeeders, seedDemoCars)
 }
 
-// runImport bulk-loads garages and cars from an NDJSON file (CONTRACT 6):
+// runImport bulk-loads garages and cars from an NDJSON file (docs/cars.md):
 //
 //	yard import FILE [--data DIR] [--db URL] [--batch N]
 //

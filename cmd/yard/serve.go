@@ -23,7 +23,7 @@ import (
 	"github.com/yard-api/yard/store"
 )
 
-// serveConfig holds every flag of serve (CONTRACT 9).
+// serveConfig holds every flag of serve (docs/configuration.md).
 type serveConfig struct {
 	storeFlags
 	addr        string
