@@ -49,6 +49,9 @@ type Config struct {
 	// SignatureWriters is how many signed-request signature writes may be
 	// in flight at once: 1 for SQLite (one writer), more for PostgreSQL.
 	SignatureWriters int
+	// SignedRequireBinding makes signed requests with unsafe methods sign
+	// the query variables method and bodyhash (Signed.RequireBinding).
+	SignedRequireBinding bool
 
 	// SigningKeyFile, when set, is the one Ed25519 private key (PKCS #8
 	// PEM) that signs public-key tokens, instead of the rotating ring.
@@ -127,7 +130,8 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 	if k.Box, err = NewSecretBox(boxKey); err != nil {
 		return nil, err
 	}
-	k.Signed = &Signed{Keys: cfg.Store, Users: k.Users, Box: k.Box, Now: now, KeyCacheTTL: cacheTTL, Writers: cfg.SignatureWriters}
+	k.Signed = &Signed{Keys: cfg.Store, Users: k.Users, Box: k.Box, Now: now, KeyCacheTTL: cacheTTL, Writers: cfg.SignatureWriters,
+		RequireBinding: cfg.SignedRequireBinding}
 
 	idle := orDefault(cfg.SessionIdle, 30*time.Minute)
 	k.Sessions = &Sessions{Store: cfg.Store, Users: k.Users, Idle: idle,

@@ -360,9 +360,9 @@ func TestRateLimitAndMetrics(t *testing.T) {
 	db := storetest.Open(t, store.SQLite)
 	limiter := auth.NewLoginLimiter(3)
 	basic := auth.NewBasic(db, limiter)
-	env := apitest.Start(t, db, func(s *httpapi.Server) {
-		s.Auth = &auth.Chain{Header: []auth.Scheme{basic}}
-		s.Basic = basic
+	env := apitest.Start(t, db, func(d *httpapi.Deps) {
+		d.Auth = &auth.Chain{Header: []auth.Scheme{basic}}
+		d.Basic = basic
 	})
 	env.CreateUser("alice", pw)
 	for range 3 {

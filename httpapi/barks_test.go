@@ -51,7 +51,7 @@ func startBarks(t *testing.T, db *store.DB) *barkEnv {
 	svc := &jobs.Service{DB: db, Poll: 20 * time.Millisecond, Heartbeat: 50 * time.Millisecond,
 		Effects: &jobs.Effects{Mailer: mailer, Texter: texts, Fetcher: fetcher, Users: db,
 			DataDir: data, From: "yard@yard.test", Domain: "yard.test"}}
-	env := apitest.Start(t, db, func(s *httpapi.Server) { s.Barks = svc })
+	env := apitest.Start(t, db, func(d *httpapi.Deps) { d.Barks = svc })
 	return &barkEnv{Env: env, repos: repos, svc: svc, smtp: mails, texts: texts, data: data}
 }
 

@@ -48,7 +48,7 @@ func carsEnvOn(t *testing.T, db *store.DB, path string) *apitest.Env {
 		if err := ix.Build(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		opts = append(opts, func(api *httpapi.Server) { api.Cars = ix })
+		opts = append(opts, func(d *httpapi.Deps) { d.Cars = ix })
 	}
 	env := apitest.Start(t, db, opts...)
 	env.CreateUser("root", pw, yard.RoleAdmin, yard.RoleUser)

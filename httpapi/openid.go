@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/openid"
@@ -25,24 +24,18 @@ import (
 // never a problem body: a relying party parses key-value form and a
 // browser follows redirects.
 
-// openidState holds the server's OpenID provider, built on first use.
-type openidState struct {
-	once sync.Once
-	p    *openid.Provider
-}
+// OpenIDEndpoint is the path of the provider endpoint (routes.go): the
+// Endpoint of the openid.Provider given in Deps.OpenID is the base URL
+// followed by it.
+const OpenIDEndpoint = "/openid/login"
 
 // openID returns the provider, or an error when the server runs without
-// the authentication kit (its sealing key and sessions).
+// one.
 func (s *Server) openID() (*openid.Provider, error) {
-	k, err := s.kit()
-	if err != nil {
-		return nil, err
+	if s.OpenID == nil {
+		return nil, yard.Errorf(yard.EUNAVAILABLE, "This server does not offer this authentication scheme.")
 	}
-	s.oid.once.Do(func() {
-		s.oid.p = &openid.Provider{Store: s.DB, Box: k.Box, Endpoint: s.url("/openid/login"), Now: k.Now,
-			AssocTTL: s.OpenIDAssocTTL}
-	})
-	return s.oid.p, nil
+	return s.OpenID, nil
 }
 
 // openidClaimedID is the claimed identifier of the user with that name.

@@ -106,7 +106,7 @@ func TestSQLiteBusyIsUnavailable(t *testing.T) {
 func TestPoolExhaustedIsUnavailable(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		env := apitest.Start(t, db, func(api *httpapi.Server) { api.StoreWait = 300 * time.Millisecond })
+		env := apitest.Start(t, db, func(d *httpapi.Deps) { d.StoreWait = 300 * time.Millisecond })
 		env.CreateUser("alice", pw)
 
 		held := 1 // the SQLite writer

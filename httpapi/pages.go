@@ -15,11 +15,6 @@ import (
 // pages returns the pages over the server's authentication kit, or nil when
 // the server runs without one.
 func (s *Server) pages() *pages.Pages {
-	s.pagesOnce.Do(func() {
-		if s.Kit != nil {
-			s.pagesVal = pages.New(s.Kit, s.BaseURL, s.Logger)
-		}
-	})
 	return s.pagesVal
 }
 

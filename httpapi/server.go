@@ -21,6 +21,7 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/jobs"
+	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/pages"
 	"github.com/yard-api/yard/store"
 )
@@ -28,41 +29,60 @@ import (
 // MaxBodyBytes is the largest request body accepted (docs/api.md, HTTP).
 const MaxBodyBytes = 1 << 20
 
-// DefaultStoreWait is the default of Server.StoreWait.
+// DefaultStoreWait is the store wait cmd/yard serves with unless
+// --store-wait says otherwise (Deps.StoreWait).
 const DefaultStoreWait = 30 * time.Second
 
-// Server serves the yard API.
-type Server struct {
-	DB      *store.DB
-	Auth    *auth.Chain
-	Basic   *auth.Basic
-	Limiter *auth.LoginLimiter
+// Deps are the collaborators of a Server. They are all given to New and
+// never changed afterwards: reading the Deps a server was built with tells
+// everything it is made of.
+type Deps struct {
+	// DB is the store; required.
+	DB *store.DB
+	// Auth is the authentication chain every authenticated endpoint runs;
+	// nil runs the chain of Kit, or no scheme at all without a Kit.
+	Auth *auth.Chain
+	// Basic is the Basic scheme of the chain, told when a person's
+	// password changes or the person is deleted; may be nil.
+	Basic *auth.Basic
 	// Kit holds the other first-party schemes (Digest, sessions, tokens,
-	// signed requests) behind the /sessions, /auth and /apikeys endpoints;
-	// nil serves those endpoints as 503.
+	// signed requests, OAuth 1.0a) behind the /sessions, /auth and
+	// /apikeys endpoints and the pages for people; nil serves those
+	// endpoints as 503.
 	Kit *auth.Kit
-	// BaseURL is the public base address, without a trailing slash; every
-	// Location header and link is built from it.
+	// OpenID is the OpenID 2.0 provider behind /openid (openid.go); nil
+	// serves those endpoints as 503.
+	OpenID *openid.Provider
+	// BaseURL is the public base address; every Location header and link
+	// is built from it (a trailing slash is dropped).
 	BaseURL string
-	Logger  *slog.Logger
-	Now     func() time.Time
-	// Registry receives the server's Prometheus metrics.
+	// Logger receives the request log; nil discards it.
+	Logger *slog.Logger
+	// Registry receives the server's Prometheus metrics; nil makes a new
+	// one.
 	Registry *prometheus.Registry
-	// Version is reported by the index and the OpenAPI document.
+	// Version is reported by the index and the OpenAPI document; empty is
+	// "dev".
 	Version string
 	// Barks runs bark tasks; nil answers the bark endpoints with 503.
 	Barks *jobs.Service
 	// Cars answers every car list; nil lets the store's SQL path answer.
-	// cmd/yard sets the search index (package search). When it has a
+	// cmd/yard gives the search index (package search). When it has a
 	// Ready() bool method, /readyz reports which path answers.
 	Cars yard.CarLister
-
 	// StoreWait bounds how long a request may wait for the store: for a
 	// free pooled connection and for the store's answers. Past it the
 	// request's context ends and the answer is 503 with Retry-After, as
 	// for any unreachable store (docs/api.md, "The store cannot be
-	// reached"). 0 waits as long as the client does.
+	// reached"). 0 waits as long as the client does; cmd/yard's default
+	// is DefaultStoreWait.
 	StoreWait time.Duration
+}
+
+// Server serves the yard API. Build it with New.
+type Server struct {
+	// Deps are the server's collaborators, fixed by New.
+	Deps
 
 	mux *http.ServeMux
 	// shadow is the mux without the root-level car route (cars.go).
@@ -77,31 +97,35 @@ type Server struct {
 	storeDown atomic.Bool
 	// downSince is when the current outage began (Unix milliseconds).
 	downSince atomic.Int64
-	// pagesOnce builds pagesVal, the pages for people (pages.go).
-	pagesOnce sync.Once
-	pagesVal  *pages.Pages
-
-	// OpenIDAssocTTL is the lifetime of OpenID associations (0: the
-	// default of package openid); oid is the provider (openid.go).
-	OpenIDAssocTTL time.Duration
-	oid            openidState
+	// pagesVal is the pages for people (pages.go), built from Kit; nil
+	// without a Kit.
+	pagesVal *pages.Pages
 }
 
 type route struct{ Method, Pattern string }
 
-// NewServer returns a server with its routes registered. Fields may be set
-// on the result before Handler is called.
-func NewServer(db *store.DB, chain *auth.Chain, baseURL string, logger *slog.Logger) *Server {
-	s := &Server{
-		DB:        db,
-		Auth:      chain,
-		BaseURL:   strings.TrimRight(baseURL, "/"),
-		Logger:    logger,
-		Now:       time.Now,
-		Registry:  prometheus.NewRegistry(),
-		Version:   "dev",
-		StoreWait: DefaultStoreWait,
-		mux:       http.NewServeMux(),
+// New returns a server over its collaborators with its routes registered.
+func New(d Deps) *Server {
+	d.BaseURL = strings.TrimRight(d.BaseURL, "/")
+	if d.Auth == nil {
+		d.Auth = &auth.Chain{}
+		if d.Kit != nil {
+			d.Auth = d.Kit.Chain
+		}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Registry == nil {
+		d.Registry = prometheus.NewRegistry()
+	}
+	if d.Version == "" {
+		d.Version = "dev"
+	}
+	s := &Server{Deps: d, mux: http.NewServeMux()}
+	s.metrics = newMetrics(s.Registry)
+	if s.Kit != nil {
+		s.pagesVal = pages.New(s.Kit, s.BaseURL, s.Logger)
 	}
 	s.registerRoutes()
 	return s
@@ -122,9 +146,6 @@ func (s *Server) handle(method, pattern string, h http.HandlerFunc) {
 
 // Handler returns the server's root handler with its middleware.
 func (s *Server) Handler() http.Handler {
-	if s.metrics == nil {
-		s.metrics = newMetrics(s.Registry)
-	}
 	return http.HandlerFunc(s.serve)
 }
 

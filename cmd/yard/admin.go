@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,11 +16,15 @@ import (
 	"github.com/yard-api/yard/store"
 )
 
-func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// runMigrate is "yard migrate": open the store, migrate it, exit.
+func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var sf storeFlags
 	fs := newFlagSet("migrate", stderr)
 	sf.register(fs)
 	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	if err := noMoreArgs(fs, fs.Args()); err != nil {
 		return err
 	}
 	db, err := openStore(ctx, sf)
@@ -54,97 +59,134 @@ func ensureFirstAdmin(ctx context.Context, db *store.DB, stdout io.Writer) error
 	return nil
 }
 
-func runUser(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usageError("usage: yard user add NAME [--admin] [--email E] [--phone P] | yard user list | yard user passwd NAME")
-	}
-	sub, args := args[0], args[1:]
+// parseNamed parses the flags of a command that takes one NAME, given
+// before or after the flags, and returns the name.
+func parseNamed(fs *flag.FlagSet, args []string, getenv func(string) string) (string, error) {
 	var name string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
 	}
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return "", err
+	}
+	rest := fs.Args()
+	if name == "" && len(rest) > 0 {
+		name, rest = rest[0], rest[1:]
+	}
+	if name == "" {
+		return "", usageError(fs.Name() + " needs a NAME")
+	}
+	return name, noMoreArgs(fs, rest)
+}
+
+// runUserAdd is "yard user add NAME": a person with the user role (and
+// the admin role with --admin).
+func runUserAdd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var sf storeFlags
-	fs := newFlagSet("user "+sub, stderr)
+	fs := newFlagSet("user add", stderr)
 	sf.register(fs)
 	admin := fs.Bool("admin", false, "give the admin role")
 	email := fs.String("email", "", "e-mail address")
 	phone := fs.String("phone", "", "phone number in E.164 form, for text messages")
-	if err := parseFlags(fs, args, getenv); err != nil {
+	name, err := parseNamed(fs, args, getenv)
+	if err != nil {
 		return err
-	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
-	}
-	if sub != "list" && name == "" {
-		return usageError("yard user " + sub + " needs a NAME")
 	}
 	db, err := openStore(ctx, sf)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	switch sub {
-	case "add":
-		password, generated, err := readPassword(stdin)
-		if err != nil {
-			return err
-		}
-		roles := []string{yard.RoleUser}
-		if *admin {
-			roles = []string{yard.RoleAdmin, yard.RoleUser}
-		}
-		creds, err := auth.NewCredentials(name, password)
-		if err != nil {
-			return err
-		}
-		u := &yard.User{Name: name, Email: *email, Phone: *phone, Roles: roles}
-		if err := db.CreateUser(ctx, u, creds); err != nil {
-			return describe(err)
-		}
-		fmt.Fprintf(stdout, "created %s (%s) with id %s\n", u.Name, strings.Join(roles, ","), u.ID)
-		if generated {
-			fmt.Fprintf(stdout, "password: %s\n", password)
-		}
-	case "passwd":
-		u, err := db.FindUserByName(ctx, name)
-		if err != nil {
-			return describe(err)
-		}
-		password, generated, err := readPassword(stdin)
-		if err != nil {
-			return err
-		}
-		creds, err := auth.NewCredentials(u.Name, password)
-		if err != nil {
-			return err
-		}
-		if err := db.SetCredentials(ctx, u.ID, creds); err != nil {
-			return describe(err)
-		}
-		fmt.Fprintf(stdout, "changed the password of %s\n", u.Name)
-		if generated {
-			fmt.Fprintf(stdout, "password: %s\n", password)
-		}
-	case "list":
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tROLES\tEMAIL\tPHONE\tDISABLED")
-		for offset := 0; ; offset += 100 {
-			users, _, err := db.FindUsers(ctx, yard.UserFilter{Offset: offset, Limit: 100})
-			if err != nil {
-				return err
-			}
-			for _, u := range users {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\n", u.ID, u.Name, strings.Join(u.Roles, ","), u.Email, u.Phone, u.Disabled)
-			}
-			if len(users) < 100 {
-				break
-			}
-		}
-		return tw.Flush()
-	default:
-		return usageError("unknown user command " + sub)
+	password, generated, err := readPassword(stdin)
+	if err != nil {
+		return err
+	}
+	roles := []string{yard.RoleUser}
+	if *admin {
+		roles = []string{yard.RoleAdmin, yard.RoleUser}
+	}
+	creds, err := auth.NewCredentials(name, password)
+	if err != nil {
+		return err
+	}
+	u := &yard.User{Name: name, Email: *email, Phone: *phone, Roles: roles}
+	if err := db.CreateUser(ctx, u, creds); err != nil {
+		return describe(err)
+	}
+	fmt.Fprintf(stdout, "created %s (%s) with id %s\n", u.Name, strings.Join(roles, ","), u.ID)
+	if generated {
+		fmt.Fprintf(stdout, "password: %s\n", password)
 	}
 	return nil
+}
+
+// runUserPasswd is "yard user passwd NAME".
+func runUserPasswd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var sf storeFlags
+	fs := newFlagSet("user passwd", stderr)
+	sf.register(fs)
+	name, err := parseNamed(fs, args, getenv)
+	if err != nil {
+		return err
+	}
+	db, err := openStore(ctx, sf)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	u, err := db.FindUserByName(ctx, name)
+	if err != nil {
+		return describe(err)
+	}
+	password, generated, err := readPassword(stdin)
+	if err != nil {
+		return err
+	}
+	creds, err := auth.NewCredentials(u.Name, password)
+	if err != nil {
+		return err
+	}
+	if err := db.SetCredentials(ctx, u.ID, creds); err != nil {
+		return describe(err)
+	}
+	fmt.Fprintf(stdout, "changed the password of %s\n", u.Name)
+	if generated {
+		fmt.Fprintf(stdout, "password: %s\n", password)
+	}
+	return nil
+}
+
+// runUserList is "yard user list": every person, as a table.
+func runUserList(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var sf storeFlags
+	fs := newFlagSet("user list", stderr)
+	sf.register(fs)
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	if err := noMoreArgs(fs, fs.Args()); err != nil {
+		return err
+	}
+	db, err := openStore(ctx, sf)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tROLES\tEMAIL\tPHONE\tDISABLED")
+	for offset := 0; ; offset += 100 {
+		users, _, err := db.FindUsers(ctx, yard.UserFilter{Offset: offset, Limit: 100})
+		if err != nil {
+			return err
+		}
+		for _, u := range users {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\n", u.ID, u.Name, strings.Join(u.Roles, ","), u.Email, u.Phone, u.Disabled)
+		}
+		if len(users) < 100 {
+			break
+		}
+	}
+	return tw.Flush()
 }
 
 // readPassword takes the first line of stdin as the password, or generates

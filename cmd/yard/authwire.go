@@ -5,11 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"time"
 
 	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/store"
 )
 
 // authFlags are the flags of the Digest, session, token and signed-request
@@ -43,80 +43,74 @@ func (f *authFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.signedBinding, "signed-require-binding", false, "signed requests with unsafe methods must sign the query variables method and bodyhash")
 }
 
-func init() {
-	wirings = append(wirings, wireAuth)
-	extraCommands["keys"] = runKeys
+// newHashGate is the process-wide bound on password hashing (argon2id,
+// docs/auth.md, "Login rate limit").
+func newHashGate(f authFlags) (*auth.HashGate, error) {
+	if f.hashConcurrency < 0 {
+		return nil, usageError("--hash-concurrency must be 0 or more")
+	}
+	return auth.NewHashGate(f.hashConcurrency, f.hashQueue, 0), nil
 }
 
-// wireAuth puts every first-party scheme into the chain, after Basic.
-func wireAuth(ctx context.Context, a *app) error {
-	c := a.cfg
-	// On SQLite, one process keeps the replay log of signed requests: a
-	// second serve on the same file stops here, not at a signed request.
-	if err := a.db.OpenSignatureLog(); err != nil {
-		return err
-	}
-	if c.auth.hashConcurrency < 0 {
-		return usageError("--hash-concurrency must be 0 or more")
-	}
-	// One bound on password hashing for the whole process, and login
-	// attempts counted in the store, shared by every process on it.
-	auth.Hashing = auth.NewHashGate(c.auth.hashConcurrency, c.auth.hashQueue, 0)
-	a.api.Limiter.Store = a.db
+// newLoginLimiter counts failed sign-ins in the store, shared by every
+// process on it (--login-rate a minute; 0: no limit).
+func newLoginLimiter(rate int, db *store.DB) *auth.LoginLimiter {
+	l := auth.NewLoginLimiter(rate)
+	l.Store = db
+	return l
+}
+
+// newAuthKit builds every first-party scheme beside Basic (Digest,
+// sessions, the token pair, public-key tokens, signed requests, OAuth
+// 1.0a) and the chain that runs them in order, Basic first.
+func newAuthKit(ctx context.Context, c *serveConfig, db *store.DB, limiter *auth.LoginLimiter, basic *auth.Basic) (*auth.Kit, error) {
 	kit, err := auth.NewKit(ctx, auth.Config{
-		Store: a.db, Limiter: a.api.Limiter, Basic: a.api.Basic,
+		Store: db, Limiter: limiter, Basic: basic,
 		KeyDir: filepath.Join(c.data, "keys"), Issuer: c.baseURL,
 		AccessTTL: c.accessTTL, RefreshTTL: c.refreshTTL, PKTokenTTL: c.auth.pkTTL,
 		SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, CacheTTL: c.auth.cacheTTL,
 		KeyRotation: c.auth.keyRotation, SigningKeyFile: c.auth.signingKey,
-		SignatureWriters: a.db.SignatureWriters(),
-		VerifyOnly:       c.auth.verifyOnly, PublicKeyFile: c.auth.publicKey, JWKSURL: c.auth.jwksURL, JWKSCAFile: c.auth.jwksCA,
+		SignatureWriters: db.SignatureWriters(), SignedRequireBinding: c.auth.signedBinding,
+		VerifyOnly: c.auth.verifyOnly, PublicKeyFile: c.auth.publicKey, JWKSURL: c.auth.jwksURL, JWKSCAFile: c.auth.jwksCA,
 	})
 	if err != nil {
-		return fmt.Errorf("authentication: %w", err)
+		return nil, fmt.Errorf("authentication: %w", err)
 	}
-	kit.Signed.RequireBinding = c.auth.signedBinding
-	a.api.Auth, a.api.Kit = kit.Chain, kit
-	a.background = append(a.background, func(ctx context.Context) {
-		t := time.NewTicker(time.Minute)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := kit.Purge(ctx); err != nil && ctx.Err() == nil {
-					a.logger.Warn("purging expired auth state", slog.String("error", err.Error()))
-				}
-			}
-		}
-	})
+	return kit, nil
+}
+
+// openKeyRing opens the rotating token signing keys of "yard keys".
+func openKeyRing(fs *flag.FlagSet, args []string, getenv func(string) string) (*auth.KeyRing, error) {
+	data := fs.String("data", "./data", "data directory (its keys/ed25519 holds the token signing keys)")
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return nil, err
+	}
+	if err := noMoreArgs(fs, fs.Args()); err != nil {
+		return nil, err
+	}
+	return auth.OpenKeyRing(filepath.Join(*data, "keys", "ed25519"), 24*time.Hour, time.Now)
+}
+
+// runKeysRotate is "yard keys rotate": make a new signing key for
+// public-key tokens.
+func runKeysRotate(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	ring, err := openKeyRing(newFlagSet("keys rotate", stderr), args, getenv)
+	if err != nil {
+		return err
+	}
+	if err := ring.Rotate(); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "new signing key", ring.Active().ID)
 	return nil
 }
 
-// runKeys is "yard keys rotate|public [--data DIR]": make a new signing key
-// for public-key tokens, or print the live public keys as PEM for
-// verify-only servers.
-func runKeys(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "rotate" && args[0] != "public") {
-		return usageError("usage: yard keys rotate|public [--data DIR]")
-	}
-	var sf storeFlags
-	fs := newFlagSet("keys", stderr)
-	sf.register(fs)
-	if err := parseFlags(fs, args[1:], getenv); err != nil {
-		return err
-	}
-	ring, err := auth.OpenKeyRing(filepath.Join(sf.data, "keys", "ed25519"), 24*time.Hour, time.Now)
+// runKeysPublic is "yard keys public": print the live public key as PEM,
+// for verify-only servers (--public-key).
+func runKeysPublic(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	ring, err := openKeyRing(newFlagSet("keys public", stderr), args, getenv)
 	if err != nil {
 		return err
-	}
-	if args[0] == "rotate" {
-		if err := ring.Rotate(); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "new signing key", ring.Active().ID)
-		return nil
 	}
 	pem, err := auth.PublicKeyPEM(ring.Active().Public)
 	if err != nil {

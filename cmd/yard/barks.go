@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,56 +17,70 @@ import (
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/jobs"
 	"github.com/yard-api/yard/notify"
+	"github.com/yard-api/yard/store"
 )
 
-func init() { wirings = append(wirings, wireBarks) }
+// newMailer is the notifier of e-mail barks: the SMTP server of
+// --smtp-url, or .eml files in DATA/outbox/mail.
+func newMailer(cfg *serveConfig) (notify.Mailer, error) {
+	if cfg.smtpURL == "" {
+		return &notify.MailOutbox{Dir: filepath.Join(cfg.data, "outbox", "mail")}, nil
+	}
+	m, err := notify.ParseSMTPURL(cfg.smtpURL)
+	if err != nil {
+		return nil, usageError(err.Error())
+	}
+	return m, nil
+}
 
-// wireBarks plugs the bark effects (mail, text messages, fetch) and the
-// background workers and scheduler into the app.
-func wireBarks(_ context.Context, a *app) error {
-	cfg := a.cfg
-	eff := &jobs.Effects{Users: a.db, DataDir: cfg.data, From: cfg.smtpFrom}
-	if u, err := url.Parse(cfg.baseURL); err == nil && u.Hostname() != "" {
-		eff.Domain = u.Hostname()
+// newTexter is the notifier of text messages: the SMS API of --sms-url,
+// or files in DATA/outbox/sms.
+func newTexter(cfg *serveConfig) (notify.Texter, error) {
+	if cfg.smsURL == "" {
+		return &notify.TextOutbox{Dir: filepath.Join(cfg.data, "outbox", "sms")}, nil
 	}
-	if cfg.smtpURL != "" {
-		m, err := notify.ParseSMTPURL(cfg.smtpURL)
-		if err != nil {
-			return usageError(err.Error())
-		}
-		eff.Mailer = m
-	} else {
-		eff.Mailer = &notify.MailOutbox{Dir: filepath.Join(cfg.data, "outbox", "mail")}
+	t, err := notify.ParseSMSURL(cfg.smsURL)
+	if err != nil {
+		return nil, usageError(err.Error())
 	}
-	if cfg.smsURL != "" {
-		t, err := notify.ParseSMSURL(cfg.smsURL)
-		if err != nil {
-			return usageError(err.Error())
-		}
-		eff.Texter = t
-	} else {
-		eff.Texter = &notify.TextOutbox{Dir: filepath.Join(cfg.data, "outbox", "sms")}
-	}
+	return t, nil
+}
+
+// newFetcher runs the fetches of fetch-code barks (--fetch-command and
+// the --fetch-* flags).
+func newFetcher(cfg *serveConfig, logger *slog.Logger) (*fetch.Runner, error) {
 	argv, err := fetch.ParseCommand(cfg.fetchCmd)
 	if err != nil {
-		return usageError(err.Error())
+		return nil, usageError(err.Error())
 	}
 	fc := cfg.fetch
 	if err := fc.check(); err != nil {
-		return err
+		return nil, err
 	}
-	eff.Fetcher = &fetch.Runner{Command: argv, Timeout: fc.timeout, IdleTimeout: fc.idle,
+	r := &fetch.Runner{Command: argv, Timeout: fc.timeout, IdleTimeout: fc.idle,
 		Policy: &fetch.Policy{AllowDirs: fc.allowDirs, AllowHosts: fc.allowHosts},
-		Logger: a.logger.With("component", "fetch")}
+		Logger: logger.With("component", "fetch")}
 	if fc.caFile != "" {
-		eff.Fetcher.Env = append(fetch.CleanEnv(), "GIT_SSL_CAINFO="+fc.caFile)
+		r.Env = append(fetch.CleanEnv(), "GIT_SSL_CAINFO="+fc.caFile)
 	}
-	host, _ := os.Hostname()
-	svc := &jobs.Service{DB: a.db, Effects: eff, Logger: a.logger.With("component", "barks"),
-		Owner: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), yard.NewID()[24:]), Workers: cfg.workers, Lease: cfg.jobLease,
-		FetchWorkers: fc.workers, FetchPerUser: fc.perUser}
+	return r, nil
+}
+
+// newBarkEffects is what barks do: mail, text messages and fetches, and
+// the store to find a dog's owner in.
+func newBarkEffects(cfg *serveConfig, db *store.DB, mailer notify.Mailer, texter notify.Texter, fetcher *fetch.Runner) *jobs.Effects {
+	eff := &jobs.Effects{Mailer: mailer, Texter: texter, Fetcher: fetcher, Users: db, DataDir: cfg.data, From: cfg.smtpFrom}
+	if u, err := url.Parse(cfg.baseURL); err == nil && u.Hostname() != "" {
+		eff.Domain = u.Hostname()
+	}
+	return eff
+}
+
+// newJobRunner is the runner of bark tasks (its workers and the
+// scheduler of scheduled barks), with its metrics in registry.
+func newJobRunner(cfg *serveConfig, db *store.DB, effects *jobs.Effects, registry *prometheus.Registry, logger *slog.Logger) (*jobs.Service, error) {
 	if cfg.workers < 1 || cfg.jobLease < time.Second {
-		return usageError("--workers must be at least 1 and --job-lease at least 1s")
+		return nil, usageError("--workers must be at least 1 and --job-lease at least 1s")
 	}
 	tasks := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "yard_bark_tasks_total", Help: "Runs of asynchronous bark tasks by effect and outcome (succeeded, failed, retry, canceled, released).",
@@ -79,19 +94,19 @@ func wireBarks(_ context.Context, a *app) error {
 	}, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		n, _ := a.db.PendingTasks(ctx)
+		n, _ := db.PendingTasks(ctx)
 		return float64(n)
 	})
-	a.api.Registry.MustRegister(tasks, durations, pending)
-	svc.Observe = func(effect, outcome string, d time.Duration) {
-		tasks.WithLabelValues(effect, outcome).Inc()
-		durations.WithLabelValues(effect).Observe(d.Seconds())
-	}
-	a.api.Barks = svc
-	a.background = append(a.background, svc.Run)
-	// SQLite: checkpoint the WAL off the writer's path (see RunCheckpoints).
-	a.background = append(a.background, func(ctx context.Context) { a.db.RunCheckpoints(ctx, 200*time.Millisecond) })
-	return nil
+	registry.MustRegister(tasks, durations, pending)
+	host, _ := os.Hostname()
+	return &jobs.Service{DB: db, Effects: effects, Logger: logger.With("component", "barks"),
+		Owner:   fmt.Sprintf("%s-%d-%s", host, os.Getpid(), yard.NewID()[24:]),
+		Workers: cfg.workers, Lease: cfg.jobLease, FetchWorkers: cfg.fetch.workers, FetchPerUser: cfg.fetch.perUser,
+		Observe: func(effect, outcome string, d time.Duration) {
+			tasks.WithLabelValues(effect, outcome).Inc()
+			durations.WithLabelValues(effect).Observe(d.Seconds())
+		},
+	}, nil
 }
 
 // fetchFlags are the flags of fetch-code barks (docs/barks.md, "Where

@@ -12,10 +12,6 @@ import (
 
 // The car side of the command line: `yard import` and the demo garages
 // and cars of `serve --demo`.
-func init() {
-	extraCommands["import"] = runImport
-	demoSeeders = append(demoSeeders, seedDemoCars)
-}
 
 // runImport bulk-loads garages and cars from an NDJSON file (docs/cars.md):
 //

@@ -10,13 +10,11 @@ import (
 	"github.com/yard-api/yard/store"
 )
 
-// demoSeeders fill parts of an empty store with demo data. Each reports
-// whether it added anything; other files of this package add their own.
-var demoSeeders = []func(ctx context.Context, db *store.DB, out io.Writer) error{seedDemoDogs}
-
-// seedDemo runs every demo seeder.
+// seedDemo fills the empty parts of a store with demo data (serve
+// --demo): people and dogs, then garages and cars. Each seeder says what
+// it added.
 func seedDemo(ctx context.Context, db *store.DB, out io.Writer) error {
-	for _, seed := range demoSeeders {
+	for _, seed := range []func(ctx context.Context, db *store.DB, out io.Writer) error{seedDemoDogs, seedDemoCars} {
 		if err := seed(ctx, db, out); err != nil {
 			return err
 		}

@@ -1,11 +1,15 @@
 // Command yard is the yard API server and its administration commands.
 //
-//	yard serve   [flags]          run the HTTPS API server
-//	yard migrate [--db URL]       apply schema migrations
-//	yard user add NAME [--admin] [--email E] [--phone P]
-//	yard user list | yard user passwd NAME
-//	yard version
+//	yard serve [flags]                                   run the HTTPS API server
+//	yard migrate [--data DIR] [--db URL]                 apply schema migrations
+//	yard user add NAME [--admin] [--email E] [--phone P] add a person
+//	yard user list | yard user passwd NAME               list people, set a password
+//	yard import FILE [--batch N]                         bulk-load garages and cars
+//	yard keys rotate | yard keys public                  token signing keys
+//	yard version | yard help [COMMAND]
 //
+// The commands are the table in commands below; "yard -h" is generated
+// from it and "yard COMMAND -h" prints a command's usage line and flags.
 // Every flag also reads from an environment variable: --base-url from
 // YARD_BASE_URL, and so on; a flag given on the command line wins.
 package main
@@ -20,6 +24,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=...".
@@ -36,6 +41,7 @@ func main() {
 	}
 }
 
+// exitCode is 2 for a usage error, 1 for any other failure.
 func exitCode(err error) int {
 	var u usageError
 	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
@@ -48,58 +54,217 @@ type usageError string
 
 func (e usageError) Error() string { return string(e) }
 
-const usage = `usage: yard <command> [flags]
+// commandFunc is the signature of every command.
+type commandFunc func(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error
 
-commands:
-  serve     run the HTTPS API server
-  migrate   apply schema migrations to the store
-  user      add, list or change people: user add NAME [--admin] [--email E] [--phone P] | user list | user passwd NAME
-  import    bulk-load garages and cars from an NDJSON file
-  keys      rotate the public-key token signing key, or print its public key: keys rotate|public
-  version   print the version
+// command is one row of the command table.
+type command struct {
+	name    string
+	summary string // one line, for the help texts
+	usage   string // the usage line after "yard "; it names every flag, or says [flags]
+	run     commandFunc
+	// subs are the subcommands of a command that has them (run is nil).
+	subs []command
+}
 
-Run "yard <command> -h" for a command's flags. Every flag also reads from
-an environment variable: --base-url from YARD_BASE_URL, and so on.`
+// commands is the command table: run dispatches through it and every help
+// text is generated from it.
+func commands() []command {
+	return []command{
+		{name: "serve", summary: "run the HTTPS API server",
+			usage: "serve [flags]", run: runServe},
+		{name: "migrate", summary: "apply schema migrations to the store, then exit",
+			usage: "migrate [--data DIR] [--db URL]", run: runMigrate},
+		{name: "user", summary: "add, list or change people", subs: []command{
+			{name: "add", summary: "add a person; the password is read from stdin, else generated and printed",
+				usage: "user add NAME [--admin] [--email E] [--phone P] [--data DIR] [--db URL]", run: runUserAdd},
+			{name: "list", summary: "list people",
+				usage: "user list [--data DIR] [--db URL]", run: runUserList},
+			{name: "passwd", summary: "set a person's password: read from stdin, else generated and printed",
+				usage: "user passwd NAME [--data DIR] [--db URL]", run: runUserPasswd},
+		}},
+		{name: "import", summary: "bulk-load garages and cars from an NDJSON file (FILE - reads stdin)",
+			usage: "import FILE [--data DIR] [--db URL] [--batch N]", run: runImport},
+		{name: "keys", summary: "rotate the token signing key, or print its public key", subs: []command{
+			{name: "rotate", summary: "make a new signing key for public-key tokens",
+				usage: "keys rotate [--data DIR]", run: runKeysRotate},
+			{name: "public", summary: "print the public keys of the token signing keys (PEM), for verify-only servers",
+				usage: "keys public [--data DIR]", run: runKeysPublic},
+		}},
+		{name: "version", summary: "print the version",
+			usage: "version", run: runVersion},
+		{name: "help", summary: "print this help, or a command's usage and flags",
+			usage: "help [COMMAND [SUBCOMMAND]]", run: runHelp},
+	}
+}
 
 // run is the whole program; main only wires it to the process.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
+		printUsage(stderr)
 		return usageError("no command")
 	}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "serve":
-		return runServe(ctx, rest, getenv, stdout, stderr)
-	case "migrate":
-		return runMigrate(ctx, rest, getenv, stdout, stderr)
-	case "user":
-		return runUser(ctx, rest, getenv, stdin, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "yard", Version)
+	if isHelpFlag(args[0]) {
+		printUsage(stdout)
 		return nil
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, usage)
-		return nil
-	default:
-		if h, ok := extraCommands[cmd]; ok {
-			return h(ctx, rest, getenv, stdin, stdout, stderr)
-		}
-		fmt.Fprintln(stderr, usage)
-		return usageError("unknown command " + cmd)
 	}
+	return dispatch(ctx, "", commands(), args, getenv, stdin, stdout, stderr)
 }
 
-// command is the signature of a subcommand.
-type command func(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error
+// dispatch runs the command of table that args[0] names; path is the
+// names of the enclosing commands ("" or "user ").
+func dispatch(ctx context.Context, path string, table []command, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	name, rest := args[0], args[1:]
+	c, ok := findCommand(table, name)
+	if !ok {
+		if path == "" {
+			printUsage(stderr)
+			return usageError(fmt.Sprintf("unknown command %q", name))
+		}
+		group := strings.TrimSpace(path)
+		printGroupUsage(stderr, group)
+		return usageError(fmt.Sprintf("unknown subcommand %q of yard %s", name, group))
+	}
+	if c.subs != nil {
+		switch {
+		case len(rest) == 0:
+			printGroupUsage(stderr, path+name)
+			return usageError(fmt.Sprintf("%s needs a subcommand", path+name))
+		case isHelpFlag(rest[0]):
+			printGroupUsage(stdout, path+name)
+			return nil
+		}
+		return dispatch(ctx, path+name+" ", c.subs, rest, getenv, stdin, stdout, stderr)
+	}
+	if wantsHelp(rest) {
+		// The command's own flag set prints its usage line and flags
+		// (newFlagSet): on standard output, since help was asked for,
+		// and before the command does anything else.
+		err := c.run(ctx, []string{"-h"}, getenv, nil, stdout, stdout)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	return c.run(ctx, rest, getenv, stdin, stdout, stderr)
+}
 
-// extraCommands are subcommands registered by other files of this package
-// (import, ...).
-var extraCommands = map[string]command{}
+func findCommand(table []command, name string) (command, bool) {
+	for _, c := range table {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
 
-// newFlagSet returns a flag set whose flags also read environment variables.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+// lookupCommand finds a command by its path ("serve", "user add").
+func lookupCommand(path string) (command, bool) {
+	table := commands()
+	var c command
+	for _, name := range strings.Fields(path) {
+		var ok bool
+		if c, ok = findCommand(table, name); !ok {
+			return command{}, false
+		}
+		table = c.subs
+	}
+	return c, c.name != ""
+}
+
+func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
+
+// wantsHelp reports whether the arguments of a command ask for its help.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if isHelpFlag(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// printUsage prints the help of yard: every command of the table.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, "usage: yard <command> [arguments] [flags]\n\ncommands:\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	for _, c := range commands() {
+		if c.subs == nil {
+			fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+		}
+		for _, s := range c.subs {
+			fmt.Fprintf(tw, "  %s %s\t%s\n", c.name, s.name, s.summary)
+		}
+	}
+	tw.Flush()
+	fmt.Fprint(w, `
+Run "yard <command> -h" for a command's usage and flags. Every flag also
+reads from an environment variable: --base-url from YARD_BASE_URL, and so on.
+`)
+}
+
+// printGroupUsage prints the help of a command that has subcommands.
+func printGroupUsage(w io.Writer, path string) {
+	c, _ := lookupCommand(path)
+	fmt.Fprintf(w, "usage: yard %s <subcommand> [arguments] [flags]\n\n%s\n\nsubcommands:\n", path, c.summary)
+	for _, s := range c.subs {
+		fmt.Fprintf(w, "  yard %s\n    \t%s\n", s.usage, s.summary)
+	}
+	fmt.Fprintf(w, "\nRun \"yard %s <subcommand> -h\" for a subcommand's flags.\n", path)
+}
+
+// runVersion is "yard version".
+func runVersion(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlagSet("version", stderr)
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	if err := noMoreArgs(fs, fs.Args()); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "yard", Version)
+	return nil
+}
+
+// runHelp is "yard help [COMMAND [SUBCOMMAND]]": the same as "yard -h" or
+// "yard COMMAND [SUBCOMMAND] -h".
+func runHelp(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlagSet("help", stderr)
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		printUsage(stdout)
+		return nil
+	}
+	return run(ctx, append(fs.Args(), "-h"), getenv, stdin, stdout, stderr)
+}
+
+// newFlagSet returns the flag set of the command at path ("serve", "user
+// add"): it prints errors to stderr, and its -h prints the command's usage
+// line from the command table, its summary and its flags.
+func newFlagSet(path string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(path, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		w := fs.Output()
+		if c, ok := lookupCommand(path); ok {
+			fmt.Fprintf(w, "usage: yard %s\n\n%s\n\n", c.usage, c.summary)
+		} else {
+			fmt.Fprintf(w, "usage: yard %s [flags]\n\n", path)
+		}
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n == 0 {
+			fmt.Fprintf(w, "yard %s takes no flags.\n", path)
+			return
+		}
+		fmt.Fprintf(w, "flags of yard %s (each also read from its YARD_ variable):\n", path)
+		fs.PrintDefaults()
+	}
 	return fs
 }
 
@@ -124,6 +289,23 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 		return usageError(err.Error())
 	}
 	return nil
+}
+
+// noMoreArgs is a usage error naming the arguments left over after a
+// command took its flags and operands.
+func noMoreArgs(fs *flag.FlagSet, rest []string) error {
+	if len(rest) == 0 {
+		return nil
+	}
+	q := make([]string, len(rest))
+	for i, a := range rest {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	word := "argument"
+	if len(rest) > 1 {
+		word = "arguments"
+	}
+	return usageError(fmt.Sprintf("%s: unexpected %s %s", fs.Name(), word, strings.Join(q, " ")))
 }
 
 // EnvName is the environment variable of a flag: --base-url is YARD_BASE_URL.

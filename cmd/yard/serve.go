@@ -16,10 +16,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/httpapi"
+	"github.com/yard-api/yard/openid"
+	"github.com/yard-api/yard/search"
 	"github.com/yard-api/yard/store"
 )
 
@@ -78,16 +81,13 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	c.fetch.register(fs)
 }
 
-// app is a wired server: the store, the HTTP API and the background work.
+// app is a built server: the store, the HTTP API and the background work.
 type app struct {
-	cfg    *serveConfig
-	db     *store.DB
-	api    *httpapi.Server
-	logger *slog.Logger
-	// background runs until its context ends (jobs, schedulers); serve
-	// waits for it on shutdown.
+	db  *store.DB
+	api *httpapi.Server
+	// background runs until its context ends (jobs, schedulers, purges);
+	// serve waits for it on shutdown.
 	background []func(ctx context.Context)
-	closers    []func()
 }
 
 // newLogger returns the JSON logger of the process.
@@ -112,48 +112,115 @@ func openStore(ctx context.Context, sf storeFlags) (*store.DB, error) {
 	return db, nil
 }
 
-// newApp wires the store, the authentication chain and the API.
-func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (*app, error) {
-	if err := os.MkdirAll(cfg.data, 0o700); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
-	}
+// newApp builds the whole server, each part once and with everything it
+// needs, in this order (docs/architecture.md, "What a running server is
+// made of"). It writes nothing a person would see (no user, no password):
+// serve creates the first administrator only once all of it stands.
+func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app, err error) {
+	// The store, opened and migrated.
 	db, err := openStore(ctx, cfg.storeFlags)
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, db: db, logger: logger}
-	limiter := auth.NewLoginLimiter(cfg.loginRate)
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
+	// The replay log of signed requests. On SQLite one process keeps it:
+	// a second serve on the same file stops here, not at a signed request.
+	if err := db.OpenSignatureLog(); err != nil {
+		return nil, err
+	}
+
+	// Authentication: one bound on password hashing for the whole process,
+	// the login limiter counting attempts in the store (shared by every
+	// process on it), Basic, then every other scheme and the chain.
+	hashing, err := newHashGate(cfg.auth)
+	if err != nil {
+		return nil, err
+	}
+	auth.Hashing = hashing
+	limiter := newLoginLimiter(cfg.loginRate, db)
 	basic := auth.NewBasic(db, limiter)
-	chain := &auth.Chain{Header: []auth.Scheme{basic}}
-	api := httpapi.NewServer(db, chain, cfg.baseURL, logger)
-	api.Basic, api.Limiter, api.Version = basic, limiter, Version
-	api.StoreWait = cfg.storeWait
-	a.api = api
-	for _, w := range wirings {
-		if err := w(ctx, a); err != nil {
-			a.close()
-			return nil, err
+	kit, err := newAuthKit(ctx, cfg, db, limiter, basic)
+	if err != nil {
+		return nil, err
+	}
+	// The OpenID 2.0 provider (OAuth 1.0a is one of the kit's schemes).
+	openID := &openid.Provider{Store: db, Box: kit.Box, Endpoint: cfg.baseURL + httpapi.OpenIDEndpoint, Now: kit.Now}
+
+	// Barks: the notifiers and the fetcher behind the effects, and the
+	// job runner with its metrics.
+	mailer, err := newMailer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	texter, err := newTexter(cfg)
+	if err != nil {
+		return nil, err
+	}
+	fetcher, err := newFetcher(cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	registry := prometheus.NewRegistry()
+	barks, err := newJobRunner(cfg, db, newBarkEffects(cfg, db, mailer, texter, fetcher), registry, logger)
+	if err != nil {
+		return nil, err
+	}
+
+	// The car search index (docs/cars.md, "The search index"): built in
+	// the background at start, car lists answered by SQL until it is ready.
+	index := search.New(db, logger)
+
+	// The HTTP API over all of them.
+	api := httpapi.New(httpapi.Deps{
+		DB: db, Auth: kit.Chain, Basic: basic, Kit: kit, OpenID: openID,
+		BaseURL: cfg.baseURL, Logger: logger, Registry: registry, Version: Version,
+		Barks: barks, Cars: index, StoreWait: cfg.storeWait,
+	})
+
+	return &app{db: db, api: api, background: []func(context.Context){
+		barks.Run,
+		// SQLite: checkpoint the WAL off the writer's path (see RunCheckpoints).
+		func(ctx context.Context) { db.RunCheckpoints(ctx, 200*time.Millisecond) },
+		index.Run,
+		every(time.Minute, logger, "purging expired auth state", func(ctx context.Context, _ time.Time) error { return kit.Purge(ctx) }),
+		every(time.Minute, logger, "purging expired OpenID state", db.PurgeOpenID),
+	}}, nil
+}
+
+// every runs f every period until its context ends, logging its failures.
+func every(period time.Duration, logger *slog.Logger, what string, f func(ctx context.Context, now time.Time) error) func(context.Context) {
+	return func(ctx context.Context) {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				if err := f(ctx, now); err != nil && ctx.Err() == nil {
+					logger.Warn(what, slog.String("error", err.Error()))
+				}
+			}
 		}
 	}
-	return a, nil
 }
 
-// wirings are added by other files of this package to plug their parts
-// (schemes, jobs, ...) into a new app.
-var wirings []func(ctx context.Context, a *app) error
+func (a *app) close() { a.db.Close() }
 
-func (a *app) close() {
-	for i := len(a.closers) - 1; i >= 0; i-- {
-		a.closers[i]()
-	}
-	a.db.Close()
-}
-
-func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// runServe is "yard serve": check everything, build the application
+// (newApp), then serve until the context ends.
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cfg := &serveConfig{}
 	fs := newFlagSet("serve", stderr)
 	cfg.register(fs)
 	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	if err := noMoreArgs(fs, fs.Args()); err != nil {
 		return err
 	}
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
@@ -178,7 +245,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	// Start-up checks everything before it writes anything
 	// (docs/configuration.md, "Start-up checks"): the listen addresses and
 	// the certificate are checked before the store is opened, and the store
-	// and every wiring before the first user is created.
+	// and every other part (newApp) before the first user is created.
 	var pln net.Listener
 	if cfg.httpAddr != "" {
 		if pln, err = net.Listen("tcp", cfg.httpAddr); err != nil {

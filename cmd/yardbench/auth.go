@@ -27,8 +27,6 @@ var authRounds = flag.Int("auth-rounds", 5, "auth group: rounds that interleave 
 
 var authOnly = flag.String("auth-only", "", "auth group: run only the schemes whose names contain one of these comma-separated words (the baseline always runs)")
 
-func init() { groups["auth"] = authGroup }
-
 // authGroup: GET /v1/dogs/{id}/ with every first-party scheme beside the
 // same request with no credential check, on one server (the full chain of
 // cmd/yard, plus the benchmark-only scheme for requests without
@@ -66,8 +64,8 @@ func authGroup(b *bench) error {
 		return err
 	}
 	kit.Chain.Cookie = append(kit.Chain.Cookie, fixedPrincipal{yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}})
-	api := httpapi.NewServer(b.db, kit.Chain, srv.URL, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	api.Basic, api.Limiter, api.Kit = basic, limiter, kit
+	api := httpapi.New(httpapi.Deps{DB: b.db, Auth: kit.Chain, Basic: basic, Kit: kit, BaseURL: srv.URL,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait})
 	srv.Config.Handler = api.Handler()
 
 	hc := loadgen.Client(b.concurrency)

@@ -21,11 +21,6 @@ import (
 	"github.com/yard-api/yard/notify"
 )
 
-func init() {
-	groups["barks"] = func(b *bench) error { return barks(b, true) }
-	groups["barks-accept"] = func(b *bench) error { return barks(b, false) }
-}
-
 // barks: synchronous record barks on one dog and spread over 100 dogs,
 // asynchronous barks accepted (202) at the configured concurrency and at
 // 200 clients, and the rate at which the workers then run them.
@@ -62,8 +57,8 @@ func barks(b *bench, all bool) error {
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	defer srv.Close()
-	api := httpapi.NewServer(b.db, &auth.Chain{Header: []auth.Scheme{basic}}, srv.URL, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	api.Basic, api.Barks = basic, svc
+	api := httpapi.New(httpapi.Deps{DB: b.db, Auth: &auth.Chain{Header: []auth.Scheme{basic}}, Basic: basic, Barks: svc, BaseURL: srv.URL,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait})
 	srv.Config.Handler = api.Handler()
 	url := srv.URL
 

@@ -21,7 +21,6 @@ import (
 //	go run ./scripts/gencars > cars.ndjson
 //	yard import cars.ndjson --db sqlite:/tmp/cars.db
 //	go run ./cmd/yardbench -groups cars -db sqlite:/tmp/cars.db -concurrency 32 -duration 10s
-func init() { groups["cars"] = carsGroup }
 
 // carsPool, when set, caps the store's read pool for the cars group: with
 // PostgreSQL on the same two cores as the server and the load generator,

@@ -32,8 +32,8 @@ import (
 // alternates, in rounds, the bare TLS ceiling with two random workloads:
 // every request a different filtered page with its exact total, and the
 // same with facets=make,color,year.
-func init() { groups["carsearch"] = carSearchGroup }
 
+// carSearchSeed seeds the random queries of the carsearch group.
 var carSearchSeed = flag.Uint64("carsearch-seed", 1, "carsearch group: seed of the random queries")
 
 // The values of the scripts/gencars data set.
@@ -165,8 +165,7 @@ func carSearchGroup(b *bench) error {
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	defer srv.Close()
-	api := httpapi.NewServer(b.db, &auth.Chain{}, srv.URL, logger)
-	api.Cars = ix
+	api := httpapi.New(httpapi.Deps{DB: b.db, Auth: &auth.Chain{}, Cars: ix, BaseURL: srv.URL, Logger: logger, StoreWait: httpapi.DefaultStoreWait})
 	srv.Config.Handler = api.Handler()
 	url := srv.URL
 

@@ -17,8 +17,6 @@ import (
 // credentials are not checked (fixedPrincipal). It uses nothing but the
 // store and the API, so the same file measures a tree from before the
 // search index too.
-func init() { groups["carwrites"] = carWritesGroup }
-
 func carWritesGroup(b *bench) error {
 	n, err := b.db.CountCarsUncached(b.ctx, yard.Query{})
 	if err != nil {

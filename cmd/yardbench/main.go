@@ -39,9 +39,17 @@ type bench struct {
 	results     []loadgen.Result
 }
 
-// groups are the scenario groups; other files add theirs.
-var groups = map[string]func(b *bench) error{
-	"foundation": foundation,
+// groups is the table of scenario groups: -groups names them.
+func groups() map[string]func(b *bench) error {
+	return map[string]func(b *bench) error{
+		"foundation":   foundation,
+		"auth":         authGroup,
+		"barks":        func(b *bench) error { return barks(b, true) },
+		"barks-accept": func(b *bench) error { return barks(b, false) },
+		"cars":         carsGroup,
+		"carsearch":    carSearchGroup,
+		"carwrites":    carWritesGroup,
+	}
 }
 
 func main() {
@@ -89,7 +97,7 @@ func main() {
 	fmt.Printf("yardbench: %s, %d CPUs, GOMAXPROCS %d, %s, store %s, %d clients, %s per scenario\n\n",
 		runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOARCH, db.Engine(), *conc, *dur)
 	for _, g := range strings.Split(*which, ",") {
-		f, ok := groups[g]
+		f, ok := groups()[g]
 		if !ok {
 			fail(fmt.Errorf("unknown group %q", g))
 		}
@@ -101,7 +109,7 @@ func main() {
 
 func groupNames() []string {
 	var n []string
-	for k := range groups {
+	for k := range groups() {
 		n = append(n, k)
 	}
 	sort.Strings(n)
@@ -179,8 +187,7 @@ func (b *bench) apiServer(chain *auth.Chain, basic *auth.Basic) (string, func())
 	srv := httptest.NewUnstartedServer(nil)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
-	api := httpapi.NewServer(b.db, chain, srv.URL, logger)
-	api.Basic = basic
+	api := httpapi.New(httpapi.Deps{DB: b.db, Auth: chain, Basic: basic, BaseURL: srv.URL, Logger: logger, StoreWait: httpapi.DefaultStoreWait})
 	srv.Config.Handler = api.Handler()
 	return srv.URL, srv.Close
 }

@@ -48,13 +48,14 @@ func (e *Env) Logs() string {
 	return e.logs.w.(*bytes.Buffer).String()
 }
 
-// Option changes the server before it starts.
-type Option func(*httpapi.Server)
+// Option changes the server's collaborators before the server is built.
+type Option func(*httpapi.Deps)
 
 // Start runs the API over db with Basic authentication (no login rate
 // limit unless an option sets one) and returns the environment.
 func Start(t testing.TB, db *store.DB, opts ...Option) *Env {
 	t.Helper()
+	registerBodyDecoders()
 	logs := &lockedWriter{w: &bytes.Buffer{}}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv := httptest.NewUnstartedServer(nil)
@@ -62,11 +63,12 @@ func Start(t testing.TB, db *store.DB, opts ...Option) *Env {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	basic := auth.NewBasic(db, auth.NewLoginLimiter(0))
-	api := httpapi.NewServer(db, &auth.Chain{Header: []auth.Scheme{basic}}, srv.URL, logger)
-	api.Basic = basic
+	deps := httpapi.Deps{DB: db, Auth: &auth.Chain{Header: []auth.Scheme{basic}}, Basic: basic,
+		BaseURL: srv.URL, Logger: logger, StoreWait: httpapi.DefaultStoreWait}
 	for _, o := range opts {
-		o(api)
+		o(&deps)
 	}
+	api := httpapi.New(deps)
 	srv.Config.Handler = api.Handler()
 	doc, err := api.OpenAPI()
 	if err != nil {
@@ -79,11 +81,17 @@ func Start(t testing.TB, db *store.DB, opts ...Option) *Env {
 	return &Env{T: t, DB: db, API: api, Server: srv, URL: srv.URL, Client: client, logs: logs}
 }
 
-func init() {
-	for _, ct := range []string{"text/html", "text/javascript", "text/css", "application/xml", "application/xrds+xml", "text/xml"} {
+// registerBodyDecoders teaches the validator (once per process) the
+// bodies it cannot decode by itself: pages, scripts, stylesheets and XRDS
+// documents are text; XML bodies decode like their JSON twins (xml.go).
+var registerBodyDecoders = sync.OnceFunc(func() {
+	for _, ct := range []string{"text/html", "text/javascript", "text/css", "application/xrds+xml"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 	}
-}
+	for _, ct := range []string{"application/xml", "text/xml", "application/problem+xml"} {
+		openapi3filter.RegisterBodyDecoder(ct, xmlBodyDecoder)
+	}
+})
 
 func mustRouter(t testing.TB, doc []byte) routers.Router {
 	t.Helper()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/httpapi"
+	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/store"
 )
 
@@ -35,12 +36,12 @@ func (c *Clock) Advance(d time.Duration) {
 }
 
 // WithAuthKit installs every first-party authentication scheme over db
-// (keys in a temporary directory), after letting mod change the
-// configuration, and stores the kit in *out.
+// (keys in a temporary directory) and the OpenID provider, after letting
+// mod change the configuration, and stores the kit in *out.
 func WithAuthKit(t testing.TB, db *store.DB, out **auth.Kit, mod func(*auth.Config)) Option {
 	dir := t.TempDir()
-	return func(s *httpapi.Server) {
-		cfg := auth.Config{Store: db, Limiter: s.Limiter, Basic: s.Basic, KeyDir: dir, Issuer: s.BaseURL}
+	return func(d *httpapi.Deps) {
+		cfg := auth.Config{Store: db, Basic: d.Basic, KeyDir: dir, Issuer: d.BaseURL}
 		if mod != nil {
 			mod(&cfg)
 		}
@@ -51,10 +52,8 @@ func WithAuthKit(t testing.TB, db *store.DB, out **auth.Kit, mod func(*auth.Conf
 		if err != nil {
 			t.Fatalf("auth kit: %v", err)
 		}
-		s.Auth, s.Kit = kit.Chain, kit
-		if cfg.Limiter != nil {
-			s.Limiter = cfg.Limiter
-		}
+		d.Auth, d.Kit = kit.Chain, kit
+		d.OpenID = &openid.Provider{Store: db, Box: kit.Box, Endpoint: d.BaseURL + httpapi.OpenIDEndpoint, Now: kit.Now}
 		if out != nil {
 			*out = kit
 		}
