@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,31 +33,71 @@ func TestDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "yard")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/yard")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/yard: %v\n%s", err, out)
-	}
+	bin := buildYard(t)
 	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	docs = append([]string{filepath.Join(root, "README.md")}, docs...)
 	for _, doc := range docs {
 		name, _ := filepath.Rel(root, doc)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			runDoc(t, name, doc, bin)
+			src, err := os.ReadFile(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runDoc(t, t, name, string(src), bin)
 		})
 	}
 }
 
+var (
+	buildOnce sync.Once
+	yardBin   string
+	buildErr  error
+)
+
+// buildYard builds ./cmd/yard once for the tests of this package.
+func buildYard(t *testing.T) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "doctest-yard-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		yardBin = filepath.Join(dir, "yard")
+		cmd := exec.Command("go", "build", "-o", yardBin, "./cmd/yard")
+		cmd.Dir = "../.."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/yard: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return yardBin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if yardBin != "" {
+		_ = os.RemoveAll(filepath.Dir(yardBin))
+	}
+	os.Exit(code)
+}
+
 var statusRe = regexp.MustCompile(`(?m)^HTTP/[0-9.]+ (\d{3})`)
 
-func runDoc(t *testing.T, name, path, bin string) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks, err := Parse(string(src))
+// reporter receives what runDoc finds: a *testing.T, or a recorder in the
+// runner's own test.
+type reporter interface {
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
+	Failed() bool
+}
+
+// runDoc runs the examples of the document src, reporting to r; t is for
+// the set-up (temporary directories, fatal errors).
+func runDoc(t *testing.T, r reporter, name, src, bin string) {
+	blocks, err := Parse(src)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -103,7 +144,7 @@ __doctest_block() { printf 'block %s\n' "$1" >>"$__doctest_dir/calls"; }
 			if len(b.Commands) > 0 {
 				first = strings.SplitN(b.Commands[0].Text, "\n", 2)[0]
 			}
-			t.Logf("%s:%d: skipped (%s: %s): %s", name, b.Line, b.Skip, SkipReasons[b.Skip], first)
+			r.Logf("%s:%d: skipped (%s: %s): %s", name, b.Line, b.Skip, SkipReasons[b.Skip], first)
 			continue
 		}
 		fmt.Fprintf(&script, "__doctest_block %d\n", b.Line)
@@ -116,7 +157,7 @@ __doctest_block() { printf 'block %s\n' "$1" >>"$__doctest_dir/calls"; }
 		ran++
 	}
 	if ran == 0 {
-		t.Logf("%s: no example to run", name)
+		r.Logf("%s: no example to run", name)
 		return
 	}
 
@@ -148,7 +189,7 @@ __doctest_block() { printf 'block %s\n' "$1" >>"$__doctest_dir/calls"; }
 		}()
 		runErr = cmd.Wait()
 	}
-	t.Logf("%s: %d blocks ran in %v", name, ran, time.Since(start).Round(time.Millisecond))
+	r.Logf("%s: %d blocks ran in %v", name, ran, time.Since(start).Round(time.Millisecond))
 
 	// Check every recorded curl call against the document.
 	f, _ := os.ReadFile(calls)
@@ -167,56 +208,58 @@ __doctest_block() { printf 'block %s\n' "$1" >>"$__doctest_dir/calls"; }
 		c := CommandAt(blocks, docLine)
 		where := fmt.Sprintf("%s:%d", name, docLine)
 		if c == nil {
-			t.Errorf("%s: a curl call outside every command (block at line %d)", where, block)
+			r.Errorf("%s: a curl call outside every command (block at line %d)", where, block)
 			continue
 		}
 		called[c] = true
 		if rc != "0" {
-			t.Errorf("%s: curl exited with status %s: %s", where, rc, c.Text)
+			r.Errorf("%s: curl exited with status %s: %s", where, rc, c.Text)
 			continue
 		}
 		hdr, _ := os.ReadFile(hdrFile)
 		body, _ := os.ReadFile(bodyFile)
 		ms := statusRe.FindAllSubmatch(hdr, -1)
 		if len(ms) == 0 {
-			t.Errorf("%s: no HTTP response recorded: %s", where, c.Text)
+			r.Errorf("%s: no HTTP response recorded: %s", where, c.Text)
 			continue
 		}
 		status, _ := strconv.Atoi(string(ms[len(ms)-1][1]))
 		if c.Expect == nil {
 			if status >= 400 {
-				t.Errorf("%s: answered %d, and the document shows no status (add `# → %d`): %s\n%s%s", where, status, status, c.Text, hdr, clip(body))
+				r.Errorf("%s: answered %d, and the document shows no status (add `# → %d`): %s\n%s%s", where, status, status, c.Text, hdr, clip(body))
 			}
 			continue
 		}
 		if status != c.Expect.Status {
-			t.Errorf("%s: answered %d, the document says %d: %s\n%s%s", where, status, c.Expect.Status, c.Text, hdr, clip(body))
+			r.Errorf("%s: answered %d, the document says %d: %s\n%s%s", where, status, c.Expect.Status, c.Text, hdr, clip(body))
 			continue
 		}
 		resp := strings.ToLower(string(hdr) + string(body))
 		for _, frag := range c.Expect.Fragments {
 			if !strings.Contains(resp, strings.ToLower(frag)) {
-				t.Errorf("%s: the answer lacks %q: %s\n%s%s", where, frag, c.Text, hdr, clip(body))
+				r.Errorf("%s: the answer lacks %q: %s\n%s%s", where, frag, c.Text, hdr, clip(body))
 			}
 		}
 	}
-	if runErr != nil {
-		t.Errorf("%s: the examples stopped (%v) in the block at line %d; output:\n%s", name, runErr, block, tail(out.String()))
-		return
-	}
+	// Every answer the document shows must have been checked, in the
+	// blocks that ran to their end.
 	for bi := range blocks {
-		if blocks[bi].Skip != "" {
+		if blocks[bi].Skip != "" || (runErr != nil && blocks[bi].Line >= block) {
 			continue
 		}
 		for ci := range blocks[bi].Commands {
 			c := &blocks[bi].Commands[ci]
 			if c.Expect != nil && !called[c] {
-				t.Errorf("%s:%d: the document shows an answer (# → %d) but no curl ran there: %s", name, c.First, c.Expect.Status, c.Text)
+				r.Errorf("%s:%d: the document shows an answer (# → %d) but no curl ran there: %s", name, c.First, c.Expect.Status, c.Text)
 			}
 		}
 	}
-	if t.Failed() {
-		t.Logf("output of the examples:\n%s", tail(out.String()))
+	if runErr != nil {
+		r.Errorf("%s: the examples stopped (%v) in the block at line %d; output:\n%s", name, runErr, block, tail(out.String()))
+		return
+	}
+	if r.Failed() {
+		r.Logf("output of the examples:\n%s", tail(out.String()))
 	}
 }
 
@@ -241,4 +284,49 @@ func tail(s string) string {
 		return "…" + s[len(s)-8000:]
 	}
 	return s
+}
+
+// recorder collects what runDoc reports.
+type recorder struct{ errors []string }
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Logf(string, ...any) {}
+func (r *recorder) Failed() bool        { return len(r.errors) > 0 }
+
+// The runner fails a document whose answers differ from what it shows: a
+// wrong status, a missing fragment, an error status shown nowhere, a shown
+// answer whose command never ran, and a command that fails.
+func TestRunnerFindsWrongAnswers(t *testing.T) {
+	bin := buildYard(t)
+	doc := "```sh\n" + `./yard serve > yard.out 2> yard.log &
+until grep -q '^listening on' yard.out; do sleep 0.2; done
+export CURL_CA_BUNDLE=$PWD/data/tls/cert.pem
+curl -s https://localhost:8443/healthz          # → 200
+curl -s https://localhost:8443/healthz          # → 404
+curl -s https://localhost:8443/openapi.json     # → 200 ` + "`no such text`" + `
+curl -s https://localhost:8443/v1/dogs
+false && curl -s https://localhost:8443/healthz # → 200
+` + "```\n```sh\n" + `curl -s https://localhost:8443/v1/dogs     # → 401
+false
+curl -s https://localhost:8443/healthz          # → 200
+` + "```\n"
+	var r recorder
+	runDoc(t, &r, "wrong.md", doc, bin)
+	want := []string{
+		"wrong.md:6: answered 200, the document says 404",
+		"wrong.md:7: the answer lacks \"no such text\"",
+		"wrong.md:8: answered 401, and the document shows no status",
+		"wrong.md:9: the document shows an answer (# → 200) but no curl ran there",
+		"wrong.md: the examples stopped (exit status 1) in the block at line 11",
+	}
+	if len(r.errors) != len(want) {
+		t.Fatalf("reported %d errors, want %d:\n%s", len(r.errors), len(want), strings.Join(r.errors, "\n"))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(r.errors[i], w) {
+			t.Errorf("error %d = %.200q, want it to start with %q", i, r.errors[i], w)
+		}
+	}
 }
