@@ -38,15 +38,26 @@ type Client struct {
 	Auth    Authenticator
 	// UserAgent is sent with every request.
 	UserAgent string
+
+	// err is an option's failure (WithCAFile of an unreadable file),
+	// returned by every request.
+	err error
 }
 
 // New returns a client for the API at baseURL. A nil httpClient is
-// http.DefaultClient; a nil auth sends no credentials.
-func New(baseURL string, httpClient *http.Client, auth Authenticator) *Client {
+// http.DefaultClient; a nil auth sends no credentials. Options such as
+// WithRootCAs or WithCAFile adjust the client.
+func New(baseURL string, httpClient *http.Client, auth Authenticator, opts ...Option) *Client {
 	if httpClient == nil {
 		httpClient = http.DefaultClient
 	}
-	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), HTTP: httpClient, Auth: auth, UserAgent: "yard-go-client"}
+	c := &Client{BaseURL: strings.TrimRight(baseURL, "/"), HTTP: httpClient, Auth: auth, UserAgent: "yard-go-client"}
+	for _, o := range opts {
+		if err := o(c); err != nil && c.err == nil {
+			c.err = err
+		}
+	}
+	return c
 }
 
 // Response is a response with its body read.
@@ -154,6 +165,9 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, heade
 
 // send makes one request with the given authenticator (nil: none).
 func (c *Client) send(ctx context.Context, method, path string, body []byte, header http.Header, auth Authenticator) (*Response, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
