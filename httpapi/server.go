@@ -20,7 +20,6 @@ import (
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
-	"github.com/yard-api/yard/jobs"
 	"github.com/yard-api/yard/pages"
 	"github.com/yard-api/yard/store"
 )
@@ -51,7 +50,7 @@ type Server struct {
 	// Version is reported by the index and the OpenAPI document.
 	Version string
 	// Barks runs bark tasks; nil answers the bark endpoints with 503.
-	Barks *jobs.Service
+	Barks BarkRunner
 	// Cars answers every car list; nil lets the store's SQL path answer.
 	// cmd/yard sets the search index (package search). When it has a
 	// Ready() bool method, /readyz reports which path answers.

@@ -219,7 +219,7 @@ func TestExpiredLeaseIsTakenAgain(t *testing.T) {
 			t.Fatalf("tasks run after the lease expired: got %d, want 1", n)
 		}
 		// The dead worker coming back cannot apply its effect again.
-		if err := db.CompleteTask(ctx, dead, token, store.TaskResult{}); err != store.ErrLeaseLost {
+		if err := db.CompleteTask(ctx, dead, token, yard.TaskResult{}); err != yard.ErrLeaseLost {
 			t.Fatalf("stale completion: got %v, want ErrLeaseLost", err)
 		}
 		got, _ := db.FindBark(ctx, f.dog.ID, b.ID)

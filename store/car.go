@@ -10,8 +10,6 @@ import (
 	"github.com/yard-api/yard"
 )
 
-var _ yard.CarService = (*DB)(nil)
-
 const carColumns = `id, color, type, doors, make, model, year, garage_id, created_at, updated_at`
 
 func scanCar(row interface{ Scan(...any) error }) (*yard.Car, error) {
