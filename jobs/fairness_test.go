@@ -60,7 +60,8 @@ func TestStalledFetchesNeverDelayEmail(t *testing.T) {
 		done := make(chan struct{})
 		go func() { s.Run(ctx); close(done) }()
 		defer func() { cancel(); <-done }()
-		// Let the fetches take whatever workers they can.
+		// Let the fetches take whatever workers they can: one, the
+		// owner's bound (FetchPerUser).
 		waitFor(t, func() bool {
 			for _, b := range fetches {
 				if got, _ := db.FindBark(ctx, b.DogID, b.ID); got != nil && got.Status == yard.BarkRunning {
@@ -69,7 +70,6 @@ func TestStalledFetchesNeverDelayEmail(t *testing.T) {
 			}
 			return false
 		})
-		time.Sleep(200 * time.Millisecond)
 		start := time.Now()
 		b, err := s.Bark(ctx, f.dog, yard.EffectEmail, true)
 		if err != nil {
