@@ -1,7 +1,7 @@
 package yard
 
 import (
-	"context"
+	"errors"
 	"time"
 )
 
@@ -82,8 +82,52 @@ func ValidateSchedule(c ScheduleChange, now time.Time) error {
 	return nil
 }
 
-// BarkService stores barks and schedules.
-type BarkService interface {
-	FindBark(ctx context.Context, dogID, id string) (*Bark, error)
-	FindBarks(ctx context.Context, f BarkFilter) ([]*Bark, int, error)
+// SchedulePatch is a PATCH of a dog whose body holds barks (docs/barks.md),
+// applied once (RFC 9110 §13.1.4).
+type SchedulePatch struct {
+	// Date is the If-Unmodified-Since of the request; Hash identifies its
+	// body. A request with the same date and hash as the last applied one
+	// is a repeat.
+	Date time.Time
+	Hash string
+	// Change is the schedule asked for, Received the time the request
+	// arrived (for refusing a next in the past).
+	Change   ScheduleChange
+	Received time.Time
+	// Differs says that the stored representation differs from what was
+	// sent (the client must read the dog again).
+	Differs bool
+	// Fields are the ordinary fields the same PATCH changes.
+	Fields DogUpdate
+}
+
+// ErrLeaseLost is returned when a worker tries to change a bark task it no
+// longer holds: the task was canceled, or its lease expired and another
+// worker took it. The worker's store effects are then not applied.
+var ErrLeaseLost = errors.New("task lease lost")
+
+// TaskResult is what a finished bark effect did, for the store to apply
+// with the task's state.
+type TaskResult struct {
+	Output string
+	// CodeRevision, when set, is the dog's new codeRevision (fetch-code).
+	CodeRevision *string
+}
+
+// Kinds of bark task a worker pool takes (ClaimFilter.Kind).
+const (
+	ClaimAny   = ""
+	ClaimFetch = "fetch" // fetch-code tasks only
+	ClaimStore = "store" // every effect but fetch-code
+)
+
+// ClaimFilter narrows the bark tasks a worker claims.
+type ClaimFilter struct {
+	// Kind is ClaimAny, ClaimFetch or ClaimStore.
+	Kind string
+	// FetchPerUser, when above zero, bounds the fetch-code tasks running
+	// at once for the dogs of one owner, across every process sharing the
+	// store. A fetch-code task is never claimed while another of the same
+	// dog runs (with a live lease).
+	FetchPerUser int
 }

@@ -158,38 +158,6 @@ type Search struct {
 	CreatedAt time.Time
 }
 
-// CarService stores cars, garages and searches.
-//
-// Find* by id return ENOTFOUND. Create and Replace return EINVALID for bad
-// fields (an unknown garage among them) and ECONFLICT when a client-chosen
-// id is taken. DeleteGarage returns ECONFLICT while the garage holds cars.
-// CreateSearch returns ECONFLICT when the name is taken.
-type CarService interface {
-	FindCarByID(ctx context.Context, id string) (*Car, error)
-	// FindCars returns a page of cars matching q, ordered by id, and the
-	// number of all matching cars.
-	FindCars(ctx context.Context, q Query, page Page) ([]*Car, int, error)
-	CreateCar(ctx context.Context, c *Car) error
-	// ReplaceCar stores c under c.ID, creating it when absent; created
-	// reports which.
-	ReplaceCar(ctx context.Context, c *Car) (created bool, err error)
-	UpdateCar(ctx context.Context, id string, upd CarUpdate) (*Car, error)
-	DeleteCar(ctx context.Context, id string) error
-
-	FindGarageByID(ctx context.Context, id string) (*Garage, error)
-	FindGarages(ctx context.Context, page Page) ([]*Garage, int, error)
-	CreateGarage(ctx context.Context, g *Garage) error
-	ReplaceGarage(ctx context.Context, g *Garage) (created bool, err error)
-	UpdateGarage(ctx context.Context, id string, upd GarageUpdate) (*Garage, error)
-	DeleteGarage(ctx context.Context, id string) error
-
-	CreateSearch(ctx context.Context, s *Search) error
-	FindSearchByID(ctx context.Context, id string) (*Search, error)
-	FindSearchByName(ctx context.Context, name string) (*Search, error)
-	FindSearches(ctx context.Context, page Page) ([]*Search, int, error)
-	DeleteSearch(ctx context.Context, id string) error
-}
-
 // CarList is the answer to a car list: one page of the matching cars in
 // id order, the number of all matching cars and the facets asked for.
 type CarList struct {

@@ -1,7 +1,6 @@
 package yard
 
 import (
-	"context"
 	"net/url"
 	"regexp"
 	"strings"
@@ -67,18 +66,6 @@ type DogFilter struct {
 	Owner  *string // only dogs of this owner; nil for all
 	Offset int
 	Limit  int
-}
-
-// DogService stores dogs.
-//
-// FindDogByID returns ENOTFOUND; CreateDog and UpdateDog return EINVALID
-// for bad fields (an unknown owner among them).
-type DogService interface {
-	FindDogByID(ctx context.Context, id string) (*Dog, error)
-	FindDogs(ctx context.Context, filter DogFilter) ([]*Dog, int, error)
-	CreateDog(ctx context.Context, d *Dog) error
-	UpdateDog(ctx context.Context, id string, upd DogUpdate) (*Dog, error)
-	DeleteDog(ctx context.Context, id string) error
 }
 
 // ValidateDog checks the fields of a dog before it is written.

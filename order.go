@@ -1,7 +1,6 @@
 package yard
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -44,21 +43,6 @@ type OrderFilter struct {
 	Canceled      []bool
 	Offset        int
 	Limit         int
-}
-
-// OrderService stores orders.
-//
-// FindOrderByID returns ENOTFOUND. CreateOrder returns EINVALID for bad
-// fields (an unknown customer among them). UpdateOrder calls fn with the
-// stored order, locked against concurrent changes, and stores what fn left
-// in it: fn's error is returned as is, and a change the order's state does
-// not allow (CheckOrderChange) is ECONFLICT, so of two concurrent changes
-// that exclude each other exactly one succeeds.
-type OrderService interface {
-	FindOrderByID(ctx context.Context, id string) (*Order, error)
-	FindOrders(ctx context.Context, filter OrderFilter) ([]*Order, int, error)
-	CreateOrder(ctx context.Context, o *Order) error
-	UpdateOrder(ctx context.Context, id string, fn func(o *Order) error) (*Order, error)
 }
 
 // ValidateNewOrder checks an order before it is created.

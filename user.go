@@ -1,7 +1,6 @@
 package yard
 
 import (
-	"context"
 	"net/mail"
 	"regexp"
 	"slices"
@@ -51,22 +50,6 @@ type UserFilter struct {
 	Name   *string
 	Offset int
 	Limit  int
-}
-
-// UserService stores users and their credentials.
-//
-// FindUserByID and FindUserByName return ENOTFOUND; CreateUser returns
-// ECONFLICT when the name is taken and EINVALID for bad fields.
-type UserService interface {
-	FindUserByID(ctx context.Context, id string) (*User, error)
-	FindUserByName(ctx context.Context, name string) (*User, error)
-	FindUsers(ctx context.Context, filter UserFilter) ([]*User, int, error)
-	CreateUser(ctx context.Context, u *User, creds *Credentials) error
-	UpdateUser(ctx context.Context, id string, upd UserUpdate) (*User, error)
-	DeleteUser(ctx context.Context, id string) error
-	FindCredentials(ctx context.Context, userID string) (*Credentials, error)
-	SetCredentials(ctx context.Context, userID string, creds *Credentials) error
-	CountUsers(ctx context.Context) (int, error)
 }
 
 var (

@@ -314,7 +314,7 @@ func (o *OAuth1) useNonce(ctx context.Context, consumer, token, nonce, ts string
 	key := "oauth1:" + hex.EncodeToString(h.Sum(nil))
 	o.mu.Lock()
 	if o.batcher == nil {
-		o.batcher = &signatureBatcher{store: o.Replay, writers: o.Writers}
+		o.batcher = newSignatureBatcher(o.Replay, o.Writers)
 	}
 	b := o.batcher
 	o.mu.Unlock()

@@ -25,7 +25,7 @@ func TestSignatureBatcherAcceptsEachSignatureOnce(t *testing.T) {
 			if engine == store.Postgres {
 				writers = 4
 			}
-			procs := []*signatureBatcher{{store: db, writers: writers}, {store: db, writers: writers}}
+			procs := []*signatureBatcher{newSignatureBatcher(db, writers), newSignatureBatcher(db, writers)}
 			exp := time.Now().Add(time.Minute)
 			const sigs, copies = 100, 4
 			accepted := make([]atomic.Int32, sigs)

@@ -159,7 +159,7 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	}
 	s.mu.Lock()
 	if s.batcher == nil {
-		s.batcher = &signatureBatcher{store: s.Keys, writers: s.Writers}
+		s.batcher = newSignatureBatcher(s.Keys, s.Writers)
 	}
 	b := s.batcher
 	s.mu.Unlock()

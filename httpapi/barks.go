@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,8 +15,21 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
-	"github.com/yard-api/yard/store"
 )
+
+// BarkRunner is what the bark endpoints need of the bark runner (package
+// jobs' *Service).
+type BarkRunner interface {
+	// Bark makes dog d bark with effect, now or as a task (async, and
+	// every fetch-code bark); a synchronous effect that failed returns
+	// the bark, stored failed, with an EUNAVAILABLE error.
+	Bark(ctx context.Context, d *yard.Dog, effect string, async bool) (*yard.Bark, error)
+	// Cancel cancels a pending or running bark, or deletes a finished
+	// record; anything else is ECONFLICT.
+	Cancel(ctx context.Context, dogID, id string) error
+	// CheckCodeURL applies the operator's fetch policy to a codeUrl.
+	CheckCodeURL(u string) error
+}
 
 // barkView is a bark task, and for the record effect the bark record
 // (docs/barks.md).
@@ -410,18 +424,18 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVer
 		}
 	}
 	sum := sha256.Sum256(body)
-	status := http.StatusNoContent
-	if differs {
-		status = http.StatusResetContent
-	}
-	got, err := s.DB.ApplySchedulePatch(r.Context(), d.ID, store.SchedulePatch{Date: date, Hash: hex.EncodeToString(sum[:]),
-		Change: change, Received: now, Status: status, Fields: fields})
+	differs, err = s.DB.ApplySchedulePatch(r.Context(), d.ID, yard.SchedulePatch{Date: date, Hash: hex.EncodeToString(sum[:]),
+		Change: change, Received: now, Differs: differs, Fields: fields})
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	v.headers(s, w, d)
-	w.WriteHeader(got)
+	if differs {
+		w.WriteHeader(http.StatusResetContent)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // prefixField names the fields of a validation error inside an object.

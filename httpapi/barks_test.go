@@ -301,8 +301,8 @@ func TestScheduleViews(t *testing.T) {
 		}
 
 		// next: 0 is resolved to the receive time: 205.
-		time.Sleep(1100 * time.Millisecond) // a new HTTP date, one second later
-		second := map[string]string{"If-Unmodified-Since": httpDate(time.Now().Add(time.Second))}
+		// A new HTTP date, a second after the first one.
+		second := map[string]string{"If-Unmodified-Since": httpDate(time.Now().Add(2 * time.Second))}
 		now0 := map[string]any{"barks": map[string]any{"next": 0, "frequency": 1}}
 		run(t, env.Env, []scenario{
 			{"next 0: 205", as(apitest.Request{Method: "PATCH", Path: uri, Body: now0, Headers: second}), 205, nil, nil},

@@ -50,11 +50,11 @@ func (s *Server) checkCodeURL(u *string) error {
 	if u == nil || *u == "" {
 		return nil
 	}
-	policy := &fetch.Policy{}
-	if s.Barks != nil && s.Barks.Effects != nil && s.Barks.Effects.Fetcher != nil && s.Barks.Effects.Fetcher.Policy != nil {
-		policy = s.Barks.Effects.Fetcher.Policy
+	check := (&fetch.Policy{}).CheckURL
+	if s.Barks != nil {
+		check = s.Barks.CheckCodeURL
 	}
-	if err := policy.CheckURL(*u); err != nil {
+	if err := check(*u); err != nil {
 		return yard.Invalid("The codeUrl cannot be used.", yard.FieldError{Field: "codeUrl", Message: err.Error()})
 	}
 	return nil

@@ -20,7 +20,6 @@ import (
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
-	"github.com/yard-api/yard/jobs"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/pages"
 	"github.com/yard-api/yard/store"
@@ -65,7 +64,7 @@ type Deps struct {
 	// "dev".
 	Version string
 	// Barks runs bark tasks; nil answers the bark endpoints with 503.
-	Barks *jobs.Service
+	Barks BarkRunner
 	// Cars answers every car list; nil lets the store's SQL path answer.
 	// cmd/yard gives the search index (package search). When it has a
 	// Ready() bool method, /readyz reports which path answers.

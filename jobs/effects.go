@@ -10,7 +10,6 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/notify"
-	"github.com/yard-api/yard/store"
 )
 
 // Effects performs the four bark effects (spec (a)-(d)). Only the external
@@ -85,21 +84,21 @@ func (e *Effects) CodeDir(dogID string) string {
 
 // Run performs the external part of bark b of dog d and returns what the
 // store must apply.
-func (e *Effects) Run(ctx context.Context, b *yard.Bark, d *yard.Dog) (store.TaskResult, error) {
+func (e *Effects) Run(ctx context.Context, b *yard.Bark, d *yard.Dog) (yard.TaskResult, error) {
 	switch b.Effect {
 	case yard.EffectRecord:
-		return store.TaskResult{}, nil
+		return yard.TaskResult{}, nil
 	case yard.EffectEmail, yard.EffectEmailCount:
 		return e.email(ctx, b, d)
 	case yard.EffectFetchCode:
 		return e.fetchCode(ctx, b, d)
 	}
-	return store.TaskResult{}, Permanent(fmt.Errorf("unknown effect %q", b.Effect))
+	return yard.TaskResult{}, Permanent(fmt.Errorf("unknown effect %q", b.Effect))
 }
 
-func (e *Effects) email(ctx context.Context, b *yard.Bark, d *yard.Dog) (store.TaskResult, error) {
+func (e *Effects) email(ctx context.Context, b *yard.Bark, d *yard.Dog) (yard.TaskResult, error) {
 	if e.Mailer == nil {
-		return store.TaskResult{}, Permanent(errors.New("no mailer configured"))
+		return yard.TaskResult{}, Permanent(errors.New("no mailer configured"))
 	}
 	from := e.From
 	if from == "" {
@@ -109,24 +108,24 @@ func (e *Effects) email(ctx context.Context, b *yard.Bark, d *yard.Dog) (store.T
 		Subject: fmt.Sprintf("Woof! %s barked", d.Name),
 		Body:    fmt.Sprintf("%s barked.\n\nBark %s (%s) of dog %s.\n", d.Name, b.ID, b.Effect, d.ID)}
 	if err := e.Mailer.SendMail(ctx, m); err != nil {
-		return store.TaskResult{}, err
+		return yard.TaskResult{}, err
 	}
-	return store.TaskResult{Output: "mail sent to " + d.Email + " with Message-ID <" + m.ID + ">"}, nil
+	return yard.TaskResult{Output: "mail sent to " + d.Email + " with Message-ID <" + m.ID + ">"}, nil
 }
 
-func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (store.TaskResult, error) {
+func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (yard.TaskResult, error) {
 	if e.Fetcher == nil {
-		return store.TaskResult{}, Permanent(errors.New("no fetch runner configured"))
+		return yard.TaskResult{}, Permanent(errors.New("no fetch runner configured"))
 	}
 	if d.CodeURL == "" {
-		return store.TaskResult{}, Permanent(errors.New("the dog has no codeUrl to fetch"))
+		return yard.TaskResult{}, Permanent(errors.New("the dog has no codeUrl to fetch"))
 	}
 	res, err := e.Fetcher.Fetch(ctx, d.CodeURL, e.CodeDir(d.ID))
 	if err != nil {
 		// The error names a category (fetch.Kind); what git said may
 		// hold network details (addresses, the state of a port) and
 		// stays in the operator's log.
-		return store.TaskResult{}, err
+		return yard.TaskResult{}, err
 	}
 	var out strings.Builder
 	out.WriteString(res.Output)
@@ -137,7 +136,7 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (sto
 	owner, err := e.Users.FindUserByID(ctx, d.Owner)
 	switch {
 	case err != nil:
-		return store.TaskResult{Output: out.String()}, err
+		return yard.TaskResult{Output: out.String()}, err
 	case owner.Phone == "":
 		out.WriteString("the owner has no phone number: no text message sent\n")
 	case e.Texter == nil:
@@ -146,12 +145,12 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (sto
 		id := "bark-" + b.ID
 		body := fmt.Sprintf("%s fetched its code: revision %s", d.Name, shortRev(res.Revision))
 		if err := e.Texter.SendText(ctx, notify.Text{ID: id, To: owner.Phone, Body: body}); err != nil {
-			return store.TaskResult{Output: out.String()}, err
+			return yard.TaskResult{Output: out.String()}, err
 		}
 		fmt.Fprintf(&out, "text message %s sent to the owner\n", id)
 	}
 	rev := res.Revision
-	return store.TaskResult{Output: out.String(), CodeRevision: &rev}, nil
+	return yard.TaskResult{Output: out.String(), CodeRevision: &rev}, nil
 }
 
 func shortRev(r string) string {

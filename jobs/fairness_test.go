@@ -60,7 +60,8 @@ func TestStalledFetchesNeverDelayEmail(t *testing.T) {
 		done := make(chan struct{})
 		go func() { s.Run(ctx); close(done) }()
 		defer func() { cancel(); <-done }()
-		// Let the fetches take whatever workers they can.
+		// Let the fetches take whatever workers they can: one, the
+		// owner's bound (FetchPerUser).
 		waitFor(t, func() bool {
 			for _, b := range fetches {
 				if got, _ := db.FindBark(ctx, b.DogID, b.ID); got != nil && got.Status == yard.BarkRunning {
@@ -69,7 +70,6 @@ func TestStalledFetchesNeverDelayEmail(t *testing.T) {
 			}
 			return false
 		})
-		time.Sleep(200 * time.Millisecond)
 		start := time.Now()
 		b, err := s.Bark(ctx, f.dog, yard.EffectEmail, true)
 		if err != nil {
@@ -120,14 +120,14 @@ func TestFetchClaimsBoundedPerDogAndUser(t *testing.T) {
 		if err := db.EnqueueBark(ctx, mail); err != nil {
 			t.Fatal(err)
 		}
-		claim := func(who string, f store.ClaimFilter) *yard.Bark {
+		claim := func(who string, f yard.ClaimFilter) *yard.Bark {
 			b, _, err := db.ClaimTaskOf(ctx, who, time.Minute, f)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return b
 		}
-		fetch1 := store.ClaimFilter{Kind: store.ClaimFetch, FetchPerUser: 1}
+		fetch1 := yard.ClaimFilter{Kind: yard.ClaimFetch, FetchPerUser: 1}
 		first := claim("p1", fetch1)
 		if first == nil || (first.DogID != a1.ID && first.DogID != a2.ID) {
 			t.Fatalf("first claim: got %+v, want a fetch of alice's", first)
@@ -141,7 +141,7 @@ func TestFetchClaimsBoundedPerDogAndUser(t *testing.T) {
 		}
 		// With two per user, alice's other dog may run, never a second
 		// fetch of the same dog.
-		fetch2 := store.ClaimFilter{Kind: store.ClaimFetch, FetchPerUser: 2}
+		fetch2 := yard.ClaimFilter{Kind: yard.ClaimFetch, FetchPerUser: 2}
 		if b := claim("p3", fetch2); b == nil || b.DogID == first.DogID || b.DogID == b1.ID {
 			t.Fatalf("claim with two per user: got %+v, want a fetch of alice's other dog", b)
 		}
@@ -149,7 +149,7 @@ func TestFetchClaimsBoundedPerDogAndUser(t *testing.T) {
 			t.Fatalf("got %+v, want none: the dog's fetch is already running", b)
 		}
 		// The store pool never takes fetches; the fetch pool never takes mail.
-		if b := claim("p4", store.ClaimFilter{Kind: store.ClaimStore}); b == nil || b.ID != mail.ID {
+		if b := claim("p4", yard.ClaimFilter{Kind: yard.ClaimStore}); b == nil || b.ID != mail.ID {
 			t.Fatalf("store claim: got %+v, want the e-mail bark", b)
 		}
 	})
@@ -211,7 +211,7 @@ func TestConcurrentFetchClaimsKeepTheBound(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 8 {
 			wg.Go(func() {
-				b, _, err := db.ClaimTaskOf(ctx, fmt.Sprintf("p%d", i), time.Minute, store.ClaimFilter{Kind: store.ClaimFetch, FetchPerUser: 2})
+				b, _, err := db.ClaimTaskOf(ctx, fmt.Sprintf("p%d", i), time.Minute, yard.ClaimFilter{Kind: yard.ClaimFetch, FetchPerUser: 2})
 				if err != nil {
 					t.Error(err)
 				}

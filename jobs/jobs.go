@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
-	"github.com/yard-api/yard/store"
+	"github.com/yard-api/yard/fetch"
 )
 
 // Defaults of a Service.
@@ -44,7 +44,8 @@ const (
 
 // Service runs the barks of one process.
 type Service struct {
-	DB      *store.DB
+	// DB is the store the tasks live in.
+	DB      Store
 	Effects *Effects
 	Logger  *slog.Logger
 	// Owner names this process in task leases.
@@ -211,6 +212,16 @@ func (s *Service) Cancel(ctx context.Context, dogID, id string) error {
 	return nil
 }
 
+// CheckCodeURL applies the fetch policy of the effects' runner (the
+// default policy when there is none) to a dog's codeUrl being written.
+func (s *Service) CheckCodeURL(u string) error {
+	p := &fetch.Policy{}
+	if s.Effects != nil && s.Effects.Fetcher != nil && s.Effects.Fetcher.Policy != nil {
+		p = s.Effects.Fetcher.Policy
+	}
+	return p.CheckURL(u)
+}
+
 // Wake tells idle workers of this process that a task may be due.
 func (s *Service) Wake() {
 	s.init()
@@ -234,18 +245,18 @@ func (s *Service) Run(ctx context.Context) {
 	s.init()
 	var wg sync.WaitGroup
 	for range s.Workers {
-		wg.Go(func() { s.work(ctx, store.ClaimFilter{Kind: store.ClaimStore}, s.wake) })
+		wg.Go(func() { s.work(ctx, yard.ClaimFilter{Kind: yard.ClaimStore}, s.wake) })
 	}
 	for range s.FetchWorkers {
 		wg.Go(func() {
-			s.work(ctx, store.ClaimFilter{Kind: store.ClaimFetch, FetchPerUser: s.FetchPerUser}, s.wakeFetch)
+			s.work(ctx, yard.ClaimFilter{Kind: yard.ClaimFetch, FetchPerUser: s.FetchPerUser}, s.wakeFetch)
 		})
 	}
 	wg.Go(func() { s.schedule(ctx) })
 	wg.Wait()
 }
 
-func (s *Service) work(ctx context.Context, f store.ClaimFilter, wake chan struct{}) {
+func (s *Service) work(ctx context.Context, f yard.ClaimFilter, wake chan struct{}) {
 	for ctx.Err() == nil {
 		ran, err := s.runOneOf(ctx, f)
 		if ctx.Err() == nil {
@@ -308,10 +319,10 @@ func (s *Service) Tick(ctx context.Context) (int, error) {
 // there was a task.
 func (s *Service) RunOne(ctx context.Context) (bool, error) {
 	s.init()
-	return s.runOneOf(ctx, store.ClaimFilter{FetchPerUser: s.FetchPerUser})
+	return s.runOneOf(ctx, yard.ClaimFilter{FetchPerUser: s.FetchPerUser})
 }
 
-func (s *Service) runOneOf(ctx context.Context, f store.ClaimFilter) (bool, error) {
+func (s *Service) runOneOf(ctx context.Context, f yard.ClaimFilter) (bool, error) {
 	b, token, err := s.DB.ClaimTaskOf(ctx, s.Owner, s.Lease, f)
 	if err != nil || b == nil {
 		return false, err
@@ -348,7 +359,7 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 				return
 			case <-t.C:
 				err := s.DB.ExtendLease(tctx, b.ID, token, s.Lease)
-				if errors.Is(err, store.ErrLeaseLost) {
+				if errors.Is(err, yard.ErrLeaseLost) {
 					cancel(errLost)
 					return
 				} else if err != nil && tctx.Err() == nil {
@@ -375,7 +386,7 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 	switch {
 	case err == nil:
 		err := s.DB.CompleteTask(wctx, b, token, res)
-		if errors.Is(err, store.ErrLeaseLost) {
+		if errors.Is(err, yard.ErrLeaseLost) {
 			log.Info("bark finished after it was canceled or taken over; nothing stored")
 			return nil
 		}
@@ -390,7 +401,7 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 		return nil
 	case ctx.Err() != nil:
 		// Shutdown: hand the task back for another worker or process.
-		if rerr := s.DB.ReleaseTask(wctx, b.ID, token); rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) {
+		if rerr := s.DB.ReleaseTask(wctx, b.ID, token); rerr != nil && !errors.Is(rerr, yard.ErrLeaseLost) {
 			return rerr
 		}
 		log.Info("bark handed back at shutdown")
@@ -400,7 +411,7 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 		wait := s.TimeoutBackoff(b.Attempts)
 		log.Warn("bark timed out; will retry", slog.String("error", err.Error()), slog.Duration("wait", wait))
 		observe("retry")
-		return ignoreLost(s.DB.RetryTask(wctx, b.ID, token, s.DB.Now().Add(wait), err.Error(), res.Output))
+		return ignoreLost(s.DB.RetryTask(wctx, b.ID, token, wait, err.Error(), res.Output))
 	case timedOut(err):
 		log.Warn("bark timed out", slog.String("error", err.Error()))
 		observe(yard.BarkFailed)
@@ -409,7 +420,7 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 		wait := s.Backoff(b.Attempts)
 		log.Warn("bark failed; will retry", slog.String("error", err.Error()), slog.Duration("wait", wait))
 		observe("retry")
-		return ignoreLost(s.DB.RetryTask(wctx, b.ID, token, s.DB.Now().Add(wait), err.Error(), res.Output))
+		return ignoreLost(s.DB.RetryTask(wctx, b.ID, token, wait, err.Error(), res.Output))
 	default:
 		log.Warn("bark failed", slog.String("error", err.Error()))
 		observe(yard.BarkFailed)
@@ -418,14 +429,14 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 }
 
 func ignoreLost(err error) error {
-	if errors.Is(err, store.ErrLeaseLost) {
+	if errors.Is(err, yard.ErrLeaseLost) {
 		return nil
 	}
 	return err
 }
 
 // execute runs the effect of b, turning a panic into a permanent failure.
-func (s *Service) execute(ctx context.Context, b *yard.Bark) (res store.TaskResult, err error) {
+func (s *Service) execute(ctx context.Context, b *yard.Bark) (res yard.TaskResult, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = Permanent(fmt.Errorf("effect panicked: %v", v))

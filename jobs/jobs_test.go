@@ -219,7 +219,7 @@ func TestExpiredLeaseIsTakenAgain(t *testing.T) {
 			t.Fatalf("tasks run after the lease expired: got %d, want 1", n)
 		}
 		// The dead worker coming back cannot apply its effect again.
-		if err := db.CompleteTask(ctx, dead, token, store.TaskResult{}); err != store.ErrLeaseLost {
+		if err := db.CompleteTask(ctx, dead, token, yard.TaskResult{}); err != yard.ErrLeaseLost {
 			t.Fatalf("stale completion: got %v, want ErrLeaseLost", err)
 		}
 		got, _ := db.FindBark(ctx, f.dog.ID, b.ID)
@@ -469,8 +469,12 @@ func TestTwoProcessesOnePostgres(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s1.Run(runCtx) })
 	wg.Go(func() { s2.Run(runCtx) })
-	waitFor(t, func() bool { return f.barkCount(t) >= n })
-	time.Sleep(200 * time.Millisecond)
+	// Every task ends succeeded; none runs twice after that.
+	waitFor(t, func() bool {
+		var left int
+		err := db1.Read().QueryRow(`SELECT COUNT(*) FROM tasks WHERE status <> 'succeeded'`).Scan(&left)
+		return err == nil && left == 0
+	})
 	stop()
 	wg.Wait()
 	if got := f.barkCount(t); got != n {

@@ -3,13 +3,12 @@ package jobs
 import (
 	"log/slog"
 	"sync/atomic"
-
-	"github.com/yard-api/yard/store"
 )
 
-// storeDown is set, for the whole process, while the workers. and scheduler's loops meet a store
-// that cannot be reached (store.Unavailable), so that an outage is logged
-// once, not on every poll of every worker.
+// storeDown is set, for the whole process, while the workers' and
+// scheduler's loops meet a store that cannot be reached
+// (Store.Unreachable), so that an outage is logged once, not on every
+// poll of every worker.
 var storeDown atomic.Bool
 
 // logLoopError logs an error of a worker or scheduler loop (what names
@@ -22,7 +21,7 @@ func (s *Service) logLoopError(what string, err error) {
 		}
 		return
 	}
-	if store.Unavailable(err) != nil {
+	if s.DB.Unreachable(err) {
 		if storeDown.CompareAndSwap(false, true) {
 			s.Logger.Warn(what+": store unavailable; retrying until it answers", slog.String("error", err.Error()))
 		}

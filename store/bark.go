@@ -11,13 +11,6 @@ import (
 	"github.com/yard-api/yard"
 )
 
-var _ yard.BarkService = (*DB)(nil)
-
-// ErrLeaseLost is returned when a worker tries to change a task it no
-// longer holds: the task was canceled, or its lease expired and another
-// worker took it. The worker's store effects are then not applied.
-var ErrLeaseLost = errors.New("task lease lost")
-
 const barkColumns = `id, dog_id, effect, status, async, source, slot_at, created_at, started_at, finished_at, barked_at, error, output, dog_changed, attempts`
 
 func scanBark(row interface{ Scan(...any) error }) (*yard.Bark, error) {
@@ -226,38 +219,20 @@ func (db *DB) CancelBark(ctx context.Context, dogID, id string) (*yard.Bark, err
 // does the same. It returns nil when no task is due. token identifies this
 // lease: every later change of the task must present it.
 func (db *DB) ClaimTask(ctx context.Context, owner string, lease time.Duration) (b *yard.Bark, token string, err error) {
-	return db.ClaimTaskOf(ctx, owner, lease, ClaimFilter{})
-}
-
-// Kinds of task a worker pool takes (ClaimFilter.Kind).
-const (
-	ClaimAny   = ""
-	ClaimFetch = "fetch" // fetch-code tasks only
-	ClaimStore = "store" // every effect but fetch-code
-)
-
-// ClaimFilter narrows the tasks ClaimTaskOf takes.
-type ClaimFilter struct {
-	// Kind is ClaimAny, ClaimFetch or ClaimStore.
-	Kind string
-	// FetchPerUser, when above zero, bounds the fetch-code tasks running
-	// at once for the dogs of one owner, across every process sharing the
-	// store. A fetch-code task is never claimed while another of the same
-	// dog runs (with a live lease).
-	FetchPerUser int
+	return db.ClaimTaskOf(ctx, owner, lease, yard.ClaimFilter{})
 }
 
 // ClaimTaskOf is ClaimTask for the tasks f selects.
-func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration, f ClaimFilter) (b *yard.Bark, token string, err error) {
+func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration, f yard.ClaimFilter) (b *yard.Bark, token string, err error) {
 	// The conditions are fixed SQL text; the bound is a parameter.
 	cond := ""
 	switch f.Kind {
-	case ClaimFetch:
+	case yard.ClaimFetch:
 		cond = ` AND t.effect = 'fetch-code'`
-	case ClaimStore:
+	case yard.ClaimStore:
 		cond = ` AND t.effect <> 'fetch-code'`
 	}
-	limits := f.Kind != ClaimStore
+	limits := f.Kind != yard.ClaimStore
 	if limits {
 		cond += ` AND (t.effect <> 'fetch-code' OR (
 			NOT EXISTS (SELECT 1 FROM tasks r WHERE r.dog_id = t.dog_id AND r.effect = 'fetch-code' AND r.status = 'running'
@@ -317,16 +292,9 @@ func leaseResult(res sql.Result, err error) error {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrLeaseLost
+		return yard.ErrLeaseLost
 	}
 	return nil
-}
-
-// TaskResult is what a finished effect did.
-type TaskResult struct {
-	Output string
-	// CodeRevision, when set, is the dog's new codeRevision (fetch-code).
-	CodeRevision *string
 }
 
 // CompleteTask marks a running task succeeded and applies its store
@@ -334,7 +302,7 @@ type TaskResult struct {
 // record, the new codeRevision for fetch-code. A worker that lost the
 // lease gets ErrLeaseLost and nothing is applied, so store effects happen
 // exactly once.
-func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r TaskResult) error {
+func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r yard.TaskResult) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		changed := countsBark(b.Effect)
@@ -363,11 +331,12 @@ func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r Ta
 	})
 }
 
-// RetryTask puts a running task back to pending, to run again at runAt.
-func (db *DB) RetryTask(ctx context.Context, id, token string, runAt time.Time, msg, output string) error {
+// RetryTask puts a running task back to pending, to run again after wait
+// (by the store's clock).
+func (db *DB) RetryTask(ctx context.Context, id, token string, wait time.Duration, msg, output string) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, error = $2, output = $3, lease_token = '', lease_until = 0
-			WHERE id = $4 AND lease_token = $5 AND status = 'running'`, Millis(runAt), msg, output, id, token)
+			WHERE id = $4 AND lease_token = $5 AND status = 'running'`, Millis(tx.Now().Add(wait)), msg, output, id, token)
 		return leaseResult(res, err)
 	})
 }
@@ -537,32 +506,23 @@ func writeSchedule(ctx context.Context, tx *Tx, dogID string, c yard.ScheduleCha
 	return touchDog(ctx, tx, dogID, 0, now)
 }
 
-// SchedulePatch is a PATCH of a dog whose body holds barks (docs/barks.md).
-type SchedulePatch struct {
-	// Date is the If-Unmodified-Since of the request; Hash identifies its
-	// body. A request with the same date and hash as the last applied one
-	// is a repeat.
-	Date time.Time
-	Hash string
-	// Change is the schedule asked for, Received the time the request
-	// arrived (for refusing a next in the past).
-	Change   yard.ScheduleChange
-	Received time.Time
-	// Status is the answer when it is applied: 204, or 205 when the stored
-	// representation differs from what was sent.
-	Status int
-	// Fields are the ordinary fields the same PATCH changes.
-	Fields yard.DogUpdate
-}
+// The change_status column of bark_schedules keeps, for the last applied
+// PATCH, whether the stored representation differed from what was sent,
+// as the status first answered (204 or 205, its encoding since migration
+// 00010); 0 when no PATCH was applied.
+const (
+	changeSame    = 204
+	changeDiffers = 205
+)
 
 // ApplySchedulePatch applies a schedule PATCH once (RFC 9110 §13.1.4): a
-// repeat of the last applied request answers its status again without
-// applying anything; a request whose date is older than the dog's last
-// change is EPRECONDITION; a refused schedule is ESCHEDULEREFUSED. It
-// returns the status to answer.
-func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p SchedulePatch) (int, error) {
-	status := 0
-	err := db.WithTx(ctx, func(tx *Tx) error {
+// repeat of the last applied request applies nothing and reports what the
+// first one did; a request whose date is older than the dog's last change
+// is EPRECONDITION; a refused schedule is ESCHEDULEREFUSED. It reports
+// whether the stored representation differs from what was sent
+// (p.Differs, or that of the repeated request).
+func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p yard.SchedulePatch) (differs bool, err error) {
+	err = db.WithTx(ctx, func(tx *Tx) error {
 		d, err := db.lockDog(ctx, tx, dogID)
 		if err != nil {
 			return err
@@ -572,7 +532,7 @@ func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p SchedulePa
 			return err
 		}
 		if s.exists && s.changeDate == p.Date.Unix() && s.changeHash == p.Hash && s.changeStatus != 0 {
-			status = s.changeStatus
+			differs = s.changeStatus == changeDiffers
 			return nil
 		}
 		if d.UpdatedAt.Truncate(time.Second).After(p.Date) {
@@ -590,12 +550,16 @@ func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p SchedulePa
 		if err := writeSchedule(ctx, tx, dogID, p.Change, now); err != nil {
 			return err
 		}
+		change := changeSame
+		if p.Differs {
+			change = changeDiffers
+		}
 		_, err = tx.ExecContext(ctx, `UPDATE bark_schedules SET change_date = $1, change_hash = $2, change_status = $3 WHERE dog_id = $4`,
-			p.Date.Unix(), p.Hash, p.Status, dogID)
-		status = p.Status
+			p.Date.Unix(), p.Hash, change, dogID)
+		differs = p.Differs
 		return err
 	})
-	return status, err
+	return differs, err
 }
 
 // SetScheduleByToken applies a POST of the bark-schedule resource. A token

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"sync"
+
+	"github.com/yard-api/yard/internal/batch"
 )
 
 // Group commit. SQLite has one writer, so small write transactions queue
@@ -17,17 +19,13 @@ import (
 // parallel, and a batch holds at most 48 savepoints, under the 64
 // subtransactions a backend caches. A write without a key is not batched.
 
-type batchReq struct {
-	ctx  context.Context
-	fn   func(tx *Tx) error
-	done chan error
+// batchWrite is one caller's write: fn runs under the caller's ctx.
+type batchWrite struct {
+	ctx context.Context
+	fn  func(tx *Tx) error
 }
 
-type batcher struct {
-	mu      sync.Mutex
-	queue   []*batchReq
-	running bool
-}
+type writeQueue = batch.Queue[batchWrite, struct{}]
 
 // maxBatch bounds the writes committed together, per engine.
 func (db *DB) maxBatch() int {
@@ -42,7 +40,7 @@ type batchKey struct {
 	key string
 }
 
-var batchers sync.Map // batchKey -> *batcher
+var batchers sync.Map // batchKey -> *writeQueue
 
 // WithBatchTx runs fn in a write transaction that it may share with other
 // concurrent callers: all of them on SQLite, those with the same key on
@@ -55,57 +53,38 @@ func (db *DB) WithBatchTx(ctx context.Context, key string, fn func(tx *Tx) error
 		return db.WithTx(ctx, fn)
 	}
 	k := batchKey{db, key}
-	v, _ := batchers.LoadOrStore(k, &batcher{})
-	b := v.(*batcher)
-	req := &batchReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	b.mu.Lock()
-	b.queue = append(b.queue, req)
-	if !b.running {
-		b.running = true
-		go b.drain(db, k)
+	v, ok := batchers.Load(k)
+	if !ok {
+		q := &writeQueue{Flights: 1, Max: db.maxBatch(), Run: db.runBatch}
+		// Forget the idle queue. A caller that loaded it before still
+		// runs it (it starts draining again); it is merely unshared.
+		q.Idle = func() { batchers.CompareAndDelete(k, q) }
+		v, _ = batchers.LoadOrStore(k, q)
 	}
-	b.mu.Unlock()
-	return <-req.done
+	// fn uses the caller's variables: wait for it to have run, whatever
+	// ctx does (a canceled ctx skips or stops fn itself).
+	_, err := v.(*writeQueue).Do(context.Background(), batchWrite{ctx, fn})
+	return err
 }
 
-func (b *batcher) drain(db *DB, k batchKey) {
-	for {
-		b.mu.Lock()
-		n := min(len(b.queue), db.maxBatch())
-		if n == 0 {
-			b.running = false
-			// Forget the idle batcher. A caller that loaded it before
-			// still runs it (it restarts draining); it is merely unshared.
-			batchers.CompareAndDelete(k, b)
-			b.mu.Unlock()
-			return
-		}
-		batch := b.queue[:n:n]
-		b.queue = b.queue[n:]
-		b.mu.Unlock()
-		db.runBatch(batch)
-	}
-}
-
-func (db *DB) runBatch(batch []*batchReq) {
-	if len(batch) == 1 {
+func (db *DB) runBatch(writes []batchWrite, res []batch.Result[struct{}]) {
+	if len(writes) == 1 {
 		// Alone: no savepoint needed.
-		r := batch[0]
-		r.done <- db.WithTx(r.ctx, r.fn)
+		r := writes[0]
+		res[0].Err = db.WithTx(r.ctx, r.fn)
 		return
 	}
-	errs := make([]error, len(batch))
 	err := db.WithTx(context.Background(), func(tx *Tx) error {
-		for i, r := range batch {
+		for i, r := range writes {
 			if err := r.ctx.Err(); err != nil {
-				errs[i] = err
+				res[i].Err = err
 				continue
 			}
 			const sp = "batch_item" // released before the next one starts
 			if _, err := tx.ExecContext(r.ctx, "SAVEPOINT "+sp); err != nil {
 				return err
 			}
-			if errs[i] = r.fn(tx); errs[i] != nil {
+			if res[i].Err = r.fn(tx); res[i].Err != nil {
 				if _, err := tx.ExecContext(context.Background(), "ROLLBACK TO SAVEPOINT "+sp); err != nil {
 					return err
 				}
@@ -116,10 +95,9 @@ func (db *DB) runBatch(batch []*batchReq) {
 		}
 		return nil
 	})
-	for i, r := range batch {
-		if errs[i] == nil {
-			errs[i] = err
+	for i := range res {
+		if res[i].Err == nil {
+			res[i].Err = err
 		}
-		r.done <- errs[i]
 	}
 }

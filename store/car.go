@@ -10,8 +10,6 @@ import (
 	"github.com/yard-api/yard"
 )
 
-var _ yard.CarService = (*DB)(nil)
-
 const carColumns = `id, color, type, doors, make, model, year, garage_id, created_at, updated_at`
 
 func scanCar(row interface{ Scan(...any) error }) (*yard.Car, error) {
@@ -29,7 +27,7 @@ func scanCar(row interface{ Scan(...any) error }) (*yard.Car, error) {
 // FindCarByID returns the car with that id, or ENOTFOUND.
 func (db *DB) FindCarByID(ctx context.Context, id string) (*yard.Car, error) {
 	if db.engine == Postgres && !db.noCarBatch.Load() {
-		return db.carLoaderOf().load(ctx, db, id)
+		return db.carLoaderOf().Do(ctx, id)
 	}
 	c, err := scanCar(db.QueryRow(ctx, `SELECT `+carColumns+` FROM cars WHERE id = $1`, id))
 	return c, notFound(err, "Car")

@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/batch"
 )
 
 // Batched primary-key reads of cars on PostgreSQL. A read of one car by id
@@ -33,22 +33,13 @@ const carLoadTimeout = 30 * time.Second
 // maxCarLoad bounds the ids one query asks for.
 const maxCarLoad = 128
 
-type carLoadReq struct {
-	id   string
-	car  *yard.Car
-	err  error
-	done chan struct{}
-}
-
-type carLoader struct {
-	mu       sync.Mutex
-	queue    []*carLoadReq
-	inflight int
-}
+type carLoader = batch.Queue[string, *yard.Car]
 
 // carLoaderOf returns the store's loader, made on first use.
 func (db *DB) carLoaderOf() *carLoader {
-	db.carLoaderOnce.Do(func() { db.carLoad = &carLoader{} })
+	db.carLoaderOnce.Do(func() {
+		db.carLoad = &carLoader{Flights: carLoadFlights, Max: maxCarLoad, Run: db.loadCars}
+	})
 	return db.carLoad
 }
 
@@ -56,65 +47,21 @@ func (db *DB) carLoaderOf() *carLoader {
 // or off. Benchmarks use it to show what it saves.
 func (db *DB) SetCarReadBatching(on bool) { db.noCarBatch.Store(!on) }
 
-// load returns the car with that id through a shared batch query.
-func (l *carLoader) load(ctx context.Context, db *DB, id string) (*yard.Car, error) {
-	req := &carLoadReq{id: id, done: make(chan struct{})}
-	l.mu.Lock()
-	l.queue = append(l.queue, req)
-	if l.inflight < carLoadFlights {
-		l.inflight++
-		go l.run(db)
-	}
-	l.mu.Unlock()
-	select {
-	case <-req.done:
-		return req.car, req.err
-	case <-ctx.Done():
-		// The batch still runs for the others; this answer is dropped.
-		return nil, ctx.Err()
-	}
-}
-
-// run takes batches from the queue until it is empty.
-func (l *carLoader) run(db *DB) {
-	for {
-		l.mu.Lock()
-		n := min(len(l.queue), maxCarLoad)
-		if n == 0 {
-			l.inflight--
-			l.mu.Unlock()
-			return
-		}
-		batch := l.queue[:n:n]
-		l.queue = l.queue[n:]
-		if len(l.queue) == 0 {
-			l.queue = nil // let the backing array go
-		}
-		l.mu.Unlock()
-		db.loadCars(batch)
-	}
-}
-
 // loadCars answers every request of one batch with one query.
-func (db *DB) loadCars(batch []*carLoadReq) {
-	ids := make([]string, 0, len(batch))
-	for _, r := range batch {
-		ids = append(ids, r.id) // a repeated id matches its row once
-	}
-	found, err := db.carsByID(ids)
-	for _, r := range batch {
-		switch c, ok := found[r.id]; {
+func (db *DB) loadCars(ids []string, res []batch.Result[*yard.Car]) {
+	found, err := db.carsByID(ids) // a repeated id matches its row once
+	for i, id := range ids {
+		switch c, ok := found[id]; {
 		case err != nil:
-			r.err = err
+			res[i].Err = err
 		case ok:
 			// Each caller gets its own copy, as if it had read alone (one
 			// car may be asked for twice in a batch).
 			cp := *c
-			r.car = &cp
+			res[i].Val = &cp
 		default:
-			r.err = notFound(sql.ErrNoRows, "Car")
+			res[i].Err = notFound(sql.ErrNoRows, "Car")
 		}
-		close(r.done)
 	}
 }
 

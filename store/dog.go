@@ -6,8 +6,6 @@ import (
 	"github.com/yard-api/yard"
 )
 
-var _ yard.DogService = (*DB)(nil)
-
 const dogColumns = `id, name, email, owner_id, bark_count, bark_effect, code_url, code_revision, created_at, updated_at`
 
 func scanDog(row interface{ Scan(...any) error }) (*yard.Dog, error) {

@@ -7,8 +7,6 @@ import (
 	"github.com/yard-api/yard"
 )
 
-var _ yard.OrderService = (*DB)(nil)
-
 const orderColumns = `id, customer_id, status, canceled, created_at, updated_at`
 
 func scanOrder(row interface{ Scan(...any) error }) (*yard.Order, error) {

@@ -39,6 +39,10 @@ func Unavailable(err error) *yard.Error {
 	return &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store cannot be reached now; try again shortly.", RetryAfter: UnavailableRetryAfter}
 }
 
+// Unreachable reports whether err says the store cannot be reached now
+// (Unavailable, as a method for the interfaces of the store's users).
+func (db *DB) Unreachable(err error) bool { return err != nil && unavailable(err) }
+
 func unavailable(err error) bool {
 	var ye *yard.Error
 	if errors.As(err, &ye) {

@@ -7,9 +7,6 @@ import (
 	"github.com/yard-api/yard"
 )
 
-// Ensure DB implements the domain service.
-var _ yard.UserService = (*DB)(nil)
-
 const userColumns = `id, name, email, phone, roles, disabled, created_at, updated_at`
 
 func scanUser(row interface{ Scan(...any) error }) (*yard.User, error) {

@@ -195,8 +195,14 @@ func TestTwoServeProcessesOnePostgres(t *testing.T) {
 	}
 	wg.Wait()
 	all := waitTasks(t, s1.URL, dogURI, n+1)
-	time.Sleep(2 * time.Second) // both schedulers tick again: the slot must not fire twice
-	all = waitTasks(t, s1.URL, dogURI, n+1)
+	// The slot fired, and the store moved the schedule to the next one, an
+	// hour on: no later tick of either scheduler can fire it again.
+	resp, sched := call(t, "GET", s2.URL+dogURI+"bark-schedule", "alice", "alice password 1", nil)
+	last, _ := time.Parse(time.RFC3339, fmt.Sprint(sched["last"]))
+	next, _ := time.Parse(time.RFC3339, fmt.Sprint(sched["next"]))
+	if resp.StatusCode != 200 || last.IsZero() || next.Sub(last) != time.Hour || time.Until(next) < 55*time.Minute {
+		t.Fatalf("schedule after its slot fired: %d %v, want next an hour after last", resp.StatusCode, sched)
+	}
 	scheduled := 0
 	for _, b := range all {
 		if b["status"] != "succeeded" || b["attempts"] != 1.0 {

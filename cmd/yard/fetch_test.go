@@ -55,6 +55,7 @@ func TestServeFetchPolicy(t *testing.T) {
 		t.Fatalf("PATCH codeUrl: %d %v", resp.StatusCode, m)
 	}
 	stalled := []string{}
+	fido0 := time.Now()
 	for range 6 {
 		stalled = append(stalled, postAsync(t, s.URL, dogURI, "fetch-code"))
 	}
@@ -66,7 +67,18 @@ func TestServeFetchPolicy(t *testing.T) {
 		t.Fatalf("create bob's dog: %d %v", resp.StatusCode, m)
 	}
 	fido := "/v1/dogs/" + m["id"].(string) + "/"
-	time.Sleep(300 * time.Millisecond) // the fetches are running
+	// Wait for the fetches to be running.
+	for running := false; !running; {
+		for _, b := range stalled {
+			if _, m := call(t, "GET", s.URL+b, alice, alicePW, nil); m["status"] == "running" {
+				running = true
+			}
+		}
+		if time.Since(fido0) > 20*time.Second {
+			t.Fatal("no stalled fetch runs after 20 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	start := time.Now()
 	req := newJSONRequest(t, "POST", s.URL+fido+"barks", map[string]any{"effect": "email"})
 	req.Header.Set("Prefer", "respond-async")
