@@ -111,7 +111,7 @@ func (e *Effects) email(ctx context.Context, b *yard.Bark, d *yard.Dog) (store.T
 	if err := e.Mailer.SendMail(ctx, m); err != nil {
 		return store.TaskResult{}, err
 	}
-	return store.TaskResult{Output: "mail sent to " + d.Email + " with Message-ID <" + m.ID + ">"}, nil
+	return store.TaskResult{Output: fmt.Sprintf("mail to %s with Message-ID <%s> %s", d.Email, m.ID, notify.Delivery(e.Mailer))}, nil
 }
 
 func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (store.TaskResult, error) {
@@ -148,7 +148,7 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (sto
 		if err := e.Texter.SendText(ctx, notify.Text{ID: id, To: owner.Phone, Body: body}); err != nil {
 			return store.TaskResult{Output: out.String()}, err
 		}
-		fmt.Fprintf(&out, "text message %s sent to the owner\n", id)
+		fmt.Fprintf(&out, "text message %s to the owner %s\n", id, notify.Delivery(e.Texter))
 	}
 	rev := res.Revision
 	return store.TaskResult{Output: out.String(), CodeRevision: &rev}, nil
