@@ -139,7 +139,10 @@ func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions
 					ie.Line = lineNo
 					return st, ie
 				}
-				return st, fmt.Errorf("line %d: %w", lineNo, err)
+				if ctx.Err() != nil {
+					return st, ctx.Err()
+				}
+				return st, &ImportError{Line: lineNo, Msg: "the store could not be read: " + err.Error(), Err: err}
 			}
 		}
 		if err := sc.Err(); err != nil {
