@@ -221,7 +221,7 @@ func (f facetsView) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		name, _ := json.Marshal(fc.Field)
+		name, _ := marshalJSON(fc.Field)
 		b.Write(name)
 		b.WriteString(":{")
 		for j, v := range fc.Values {
@@ -232,7 +232,7 @@ func (f facetsView) MarshalJSON() ([]byte, error) {
 			if v.Null {
 				key = "null"
 			}
-			k, _ := json.Marshal(key)
+			k, _ := marshalJSON(key)
 			b.Write(k)
 			b.WriteByte(':')
 			b.WriteString(strconv.Itoa(v.Count))

@@ -308,9 +308,23 @@ func requireJSON(r *http.Request) error {
 	return nil
 }
 
+// marshalJSON is json.Marshal without HTML escaping: API bodies are JSON
+// documents, not HTML, so `<`, `>` and `&` are written as themselves (a
+// saved search's query "color=red&max=5", not "color=red\u0026max=5").
+// HTML pages escape their values with html/template instead.
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
+
 // writeJSON writes v as a JSON response with the status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
+	body, err := marshalJSON(v)
 	if err != nil {
 		body = []byte(`{"error":"encoding"}`)
 		status = http.StatusInternalServerError
@@ -325,7 +339,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // an ETag (a hash of the body) and Last-Modified, answering a matching
 // conditional GET or HEAD with 304 (RFC 9110 §13.1.2, §13.1.3).
 func writeRepresentation(w http.ResponseWriter, r *http.Request, v any, modified time.Time) {
-	body, err := json.Marshal(v)
+	body, err := marshalJSON(v)
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "encoding"})
 		return
@@ -350,7 +364,7 @@ func writeRepresentation(w http.ResponseWriter, r *http.Request, v any, modified
 
 // etagOf returns the strong entity tag of v's JSON representation.
 func etagOf(v any) string {
-	body, _ := json.Marshal(v)
+	body, _ := marshalJSON(v)
 	return etagOfBody(body)
 }
 
@@ -444,21 +458,42 @@ func (s *Server) writePageWith(w http.ResponseWriter, r *http.Request, items any
 	writeJSON(w, http.StatusOK, body)
 }
 
-// pageLinks builds the Link header of a page. It edits the raw query (keeping
-// its other pairs and separators as sent), so it also works for the car
-// grammar, which Go's url.ParseQuery cannot read.
+// pageLinks builds the Link header of a page. It edits the raw query,
+// keeping its other pairs and the separators between them as sent (`&` or
+// `;`), so it also works for the car grammar, which Go's url.ParseQuery
+// cannot read. offset and max go at the end, joined by the query's first
+// separator (`&` when it has none).
 func (s *Server) pageLinks(r *http.Request, total int, p yard.Page) string {
-	var keep []string
-	for _, pair := range strings.FieldsFunc(r.URL.RawQuery, func(c rune) bool { return c == '&' || c == ';' }) {
-		name, _, _ := strings.Cut(pair, "=")
-		if name == "offset" || name == "max" {
-			continue
+	raw := r.URL.RawQuery
+	sep := "&"
+	if i := strings.IndexAny(raw, "&;"); i >= 0 {
+		sep = raw[i : i+1]
+	}
+	// Each kept pair after the separator that came just before it.
+	var keep strings.Builder
+	prev := ""
+	for raw != "" {
+		pair, next := raw, ""
+		if i := strings.IndexAny(raw, "&;"); i >= 0 {
+			pair, next = raw[:i], raw[i:i+1]
+			raw = raw[i+1:]
+		} else {
+			raw = ""
 		}
-		keep = append(keep, pair)
+		if name, _, _ := strings.Cut(pair, "="); pair != "" && name != "offset" && name != "max" {
+			if keep.Len() > 0 {
+				keep.WriteString(prev)
+			}
+			keep.WriteString(pair)
+		}
+		prev = next
+	}
+	kept := keep.String()
+	if kept != "" {
+		kept += sep
 	}
 	link := func(offset int, rel string) string {
-		q := append(cloneStrings(keep), "offset="+strconv.Itoa(offset), "max="+strconv.Itoa(p.Max))
-		return "<" + s.url(r.URL.EscapedPath()) + "?" + strings.Join(q, "&") + `>; rel="` + rel + `"`
+		return "<" + s.url(r.URL.EscapedPath()) + "?" + kept + "offset=" + strconv.Itoa(offset) + sep + "max=" + strconv.Itoa(p.Max) + `>; rel="` + rel + `"`
 	}
 	size := max(p.Max, 1)
 	last := 0
@@ -475,5 +510,3 @@ func (s *Server) pageLinks(r *http.Request, total int, p yard.Page) string {
 	links = append(links, link(last, "last"))
 	return strings.Join(links, ", ")
 }
-
-func cloneStrings(s []string) []string { return append([]string(nil), s...) }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -111,7 +110,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeProblem(w http.ResponseWriter, p Problem) {
-	body, _ := json.Marshal(p)
+	body, _ := marshalJSON(p)
 	h := w.Header()
 	h.Del("ETag")
 	h.Del("Last-Modified")

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
@@ -160,10 +161,14 @@ func (s *Server) OpenAPI() ([]byte, error) {
 	if info, ok := doc["info"].(map[string]any); ok {
 		info["version"] = s.Version
 	}
-	out, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf) // no HTML escaping, as marshalJSON
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
 		return nil, err
 	}
+	out := bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
 	s.openapi = out
 	return out, nil
 }

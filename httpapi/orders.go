@@ -129,7 +129,7 @@ func (s *Server) writeOrder(w http.ResponseWriter, r *http.Request, status int, 
 func orderBody(o *yard.Order, media string) ([]byte, string, error) {
 	doc := newOrderDoc(o)
 	if media == mediaJSON {
-		body, err := json.Marshal(doc)
+		body, err := marshalJSON(doc)
 		return body, mediaJSON, err
 	}
 	body, err := marshalXML(doc)

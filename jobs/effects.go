@@ -110,7 +110,7 @@ func (e *Effects) email(ctx context.Context, b *yard.Bark, d *yard.Dog) (yard.Ta
 	if err := e.Mailer.SendMail(ctx, m); err != nil {
 		return yard.TaskResult{}, err
 	}
-	return yard.TaskResult{Output: "mail sent to " + d.Email + " with Message-ID <" + m.ID + ">"}, nil
+	return yard.TaskResult{Output: fmt.Sprintf("mail to %s with Message-ID <%s> %s", d.Email, m.ID, notify.Delivery(e.Mailer))}, nil
 }
 
 func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (yard.TaskResult, error) {
@@ -147,7 +147,7 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (yar
 		if err := e.Texter.SendText(ctx, notify.Text{ID: id, To: owner.Phone, Body: body}); err != nil {
 			return yard.TaskResult{Output: out.String()}, err
 		}
-		fmt.Fprintf(&out, "text message %s sent to the owner\n", id)
+		fmt.Fprintf(&out, "text message %s to the owner %s\n", id, notify.Delivery(e.Texter))
 	}
 	rev := res.Revision
 	return yard.TaskResult{Output: out.String(), CodeRevision: &rev}, nil

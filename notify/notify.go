@@ -78,3 +78,31 @@ func writeFileAtomic(dir, name string, data []byte) error {
 	}
 	return nil
 }
+
+// Delivery says, for a bark task's output, what handing a message to
+// sender (a Mailer or a Texter) did: "accepted by the SMTP server",
+// "queued in the mail outbox, not sent (no SMTP server configured)". An
+// outbox is not a delivery, and the output must not claim one. A sender
+// that does not say is described as "sent".
+func Delivery(sender any) string {
+	if d, ok := sender.(interface{ Delivery() string }); ok {
+		return d.Delivery()
+	}
+	return "sent"
+}
+
+// Delivery is what a message given to the SMTP server became.
+func (s *SMTP) Delivery() string { return "accepted by the SMTP server" }
+
+// Delivery is what a message written to the mail outbox became.
+func (o *MailOutbox) Delivery() string {
+	return "queued in the mail outbox, not sent (no SMTP server configured)"
+}
+
+// Delivery is what a text message given to the SMS provider became.
+func (a *SMSAPI) Delivery() string { return "accepted by the SMS provider" }
+
+// Delivery is what a text message written to the SMS outbox became.
+func (o *TextOutbox) Delivery() string {
+	return "queued in the SMS outbox, not sent (no SMS provider configured)"
+}

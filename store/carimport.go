@@ -4,17 +4,22 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/yard-api/yard"
 )
 
-// ImportStats counts what an import wrote.
+// ImportStats counts what an import wrote: the garage and car lines
+// imported and the input lines read up to the last batch written.
 type ImportStats struct {
 	Garages int
 	Cars    int
@@ -23,6 +28,37 @@ type ImportStats struct {
 
 // DefaultImportBatch is the number of lines written per transaction.
 const DefaultImportBatch = 50000
+
+// ImportOptions tunes ImportCarsWith.
+type ImportOptions struct {
+	// Batch is the number of lines per transaction (DefaultImportBatch
+	// when 0 or less).
+	Batch int
+	// Progress, when set, is called after each batch is committed with
+	// the totals so far.
+	Progress func(ImportStats)
+}
+
+// ImportError is an input line that cannot be imported, or a batch of
+// lines the database refused. Line is the line's number (1-based);
+// LastLine, when set, is the last line of a refused batch. Msg says what
+// is wrong in words.
+type ImportError struct {
+	Line, LastLine int
+	Msg            string
+	Err            error
+}
+
+// Error returns "line N: message" (or "lines N-M: message").
+func (e *ImportError) Error() string {
+	if e.LastLine > e.Line {
+		return fmt.Sprintf("lines %d-%d: %s", e.Line, e.LastLine, e.Msg)
+	}
+	return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+}
+
+// Unwrap returns the underlying error, if any.
+func (e *ImportError) Unwrap() error { return e.Err }
 
 // importLine is one NDJSON line of `yard import`.
 type importLine struct {
@@ -39,17 +75,30 @@ type importLine struct {
 	Garage *string `json:"garage"`
 }
 
-// ImportCars bulk-loads NDJSON lines {"kind":"garage"|"car", ...fields}
-// (fields as in the API; a line without id gets a new one) in one
-// transaction per batch of lines. A line whose id exists replaces that
-// garage or car, so an import can be run again. A car's garage must be
-// defined on an earlier line or already stored. Errors name the line; the
-// batches before it stay written.
+// ImportCars is ImportCarsWith with a batch size and no progress report.
 func (db *DB) ImportCars(ctx context.Context, r io.Reader, batch int) (ImportStats, error) {
+	return db.ImportCarsWith(ctx, r, ImportOptions{Batch: batch})
+}
+
+// ImportCarsWith bulk-loads NDJSON lines {"kind":"garage"|"car", ...fields}
+// (fields as in the API) in one transaction per batch of lines.
+//
+// A line whose id exists replaces that garage or car, and a line whose id
+// repeats an earlier line's replaces it (the last one wins), so an import
+// can be run again. A line without id gets one derived from its fields and
+// from how many identical id-less lines came before it in the input
+// (newImportID): running the same file again replaces those garages and
+// cars instead of adding copies, while two identical lines stay two cars.
+//
+// A car's garage must be defined on an earlier line or already stored.
+// Errors are *ImportError naming the line; the batches before it stay
+// written (the stats count them).
+func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions) (ImportStats, error) {
+	batch := opt.Batch
 	if batch <= 0 {
 		batch = DefaultImportBatch
 	}
-	im := &importer{db: db, states: map[string]string{}}
+	im := &importer{db: db, states: map[string]string{}, seen: map[[sha256.Size]byte]int{}}
 	if db.engine == SQLite {
 		// A bigger page cache for the writer while it loads: index pages
 		// stay in memory instead of being read back from the file.
@@ -70,12 +119,11 @@ func (db *DB) ImportCars(ctx context.Context, r io.Reader, batch int) (ImportSta
 	}
 	var st ImportStats
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc.Buffer(make([]byte, 64*1024), maxImportLine)
 	lineNo := 0
 	for {
-		var garages []*yard.Garage
-		var cars []*yard.Car
-		more := false
+		first := lineNo + 1
+		b := newImportBatch()
 		for n := 0; n < batch; {
 			if !sc.Scan() {
 				break
@@ -86,49 +134,25 @@ func (db *DB) ImportCars(ctx context.Context, r io.Reader, batch int) (ImportSta
 				continue
 			}
 			n++
-			more = true
-			var l importLine
-			dec := json.NewDecoder(bytes.NewReader(line))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&l); err != nil {
-				return st, fmt.Errorf("line %d: %w", lineNo, err)
-			}
-			switch l.Kind {
-			case "garage":
-				g := &yard.Garage{ID: l.ID, Name: l.Name, State: l.State}
-				if g.ID == "" {
-					g.ID = yard.NewID()
+			if err := im.parse(ctx, line, b); err != nil {
+				if ie, ok := err.(*ImportError); ok {
+					ie.Line = lineNo
+					return st, ie
 				}
-				if err := g.Validate(); err != nil {
-					return st, fmt.Errorf("line %d: %w", lineNo, err)
+				if ctx.Err() != nil {
+					return st, ctx.Err()
 				}
-				garages = append(garages, g)
-				im.states[g.ID] = strings.ToLower(g.State)
-			case "car":
-				c := &yard.Car{ID: l.ID, Color: l.Color, Type: l.Type, Doors: l.Doors, Make: l.Make, Model: l.Model, Year: l.Year}
-				if l.Garage != nil {
-					c.Garage = *l.Garage
-				}
-				if c.ID == "" {
-					c.ID = yard.NewID()
-				}
-				if err := c.Validate(); err != nil {
-					return st, fmt.Errorf("line %d: %w", lineNo, err)
-				}
-				if c.Garage != "" {
-					if err := im.knowGarage(ctx, c.Garage); err != nil {
-						return st, fmt.Errorf("line %d: %w", lineNo, err)
-					}
-				}
-				cars = append(cars, c)
-			default:
-				return st, fmt.Errorf("line %d: kind must be \"garage\" or \"car\", not %q", lineNo, l.Kind)
+				return st, &ImportError{Line: lineNo, Msg: "the store could not be read: " + err.Error(), Err: err}
 			}
 		}
 		if err := sc.Err(); err != nil {
-			return st, fmt.Errorf("line %d: %w", lineNo+1, err)
+			msg := err.Error()
+			if errors.Is(err, bufio.ErrTooLong) {
+				msg = fmt.Sprintf("the line is longer than %d bytes", maxImportLine)
+			}
+			return st, &ImportError{Line: lineNo + 1, Msg: msg, Err: err}
 		}
-		if !more {
+		if b.lines == 0 {
 			return st, nil
 		}
 		if err := db.WithTx(ctx, func(tx *Tx) error {
@@ -136,39 +160,226 @@ func (db *DB) ImportCars(ctx context.Context, r io.Reader, batch int) (ImportSta
 			if err != nil {
 				return err
 			}
-			if err := im.writeGarages(ctx, tx, garages, v); err != nil {
+			if err := im.writeGarages(ctx, tx, b.garages, v); err != nil {
 				return err
 			}
-			return im.writeCars(ctx, tx, cars, v)
+			return im.writeCars(ctx, tx, b.cars, v)
 		}); err != nil {
-			return st, fmt.Errorf("batch ending at line %d: %w", lineNo, err)
+			if ctx.Err() != nil {
+				return st, ctx.Err()
+			}
+			return st, &ImportError{Line: first, LastLine: lineNo, Msg: "the database refused the batch: " + err.Error(), Err: err}
 		}
-		st.Garages += len(garages)
-		st.Cars += len(cars)
+		st.Garages += b.garageLines
+		st.Cars += b.carLines
 		st.Lines = lineNo
+		if opt.Progress != nil {
+			opt.Progress(st)
+		}
 	}
+}
+
+// maxImportLine is the longest line an import reads.
+const maxImportLine = 1 << 20
+
+// importBatch is the garages and cars of one transaction, each id once:
+// a line whose id repeats an earlier one of the batch takes its place (a
+// multi-row INSERT ... ON CONFLICT DO UPDATE on PostgreSQL refuses to
+// touch one row twice).
+type importBatch struct {
+	garages                      []*yard.Garage
+	cars                         []*yard.Car
+	garageAt, carAt              map[string]int
+	lines, garageLines, carLines int
+}
+
+func newImportBatch() *importBatch {
+	return &importBatch{garageAt: map[string]int{}, carAt: map[string]int{}}
+}
+
+func (b *importBatch) addGarage(g *yard.Garage) {
+	b.garageLines++
+	if i, ok := b.garageAt[g.ID]; ok {
+		b.garages[i] = g
+		return
+	}
+	b.garageAt[g.ID] = len(b.garages)
+	b.garages = append(b.garages, g)
+}
+
+func (b *importBatch) addCar(c *yard.Car) {
+	b.carLines++
+	if i, ok := b.carAt[c.ID]; ok {
+		b.cars[i] = c
+		return
+	}
+	b.carAt[c.ID] = len(b.cars)
+	b.cars = append(b.cars, c)
+}
+
+// parse reads one non-empty line into the batch. Its errors are
+// *ImportError without the line number, or errors of the store.
+func (im *importer) parse(ctx context.Context, line []byte, b *importBatch) error {
+	b.lines++
+	var l importLine
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return &ImportError{Msg: describeJSONError(err), Err: err}
+	}
+	if rest := bytes.TrimSpace(line[dec.InputOffset():]); len(rest) > 0 {
+		return &ImportError{Msg: fmt.Sprintf("not JSON: more after the object, at column %d", int(dec.InputOffset())+1)}
+	}
+	switch l.Kind {
+	case "garage":
+		if l.Color != "" || l.Type != "" || l.Doors != 0 || l.Make != "" || l.Model != "" || l.Year != 0 || l.Garage != nil {
+			return &ImportError{Msg: describeLine("garage", l.ID) + "only kind, id, name and state belong on a garage line"}
+		}
+		g := &yard.Garage{ID: l.ID, Name: l.Name, State: l.State}
+		if err := g.Validate(); err != nil {
+			return &ImportError{Msg: describeLine("garage", l.ID) + describeInvalid(err), Err: err}
+		}
+		if g.ID == "" {
+			g.ID = im.newImportID("garage", l.Name, l.State)
+		}
+		b.addGarage(g)
+		im.states[g.ID] = strings.ToLower(g.State)
+	case "car":
+		if l.Name != "" || l.State != "" {
+			return &ImportError{Msg: describeLine("car", l.ID) + "name and state belong on a garage line"}
+		}
+		c := &yard.Car{ID: l.ID, Color: l.Color, Type: l.Type, Doors: l.Doors, Make: l.Make, Model: l.Model, Year: l.Year}
+		if l.Garage != nil {
+			c.Garage = *l.Garage
+		}
+		if err := c.Validate(); err != nil {
+			return &ImportError{Msg: describeLine("car", l.ID) + describeInvalid(err), Err: err}
+		}
+		if c.Garage != "" {
+			known, err := im.knowGarage(ctx, c.Garage)
+			if err != nil {
+				return err
+			}
+			if !known {
+				return &ImportError{Msg: describeLine("car", l.ID) + fmt.Sprintf("garage %q is unknown: define it on an earlier line or import it first", c.Garage)}
+			}
+		}
+		if c.ID == "" {
+			c.ID = im.newImportID("car", c.Color, c.Type, strconv.Itoa(c.Doors), c.Make, c.Model, strconv.Itoa(c.Year), c.Garage)
+		}
+		b.addCar(c)
+	case "":
+		return &ImportError{Msg: `no "kind": it must be "garage" or "car"`}
+	default:
+		return &ImportError{Msg: fmt.Sprintf("kind must be \"garage\" or \"car\", not %q", l.Kind)}
+	}
+	return nil
+}
+
+// newImportID returns the id of an id-less line of the kind with these
+// field values: "car-" or "garage-" and 20 hex digits of a SHA-256 over
+// the kind, the values and how many identical id-less lines the import
+// has seen before this one. The same file imported again gives the same
+// ids; so does any file holding the same id-less lines in any order.
+func (im *importer) newImportID(kind string, values ...string) string {
+	h := sha256.New()
+	h.Write([]byte(kind))
+	for _, v := range values {
+		h.Write([]byte{0})
+		h.Write([]byte(v))
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	n := im.seen[key]
+	im.seen[key] = n + 1
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(n)))
+	return kind + "-" + hex.EncodeToString(h.Sum(nil))[:20]
+}
+
+// describeLine starts the message about a line: `car "c1": ` or `car: `.
+func describeLine(kind, id string) string {
+	if id == "" || !yard.ValidClientID(id) {
+		return kind + ": "
+	}
+	return fmt.Sprintf("%s %q: ", kind, id)
+}
+
+// describeInvalid says in words what a validation error found wrong:
+// "year must be ...; doors must be ...".
+func describeInvalid(err error) string {
+	var ye *yard.Error
+	if !errors.As(err, &ye) {
+		return err.Error()
+	}
+	if len(ye.Fields) == 0 {
+		return ye.Message
+	}
+	parts := make([]string, len(ye.Fields))
+	for i, f := range ye.Fields {
+		parts[i] = f.Field + " " + f.Message
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describeJSONError says in words why a line is not the JSON object an
+// import expects.
+func describeJSONError(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	msg := err.Error()
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return "not JSON: the line ends inside the object"
+	case errors.As(err, &syn):
+		what := "unexpected input"
+		if _, rest, ok := strings.Cut(syn.Error(), "invalid character "); ok {
+			// 'o' in literal null (expecting 'u') → unexpected 'o'
+			if i := strings.LastIndex(rest, "' "); i > 0 && rest[0] == '\'' {
+				what = "unexpected " + rest[:i+1]
+			}
+		}
+		return fmt.Sprintf("not JSON: %s at column %d", what, syn.Offset)
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return "not a JSON object (each line is one garage or car object)"
+		}
+		want := "a string"
+		switch typ.Type.Kind() {
+		case reflect.Int:
+			want = "a whole number"
+		case reflect.Pointer:
+			want = "a string or null"
+		}
+		return fmt.Sprintf("%s must be %s, not %s", typ.Field, want, typ.Value)
+	case strings.HasPrefix(msg, "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(msg, "json: unknown field ") +
+			" (a garage line has kind, id, name, state; a car line has kind, id, color, type, doors, make, model, year, garage)"
+	}
+	return "not JSON: " + strings.TrimPrefix(msg, "json: ")
 }
 
 type importer struct {
 	db     *DB
-	states map[string]string // garage id → state key, for the cars' copy
+	states map[string]string         // garage id → state key, for the cars' copy
+	seen   map[[sha256.Size]byte]int // id-less lines seen, by fields (newImportID)
 }
 
-// knowGarage makes sure the state of garage id is known, reading it from
-// the store when the import did not define it.
-func (im *importer) knowGarage(ctx context.Context, id string) error {
+// knowGarage reports whether garage id was defined by the import or is
+// stored, learning its state from the store in the second case.
+func (im *importer) knowGarage(ctx context.Context, id string) (bool, error) {
 	if _, ok := im.states[id]; ok {
-		return nil
+		return true, nil
 	}
 	var state string
 	err := im.db.read.QueryRowContext(ctx, `SELECT state_key FROM garages WHERE id = $1`, id).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
-		return yard.Invalid(fmt.Sprintf("Unknown garage %q: define it on an earlier line.", id), yard.FieldError{Field: "garage", Message: "no garage has this id"})
+		return false, nil
 	} else if err != nil {
-		return err
+		return false, err
 	}
 	im.states[id] = state
-	return nil
+	return true, nil
 }
 
 // importChunk returns the number of rows in one multi-row INSERT. Small on

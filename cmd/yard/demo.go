@@ -23,10 +23,14 @@ func seedDemo(ctx context.Context, db *store.DB, out io.Writer) error {
 }
 
 // seedDemoDogs adds two people with dogs when the store holds no dogs. The
-// people's passwords are generated and printed.
+// people's passwords are generated and printed; a person who exists is
+// kept as is. A store with dogs gets none, and says so.
 func seedDemoDogs(ctx context.Context, db *store.DB, out io.Writer) error {
-	if _, n, err := db.FindDogs(ctx, yard.DogFilter{Limit: 1}); err != nil || n > 0 {
+	if _, n, err := db.FindDogs(ctx, yard.DogFilter{Limit: 1}); err != nil {
 		return err
+	} else if n > 0 {
+		fmt.Fprintf(out, "demo: skipped the demo people and dogs: the store already holds %s (--demo only fills an empty store)\n", plural(n, "dog"))
+		return nil
 	}
 	people := []struct {
 		name, email, phone string
@@ -55,6 +59,8 @@ func seedDemoDogs(ctx context.Context, db *store.DB, out io.Writer) error {
 			fmt.Fprintf(out, "demo: created person %q with password %s\n", p.name, password)
 		} else if err != nil {
 			return err
+		} else {
+			fmt.Fprintf(out, "demo: person %q already exists: kept, password unchanged\n", p.name)
 		}
 		for _, d := range p.dogs {
 			d.Owner = u.ID

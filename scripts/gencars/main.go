@@ -1,7 +1,11 @@
 // Command gencars writes a deterministic NDJSON data set of garages and
 // cars for `yard import`, for benchmarks:
 //
-//	go run ./scripts/gencars -cars 1000000 -garages 10000 > cars.ndjson
+//	go run ./scripts/gencars -cars 1000000 -garages 10000 -o data/cars.ndjson
+//
+// -o names the output file (standard output without it). data/ and
+// *.ndjson in the repository root are in .gitignore, so the 143 MB file
+// never shows up as untracked.
 //
 // Garages come first (ids garage-00001...), spread over the 50 US states;
 // then cars (ids car-0000001...): 12 colours, 6 body types, 30 makes of 10
@@ -12,8 +16,10 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 )
 
@@ -33,16 +39,44 @@ func main() {
 	nCars := flag.Int("cars", 1000000, "number of cars")
 	nGarages := flag.Int("garages", 10000, "number of garages")
 	seed := flag.Uint64("seed", 1, "random seed")
+	out := flag.String("o", "", "output file, e.g. data/cars.ndjson (standard output when empty)")
 	flag.Parse()
-	rng := rand.New(rand.NewPCG(*seed, 42))
-	w := bufio.NewWriterSize(os.Stdout, 1<<20)
-	defer w.Flush()
-	for i := 1; i <= *nGarages; i++ {
+	if err := writeFile(*out, *nCars, *nGarages, *seed); err != nil {
+		fmt.Fprintln(os.Stderr, "gencars:", err)
+		os.Exit(1)
+	}
+}
+
+// writeFile writes the data set to path, or to standard output when path
+// is empty, creating the file's directory.
+func writeFile(path string, nCars, nGarages int, seed uint64) error {
+	if path == "" {
+		return generate(os.Stdout, nCars, nGarages, seed)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := generate(f, nCars, nGarages, seed); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// generate writes the data set: the garages, then the cars.
+func generate(out io.Writer, nCars, nGarages int, seed uint64) error {
+	rng := rand.New(rand.NewPCG(seed, 42))
+	w := bufio.NewWriterSize(out, 1<<20)
+	for i := 1; i <= nGarages; i++ {
 		fmt.Fprintf(w, `{"kind":"garage","id":"garage-%05d","name":"%s Street Garage %d","state":"%s"}`+"\n",
 			i, streets[rng.IntN(len(streets))], i, states[rng.IntN(len(states))])
 	}
 	buf := make([]byte, 0, 256)
-	for i := 1; i <= *nCars; i++ {
+	for i := 1; i <= nCars; i++ {
 		m := rng.IntN(len(makes))
 		buf = append(buf[:0], `{"kind":"car","id":"car-`...)
 		buf = appendPadded(buf, i, 7)
@@ -60,16 +94,17 @@ func main() {
 		buf = strconv.AppendInt(buf, int64(1+rng.IntN(10)), 10)
 		buf = append(buf, `","year":`...)
 		buf = strconv.AppendInt(buf, int64(1995+rng.IntN(31)), 10)
-		if rng.IntN(100) < 5 || *nGarages == 0 {
+		if rng.IntN(100) < 5 || nGarages == 0 {
 			buf = append(buf, `,"garage":null}`...)
 		} else {
 			buf = append(buf, `,"garage":"garage-`...)
-			buf = appendPadded(buf, 1+rng.IntN(*nGarages), 5)
+			buf = appendPadded(buf, 1+rng.IntN(nGarages), 5)
 			buf = append(buf, `"}`...)
 		}
 		buf = append(buf, '\n')
 		w.Write(buf)
 	}
+	return w.Flush()
 }
 
 func appendPadded(b []byte, n, width int) []byte {

@@ -32,10 +32,7 @@ func NewCluster(t testing.TB) *Cluster {
 		t.Cleanup(c.remove)
 	}
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL is required under CI=true: %v", err)
-		}
-		t.Skipf("SKIPPING POSTGRESQL TESTS: %v (install postgresql-15)", err)
+		skipPostgres(t, err, "install postgresql-15")
 	}
 	return c
 }

@@ -33,7 +33,56 @@ import (
 func Main(m *testing.M) {
 	code := m.Run()
 	stopCluster()
+	if n := skips.n.Load(); n > 0 {
+		fmt.Fprintf(os.Stderr, "%s: SKIPPED %d PostgreSQL tests: %v\n", filepath.Base(os.Args[0]), n, skips.reason.Load())
+	}
 	os.Exit(code)
+}
+
+// skips counts the tests skipped for want of PostgreSQL.
+var skips struct {
+	n      atomic.Int64
+	reason atomic.Value // string
+	once   sync.Once
+}
+
+// SkipLogEnv names the variable that names a file where each test binary
+// that skipped PostgreSQL tests appends a line. t.Skip's message shows only
+// under go test -v; scripts/test sets it and prints the file after the
+// run, so a skip is seen without -v.
+const SkipLogEnv = "YARD_TEST_SKIP_LOG"
+
+// skipPostgres skips t because PostgreSQL cannot be had, or fails it under
+// CI=true; the skip is counted, logged (SkipLogEnv) and summed up by Main.
+func skipPostgres(t testing.TB, err error, hint string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("PostgreSQL is required under CI=true: %v", err)
+	}
+	skips.n.Add(1)
+	skips.reason.Store(err.Error())
+	skips.once.Do(func() {
+		if path := os.Getenv(SkipLogEnv); path != "" {
+			if werr := appendSkipLine(path, filepath.Base(os.Args[0]), err); werr != nil {
+				fmt.Fprintf(os.Stderr, "storetest: %s: %v\n", SkipLogEnv, werr)
+			}
+		}
+	})
+	t.Skipf("SKIPPING POSTGRESQL TESTS: %v (%s)", err, hint)
+}
+
+// appendSkipLine appends "BINARY: PostgreSQL tests skipped: ERR" to path.
+func appendSkipLine(path, binary string, err error) error {
+	f, ferr := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if ferr != nil {
+		return ferr
+	}
+	line := fmt.Sprintf("%s: PostgreSQL tests skipped: %s\n", strings.TrimSuffix(binary, ".test"), strings.ReplaceAll(err.Error(), "\n", " "))
+	if _, werr := f.WriteString(line); werr != nil {
+		f.Close()
+		return werr
+	}
+	return f.Close()
 }
 
 // Engines lists the engine names ForEachEngine runs.
@@ -125,10 +174,7 @@ func PostgresURL(t testing.TB) string {
 	t.Helper()
 	cluster.once.Do(startCluster)
 	if cluster.err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL is required under CI=true: %v", cluster.err)
-		}
-		t.Skipf("SKIPPING POSTGRESQL TESTS: %v (install postgresql-15 or set YARD_TEST_POSTGRES_URL)", cluster.err)
+		skipPostgres(t, cluster.err, "install postgresql-15 or set YARD_TEST_POSTGRES_URL")
 	}
 	return cluster.url
 }

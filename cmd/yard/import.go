@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/yard-api/yard/store"
+)
+
+const importUsage = "usage: yard import FILE [--data DIR] [--db URL] [--batch N] [--progress auto|on|off]"
+
+// runImport bulk-loads garages and cars from an NDJSON file (docs/cars.md):
+//
+//	yard import FILE [--data DIR] [--db URL] [--batch N] [--progress auto|on|off]
+//
+// FILE "-" reads standard input. Errors name the file and line
+// (cars.ndjson:12: ...). On a terminal a progress line on stderr shows the
+// lines written, the bytes read of the file and the rate; a summary goes to
+// stdout once everything is written.
+func runImport(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var sf storeFlags
+	fs := newFlagSet("import", stderr)
+	sf.register(fs)
+	batch := fs.Int("batch", store.DefaultImportBatch, "lines per transaction")
+	progress := fs.String("progress", "auto", "progress line on stderr: auto (when stderr is a terminal), on or off")
+	// Accept the file before or after the flags.
+	var file string
+	if len(args) > 0 && (args[0] == "-" || len(args[0]) > 0 && args[0][0] != '-') {
+		file, args = args[0], args[1:]
+	}
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	if file == "" && fs.NArg() == 1 {
+		file = fs.Arg(0)
+	} else if fs.NArg() > 0 || file == "" {
+		return usageError(importUsage)
+	}
+	var show bool
+	switch *progress {
+	case "auto":
+		show = isTerminal(stderr)
+	case "on":
+		show = true
+	case "off":
+	default:
+		return usageError("--progress must be auto, on or off, not " + *progress)
+	}
+	in, name, size := stdin, "stdin", int64(-1)
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+		in, name = f, file
+	}
+	db, err := openStore(ctx, sf)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	cr := &countingReader{r: in}
+	start := time.Now()
+	opt := store.ImportOptions{Batch: *batch}
+	var p *importProgress
+	if show {
+		p = &importProgress{w: stderr, name: name, size: size, read: &cr.n, start: start}
+		opt.Progress = p.written
+		p.run()
+	}
+	st, err := db.ImportCarsWith(ctx, cr, opt)
+	if p != nil {
+		p.stop()
+	}
+	took := time.Since(start)
+	if err != nil {
+		var ie *store.ImportError
+		switch {
+		case errors.As(err, &ie):
+			at := fmt.Sprint(ie.Line)
+			if ie.LastLine > ie.Line {
+				at = fmt.Sprintf("%d-%d", ie.Line, ie.LastLine)
+			}
+			err = fmt.Errorf("%s:%s: %s", name, at, ie.Msg)
+		case ctx.Err() != nil:
+			err = fmt.Errorf("%s: import interrupted", name)
+		}
+		if st.Lines > 0 {
+			fmt.Fprintf(stderr, "yard import: lines 1-%d of %s were imported (%s) before the error; lines after them were not. Fix the file and run the import again: lines already imported are replaced, not added twice.\n",
+				st.Lines, name, importCounts(st))
+		}
+		return err
+	}
+	rate := ""
+	if s := took.Seconds(); s > 0 && st.Lines > 0 {
+		rate = fmt.Sprintf(", %.0f lines/s", float64(st.Lines)/s)
+	}
+	fmt.Fprintf(stdout, "imported %s from %s of %s into %s in %s%s\n",
+		importCounts(st), plural(st.Lines, "line"), name, db, took.Round(time.Millisecond), rate)
+	return nil
+}
+
+// importCounts says "1 garage and 2 cars".
+func importCounts(st store.ImportStats) string {
+	return plural(st.Garages, "garage") + " and " + plural(st.Cars, "car")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// isTerminal reports whether w is a terminal (a character device), where
+// a progress line that rewrites itself is welcome.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// importProgress rewrites one line on stderr, four times a second:
+//
+//	importing cars.ndjson: 150000 lines written, 51.2 of 143.0 MB read (36%), 31200 lines/s
+type importProgress struct {
+	w     io.Writer
+	name  string
+	size  int64 // -1 when unknown (standard input)
+	read  *atomic.Int64
+	start time.Time
+	lines atomic.Int64 // written so far
+
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// written is the store's report after each batch.
+func (p *importProgress) written(st store.ImportStats) { p.lines.Store(int64(st.Lines)) }
+
+func (p *importProgress) run() {
+	p.done = make(chan struct{})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-t.C:
+				p.print()
+			}
+		}
+	}()
+}
+
+// stop prints the last state and ends the line.
+func (p *importProgress) stop() {
+	close(p.done)
+	p.wg.Wait()
+	p.print()
+	fmt.Fprintln(p.w)
+}
+
+func (p *importProgress) print() {
+	fmt.Fprintf(p.w, "\r%s\x1b[K", p.line(time.Since(p.start)))
+}
+
+// line is the text of the progress line after elapsed time.
+func (p *importProgress) line(elapsed time.Duration) string {
+	lines, read := p.lines.Load(), p.read.Load()
+	s := fmt.Sprintf("importing %s: %d lines written, ", p.name, lines)
+	if p.size > 0 {
+		s += fmt.Sprintf("%.1f of %.1f MB read (%d%%)", mb(read), mb(p.size), read*100/p.size)
+	} else {
+		s += fmt.Sprintf("%.1f MB read", mb(read))
+	}
+	if secs := elapsed.Seconds(); secs > 0 {
+		s += fmt.Sprintf(", %.0f lines/s", float64(lines)/secs)
+	}
+	return s
+}
+
+func mb(n int64) float64 { return float64(n) / 1e6 }
