@@ -1,12 +1,15 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image/color"
+	"image/png"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -213,7 +216,7 @@ func TestDocsTryItInChromium(t *testing.T) {
 		if err != nil || overflow {
 			t.Errorf("the answer with a long Link header overflows its box (%v)", err)
 		}
-		shot(t, tab, dir, "cars")
+		shotOf(t, tab, dir, "cars", "#op-listCars")
 
 		// A 401: the status, the challenges, and no password dialog.
 		setCredentials("basic", map[string]string{"cred-user": "alice", "cred-password": "wrong"})
@@ -221,7 +224,7 @@ func TestDocsTryItInChromium(t *testing.T) {
 		if a.status != "401 Unauthorized" || !strings.Contains(a.headers, `www-authenticate: Basic realm="yard"`) || !strings.Contains(a.body, "unauthorized") {
 			t.Errorf("wrong password: %q\n%s\n%s", a.status, a.headers, a.body)
 		}
-		shot(t, tab, dir, "401")
+		shotOf(t, tab, dir, "401", "#op-getDog")
 		// The session scheme sends cookies, with which a 401 would bring
 		// the dialog: without a live session the page sends nothing.
 		setCredentials("session", nil)
@@ -244,6 +247,13 @@ func TestDocsTryItInChromium(t *testing.T) {
 		} {
 			setCredentials(c.scheme, c.fields)
 			if c.scheme == "session" {
+				// A wrong password first: a 401 in the box, no dialog.
+				setCredentials("session", map[string]string{"cred-user": "alice", "cred-password": "wrong"})
+				do(t, tab, chromedp.Click(chromedp.ID("session-signin")))
+				if _, err := browse(t, tab, chromedp.Poll[bool](`document.getElementById("session-status").textContent.startsWith("401")`)); err != nil {
+					t.Fatalf("session sign-in with a wrong password: %v (%s)", err, text(t, tab, "session-status"))
+				}
+				setCredentials(c.scheme, c.fields)
 				do(t, tab, chromedp.Click(chromedp.ID("session-signin")))
 				if _, err := browse(t, tab, chromedp.Poll[bool](`document.getElementById("session-status").textContent.startsWith("signed in")`)); err != nil {
 					t.Fatalf("session sign-in: %v (%s)", err, text(t, tab, "session-status"))
@@ -262,6 +272,16 @@ func TestDocsTryItInChromium(t *testing.T) {
 			}
 		}
 
+		// Signed out, the session scheme sends nothing again.
+		setCredentials("session", nil)
+		do(t, tab, chromedp.Click(chromedp.ID("session-signout")))
+		if _, err := browse(t, tab, chromedp.Poll[bool](`document.getElementById("session-status").textContent.startsWith("signed out (204)")`)); err != nil {
+			t.Fatalf("sign out: %v (%s)", err, text(t, tab, "session-status"))
+		}
+		if out := try("getDog", map[string]string{"dog_id": dogID}, ""); !strings.HasPrefix(out, "Not sent: there is no live session.") {
+			t.Errorf("session scheme after signing out: %q", out)
+		}
+
 		// Redirects: the final answer and where it came from.
 		setCredentials("basic", map[string]string{"cred-user": "alice", "cred-password": pw})
 		a = parse(try("createBark", map[string]string{"dog_id": dogID}, `{"effect":"email-count"}`))
@@ -269,7 +289,7 @@ func TestDocsTryItInChromium(t *testing.T) {
 		if !strings.Contains(a.redirect, "redirect to "+dogURL) || a.status != "200 OK" || !strings.Contains(a.body, `"barkCount":1`) {
 			t.Errorf("email-count bark (303 to the dog): %q %q\n%s", a.redirect, a.status, a.body)
 		}
-		shot(t, tab, dir, "303")
+		shotOf(t, tab, dir, "303", "#op-createBark")
 		a = parse(try("getDogRedirect", map[string]string{"dog_id": dogID}, ""))
 		if a.request != "GET /v1/dogs/"+dogID || !strings.Contains(a.redirect, "redirect to "+dogURL) || a.status != "200 OK" {
 			t.Errorf("slash-less dog path (308): %q %q %q", a.request, a.redirect, a.status)
@@ -284,4 +304,36 @@ func TestDocsTryItInChromium(t *testing.T) {
 			_ = os.CopyFS(filepath.Join(os.Getenv("YARD_KEEP_SCREENSHOTS"), filepath.Base(t.Name())), os.DirFS(dir))
 		}
 	})
+}
+
+// shotOf saves a screenshot of one element of the page in dir and checks
+// that it is a rendered image no wider than the window (1000 pixels: the
+// answer wraps rather than widening the page) with more than one colour
+// in it.
+func shotOf(t *testing.T, ctx context.Context, dir, name, sel string) {
+	t.Helper()
+	b, err := browse(t, ctx, chromedp.Screenshot(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	r := img.Bounds()
+	if r.Dx() > 1000 || r.Dy() < 50 {
+		t.Errorf("screenshot %s is %dx%d, want at most 1000 wide and a rendered element", name, r.Dx(), r.Dy())
+	}
+	colours := map[color.Color]bool{}
+	for y := r.Min.Y; y < r.Max.Y && len(colours) < 3; y += 7 {
+		for x := r.Min.X; x < r.Max.X; x += 7 {
+			colours[img.At(x, y)] = true
+		}
+	}
+	if len(colours) < 3 {
+		t.Errorf("screenshot %s is blank", name)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -192,21 +192,45 @@ function showScheme() {
 
 // sessionKey is the key of the session signed in on this page.
 let sessionKey = null;
+const sessionCookie = (value, extra) => { document.cookie = "sessionToken=" + value + "; Path=/; Secure; SameSite=Strict" + extra; };
 
+// sessionSignIn starts a cookie session. The request carries no
+// credentials of the browser ("omit"), so that a wrong password is a 401
+// shown here rather than the browser's password dialog; such a request
+// may not set cookies, so the page sets the sessionToken cookie itself
+// from the key in the answer (a cookie the page can read: not HttpOnly).
 async function sessionSignIn() {
   const status = byId("session-status");
   status.textContent = "…";
   try {
     const res = await fetch("/sessions", {
-      method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
+      method: "POST", credentials: "omit", cache: "no-store", headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ username: byId("cred-user").value, password: byId("cred-password").value }),
     });
     const text = await res.text();
-    if (res.status === 201) sessionKey = JSON.parse(text).key;
-    status.textContent = res.status === 201 ? "signed in (the sessionToken cookie is set)" : res.status + " " + text;
+    if (res.status === 201) {
+      sessionKey = JSON.parse(text).key;
+      sessionCookie(sessionKey, "");
+      status.textContent = "signed in (session " + res.headers.get("Location") + ")";
+    } else {
+      status.textContent = res.status + " " + (reasons[res.status] || "") + ": " + text;
+    }
   } catch (e) {
     status.textContent = String(e);
   }
+}
+
+// sessionSignOut ends the session (DELETE /sessions/{key}) and drops the cookie.
+async function sessionSignOut() {
+  const status = byId("session-status");
+  if (sessionKey) {
+    const res = await fetch("/sessions/" + encodeURIComponent(sessionKey), { method: "DELETE", credentials: "omit" });
+    status.textContent = "signed out (" + res.status + ")";
+  } else {
+    status.textContent = "";
+  }
+  sessionKey = null;
+  sessionCookie("", "; Max-Age=0");
 }
 
 function renderOp(doc, path, method, op) {
@@ -293,6 +317,7 @@ function renderOp(doc, path, method, op) {
 async function main() {
   byId("scheme").addEventListener("change", showScheme);
   byId("session-signin").addEventListener("click", sessionSignIn);
+  byId("session-signout").addEventListener("click", sessionSignOut);
   showScheme();
   const res = await fetch("/openapi.json");
   const doc = await res.json();
