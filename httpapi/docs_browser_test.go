@@ -208,6 +208,9 @@ func TestDocsTryItInChromium(t *testing.T) {
 		if a.request != "GET /cars?max=1&color=red,blue,green;make=!toyota" || total(t, a) != 2 {
 			t.Errorf("typed query: %q total %v, want 2 cars", a.request, total(t, a))
 		}
+		if ns := parse(try("namedSearch", map[string]string{"name": "color=red,blue"}, "")); ns.request != "GET /search/color=red,blue" || total(t, ns) != 2 {
+			t.Errorf("query in the path: %q total %v, want 2 cars", ns.request, total(t, ns))
+		}
 		// The Link header of a page is long: it wraps inside the answer.
 		if !strings.Contains(a.headers, `rel="next"`) {
 			t.Errorf("no next link in %q", a.headers)

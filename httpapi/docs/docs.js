@@ -287,7 +287,9 @@ function renderOp(doc, path, method, op) {
     for (const [key, input] of Object.entries(inputs)) {
       const [where, name] = key.split(":");
       if (!input.value) continue;
-      if (where === "path") url = url.replace("{" + name + "}", encodeURIComponent(input.value));
+      // A path segment as typed too (/search/color=red,blue reads the
+      // grammar from the raw path), but "/" and "?" stay inside it.
+      if (where === "path") url = url.replace("{" + name + "}", asTyped(input.value).replace(/[/?]/g, encodeURIComponent));
       if (where === "query") pairs.push(asTyped(name) + "=" + asTyped(input.value));
       if (where === "header") headers[name] = input.value;
     }
