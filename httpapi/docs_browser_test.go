@@ -266,6 +266,13 @@ func TestDocsTryItInChromium(t *testing.T) {
 			if a.status != "200 OK" || !strings.Contains(a.body, `"name":"Rex"`) {
 				t.Errorf("%s: %q %s\n%s", c.scheme, a.status, a.request, a.body)
 			}
+			// A redirect: Digest answers the redirected GET too.
+			if c.scheme == "digest" {
+				a = parse(try("getDogRedirect", map[string]string{"dog_id": dogID}, ""))
+				if !strings.Contains(a.redirect, "redirect to "+env.URL+"/v1/dogs/"+dogID+"/") || a.status != "200 OK" {
+					t.Errorf("digest, slash-less dog path: %q %q\n%s", a.redirect, a.status, a.body)
+				}
+			}
 			// A write as well: the signed request binds the method and body.
 			if c.scheme == "signed" || c.scheme == "oauth" || c.scheme == "digest" {
 				a = parse(try("createBark", map[string]string{"dog_id": dogID}, `{"effect":"email"}`))

@@ -161,7 +161,10 @@ async function tryRequest(method, path, qs, headers, body) {
       return "Not sent: there is no live session. Press “Sign in (POST /sessions)” in the credentials box first.";
     }
   }
-  const url = path + (qs ? "?" + qs : "");
+  // The request target as the browser sends it (its URL parser may
+  // percent-encode a few more characters, such as "'" in a query).
+  const target = new URL(path + (qs ? "?" + qs : ""), location.href);
+  const url = target.pathname + target.search;
   const send = () => fetch(url, {
     method, headers, body, redirect: "follow", cache: "no-store",
     credentials: scheme === "session" ? "same-origin" : "omit",
@@ -174,12 +177,28 @@ async function tryRequest(method, path, qs, headers, body) {
       res = await send();
     }
   }
+  let redirectedTo = res.redirected ? res.url : null;
+  let note = "";
+  if (scheme === "digest" && redirectedTo && res.status === 401) {
+    // A Digest answer names its request target (RFC 7616 §3.4.6), so the
+    // redirected request needs an answer of its own. A GET stays a GET
+    // whatever the redirect, so it is sent again; another method may have
+    // become a GET (303) or not (308), which a page cannot tell.
+    const to = new URL(redirectedTo);
+    const a = (method === "GET" || method === "HEAD") && await digestAuthorization(res, method, to.pathname + to.search);
+    if (a) {
+      res = await fetch(to.pathname + to.search, { method, headers: { ...headers, Authorization: a }, redirect: "follow", cache: "no-store", credentials: "omit" });
+      if (res.redirected) redirectedTo = res.url;
+    } else {
+      note = "Digest answers one request target: the redirected request was refused. Send it again at " + redirectedTo + "\n";
+    }
+  }
   const text = await res.text();
   const hs = [...res.headers.entries()].map(([k, v]) => k + ": " + v).join("\n");
   let head = method + " " + url + "\n";
-  if (res.redirected) {
-    head += "Redirected: the browser followed a redirect to " + res.url +
-      " (a page cannot see the redirect's own status and headers; curl -i shows them)\n";
+  if (redirectedTo) {
+    head += "Redirected: the browser followed a redirect to " + redirectedTo +
+      " (a page cannot see the redirect's own status and headers; curl -i shows them)\n" + note;
   }
   return head + "\n" + res.status + " " + (res.statusText || reasons[res.status] || "") + "\n" + hs + "\n\n" + text;
 }
