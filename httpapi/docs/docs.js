@@ -40,14 +40,15 @@ function schemaText(doc, schema, depth = 0) {
 // asTyped keeps a query string as typed, so that the car query grammar's
 // "," (either value), "!" (exclude), ";" (pair separator), "+" (space) and
 // "%XX" escapes reach the server unchanged (docs/cars.md). Only what cannot
-// stand in a query string is percent-encoded: white space, "#", "&" inside
-// a value's field, a "%" that starts no escape, and non-ASCII characters.
-function asTyped(s) {
+// stand in a query string is percent-encoded: white space, "#", "&" (but
+// in a whole query string, where it separates pairs), a "%" that starts no
+// escape, and non-ASCII characters.
+function asTyped(s, whole = false) {
   let out = "";
   for (let i = 0; i < s.length; i++) {
     const c = s[i];
     if (c === "%" && /^[0-9A-Fa-f]{2}$/.test(s.slice(i + 1, i + 3))) out += c;
-    else if (/[A-Za-z0-9\-._~!$'()*+,;=:@\/?]/.test(c)) out += c;
+    else if (/[A-Za-z0-9\-._~!$'()*+,;=:@\/?]/.test(c) || (whole && c === "&")) out += c;
     else {
       const cp = s.codePointAt(i);
       if (cp > 0xffff) i++;
@@ -312,7 +313,7 @@ function renderOp(doc, path, method, op) {
       if (where === "query") pairs.push(asTyped(name) + "=" + asTyped(input.value));
       if (where === "header") headers[name] = input.value;
     }
-    if (rawQuery && rawQuery.value) pairs.push(asTyped(rawQuery.value));
+    if (rawQuery && rawQuery.value) pairs.push(asTyped(rawQuery.value, true));
     if (bodyInput && bodyInput.value) headers["Content-Type"] = "application/json";
     out.textContent = "…";
     try {
