@@ -274,6 +274,10 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	documented := map[string]bool{}
 	for path, item := range ops {
 		for method := range item.(map[string]any) {
+			switch method {
+			case "summary", "description", "parameters", "servers":
+				continue // the path item's own fields (OpenAPI 3.1 §4.8.9)
+			}
 			documented[strings.ToUpper(method)+" "+path] = true
 		}
 	}

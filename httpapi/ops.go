@@ -133,9 +133,10 @@ func (s *Server) OpenAPI() ([]byte, error) {
 			doc["tags"] = append(tags, frag.Tags...)
 		}
 	}
-	// Every operation that takes credentials can answer 400 for an expired
-	// access token (spec, Errors; docs/auth.md), so each one that documents a
-	// 401 also documents a 400.
+	// Every operation can answer 400 (two Authorization headers; an expired
+	// access token where credentials are taken: spec, Errors; docs/auth.md)
+	// and 503; those that take credentials also list the signed-request
+	// query variables and 429.
 	for _, item := range paths {
 		for _, op := range item.(map[string]any) {
 			o, ok := op.(map[string]any)
@@ -143,16 +144,20 @@ func (s *Server) OpenAPI() ([]byte, error) {
 				continue
 			}
 			if resp, ok := o["responses"].(map[string]any); ok {
+				// Two Authorization headers are 400 on every operation,
+				// public ones included, before routing (docs/auth.md,
+				// "Which credentials count").
+				if _, has400 := resp["400"]; !has400 {
+					resp["400"] = map[string]any{"$ref": "#/components/responses/BadRequest"}
+				}
+				// First, so that its 503 names busy password hashing too.
+				if _, has401 := resp["401"]; has401 {
+					addSignedQueryParams(o)
+				}
 				// Any operation may meet a store that cannot be reached
 				// (docs/api.md, "503 Service Unavailable").
 				if _, has503 := resp["503"]; !has503 {
 					resp["503"] = map[string]any{"$ref": "#/components/responses/Unavailable"}
-				}
-				if _, has401 := resp["401"]; has401 {
-					if _, has400 := resp["400"]; !has400 {
-						resp["400"] = map[string]any{"$ref": "#/components/responses/BadRequest"}
-					}
-					addSignedQueryParams(o)
 				}
 			}
 		}

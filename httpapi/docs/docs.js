@@ -37,6 +37,222 @@ function schemaText(doc, schema, depth = 0) {
   return Array.isArray(schema.type) ? schema.type.join(" | ") : (schema.type || "any");
 }
 
+// asTyped keeps a query string as typed, so that the car query grammar's
+// "," (either value), "!" (exclude), ";" (pair separator), "+" (space) and
+// "%XX" escapes reach the server unchanged (docs/cars.md). Only what cannot
+// stand in a query string is percent-encoded: white space, "#", "&" (but
+// in a whole query string, where it separates pairs), a "%" that starts no
+// escape, and non-ASCII characters.
+function asTyped(s, whole = false) {
+  let out = "";
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === "%" && /^[0-9A-Fa-f]{2}$/.test(s.slice(i + 1, i + 3))) out += c;
+    else if (/[A-Za-z0-9\-._~!$'()*+,;=:@\/?]/.test(c) || (whole && c === "&")) out += c;
+    else {
+      const cp = s.codePointAt(i);
+      if (cp > 0xffff) i++;
+      out += encodeURIComponent(String.fromCodePoint(cp));
+    }
+  }
+  return out;
+}
+
+const byId = (id) => document.getElementById(id);
+const utf8 = (s) => new TextEncoder().encode(s);
+const hex = (buf) => [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, "0")).join("");
+const sha256 = async (s) => hex(await crypto.subtle.digest("SHA-256", utf8(s)));
+async function hmacSHA256(key, s) {
+  const k = await crypto.subtle.importKey("raw", utf8(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  return hex(await crypto.subtle.sign("HMAC", k, utf8(s)));
+}
+const base64 = (s) => btoa(String.fromCharCode(...utf8(s)));
+// RFC 5849 §3.6 percent-encoding.
+const oauthEncode = (s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase());
+const formDecode = (s) => decodeURIComponent(s.replace(/\+/g, " "));
+
+// signQuery adds a signed request's query variables (docs/auth.md, "Signed
+// requests"), binding the method and the body.
+async function signQuery(method, path, qs, body) {
+  const add = [
+    "timestamp=" + Math.floor(Date.now() / 1000),
+    "apiKey=" + encodeURIComponent(byId("cred-apikey").value.trim()),
+    "method=" + method,
+    "bodyhash=" + await sha256(body || ""),
+  ];
+  qs = [qs, ...add].filter(Boolean).join("&");
+  const pairs = qs.split("&").filter(Boolean).map((p) => {
+    const i = p.indexOf("=");
+    const [n, v] = i < 0 ? [p, ""] : [p.slice(0, i), p.slice(i + 1)];
+    return [formDecode(n).toLowerCase(), formDecode(v)];
+  }).filter(([n]) => n !== "signature");
+  const cmp = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+  const bytes = (s) => String.fromCharCode(...utf8(s));
+  pairs.sort((a, b) => cmp(bytes(a[0]), bytes(b[0])) || cmp(bytes(a[1]), bytes(b[1])));
+  const signed = decodeURIComponent(path) + "?" + pairs.map(([n, v]) => n + "=" + v).join("&");
+  return qs + "&signature=" + await hmacSHA256(byId("cred-secret").value, signed);
+}
+
+// digestAuthorization answers the SHA-256 Digest challenge of a 401
+// (RFC 7616 §3.4), or returns null when there is none.
+async function digestAuthorization(res, method, uri) {
+  const all = res.headers.get("WWW-Authenticate") || "";
+  const m = all.match(/Digest\s+((?:[a-z0-9_-]+=(?:"[^"]*"|[^,\s]*)\s*,?\s*)+)/gi) || [];
+  const challenge = m.map((c) => Object.fromEntries([...c.matchAll(/([a-z0-9_-]+)=(?:"([^"]*)"|([^,\s]*))/gi)]
+    .map((x) => [x[1].toLowerCase(), x[2] !== undefined ? x[2] : x[3]])))
+    .find((c) => (c.algorithm || "").toUpperCase() === "SHA-256");
+  if (!challenge) return null;
+  const user = byId("cred-user").value, pass = byId("cred-password").value;
+  const cnonce = hex(crypto.getRandomValues(new Uint8Array(12))), nc = "00000001";
+  const ha1 = await sha256(user + ":" + challenge.realm + ":" + pass);
+  const ha2 = await sha256(method + ":" + uri);
+  const response = await sha256([ha1, challenge.nonce, nc, cnonce, "auth", ha2].join(":"));
+  const q = (s) => '"' + s.replace(/[\\"]/g, "\\$&") + '"';
+  return "Digest username=" + q(user) + ", realm=" + q(challenge.realm) + ", nonce=" + q(challenge.nonce) +
+    ", uri=" + q(uri) + ", algorithm=SHA-256, qop=auth, nc=" + nc + ", cnonce=" + q(cnonce) +
+    ", response=" + q(response) + (challenge.opaque !== undefined ? ", opaque=" + q(challenge.opaque) : "");
+}
+
+// HTTP/2 carries no reason phrase; these are RFC 9110's (and RFC 6585's).
+const reasons = {
+  200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 205: "Reset Content",
+  304: "Not Modified", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+  405: "Method Not Allowed", 406: "Not Acceptable", 409: "Conflict", 410: "Gone",
+  412: "Precondition Failed", 413: "Content Too Large", 415: "Unsupported Media Type",
+  428: "Precondition Required", 429: "Too Many Requests", 500: "Internal Server Error",
+  503: "Service Unavailable",
+};
+
+// tryRequest sends one request with the credentials of the box and
+// returns the answer as text: status, headers and body. Cookies go only
+// with the session scheme (credentials "omit" otherwise), so a 401 never
+// makes the browser ask for a password: it prompts only for requests that
+// may carry credentials of its own. Redirects are followed: a page cannot
+// read a redirect's status or headers (fetch's "manual" mode answers an
+// opaque response with status 0), so the answer says where it ended.
+async function tryRequest(method, path, qs, headers, body) {
+  const scheme = byId("scheme").value;
+  headers = { ...headers };
+  if (scheme === "basic") headers["Authorization"] = "Basic " + base64(byId("cred-user").value + ":" + byId("cred-password").value);
+  if (scheme === "bearer") {
+    headers["Authorization"] = "Bearer " + byId("cred-token").value.trim();
+    if (byId("cred-xpassword").value) headers["X-Password"] = byId("cred-xpassword").value;
+  }
+  if (scheme === "header" && byId("authz").value.trim()) headers["Authorization"] = byId("authz").value.trim();
+  if (scheme === "oauth") {
+    const p = {
+      oauth_consumer_key: byId("cred-ckey").value.trim(), oauth_token: byId("cred-otoken").value.trim(),
+      oauth_signature_method: "PLAINTEXT", oauth_timestamp: String(Math.floor(Date.now() / 1000)),
+      oauth_nonce: hex(crypto.getRandomValues(new Uint8Array(12))), oauth_version: "1.0",
+      oauth_signature: oauthEncode(byId("cred-csecret").value) + "&" + oauthEncode(byId("cred-osecret").value),
+    };
+    headers["Authorization"] = 'OAuth realm="yard", ' + Object.entries(p).map(([k, v]) => k + '="' + oauthEncode(v) + '"').join(", ");
+  }
+  if (scheme === "signed") qs = await signQuery(method, path, qs, body);
+  if (scheme === "session") {
+    // Chromium asks for a password when a request that carries the
+    // browser's own credentials (cookies) meets a 401 with a Basic or
+    // Digest challenge, which is what a request without a live session
+    // gets. So cookies go only while the session signed in on this page
+    // is live (GET /sessions/{key} is public: the key is the credential).
+    const live = sessionKey && (await fetch("/sessions/" + encodeURIComponent(sessionKey), { credentials: "omit", cache: "no-store" })).ok;
+    if (!live) {
+      sessionKey = null;
+      byId("session-status").textContent = "";
+      return "Not sent: there is no live session. Press “Sign in (POST /sessions)” in the credentials box first.";
+    }
+  }
+  // The request target as the browser sends it (its URL parser may
+  // percent-encode a few more characters, such as "'" in a query).
+  const target = new URL(path + (qs ? "?" + qs : ""), location.href);
+  const url = target.pathname + target.search;
+  const send = () => fetch(url, {
+    method, headers, body, redirect: "follow", cache: "no-store",
+    credentials: scheme === "session" ? "same-origin" : "omit",
+  });
+  let res = await send();
+  if (scheme === "digest" && res.status === 401) {
+    const a = await digestAuthorization(res, method, url);
+    if (a) {
+      headers["Authorization"] = a;
+      res = await send();
+    }
+  }
+  let redirectedTo = res.redirected ? res.url : null;
+  let note = "";
+  if (scheme === "digest" && redirectedTo && res.status === 401) {
+    // A Digest answer names its request target (RFC 7616 §3.4.6), so the
+    // redirected request needs an answer of its own. A GET stays a GET
+    // whatever the redirect, so it is sent again; another method may have
+    // become a GET (303) or not (308), which a page cannot tell.
+    const to = new URL(redirectedTo);
+    const a = (method === "GET" || method === "HEAD") && await digestAuthorization(res, method, to.pathname + to.search);
+    if (a) {
+      res = await fetch(to.pathname + to.search, { method, headers: { ...headers, Authorization: a }, redirect: "follow", cache: "no-store", credentials: "omit" });
+      if (res.redirected) redirectedTo = res.url;
+    } else {
+      note = "Digest answers one request target: the redirected request was refused. Send it again at " + redirectedTo + "\n";
+    }
+  }
+  const text = await res.text();
+  const hs = [...res.headers.entries()].map(([k, v]) => k + ": " + v).join("\n");
+  let head = method + " " + url + "\n";
+  if (redirectedTo) {
+    head += "Redirected: the browser followed a redirect to " + redirectedTo +
+      " (a page cannot see the redirect's own status and headers; curl -i shows them)\n" + note;
+  }
+  return head + "\n" + res.status + " " + (res.statusText || reasons[res.status] || "") + "\n" + hs + "\n\n" + text;
+}
+
+// The credentials box shows the fields of the chosen scheme.
+function showScheme() {
+  const scheme = byId("scheme").value;
+  for (const e of document.querySelectorAll("[data-schemes]")) e.hidden = !e.dataset.schemes.split(" ").includes(scheme);
+}
+
+// sessionKey is the key of the session signed in on this page.
+let sessionKey = null;
+const sessionCookie = (value, extra) => { document.cookie = "sessionToken=" + value + "; Path=/; Secure; SameSite=Strict" + extra; };
+
+// sessionSignIn starts a cookie session. The request carries no
+// credentials of the browser ("omit"), so that a wrong password is a 401
+// shown here rather than the browser's password dialog; such a request
+// may not set cookies, so the page sets the sessionToken cookie itself
+// from the key in the answer (a cookie the page can read: not HttpOnly).
+async function sessionSignIn() {
+  const status = byId("session-status");
+  status.textContent = "…";
+  try {
+    const res = await fetch("/sessions", {
+      method: "POST", credentials: "omit", cache: "no-store", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ username: byId("cred-user").value, password: byId("cred-password").value }),
+    });
+    const text = await res.text();
+    if (res.status === 201) {
+      sessionKey = JSON.parse(text).key;
+      sessionCookie(sessionKey, "");
+      status.textContent = "signed in (session " + res.headers.get("Location") + ")";
+    } else {
+      status.textContent = res.status + " " + (reasons[res.status] || "") + ": " + text;
+    }
+  } catch (e) {
+    status.textContent = String(e);
+  }
+}
+
+// sessionSignOut ends the session (DELETE /sessions/{key}) and drops the cookie.
+async function sessionSignOut() {
+  const status = byId("session-status");
+  if (sessionKey) {
+    const res = await fetch("/sessions/" + encodeURIComponent(sessionKey), { method: "DELETE", credentials: "omit" });
+    status.textContent = "signed out (" + res.status + ")";
+  } else {
+    status.textContent = "";
+  }
+  sessionKey = null;
+  sessionCookie("", "; Max-Age=0");
+}
+
 function renderOp(doc, path, method, op) {
   const body = el("div", { class: "body" });
   if (op.description) body.append(el("p", {}, op.description));
@@ -64,7 +280,10 @@ function renderOp(doc, path, method, op) {
   // Try it.
   const form = el("form", { class: "try" });
   const inputs = {};
-  for (const p of params.filter((p) => p.in === "path" || p.in === "query" || p.in === "header")) {
+  // The signed-request variables are the credentials box's to fill.
+  const signed = (p) => (p.$ref || "").startsWith("#/components/parameters/signed-");
+  const tryParams = (op.parameters || []).filter((p) => !signed(p)).map((p) => resolve(doc, p));
+  for (const p of tryParams.filter((p) => p.in === "path" || p.in === "query" || p.in === "header")) {
     inputs[p.in + ":" + p.name] = el("input", { name: p.name, placeholder: p.in });
     form.append(el("label", {}, p.name + " (" + p.in + ")", inputs[p.in + ":" + p.name]));
   }
@@ -73,32 +292,33 @@ function renderOp(doc, path, method, op) {
     bodyInput = el("textarea", { name: "body", placeholder: "JSON body" });
     form.append(el("label", {}, "body", bodyInput));
   }
-  const out = el("pre", {}, "");
+  let rawQuery = null;
+  if (method === "get") {
+    rawQuery = el("input", { name: "query", placeholder: "color=red,blue;make=!ford" });
+    form.append(el("label", {}, "more of the query string, as typed", rawQuery));
+  }
+  const out = el("pre", { class: "answer" }, "");
   form.append(el("button", { type: "submit" }, "Try it"), out);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     let url = path;
-    const query = new URLSearchParams();
+    const pairs = [];
     const headers = {};
     for (const [key, input] of Object.entries(inputs)) {
       const [where, name] = key.split(":");
       if (!input.value) continue;
-      if (where === "path") url = url.replace("{" + name + "}", encodeURIComponent(input.value));
-      if (where === "query") query.append(name, input.value);
+      // A path segment as typed too (/search/color=red,blue reads the
+      // grammar from the raw path), but "/" and "?" stay inside it.
+      if (where === "path") url = url.replace("{" + name + "}", asTyped(input.value).replace(/[/?]/g, encodeURIComponent));
+      if (where === "query") pairs.push(asTyped(name) + "=" + asTyped(input.value));
       if (where === "header") headers[name] = input.value;
     }
-    const authz = document.getElementById("authz").value.trim();
-    if (authz) headers["Authorization"] = authz;
+    if (rawQuery && rawQuery.value) pairs.push(asTyped(rawQuery.value, true));
     if (bodyInput && bodyInput.value) headers["Content-Type"] = "application/json";
-    const qs = query.toString();
+    out.textContent = "…";
     try {
-      const res = await fetch(url + (qs ? "?" + qs : ""), {
-        method: method.toUpperCase(), headers, credentials: "same-origin", redirect: "manual",
-        body: bodyInput && bodyInput.value ? bodyInput.value : undefined,
-      });
-      const text = await res.text();
-      const hs = [...res.headers.entries()].map(([k, v]) => k + ": " + v).join("\n");
-      out.textContent = res.status + " " + res.statusText + "\n" + hs + "\n\n" + text;
+      out.textContent = await tryRequest(method.toUpperCase(), url, pairs.join("&"), headers,
+        bodyInput && bodyInput.value ? bodyInput.value : undefined);
     } catch (e) {
       out.textContent = String(e);
     }
@@ -111,11 +331,16 @@ function renderOp(doc, path, method, op) {
     el("span", {}, op.summary || ""));
   if (Array.isArray(op.security) && op.security.length === 0) summary.append(el("span", { class: "public" }, "public"));
   const d = el("details", { class: "op" }, summary, body);
+  if (op.operationId) d.id = "op-" + op.operationId;
   d.dataset.search = (method + " " + path + " " + (op.tags || []).join(" ") + " " + (op.summary || "")).toLowerCase();
   return d;
 }
 
 async function main() {
+  byId("scheme").addEventListener("change", showScheme);
+  byId("session-signin").addEventListener("click", sessionSignIn);
+  byId("session-signout").addEventListener("click", sessionSignOut);
+  showScheme();
   const res = await fetch("/openapi.json");
   const doc = await res.json();
   document.getElementById("summary").textContent = (doc.info.summary || "") + " Version " + doc.info.version + ".";
