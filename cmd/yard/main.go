@@ -84,7 +84,7 @@ func commands() []command {
 				usage: "user passwd NAME [--data DIR] [--db URL]", run: runUserPasswd},
 		}},
 		{name: "import", summary: "bulk-load garages and cars from an NDJSON file (FILE - reads stdin)",
-			usage: "import FILE [--data DIR] [--db URL] [--batch N]", run: runImport},
+			usage: "import FILE [--data DIR] [--db URL] [--batch N] [--progress auto|on|off]", run: runImport},
 		{name: "keys", summary: "rotate the token signing key, or print its public key", subs: []command{
 			{name: "rotate", summary: "make a new signing key for public-key tokens",
 				usage: "keys rotate [--data DIR]", run: runKeysRotate},
