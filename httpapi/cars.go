@@ -107,7 +107,7 @@ func (s *Server) handleGetGarage(w http.ResponseWriter, r *http.Request) {
 
 // handleListGarages answers GET /garages.
 func (s *Server) handleListGarages(w http.ResponseWriter, r *http.Request) {
-	_, page, err := onlyPaging(r.URL.RawQuery)
+	_, page, err := onlyPaging(s.grammarQuery(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -128,7 +128,7 @@ func (s *Server) handleListGarages(w http.ResponseWriter, r *http.Request) {
 // /cars/search/by-parameters and /cars/search/by-vendor: the one grammar,
 // read from the raw query.
 func (s *Server) handleListCars(w http.ResponseWriter, r *http.Request) {
-	q, page, facets, err := yard.ParseCarListQuery(r.URL.RawQuery)
+	q, page, facets, err := yard.ParseCarListQuery(s.grammarQuery(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -145,7 +145,7 @@ func (s *Server) handleGarageCars(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	q, page, facets, err := yard.ParseCarListQuery(r.URL.RawQuery)
+	q, page, facets, err := yard.ParseCarListQuery(s.grammarQuery(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -243,42 +243,6 @@ func (f facetsView) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// threeSegmentPattern catches every path of three segments that no more
-// specific pattern takes. It exists because GET /{garage_id}/cars/{car_id}
-// cannot be a ServeMux pattern of its own: it and GET
-// /garages/{garage_id}/cars both match /garages/cars/cars and neither is
-// more specific, which ServeMux refuses (and a GET /{a}/{b}/{c} pattern
-// would conflict with method-less patterns such as /v1/dogs/{dog_id}).
-// Registered without a method, it is less specific than every other
-// three-segment pattern, so it shadows none of them; what it receives that
-// is not /{garage_id}/cars/{car_id} it answers as if it did not exist.
-const threeSegmentPattern = "/{garage_id}/{segment}/{car_id}"
-
-// registerGarageCarRoute registers GET /{garage_id}/cars/{car_id}: it is
-// listed among the routes (index, OpenAPI check) under its real shape,
-// and served through threeSegmentPattern.
-func (s *Server) registerGarageCarRoute() {
-	s.routes = append(s.routes, route{"GET", "/{garage_id}/cars/{car_id}"})
-	s.mux.HandleFunc(threeSegmentPattern, s.handleThreeSegments)
-}
-
-func (s *Server) handleThreeSegments(w http.ResponseWriter, r *http.Request) {
-	if r.PathValue("segment") != "cars" {
-		s.answerAsUnrouted(w, r)
-		return
-	}
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		s.handleGarageCar(w, r)
-	case http.MethodOptions:
-		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
-		s.error(w, r, &yard.Error{Code: "method_not_allowed", Message: "This resource takes GET, HEAD, OPTIONS."})
-	}
-}
-
 // handleGarageCar answers /{garage_id}/cars/{car_id}: the car if it is in
 // that garage, else 404.
 func (s *Server) handleGarageCar(w http.ResponseWriter, r *http.Request) {
@@ -291,40 +255,6 @@ func (s *Server) handleGarageCar(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeRepresentation(w, r, newCarView(c), c.UpdatedAt)
-}
-
-// answerAsUnrouted answers a request the three-segment catch-all received
-// for some other path as the mux would without it: 404, or 405 (or the
-// OPTIONS answer) with the Allow of the patterns registered for the path.
-func (s *Server) answerAsUnrouted(w http.ResponseWriter, r *http.Request) {
-	h, pattern := s.shadowMux().Handler(r)
-	if pattern != "" {
-		// A pattern matches after all; the real mux would have chosen it,
-		// so this cannot happen. Do not guess: not found.
-		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
-		return
-	}
-	s.unrouted(w, r, h)
-}
-
-// shadowMux returns a mux of every route but the three-segment catch-all
-// (built once, on first use: routes do not change after NewServer).
-func (s *Server) shadowMux() *http.ServeMux {
-	s.shadowOnce.Do(func() {
-		shadow := http.NewServeMux()
-		for _, rt := range s.routes {
-			if rt.Pattern == "/{garage_id}/cars/{car_id}" {
-				continue
-			}
-			p := rt.Pattern
-			if rt.Method != "" {
-				p = rt.Method + " " + p
-			}
-			shadow.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
-		}
-		s.shadow = shadow
-	})
-	return s.shadow
 }
 
 // --- searches ----------------------------------------------------------------
@@ -371,7 +301,7 @@ func readJSONBody(r *http.Request) ([]byte, error) {
 
 // handleListSearches answers GET /searches (administrators).
 func (s *Server) handleListSearches(w http.ResponseWriter, r *http.Request) {
-	_, page, err := onlyPaging(r.URL.RawQuery)
+	_, page, err := onlyPaging(s.grammarQuery(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -397,7 +327,7 @@ func (s *Server) handleSearchResults(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	extra, page, facets, err := yard.ParseCarListQuery(r.URL.RawQuery)
+	extra, page, facets, err := yard.ParseCarListQuery(s.grammarQuery(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -420,7 +350,8 @@ func (s *Server) handleDeleteSearch(w http.ResponseWriter, r *http.Request) {
 // Filters and paging in the request's query apply too.
 func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 	segment := strings.TrimPrefix(r.URL.EscapedPath(), "/search/")
-	extra, page, facets, err := yard.ParseCarListQuery(r.URL.RawQuery)
+	raw := s.grammarQuery(r)
+	extra, page, facets, err := yard.ParseCarListQuery(raw)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -442,7 +373,7 @@ func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if r.URL.RawQuery == "" || !hasPaging(r.URL.RawQuery) {
+	if raw == "" || !hasPaging(raw) {
 		page = inPath // paging may sit in the path too
 	}
 	for _, f := range facets { // facets may sit in either

@@ -244,7 +244,7 @@ func (s *Server) handleListOrders(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, yard.Errorf(yard.ENOTACCEPTABLE, "The list of orders is available as %s only; fetch each order for XML.", mediaJSON))
 		return
 	}
-	f, pg, err := yard.ParseOrderQuery(r.URL.RawQuery)
+	f, pg, err := yard.ParseOrderQuery(s.grammarQuery(r))
 	if err != nil {
 		s.error(w, r, err)
 		return

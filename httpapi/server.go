@@ -64,13 +64,10 @@ type Server struct {
 	// reached"). 0 waits as long as the client does.
 	StoreWait time.Duration
 
-	mux *http.ServeMux
-	// shadow is the mux without the root-level car route (cars.go).
-	shadow     *http.ServeMux
-	shadowOnce sync.Once
-	routes     []route
-	metrics    *metrics
-	openapi    []byte
+	mux     *http.ServeMux
+	routes  []route
+	metrics *metrics
+	openapi []byte
 	// openapiMu guards openapi, built on first use by concurrent requests.
 	openapiMu sync.Mutex
 	// storeDown is set while the store cannot be reached (outage.go).
