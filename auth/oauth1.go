@@ -649,3 +649,16 @@ func ParseOAuthHeader(h string) ([][2]string, error) {
 	}
 	return out, nil
 }
+
+// buildOAuth1 is OAuth 1.0a's entry in the chain's ordered list (kit.go):
+// offered when the store keeps OAuth state; consumer and token secrets are
+// sealed with the kit's box.
+func buildOAuth1(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
+	store, ok := cfg.Store.(yard.OAuthService)
+	if !ok {
+		return nil, nil
+	}
+	k.OAuth1 = &OAuth1{Store: store, Replay: cfg.Store, Users: k.Users, Box: k.Box, BaseURL: cfg.Issuer,
+		Now: k.Now, CacheTTL: k.cacheTTL, Writers: cfg.SignatureWriters}
+	return k.OAuth1, nil
+}

@@ -229,3 +229,10 @@ func (s *Signed) key(ctx context.Context, id string, now time.Time) (signedKey, 
 	s.mu.Unlock()
 	return k, nil
 }
+
+// buildSigned is the signed requests' entry in the chain's ordered list
+// (kit.go); API-key secrets are sealed with the kit's box.
+func buildSigned(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
+	k.Signed = &Signed{Keys: cfg.Store, Users: k.Users, Box: k.Box, Now: k.Now, KeyCacheTTL: k.cacheTTL, Writers: cfg.SignatureWriters}
+	return k.Signed, nil
+}

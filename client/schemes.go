@@ -284,27 +284,25 @@ func (t *TokenPair) SetTokens(p Tokens) {
 
 // Login signs in with Username and Password.
 func (t *TokenPair) Login(ctx context.Context, c *Client) error {
-	var p Tokens
-	if _, err := c.post(ctx, "/auth/login", map[string]string{"username": t.Username, "password": t.Password}, nil, &p); err != nil {
-		return err
-	}
-	t.mu.Lock()
-	t.tokens = p
-	t.Logins++
-	t.mu.Unlock()
-	return nil
+	return t.obtain(ctx, c, "/auth/login", map[string]string{"username": t.Username, "password": t.Password}, nil, &t.Logins)
 }
 
 // Refresh exchanges the refresh token for a new pair.
 func (t *TokenPair) Refresh(ctx context.Context, c *Client) error {
-	var p Tokens
 	h := http.Header{"Authorization": {"Bearer " + t.Tokens().RefreshToken}}
-	if _, err := c.post(ctx, "/auth/refresh", nil, h, &p); err != nil {
+	return t.obtain(ctx, c, "/auth/refresh", nil, h, &t.Refreshes)
+}
+
+// obtain posts to an endpoint that answers a new pair, keeps the pair and
+// counts it in *count.
+func (t *TokenPair) obtain(ctx context.Context, c *Client, path string, body any, h http.Header, count *int) error {
+	var p Tokens
+	if _, err := c.post(ctx, path, body, h, &p); err != nil {
 		return err
 	}
 	t.mu.Lock()
 	t.tokens = p
-	t.Refreshes++
+	*count++
 	t.mu.Unlock()
 	return nil
 }
