@@ -353,6 +353,12 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		pair, err = k.Tokens.Issue(r.Context(), u)
 	}
+	s.writePair(w, r, pair, err)
+}
+
+// writePair answers a new token pair (not to be stored by caches), or the
+// error of making it.
+func (s *Server) writePair(w http.ResponseWriter, r *http.Request, pair *auth.TokenPair, err error) {
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -385,12 +391,7 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		pair, err = k.Tokens.Refresh(r.Context(), tok)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	noStore(w)
-	writeJSON(w, http.StatusOK, pair)
+	s.writePair(w, r, pair, err)
 }
 
 // handleLogout is POST /auth/logout: revoke the refresh token's family.
