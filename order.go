@@ -116,8 +116,6 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 		}
 		lkey := strings.ToLower(key)
 		switch {
-		case authQueryVars[lkey]:
-			continue
 		case lkey == "offset" || lkey == "max":
 			if seenPage[lkey] {
 				return f, page, badPair(pair, key, "given more than once")

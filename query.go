@@ -317,11 +317,6 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// authQueryVars are query variables of signed requests (docs/auth.md,
-// "Signed requests": the credentials and the optional method and body
-// binding); a car list ignores them.
-var authQueryVars = map[string]bool{"apikey": true, "signature": true, "timestamp": true, "method": true, "bodyhash": true}
-
 // ParseCarQuery parses a raw (still percent-encoded) query string in the
 // car query grammar of docs/cars.md into a Query and a page:
 //
@@ -375,8 +370,6 @@ func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 		}
 		lkey := strings.ToLower(key)
 		switch {
-		case authQueryVars[lkey]:
-			continue
 		case lkey == "facets" && facets != nil:
 			for _, item := range strings.Split(rawValue, ",") {
 				name, err := unescape(item)

@@ -29,6 +29,15 @@ type Scheme interface {
 	Challenges(r *http.Request) []string
 }
 
+// QueryCredentials is implemented by a scheme whose credentials travel in
+// query variables. QueryVars names them (matched without regard to case);
+// the server takes them out of the query before an endpoint's own query
+// grammar reads it (Chain.QueryVars), so no grammar needs to know them,
+// while the scheme itself still sees, and verifies, the query as sent.
+type QueryCredentials interface {
+	QueryVars() []string
+}
+
 // Chain authenticates a request with the first scheme that matches it.
 type Chain struct {
 	// Header schemes are matched on the Authorization header, in order.
@@ -68,6 +77,23 @@ func (c *Chain) Authenticate(r *http.Request) (*yard.Principal, error) {
 		}
 	}
 	return nil, nil
+}
+
+// QueryVars returns the query variables every scheme of the chain
+// consumes (QueryCredentials); nil for a nil chain.
+func (c *Chain) QueryVars() []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, group := range [][]Scheme{c.Header, c.Query, c.Cookie} {
+		for _, s := range group {
+			if qc, ok := s.(QueryCredentials); ok {
+				out = append(out, qc.QueryVars()...)
+			}
+		}
+	}
+	return out
 }
 
 // Challenges returns the WWW-Authenticate values of every scheme in the chain.

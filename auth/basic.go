@@ -240,3 +240,16 @@ func verifyUserPassword(ctx context.Context, users Users, username, password str
 var dummyHash, _ = HashPassword("not a real password")
 
 func foldName(s string) string { return strings.ToLower(s) }
+
+// buildBasic is Basic's entry in the chain's ordered list (kit.go): the
+// server's own Basic (Config.Basic, shared with endpoints that check
+// passwords before the kit exists), put first; nil when there is none.
+func buildBasic(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
+	if cfg.Basic == nil {
+		return nil, nil
+	}
+	// A Basic verification is compared with the store as often as
+	// everything else a process caches (docs/auth.md).
+	cfg.Basic.CacheTTL = k.cacheTTL
+	return cfg.Basic, nil
+}

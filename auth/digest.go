@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/md5"
 	"crypto/rand"
@@ -9,8 +10,10 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -273,4 +276,15 @@ func ParseDigestParams(s string) (map[string]string, bool) {
 		i = j
 	}
 	return out, len(out) > 0
+}
+
+// buildDigest is Digest's entry in the chain's ordered list (kit.go).
+func buildDigest(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
+	nonceKey, err := LoadOrCreateSecret(filepath.Join(cfg.KeyDir, "digest-nonce.key"), 32)
+	if err != nil {
+		return nil, fmt.Errorf("digest nonce key: %w", err)
+	}
+	k.Digest = &Digest{Users: cfg.Store, Counter: cfg.Store, Limiter: cfg.Limiter, Secret: nonceKey,
+		NonceTTL: orDefault(cfg.NonceTTL, 5*time.Minute), Now: k.Now, Opaque: "yard"}
+	return k.Digest, nil
 }

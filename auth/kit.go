@@ -2,12 +2,8 @@ package auth
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -88,6 +84,38 @@ type Kit struct {
 	Now     func() time.Time
 	// SessionMax is the absolute session lifetime (for purging).
 	SessionMax time.Duration
+	// cacheTTL is Config.CacheTTL with its default, for the schemes.
+	cacheTTL time.Duration
+}
+
+// carrier is where a scheme's credentials travel; the chain tries the
+// carriers in the order of docs/auth.md: the Authorization header, then
+// query variables, then the session cookie.
+type carrier int
+
+const (
+	inHeader carrier = iota
+	inQuery
+	inCookie
+)
+
+// chainOrder is the chain's ordered list: every first-party scheme, in the
+// order the chain tries it within its carrier. Each entry's build function
+// lives in the scheme's own file; it makes the scheme from the
+// configuration and the kit's shared services (Users, Box, Limiter, Now),
+// sets the kit's field for it when endpoints need one, and returns nil
+// when this server does not offer the scheme. Adding a scheme is one file
+// and one entry here (docs/architecture-schemes.md).
+var chainOrder = []struct {
+	carrier carrier
+	build   func(context.Context, Config, *Kit) (Scheme, error)
+}{
+	{inHeader, buildBasic},    // basic.go (the server's own, put first)
+	{inHeader, buildDigest},   // digest.go
+	{inHeader, buildBearer},   // tokens.go: the token pair and public-key tokens (pktoken.go)
+	{inHeader, buildOAuth1},   // oauth1.go, when the store keeps OAuth state
+	{inQuery, buildSigned},    // signed.go
+	{inCookie, buildSessions}, // session.go
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -108,20 +136,8 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 	}
 	cacheTTL := orDefault(cfg.CacheTTL, 5*time.Second)
 	k := &Kit{Basic: cfg.Basic, Limiter: cfg.Limiter, Store: cfg.Store, Now: now,
-		SessionMax: orDefault(cfg.SessionMax, 12*time.Hour)}
+		SessionMax: orDefault(cfg.SessionMax, 12*time.Hour), cacheTTL: cacheTTL}
 	k.Users = &UserCache{Users: cfg.Store, TTL: cacheTTL, Now: now}
-	if cfg.Basic != nil {
-		// A Basic verification is compared with the store as often as
-		// everything else a process caches (docs/auth.md).
-		cfg.Basic.CacheTTL = cacheTTL
-	}
-
-	nonceKey, err := LoadOrCreateSecret(filepath.Join(cfg.KeyDir, "digest-nonce.key"), 32)
-	if err != nil {
-		return nil, fmt.Errorf("digest nonce key: %w", err)
-	}
-	k.Digest = &Digest{Users: cfg.Store, Counter: cfg.Store, Limiter: cfg.Limiter, Secret: nonceKey,
-		NonceTTL: orDefault(cfg.NonceTTL, 5*time.Minute), Now: now, Opaque: "yard"}
 
 	boxKey, err := LoadOrCreateSecret(filepath.Join(cfg.KeyDir, "apikey-seal.key"), 32)
 	if err != nil {
@@ -130,87 +146,25 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 	if k.Box, err = NewSecretBox(boxKey); err != nil {
 		return nil, err
 	}
-	k.Signed = &Signed{Keys: cfg.Store, Users: k.Users, Box: k.Box, Now: now, KeyCacheTTL: cacheTTL, Writers: cfg.SignatureWriters,
-		RequireBinding: cfg.SignedRequireBinding}
 
-	idle := orDefault(cfg.SessionIdle, 30*time.Minute)
-	k.Sessions = &Sessions{Store: cfg.Store, Users: k.Users, Idle: idle,
-		Max: k.SessionMax, TouchEvery: TouchInterval(idle), CacheTTL: cacheTTL, Now: now,
-		CrossOrigin: http.NewCrossOriginProtection()}
-
-	pkTTL := orDefault(cfg.PKTokenTTL, time.Hour)
-	k.PK = &PKTokens{TTL: pkTTL, Users: k.Users, Limiter: cfg.Limiter, Now: now}
-	switch {
-	case cfg.VerifyOnly && cfg.JWKSURL != "":
-		client := &http.Client{Timeout: 10 * time.Second}
-		if cfg.JWKSCAFile != "" {
-			pem, err := os.ReadFile(cfg.JWKSCAFile)
-			if err != nil {
-				return nil, err
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("%s: no certificate", cfg.JWKSCAFile)
-			}
-			client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
-		}
-		remote := &RemoteJWKS{URL: cfg.JWKSURL, Client: client, Refresh: 5 * time.Minute, MinRefetch: 10 * time.Second, Now: now}
-		if err := remote.Fetch(ctx); err != nil {
-			return nil, err
-		}
-		k.PK.Keys = remote
-	case cfg.VerifyOnly && cfg.PublicKeyFile != "":
-		keys, err := LoadPublicKeys(cfg.PublicKeyFile)
+	k.Chain = &Chain{}
+	for _, entry := range chainOrder {
+		scheme, err := entry.build(ctx, cfg, k)
 		if err != nil {
 			return nil, err
 		}
-		k.PK.Keys = keys
-	case cfg.VerifyOnly:
-		return nil, errors.New("a verify-only server needs --jwks URL or --public-key FILE")
-	case cfg.SigningKeyFile != "":
-		ring, err := LoadKeyFile(cfg.SigningKeyFile)
-		if err != nil {
-			return nil, err
+		if scheme == nil {
+			continue // not offered by this server
 		}
-		k.PK.Ring, k.PK.Keys = ring, ring
-	default:
-		ring, err := OpenKeyRing(filepath.Join(cfg.KeyDir, "ed25519"), pkTTL, now)
-		if err != nil {
-			return nil, fmt.Errorf("signing keys: %w", err)
+		switch entry.carrier {
+		case inHeader:
+			k.Chain.Header = append(k.Chain.Header, scheme)
+		case inQuery:
+			k.Chain.Query = append(k.Chain.Query, scheme)
+		case inCookie:
+			k.Chain.Cookie = append(k.Chain.Cookie, scheme)
 		}
-		if cfg.KeyRotation > 0 && now().Sub(ring.Active().Created) > cfg.KeyRotation {
-			if err := ring.Rotate(); err != nil {
-				return nil, err
-			}
-		}
-		if err := ring.Prune(); err != nil {
-			return nil, err
-		}
-		k.PK.Ring, k.PK.Keys = ring, ring
 	}
-
-	if !cfg.VerifyOnly {
-		tokenKey, err := LoadOrCreateSecret(filepath.Join(cfg.KeyDir, "token-hs256.key"), 32)
-		if err != nil {
-			return nil, fmt.Errorf("token key: %w", err)
-		}
-		k.Tokens = &Tokens{Key: tokenKey, Issuer: cfg.Issuer, AccessTTL: orDefault(cfg.AccessTTL, 30*time.Minute),
-			RefreshTTL: orDefault(cfg.RefreshTTL, 24*time.Hour), Families: cfg.Store, Store: cfg.Store, Users: k.Users, Now: now}
-	}
-
-	header := []Scheme{}
-	if cfg.Basic != nil {
-		header = append(header, cfg.Basic)
-	}
-	header = append(header, k.Digest, &Bearer{Pair: k.Tokens, PK: k.PK})
-	// OAuth 1.0a: one more Authorization-header scheme; its consumer and
-	// token secrets are sealed with the API-key box.
-	if os, ok := cfg.Store.(yard.OAuthService); ok {
-		k.OAuth1 = &OAuth1{Store: os, Replay: cfg.Store, Users: k.Users, Box: k.Box, BaseURL: cfg.Issuer,
-			Now: now, CacheTTL: cacheTTL, Writers: cfg.SignatureWriters}
-		header = append(header, k.OAuth1)
-	}
-	k.Chain = &Chain{Header: header, Query: []Scheme{k.Signed}, Cookie: []Scheme{k.Sessions}}
 	return k, nil
 }
 

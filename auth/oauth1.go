@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/sigbase"
 )
 
 // OAuthWindow is how far oauth_timestamp may be from the server's clock,
@@ -200,7 +201,7 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 		}
 	}
 	switch method {
-	case OAuthHMACSHA1, OAuthHMACSHA256, OAuthPlaintext:
+	case sigbase.OAuthHMACSHA1, sigbase.OAuthHMACSHA256, sigbase.OAuthPlaintext:
 	default:
 		return nil, o.refuse(yard.EINVALID, "signature_method_rejected", "oauth_signature_method",
 			"The signature method %q is not supported; use HMAC-SHA1, HMAC-SHA256 or PLAINTEXT.", method)
@@ -211,7 +212,7 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 	// RFC 5849 §3.1: timestamp and nonce may be omitted with PLAINTEXT.
 	ts, hasTS := params["oauth_timestamp"]
 	nonce, hasNonce := params["oauth_nonce"]
-	if method != OAuthPlaintext || hasTS || hasNonce {
+	if method != sigbase.OAuthPlaintext || hasTS || hasNonce {
 		for _, name := range []string{"oauth_timestamp", "oauth_nonce"} {
 			if params[name] == "" {
 				return nil, o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
@@ -264,7 +265,7 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 	if err != nil {
 		return nil, err
 	}
-	want, _ := OAuthSign(method, OAuthBaseString(r.Method, o.baseURI(r), all), consumerSecret, tokenSecret)
+	want, _ := sigbase.OAuthSign(method, sigbase.OAuthBaseString(r.Method, o.baseURI(r), all), consumerSecret, tokenSecret)
 	if subtle.ConstantTimeCompare([]byte(want), []byte(params["oauth_signature"])) != 1 {
 		return nil, o.refuse(yard.EUNAUTHORIZED, "signature_invalid", "", "The OAuth signature does not match the request.")
 	}
@@ -344,14 +345,14 @@ func (o *OAuth1) baseURI(r *http.Request) string {
 	} else {
 		u.Path, u.RawPath = r.URL.Path, r.URL.RawPath
 	}
-	return OAuthBaseURI(u)
+	return sigbase.OAuthBaseURI(u)
 }
 
 // signedParams collects the parameters of RFC 5849 §3.4.1.3.1: the query,
 // a single-part form body, and the header's parameters but realm and
 // oauth_signature. A protocol parameter may appear only in the header.
 func signedParams(r *http.Request, header [][2]string) ([][2]string, error) {
-	query, err := ParseRawQuery(r.URL.RawQuery)
+	query, err := sigbase.ParseRawQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, yard.Errorf(yard.EMALFORMED, "The query string cannot be parsed.")
 	}
@@ -364,7 +365,7 @@ func signedParams(r *http.Request, header [][2]string) ([][2]string, error) {
 				return nil, err
 			}
 			r.Body = io.NopCloser(bytes.NewReader(raw))
-			form, err := ParseRawQuery(string(raw))
+			form, err := sigbase.ParseRawQuery(string(raw))
 			if err != nil {
 				return nil, yard.Errorf(yard.EMALFORMED, "The form body cannot be parsed.")
 			}
@@ -596,4 +597,68 @@ func (o *OAuth1) IssueAccessToken(ctx context.Context, v *OAuthVerified) (token,
 		return "", "", o.refuse(yard.EUNAUTHORIZED, "token_used", "", "The request token was already exchanged or has expired.")
 	}
 	return at.Token, secret, nil
+}
+
+// ParseOAuthHeader parses the parameters of an "Authorization: OAuth …"
+// header (RFC 5849 §3.5.1): comma-separated name="value" pairs, each name
+// and value percent-encoded. It returns the decoded pairs in order; realm
+// is among them.
+func ParseOAuthHeader(h string) ([][2]string, error) {
+	scheme, rest := AuthScheme(h)
+	if scheme != "oauth" {
+		return nil, errors.New("oauth1: not an OAuth Authorization header")
+	}
+	var out [][2]string
+	for rest = strings.TrimSpace(rest); rest != ""; {
+		eq := strings.IndexByte(rest, '=')
+		if eq <= 0 {
+			return nil, errors.New("oauth1: a parameter has no value")
+		}
+		name := strings.TrimSpace(rest[:eq])
+		rest = strings.TrimSpace(rest[eq+1:])
+		if !strings.HasPrefix(rest, `"`) {
+			return nil, errors.New("oauth1: a parameter value is not quoted")
+		}
+		end := strings.IndexByte(rest[1:], '"')
+		if end < 0 {
+			return nil, errors.New("oauth1: an unterminated quoted value")
+		}
+		raw := rest[1 : 1+end]
+		rest = strings.TrimSpace(rest[end+2:])
+		if rest != "" {
+			if rest[0] != ',' {
+				return nil, errors.New("oauth1: parameters must be separated by commas")
+			}
+			rest = strings.TrimSpace(rest[1:])
+			if rest == "" {
+				return nil, errors.New("oauth1: a trailing comma")
+			}
+		}
+		n, err := url.PathUnescape(name)
+		if err != nil {
+			return nil, err
+		}
+		v, err := url.PathUnescape(raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, [2]string{n, v})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("oauth1: no parameters")
+	}
+	return out, nil
+}
+
+// buildOAuth1 is OAuth 1.0a's entry in the chain's ordered list (kit.go):
+// offered when the store keeps OAuth state; consumer and token secrets are
+// sealed with the kit's box.
+func buildOAuth1(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
+	store, ok := cfg.Store.(yard.OAuthService)
+	if !ok {
+		return nil, nil
+	}
+	k.OAuth1 = &OAuth1{Store: store, Replay: cfg.Store, Users: k.Users, Box: k.Box, BaseURL: cfg.Issuer,
+		Now: k.Now, CacheTTL: k.cacheTTL, Writers: cfg.SignatureWriters}
+	return k.OAuth1, nil
 }

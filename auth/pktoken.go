@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -24,9 +25,8 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
-	"golang.org/x/sync/singleflight"
-
 	"github.com/yard-api/yard"
+	"golang.org/x/sync/singleflight"
 )
 
 // KeySource finds the Ed25519 public key with a key id.
@@ -553,4 +553,62 @@ func PublicKeyPEM(pub crypto.PublicKey) ([]byte, error) {
 		return nil, err
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
+}
+
+// newPKTokens makes the public-key token service of cfg: a verify-only
+// server verifies with a JWKS URL or a public key file; a signing server
+// signs with one key file or the rotating ring in KeyDir.
+func newPKTokens(ctx context.Context, cfg Config, k *Kit) (*PKTokens, error) {
+	now := k.Now
+	pkTTL := orDefault(cfg.PKTokenTTL, time.Hour)
+	pk := &PKTokens{TTL: pkTTL, Users: k.Users, Limiter: cfg.Limiter, Now: now}
+	switch {
+	case cfg.VerifyOnly && cfg.JWKSURL != "":
+		client := &http.Client{Timeout: 10 * time.Second}
+		if cfg.JWKSCAFile != "" {
+			pem, err := os.ReadFile(cfg.JWKSCAFile)
+			if err != nil {
+				return nil, err
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("%s: no certificate", cfg.JWKSCAFile)
+			}
+			client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+		}
+		remote := &RemoteJWKS{URL: cfg.JWKSURL, Client: client, Refresh: 5 * time.Minute, MinRefetch: 10 * time.Second, Now: now}
+		if err := remote.Fetch(ctx); err != nil {
+			return nil, err
+		}
+		pk.Keys = remote
+	case cfg.VerifyOnly && cfg.PublicKeyFile != "":
+		keys, err := LoadPublicKeys(cfg.PublicKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		pk.Keys = keys
+	case cfg.VerifyOnly:
+		return nil, errors.New("a verify-only server needs --jwks URL or --public-key FILE")
+	case cfg.SigningKeyFile != "":
+		ring, err := LoadKeyFile(cfg.SigningKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		pk.Ring, pk.Keys = ring, ring
+	default:
+		ring, err := OpenKeyRing(filepath.Join(cfg.KeyDir, "ed25519"), pkTTL, now)
+		if err != nil {
+			return nil, fmt.Errorf("signing keys: %w", err)
+		}
+		if cfg.KeyRotation > 0 && now().Sub(ring.Active().Created) > cfg.KeyRotation {
+			if err := ring.Rotate(); err != nil {
+				return nil, err
+			}
+		}
+		if err := ring.Prune(); err != nil {
+			return nil, err
+		}
+		pk.Ring, pk.Keys = ring, ring
+	}
+	return pk, nil
 }

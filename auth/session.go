@@ -218,3 +218,13 @@ func isSafe(method string) bool {
 	}
 	return false
 }
+
+// buildSessions is the session cookie's entry in the chain's ordered list
+// (kit.go).
+func buildSessions(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
+	idle := orDefault(cfg.SessionIdle, 30*time.Minute)
+	k.Sessions = &Sessions{Store: cfg.Store, Users: k.Users, Idle: idle,
+		Max: k.SessionMax, TouchEvery: TouchInterval(idle), CacheTTL: k.cacheTTL, Now: k.Now,
+		CrossOrigin: http.NewCrossOriginProtection()}
+	return k.Sessions, nil
+}

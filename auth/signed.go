@@ -9,14 +9,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/sigbase"
 )
 
 // SignedWindow is how far a signed request's timestamp may be from the
@@ -26,7 +25,7 @@ const SignedWindow = 300 * time.Second
 // Signed is the signed-request scheme (docs/auth.md, "Signed requests"):
 // query variables timestamp, apiKey and signature, where
 //
-//	signature = hex(HMAC-SHA256(secret, CanonicalString(path, query)))
+//	signature = hex(HMAC-SHA256(secret, sigbase.CanonicalString(path, query)))
 //
 // Beyond the spec, two optional query variables, signed like the others,
 // bind the request: method (the HTTP method) and bodyhash (lower-case hex
@@ -76,6 +75,13 @@ func (s *Signed) Match(r *http.Request) bool {
 	return false
 }
 
+// QueryVars implements QueryCredentials: the credentials (apiKey,
+// signature, timestamp) and the optional binding (method, bodyHash) of
+// docs/auth.md, "Signed requests".
+func (s *Signed) QueryVars() []string {
+	return []string{"apiKey", "signature", "timestamp", "method", "bodyHash"}
+}
+
 // Challenges implements Scheme; signed requests have no challenge.
 func (s *Signed) Challenges(*http.Request) []string { return nil }
 
@@ -88,7 +94,7 @@ func (s *Signed) Forget(id string) {
 
 // Authenticate implements Scheme.
 func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
-	pairs, err := ParseRawQuery(r.URL.RawQuery)
+	pairs, err := sigbase.ParseRawQuery(r.URL.RawQuery)
 	if err != nil {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The query string of a signed request cannot be parsed.")
 	}
@@ -135,7 +141,7 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 		return nil, err
 	}
 	m := hmac.New(sha256.New, k.secret)
-	m.Write([]byte(CanonicalString(r.URL.Path, pairs)))
+	m.Write([]byte(sigbase.CanonicalString(r.URL.Path, pairs)))
 	if !hmac.Equal(m.Sum(nil), got) { // constant time
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The signature does not match the request.")
 	}
@@ -224,65 +230,10 @@ func (s *Signed) key(ctx context.Context, id string, now time.Time) (signedKey, 
 	return k, nil
 }
 
-// ParseRawQuery splits a raw query string on '&' into name/value pairs,
-// percent-decoding each ('+' is a space, as in HTML forms). Empty pieces
-// are skipped; a bad escape is an error.
-func ParseRawQuery(raw string) ([][2]string, error) {
-	var out [][2]string
-	for piece := range strings.SplitSeq(raw, "&") {
-		if piece == "" {
-			continue
-		}
-		n, v, _ := strings.Cut(piece, "=")
-		name, err := url.QueryUnescape(n)
-		if err != nil {
-			return nil, err
-		}
-		val, err := url.QueryUnescape(v)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, [2]string{name, val})
-	}
-	return out, nil
-}
-
-// CanonicalString returns the string a signed request signs (docs/auth.md):
-// the decoded path, "?", then every query pair except signature as
-// name=value with the name lower-cased and the raw (decoded) value, sorted
-// by name and then by value, joined with "&".
-func CanonicalString(path string, pairs [][2]string) string {
-	kept := make([][2]string, 0, len(pairs))
-	for _, p := range pairs {
-		name := strings.ToLower(p[0])
-		if name == "signature" {
-			continue
-		}
-		kept = append(kept, [2]string{name, p[1]})
-	}
-	sort.Slice(kept, func(i, j int) bool {
-		if kept[i][0] != kept[j][0] {
-			return kept[i][0] < kept[j][0]
-		}
-		return kept[i][1] < kept[j][1]
-	})
-	var b strings.Builder
-	b.WriteString(path)
-	b.WriteByte('?')
-	for i, p := range kept {
-		if i > 0 {
-			b.WriteByte('&')
-		}
-		b.WriteString(p[0])
-		b.WriteByte('=')
-		b.WriteString(p[1])
-	}
-	return b.String()
-}
-
-// Sign returns hex(HMAC-SHA256(secret, s)).
-func Sign(secret []byte, s string) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(s))
-	return hex.EncodeToString(m.Sum(nil))
+// buildSigned is the signed requests' entry in the chain's ordered list
+// (kit.go); API-key secrets are sealed with the kit's box.
+func buildSigned(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
+	k.Signed = &Signed{Keys: cfg.Store, Users: k.Users, Box: k.Box, Now: k.Now, KeyCacheTTL: k.cacheTTL, Writers: cfg.SignatureWriters,
+		RequireBinding: cfg.SignedRequireBinding}
+	return k.Signed, nil
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
-
 	"github.com/yard-api/yard"
 )
 
@@ -218,4 +219,24 @@ func (b *Bearer) Authenticate(r *http.Request) (*yard.Principal, error) {
 		return b.PK.Verify(r, token, h.Kid)
 	}
 	return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is not valid.")
+}
+
+// buildBearer is the bearer tokens' entry in the chain's ordered list
+// (kit.go): one scheme for both kinds of token, the token pair (not on a
+// verify-only server, whose HMAC key would be a signing key) and
+// public-key tokens (pktoken.go).
+func buildBearer(ctx context.Context, cfg Config, k *Kit) (Scheme, error) {
+	var err error
+	if k.PK, err = newPKTokens(ctx, cfg, k); err != nil {
+		return nil, err
+	}
+	if !cfg.VerifyOnly {
+		tokenKey, err := LoadOrCreateSecret(filepath.Join(cfg.KeyDir, "token-hs256.key"), 32)
+		if err != nil {
+			return nil, fmt.Errorf("token key: %w", err)
+		}
+		k.Tokens = &Tokens{Key: tokenKey, Issuer: cfg.Issuer, AccessTTL: orDefault(cfg.AccessTTL, 30*time.Minute),
+			RefreshTTL: orDefault(cfg.RefreshTTL, 24*time.Hour), Families: cfg.Store, Store: cfg.Store, Users: k.Users, Now: k.Now}
+	}
+	return &Bearer{Pair: k.Tokens, PK: k.PK}, nil
 }

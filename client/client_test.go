@@ -7,14 +7,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yard-api/yard/internal/sigbase"
 )
 
-// The worked example of docs/auth.md, computed by the client's own code.
+// The worked example of docs/auth.md, signed by the client.
 func TestSignedWorkedExample(t *testing.T) {
 	const want = "6d865e1e2f43cf9bc4409495ce713cdaee78c839520cb2e34abac0c0dde7345b"
 	pairs := [][2]string{{"timestamp", "1763800000"}, {"apiKey", "ak_3xAmPlE"}, {"Note", "rex & co"}, {"tag", "b"}, {"tag", "a"}}
-	s := CanonicalString("/v1/dogs/0193a5b2-7c1e-7d2a-9f00-1234567890ab/", pairs)
-	if got := SignString("sk_example-secret-do-not-use", s); got != want {
+	s := sigbase.CanonicalString("/v1/dogs/0193a5b2-7c1e-7d2a-9f00-1234567890ab/", pairs)
+	if got := sigbase.Sign([]byte("sk_example-secret-do-not-use"), s); got != want {
 		t.Fatalf("signature of %q = %s, want %s", s, got, want)
 	}
 
@@ -22,7 +24,7 @@ func TestSignedWorkedExample(t *testing.T) {
 	// request, with the method and the body's hash bound (docs/auth.md,
 	// "Binding the method and the body").
 	const emptyHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-	bound := SignString("sk_example-secret-do-not-use", CanonicalString("/v1/dogs/0193a5b2-7c1e-7d2a-9f00-1234567890ab/",
+	bound := sigbase.Sign([]byte("sk_example-secret-do-not-use"), sigbase.CanonicalString("/v1/dogs/0193a5b2-7c1e-7d2a-9f00-1234567890ab/",
 		append(pairs, [2]string{"method", "GET"}, [2]string{"bodyhash", emptyHash})))
 	signer := &Signed{APIKey: "ak_3xAmPlE", Secret: "sk_example-secret-do-not-use", Now: func() time.Time { return time.Unix(1763800000, 0) }}
 	req, _ := http.NewRequest("GET", "https://localhost/v1/dogs/0193a5b2-7c1e-7d2a-9f00-1234567890ab/?Note=rex%20%26%20co&tag=b&tag=a", nil)

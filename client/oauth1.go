@@ -2,13 +2,9 @@ package client
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"hash"
 	"io"
 	"mime"
 	"net/http"
@@ -17,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/yard-api/yard/internal/sigbase"
 )
 
 // OAuth1 signs each request as an OAuth 1.0a consumer acting for a user
@@ -65,21 +63,6 @@ func (o *OAuth1) Header(req *http.Request, extra map[string]string) (string, err
 // Retry implements Authenticator: a refused signature is not retried.
 func (o *OAuth1) Retry(context.Context, *Client, *Response) (bool, error) { return false, nil }
 
-// oauthEncode percent-encodes s as RFC 5849 §3.6 requires.
-func oauthEncode(s string) string {
-	const hexdig = "0123456789ABCDEF"
-	b := make([]byte, 0, len(s)+len(s)/2)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
-			b = append(b, c)
-		} else {
-			b = append(b, '%', hexdig[c>>4], hexdig[c&15])
-		}
-	}
-	return string(b)
-}
-
 // sign adds the Authorization header to req (RFC 5849 §3.1), with extra
 // protocol parameters (oauth_callback, oauth_verifier).
 func (o *OAuth1) sign(req *http.Request, token, tokenSecret string, extra map[string]string) error {
@@ -106,28 +89,11 @@ func (o *OAuth1) sign(req *http.Request, token, tokenSecret string, extra map[st
 	for k, v := range extra {
 		proto[k] = v
 	}
-	var params [][2]string
-	// RFC 5849 §3.4.1.3.1: pairs separated by '&' only (a ';' is part of
-	// a value, as the car search grammar uses it), decoded as a form.
-	add := func(raw string) error {
-		for piece := range strings.SplitSeq(raw, "&") {
-			if piece == "" {
-				continue
-			}
-			n, v, _ := strings.Cut(piece, "=")
-			name, err := url.QueryUnescape(n)
-			if err != nil {
-				return err
-			}
-			val, err := url.QueryUnescape(v)
-			if err != nil {
-				return err
-			}
-			params = append(params, [2]string{name, val})
-		}
-		return nil
-	}
-	if err := add(req.URL.RawQuery); err != nil {
+	// RFC 5849 §3.4.1.3.1: the query's pairs and a form body's, split on
+	// '&' only (a ';' is part of a value, as the car search grammar uses
+	// it), decoded as a form.
+	params, err := sigbase.ParseRawQuery(req.URL.RawQuery)
+	if err != nil {
 		return err
 	}
 	if mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type")); mt == "application/x-www-form-urlencoded" && req.GetBody != nil {
@@ -139,56 +105,19 @@ func (o *OAuth1) sign(req *http.Request, token, tokenSecret string, extra map[st
 		if err != nil {
 			return err
 		}
-		if err := add(string(raw)); err != nil {
+		form, err := sigbase.ParseRawQuery(string(raw))
+		if err != nil {
 			return err
 		}
+		params = append(params, form...)
 	}
 	for k, v := range proto {
 		params = append(params, [2]string{k, v})
 	}
-	for i := range params {
-		params[i] = [2]string{oauthEncode(params[i][0]), oauthEncode(params[i][1])}
-	}
-	sort.Slice(params, func(i, j int) bool {
-		if params[i][0] != params[j][0] {
-			return params[i][0] < params[j][0]
-		}
-		return params[i][1] < params[j][1]
-	})
-	pairs := make([]string, len(params))
-	for i, p := range params {
-		pairs[i] = p[0] + "=" + p[1]
-	}
-	// The base string URI (§3.4.1.2): lower-case scheme and host, no
-	// default port, the path.
-	u := *req.URL
-	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
-	if scheme == "https" {
-		host = strings.TrimSuffix(host, ":443")
-	} else if scheme == "http" {
-		host = strings.TrimSuffix(host, ":80")
-	}
-	path := u.EscapedPath()
-	if path == "" {
-		path = "/"
-	}
-	base := strings.ToUpper(req.Method) + "&" + oauthEncode(scheme+"://"+host+path) + "&" + oauthEncode(strings.Join(pairs, "&"))
-	key := oauthEncode(o.ConsumerSecret) + "&" + oauthEncode(tokenSecret)
-	var h func() hash.Hash
-	switch method {
-	case "HMAC-SHA1":
-		h = sha1.New
-	case "HMAC-SHA256":
-		h = sha256.New
-	case "PLAINTEXT":
-	default:
+	base := sigbase.OAuthBaseString(req.Method, sigbase.OAuthBaseURI(req.URL), params)
+	sig, err := sigbase.OAuthSign(method, base, o.ConsumerSecret, tokenSecret)
+	if err != nil {
 		return fmt.Errorf("client: unknown OAuth signature method %q", method)
-	}
-	sig := key
-	if h != nil {
-		m := hmac.New(h, []byte(key))
-		m.Write([]byte(base))
-		sig = base64.StdEncoding.EncodeToString(m.Sum(nil))
 	}
 	proto["oauth_signature"] = sig
 	names := make([]string, 0, len(proto))
@@ -198,7 +127,7 @@ func (o *OAuth1) sign(req *http.Request, token, tokenSecret string, extra map[st
 	sort.Strings(names)
 	parts := make([]string, len(names))
 	for i, k := range names {
-		parts[i] = oauthEncode(k) + `="` + oauthEncode(proto[k]) + `"`
+		parts[i] = sigbase.OAuthEncode(k) + `="` + sigbase.OAuthEncode(proto[k]) + `"`
 	}
 	req.Header.Set("Authorization", `OAuth realm="yard", `+strings.Join(parts, ", "))
 	return nil

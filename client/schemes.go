@@ -3,7 +3,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"crypto/md5"
 	"crypto/rand"
 	"crypto/sha256"
@@ -14,11 +13,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/yard-api/yard/internal/sigbase"
 )
 
 // Basic sends a user name and password on every request (RFC 7617).
@@ -284,27 +284,25 @@ func (t *TokenPair) SetTokens(p Tokens) {
 
 // Login signs in with Username and Password.
 func (t *TokenPair) Login(ctx context.Context, c *Client) error {
-	var p Tokens
-	if _, err := c.post(ctx, "/auth/login", map[string]string{"username": t.Username, "password": t.Password}, nil, &p); err != nil {
-		return err
-	}
-	t.mu.Lock()
-	t.tokens = p
-	t.Logins++
-	t.mu.Unlock()
-	return nil
+	return t.obtain(ctx, c, "/auth/login", map[string]string{"username": t.Username, "password": t.Password}, nil, &t.Logins)
 }
 
 // Refresh exchanges the refresh token for a new pair.
 func (t *TokenPair) Refresh(ctx context.Context, c *Client) error {
-	var p Tokens
 	h := http.Header{"Authorization": {"Bearer " + t.Tokens().RefreshToken}}
-	if _, err := c.post(ctx, "/auth/refresh", nil, h, &p); err != nil {
+	return t.obtain(ctx, c, "/auth/refresh", nil, h, &t.Refreshes)
+}
+
+// obtain posts to an endpoint that answers a new pair, keeps the pair and
+// counts it in *count.
+func (t *TokenPair) obtain(ctx context.Context, c *Client, path string, body any, h http.Header, count *int) error {
+	var p Tokens
+	if _, err := c.post(ctx, path, body, h, &p); err != nil {
 		return err
 	}
 	t.mu.Lock()
 	t.tokens = p
-	t.Refreshes++
+	*count++
 	t.mu.Unlock()
 	return nil
 }
@@ -473,7 +471,7 @@ func (s *Signed) Apply(_ *Client, req *http.Request) error {
 	s.used[base] = ts
 	s.mu.Unlock()
 	pairs = append(pairs, [2]string{"timestamp", strconv.FormatInt(ts, 10)}, [2]string{"apiKey", s.APIKey})
-	sig := SignString(s.Secret, CanonicalString(req.URL.Path, pairs))
+	sig := sigbase.Sign([]byte(s.Secret), sigbase.CanonicalString(req.URL.Path, pairs))
 	kept = append(kept, "timestamp="+strconv.FormatInt(ts, 10), "apiKey="+url.QueryEscape(s.APIKey), "signature="+sig)
 	req.URL.RawQuery = strings.Join(kept, "&")
 	return nil
@@ -508,37 +506,6 @@ func requestBodyHash(req *http.Request) (string, error) {
 
 // Retry implements Authenticator: a refused signature is not retried.
 func (s *Signed) Retry(context.Context, *Client, *Response) (bool, error) { return false, nil }
-
-// CanonicalString is the string a signed request signs: the decoded path,
-// "?", then every query pair except signature as name=value, names
-// lower-cased, raw (decoded) values, sorted by name then value, joined
-// with "&".
-func CanonicalString(path string, pairs [][2]string) string {
-	var kept [][2]string
-	for _, p := range pairs {
-		if n := strings.ToLower(p[0]); n != "signature" {
-			kept = append(kept, [2]string{n, p[1]})
-		}
-	}
-	sort.Slice(kept, func(i, j int) bool {
-		if kept[i][0] != kept[j][0] {
-			return kept[i][0] < kept[j][0]
-		}
-		return kept[i][1] < kept[j][1]
-	})
-	parts := make([]string, len(kept))
-	for i, p := range kept {
-		parts[i] = p[0] + "=" + p[1]
-	}
-	return path + "?" + strings.Join(parts, "&")
-}
-
-// SignString returns hex(HMAC-SHA256(secret, s)).
-func SignString(secret, s string) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(s))
-	return hex.EncodeToString(m.Sum(nil))
-}
 
 // APIKey is the answer to POST /apikeys.
 type APIKey struct {

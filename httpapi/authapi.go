@@ -44,6 +44,26 @@ func requireTLS(r *http.Request) error {
 	return nil
 }
 
+// signIn is what every sign-in endpoint does first: HTTPS only, the
+// endpoint's own check (check may be nil), the sign-in body (allowPK
+// admits the public-key token flags), then the password (Kit.Login).
+func signIn(r *http.Request, k *auth.Kit, allowPK bool, check func() error) (*loginBody, *yard.User, error) {
+	if err := requireTLS(r); err != nil {
+		return nil, nil, err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return nil, nil, err
+		}
+	}
+	in, err := decodeLogin(r, allowPK)
+	if err != nil {
+		return nil, nil, err
+	}
+	u, err := k.Login(r, in.Username, in.Password)
+	return in, u, err
+}
+
 // logPath is the path of r as logs may show it: a session key in the path
 // (/sessions/{key}) is a credential and is masked.
 func logPath(r *http.Request) string {
@@ -70,13 +90,9 @@ type loginBody struct {
 // "Sign-in bodies"). allowPK admits the public-key token
 // flags.
 func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
-	raw, err := io.ReadAll(r.Body)
+	raw, err := readBody(r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, err
-		}
-		return nil, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
+		return nil, err
 	}
 	unsupported := yard.Errorf(yard.EUNSUPPORTED, "Send the sign-in body as application/json or application/x-www-form-urlencoded (UTF-8).")
 	trimmed := bytes.TrimLeft(raw, " \t\r\n")
@@ -220,23 +236,16 @@ type urlsMap map[string]string
 // handleCreateSession is POST /sessions: sign in, set the session cookie.
 func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 	k, err := s.kit()
-	if err == nil {
-		err = requireTLS(r)
-	}
-	if err == nil && k.Sessions.CrossOrigin != nil {
-		// A login form posted from another site would sign the victim in
-		// as the attacker (login CSRF).
-		if k.Sessions.CrossOrigin.Check(r) != nil {
-			err = yard.Errorf(yard.EFORBIDDEN, "Cross-site sign-in refused.")
-		}
-	}
-	var in *loginBody
-	if err == nil {
-		in, err = decodeLogin(r, false)
-	}
 	var u *yard.User
 	if err == nil {
-		u, err = k.Login(r, in.Username, in.Password)
+		_, u, err = signIn(r, k, false, func() error {
+			// A login form posted from another site would sign the victim
+			// in as the attacker (login CSRF).
+			if k.Sessions.CrossOrigin != nil && k.Sessions.CrossOrigin.Check(r) != nil {
+				return yard.Errorf(yard.EFORBIDDEN, "Cross-site sign-in refused.")
+			}
+			return nil
+		})
 	}
 	var key string
 	if err == nil {
@@ -263,13 +272,20 @@ func validSessionKey(key string) bool {
 	return err == nil
 }
 
+// sessionKeyKit is the kit for an endpoint whose path holds a session
+// key: the key is a credential, so HTTPS only.
+func (s *Server) sessionKeyKit(r *http.Request) (*auth.Kit, error) {
+	k, err := s.kit()
+	if err == nil {
+		err = requireTLS(r)
+	}
+	return k, err
+}
+
 // handleGetSession is GET /sessions/{key}: the session, if it is live.
 // Knowing the key is the credential.
 func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
-	k, err := s.kit()
-	if err == nil {
-		err = requireTLS(r) // the key in the path is a credential
-	}
+	k, err := s.sessionKeyKit(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -296,10 +312,7 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 // handleDeleteSession is DELETE /sessions/{key}: sign out (204 and an
 // expired cookie).
 func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
-	k, err := s.kit()
-	if err == nil {
-		err = requireTLS(r) // the key in the path is a credential
-	}
+	k, err := s.sessionKeyKit(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -332,21 +345,20 @@ func (s *Server) tokens() (*auth.Kit, error) {
 // handleLogin is POST /auth/login: a new token pair.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	k, err := s.tokens()
-	if err == nil {
-		err = requireTLS(r)
-	}
-	var in *loginBody
-	if err == nil {
-		in, err = decodeLogin(r, false)
-	}
 	var u *yard.User
 	if err == nil {
-		u, err = k.Login(r, in.Username, in.Password)
+		_, u, err = signIn(r, k, false, nil)
 	}
 	var pair *auth.TokenPair
 	if err == nil {
 		pair, err = k.Tokens.Issue(r.Context(), u)
 	}
+	s.writePair(w, r, pair, err)
+}
+
+// writePair answers a new token pair (not to be stored by caches), or the
+// error of making it.
+func (s *Server) writePair(w http.ResponseWriter, r *http.Request, pair *auth.TokenPair, err error) {
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -379,12 +391,7 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		pair, err = k.Tokens.Refresh(r.Context(), tok)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	noStore(w)
-	writeJSON(w, http.StatusOK, pair)
+	s.writePair(w, r, pair, err)
 }
 
 // handleLogout is POST /auth/logout: revoke the refresh token's family.
@@ -418,19 +425,15 @@ type pkTokenView struct {
 // handlePKToken is POST /auth/pk-token: a public-key token.
 func (s *Server) handlePKToken(w http.ResponseWriter, r *http.Request) {
 	k, err := s.kit()
-	if err == nil {
-		err = requireTLS(r)
-	}
-	if err == nil && (k.PK.Ring == nil || k.PK.Ring.Active() == nil) {
-		err = yard.Errorf(yard.EUNAVAILABLE, "This server only verifies public-key tokens; ask the issuing server.")
-	}
 	var in *loginBody
-	if err == nil {
-		in, err = decodeLogin(r, true)
-	}
 	var u *yard.User
 	if err == nil {
-		u, err = k.Login(r, in.Username, in.Password)
+		in, u, err = signIn(r, k, true, func() error {
+			if k.PK.Ring == nil || k.PK.Ring.Active() == nil {
+				return yard.Errorf(yard.EUNAVAILABLE, "This server only verifies public-key tokens; ask the issuing server.")
+			}
+			return nil
+		})
 	}
 	var tok string
 	var exp time.Time

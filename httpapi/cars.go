@@ -2,9 +2,8 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -88,6 +87,11 @@ func (s *Server) newSearchView(se *yard.Search) searchView {
 // or not.
 func (s *Server) handleGetCar(w http.ResponseWriter, r *http.Request) {
 	c, err := s.DB.FindCarByID(r.Context(), r.PathValue("car_id"))
+	s.writeCar(w, r, c, err)
+}
+
+// writeCar answers a read of one car, or the error of finding it.
+func (s *Server) writeCar(w http.ResponseWriter, r *http.Request, c *yard.Car, err error) {
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -107,19 +111,26 @@ func (s *Server) handleGetGarage(w http.ResponseWriter, r *http.Request) {
 
 // handleListGarages answers GET /garages.
 func (s *Server) handleListGarages(w http.ResponseWriter, r *http.Request) {
-	_, page, err := onlyPaging(r.URL.RawQuery)
+	writePagedList(s, w, r, s.DB.FindGarages, newGarageView)
+}
+
+// writePagedList answers a list that takes only offset and max: find reads
+// the page, view renders each item.
+func writePagedList[T, V any](s *Server, w http.ResponseWriter, r *http.Request,
+	find func(context.Context, yard.Page) ([]T, int, error), view func(T) V) {
+	_, page, err := onlyPaging(s.grammarQuery(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	gs, total, err := s.DB.FindGarages(r.Context(), page)
+	items, total, err := find(r.Context(), page)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	views := make([]garageView, len(gs))
-	for i, g := range gs {
-		views[i] = newGarageView(g)
+	views := make([]V, len(items))
+	for i, it := range items {
+		views[i] = view(it)
 	}
 	s.writePage(w, r, views, total, page)
 }
@@ -128,7 +139,7 @@ func (s *Server) handleListGarages(w http.ResponseWriter, r *http.Request) {
 // /cars/search/by-parameters and /cars/search/by-vendor: the one grammar,
 // read from the raw query.
 func (s *Server) handleListCars(w http.ResponseWriter, r *http.Request) {
-	q, page, facets, err := yard.ParseCarListQuery(r.URL.RawQuery)
+	q, page, facets, err := yard.ParseCarListQuery(s.grammarQuery(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -145,7 +156,7 @@ func (s *Server) handleGarageCars(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	q, page, facets, err := yard.ParseCarListQuery(r.URL.RawQuery)
+	q, page, facets, err := yard.ParseCarListQuery(s.grammarQuery(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -243,42 +254,6 @@ func (f facetsView) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// threeSegmentPattern catches every path of three segments that no more
-// specific pattern takes. It exists because GET /{garage_id}/cars/{car_id}
-// cannot be a ServeMux pattern of its own: it and GET
-// /garages/{garage_id}/cars both match /garages/cars/cars and neither is
-// more specific, which ServeMux refuses (and a GET /{a}/{b}/{c} pattern
-// would conflict with method-less patterns such as /v1/dogs/{dog_id}).
-// Registered without a method, it is less specific than every other
-// three-segment pattern, so it shadows none of them; what it receives that
-// is not /{garage_id}/cars/{car_id} it answers as if it did not exist.
-const threeSegmentPattern = "/{garage_id}/{segment}/{car_id}"
-
-// registerGarageCarRoute registers GET /{garage_id}/cars/{car_id}: it is
-// listed among the routes (index, OpenAPI check) under its real shape,
-// and served through threeSegmentPattern.
-func (s *Server) registerGarageCarRoute() {
-	s.routes = append(s.routes, route{"GET", "/{garage_id}/cars/{car_id}"})
-	s.mux.HandleFunc(threeSegmentPattern, s.handleThreeSegments)
-}
-
-func (s *Server) handleThreeSegments(w http.ResponseWriter, r *http.Request) {
-	if r.PathValue("segment") != "cars" {
-		s.answerAsUnrouted(w, r)
-		return
-	}
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		s.handleGarageCar(w, r)
-	case http.MethodOptions:
-		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
-		s.error(w, r, &yard.Error{Code: "method_not_allowed", Message: "This resource takes GET, HEAD, OPTIONS."})
-	}
-}
-
 // handleGarageCar answers /{garage_id}/cars/{car_id}: the car if it is in
 // that garage, else 404.
 func (s *Server) handleGarageCar(w http.ResponseWriter, r *http.Request) {
@@ -286,45 +261,7 @@ func (s *Server) handleGarageCar(w http.ResponseWriter, r *http.Request) {
 	if err == nil && c.Garage != r.PathValue("garage_id") {
 		err = yard.Errorf(yard.ENOTFOUND, "Car not found in this garage.")
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	writeRepresentation(w, r, newCarView(c), c.UpdatedAt)
-}
-
-// answerAsUnrouted answers a request the three-segment catch-all received
-// for some other path as the mux would without it: 404, or 405 (or the
-// OPTIONS answer) with the Allow of the patterns registered for the path.
-func (s *Server) answerAsUnrouted(w http.ResponseWriter, r *http.Request) {
-	h, pattern := s.shadowMux().Handler(r)
-	if pattern != "" {
-		// A pattern matches after all; the real mux would have chosen it,
-		// so this cannot happen. Do not guess: not found.
-		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
-		return
-	}
-	s.unrouted(w, r, h)
-}
-
-// shadowMux returns a mux of every route but the three-segment catch-all
-// (built once, on first use: routes do not change after NewServer).
-func (s *Server) shadowMux() *http.ServeMux {
-	s.shadowOnce.Do(func() {
-		shadow := http.NewServeMux()
-		for _, rt := range s.routes {
-			if rt.Pattern == "/{garage_id}/cars/{car_id}" {
-				continue
-			}
-			p := rt.Pattern
-			if rt.Method != "" {
-				p = rt.Method + " " + p
-			}
-			shadow.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
-		}
-		s.shadow = shadow
-	})
-	return s.shadow
+	s.writeCar(w, r, c, err)
 }
 
 // --- searches ----------------------------------------------------------------
@@ -350,42 +287,9 @@ func (s *Server) handleCreateSearch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, s.newSearchView(se))
 }
 
-// readJSONBody reads a JSON request body for a parser of its own.
-func readJSONBody(r *http.Request) ([]byte, error) {
-	if err := requireJSON(r); err != nil {
-		return nil, err
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, err
-		}
-		return nil, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
-	}
-	if err := checkJSON(body); err != nil {
-		return nil, err
-	}
-	return body, nil
-}
-
 // handleListSearches answers GET /searches (administrators).
 func (s *Server) handleListSearches(w http.ResponseWriter, r *http.Request) {
-	_, page, err := onlyPaging(r.URL.RawQuery)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	list, total, err := s.DB.FindSearches(r.Context(), page)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	views := make([]searchView, len(list))
-	for i, se := range list {
-		views[i] = s.newSearchView(se)
-	}
-	s.writePage(w, r, views, total, page)
+	writePagedList(s, w, r, s.DB.FindSearches, s.newSearchView)
 }
 
 // handleSearchResults answers GET /searches/{search_id}: the current page
@@ -397,7 +301,7 @@ func (s *Server) handleSearchResults(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	extra, page, facets, err := yard.ParseCarListQuery(r.URL.RawQuery)
+	extra, page, facets, err := yard.ParseCarListQuery(s.grammarQuery(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -407,7 +311,12 @@ func (s *Server) handleSearchResults(w http.ResponseWriter, r *http.Request) {
 
 // handleDeleteSearch answers DELETE /searches/{search_id} (administrators).
 func (s *Server) handleDeleteSearch(w http.ResponseWriter, r *http.Request) {
-	if err := s.DB.DeleteSearch(r.Context(), r.PathValue("search_id")); err != nil {
+	s.writeDeleted(w, r, s.DB.DeleteSearch(r.Context(), r.PathValue("search_id")))
+}
+
+// writeDeleted answers a DELETE: 204, or the error of deleting.
+func (s *Server) writeDeleted(w http.ResponseWriter, r *http.Request, err error) {
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -420,7 +329,8 @@ func (s *Server) handleDeleteSearch(w http.ResponseWriter, r *http.Request) {
 // Filters and paging in the request's query apply too.
 func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 	segment := strings.TrimPrefix(r.URL.EscapedPath(), "/search/")
-	extra, page, facets, err := yard.ParseCarListQuery(r.URL.RawQuery)
+	raw := s.grammarQuery(r)
+	extra, page, facets, err := yard.ParseCarListQuery(raw)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -442,7 +352,7 @@ func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if r.URL.RawQuery == "" || !hasPaging(r.URL.RawQuery) {
+	if raw == "" || !hasPaging(raw) {
 		page = inPath // paging may sit in the path too
 	}
 	for _, f := range facets { // facets may sit in either
@@ -549,6 +459,14 @@ func nullMember(body []byte, name string) bool {
 	return ok && string(bytes.TrimSpace(v)) == "null"
 }
 
+// writeBody is the body of a car or garage write.
+type writeBody interface {
+	// bodyID is the id the body carries, nil when it has none.
+	bodyID() *string
+	// full checks that every required field is present (POST, PUT).
+	full() error
+}
+
 // decodeWrite reads a write body into v strictly and refuses null members
 // other than the allowed ones.
 func decodeWrite(r *http.Request, v any, allowed ...string) error {
@@ -561,6 +479,36 @@ func decodeWrite(r *http.Request, v any, allowed ...string) error {
 	}
 	return nullFields(body, allowed...)
 }
+
+// decodeCreate reads the body of a POST that makes a kind ("car"): no id
+// (the server chooses it), every required field.
+func decodeCreate(r *http.Request, in writeBody, kind string, allowed ...string) error {
+	if err := decodeWrite(r, in, allowed...); err != nil {
+		return err
+	}
+	if in.bodyID() != nil {
+		return yard.Invalid("The id of a new "+kind+" is chosen by the server (or by the URI of a PUT).", yard.FieldError{Field: "id", Message: "is chosen by the server"})
+	}
+	return in.full()
+}
+
+// decodeAt reads the body of a PUT (full) or a PATCH of the resource whose
+// id is id: the body's id, when it has one, must be id.
+func decodeAt(r *http.Request, in writeBody, id string, full bool, allowed ...string) error {
+	if err := decodeWrite(r, in, allowed...); err != nil {
+		return err
+	}
+	if err := checkBodyID(in.bodyID(), id); err != nil {
+		return err
+	}
+	if full {
+		return in.full()
+	}
+	return nil
+}
+
+func (in *carWrite) bodyID() *string    { return in.ID }
+func (in *garageWrite) bodyID() *string { return in.ID }
 
 // full checks that every required field is present (POST, PUT).
 func (in carWrite) full() error {
@@ -588,15 +536,7 @@ func sortFields(f []yard.FieldError) {
 
 func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 	var in carWrite
-	if err := decodeWrite(r, &in, "garage"); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if in.ID != nil {
-		s.error(w, r, yard.Invalid("The id of a new car is chosen by the server (or by the URI of a PUT).", yard.FieldError{Field: "id", Message: "is chosen by the server"}))
-		return
-	}
-	if err := in.full(); err != nil {
+	if err := decodeCreate(r, &in, "car", "garage"); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -606,8 +546,7 @@ func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	w.Header().Set("Location", s.url("/cars/"+c.ID))
-	writeJSON(w, http.StatusCreated, newCarView(c))
+	s.writeReplaced(w, true, "/cars/"+c.ID, newCarView(c))
 }
 
 // checkBodyID refuses a body id that differs from the path's.
@@ -619,28 +558,15 @@ func checkBodyID(body *string, path string) error {
 }
 
 func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("car_id")
+	c := &yard.Car{ID: r.PathValue("car_id")}
 	var in carWrite
-	if err := decodeWrite(r, &in, "garage"); err != nil {
+	if err := decodeAt(r, &in, c.ID, true, "garage"); err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if err := checkBodyID(in.ID, id); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := in.full(); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	c := &yard.Car{ID: id}
 	in.update().Apply(c)
 	created, err := s.DB.ReplaceCar(r.Context(), c)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writeReplaced(w, created, "/cars/"+c.ID, newCarView(c))
+	s.writePut(w, r, created, err, "/cars/"+c.ID, newCarView(c))
 }
 
 // handlePatchCar applies a JSON merge patch (RFC 7396) to a car: members
@@ -648,28 +574,16 @@ func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handlePatchCar(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("car_id")
 	var in carWrite
-	if err := decodeWrite(r, &in, "garage"); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := checkBodyID(in.ID, id); err != nil {
+	if err := decodeAt(r, &in, id, false, "garage"); err != nil {
 		s.error(w, r, err)
 		return
 	}
 	c, err := s.DB.UpdateCar(r.Context(), id, in.update())
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, newCarView(c))
+	writePatched(s, w, r, c, err, newCarView)
 }
 
 func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
-	if err := s.DB.DeleteCar(r.Context(), r.PathValue("car_id")); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeDeleted(w, r, s.DB.DeleteCar(r.Context(), r.PathValue("car_id")))
 }
 
 // garageWrite is the body of a garage write. carCount is read-only: it
@@ -697,15 +611,7 @@ func (in garageWrite) full() error {
 
 func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 	var in garageWrite
-	if err := decodeWrite(r, &in); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if in.ID != nil {
-		s.error(w, r, yard.Invalid("The id of a new garage is chosen by the server (or by the URI of a PUT).", yard.FieldError{Field: "id", Message: "is chosen by the server"}))
-		return
-	}
-	if err := in.full(); err != nil {
+	if err := decodeCreate(r, &in, "garage"); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -714,59 +620,53 @@ func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	w.Header().Set("Location", s.url("/garages/"+g.ID))
-	writeJSON(w, http.StatusCreated, newGarageView(g))
+	s.writeReplaced(w, true, "/garages/"+g.ID, newGarageView(g))
 }
 
 func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("garage_id")
 	var in garageWrite
-	if err := decodeWrite(r, &in); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := checkBodyID(in.ID, id); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := in.full(); err != nil {
+	if err := decodeAt(r, &in, id, true); err != nil {
 		s.error(w, r, err)
 		return
 	}
 	g := &yard.Garage{ID: id, Name: *in.Name, State: *in.State}
 	created, err := s.DB.ReplaceGarage(r.Context(), g)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writeReplaced(w, created, "/garages/"+g.ID, newGarageView(g))
+	s.writePut(w, r, created, err, "/garages/"+g.ID, newGarageView(g))
 }
 
 func (s *Server) handlePatchGarage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("garage_id")
 	var in garageWrite
-	if err := decodeWrite(r, &in); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := checkBodyID(in.ID, id); err != nil {
+	if err := decodeAt(r, &in, id, false); err != nil {
 		s.error(w, r, err)
 		return
 	}
 	g, err := s.DB.UpdateGarage(r.Context(), id, yard.GarageUpdate{Name: in.Name, State: in.State})
+	writePatched(s, w, r, g, err, newGarageView)
+}
+
+func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
+	s.writeDeleted(w, r, s.DB.DeleteGarage(r.Context(), r.PathValue("garage_id")))
+}
+
+// writePut answers a PUT (writeReplaced), or the error of replacing.
+func (s *Server) writePut(w http.ResponseWriter, r *http.Request, created bool, err error, path string, view any) {
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newGarageView(g))
+	s.writeReplaced(w, created, path, view)
 }
 
-func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
-	if err := s.DB.DeleteGarage(r.Context(), r.PathValue("garage_id")); err != nil {
+// writePatched answers a PATCH: 200 with the new representation, or the
+// error of updating.
+func writePatched[T, V any](s *Server, w http.ResponseWriter, r *http.Request, v T, err error, view func(T) V) {
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, view(v))
 }
 
 // writeReplaced answers a PUT: 201 with Location when it created the

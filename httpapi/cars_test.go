@@ -154,6 +154,8 @@ func TestCarPaths(t *testing.T) {
 			{"car in another garage", apitest.Request{Path: "/g-ny/cars/c01"}, 404, nil, nil},
 			{"ungaraged car under a garage", apitest.Request{Path: "/g-ny/cars/c05"}, 404, nil, nil},
 			{"garage car POST", apitest.Request{Method: "POST", Path: "/g-ca1/cars/c01", Body: "{}"}, 405, map[string]string{"Allow": "GET"}, nil},
+			{"garage car OPTIONS", apitest.Request{Method: "OPTIONS", Path: "/g-ca1/cars/c01"}, 204, map[string]string{"Allow": "GET, HEAD, OPTIONS"}, nil},
+			{"garage car HEAD", apitest.Request{Method: "HEAD", Path: "/g-ca1/cars/c01"}, 200, nil, nil},
 			{"other three segments still 404", apitest.Request{Path: "/nothing/here/at-all"}, 404, nil, nil},
 			{"dog path keeps its redirect", apitest.Request{Path: "/v1/dogs/x"}, 308, nil, nil},
 			{"people keep their 405", apitest.Request{Method: "PUT", Path: "/v1/people/x", Body: "{}"}, 405, map[string]string{"Allow": "PATCH"}, nil},

@@ -70,18 +70,8 @@ func ParseTimestamp(raw json.RawMessage, now time.Time) (time.Time, error) {
 // decodeJSON reads a JSON request body into v strictly: the media type must
 // be JSON, unknown fields and trailing data are refused, and errors say where.
 func decodeJSON(r *http.Request, v any) error {
-	if err := requireJSON(r); err != nil {
-		return err
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
-	}
-	return unmarshalStrict(body, v)
+	_, err := readJSON(r, v)
+	return err
 }
 
 // readJSON is decodeJSON that also returns the body as received.
@@ -89,6 +79,29 @@ func readJSON(r *http.Request, v any) ([]byte, error) {
 	if err := requireJSON(r); err != nil {
 		return nil, err
 	}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	return body, unmarshalStrict(body, v)
+}
+
+// readJSONBody reads a JSON request body, checked to be well-formed
+// (checkJSON), for a parser of its own.
+func readJSONBody(r *http.Request) ([]byte, error) {
+	if err := requireJSON(r); err != nil {
+		return nil, err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	return body, checkJSON(body)
+}
+
+// readBody reads a request body; over MaxBodyBytes is 413 (the
+// *http.MaxBytesError goes to s.error as it is), any other failure 400.
+func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -97,7 +110,7 @@ func readJSON(r *http.Request, v any) ([]byte, error) {
 		}
 		return nil, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
 	}
-	return body, unmarshalStrict(body, v)
+	return body, nil
 }
 
 // unmarshalStrict decodes a JSON document into v. It is the one JSON

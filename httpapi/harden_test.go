@@ -25,6 +25,7 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/httpapi/apitest"
+	"github.com/yard-api/yard/internal/sigbase"
 	"github.com/yard-api/yard/store"
 	"github.com/yard-api/yard/store/storetest"
 )
@@ -449,13 +450,13 @@ func TestSignedBinding(t *testing.T) {
 		ts := e.clock.Now().Unix()
 		sign := func(path, rawQuery string) string {
 			ts++
-			pairs, _ := auth.ParseRawQuery(rawQuery)
+			pairs, _ := sigbase.ParseRawQuery(rawQuery)
 			pairs = append(pairs, [2]string{"timestamp", itoa(ts)}, [2]string{"apiKey", apiKey})
 			q := rawQuery
 			if q != "" {
 				q += "&"
 			}
-			return path + "?" + q + "timestamp=" + itoa(ts) + "&apiKey=" + apiKey + "&signature=" + auth.Sign([]byte(secret), auth.CanonicalString(path, pairs))
+			return path + "?" + q + "timestamp=" + itoa(ts) + "&apiKey=" + apiKey + "&signature=" + sigbase.Sign([]byte(secret), sigbase.CanonicalString(path, pairs))
 		}
 		send := func(method, url, body string) int {
 			req, _ := http.NewRequest(method, e.URL+url, strings.NewReader(body))
@@ -755,8 +756,8 @@ func TestCredentialChangesAcrossProcesses(t *testing.T) {
 		n++
 		ts := itoa(time.Now().Unix())
 		q := "n=" + itoa(int64(n))
-		pairs, _ := auth.ParseRawQuery(q + "&timestamp=" + ts + "&apiKey=" + apiKey)
-		return a.dogURI + "?" + q + "&timestamp=" + ts + "&apiKey=" + apiKey + "&signature=" + auth.Sign([]byte(secret), auth.CanonicalString(a.dogURI, pairs))
+		pairs, _ := sigbase.ParseRawQuery(q + "&timestamp=" + ts + "&apiKey=" + apiKey)
+		return a.dogURI + "?" + q + "&timestamp=" + ts + "&apiKey=" + apiKey + "&signature=" + sigbase.Sign([]byte(secret), sigbase.CanonicalString(a.dogURI, pairs))
 	}
 	wantStatus(t, "signed on B", bRaw("GET", signed(), nil), 200)
 	wantStatus(t, "delete the key on A", a.Do(apitest.Request{Method: "DELETE", Path: "/apikeys/" + apiKey, User: "alice", Password: pw}).StatusCode, 204)

@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -45,6 +43,17 @@ func orderMedia(r *http.Request) (string, error) {
 	return "", yard.Errorf(yard.ENOTACCEPTABLE, "An order is available as %s; the Accept header allows none of them.", strings.Join(orderOffers, ", "))
 }
 
+// readOrderRequest reads what a write of an order starts with: the media
+// type of the answer (orderMedia), then the body (readOrder).
+func readOrderRequest(r *http.Request) (string, orderInput, error) {
+	media, err := orderMedia(r)
+	if err != nil {
+		return "", orderInput{}, err
+	}
+	in, err := readOrder(r)
+	return media, in, err
+}
+
 // readOrder reads an order body: XML (application/xml or text/xml, UTF-8)
 // or JSON (application/json, the default without Content-Type).
 func readOrder(r *http.Request) (orderInput, error) {
@@ -70,19 +79,6 @@ func readOrder(r *http.Request) (orderInput, error) {
 		return in, decodeJSON(r, &in)
 	}
 	return in, yard.Errorf(yard.EUNSUPPORTED, "Send the order as application/json or application/xml, not %q.", ct)
-}
-
-// readBody reads a request body; over MaxBodyBytes is 413.
-func readBody(r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, err
-		}
-		return nil, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
-	}
-	return body, nil
 }
 
 // parseOrderTime reads a timestamp field of an order body; nil when it was
@@ -182,12 +178,7 @@ func statusField(v string) error {
 // handleCreateOrder creates an order: a customer's is theirs and placed;
 // an administrator may give customerId and status. 201 with Location.
 func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
-	media, err := orderMedia(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	in, err := readOrder(r)
+	media, in, err := readOrderRequest(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -244,7 +235,7 @@ func (s *Server) handleListOrders(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, yard.Errorf(yard.ENOTACCEPTABLE, "The list of orders is available as %s only; fetch each order for XML.", mediaJSON))
 		return
 	}
-	f, pg, err := yard.ParseOrderQuery(r.URL.RawQuery)
+	f, pg, err := yard.ParseOrderQuery(s.grammarQuery(r))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -292,12 +283,7 @@ func (s *Server) handleGetOrder(w http.ResponseWriter, r *http.Request) {
 // out keep their stored values. A change the order's state forbids
 // (cancelling a shipped order, shipping a cancelled one) is 409.
 func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
-	media, err := orderMedia(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	in, err := readOrder(r)
+	media, in, err := readOrderRequest(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -318,13 +304,7 @@ func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := yard.PrincipalFromContext(r.Context())
-	o, err := s.DB.UpdateOrder(r.Context(), r.PathValue("order_id"), func(o *yard.Order) error {
-		if !visible(p, o) {
-			return orderNotFound()
-		}
-		if err := orderPreconditions(r, o); err != nil {
-			return err
-		}
+	s.updateOrder(w, r, media, func(o *yard.Order) error {
 		var differ []yard.FieldError
 		if in.ID != nil && *in.ID != o.ID {
 			differ = append(differ, yard.FieldError{Field: "id", Message: "differs from the stored order"})
@@ -353,11 +333,6 @@ func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
 		}
 		return nil
 	})
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writeOrder(w, r, http.StatusOK, o, media)
 }
 
 // handleCancelOrder is the spec's simpler cancellation: POST
@@ -375,6 +350,15 @@ func (s *Server) handleCancelOrder(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	s.updateOrder(w, r, media, func(o *yard.Order) error {
+		o.Canceled = canceled
+		return nil
+	})
+}
+
+// updateOrder applies change to the order of the path, if the caller may
+// see it and the request's preconditions hold, and answers the order.
+func (s *Server) updateOrder(w http.ResponseWriter, r *http.Request, media string, change func(*yard.Order) error) {
 	p := yard.PrincipalFromContext(r.Context())
 	o, err := s.DB.UpdateOrder(r.Context(), r.PathValue("order_id"), func(o *yard.Order) error {
 		if !visible(p, o) {
@@ -383,8 +367,7 @@ func (s *Server) handleCancelOrder(w http.ResponseWriter, r *http.Request) {
 		if err := orderPreconditions(r, o); err != nil {
 			return err
 		}
-		o.Canceled = canceled
-		return nil
+		return change(o)
 	})
 	if err != nil {
 		s.error(w, r, err)

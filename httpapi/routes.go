@@ -88,7 +88,12 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/garages", s.adminOnly(s.handleCreateGarage))
 	s.handle("GET", "/garage/{garage_id}/cars", s.handleGarageCars)
 	s.handle("GET", "/garages/{garage_id}/cars", s.handleGarageCars)
-	s.registerGarageCarRoute() // GET /{garage_id}/cars/{car_id}
+	// GET /{garage_id}/cars/{car_id} and GET /garages/{garage_id}/cars both
+	// match /garages/cars/cars, which ServeMux refuses: the shape is served
+	// by a dispatcher (dispatch.go) behind a three-segment catch-all that
+	// every other three-segment pattern is more specific than.
+	s.dispatch("/{garage_id}/{segment}/{car_id}",
+		shape{"GET", "/{garage_id}/cars/{car_id}", s.handleGarageCar})
 	s.handle("POST", "/searches", s.authenticated(s.handleCreateSearch))
 	s.handle("GET", "/searches", s.adminOnly(s.handleListSearches))
 	s.handle("GET", "/searches/{search_id}", s.handleSearchResults)

@@ -83,13 +83,10 @@ type Server struct {
 	// Deps are the server's collaborators, fixed by New.
 	Deps
 
-	mux *http.ServeMux
-	// shadow is the mux without the root-level car route (cars.go).
-	shadow     *http.ServeMux
-	shadowOnce sync.Once
-	routes     []route
-	metrics    *metrics
-	openapi    []byte
+	mux     *http.ServeMux
+	routes  []route
+	metrics *metrics
+	openapi []byte
 	// openapiMu guards openapi, built on first use by concurrent requests.
 	openapiMu sync.Mutex
 	// storeDown is set while the store cannot be reached (outage.go).

@@ -1,4 +1,4 @@
-package auth
+package sigbase
 
 import (
 	"crypto/hmac"
@@ -8,7 +8,6 @@ import (
 	"errors"
 	"hash"
 	"net/url"
-	"sort"
 	"strings"
 )
 
@@ -78,22 +77,7 @@ func OAuthNormalizeParams(params [][2]string) string {
 	for i, p := range params {
 		enc[i] = [2]string{OAuthEncode(p[0]), OAuthEncode(p[1])}
 	}
-	sort.Slice(enc, func(i, j int) bool {
-		if enc[i][0] != enc[j][0] {
-			return enc[i][0] < enc[j][0]
-		}
-		return enc[i][1] < enc[j][1]
-	})
-	var b strings.Builder
-	for i, p := range enc {
-		if i > 0 {
-			b.WriteByte('&')
-		}
-		b.WriteString(p[0])
-		b.WriteByte('=')
-		b.WriteString(p[1])
-	}
-	return b.String()
+	return joinSorted(enc)
 }
 
 // OAuthBaseString returns the signature base string of RFC 5849 §3.4.1.1:
@@ -126,55 +110,4 @@ func OAuthSign(method, base, consumerSecret, tokenSecret string) (string, error)
 	m := hmac.New(h, []byte(key))
 	m.Write([]byte(base))
 	return base64.StdEncoding.EncodeToString(m.Sum(nil)), nil
-}
-
-// ParseOAuthHeader parses the parameters of an "Authorization: OAuth …"
-// header (RFC 5849 §3.5.1): comma-separated name="value" pairs, each name
-// and value percent-encoded. It returns the decoded pairs in order; realm
-// is among them.
-func ParseOAuthHeader(h string) ([][2]string, error) {
-	scheme, rest := AuthScheme(h)
-	if scheme != "oauth" {
-		return nil, errors.New("oauth1: not an OAuth Authorization header")
-	}
-	var out [][2]string
-	for rest = strings.TrimSpace(rest); rest != ""; {
-		eq := strings.IndexByte(rest, '=')
-		if eq <= 0 {
-			return nil, errors.New("oauth1: a parameter has no value")
-		}
-		name := strings.TrimSpace(rest[:eq])
-		rest = strings.TrimSpace(rest[eq+1:])
-		if !strings.HasPrefix(rest, `"`) {
-			return nil, errors.New("oauth1: a parameter value is not quoted")
-		}
-		end := strings.IndexByte(rest[1:], '"')
-		if end < 0 {
-			return nil, errors.New("oauth1: an unterminated quoted value")
-		}
-		raw := rest[1 : 1+end]
-		rest = strings.TrimSpace(rest[end+2:])
-		if rest != "" {
-			if rest[0] != ',' {
-				return nil, errors.New("oauth1: parameters must be separated by commas")
-			}
-			rest = strings.TrimSpace(rest[1:])
-			if rest == "" {
-				return nil, errors.New("oauth1: a trailing comma")
-			}
-		}
-		n, err := url.PathUnescape(name)
-		if err != nil {
-			return nil, err
-		}
-		v, err := url.PathUnescape(raw)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, [2]string{n, v})
-	}
-	if len(out) == 0 {
-		return nil, errors.New("oauth1: no parameters")
-	}
-	return out, nil
 }
