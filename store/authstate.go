@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -150,15 +152,27 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 		}
 		return l.use(sigs, expires, db.Now())
 	}
+	// Rows go in key order (expires_at, signature): two batches that share
+	// signatures then lock them in the same order and cannot deadlock.
+	order := make([]int, len(sigs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := cmp.Compare(Millis(expires[a]), Millis(expires[b])); c != 0 {
+			return c
+		}
+		return strings.Compare(sigs[a], sigs[b])
+	})
 	var b strings.Builder
 	args := make([]any, 0, 2*len(sigs))
 	b.WriteString(`INSERT INTO signed_requests (signature, expires_at) VALUES `)
-	for i, s := range sigs {
-		if i > 0 {
+	for n, i := range order {
+		if n > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("($" + itoa(2*i+1) + ", $" + itoa(2*i+2) + ")")
-		args = append(args, s, Millis(expires[i]))
+		b.WriteString("($" + itoa(2*n+1) + ", $" + itoa(2*n+2) + ")")
+		args = append(args, sigs[i], Millis(expires[i]))
 	}
 	b.WriteString(` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`)
 	rows, err := db.replayWrite.QueryContext(ctx, b.String(), args...)
