@@ -22,19 +22,38 @@ func (s *Server) grammarQuery(r *http.Request) string {
 	if raw == "" || len(vars) == 0 {
 		return raw
 	}
-	pairs := strings.FieldsFunc(raw, func(c rune) bool { return c == '&' || c == ';' })
-	kept := pairs[:0:0]
-	for _, pair := range pairs {
+	// Each kept pair keeps the separator ('&' or ';') written before it,
+	// so links built from the query keep the client's separators.
+	var b strings.Builder
+	dropped := false
+	before := "&"
+	for rest := raw; ; {
+		pair, sep := rest, ""
+		if i := strings.IndexAny(rest, "&;"); i >= 0 {
+			pair, sep, rest = rest[:i], rest[i:i+1], rest[i+1:]
+		}
 		rawName, _, hasEq := strings.Cut(pair, "=")
 		name, err := url.QueryUnescape(rawName)
 		name = strings.ToLower(name)
-		if hasEq && err == nil && slices.ContainsFunc(vars, func(v string) bool { return strings.ToLower(v) == name }) {
-			continue
+		switch {
+		case pair == "":
+		case hasEq && err == nil && slices.ContainsFunc(vars, func(v string) bool { return strings.ToLower(v) == name }):
+			dropped = true
+		default:
+			if b.Len() > 0 {
+				b.WriteString(before)
+			}
+			b.WriteString(pair)
 		}
-		kept = append(kept, pair)
+		if sep == "" {
+			break
+		}
+		if pair != "" {
+			before = sep
+		}
 	}
-	if len(kept) == len(pairs) {
+	if !dropped {
 		return raw
 	}
-	return strings.Join(kept, "&")
+	return b.String()
 }
