@@ -105,7 +105,7 @@ const (
 // configuration and the kit's shared services (Users, Box, Limiter, Now),
 // sets the kit's field for it when endpoints need one, and returns nil
 // when this server does not offer the scheme. Adding a scheme is one file
-// and one entry here (docs/architecture-schemes.md).
+// and one entry here (docs/architecture.md, "How to add an authentication scheme").
 var chainOrder = []struct {
 	carrier carrier
 	build   func(context.Context, Config, *Kit) (Scheme, error)
