@@ -126,6 +126,19 @@ func (s *Server) loadDogFor(r *http.Request) (*yard.Dog, error) {
 	return d, nil
 }
 
+// withDog serves a request on the dog of the path in version v: it loads
+// the dog for the caller (404 or 403 otherwise) and hands it to h.
+func (s *Server) withDog(v *dogVersion, h func(http.ResponseWriter, *http.Request, *dogVersion, *yard.Dog)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		d, err := s.loadDogFor(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		h(w, r, v, d)
+	}
+}
+
 // canUseDog allows the dog's owner and admins.
 func canUseDog(r *http.Request, d *yard.Dog) error {
 	p := yard.PrincipalFromContext(r.Context())
@@ -165,8 +178,14 @@ func (s *Server) createDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 		s.error(w, r, err)
 		return
 	}
-	if in.ID != nil || in.BarkCount != nil || in.CodeRevision != nil || in.Barks != nil {
-		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", createOnlyFields(in)...))
+	s.insertDog(w, r, v, "", in)
+}
+
+// insertDog creates the dog in (201), at id when the client chose one
+// (PUT) or at an id the server chooses when id is "".
+func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion, id string, in dogWrite) {
+	if f := createOnlyFields(in); len(f) > 0 {
+		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", f...))
 		return
 	}
 	if err := s.checkCodeURL(in.CodeURL); err != nil {
@@ -178,7 +197,7 @@ func (s *Server) createDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 		s.error(w, r, err)
 		return
 	}
-	d := &yard.Dog{Name: deref(in.Name), Email: deref(in.Email), Owner: owner, BarkEffect: deref(in.BarkEffect), CodeURL: deref(in.CodeURL)}
+	d := &yard.Dog{ID: id, Name: deref(in.Name), Email: deref(in.Email), Owner: owner, BarkEffect: deref(in.BarkEffect), CodeURL: deref(in.CodeURL)}
 	if err := s.DB.CreateDog(r.Context(), d); err != nil {
 		s.error(w, r, err)
 		return
@@ -279,15 +298,10 @@ func (s *Server) handleDogRedirect(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGetDog(v *dogVersion) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.getDog(w, r, v) }
+	return s.withDog(v, s.getDog)
 }
 
-func (s *Server) getDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) getDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog) {
 	v.headers(s, w, d)
 	writeRepresentation(w, r, v.view(s, d), d.UpdatedAt)
 }
@@ -368,40 +382,17 @@ func (s *Server) createDogAt(w http.ResponseWriter, r *http.Request, v *dogVersi
 		s.error(w, r, yard.Invalid("The id in the URI cannot be used.", yard.FieldError{Field: "id", Message: "must be 1-64 letters, digits, '-', '_' or '.', and not a reserved word"}))
 		return
 	}
-	if in.BarkCount != nil || in.CodeRevision != nil || in.Barks != nil {
-		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", createOnlyFields(dogWrite{BarkCount: in.BarkCount, CodeRevision: in.CodeRevision, Barks: in.Barks})...))
-		return
-	}
-	if err := s.checkCodeURL(in.CodeURL); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	owner, err := checkOwner(r, in.Owner)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	d := &yard.Dog{ID: id, Name: deref(in.Name), Email: deref(in.Email), Owner: owner, BarkEffect: deref(in.BarkEffect), CodeURL: deref(in.CodeURL)}
-	if err := s.DB.CreateDog(r.Context(), d); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	v.headers(s, w, d)
-	w.Header().Set("Location", s.url(v.path(d.ID)))
-	writeJSON(w, http.StatusCreated, v.view(s, d))
+	// The id of the body, if any, equals the URI's (see putDog).
+	in.ID = nil
+	s.insertDog(w, r, v, id, in)
 }
 
 // handlePatchDog applies a JSON merge patch (RFC 7396) to a dog: 204.
 func (s *Server) handlePatchDog(v *dogVersion) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.patchDog(w, r, v) }
+	return s.withDog(v, s.patchDog)
 }
 
-func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog) {
 	in, err := v.decode(r)
 	if err != nil {
 		s.error(w, r, err)
@@ -450,15 +441,10 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion)
 }
 
 func (s *Server) handleDeleteDog(v *dogVersion) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.deleteDog(w, r, v) }
+	return s.withDog(v, s.deleteDog)
 }
 
-func (s *Server) deleteDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) deleteDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog) {
 	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
 		s.error(w, r, err)
 		return
