@@ -41,6 +41,16 @@ type Page struct {
 	Max    int
 }
 
+// set records n as the page's "offset" or its "max" (name), a max capped at
+// MaxPageMax.
+func (p *Page) set(name string, n int) {
+	if name == "offset" {
+		p.Offset = n
+	} else {
+		p.Max = min(n, MaxPageMax)
+	}
+}
+
 // Paging defaults and limits.
 const (
 	DefaultPageMax = 20

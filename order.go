@@ -126,11 +126,7 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 			if err != nil || convErr != nil {
 				return f, page, badPair(pair, key, "must be a whole number, 0 or more")
 			}
-			if lkey == "offset" {
-				page.Offset = n
-			} else {
-				page.Max = min(n, MaxPageMax)
-			}
+			page.set(lkey, n)
 			continue
 		}
 		field, op := key, OpEq

@@ -398,11 +398,7 @@ func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 			if err != nil || n < 0 || len(v) > 10 {
 				return Query{}, Page{}, badPair(pair, key, "must be a whole number, 0 or more")
 			}
-			if lkey == "offset" {
-				page.Offset = n
-			} else {
-				page.Max = min(n, MaxPageMax)
-			}
+			page.set(lkey, n)
 			continue
 		}
 		field, op := key, OpEq
