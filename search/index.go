@@ -393,27 +393,23 @@ func (d *data) add(s string) uint32 {
 	return i
 }
 
-// numIDOf returns the column id of number v of numeric field f (0 doors,
-// 1 year).
 // keyIDOf returns the column id of key k (a string index) of text field
 // f.
-func (d *data) keyIDOf(f int, k uint32) uint32 {
-	if id, ok := d.keyID[f][k]; ok {
-		return id
-	}
-	id := uint32(len(d.keyIDs[f]))
-	d.keyIDs[f] = append(d.keyIDs[f], k)
-	d.keyID[f][k] = id
-	return id
-}
+func (d *data) keyIDOf(f int, k uint32) uint32 { return columnID(d.keyID[f], &d.keyIDs[f], k) }
 
-func (d *data) numIDOf(f int, v int64) uint32 {
-	if id, ok := d.numID[f][v]; ok {
+// numIDOf returns the column id of number v of numeric field f (0 doors,
+// 1 year).
+func (d *data) numIDOf(f int, v int64) uint32 { return columnID(d.numID[f], &d.numVal[f], v) }
+
+// columnID returns the id of v in a column (ids: value → id, vals: id →
+// value), appending v when the column does not have it yet.
+func columnID[V comparable](ids map[V]uint32, vals *[]V, v V) uint32 {
+	if id, ok := ids[v]; ok {
 		return id
 	}
-	id := uint32(len(d.numVal[f]))
-	d.numVal[f] = append(d.numVal[f], v)
-	d.numID[f][v] = id
+	id := uint32(len(*vals))
+	*vals = append(*vals, v)
+	ids[v] = id
 	return id
 }
 
