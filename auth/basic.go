@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"crypto/sha256"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -189,11 +190,7 @@ func (b *Basic) drop(key [32]byte) {
 func (b *Basic) Invalidate(userID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for k, e := range b.cache {
-		if e.principal.UserID == userID {
-			delete(b.cache, k)
-		}
-	}
+	maps.DeleteFunc(b.cache, func(_ [32]byte, e basicEntry) bool { return e.principal.UserID == userID })
 }
 
 // VerifyUserPassword checks a user name and password against the store and

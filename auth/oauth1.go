@@ -63,21 +63,21 @@ type OAuth1 struct {
 	base      *url.URL
 	baseOnce  sync.Once
 	mu        sync.Mutex
-	consumers map[string]cachedConsumer
-	tokens    map[string]cachedToken
+	consumers ttlCache[string, openedConsumer]
+	tokens    ttlCache[string, openedToken]
 	batcher   *signatureBatcher
 }
 
-type cachedConsumer struct {
-	c       *yard.OAuthConsumer
-	secret  string
-	fetched time.Time
+// openedConsumer is a consumer with its opened secret, as cached.
+type openedConsumer struct {
+	c      *yard.OAuthConsumer
+	secret string
 }
 
-type cachedToken struct {
-	t       *yard.OAuthToken
-	secret  string
-	fetched time.Time
+// openedToken is an access token with its opened secret, as cached.
+type openedToken struct {
+	t      *yard.OAuthToken
+	secret string
 }
 
 // OAuthError is a refusal of an OAuth 1.0a request. It wraps the
@@ -396,10 +396,7 @@ func (o *OAuth1) cacheTTL() time.Duration {
 
 // consumer returns a consumer and its opened secret, through the cache.
 func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard.OAuthConsumer, string, error) {
-	o.mu.Lock()
-	e, ok := o.consumers[key]
-	o.mu.Unlock()
-	if ok && now.Sub(e.fetched) < o.cacheTTL() {
+	if e, ok := o.consumers.get(key, now, o.cacheTTL()); ok {
 		return e.c, e.secret, nil
 	}
 	c, err := o.Store.FindOAuthConsumer(ctx, key)
@@ -412,12 +409,7 @@ func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard
 	if err != nil {
 		return nil, "", err
 	}
-	o.mu.Lock()
-	if o.consumers == nil || len(o.consumers) > 10000 {
-		o.consumers = map[string]cachedConsumer{}
-	}
-	o.consumers[key] = cachedConsumer{c: c, secret: string(secret), fetched: now}
-	o.mu.Unlock()
+	o.consumers.put(key, openedConsumer{c: c, secret: string(secret)}, now, 10000)
 	return c, string(secret), nil
 }
 
@@ -425,10 +417,7 @@ func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard
 // tokens are cached; request tokens change state and are always read.
 func (o *OAuth1) token(ctx context.Context, value, kind string, now time.Time) (*yard.OAuthToken, string, error) {
 	if kind == yard.OAuthAccessToken {
-		o.mu.Lock()
-		e, ok := o.tokens[value]
-		o.mu.Unlock()
-		if ok && now.Sub(e.fetched) < o.cacheTTL() {
+		if e, ok := o.tokens.get(value, now, o.cacheTTL()); ok {
 			return e.t, e.secret, nil
 		}
 	}
@@ -443,12 +432,7 @@ func (o *OAuth1) token(ctx context.Context, value, kind string, now time.Time) (
 		return nil, "", err
 	}
 	if kind == yard.OAuthAccessToken {
-		o.mu.Lock()
-		if o.tokens == nil || len(o.tokens) > 100000 {
-			o.tokens = map[string]cachedToken{}
-		}
-		o.tokens[value] = cachedToken{t: t, secret: string(secret), fetched: now}
-		o.mu.Unlock()
+		o.tokens.put(value, openedToken{t: t, secret: string(secret)}, now, 100000)
 	}
 	return t, string(secret), nil
 }
@@ -514,19 +498,15 @@ func (o *OAuth1) RegisterConsumer(ctx context.Context, name, callback, createdBy
 // DeleteConsumer deletes a consumer and every token it holds.
 func (o *OAuth1) DeleteConsumer(ctx context.Context, key string) (bool, error) {
 	ok, err := o.Store.DeleteOAuthConsumer(ctx, key)
-	o.mu.Lock()
-	delete(o.consumers, key)
-	o.tokens = nil // its tokens, wherever they are in the cache
-	o.mu.Unlock()
+	o.consumers.drop(key)
+	o.tokens.clear() // its tokens, wherever they are in the cache
 	return ok, err
 }
 
 // Revoke deletes an access token by id.
 func (o *OAuth1) Revoke(ctx context.Context, t *yard.OAuthToken) (bool, error) {
 	ok, err := o.Store.DeleteOAuthToken(ctx, t.ID)
-	o.mu.Lock()
-	delete(o.tokens, t.Token)
-	o.mu.Unlock()
+	o.tokens.drop(t.Token)
 	return ok, err
 }
 

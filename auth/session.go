@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -175,11 +176,7 @@ func TouchInterval(idle time.Duration) time.Duration {
 func (s *Sessions) ForgetUser(userID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for h, e := range s.cache {
-		if e.s.UserID == userID {
-			delete(s.cache, h)
-		}
-	}
+	maps.DeleteFunc(s.cache, func(_ string, e sessionEntry) bool { return e.s.UserID == userID })
 }
 
 func (s *Sessions) expired(sess yard.Session, now time.Time) bool {

@@ -1,0 +1,57 @@
+package auth
+
+import (
+	"sync"
+	"time"
+)
+
+// ttlCache remembers values by key, each for as long as its reader allows
+// (get's ttl). It forgets everything at once rather than grow past a limit
+// (put's limit). The zero value is empty and ready; it is safe for
+// concurrent use.
+type ttlCache[K comparable, V any] struct {
+	mu sync.Mutex
+	m  map[K]ttlEntry[V]
+}
+
+type ttlEntry[V any] struct {
+	v       V
+	fetched time.Time
+}
+
+// get returns the value of k if it was put less than ttl before now.
+func (c *ttlCache[K, V]) get(k K, now time.Time, ttl time.Duration) (V, bool) {
+	c.mu.Lock()
+	e, ok := c.m[k]
+	c.mu.Unlock()
+	if !ok || now.Sub(e.fetched) >= ttl {
+		var zero V
+		return zero, false
+	}
+	return e.v, true
+}
+
+// put remembers v as fetched at now, after forgetting everything if the
+// cache holds more than limit values.
+func (c *ttlCache[K, V]) put(k K, v V, now time.Time, limit int) {
+	c.mu.Lock()
+	if c.m == nil || len(c.m) > limit {
+		c.m = map[K]ttlEntry[V]{}
+	}
+	c.m[k] = ttlEntry[V]{v: v, fetched: now}
+	c.mu.Unlock()
+}
+
+// drop forgets k.
+func (c *ttlCache[K, V]) drop(k K) {
+	c.mu.Lock()
+	delete(c.m, k)
+	c.mu.Unlock()
+}
+
+// clear forgets everything.
+func (c *ttlCache[K, V]) clear() {
+	c.mu.Lock()
+	c.m = nil
+	c.mu.Unlock()
+}
