@@ -199,22 +199,24 @@ func newImportBatch() *importBatch {
 
 func (b *importBatch) addGarage(g *yard.Garage) {
 	b.garageLines++
-	if i, ok := b.garageAt[g.ID]; ok {
-		b.garages[i] = g
-		return
-	}
-	b.garageAt[g.ID] = len(b.garages)
-	b.garages = append(b.garages, g)
+	b.garages = putByID(b.garages, b.garageAt, g.ID, g)
 }
 
 func (b *importBatch) addCar(c *yard.Car) {
 	b.carLines++
-	if i, ok := b.carAt[c.ID]; ok {
-		b.cars[i] = c
-		return
+	b.cars = putByID(b.cars, b.carAt, c.ID, c)
+}
+
+// putByID returns list with v in the place of the earlier value of the same
+// id (at: id → place), or appended when the id is new: the last line of an
+// id wins.
+func putByID[T any](list []T, at map[string]int, id string, v T) []T {
+	if i, ok := at[id]; ok {
+		list[i] = v
+		return list
 	}
-	b.carAt[c.ID] = len(b.cars)
-	b.cars = append(b.cars, c)
+	at[id] = len(list)
+	return append(list, v)
 }
 
 // parse reads one non-empty line into the batch. Its errors are
