@@ -96,44 +96,24 @@ var (
 
 func (s *Service) init() {
 	s.once.Do(func() {
-		if s.Workers <= 0 {
-			s.Workers = DefaultWorkers
-		}
-		if s.Poll <= 0 {
-			s.Poll = DefaultPoll
-		}
-		if s.Lease <= 0 {
-			s.Lease = DefaultLease
-		}
-		if s.Heartbeat <= 0 {
-			s.Heartbeat = min(DefaultHeartbeat, s.Lease/3)
-		}
-		if s.MaxAttempts <= 0 {
-			s.MaxAttempts = DefaultMaxAttempts
-		}
+		positive(&s.Workers, DefaultWorkers)
+		positive(&s.Poll, DefaultPoll)
+		positive(&s.Lease, DefaultLease)
+		positive(&s.Heartbeat, min(DefaultHeartbeat, s.Lease/3))
+		positive(&s.MaxAttempts, DefaultMaxAttempts)
 		if s.Backoff == nil {
 			s.Backoff = Backoff
 		}
-		if s.FetchWorkers <= 0 {
-			s.FetchWorkers = DefaultFetchWorkers
-		}
-		if s.FetchPerUser <= 0 {
-			s.FetchPerUser = DefaultFetchPerUser
-		}
-		if s.TimeoutAttempts <= 0 {
-			s.TimeoutAttempts = DefaultTimeoutAttempts
-		}
+		positive(&s.FetchWorkers, DefaultFetchWorkers)
+		positive(&s.FetchPerUser, DefaultFetchPerUser)
+		positive(&s.TimeoutAttempts, DefaultTimeoutAttempts)
 		if s.TimeoutBackoff == nil {
 			s.TimeoutBackoff = func(attempt int) time.Duration {
 				return DefaultTimeoutBackoff << min(max(attempt-1, 0), 4)
 			}
 		}
-		if s.ScheduleEvery <= 0 {
-			s.ScheduleEvery = DefaultScheduleEvery
-		}
-		if s.SyncTimeout <= 0 {
-			s.SyncTimeout = time.Minute
-		}
+		positive(&s.ScheduleEvery, DefaultScheduleEvery)
+		positive(&s.SyncTimeout, time.Minute)
 		if s.Owner == "" {
 			s.Owner = "worker-" + yard.NewID()
 		}
@@ -144,6 +124,13 @@ func (s *Service) init() {
 		s.wakeFetch = make(chan struct{}, s.FetchWorkers)
 		s.running = map[string]context.CancelCauseFunc{}
 	})
+}
+
+// positive sets *v to def when it is not positive (unset).
+func positive[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Backoff is the default wait before attempt n+1: 1 s doubling per attempt
