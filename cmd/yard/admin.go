@@ -18,22 +18,28 @@ import (
 
 // runMigrate is "yard migrate": open the store, migrate it, exit.
 func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var sf storeFlags
-	fs := newFlagSet("migrate", stderr)
-	sf.register(fs)
-	if err := parseFlags(fs, args, getenv); err != nil {
-		return err
-	}
-	if err := noMoreArgs(fs, fs.Args()); err != nil {
-		return err
-	}
-	db, err := openStore(ctx, sf)
+	db, err := openStoreCommand(ctx, "migrate", args, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	fmt.Fprintf(stdout, "migrated %s\n", db)
 	return nil
+}
+
+// openStoreCommand parses the arguments of a command that takes the store
+// flags and nothing else, and opens the store.
+func openStoreCommand(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer) (*store.DB, error) {
+	var sf storeFlags
+	fs := newFlagSet(name, stderr)
+	sf.register(fs)
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return nil, err
+	}
+	if err := noMoreArgs(fs, fs.Args()); err != nil {
+		return nil, err
+	}
+	return openStore(ctx, sf)
 }
 
 // ensureFirstAdmin creates the administrator "admin" with a generated
@@ -158,16 +164,7 @@ func runUserPasswd(ctx context.Context, args []string, getenv func(string) strin
 
 // runUserList is "yard user list": every person, as a table.
 func runUserList(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var sf storeFlags
-	fs := newFlagSet("user list", stderr)
-	sf.register(fs)
-	if err := parseFlags(fs, args, getenv); err != nil {
-		return err
-	}
-	if err := noMoreArgs(fs, fs.Args()); err != nil {
-		return err
-	}
-	db, err := openStore(ctx, sf)
+	db, err := openStoreCommand(ctx, "user list", args, getenv, stderr)
 	if err != nil {
 		return err
 	}
