@@ -56,43 +56,68 @@ func Client(concurrency int) *http.Client {
 func Run(ctx context.Context, name string, client *http.Client, concurrency int, d time.Duration, wantStatus int, newReq func(worker, i int) *http.Request) Result {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	var mu sync.Mutex
-	var all []time.Duration
-	errs := 0
+	var c collector
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range concurrency {
 		wg.Go(func() {
-			lat := make([]time.Duration, 0, 4096)
-			e := 0
+			t := tally{lat: make([]time.Duration, 0, 4096)}
 			for i := 0; ctx.Err() == nil; i++ {
 				req := newReq(w, i)
-				t0 := time.Now()
-				resp, err := client.Do(req)
-				if err != nil {
-					if ctx.Err() == nil {
-						e++
-					}
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if ctx.Err() != nil {
+				if _, over := t.send(ctx, client, req, wantStatus, time.Now()); over {
 					break
 				}
-				lat = append(lat, time.Since(t0))
-				if resp.StatusCode != wantStatus {
-					e++
-				}
 			}
-			mu.Lock()
-			all = append(all, lat...)
-			errs += e
-			mu.Unlock()
+			c.add(t)
 		})
 	}
 	wg.Wait()
-	return summarize(name, all, errs, time.Since(start))
+	return summarize(name, c.all, c.errs, time.Since(start))
+}
+
+// tally is what one worker of a run measured.
+type tally struct {
+	lat  []time.Duration
+	errs int
+}
+
+// send does req and reads the response's body. over reports that the run
+// (ctx) ended while the request was answered: then nothing is counted.
+// Otherwise a request without a response while the run goes on, or with
+// another status than want, is an error, and an answered request's latency
+// since from is kept; answered reports whether there was a response.
+func (t *tally) send(ctx context.Context, client *http.Client, req *http.Request, want int, from time.Time) (answered, over bool) {
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			t.errs++
+		}
+		return false, false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if ctx.Err() != nil {
+		return true, true
+	}
+	t.lat = append(t.lat, time.Since(from))
+	if resp.StatusCode != want {
+		t.errs++
+	}
+	return true, false
+}
+
+// collector gathers the tallies of a run's workers.
+type collector struct {
+	mu   sync.Mutex
+	all  []time.Duration
+	errs int
+}
+
+func (c *collector) add(t tally) {
+	c.mu.Lock()
+	c.all = append(c.all, t.lat...)
+	c.errs += t.errs
+	c.mu.Unlock()
 }
 
 // summarize turns the latencies of a run into a Result.

@@ -2,7 +2,6 @@ package loadgen
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -16,15 +15,12 @@ func RunPaced(ctx context.Context, name string, client *http.Client, clients int
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	interval := time.Duration(float64(clients) / rate * float64(time.Second))
-	var mu sync.Mutex
-	var all []time.Duration
-	errs := 0
+	var c collector
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range clients {
 		wg.Go(func() {
-			lat := make([]time.Duration, 0, 1024)
-			e := 0
+			t := tally{lat: make([]time.Duration, 0, 1024)}
 			due := start.Add(interval * time.Duration(w) / time.Duration(clients))
 			for i := 0; ; i++ {
 				if wait := time.Until(due); wait > 0 {
@@ -36,30 +32,17 @@ func RunPaced(ctx context.Context, name string, client *http.Client, clients int
 				if ctx.Err() != nil {
 					break
 				}
-				resp, err := client.Do(newReq(w, i))
-				if err != nil {
-					if ctx.Err() == nil {
-						e++
-					}
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if ctx.Err() != nil {
+				answered, over := t.send(ctx, client, newReq(w, i), wantStatus, due)
+				if over {
 					break
 				}
-				lat = append(lat, time.Since(due))
-				if resp.StatusCode != wantStatus {
-					e++
+				if answered {
+					due = due.Add(interval)
 				}
-				due = due.Add(interval)
 			}
-			mu.Lock()
-			all = append(all, lat...)
-			errs += e
-			mu.Unlock()
+			c.add(t)
 		})
 	}
 	wg.Wait()
-	return summarize(name, all, errs, time.Since(start))
+	return summarize(name, c.all, c.errs, time.Since(start))
 }
