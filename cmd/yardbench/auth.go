@@ -33,17 +33,8 @@ var authOnly = flag.String("auth-only", "", "auth group: run only the schemes wh
 // credentials). Rounds interleave the schemes so that load from other
 // processes on a shared machine falls on all of them alike.
 func authGroup(b *bench) error {
-	const password = "benchmark password"
-	creds, err := auth.NewCredentials("authbench", password)
+	u, d, err := b.newUserWithDog("authbench")
 	if err != nil {
-		return err
-	}
-	u := &yard.User{Name: "authbench", Roles: []string{yard.RoleUser}}
-	if err := b.db.CreateUser(b.ctx, u, creds); err != nil {
-		return err
-	}
-	d := &yard.Dog{Name: "Rex", Email: "rex@example.org", Owner: u.ID}
-	if err := b.db.CreateDog(b.ctx, d); err != nil {
 		return err
 	}
 	path := "/v1/dogs/" + d.ID + "/"
@@ -70,19 +61,19 @@ func authGroup(b *bench) error {
 
 	hc := loadgen.Client(b.concurrency)
 	anon := client.New(srv.URL, hc, nil)
-	session, err := client.NewSession(b.ctx, anon, u.Name, password)
+	session, err := client.NewSession(b.ctx, anon, u.Name, benchPassword)
 	if err != nil {
 		return err
 	}
-	tp := &client.TokenPair{Username: u.Name, Password: password}
+	tp := &client.TokenPair{Username: u.Name, Password: benchPassword}
 	if err := tp.Login(b.ctx, anon); err != nil {
 		return err
 	}
-	pk, err := client.NewPKToken(b.ctx, anon, u.Name, password, client.PKTokenOptions{})
+	pk, err := client.NewPKToken(b.ctx, anon, u.Name, benchPassword, client.PKTokenOptions{})
 	if err != nil {
 		return err
 	}
-	signed, err := client.New(srv.URL, hc, &client.Basic{Username: u.Name, Password: password}).CreateAPIKey(b.ctx)
+	signed, err := client.New(srv.URL, hc, &client.Basic{Username: u.Name, Password: benchPassword}).CreateAPIKey(b.ctx)
 	if err != nil {
 		return err
 	}
@@ -108,7 +99,7 @@ func authGroup(b *bench) error {
 	// reuses its nonce with a growing nonce count.
 	digests := make([]*client.Digest, b.concurrency)
 	for w := range digests {
-		digests[w] = &client.Digest{Username: u.Name, Password: password}
+		digests[w] = &client.Digest{Username: u.Name, Password: benchPassword}
 		// (A request without credentials would meet the benchmark scheme:
 		// a wrong bearer token draws the 401 and its challenges.)
 		req, _ := http.NewRequest("GET", srv.URL+path, nil)
@@ -141,7 +132,7 @@ func authGroup(b *bench) error {
 		req  func(int, int) *http.Request
 	}{
 		{"no credential check", with(nil, false)},
-		{"Basic (cached)", with(func(int) client.Authenticator { return &client.Basic{Username: u.Name, Password: password} }, false)},
+		{"Basic (cached)", with(func(int) client.Authenticator { return &client.Basic{Username: u.Name, Password: benchPassword} }, false)},
 		{"Digest", with(func(w int) client.Authenticator { return digests[w] }, false)},
 		{"session cookie", with(func(int) client.Authenticator { return session }, false)},
 		{"token pair (access JWT)", with(func(int) client.Authenticator { return tp }, false)},

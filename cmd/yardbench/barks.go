@@ -27,13 +27,8 @@ import (
 //
 // barks-accept runs only the 202 scenarios at 200 clients.
 func barks(b *bench, all bool) error {
-	const password = "benchmark password"
-	creds, err := auth.NewCredentials("barker", password)
+	u, err := b.newUser("barker")
 	if err != nil {
-		return err
-	}
-	u := &yard.User{Name: "barker", Roles: []string{yard.RoleUser}}
-	if err := b.db.CreateUser(b.ctx, u, creds); err != nil {
 		return err
 	}
 	var dogs []string
@@ -66,7 +61,7 @@ func barks(b *bench, all bool) error {
 		return func(w, i int) *http.Request {
 			req, _ := http.NewRequest("POST", url+"/v1/dogs/"+dog(w, i)+"/barks", strings.NewReader(`{"effect":"record"}`))
 			req.Header.Set("Content-Type", "application/json")
-			req.SetBasicAuth("barker", password)
+			req.SetBasicAuth("barker", benchPassword)
 			if async {
 				req.Header.Set("Prefer", "respond-async")
 			}

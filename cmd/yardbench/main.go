@@ -192,21 +192,41 @@ func (b *bench) apiServer(chain *auth.Chain, basic *auth.Basic) (string, func())
 	return srv.URL, srv.Close
 }
 
+// benchPassword is the password of every user a group creates.
+const benchPassword = "benchmark password"
+
+// newUser creates a user (role user) with benchPassword.
+func (b *bench) newUser(name string) (*yard.User, error) {
+	creds, err := auth.NewCredentials(name, benchPassword)
+	if err != nil {
+		return nil, err
+	}
+	u := &yard.User{Name: name, Roles: []string{yard.RoleUser}}
+	if err := b.db.CreateUser(b.ctx, u, creds); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// newUserWithDog creates a user as newUser does and a dog, Rex, of theirs.
+func (b *bench) newUserWithDog(name string) (*yard.User, *yard.Dog, error) {
+	u, err := b.newUser(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	d := &yard.Dog{Name: "Rex", Email: "rex@example.org", Owner: u.ID}
+	if err := b.db.CreateDog(b.ctx, d); err != nil {
+		return nil, nil, err
+	}
+	return u, d, nil
+}
+
 // foundation: GET /v1/dogs/{id}/ without credential checks, with Basic
 // (cached), and with Basic verifying argon2id on every request, beside the
 // ceiling.
 func foundation(b *bench) error {
-	const password = "benchmark password"
-	creds, err := auth.NewCredentials("bench", password)
+	u, d, err := b.newUserWithDog("bench")
 	if err != nil {
-		return err
-	}
-	u := &yard.User{Name: "bench", Roles: []string{yard.RoleUser}}
-	if err := b.db.CreateUser(b.ctx, u, creds); err != nil {
-		return err
-	}
-	d := &yard.Dog{Name: "Rex", Email: "rex@example.org", Owner: u.ID}
-	if err := b.db.CreateDog(b.ctx, d); err != nil {
 		return err
 	}
 	path := "/v1/dogs/" + d.ID + "/"
@@ -217,7 +237,7 @@ func foundation(b *bench) error {
 		return func(int, int) *http.Request {
 			req, _ := http.NewRequest("GET", url+path, nil)
 			if basicAuth {
-				req.SetBasicAuth("bench", password)
+				req.SetBasicAuth("bench", benchPassword)
 			}
 			return req
 		}
