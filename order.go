@@ -129,16 +129,9 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 			page.set(lkey, n)
 			continue
 		}
-		field, op := key, OpEq
-		if strings.HasPrefix(lkey, "q.") {
-			i := strings.LastIndexByte(key, '.')
-			if i <= 1 {
-				return f, page, badPair(pair, key, "the filter form is q.<field>.<op>")
-			}
-			field, op = key[2:i], strings.ToLower(key[i+1:])
-			if op != OpEq && op != OpNe {
-				return f, page, badPair(pair, key, fmt.Sprintf("unknown operator %q (use eq or ne)", key[i+1:]))
-			}
+		field, op, msg := filterKey(key, "field", OpEq, OpNe)
+		if msg != "" {
+			return f, page, badPair(pair, key, msg)
 		}
 		i := slices.IndexFunc(orderQueryFields, func(n string) bool { return strings.EqualFold(n, field) })
 		if i < 0 {

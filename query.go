@@ -401,18 +401,9 @@ func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 			page.set(lkey, n)
 			continue
 		}
-		field, op := key, OpEq
-		if strings.HasPrefix(lkey, "q.") {
-			i := strings.LastIndexByte(key, '.')
-			if i <= 1 {
-				return Query{}, Page{}, badPair(pair, key, "the filter form is q.<path>.<op>")
-			}
-			field, op = key[2:i], strings.ToLower(key[i+1:])
-			switch op {
-			case OpEq, OpNe, OpLt, OpLe, OpGt, OpGe:
-			default:
-				return Query{}, Page{}, badPair(pair, key, fmt.Sprintf("unknown operator %q (use eq, ne, lt, le, gt or ge)", key[i+1:]))
-			}
+		field, op, msg := filterKey(key, "path", OpEq, OpNe, OpLt, OpLe, OpGt, OpGe)
+		if msg != "" {
+			return Query{}, Page{}, badPair(pair, key, msg)
 		}
 		path, fi, ok := canonicalField(field)
 		if !ok {
@@ -483,6 +474,25 @@ func unhex(c byte) byte {
 
 // badPair is the error for one refused query pair. The field error names
 // the parameter, the message quotes the whole pair.
+// filterKey reads the name of a filter parameter: a bare field (operator
+// eq), or q.<what>.<op> with op one of ops (any case). msg says what is
+// wrong with it, "" when nothing is.
+func filterKey(key, what string, ops ...string) (field, op, msg string) {
+	if !strings.HasPrefix(strings.ToLower(key), "q.") {
+		return key, OpEq, ""
+	}
+	i := strings.LastIndexByte(key, '.')
+	if i <= 1 {
+		return "", "", "the filter form is q.<" + what + ">.<op>"
+	}
+	op = strings.ToLower(key[i+1:])
+	if !slices.Contains(ops, op) {
+		use := strings.Join(ops[:len(ops)-1], ", ") + " or " + ops[len(ops)-1]
+		return "", "", fmt.Sprintf("unknown operator %q (use %s)", key[i+1:], use)
+	}
+	return key[2:i], op, ""
+}
+
 func badPair(pair, name, why string) error {
 	shown := pair
 	if len(shown) > 100 {
