@@ -42,6 +42,17 @@ func openStoreCommand(ctx context.Context, name string, args []string, getenv fu
 	return openStore(ctx, sf)
 }
 
+// openStoreNamed parses the arguments of a command that takes one NAME and
+// flags fs, the store flags sf among them, and opens the store.
+func openStoreNamed(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []string, getenv func(string) string) (string, *store.DB, error) {
+	name, err := parseNamed(fs, args, getenv)
+	if err != nil {
+		return "", nil, err
+	}
+	db, err := openStore(ctx, *sf)
+	return name, db, err
+}
+
 // ensureFirstAdmin creates the administrator "admin" with a generated
 // password when the store has no users, printing the password once.
 func ensureFirstAdmin(ctx context.Context, db *store.DB, stdout io.Writer) error {
@@ -94,11 +105,7 @@ func runUserAdd(ctx context.Context, args []string, getenv func(string) string, 
 	admin := fs.Bool("admin", false, "give the admin role")
 	email := fs.String("email", "", "e-mail address")
 	phone := fs.String("phone", "", "phone number in E.164 form, for text messages")
-	name, err := parseNamed(fs, args, getenv)
-	if err != nil {
-		return err
-	}
-	db, err := openStore(ctx, sf)
+	name, db, err := openStoreNamed(ctx, fs, &sf, args, getenv)
 	if err != nil {
 		return err
 	}
@@ -131,11 +138,7 @@ func runUserPasswd(ctx context.Context, args []string, getenv func(string) strin
 	var sf storeFlags
 	fs := newFlagSet("user passwd", stderr)
 	sf.register(fs)
-	name, err := parseNamed(fs, args, getenv)
-	if err != nil {
-		return err
-	}
-	db, err := openStore(ctx, sf)
+	name, db, err := openStoreNamed(ctx, fs, &sf, args, getenv)
 	if err != nil {
 		return err
 	}
