@@ -56,23 +56,37 @@ func Client(concurrency int) *http.Client {
 func Run(ctx context.Context, name string, client *http.Client, concurrency int, d time.Duration, wantStatus int, newReq func(worker, i int) *http.Request) Result {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	var c collector
+	return runWorkers(name, concurrency, func(w int, _ time.Time, t *tally) {
+		t.lat = make([]time.Duration, 0, 4096)
+		for i := 0; ctx.Err() == nil; i++ {
+			req := newReq(w, i)
+			if _, over := t.send(ctx, client, req, wantStatus, time.Now()); over {
+				break
+			}
+		}
+	})
+}
+
+// runWorkers runs n workers at once, each filling its tally (start is when
+// the run started), and sums their tallies up.
+func runWorkers(name string, n int, work func(w int, start time.Time, t *tally)) Result {
+	var mu sync.Mutex
+	var all []time.Duration
+	errs := 0
 	start := time.Now()
 	var wg sync.WaitGroup
-	for w := range concurrency {
+	for w := range n {
 		wg.Go(func() {
-			t := tally{lat: make([]time.Duration, 0, 4096)}
-			for i := 0; ctx.Err() == nil; i++ {
-				req := newReq(w, i)
-				if _, over := t.send(ctx, client, req, wantStatus, time.Now()); over {
-					break
-				}
-			}
-			c.add(t)
+			var t tally
+			work(w, start, &t)
+			mu.Lock()
+			all = append(all, t.lat...)
+			errs += t.errs
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return summarize(name, c.all, c.errs, time.Since(start))
+	return summarize(name, all, errs, time.Since(start))
 }
 
 // tally is what one worker of a run measured.
@@ -104,20 +118,6 @@ func (t *tally) send(ctx context.Context, client *http.Client, req *http.Request
 		t.errs++
 	}
 	return true, false
-}
-
-// collector gathers the tallies of a run's workers.
-type collector struct {
-	mu   sync.Mutex
-	all  []time.Duration
-	errs int
-}
-
-func (c *collector) add(t tally) {
-	c.mu.Lock()
-	c.all = append(c.all, t.lat...)
-	c.errs += t.errs
-	c.mu.Unlock()
 }
 
 // summarize turns the latencies of a run into a Result.

@@ -3,7 +3,6 @@ package loadgen
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -15,34 +14,26 @@ func RunPaced(ctx context.Context, name string, client *http.Client, clients int
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	interval := time.Duration(float64(clients) / rate * float64(time.Second))
-	var c collector
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range clients {
-		wg.Go(func() {
-			t := tally{lat: make([]time.Duration, 0, 1024)}
-			due := start.Add(interval * time.Duration(w) / time.Duration(clients))
-			for i := 0; ; i++ {
-				if wait := time.Until(due); wait > 0 {
-					select {
-					case <-ctx.Done():
-					case <-time.After(wait):
-					}
-				}
-				if ctx.Err() != nil {
-					break
-				}
-				answered, over := t.send(ctx, client, newReq(w, i), wantStatus, due)
-				if over {
-					break
-				}
-				if answered {
-					due = due.Add(interval)
+	return runWorkers(name, clients, func(w int, start time.Time, t *tally) {
+		t.lat = make([]time.Duration, 0, 1024)
+		due := start.Add(interval * time.Duration(w) / time.Duration(clients))
+		for i := 0; ; i++ {
+			if wait := time.Until(due); wait > 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(wait):
 				}
 			}
-			c.add(t)
-		})
-	}
-	wg.Wait()
-	return summarize(name, c.all, c.errs, time.Since(start))
+			if ctx.Err() != nil {
+				break
+			}
+			answered, over := t.send(ctx, client, newReq(w, i), wantStatus, due)
+			if over {
+				break
+			}
+			if answered {
+				due = due.Add(interval)
+			}
+		}
+	})
 }
