@@ -377,8 +377,9 @@ func bearerToken(r *http.Request) (string, error) {
 	return tok, nil
 }
 
-// handleRefresh is POST /auth/refresh: a refresh token for a new pair.
-func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
+// refreshToken returns the token pair service and the refresh token of a
+// request (over TLS, as a bearer token), or why there are none.
+func (s *Server) refreshToken(r *http.Request) (*auth.Kit, string, error) {
 	k, err := s.tokens()
 	if err == nil {
 		err = requireTLS(r)
@@ -387,6 +388,12 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		tok, err = bearerToken(r)
 	}
+	return k, tok, err
+}
+
+// handleRefresh is POST /auth/refresh: a refresh token for a new pair.
+func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
+	k, tok, err := s.refreshToken(r)
 	var pair *auth.TokenPair
 	if err == nil {
 		pair, err = k.Tokens.Refresh(r.Context(), tok)
@@ -396,14 +403,7 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 
 // handleLogout is POST /auth/logout: revoke the refresh token's family.
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
-	k, err := s.tokens()
-	if err == nil {
-		err = requireTLS(r)
-	}
-	var tok string
-	if err == nil {
-		tok, err = bearerToken(r)
-	}
+	k, tok, err := s.refreshToken(r)
 	if err == nil {
 		err = k.Tokens.Logout(r.Context(), tok)
 	}
