@@ -482,26 +482,10 @@ func (s *Server) pageLinks(r *http.Request, total int, p yard.Page) string {
 	if i := strings.IndexAny(raw, "&;"); i >= 0 {
 		sep = raw[i : i+1]
 	}
-	// Each kept pair after the separator that came just before it.
-	var keep strings.Builder
-	prev := ""
-	for raw != "" {
-		pair, next := raw, ""
-		if i := strings.IndexAny(raw, "&;"); i >= 0 {
-			pair, next = raw[:i], raw[i:i+1]
-			raw = raw[i+1:]
-		} else {
-			raw = ""
-		}
-		if name, _, _ := strings.Cut(pair, "="); pair != "" && name != "offset" && name != "max" {
-			if keep.Len() > 0 {
-				keep.WriteString(prev)
-			}
-			keep.WriteString(pair)
-		}
-		prev = next
-	}
-	kept := keep.String()
+	kept, _ := dropPairs(raw, func(pair string) bool {
+		name, _, _ := strings.Cut(pair, "=")
+		return name == "offset" || name == "max"
+	})
 	if kept != "" {
 		kept += sep
 	}

@@ -22,22 +22,35 @@ func (s *Server) grammarQuery(r *http.Request) string {
 	if raw == "" || len(vars) == 0 {
 		return raw
 	}
-	// Each kept pair keeps the separator ('&' or ';') written before it,
-	// so links built from the query keep the client's separators.
-	var b strings.Builder
-	dropped := false
-	before := "&"
-	for rest := raw; ; {
-		pair, sep := rest, ""
-		if i := strings.IndexAny(rest, "&;"); i >= 0 {
-			pair, sep, rest = rest[:i], rest[i:i+1], rest[i+1:]
-		}
+	kept, dropped := dropPairs(raw, func(pair string) bool {
 		rawName, _, hasEq := strings.Cut(pair, "=")
 		name, err := url.QueryUnescape(rawName)
 		name = strings.ToLower(name)
+		return hasEq && err == nil && slices.ContainsFunc(vars, func(v string) bool { return strings.ToLower(v) == name })
+	})
+	if !dropped {
+		return raw
+	}
+	return kept
+}
+
+// dropPairs returns the raw query without its empty pairs and the pairs
+// drop selects, each kept pair after the separator ('&' or ';') written
+// just before it, so the client's separators survive; dropped says whether
+// drop selected any pair.
+func dropPairs(raw string, drop func(pair string) bool) (kept string, dropped bool) {
+	var b strings.Builder
+	before := ""
+	for raw != "" {
+		pair, sep := raw, ""
+		if i := strings.IndexAny(raw, "&;"); i >= 0 {
+			pair, sep, raw = raw[:i], raw[i:i+1], raw[i+1:]
+		} else {
+			raw = ""
+		}
 		switch {
 		case pair == "":
-		case hasEq && err == nil && slices.ContainsFunc(vars, func(v string) bool { return strings.ToLower(v) == name }):
+		case drop(pair):
 			dropped = true
 		default:
 			if b.Len() > 0 {
@@ -45,15 +58,7 @@ func (s *Server) grammarQuery(r *http.Request) string {
 			}
 			b.WriteString(pair)
 		}
-		if sep == "" {
-			break
-		}
-		if pair != "" {
-			before = sep
-		}
+		before = sep
 	}
-	if !dropped {
-		return raw
-	}
-	return b.String()
+	return b.String(), dropped
 }
