@@ -45,7 +45,7 @@ func openStoreCommand(ctx context.Context, name string, args []string, getenv fu
 // openStoreNamed parses the arguments of a command that takes one NAME and
 // flags fs, the store flags sf among them, and opens the store.
 func openStoreNamed(ctx context.Context, fs *flag.FlagSet, sf *storeFlags, args []string, getenv func(string) string) (string, *store.DB, error) {
-	name, err := parseNamed(fs, args, getenv)
+	name, err := parseNamed(fs, "NAME", args, getenv)
 	if err != nil {
 		return "", nil, err
 	}
@@ -76,11 +76,12 @@ func ensureFirstAdmin(ctx context.Context, db *store.DB, stdout io.Writer) error
 	return nil
 }
 
-// parseNamed parses the flags of a command that takes one NAME, given
-// before or after the flags, and returns the name.
-func parseNamed(fs *flag.FlagSet, args []string, getenv func(string) string) (string, error) {
+// parseNamed parses the flags of a command that takes one argument (its
+// NAME, a FILE: what), given before or after the flags, and returns it. A
+// lone "-" (standard input) is an argument, not a flag.
+func parseNamed(fs *flag.FlagSet, what string, args []string, getenv func(string) string) (string, error) {
 	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	if len(args) > 0 && (args[0] == "-" || !strings.HasPrefix(args[0], "-")) {
 		name, args = args[0], args[1:]
 	}
 	if err := parseFlags(fs, args, getenv); err != nil {
@@ -91,7 +92,7 @@ func parseNamed(fs *flag.FlagSet, args []string, getenv func(string) string) (st
 		name, rest = rest[0], rest[1:]
 	}
 	if name == "" {
-		return "", usageError(fs.Name() + " needs a NAME")
+		return "", usageError(fs.Name() + " needs a " + what)
 	}
 	return name, noMoreArgs(fs, rest)
 }

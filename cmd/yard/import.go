@@ -13,8 +13,6 @@ import (
 	"github.com/yard-api/yard/store"
 )
 
-const importUsage = "usage: yard import FILE [--data DIR] [--db URL] [--batch N] [--progress auto|on|off]"
-
 // runImport bulk-loads garages and cars from an NDJSON file (docs/cars.md):
 //
 //	yard import FILE [--data DIR] [--db URL] [--batch N] [--progress auto|on|off]
@@ -29,18 +27,9 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	sf.register(fs)
 	batch := fs.Int("batch", store.DefaultImportBatch, "lines per transaction")
 	progress := fs.String("progress", "auto", "progress line on stderr: auto (when stderr is a terminal), on or off")
-	// Accept the file before or after the flags.
-	var file string
-	if len(args) > 0 && (args[0] == "-" || len(args[0]) > 0 && args[0][0] != '-') {
-		file, args = args[0], args[1:]
-	}
-	if err := parseFlags(fs, args, getenv); err != nil {
+	file, err := parseNamed(fs, "FILE", args, getenv)
+	if err != nil {
 		return err
-	}
-	if file == "" && fs.NArg() == 1 {
-		file = fs.Arg(0)
-	} else if fs.NArg() > 0 || file == "" {
-		return usageError(importUsage)
 	}
 	var show bool
 	switch *progress {
