@@ -32,7 +32,7 @@ type dispatcher struct {
 	// shadow is a mux of every route but this group's shapes: what the
 	// catch-all receives that no shape takes is answered as that mux
 	// would (404, or 405 with the Allow of the path's other routes).
-	// Built on first use (routes do not change after NewServer).
+	// Built on first use (routes do not change after New).
 	shadowOnce sync.Once
 	shadow     *http.ServeMux
 }
