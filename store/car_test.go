@@ -204,6 +204,40 @@ func TestCarWrites(t *testing.T) {
 		if got, _ := db.FindCarByID(ctx, "mine-1"); got.Color != "Grey" || got.Garage != "g-empty" {
 			t.Fatalf("replaced car: %+v", got)
 		}
+		// A replacement keeps the creation time, and moves the car's
+		// garage.state with its garage.
+		first, _ := db.FindCarByID(ctx, "mine-1")
+		v0, _ := db.CarVersion(ctx)
+		r.Garage = "g-ny"
+		if created, err := db.ReplaceCar(ctx, r); err != nil || created || !r.CreatedAt.Equal(first.CreatedAt) {
+			t.Fatalf("replace into g-ny: %v, %v, created %v want %v", created, err, r.CreatedAt, first.CreatedAt)
+		}
+		if v1, _ := db.CarVersion(ctx); v1 != v0+1 {
+			t.Fatalf("car version after a replacement: %d, want %d", v1, v0+1)
+		}
+		if l, _ := db.ListCars(ctx, txq, yard.Page{Max: 10}, nil); !strings.Contains(carIDs(l.Cars), "mine-1") {
+			t.Fatalf("garage.state=tx after replacing into g-ny: %q", carIDs(l.Cars))
+		}
+		// An unknown garage writes nothing, whether the car exists or not.
+		for _, id := range []string{"mine-1", "mine-2"} {
+			bad := &yard.Car{ID: id, Color: "pink", Type: "van", Doors: 5, Make: "Ford", Model: "Transit", Year: 2017, Garage: "nope"}
+			if _, err := db.ReplaceCar(ctx, bad); yard.ErrorCode(err) != yard.EINVALID || err.(*yard.Error).Fields[0].Field != "garage" {
+				t.Fatalf("replace %s with an unknown garage: %v, want invalid naming garage", id, err)
+			}
+		}
+		if got, _ := db.FindCarByID(ctx, "mine-1"); got.Color != "Grey" || got.Garage != "g-ny" {
+			t.Fatalf("car after a refused replacement: %+v", got)
+		}
+		if _, err := db.FindCarByID(ctx, "mine-2"); yard.ErrorCode(err) != yard.ENOTFOUND {
+			t.Fatalf("car created by a refused replacement: %v", err)
+		}
+		if v2, _ := db.CarVersion(ctx); v2 != v0+1 {
+			t.Fatalf("car version after refused replacements: %d, want %d", v2, v0+1)
+		}
+		r.Garage = "g-empty"
+		if _, err := db.ReplaceCar(ctx, r); err != nil {
+			t.Fatal(err)
+		}
 		// A garage holding cars cannot be deleted.
 		if err := db.DeleteGarage(ctx, "g-empty"); yard.ErrorCode(err) != yard.ECONFLICT {
 			t.Fatalf("delete full garage: %v, want conflict", err)

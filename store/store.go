@@ -393,6 +393,16 @@ func isUniqueViolation(err error) bool {
 	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505")
 }
 
+// isForeignKeyViolation reports whether err is a foreign-key failure on
+// either engine.
+func isForeignKeyViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "FOREIGN KEY constraint failed") || strings.Contains(s, "SQLSTATE 23503")
+}
+
 // IsUniqueViolation is isUniqueViolation for other packages sharing the store.
 func IsUniqueViolation(err error) bool { return isUniqueViolation(err) }
 
