@@ -109,3 +109,16 @@ func benchList(b *testing.B, suffix string) {
 
 func BenchmarkRandomPage(b *testing.B)       { benchList(b, "") }
 func BenchmarkRandomPageFacets(b *testing.B) { benchList(b, "&facets=make,color,year") }
+
+// The same without the dense twins (dense.go), for their ratio.
+func BenchmarkRandomPageRoaring(b *testing.B) {
+	force.match = "roaring"
+	defer func() { force.match = "" }()
+	benchList(b, "")
+}
+
+func BenchmarkRandomPageFacetsRoaring(b *testing.B) {
+	force.match = "roaring"
+	defer func() { force.match = "" }()
+	benchList(b, "&facets=make,color,year")
+}

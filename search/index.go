@@ -20,6 +20,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -96,6 +97,8 @@ type data struct {
 	// a change; a range is then one bitmap less another.
 	cumMu sync.Mutex
 	cum   [2]*cumulative
+
+	tw twins // dense twins of the common values (dense.go)
 
 	garages  []garageRec       // slot → garage; slot 0 is "no garage"
 	slotOf   map[string]uint32 // garage id → slot
@@ -444,12 +447,13 @@ func (d *data) moveCars(m map[string]*roaring.Bitmap, from, to string, cars *roa
 		return
 	}
 	if b := m[from]; b != nil {
-		b.AndNot(cars)
+		d.andNotFrom(b, cars)
 		if b.IsEmpty() {
 			delete(m, from)
+			d.forget(b)
 		}
 	}
-	bitmapOf(m, to).Or(cars)
+	d.orInto(bitmapOf(m, to), cars)
 }
 
 // slot returns the slot of a garage id, making one when it is new.
@@ -481,6 +485,7 @@ func (d *data) deleteGarage(id string) {
 		d.moveCars(d.states, gr.stateKey, "", gr.cars)
 	}
 	delete(d.slotOf, id)
+	d.forget(gr.cars)
 	d.garages[s] = garageRec{}
 	d.free = append(d.free, s)
 }
@@ -555,50 +560,56 @@ func (d *data) deleteCar(id string) {
 func (d *data) index(p uint32) {
 	r := &d.recs[p]
 	for i, s := range r.text {
-		bitmapOf(d.text[i], d.keyOf[s]).Add(p)
+		d.addTo(bitmapOf(d.text[i], d.keyOf[s]), p)
 		d.keyCol[i].set(p, d.keyIDOf(i, d.keyOf[s]))
 	}
-	bitmapOf(d.doors, int64(r.doors)).Add(p)
-	bitmapOf(d.years, int64(r.year)).Add(p)
+	d.addTo(bitmapOf(d.doors, int64(r.doors)), p)
+	d.addTo(bitmapOf(d.years, int64(r.year)), p)
+	d.cumChange(0, int64(r.doors), p, true)
+	d.cumChange(1, int64(r.year), p, true)
 	d.numCol[0].set(p, d.numIDOf(0, int64(r.doors)))
 	d.numCol[1].set(p, d.numIDOf(1, int64(r.year)))
 	d.cum = [2]*cumulative{}
 	if r.garage == 0 {
-		d.noGarage.Add(p)
+		d.addTo(d.noGarage, p)
 	} else {
 		g := &d.garages[r.garage]
-		g.cars.Add(p)
-		bitmapOf(d.names, g.nameKey).Add(p)
-		bitmapOf(d.states, g.stateKey).Add(p)
+		d.addTo(g.cars, p)
+		d.addTo(bitmapOf(d.names, g.nameKey), p)
+		d.addTo(bitmapOf(d.states, g.stateKey), p)
 	}
-	d.alive.Add(p)
+	d.addTo(d.alive, p)
 }
 
 // unindex removes position p from every bitmap.
 func (d *data) unindex(p uint32) {
 	r := &d.recs[p]
 	for i, s := range r.text {
-		removeFrom(d.text[i], d.keyOf[s], p)
+		removeFrom(d, d.text[i], d.keyOf[s], p)
 	}
-	removeFrom(d.doors, int64(r.doors), p)
-	removeFrom(d.years, int64(r.year), p)
+	removeFrom(d, d.doors, int64(r.doors), p)
+	removeFrom(d, d.years, int64(r.year), p)
+	d.cumChange(0, int64(r.doors), p, false)
+	d.cumChange(1, int64(r.year), p, false)
 	d.cum = [2]*cumulative{}
 	if r.garage == 0 {
-		d.noGarage.Remove(p)
+		d.removeAt(d.noGarage, p)
 	} else {
 		g := &d.garages[r.garage]
-		g.cars.Remove(p)
-		removeFrom(d.names, g.nameKey, p)
-		removeFrom(d.states, g.stateKey, p)
+		d.removeAt(g.cars, p)
+		removeFrom(d, d.names, g.nameKey, p)
+		removeFrom(d, d.states, g.stateKey, p)
 	}
-	d.alive.Remove(p)
+	d.removeAt(d.alive, p)
 }
 
-func removeFrom[K comparable](m map[K]*roaring.Bitmap, k K, p uint32) {
+// removeFrom removes p from m[k], and m[k] from m when it is left empty.
+func removeFrom[K comparable](d *data, m map[K]*roaring.Bitmap, k K, p uint32) {
 	if b := m[k]; b != nil {
-		b.Remove(p)
+		d.removeAt(b, p)
 		if b.IsEmpty() {
 			delete(m, k)
+			d.forget(b)
 		}
 	}
 }
@@ -612,13 +623,16 @@ var force struct{ facets, page, match string }
 
 // list answers one car list; call with the read lock held.
 func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList {
+	if l, ok := d.listDense(q, page, facets); ok {
+		return l
+	}
 	alive := d.alive.GetCardinality()
 	incl, excl := d.parts(q)
 	var ps []uint32
 	var total uint64
 	var set *roaring.Bitmap // the cars a facet walk visits
 	complement := false
-	if len(incl) == 0 && len(excl) > 0 && d.inOrder && force.page == "" && force.match == "" {
+	if len(incl) == 0 && len(excl) > 0 && d.inOrder && force.page == "" && force.match != "bitmaps" {
 		// Only exclusions: the matches are the live cars less their
 		// union u, which is never made. The exclusions' bitmaps hold
 		// live cars only, so the total is a difference of sizes; the
@@ -635,7 +649,7 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 					set, complement = roaring.AndNot(d.alive, u), false
 				}
 			}
-			return d.answer(ps, total, facets, set, complement)
+			return d.answer(ps, total, facets, bitmapWalker(set), complement)
 		}
 	}
 	m := d.combine(incl, excl)
@@ -651,13 +665,13 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 			set = roaring.AndNot(d.alive, m) // not in place: see combine
 		}
 	}
-	return d.answer(ps, total, facets, set, complement)
+	return d.answer(ps, total, facets, bitmapWalker(set), complement)
 }
 
 // answer makes the list of the cars at positions ps, with its total and
 // the facets counted over set (the matches, or when complement the live
 // cars that do not match).
-func (d *data) answer(ps []uint32, total uint64, facets []string, set *roaring.Bitmap, complement bool) *yard.CarList {
+func (d *data) answer(ps []uint32, total uint64, facets []string, set walker, complement bool) *yard.CarList {
 	l := &yard.CarList{Total: int(total), Cars: make([]*yard.Car, 0, len(ps))}
 	for _, p := range ps {
 		l.Cars = append(l.Cars, d.car(p))
@@ -1012,7 +1026,7 @@ func bitsLen(x uint64) int {
 // than half the cars match, it walks the cars that do not match instead
 // and subtracts their counts from each value's whole count (a bitmap's
 // cardinality): the walk never covers more than half the cars.
-func (d *data) facets(fields []string, set *roaring.Bitmap, complement bool) []yard.Facet {
+func (d *data) facets(fields []string, set walker, complement bool) []yard.Facet {
 	type counter struct {
 		field  string
 		col    *column // nil for the garage fields (slots)
@@ -1040,21 +1054,19 @@ func (d *data) facets(fields []string, set *roaring.Bitmap, complement bool) []y
 			slots = c.counts
 		}
 	}
-	buf := make([]uint32, 512)
-	it := set.ManyIterator()
-	for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
+	set(func(ps []uint32) {
 		for _, c := range cs {
 			if c.col == nil {
 				continue
 			}
-			c.col.count(buf[:n], c.counts)
+			c.col.count(ps, c.counts)
 		}
 		if slots != nil {
-			for _, p := range buf[:n] {
+			for _, p := range ps {
 				slots[d.recs[p].garage]++
 			}
 		}
-	}
+	})
 	out := make([]yard.Facet, len(cs))
 	for i, c := range cs {
 		fc := yard.Facet{Field: c.field}
@@ -1107,6 +1119,48 @@ func (d *data) facets(fields []string, set *roaring.Bitmap, complement bool) []y
 		out[i] = fc
 	}
 	return out
+}
+
+// walker calls fn with the positions of a set, in ascending batches.
+type walker func(fn func(ps []uint32))
+
+// bitmapWalker walks the positions of b.
+func bitmapWalker(b *roaring.Bitmap) walker {
+	return func(fn func([]uint32)) {
+		if b == nil {
+			return
+		}
+		buf := make([]uint32, 512)
+		it := b.ManyIterator()
+		for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
+			fn(buf[:n])
+		}
+	}
+}
+
+// wordsWalker walks the positions of the set bits of words.
+func wordsWalker(words []uint64) walker {
+	return func(fn func([]uint32)) {
+		// n never passes len(buf)-64 before a word, and the mask spares
+		// the bounds check.
+		var buf [1024]uint32
+		n := 0
+		for i, w := range words {
+			base := uint32(i * 64)
+			for w != 0 {
+				buf[n&(len(buf)-1)] = base + uint32(bits.TrailingZeros64(w))
+				n++
+				w &= w - 1
+			}
+			if n > len(buf)-64 {
+				fn(buf[:n])
+				n = 0
+			}
+		}
+		if n > 0 {
+			fn(buf[:n])
+		}
+	}
 }
 
 func itoa(n int64) string {

@@ -231,7 +231,7 @@ func TestIndexMatchesSQL(t *testing.T) {
 		t.Cleanup(func() { search.Force("", ""); search.ForceMatch("") })
 		for _, facets := range []string{"", "walk", "complement"} {
 			for _, page := range []string{"", "walk", "gather"} {
-				for _, match := range []string{"", "bitmaps"} {
+				for _, match := range []string{"", "bitmaps", "dense"} {
 					search.Force(facets, page)
 					search.ForceMatch(match)
 					for range 100 {
@@ -360,11 +360,19 @@ func TestIndexFollowsWrites(t *testing.T) {
 			}
 			t.Logf("step %d: %s", step, what)
 			search.Force(pick(r, []string{"", "walk", "complement"}), pick(r, []string{"", "walk", "gather"}))
-			search.ForceMatch(pick(r, []string{"", "bitmaps"}))
+			search.ForceMatch(pick(r, []string{"", "bitmaps", "dense", "dense"}))
 			for range 3 {
 				sameList(t, ctx, randomQuery(r), ix, db)
 			}
 			sameList(t, ctx, "max=100&facets=garage.id,garage.name,garage.state,color", ix, db)
+			// Every state and name, so a garage renamed or moved is
+			// checked on both sides of the move, twins included.
+			for _, s := range []string{"ca", "ny", "tx", "wa"} {
+				sameList(t, ctx, "max=100&garage.state="+s+"&doors=!9", ix, db)
+			}
+			for _, n := range []string{"main", "ocean+drive", "hudson", "lot+9"} {
+				sameList(t, ctx, "max=100&garage.name="+n+"&doors=!9", ix, db)
+			}
 		}
 	})
 }

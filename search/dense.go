@@ -1,0 +1,493 @@
+package search
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/yard-api/yard"
+)
+
+// Dense twins (docs/cars.md, "The search index"). A common value (a
+// colour, a make, a state: at least one car in denseShare) is held in
+// roaring as arrays of a few thousand positions per container, and
+// intersecting two such arrays is a merge that branches on every element:
+// in a profile of random pages it was the largest part of a query. Such a
+// value also gets a twin, a plain bitset of one bit per position, and a
+// query whose every part has a twin is answered by one pass over the
+// words of its twins (AND across fields, OR within one, AND NOT for
+// exclusions) that counts the total and picks the page as it goes.
+//
+// Twins are made on first use and then kept up to date by every write
+// (under the index's write lock). They cost len(positions)/8 bytes each,
+// 125 KB per million cars, and there are at most maxTwins of them, so
+// their memory is bounded whatever the data: values that would need more
+// are answered by the roaring path, as are queries with a rare value
+// (a garage, a model), where roaring's intersections are cheap already.
+
+// denseShare is the smallest share of the live cars a value must hold to
+// get a twin: below it, the value's array is small enough that roaring
+// intersects it about as fast as a pass over a bitset.
+const denseShare = 64
+
+// maxTwins bounds the number of twins (and so their memory: 32 MB per
+// million cars at most).
+const maxTwins = 256
+
+// maxDenseValues bounds the values of a numeric field whose ranges get
+// dense twins (a range is then one twin less another).
+const maxDenseValues = 64
+
+// bitset is a plain bitset over positions.
+type bitset struct{ w []uint64 }
+
+func (b *bitset) set(p uint32) {
+	i := int(p >> 6)
+	if i >= len(b.w) {
+		b.w = append(b.w, make([]uint64, i+1-len(b.w))...)
+	}
+	b.w[i] |= 1 << (p & 63)
+}
+
+func (b *bitset) clear(p uint32) {
+	if i := int(p >> 6); i < len(b.w) {
+		b.w[i] &^= 1 << (p & 63)
+	}
+}
+
+// word returns word i (0 past the end).
+func (b *bitset) word(i int) uint64 {
+	if i < len(b.w) {
+		return b.w[i]
+	}
+	return 0
+}
+
+// twins holds the dense twins of roaring bitmaps, and per numeric field
+// the dense range encoding. Readers (under the index's read lock) make
+// twins under mu; writers (under the write lock, so alone) change them
+// without it.
+type twins struct {
+	mu  sync.Mutex
+	of  map[*roaring.Bitmap]*bitset
+	cum [2]*denseCum
+}
+
+// denseCum is a numeric field's range encoding as twins: upTo[i] holds the
+// cars whose value is at most vals[i].
+type denseCum struct {
+	vals []int64
+	upTo []*bitset
+}
+
+// --- upkeep, under the write lock ---------------------------------------------
+
+// addTo adds p to b and to its twin.
+func (d *data) addTo(b *roaring.Bitmap, p uint32) {
+	b.Add(p)
+	if t := d.tw.of[b]; t != nil {
+		t.set(p)
+	}
+}
+
+// removeAt removes p from b and from its twin.
+func (d *data) removeAt(b *roaring.Bitmap, p uint32) {
+	b.Remove(p)
+	if t := d.tw.of[b]; t != nil {
+		t.clear(p)
+	}
+}
+
+// forget drops the twin of a bitmap that is no longer used.
+func (d *data) forget(b *roaring.Bitmap) {
+	if d.tw.of != nil {
+		delete(d.tw.of, b)
+	}
+}
+
+// orInto adds cars to b and to its twin; andNotFrom removes them.
+func (d *data) orInto(b, cars *roaring.Bitmap) {
+	b.Or(cars)
+	if t := d.tw.of[b]; t != nil {
+		cars.Iterate(func(p uint32) bool { t.set(p); return true })
+	}
+}
+
+func (d *data) andNotFrom(b, cars *roaring.Bitmap) {
+	b.AndNot(cars)
+	if t := d.tw.of[b]; t != nil {
+		cars.Iterate(func(p uint32) bool { t.clear(p); return true })
+	}
+}
+
+// cumChange keeps numeric field f's dense range encoding up to date with
+// position p taking (set) or leaving value v. A value the encoding does
+// not have drops it; the next range query makes it again.
+func (d *data) cumChange(f int, v int64, p uint32, set bool) {
+	c := d.tw.cum[f]
+	if c == nil {
+		return
+	}
+	i, ok := slices.BinarySearch(c.vals, v)
+	if !ok {
+		d.tw.cum[f] = nil
+		return
+	}
+	for _, t := range c.upTo[i:] {
+		if set {
+			t.set(p)
+		} else {
+			t.clear(p)
+		}
+	}
+}
+
+// --- queries, under the read lock ---------------------------------------------
+
+// twinOf returns the twin of b, making it when b is common enough (or
+// force.match is "dense") and there is room; nil when b has none.
+func (d *data) twinOf(b *roaring.Bitmap) *bitset {
+	d.tw.mu.Lock()
+	defer d.tw.mu.Unlock()
+	if t := d.tw.of[b]; t != nil {
+		return t
+	}
+	if len(d.tw.of) >= maxTwins {
+		return nil
+	}
+	if force.match != "dense" && b.GetCardinality()*denseShare < d.alive.GetCardinality() {
+		return nil
+	}
+	if d.tw.of == nil {
+		d.tw.of = map[*roaring.Bitmap]*bitset{}
+	}
+	t := &bitset{w: make([]uint64, max(uint64(len(d.recs)+63)/64, b.DenseSize()))}
+	b.WriteDenseTo(t.w)
+	d.tw.of[b] = t
+	return t
+}
+
+// cumOf returns numeric field f's dense range encoding, making it from
+// the values' bitmaps when there is none; nil for a field of too many
+// values.
+func (d *data) cumOf(f int) *denseCum {
+	d.tw.mu.Lock()
+	defer d.tw.mu.Unlock()
+	if c := d.tw.cum[f]; c != nil {
+		return c
+	}
+	m := d.doors
+	if f == 1 {
+		m = d.years
+	}
+	if len(m) > maxDenseValues {
+		return nil
+	}
+	c := &denseCum{}
+	for v := range m {
+		c.vals = append(c.vals, v)
+	}
+	slices.Sort(c.vals)
+	n := (len(d.recs) + 63) / 64
+	for i, v := range c.vals {
+		t := &bitset{w: make([]uint64, max(uint64(n), m[v].DenseSize()))}
+		m[v].WriteDenseTo(t.w)
+		if i > 0 {
+			prev := c.upTo[i-1].w
+			for j := range prev {
+				t.w[j] |= prev[j]
+			}
+		}
+		c.upTo = append(c.upTo, t)
+	}
+	d.tw.cum[f] = c
+	return c
+}
+
+// denseQuery is a query in twins: the matches are the live cars in every
+// term (a term is the union of its twins) and in none of excl.
+type denseQuery struct {
+	terms [][]*bitset
+	excl  []*bitset
+	none  bool // a term matches nothing: so does the query
+}
+
+// dense returns q in twins, or false when some part of it has none. It
+// mirrors parts.
+func (d *data) dense(q yard.Query) (dq denseQuery, ok bool) {
+	twin := func(b *roaring.Bitmap) *bitset {
+		if t := d.twinOf(b); t != nil {
+			return t
+		}
+		ok = false
+		return nil
+	}
+	ok = true
+	for _, f := range q.Filters {
+		if len(f.In) > 0 || f.Null {
+			var term []*bitset
+			for _, v := range f.In {
+				if b := d.valueBitmap(f.Field, v); b != nil && !b.IsEmpty() {
+					term = append(term, twin(b))
+				}
+			}
+			if f.Null && isGarageField(f.Field) && !d.noGarage.IsEmpty() {
+				term = append(term, twin(d.noGarage))
+			}
+			if len(term) == 0 {
+				dq.none = true
+			}
+			dq.terms = append(dq.terms, term)
+		}
+		for _, v := range f.NotIn {
+			if b := d.valueBitmap(f.Field, v); b != nil && !b.IsEmpty() {
+				dq.excl = append(dq.excl, twin(b))
+			}
+		}
+		if f.NotNull && isGarageField(f.Field) && !d.noGarage.IsEmpty() {
+			dq.excl = append(dq.excl, twin(d.noGarage))
+		}
+		if len(f.Ranges) > 0 {
+			in, out, empty, has := d.denseRange(f)
+			switch {
+			case !has:
+				ok = false
+			case empty:
+				dq.none = true
+			default:
+				if in != nil {
+					dq.terms = append(dq.terms, []*bitset{in})
+				}
+				if out != nil {
+					dq.excl = append(dq.excl, out)
+				}
+			}
+		}
+		if !ok {
+			return dq, false
+		}
+	}
+	return dq, true
+}
+
+// denseRange is rangeBitmaps in twins: the cars up to the upper bound
+// (nil for all) less those below the lower one (nil for none); empty when
+// no value fits; has false when the field has no dense encoding.
+func (d *data) denseRange(f yard.Filter) (in, out *bitset, empty, has bool) {
+	field := 1
+	if f.Field == yard.FieldDoors {
+		field = 0
+	} else if f.Field != yard.FieldYear {
+		return nil, nil, true, true
+	}
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	for _, r := range f.Ranges {
+		switch r.Op {
+		case yard.OpLt:
+			if r.Value == math.MinInt64 {
+				return nil, nil, true, true
+			}
+			hi = min(hi, r.Value-1)
+		case yard.OpLe:
+			hi = min(hi, r.Value)
+		case yard.OpGt:
+			if r.Value == math.MaxInt64 {
+				return nil, nil, true, true
+			}
+			lo = max(lo, r.Value+1)
+		case yard.OpGe:
+			lo = max(lo, r.Value)
+		}
+	}
+	c := d.cumOf(field)
+	if c == nil {
+		return nil, nil, false, false
+	}
+	iHi, found := slices.BinarySearch(c.vals, hi)
+	if !found {
+		iHi--
+	}
+	iLo, _ := slices.BinarySearch(c.vals, lo)
+	iLo--
+	if iHi < 0 || iHi <= iLo || lo > hi {
+		return nil, nil, true, true
+	}
+	if iLo >= 0 {
+		out = c.upTo[iLo]
+	}
+	if iHi < len(c.vals)-1 {
+		in = c.upTo[iHi]
+	}
+	return in, out, false, true
+}
+
+// denseBlock is how many words a pass works on at a time: small enough
+// to stay in the first-level cache between the twins it reads.
+const denseBlock = 64
+
+// scan runs dq over the live cars (alive's twin): it returns the total,
+// the positions of the page (positions are in id order), and when keep is
+// set the matching words.
+func (dq *denseQuery) scan(alive *bitset, page yard.Page, keep bool) (total uint64, ps []uint32, match []uint64) {
+	n := len(alive.w)
+	if keep {
+		match = make([]uint64, n)
+	}
+	if page.Max > 0 {
+		ps = make([]uint32, 0, page.Max)
+	}
+	skip := uint64(page.Offset)
+	var buf, or [denseBlock]uint64
+	for base := 0; base < n; base += denseBlock {
+		blk := buf[:min(denseBlock, n-base)]
+		copy(blk, alive.w[base:])
+		for _, term := range dq.terms {
+			if len(term) == 1 {
+				andWords(blk, term[0], base)
+				continue
+			}
+			o := or[:len(blk)]
+			clear(o)
+			for _, t := range term {
+				orWords(o, t, base)
+			}
+			for i := range blk {
+				blk[i] &= o[i]
+			}
+		}
+		for _, t := range dq.excl {
+			andNotWords(blk, t, base)
+		}
+		for i, w := range blk {
+			if w == 0 {
+				continue
+			}
+			c := uint64(bits.OnesCount64(w))
+			if len(ps) < page.Max {
+				if skip >= c {
+					skip -= c
+				} else {
+					for w != 0 && len(ps) < page.Max {
+						b := w & -w
+						w ^= b
+						if skip > 0 {
+							skip--
+							continue
+						}
+						ps = append(ps, uint32((base+i)*64+bits.TrailingZeros64(b)))
+					}
+				}
+			}
+			total += c
+		}
+		if keep {
+			copy(match[base:], blk)
+		}
+	}
+	return total, ps, match
+}
+
+// andWords, orWords and andNotWords combine blk with t's words from base
+// (words past t's end are 0).
+func andWords(blk []uint64, t *bitset, base int) {
+	if base+len(blk) <= len(t.w) {
+		src := t.w[base : base+len(blk)]
+		for i := range blk {
+			blk[i] &= src[i]
+		}
+		return
+	}
+	for i := range blk {
+		blk[i] &= t.word(base + i)
+	}
+}
+
+func orWords(blk []uint64, t *bitset, base int) {
+	if base+len(blk) <= len(t.w) {
+		src := t.w[base : base+len(blk)]
+		for i := range blk {
+			blk[i] |= src[i]
+		}
+		return
+	}
+	for i := range blk {
+		blk[i] |= t.word(base + i)
+	}
+}
+
+func andNotWords(blk []uint64, t *bitset, base int) {
+	if base+len(blk) <= len(t.w) {
+		src := t.w[base : base+len(blk)]
+		for i := range blk {
+			blk[i] &^= src[i]
+		}
+		return
+	}
+	for i := range blk {
+		blk[i] &^= t.word(base + i)
+	}
+}
+
+// denseWorthIt reports whether a pass over twins beats roaring for dq:
+// roaring answers a match of one bitmap by itself, without a pass.
+func (dq *denseQuery) denseWorthIt() bool {
+	n := len(dq.excl)
+	for _, t := range dq.terms {
+		n += len(t)
+	}
+	return n >= 2
+}
+
+// listDense answers a list from the twins, or returns false for the
+// roaring path (see the comment at the top of this file).
+func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.CarList, bool) {
+	if !d.inOrder || force.match == "bitmaps" || force.match == "roaring" || force.page != "" {
+		return nil, false
+	}
+	if len(facets) > 0 && force.match != "dense" {
+		// Facets walk the matches one by one, and measured no faster from
+		// words than from roaring's containers (docs/benchmarks.md).
+		return nil, false
+	}
+	dq, ok := d.dense(q)
+	if !ok {
+		return nil, false
+	}
+	if len(dq.terms) == 0 && force.match != "dense" {
+		// Exclusions only, or every car: the roaring path answers them
+		// from sizes and a short walk (list).
+		return nil, false
+	}
+	if dq.none {
+		return d.answer(nil, 0, facets, bitmapWalker(nil), false), true
+	}
+	if force.match != "dense" && !dq.denseWorthIt() {
+		return nil, false
+	}
+	alive := d.twinOf(d.alive)
+	if alive == nil {
+		return nil, false
+	}
+	total, ps, words := dq.scan(alive, page, len(facets) > 0)
+	if page.Max <= 0 || uint64(page.Offset) >= total {
+		ps = nil
+	}
+	complement := false
+	if len(facets) > 0 {
+		// Facets walk the matches, or when most cars match the live cars
+		// that do not, as on the roaring path.
+		complement = total > d.alive.GetCardinality()/2
+		if force.facets != "" {
+			complement = force.facets == "complement"
+		}
+		if complement {
+			for i := range words {
+				words[i] = alive.word(i) &^ words[i]
+			}
+		}
+	}
+	return d.answer(ps, total, facets, wordsWalker(words), complement), true
+}
