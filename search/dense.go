@@ -462,7 +462,7 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 		return nil, false
 	}
 	if dq.none {
-		return d.answer(nil, 0, facets, bitmapWalker(nil), false), true
+		return d.answer(nil, 0, facets, bitmapWalker(nil), false, nil), true
 	}
 	if force.match != "dense" && !dq.denseWorthIt() {
 		return nil, false
@@ -489,5 +489,5 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 			}
 		}
 	}
-	return d.answer(ps, total, facets, wordsWalker(words), complement), true
+	return d.answer(ps, total, facets, wordsWalker(words), complement, nil), true
 }

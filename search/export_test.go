@@ -1,6 +1,7 @@
 package search
 
-// Force makes the index use one strategy for facets ("walk", "complement")
+// Force makes the index use one strategy for facets ("walk", "complement",
+// "cross" whenever a filter has cross counts)
 // and pages ("walk", "gather"); "" lets it choose. Tests only.
 func Force(facets, page string) { force.facets, force.page = facets, page }
 

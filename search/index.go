@@ -98,7 +98,8 @@ type data struct {
 	cumMu sync.Mutex
 	cum   [2]*cumulative
 
-	tw twins // dense twins of the common values (dense.go)
+	tw    twins     // dense twins of the common values (dense.go)
+	cross crossTabs // cross counts of the column fields (cross.go)
 
 	garages  []garageRec       // slot → garage; slot 0 is "no garage"
 	slotOf   map[string]uint32 // garage id → slot
@@ -579,6 +580,7 @@ func (d *data) index(p uint32) {
 		d.addTo(bitmapOf(d.states, g.stateKey), p)
 	}
 	d.addTo(d.alive, p)
+	d.crossAdd(p, false)
 }
 
 // unindex removes position p from every bitmap.
@@ -601,6 +603,7 @@ func (d *data) unindex(p uint32) {
 		removeFrom(d, d.states, g.stateKey, p)
 	}
 	d.removeAt(d.alive, p)
+	d.crossAdd(p, true)
 }
 
 // removeFrom removes p from m[k], and m[k] from m when it is left empty.
@@ -632,6 +635,7 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 	var total uint64
 	var set *roaring.Bitmap // the cars a facet walk visits
 	complement := false
+	var base *crossBase // when set, the walk's cars are base's cars that do not match
 	if len(incl) == 0 && len(excl) > 0 && d.inOrder && force.page == "" && force.match != "bitmaps" {
 		// Only exclusions: the matches are the live cars less their
 		// union u, which is never made. The exclusions' bitmaps hold
@@ -643,13 +647,18 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 		total = alive - u.GetCardinality()
 		if total > alive/2 {
 			ps = d.pageExcluding(u, total, page)
+			var base *crossBase
 			if len(facets) > 0 {
 				set, complement = u, true
 				if force.facets == "walk" {
 					set, complement = roaring.AndNot(d.alive, u), false
 				}
+				// The base's cars that do not match are those in u.
+				if b, s := d.crossWalk(q, facets, total, func(b *roaring.Bitmap) *roaring.Bitmap { return roaring.And(b, u) }); b != nil {
+					set, base = s, b
+				}
 			}
-			return d.answer(ps, total, facets, bitmapWalker(set), complement)
+			return d.answer(ps, total, facets, bitmapWalker(set), complement, base)
 		}
 	}
 	m := d.combine(incl, excl)
@@ -661,23 +670,26 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 			complement = force.facets == "complement"
 		}
 		set = m
-		if complement {
+		if b, s := d.crossWalk(q, facets, total, func(b *roaring.Bitmap) *roaring.Bitmap { return roaring.AndNot(b, m) }); b != nil {
+			set, base = s, b
+		} else if complement {
 			set = roaring.AndNot(d.alive, m) // not in place: see combine
 		}
 	}
-	return d.answer(ps, total, facets, bitmapWalker(set), complement)
+	return d.answer(ps, total, facets, bitmapWalker(set), complement, base)
 }
 
 // answer makes the list of the cars at positions ps, with its total and
-// the facets counted over set (the matches, or when complement the live
-// cars that do not match).
-func (d *data) answer(ps []uint32, total uint64, facets []string, set walker, complement bool) *yard.CarList {
+// the facets counted over set: the matches, or when complement the live
+// cars that do not match, or when base is set the base's cars that do not
+// match (cross.go).
+func (d *data) answer(ps []uint32, total uint64, facets []string, set walker, complement bool, base *crossBase) *yard.CarList {
 	l := &yard.CarList{Total: int(total), Cars: make([]*yard.Car, 0, len(ps))}
 	for _, p := range ps {
 		l.Cars = append(l.Cars, d.car(p))
 	}
 	if len(facets) > 0 {
-		l.Facets = d.facets(facets, set, complement)
+		l.Facets = d.facets(facets, set, complement, base)
 	}
 	return l
 }
@@ -1026,7 +1038,10 @@ func bitsLen(x uint64) int {
 // than half the cars match, it walks the cars that do not match instead
 // and subtracts their counts from each value's whole count (a bitmap's
 // cardinality): the walk never covers more than half the cars.
-func (d *data) facets(fields []string, set walker, complement bool) []yard.Facet {
+//
+// With a base (cross.go), set holds the base's cars that do not match, and
+// a value's count is the base's cross count less those walked.
+func (d *data) facets(fields []string, set walker, complement bool, base *crossBase) []yard.Facet {
 	type counter struct {
 		field  string
 		col    *column // nil for the garage fields (slots)
@@ -1077,7 +1092,10 @@ func (d *data) facets(fields []string, set walker, complement bool) []yard.Facet
 		}
 		// count returns the matches of a value: walked, or its whole
 		// count less the non-matches walked.
-		count := func(walked uint64, all func() uint64) uint64 {
+		count := func(walked uint64, g int, j uint32, all func() uint64) uint64 {
+			if base != nil {
+				return base.count(&d.cross, g, j) - walked
+			}
 			if complement {
 				return all() - walked
 			}
@@ -1087,7 +1105,8 @@ func (d *data) facets(fields []string, set walker, complement bool) []yard.Facet
 		case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
 			t := textIndex(c.field)
 			for k, b := range d.text[t] {
-				add(d.strs[k], false, count(c.counts[d.keyID[t][k]], b.GetCardinality))
+				j := d.keyID[t][k]
+				add(d.strs[k], false, count(c.counts[j], t, j, b.GetCardinality))
 			}
 		case yard.FieldDoors, yard.FieldYear:
 			f, bms := 0, d.doors
@@ -1095,13 +1114,14 @@ func (d *data) facets(fields []string, set walker, complement bool) []yard.Facet
 				f, bms = 1, d.years
 			}
 			for v, b := range bms {
-				add(itoa(v), false, count(c.counts[d.numID[f][v]], b.GetCardinality))
+				j := d.numID[f][v]
+				add(itoa(v), false, count(c.counts[j], 4+f, j, b.GetCardinality))
 			}
 		default:
-			add("", true, count(slots[0], d.noGarage.GetCardinality))
+			add("", true, count(slots[0], -1, 0, d.noGarage.GetCardinality))
 			keys := map[string]uint64{}
 			for id, s := range d.slotOf {
-				n := count(slots[s], d.garages[s].cars.GetCardinality)
+				n := count(slots[s], -1, 0, d.garages[s].cars.GetCardinality)
 				switch c.field {
 				case yard.FieldGarageName:
 					keys[d.garages[s].nameKey] += n

@@ -229,7 +229,7 @@ func TestIndexMatchesSQL(t *testing.T) {
 		ix := build(t, db)
 		// Every strategy the index chooses between gives the same answer.
 		t.Cleanup(func() { search.Force("", ""); search.ForceMatch("") })
-		for _, facets := range []string{"", "walk", "complement"} {
+		for _, facets := range []string{"", "walk", "complement", "cross"} {
 			for _, page := range []string{"", "walk", "gather"} {
 				for _, match := range []string{"", "bitmaps", "dense"} {
 					search.Force(facets, page)
@@ -359,7 +359,7 @@ func TestIndexFollowsWrites(t *testing.T) {
 				what = "nothing"
 			}
 			t.Logf("step %d: %s", step, what)
-			search.Force(pick(r, []string{"", "walk", "complement"}), pick(r, []string{"", "walk", "gather"}))
+			search.Force(pick(r, []string{"", "walk", "complement", "cross"}), pick(r, []string{"", "walk", "gather"}))
 			search.ForceMatch(pick(r, []string{"", "bitmaps", "dense", "dense"}))
 			for range 3 {
 				sameList(t, ctx, randomQuery(r), ix, db)

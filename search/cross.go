@@ -1,0 +1,261 @@
+package search
+
+import (
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/yard-api/yard"
+)
+
+// Cross counts (docs/cars.md, "Facets"). Facets walk cars: the matches,
+// or when most cars match the live cars that do not. A query like
+// `q.year.ge=2016` or `color=blue,red&doors=!5` matches a third of the
+// cars or more, so either walk covers hundreds of thousands of them. But
+// its matches are close to the cars of one of its own filters (every car
+// of 2016 or later; every blue or red car), and the facet counts of such
+// a filter's cars are sums of cross counts: for every two fields x and g
+// with a column, the number of live cars holding each pair of values.
+// Every write keeps them up to date (a car adds or removes one per pair
+// of fields), so a facet walk can start from the filter whose cars are
+// closest to the matches: it walks the cars of the filter that do not
+// match and subtracts their counts from the filter's cross counts.
+
+// crossFields are the fields with cross counts, in column order: the
+// text fields (textFields order), then doors and year.
+var crossFields = [...]string{yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel, yard.FieldDoors, yard.FieldYear}
+
+// maxCrossValues bounds the values of a field with cross counts, and so
+// their memory: at most 6·6·256·256·4 bytes (6 MiB). A field that has had
+// more values (in the data set of docs/benchmarks.md, the 300 models) has
+// none.
+const maxCrossValues = 256
+
+// crossTabs holds the cross counts: n[x][g][i][j] is the number of live
+// cars whose field x has column id i and field g column id j.
+type crossTabs struct {
+	off [len(crossFields)]bool
+	n   [len(crossFields)][len(crossFields)][][]uint32
+}
+
+// crossField returns the index of field in crossFields, or -1.
+func crossField(field string) int {
+	for i, f := range crossFields {
+		if f == field {
+			return i
+		}
+	}
+	return -1
+}
+
+// crossIDs returns the column ids of the car at position p.
+func (d *data) crossIDs(p uint32) (ids [len(crossFields)]uint32) {
+	r := &d.recs[p]
+	for i, s := range r.text {
+		ids[i] = d.keyIDOf(i, d.keyOf[s])
+	}
+	ids[4] = d.numIDOf(0, int64(r.doors))
+	ids[5] = d.numIDOf(1, int64(r.year))
+	return ids
+}
+
+// crossAdd adds the car at position p to the cross counts (remove: takes
+// it out); under the write lock.
+func (d *data) crossAdd(p uint32, remove bool) {
+	t := &d.cross
+	ids := d.crossIDs(p)
+	for x, id := range ids {
+		if id >= maxCrossValues && !t.off[x] {
+			t.off[x] = true
+			for g := range crossFields {
+				t.n[x][g], t.n[g][x] = nil, nil
+			}
+		}
+	}
+	for x, i := range ids {
+		if t.off[x] {
+			continue
+		}
+		for g, j := range ids {
+			if t.off[g] {
+				continue
+			}
+			rows := t.n[x][g]
+			if int(i) >= len(rows) {
+				rows = append(rows, make([][]uint32, int(i)+1-len(rows))...)
+				t.n[x][g] = rows
+			}
+			row := rows[i]
+			if int(j) >= len(row) {
+				row = append(row, make([]uint32, int(j)+1-len(row))...)
+				rows[i] = row
+			}
+			if remove {
+				row[j]--
+			} else {
+				row[j]++
+			}
+		}
+	}
+}
+
+// crossBase is a filter's cars as a start for facets: field x's values
+// of column ids ids, held by size cars.
+type crossBase struct {
+	x    int
+	ids  []uint32
+	size uint64
+}
+
+// count returns the number of the base's cars whose field g has column
+// id j.
+func (b *crossBase) count(t *crossTabs, g int, j uint32) uint64 {
+	var n uint64
+	rows := t.n[b.x][g]
+	for _, i := range b.ids {
+		if int(i) < len(rows) && int(j) < len(rows[i]) {
+			n += uint64(rows[i][j])
+		}
+	}
+	return n
+}
+
+// baseBitmap returns the base's cars.
+func (d *data) baseBitmap(b *crossBase) *roaring.Bitmap {
+	bs := make([]*roaring.Bitmap, 0, len(b.ids))
+	for _, i := range b.ids {
+		if m := d.idBitmap(b.x, i); m != nil {
+			bs = append(bs, m)
+		}
+	}
+	return roaring.FastOr(bs...)
+}
+
+// idBitmap returns the cars whose field x (a crossFields index) has
+// column id i, or nil.
+func (d *data) idBitmap(x int, i uint32) *roaring.Bitmap {
+	if x < len(textFields) {
+		if int(i) < len(d.keyIDs[x]) {
+			return d.text[x][d.keyIDs[x][i]]
+		}
+		return nil
+	}
+	f, m := 0, d.doors
+	if x == 5 {
+		f, m = 1, d.years
+	}
+	if int(i) < len(d.numVal[f]) {
+		return m[d.numVal[f][i]]
+	}
+	return nil
+}
+
+// crossBaseOf returns the filter of q with cross counts for every field
+// in fields whose cars are the fewest (so the closest to the matches,
+// which they hold); false when there is none.
+func (d *data) crossBaseOf(q yard.Query, fields []string) (best crossBase, ok bool) {
+	t := &d.cross
+	for _, f := range fields {
+		if g := crossField(f); g < 0 || t.off[g] {
+			return best, false
+		}
+	}
+	for _, f := range q.Filters {
+		x := crossField(f.Field)
+		if x < 0 || t.off[x] || f.Null || f.NotNull || (len(f.Ranges) > 0 && x < len(textFields)) {
+			continue
+		}
+		b := crossBase{x: x}
+		allowed := d.allowedValue(x, f)
+		n := len(d.numVal[0])
+		switch {
+		case x < len(textFields):
+			n = len(d.keyIDs[x])
+		case x == 5:
+			n = len(d.numVal[1])
+		}
+		for i := range uint32(n) {
+			if !allowed(i) {
+				continue
+			}
+			if m := d.idBitmap(x, i); m != nil {
+				b.ids = append(b.ids, i)
+				b.size += m.GetCardinality()
+			}
+		}
+		if !ok || b.size < best.size {
+			best, ok = b, true
+		}
+	}
+	return best, ok
+}
+
+// allowedValue returns whether field x's value of column id i passes f.
+func (d *data) allowedValue(x int, f yard.Filter) func(i uint32) bool {
+	if x < len(textFields) {
+		keys := func(vs []string) map[uint32]bool {
+			m := map[uint32]bool{}
+			for _, v := range vs {
+				if k, ok := d.strID[v]; ok {
+					m[k] = true
+				}
+			}
+			return m
+		}
+		in, out := keys(f.In), keys(f.NotIn)
+		return func(i uint32) bool {
+			k := d.keyIDs[x][i]
+			return (len(f.In) == 0 || in[k]) && !out[k]
+		}
+	}
+	nums := func(vs []string) map[int64]bool {
+		m := map[int64]bool{}
+		for _, v := range vs {
+			if n, ok := parseInt(v); ok {
+				m[n] = true
+			}
+		}
+		return m
+	}
+	in, out := nums(f.In), nums(f.NotIn)
+	vals := d.numVal[x-4]
+	return func(i uint32) bool {
+		v := vals[i]
+		if len(f.In) > 0 && !in[v] || out[v] {
+			return false
+		}
+		for _, r := range f.Ranges {
+			switch {
+			case r.Op == yard.OpLt && !(v < r.Value),
+				r.Op == yard.OpLe && !(v <= r.Value),
+				r.Op == yard.OpGt && !(v > r.Value),
+				r.Op == yard.OpGe && !(v >= r.Value):
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// crossWalk returns, when a base of q is closer to the matches than both
+// walks of list (the matches; the live cars that do not match), the base
+// and the cars to walk: the base's cars that do not match, made by walk
+// (from the base's bitmap). total is the number of matches.
+func (d *data) crossWalk(q yard.Query, fields []string, total uint64, walk func(b *roaring.Bitmap) *roaring.Bitmap) (*crossBase, *roaring.Bitmap) {
+	if force.facets != "" && force.facets != "cross" {
+		return nil, nil
+	}
+	b, ok := d.crossBaseOf(q, fields)
+	if !ok {
+		return nil, nil
+	}
+	other := min(total, d.alive.GetCardinality()-total)
+	// Making the walk costs a union and a difference: take the base only
+	// when it saves a good part of the walk.
+	if force.facets != "cross" && (b.size-total)*2 > other {
+		return nil, nil
+	}
+	if b.size == total {
+		return &b, roaring.New()
+	}
+	return &b, walk(d.baseBitmap(&b))
+}
+
