@@ -258,4 +258,3 @@ func (d *data) crossWalk(q yard.Query, fields []string, total uint64, walk func(
 	}
 	return &b, walk(d.baseBitmap(&b))
 }
-
