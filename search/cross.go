@@ -118,8 +118,12 @@ func (b *crossBase) count(t *crossTabs, g int, j uint32) uint64 {
 	return n
 }
 
-// baseBitmap returns the base's cars.
+// baseBitmap returns the base's cars (a stored bitmap when the base is
+// one value: not to be changed).
 func (d *data) baseBitmap(b *crossBase) *roaring.Bitmap {
+	if len(b.ids) == 1 {
+		return d.idBitmap(b.x, b.ids[0])
+	}
 	bs := make([]*roaring.Bitmap, 0, len(b.ids))
 	for _, i := range b.ids {
 		if m := d.idBitmap(b.x, i); m != nil {
