@@ -328,14 +328,32 @@ func (d *data) denseRange(f yard.Filter) (in, out *bitset, empty, has bool) {
 // to stay in the first-level cache between the twins it reads.
 const denseBlock = 64
 
-// scan runs dq over the live cars (alive's twin): it returns the total,
-// the positions of the page (positions are in id order), and when keep is
-// set the matching words.
-func (dq *denseQuery) scan(alive *bitset, page yard.Page, keep bool) (total uint64, ps []uint32, match []uint64) {
-	n := len(alive.w)
-	if keep {
-		match = make([]uint64, n)
+// block puts into blk the words of dq's matches from word base on (alive
+// holds the live cars; or is scratch of blk's length).
+func (dq *denseQuery) block(alive *bitset, base int, blk, or []uint64) {
+	copy(blk, alive.w[base:])
+	for _, term := range dq.terms {
+		if len(term) == 1 {
+			andWords(blk, term[0], base)
+			continue
+		}
+		clear(or)
+		for _, t := range term {
+			orWords(or, t, base)
+		}
+		for i := range blk {
+			blk[i] &= or[i]
+		}
 	}
+	for _, t := range dq.excl {
+		andNotWords(blk, t, base)
+	}
+}
+
+// scan runs dq over the live cars (alive's twin): it returns the total
+// and the positions of the page (positions are in id order).
+func (dq *denseQuery) scan(alive *bitset, page yard.Page) (total uint64, ps []uint32) {
+	n := len(alive.w)
 	if page.Max > 0 {
 		ps = make([]uint32, 0, page.Max)
 	}
@@ -343,24 +361,7 @@ func (dq *denseQuery) scan(alive *bitset, page yard.Page, keep bool) (total uint
 	var buf, or [denseBlock]uint64
 	for base := 0; base < n; base += denseBlock {
 		blk := buf[:min(denseBlock, n-base)]
-		copy(blk, alive.w[base:])
-		for _, term := range dq.terms {
-			if len(term) == 1 {
-				andWords(blk, term[0], base)
-				continue
-			}
-			o := or[:len(blk)]
-			clear(o)
-			for _, t := range term {
-				orWords(o, t, base)
-			}
-			for i := range blk {
-				blk[i] &= o[i]
-			}
-		}
-		for _, t := range dq.excl {
-			andNotWords(blk, t, base)
-		}
+		dq.block(alive, base, blk, or[:len(blk)])
 		for i, w := range blk {
 			if w == 0 {
 				continue
@@ -383,11 +384,56 @@ func (dq *denseQuery) scan(alive *bitset, page yard.Page, keep bool) (total uint
 			}
 			total += c
 		}
-		if keep {
-			copy(match[base:], blk)
+	}
+	return total, ps
+}
+
+// walker returns a walker (for facets) of the matches; or when complement
+// of the live cars that do not match; or when from is set of the cars in
+// one of from that do not match (a cross-count base, cross.go).
+func (dq *denseQuery) walker(alive *bitset, complement bool, from []*bitset) walker {
+	return func(fn func([]uint32)) {
+		n := len(alive.w)
+		var buf, or, fromBlk [denseBlock]uint64
+		// ps never passes len(ps)-64 before a word, and the mask spares
+		// the bounds check.
+		var ps [1024]uint32
+		k := 0
+		for base := 0; base < n; base += denseBlock {
+			blk := buf[:min(denseBlock, n-base)]
+			dq.block(alive, base, blk, or[:len(blk)])
+			switch {
+			case from != nil:
+				f := fromBlk[:len(blk)]
+				clear(f)
+				for _, t := range from {
+					orWords(f, t, base)
+				}
+				for i := range blk {
+					blk[i] = f[i] &^ blk[i]
+				}
+			case complement:
+				for i := range blk {
+					blk[i] = alive.w[base+i] &^ blk[i]
+				}
+			}
+			for i, w := range blk {
+				at := uint32((base + i) * 64)
+				for w != 0 {
+					ps[k&(len(ps)-1)] = at + uint32(bits.TrailingZeros64(w))
+					k++
+					w &= w - 1
+				}
+				if k > len(ps)-64 {
+					fn(ps[:k])
+					k = 0
+				}
+			}
+		}
+		if k > 0 {
+			fn(ps[:k])
 		}
 	}
-	return total, ps, match
 }
 
 // andWords, orWords and andNotWords combine blk with t's words from base
@@ -447,11 +493,6 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 	if !d.inOrder || force.match == "bitmaps" || force.match == "roaring" || force.page != "" {
 		return nil, false
 	}
-	if len(facets) > 0 && force.match != "dense" {
-		// Facets walk the matches one by one, and measured no faster from
-		// words than from roaring's containers (docs/benchmarks.md).
-		return nil, false
-	}
 	dq, ok := d.dense(q)
 	if !ok {
 		return nil, false
@@ -471,23 +512,38 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 	if alive == nil {
 		return nil, false
 	}
-	total, ps, words := dq.scan(alive, page, len(facets) > 0)
+	total, ps := dq.scan(alive, page)
 	if page.Max <= 0 || uint64(page.Offset) >= total {
 		ps = nil
 	}
-	complement := false
-	if len(facets) > 0 {
-		// Facets walk the matches, or when most cars match the live cars
-		// that do not, as on the roaring path.
-		complement = total > d.alive.GetCardinality()/2
-		if force.facets != "" {
-			complement = force.facets == "complement"
-		}
-		if complement {
-			for i := range words {
-				words[i] = alive.word(i) &^ words[i]
+	if len(facets) == 0 {
+		return d.answer(ps, total, nil, nil, false, nil), true
+	}
+	// Facets walk the matches, or when most cars match the live cars that
+	// do not, as on the roaring path; or the cars of a cross-count base
+	// that do not match, with a second pass over the twins.
+	all := d.alive.GetCardinality()
+	complement := total > all/2
+	if force.facets != "" {
+		complement = force.facets == "complement"
+	}
+	if b, ok := d.crossBaseOf(q, facets); ok && (force.facets == "cross" ||
+		force.facets == "" && (b.size-total)*2 <= min(total, all-total)) {
+		var from []*bitset
+		for _, id := range b.ids {
+			t := d.twinOf(d.idBitmap(b.x, id))
+			if t == nil {
+				from = nil
+				break
 			}
+			from = append(from, t)
+		}
+		switch {
+		case b.size == total:
+			return d.answer(ps, total, facets, bitmapWalker(nil), false, &b), true
+		case from != nil:
+			return d.answer(ps, total, facets, dq.walker(alive, false, from), false, &b), true
 		}
 	}
-	return d.answer(ps, total, facets, wordsWalker(words), complement, nil), true
+	return d.answer(ps, total, facets, dq.walker(alive, complement, nil), complement, nil), true
 }

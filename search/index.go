@@ -20,7 +20,6 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -1153,31 +1152,6 @@ func bitmapWalker(b *roaring.Bitmap) walker {
 		buf := make([]uint32, 512)
 		it := b.ManyIterator()
 		for n := it.NextMany(buf); n > 0; n = it.NextMany(buf) {
-			fn(buf[:n])
-		}
-	}
-}
-
-// wordsWalker walks the positions of the set bits of words.
-func wordsWalker(words []uint64) walker {
-	return func(fn func([]uint32)) {
-		// n never passes len(buf)-64 before a word, and the mask spares
-		// the bounds check.
-		var buf [1024]uint32
-		n := 0
-		for i, w := range words {
-			base := uint32(i * 64)
-			for w != 0 {
-				buf[n&(len(buf)-1)] = base + uint32(bits.TrailingZeros64(w))
-				n++
-				w &= w - 1
-			}
-			if n > len(buf)-64 {
-				fn(buf[:n])
-				n = 0
-			}
-		}
-		if n > 0 {
 			fn(buf[:n])
 		}
 	}
