@@ -1,7 +1,6 @@
 package search
 
 import (
-	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -277,42 +276,16 @@ func (d *data) dense(q yard.Query) (dq denseQuery, ok bool) {
 // (nil for all) less those below the lower one (nil for none); empty when
 // no value fits; has false when the field has no dense encoding.
 func (d *data) denseRange(f yard.Filter) (in, out *bitset, empty, has bool) {
-	field := 1
-	if f.Field == yard.FieldDoors {
-		field = 0
-	} else if f.Field != yard.FieldYear {
+	field, lo, hi, empty := rangeOf(f)
+	if empty {
 		return nil, nil, true, true
-	}
-	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
-	for _, r := range f.Ranges {
-		switch r.Op {
-		case yard.OpLt:
-			if r.Value == math.MinInt64 {
-				return nil, nil, true, true
-			}
-			hi = min(hi, r.Value-1)
-		case yard.OpLe:
-			hi = min(hi, r.Value)
-		case yard.OpGt:
-			if r.Value == math.MaxInt64 {
-				return nil, nil, true, true
-			}
-			lo = max(lo, r.Value+1)
-		case yard.OpGe:
-			lo = max(lo, r.Value)
-		}
 	}
 	c := d.cumOf(field)
 	if c == nil {
 		return nil, nil, false, false
 	}
-	iHi, found := slices.BinarySearch(c.vals, hi)
-	if !found {
-		iHi--
-	}
-	iLo, _ := slices.BinarySearch(c.vals, lo)
-	iLo--
-	if iHi < 0 || iHi <= iLo || lo > hi {
+	iLo, iHi, empty := valueSpan(c.vals, lo, hi)
+	if empty {
 		return nil, nil, true, true
 	}
 	if iLo >= 0 {

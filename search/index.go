@@ -921,40 +921,13 @@ func (d *data) cumulativeOf(f int) *cumulative {
 // for none): with the bounds as [lo, hi], the cars up to hi less the cars
 // below lo.
 func (d *data) rangeBitmaps(f yard.Filter) (in, out *roaring.Bitmap) {
-	field := 1
-	if f.Field == yard.FieldDoors {
-		field = 0
-	} else if f.Field != yard.FieldYear {
+	field, lo, hi, empty := rangeOf(f)
+	if empty {
 		return roaring.New(), nil
 	}
-	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
-	for _, r := range f.Ranges {
-		switch r.Op {
-		case yard.OpLt:
-			if r.Value == math.MinInt64 {
-				return roaring.New(), nil
-			}
-			hi = min(hi, r.Value-1)
-		case yard.OpLe:
-			hi = min(hi, r.Value)
-		case yard.OpGt:
-			if r.Value == math.MaxInt64 {
-				return roaring.New(), nil
-			}
-			lo = max(lo, r.Value+1)
-		case yard.OpGe:
-			lo = max(lo, r.Value)
-		}
-	}
 	c := d.cumulativeOf(field)
-	// iHi: the last value <= hi; iLo: the last value < lo.
-	iHi, found := slices.BinarySearch(c.vals, hi)
-	if !found {
-		iHi--
-	}
-	iLo, _ := slices.BinarySearch(c.vals, lo)
-	iLo--
-	if iHi < 0 || iHi <= iLo || lo > hi {
+	iLo, iHi, empty := valueSpan(c.vals, lo, hi)
+	if empty {
 		return roaring.New(), nil
 	}
 	if iLo >= 0 {
@@ -967,6 +940,52 @@ func (d *data) rangeBitmaps(f yard.Filter) (in, out *roaring.Bitmap) {
 		return nil, out
 	}
 	return c.upTo[iHi], out
+}
+
+// rangeOf returns the numeric field of f (0 doors, 1 year) and f's bounds
+// as [lo, hi]; empty when no number fits them (or f is on another field).
+func rangeOf(f yard.Filter) (field int, lo, hi int64, empty bool) {
+	switch f.Field {
+	case yard.FieldDoors:
+		field = 0
+	case yard.FieldYear:
+		field = 1
+	default:
+		return 0, 0, 0, true
+	}
+	lo, hi = math.MinInt64, math.MaxInt64
+	for _, r := range f.Ranges {
+		switch r.Op {
+		case yard.OpLt:
+			if r.Value == math.MinInt64 {
+				return field, 0, 0, true
+			}
+			hi = min(hi, r.Value-1)
+		case yard.OpLe:
+			hi = min(hi, r.Value)
+		case yard.OpGt:
+			if r.Value == math.MaxInt64 {
+				return field, 0, 0, true
+			}
+			lo = max(lo, r.Value+1)
+		case yard.OpGe:
+			lo = max(lo, r.Value)
+		}
+	}
+	return field, lo, hi, lo > hi
+}
+
+// valueSpan returns, in the sorted values vals, iLo (the last value below
+// lo, -1 for none) and iHi (the last value up to hi); empty when no value
+// lies in [lo, hi].
+func valueSpan(vals []int64, lo, hi int64) (iLo, iHi int, empty bool) {
+	iHi, found := slices.BinarySearch(vals, hi)
+	if !found {
+		iHi--
+	}
+	iLo, _ = slices.BinarySearch(vals, lo)
+	iLo--
+	return iLo, iHi, iHi < 0 || iHi <= iLo || lo > hi
 }
 
 // page returns the positions of the page's cars in id order. When
