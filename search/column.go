@@ -50,6 +50,17 @@ func (c *column) set(p, id uint32) {
 	}
 }
 
+// get returns the id at position p.
+func (c *column) get(p uint32) uint32 {
+	switch {
+	case c.w32 != nil:
+		return c.w32[p]
+	case c.w16 != nil:
+		return uint32(c.w16[p])
+	}
+	return uint32(c.w8[p])
+}
+
 // count adds one to counts[id] for the id of each position in ps.
 func (c *column) count(ps []uint32, counts []uint64) {
 	switch {

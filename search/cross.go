@@ -46,14 +46,14 @@ func crossField(field string) int {
 	return -1
 }
 
-// crossIDs returns the column ids of the car at position p.
+// crossIDs returns the column ids of the car at position p, as index
+// set them in the columns (unindex finds them there still).
 func (d *data) crossIDs(p uint32) (ids [len(crossFields)]uint32) {
-	r := &d.recs[p]
-	for i, s := range r.text {
-		ids[i] = d.keyIDOf(i, d.keyOf[s])
+	for i := range d.keyCol {
+		ids[i] = d.keyCol[i].get(p)
 	}
-	ids[4] = d.numIDOf(0, int64(r.doors))
-	ids[5] = d.numIDOf(1, int64(r.year))
+	ids[4] = d.numCol[0].get(p)
+	ids[5] = d.numCol[1].get(p)
 	return ids
 }
 
@@ -239,26 +239,35 @@ func (d *data) allowedValue(x int, f yard.Filter) func(i uint32) bool {
 	}
 }
 
-// crossWalk returns, when a base of q is closer to the matches than both
-// walks of list (the matches; the live cars that do not match), the base
-// and the cars to walk: the base's cars that do not match, made by walk
-// (from the base's bitmap). total is the number of matches.
-func (d *data) crossWalk(q yard.Query, fields []string, total uint64, walk func(b *roaring.Bitmap) *roaring.Bitmap) (*crossBase, *roaring.Bitmap) {
+// crossChoice returns the base of q for facets when it is closer to the
+// matches (total of them) than both walks of list (the matches; the live
+// cars that do not match): making its walk costs a union and a difference
+// on the roaring path, a second pass on the dense one, so it is taken only
+// when it saves half of the shorter walk (force.facets "cross": whenever
+// there is one).
+func (d *data) crossChoice(q yard.Query, fields []string, total uint64) (*crossBase, bool) {
 	if force.facets != "" && force.facets != "cross" {
-		return nil, nil
+		return nil, false
 	}
 	b, ok := d.crossBaseOf(q, fields)
 	if !ok {
+		return nil, false
+	}
+	if other := min(total, d.alive.GetCardinality()-total); force.facets != "cross" && (b.size-total)*2 > other {
+		return nil, false
+	}
+	return &b, true
+}
+
+// crossWalk returns crossChoice's base and the cars to walk: the base's
+// cars that do not match, made by walk from the base's bitmap.
+func (d *data) crossWalk(q yard.Query, fields []string, total uint64, walk func(b *roaring.Bitmap) *roaring.Bitmap) (*crossBase, *roaring.Bitmap) {
+	b, ok := d.crossChoice(q, fields, total)
+	switch {
+	case !ok:
 		return nil, nil
+	case b.size == total:
+		return b, roaring.New()
 	}
-	other := min(total, d.alive.GetCardinality()-total)
-	// Making the walk costs a union and a difference: take the base only
-	// when it saves a good part of the walk.
-	if force.facets != "cross" && (b.size-total)*2 > other {
-		return nil, nil
-	}
-	if b.size == total {
-		return &b, roaring.New()
-	}
-	return &b, walk(d.baseBitmap(&b))
+	return b, walk(d.baseBitmap(b))
 }

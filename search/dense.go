@@ -500,8 +500,7 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 	if force.facets != "" {
 		complement = force.facets == "complement"
 	}
-	if b, ok := d.crossBaseOf(q, facets); ok && (force.facets == "cross" ||
-		force.facets == "" && (b.size-total)*2 <= min(total, all-total)) {
+	if b, ok := d.crossChoice(q, facets, total); ok {
 		var from []*bitset
 		for _, id := range b.ids {
 			t := d.twinOf(d.idBitmap(b.x, id))
@@ -513,9 +512,9 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 		}
 		switch {
 		case b.size == total:
-			return d.answer(ps, total, facets, bitmapWalker(nil), false, &b), true
+			return d.answer(ps, total, facets, bitmapWalker(nil), false, b), true
 		case from != nil:
-			return d.answer(ps, total, facets, dq.walker(alive, false, from), false, &b), true
+			return d.answer(ps, total, facets, dq.walker(alive, false, from), false, b), true
 		}
 	}
 	return d.answer(ps, total, facets, dq.walker(alive, complement, nil), complement, nil), true

@@ -646,7 +646,6 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 		total = alive - u.GetCardinality()
 		if total > alive/2 {
 			ps = d.pageExcluding(u, total, page)
-			var base *crossBase
 			if len(facets) > 0 {
 				set, complement = u, true
 				if force.facets == "walk" {
