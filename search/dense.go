@@ -214,42 +214,39 @@ type denseQuery struct {
 	none  bool // a term matches nothing: so does the query
 }
 
-// dense returns q in twins, or false when some part of it has none. It
-// mirrors parts.
+// dense returns q in twins (read through eachPart, as parts reads it),
+// or false when some part of it has none.
 func (d *data) dense(q yard.Query) (dq denseQuery, ok bool) {
-	twin := func(b *roaring.Bitmap) *bitset {
-		if t := d.twinOf(b); t != nil {
-			return t
-		}
-		ok = false
-		return nil
-	}
 	ok = true
-	for _, f := range q.Filters {
-		if len(f.In) > 0 || f.Null {
-			var term []*bitset
-			for _, v := range f.In {
-				if b := d.valueBitmap(f.Field, v); b != nil && !b.IsEmpty() {
+	twin := func(b *roaring.Bitmap) *bitset {
+		t := d.twinOf(b)
+		if t == nil {
+			ok = false
+		}
+		return t
+	}
+	d.eachPart(q,
+		func(any []*roaring.Bitmap) {
+			if len(any) == 0 {
+				dq.none = true
+			}
+			term := make([]*bitset, 0, len(any))
+			for _, b := range any {
+				if ok {
 					term = append(term, twin(b))
 				}
 			}
-			if f.Null && isGarageField(f.Field) && !d.noGarage.IsEmpty() {
-				term = append(term, twin(d.noGarage))
-			}
-			if len(term) == 0 {
-				dq.none = true
-			}
 			dq.terms = append(dq.terms, term)
-		}
-		for _, v := range f.NotIn {
-			if b := d.valueBitmap(f.Field, v); b != nil && !b.IsEmpty() {
+		},
+		func(b *roaring.Bitmap) {
+			if ok {
 				dq.excl = append(dq.excl, twin(b))
 			}
-		}
-		if f.NotNull && isGarageField(f.Field) && !d.noGarage.IsEmpty() {
-			dq.excl = append(dq.excl, twin(d.noGarage))
-		}
-		if len(f.Ranges) > 0 {
+		},
+		func(f yard.Filter) {
+			if !ok {
+				return
+			}
 			in, out, empty, has := d.denseRange(f)
 			switch {
 			case !has:
@@ -264,12 +261,8 @@ func (d *data) dense(q yard.Query) (dq denseQuery, ok bool) {
 					dq.excl = append(dq.excl, out)
 				}
 			}
-		}
-		if !ok {
-			return dq, false
-		}
-	}
-	return dq, true
+		})
+	return dq, ok
 }
 
 // denseRange is rangeBitmaps in twins: the cars up to the upper bound

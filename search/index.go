@@ -735,31 +735,48 @@ func (d *data) match(q yard.Query) *roaring.Bitmap {
 	return d.combine(d.parts(q))
 }
 
-// parts returns the bitmaps a query's matches are the intersection of
-// (incl) and those it removes from it (excl); none is to be changed.
-func (d *data) parts(q yard.Query) (incl, excl []*roaring.Bitmap) {
+// eachPart walks q as the index reads it, filter by filter: for each
+// filter asking for values (or null, on a garage path), in gets the
+// bitmaps of those values (the cars in no garage for null); out gets the
+// bitmap of each value excluded (the cars in no garage for not null), and
+// ranged each filter with bounds. Values no live car holds have no bitmap
+// and are left out. parts and dense (dense.go) read queries through it.
+func (d *data) eachPart(q yard.Query, in func(any []*roaring.Bitmap), out func(b *roaring.Bitmap), ranged func(f yard.Filter)) {
+	held := func(b *roaring.Bitmap) bool { return b != nil && !b.IsEmpty() }
 	for _, f := range q.Filters {
 		if len(f.In) > 0 || f.Null {
 			var any []*roaring.Bitmap
 			for _, v := range f.In {
-				if b := d.valueBitmap(f.Field, v); b != nil {
+				if b := d.valueBitmap(f.Field, v); held(b) {
 					any = append(any, b)
 				}
 			}
-			if f.Null && isGarageField(f.Field) {
+			if f.Null && isGarageField(f.Field) && held(d.noGarage) {
 				any = append(any, d.noGarage)
 			}
-			incl = append(incl, union(any))
+			in(any)
 		}
 		for _, v := range f.NotIn {
-			if b := d.valueBitmap(f.Field, v); b != nil {
-				excl = append(excl, b)
+			if b := d.valueBitmap(f.Field, v); held(b) {
+				out(b)
 			}
 		}
-		if f.NotNull && isGarageField(f.Field) {
-			excl = append(excl, d.noGarage)
+		if f.NotNull && isGarageField(f.Field) && held(d.noGarage) {
+			out(d.noGarage)
 		}
 		if len(f.Ranges) > 0 {
+			ranged(f)
+		}
+	}
+}
+
+// parts returns the bitmaps a query's matches are the intersection of
+// (incl) and those it removes from it (excl); none is to be changed.
+func (d *data) parts(q yard.Query) (incl, excl []*roaring.Bitmap) {
+	d.eachPart(q,
+		func(any []*roaring.Bitmap) { incl = append(incl, union(any)) },
+		func(b *roaring.Bitmap) { excl = append(excl, b) },
+		func(f yard.Filter) {
 			in, out := d.rangeBitmaps(f)
 			if in != nil {
 				incl = append(incl, in)
@@ -767,8 +784,7 @@ func (d *data) parts(q yard.Query) (incl, excl []*roaring.Bitmap) {
 			if out != nil {
 				excl = append(excl, out)
 			}
-		}
-	}
+		})
 	return incl, excl
 }
 
