@@ -42,9 +42,6 @@ type Config struct {
 	// KeyRotation makes a new Ed25519 signing key when the newest is older
 	// than this at start-up (0: never).
 	KeyRotation time.Duration
-	// SignatureWriters is how many signed-request signature writes may be
-	// in flight at once: 1 for SQLite (one writer), more for PostgreSQL.
-	SignatureWriters int
 	// SignedRequireBinding makes signed requests with unsafe methods sign
 	// the query variables method and bodyhash (Signed.RequireBinding).
 	SignedRequireBinding bool

@@ -57,8 +57,6 @@ type OAuth1 struct {
 	Now        func() time.Time
 	CacheTTL   time.Duration
 	RequestTTL time.Duration
-	// Writers is how many nonce writes may be in flight (as Signed).
-	Writers int
 
 	base      *url.URL
 	baseOnce  sync.Once
@@ -167,8 +165,33 @@ type OAuthVerified struct {
 	// token (protected endpoints); nil at the request_token endpoint.
 	Token *yard.OAuthToken
 	// Params are the protocol parameters of the Authorization header.
-	Params map[string]string
+	Params OAuthParams
 }
+
+// OAuthParams are the parameters of an "Authorization: OAuth …" header,
+// decoded, in their order; each name appears once.
+type OAuthParams [][2]string
+
+// Get returns the value of the parameter name and whether it is present.
+func (p OAuthParams) Get(name string) (string, bool) {
+	for _, kv := range p {
+		if kv[0] == name {
+			return kv[1], true
+		}
+	}
+	return "", false
+}
+
+// Value returns the value of the parameter name, "" when absent.
+func (p OAuthParams) Value(name string) string {
+	v, _ := p.Get(name)
+	return v
+}
+
+// maxOAuthParams bounds the parameters of an OAuth Authorization header:
+// the protocol has ten at most (realm included); a header with many more
+// is refused before any work on it.
+const maxOAuthParams = 32
 
 // Verify checks the OAuth signature of r (RFC 5849 §3.2). tokenKind is ""
 // for the temporary credential request (no token), yard.OAuthRequestToken
@@ -187,16 +210,20 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 	if err != nil {
 		return nil, o.refuse(yard.EINVALID, "parameter_rejected", "Authorization", "The OAuth Authorization header cannot be parsed: %s.", strings.TrimPrefix(err.Error(), "oauth1: "))
 	}
-	params := map[string]string{}
-	for _, p := range pairs {
-		if _, dup := params[p[0]]; dup {
-			return nil, o.refuse(yard.EINVALID, "parameter_rejected", p[0], "The OAuth parameter %s appears twice.", p[0])
-		}
-		params[p[0]] = p[1]
+	if len(pairs) > maxOAuthParams {
+		return nil, o.refuse(yard.EINVALID, "parameter_rejected", "Authorization", "The OAuth Authorization header has more than %d parameters.", maxOAuthParams)
 	}
-	method := params["oauth_signature_method"]
+	for i, p := range pairs {
+		for _, q := range pairs[:i] {
+			if q[0] == p[0] {
+				return nil, o.refuse(yard.EINVALID, "parameter_rejected", p[0], "The OAuth parameter %s appears twice.", p[0])
+			}
+		}
+	}
+	params := OAuthParams(pairs)
+	method := params.Value("oauth_signature_method")
 	for _, name := range []string{"oauth_consumer_key", "oauth_signature_method", "oauth_signature"} {
-		if params[name] == "" {
+		if params.Value(name) == "" {
 			return nil, o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
 		}
 	}
@@ -206,15 +233,15 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 		return nil, o.refuse(yard.EINVALID, "signature_method_rejected", "oauth_signature_method",
 			"The signature method %q is not supported; use HMAC-SHA1, HMAC-SHA256 or PLAINTEXT.", method)
 	}
-	if v, ok := params["oauth_version"]; ok && v != "1.0" {
+	if v, ok := params.Get("oauth_version"); ok && v != "1.0" {
 		return nil, o.refuse(yard.EINVALID, "version_rejected", "oauth_version", "Only OAuth version 1.0 is supported.")
 	}
 	// RFC 5849 §3.1: timestamp and nonce may be omitted with PLAINTEXT.
-	ts, hasTS := params["oauth_timestamp"]
-	nonce, hasNonce := params["oauth_nonce"]
+	ts, hasTS := params.Get("oauth_timestamp")
+	nonce, hasNonce := params.Get("oauth_nonce")
 	if method != sigbase.OAuthPlaintext || hasTS || hasNonce {
 		for _, name := range []string{"oauth_timestamp", "oauth_nonce"} {
-			if params[name] == "" {
+			if params.Value(name) == "" {
 				return nil, o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
 			}
 		}
@@ -237,7 +264,7 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 			return nil, e
 		}
 	}
-	token, hasToken := params["oauth_token"]
+	token, hasToken := params.Get("oauth_token")
 	switch {
 	case tokenKind == "" && token != "":
 		return nil, o.refuse(yard.EINVALID, "parameter_rejected", "oauth_token", "A temporary credential request carries no oauth_token.")
@@ -246,7 +273,7 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 	}
 
 	ctx := r.Context()
-	consumer, consumerSecret, err := o.consumer(ctx, params["oauth_consumer_key"], now)
+	consumer, consumerSecret, err := o.consumer(ctx, params.Value("oauth_consumer_key"), now)
 	if err != nil {
 		return nil, err
 	}
@@ -265,8 +292,8 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 	if err != nil {
 		return nil, err
 	}
-	want, _ := sigbase.OAuthSign(method, sigbase.OAuthBaseString(r.Method, o.baseURI(r), all), consumerSecret, tokenSecret)
-	if subtle.ConstantTimeCompare([]byte(want), []byte(params["oauth_signature"])) != 1 {
+	want, _ := sigbase.OAuthSignature(method, r.Method, o.baseURI(r), all, consumerSecret, tokenSecret)
+	if subtle.ConstantTimeCompare([]byte(want), []byte(params.Value("oauth_signature"))) != 1 {
 		return nil, o.refuse(yard.EUNAUTHORIZED, "signature_invalid", "", "The OAuth signature does not match the request.")
 	}
 	if tokenKind == yard.OAuthRequestToken {
@@ -275,7 +302,7 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 		if err := o.requestTokenUsable(tok, now); err != nil {
 			return nil, err
 		}
-		verifier := params["oauth_verifier"]
+		verifier := params.Value("oauth_verifier")
 		if verifier == "" {
 			return nil, o.refuse(yard.EINVALID, "parameter_absent", "oauth_verifier", "The OAuth parameter oauth_verifier is missing.")
 		}
@@ -315,7 +342,7 @@ func (o *OAuth1) useNonce(ctx context.Context, consumer, token, nonce, ts string
 	key := "oauth1:" + hex.EncodeToString(h.Sum(nil))
 	o.mu.Lock()
 	if o.batcher == nil {
-		o.batcher = newSignatureBatcher(o.Replay, o.Writers)
+		o.batcher = newSignatureBatcher(o.Replay)
 	}
 	b := o.batcher
 	o.mu.Unlock()
@@ -513,7 +540,7 @@ func (o *OAuth1) Revoke(ctx context.Context, t *yard.OAuthToken) (bool, error) {
 // IssueRequestToken answers a verified temporary credential request (RFC
 // 5849 §2.1) with a new request token and its secret.
 func (o *OAuth1) IssueRequestToken(ctx context.Context, v *OAuthVerified) (token, secret string, err error) {
-	cb, ok := v.Params["oauth_callback"]
+	cb, ok := v.Params.Get("oauth_callback")
 	if !ok || cb == "" {
 		return "", "", o.refuse(yard.EINVALID, "parameter_absent", "oauth_callback", "oauth_callback is required: a URL, or \"oob\" to show the verifier to the user.")
 	}
@@ -639,6 +666,6 @@ func buildOAuth1(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
 		return nil, nil
 	}
 	k.OAuth1 = &OAuth1{Store: store, Replay: cfg.Store, Users: k.Users, Box: k.Box, BaseURL: cfg.Issuer,
-		Now: k.Now, CacheTTL: k.cacheTTL, Writers: cfg.SignatureWriters}
+		Now: k.Now, CacheTTL: k.cacheTTL}
 	return k.OAuth1, nil
 }

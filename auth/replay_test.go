@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yard-api/yard/store"
 	"github.com/yard-api/yard/store/storetest"
 )
 
@@ -21,11 +20,7 @@ func TestSignatureBatcherAcceptsEachSignatureOnce(t *testing.T) {
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
 			db := storetest.Open(t, engine)
-			writers := 1
-			if engine == store.Postgres {
-				writers = 4
-			}
-			procs := []*signatureBatcher{newSignatureBatcher(db, writers), newSignatureBatcher(db, writers)}
+			procs := []*signatureBatcher{newSignatureBatcher(db), newSignatureBatcher(db)}
 			exp := time.Now().Add(time.Minute)
 			const sigs, copies = 100, 4
 			accepted := make([]atomic.Int32, sigs)

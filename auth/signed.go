@@ -43,9 +43,6 @@ type Signed struct {
 	Box         *SecretBox
 	Now         func() time.Time
 	KeyCacheTTL time.Duration
-	// Writers is how many signature writes may be in flight at once (1
-	// for SQLite, 2 for PostgreSQL).
-	Writers int
 	// RequireBinding makes the query variables method and bodyhash
 	// mandatory for unsafe methods (POST, PUT, PATCH, DELETE, ...).
 	RequireBinding bool
@@ -165,7 +162,7 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	}
 	s.mu.Lock()
 	if s.batcher == nil {
-		s.batcher = newSignatureBatcher(s.Keys, s.Writers)
+		s.batcher = newSignatureBatcher(s.Keys)
 	}
 	b := s.batcher
 	s.mu.Unlock()
@@ -233,7 +230,7 @@ func (s *Signed) key(ctx context.Context, id string, now time.Time) (signedKey, 
 // buildSigned is the signed requests' entry in the chain's ordered list
 // (kit.go); API-key secrets are sealed with the kit's box.
 func buildSigned(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
-	k.Signed = &Signed{Keys: cfg.Store, Users: k.Users, Box: k.Box, Now: k.Now, KeyCacheTTL: k.cacheTTL, Writers: cfg.SignatureWriters,
+	k.Signed = &Signed{Keys: cfg.Store, Users: k.Users, Box: k.Box, Now: k.Now, KeyCacheTTL: k.cacheTTL,
 		RequireBinding: cfg.SignedRequireBinding}
 	return k.Signed, nil
 }

@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -68,7 +67,7 @@ func (o *OAuth1) Retry(context.Context, *Client, *Response) (bool, error) { retu
 func (o *OAuth1) sign(req *http.Request, token, tokenSecret string, extra map[string]string) error {
 	method := o.Method
 	if method == "" {
-		method = "HMAC-SHA1"
+		method = sigbase.OAuthHMACSHA1
 	}
 	now := time.Now
 	if o.Now != nil {
@@ -76,18 +75,20 @@ func (o *OAuth1) sign(req *http.Request, token, tokenSecret string, extra map[st
 	}
 	var nb [16]byte
 	_, _ = rand.Read(nb[:])
-	proto := map[string]string{
-		"oauth_consumer_key":     o.ConsumerKey,
-		"oauth_signature_method": method,
-		"oauth_timestamp":        strconv.FormatInt(now().Unix(), 10),
-		"oauth_nonce":            base64.RawURLEncoding.EncodeToString(nb[:]),
-		"oauth_version":          "1.0",
-	}
+	// The protocol parameters, oauth_signature last (it is not signed).
+	var pb [10][2]string
+	proto := append(pb[:0],
+		[2]string{"oauth_consumer_key", o.ConsumerKey},
+		[2]string{"oauth_nonce", base64.RawURLEncoding.EncodeToString(nb[:])},
+		[2]string{"oauth_signature_method", method},
+		[2]string{"oauth_timestamp", strconv.FormatInt(now().Unix(), 10)},
+		[2]string{"oauth_version", "1.0"},
+	)
 	if token != "" {
-		proto["oauth_token"] = token
+		proto = append(proto, [2]string{"oauth_token", token})
 	}
 	for k, v := range extra {
-		proto[k] = v
+		proto = append(proto, [2]string{k, v})
 	}
 	// RFC 5849 §3.4.1.3.1: the query's pairs and a form body's, split on
 	// '&' only (a ';' is part of a value, as the car search grammar uses
@@ -111,25 +112,23 @@ func (o *OAuth1) sign(req *http.Request, token, tokenSecret string, extra map[st
 		}
 		params = append(params, form...)
 	}
-	for k, v := range proto {
-		params = append(params, [2]string{k, v})
-	}
-	base := sigbase.OAuthBaseString(req.Method, sigbase.OAuthBaseURI(req.URL), params)
-	sig, err := sigbase.OAuthSign(method, base, o.ConsumerSecret, tokenSecret)
+	params = append(params, proto...)
+	sig, err := sigbase.OAuthSignature(method, req.Method, sigbase.OAuthBaseURI(req.URL), params, o.ConsumerSecret, tokenSecret)
 	if err != nil {
 		return fmt.Errorf("client: unknown OAuth signature method %q", method)
 	}
-	proto["oauth_signature"] = sig
-	names := make([]string, 0, len(proto))
-	for k := range proto {
-		names = append(names, k)
+	proto = append(proto, [2]string{"oauth_signature", sig})
+	var b strings.Builder
+	b.Grow(400)
+	b.WriteString(`OAuth realm="yard"`)
+	for _, p := range proto {
+		b.WriteString(", ")
+		b.WriteString(sigbase.OAuthEncode(p[0]))
+		b.WriteString(`="`)
+		b.WriteString(sigbase.OAuthEncode(p[1]))
+		b.WriteByte('"')
 	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, k := range names {
-		parts[i] = sigbase.OAuthEncode(k) + `="` + sigbase.OAuthEncode(proto[k]) + `"`
-	}
-	req.Header.Set("Authorization", `OAuth realm="yard", `+strings.Join(parts, ", "))
+	req.Header["Authorization"] = []string{b.String()}
 	return nil
 }
 

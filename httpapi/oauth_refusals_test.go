@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -101,6 +102,14 @@ func TestOAuthRefusals(t *testing.T) {
 		noNonce := postDog(good)
 		noNonce.Header.Set("Authorization", regexp.MustCompile(`oauth_nonce="[^"]+", `).ReplaceAllString(noNonce.Header.Get("Authorization"), ""))
 		inQuery := e.signed(t, good, "GET", e.dogURI+"?oauth_token=x", nil)
+		twice := postDog(good)
+		twice.Header.Set("Authorization", twice.Header.Get("Authorization")+`, oauth_nonce="again"`)
+		many := postDog(good)
+		var extra strings.Builder
+		for i := range 40 {
+			fmt.Fprintf(&extra, `, x%d="1"`, i)
+		}
+		many.Header.Set("Authorization", many.Header.Get("Authorization")+extra.String())
 
 		for _, tc := range []struct {
 			name        string
@@ -115,6 +124,8 @@ func TestOAuthRefusals(t *testing.T) {
 			{"unsupported signature method", sha512, 400, "", false},
 			{"no nonce", noNonce, 400, "", false},
 			{"protocol parameter in the query", inQuery, 400, "", false},
+			{"a parameter twice", twice, 400, "", false},
+			{"too many parameters", many, 400, "", false},
 		} {
 			status, challenge, body := e.send(t, tc.req)
 			if status != tc.status {

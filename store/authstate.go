@@ -174,8 +174,23 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 		b.WriteString("($" + itoa(2*n+1) + ", $" + itoa(2*n+2) + ")")
 		args = append(args, sigs[i], Millis(expires[i]))
 	}
-	b.WriteString(` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`)
-	rows, err := db.replayWrite.QueryContext(ctx, b.String(), args...)
+	insert := b.String()
+	// Replays are rare: a plain INSERT records the whole batch, and every
+	// signature in it is new when it succeeds. It is cheaper than ON
+	// CONFLICT, which probes the index for each row before inserting it.
+	// A signature already recorded fails the statement and nothing of it
+	// stays; the batch is then written again with ON CONFLICT, which says
+	// which ones were new.
+	if _, err := db.replayWrite.ExecContext(ctx, insert, args...); err == nil {
+		fresh := make(map[string]bool, len(sigs))
+		for _, s := range sigs {
+			fresh[s] = true
+		}
+		return fresh, nil
+	} else if !isUniqueViolation(err) {
+		return nil, err
+	}
+	rows, err := db.replayWrite.QueryContext(ctx, insert+` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -146,28 +146,16 @@ func openReplayWriter(dsn string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	pool.SetMaxOpenConns(replayWriters)
-	pool.SetMaxIdleConns(replayWriters)
+	pool.SetMaxOpenConns(replayConns)
+	pool.SetMaxIdleConns(replayConns)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
 	return pool, nil
 }
 
-// replayWriters bounds the connections of openReplayWriter; the signature
-// batcher keeps as many writes in flight (cmd/yard wires it so). Fewer
-// writers make bigger batches: on the 2-core benchmark machine 1 or 2
-// writers gave signed requests 62-65% of the unauthenticated rate, 4 gave
-// 59%.
-const replayWriters = 2
-
-// SignatureWriters is how many signature writes (UseSignatures) should be
-// in flight at once: 1 on SQLite (one replay log), as many as the
-// PostgreSQL signature connections.
-func (db *DB) SignatureWriters() int {
-	if db.engine == Postgres {
-		return replayWriters
-	}
-	return 1
-}
+// replayConns bounds the connections of openReplayWriter: one for each
+// batcher that writes signatures (signed requests and OAuth 1.0a), each
+// keeping one write in flight.
+const replayConns = 2
 
 // SQLiteBusyTimeout is how long an SQLite statement waits for a lock held
 // by another connection (or process) before the store answers

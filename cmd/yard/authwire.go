@@ -70,8 +70,8 @@ func newAuthKit(ctx context.Context, c *serveConfig, db *store.DB, limiter *auth
 		AccessTTL: c.accessTTL, RefreshTTL: c.refreshTTL, PKTokenTTL: c.auth.pkTTL,
 		SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, CacheTTL: c.auth.cacheTTL,
 		KeyRotation: c.auth.keyRotation, SigningKeyFile: c.auth.signingKey,
-		SignatureWriters: db.SignatureWriters(), SignedRequireBinding: c.auth.signedBinding,
-		VerifyOnly: c.auth.verifyOnly, PublicKeyFile: c.auth.publicKey, JWKSURL: c.auth.jwksURL, JWKSCAFile: c.auth.jwksCA,
+		SignedRequireBinding: c.auth.signedBinding,
+		VerifyOnly:           c.auth.verifyOnly, PublicKeyFile: c.auth.publicKey, JWKSURL: c.auth.jwksURL, JWKSCAFile: c.auth.jwksCA,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)

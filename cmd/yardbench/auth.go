@@ -21,6 +21,7 @@ import (
 	"github.com/yard-api/yard/client"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/internal/loadgen"
+	"github.com/yard-api/yard/store"
 )
 
 var authRounds = flag.Int("auth-rounds", 5, "auth group: rounds that interleave the schemes (the figure is each scheme's median round)")
@@ -50,7 +51,7 @@ func authGroup(b *bench) error {
 	defer srv.Close()
 	limiter := auth.NewLoginLimiter(0)
 	basic := auth.NewBasic(b.db, limiter)
-	kit, err := auth.NewKit(b.ctx, auth.Config{Store: b.db, Limiter: limiter, Basic: basic, KeyDir: keyDir, Issuer: srv.URL, SignatureWriters: b.db.SignatureWriters()})
+	kit, err := auth.NewKit(b.ctx, auth.Config{Store: b.db, Limiter: limiter, Basic: basic, KeyDir: keyDir, Issuer: srv.URL})
 	if err != nil {
 		return err
 	}
@@ -161,6 +162,7 @@ func authGroup(b *bench) error {
 	rps := make([][]float64, len(schemes))
 	ratio := make([][]float64, len(schemes))
 	cpu := make([][]float64, len(schemes))
+	pgCPU := make([][]float64, len(schemes)) // a local PostgreSQL server's
 	rng := rand.New(rand.NewPCG(1, 2))
 	for r := range *authRounds {
 		fmt.Fprintf(b.out, "round %d\n", r+1)
@@ -168,6 +170,7 @@ func authGroup(b *bench) error {
 		got := make([]float64, len(schemes))
 		for _, i := range order {
 			c0 := cpuTime()
+			p0, pgLocal := postgresCPUTime()
 			res := b.report(loadgen.Run(b.ctx, schemes[i].name, hc, b.concurrency, b.duration, 200, schemes[i].req))
 			if res.Errors > 0 {
 				return fmt.Errorf("%s: %d errors", schemes[i].name, res.Errors)
@@ -176,6 +179,9 @@ func authGroup(b *bench) error {
 			rps[i] = append(rps[i], res.RPS)
 			if res.Requests > 0 {
 				cpu[i] = append(cpu[i], float64((cpuTime()-c0).Microseconds())/float64(res.Requests))
+				if p1, ok := postgresCPUTime(); pgLocal && ok && b.db.Engine() == store.Postgres {
+					pgCPU[i] = append(pgCPU[i], float64((p1-p0).Microseconds())/float64(res.Requests))
+				}
 			}
 		}
 		for i := range schemes {
@@ -187,9 +193,22 @@ func authGroup(b *bench) error {
 		slices.Sort(s)
 		return s[len(s)/2]
 	}
-	fmt.Fprintf(b.out, "\n| scheme | req/s (median of %d rounds) | of no credential check (median of per-round ratios) | CPU µs per request | capacity vs no check (CPU) |\n|---|---:|---:|---:|---:|\n", *authRounds)
+	withPG := len(pgCPU[0]) == *authRounds
+	fmt.Fprintf(b.out, "\n| scheme | req/s (median of %d rounds) | of no credential check (median of per-round ratios) | CPU µs per request | capacity vs no check (CPU) |", *authRounds)
+	if withPG {
+		fmt.Fprint(b.out, " local PostgreSQL CPU µs per request |")
+	}
+	fmt.Fprint(b.out, "\n|---|---:|---:|---:|---:|")
+	if withPG {
+		fmt.Fprint(b.out, "---:|")
+	}
+	fmt.Fprintln(b.out)
 	for i, sc := range schemes {
-		fmt.Fprintf(b.out, "| %s | %.0f | %.1f%% | %.0f | %.1f%% |\n", sc.name, median(rps[i]), 100*median(ratio[i]), median(cpu[i]), 100*median(cpu[0])/median(cpu[i]))
+		fmt.Fprintf(b.out, "| %s | %.0f | %.1f%% | %.0f | %.1f%% |", sc.name, median(rps[i]), 100*median(ratio[i]), median(cpu[i]), 100*median(cpu[0])/median(cpu[i]))
+		if withPG && len(pgCPU[i]) > 0 {
+			fmt.Fprintf(b.out, " %.0f |", median(pgCPU[i]))
+		}
+		fmt.Fprintln(b.out)
 	}
 	fmt.Fprintln(b.out)
 	return context.Cause(b.ctx)

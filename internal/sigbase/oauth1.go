@@ -8,7 +8,9 @@ import (
 	"errors"
 	"hash"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // OAuth 1.0a signature methods (RFC 5849 §3.4; HMAC-SHA256 is the common
@@ -32,17 +34,7 @@ func OAuthEncode(s string) string {
 	if n == 0 {
 		return s
 	}
-	const hexdig = "0123456789ABCDEF"
-	b := make([]byte, 0, len(s)+2*n)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if unreserved(c) {
-			b = append(b, c)
-		} else {
-			b = append(b, '%', hexdig[c>>4], hexdig[c&15])
-		}
-	}
-	return string(b)
+	return string(appendEncoded(make([]byte, 0, len(s)+2*n), s))
 }
 
 func unreserved(c byte) bool {
@@ -73,19 +65,147 @@ func OAuthBaseURI(u *url.URL) string {
 // value, joined as name=value with '&'. params must already exclude
 // oauth_signature and realm.
 func OAuthNormalizeParams(params [][2]string) string {
-	enc := make([][2]string, len(params))
-	for i, p := range params {
-		enc[i] = [2]string{OAuthEncode(p[0]), OAuthEncode(p[1])}
-	}
-	return joinSorted(enc)
+	return string(appendNormalized(nil, sortParams(slices.Clone(params)), false))
 }
 
 // OAuthBaseString returns the signature base string of RFC 5849 §3.4.1.1:
 // the upper-case method, the encoded base string URI and the encoded
 // normalized parameters, joined with '&'.
 func OAuthBaseString(method, baseURI string, params [][2]string) string {
-	return strings.ToUpper(method) + "&" + OAuthEncode(baseURI) + "&" + OAuthEncode(OAuthNormalizeParams(params))
+	return string(appendBaseString(nil, method, baseURI, sortParams(slices.Clone(params))))
 }
+
+// appendBaseString appends the base string of sorted params to dst.
+func appendBaseString(dst []byte, method, baseURI string, sorted [][2]string) []byte {
+	for i := 0; i < len(method); i++ {
+		c := method[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	dst = append(dst, '&')
+	dst = appendEncoded(dst, baseURI)
+	dst = append(dst, '&')
+	return appendNormalized(dst, sorted, true)
+}
+
+// appendNormalized appends the normalized parameters of sorted params;
+// with twice, it appends them encoded once more, as the base string
+// holds them: the output of the first encoding is '%', hex digits and
+// unreserved characters, so encoding it again only turns each '%' into
+// "%25" and '=' and '&' into "%3D" and "%26".
+func appendNormalized(dst []byte, sorted [][2]string, twice bool) []byte {
+	amp, eq, pct := "&", "=", "%"
+	if twice {
+		amp, eq, pct = "%26", "%3D", "%25"
+	}
+	for i, p := range sorted {
+		if i > 0 {
+			dst = append(dst, amp...)
+		}
+		dst = appendEncodedWith(dst, p[0], pct)
+		dst = append(dst, eq...)
+		dst = appendEncodedWith(dst, p[1], pct)
+	}
+	return dst
+}
+
+// sortParams sorts params in place by encoded name and then by encoded
+// value (RFC 5849 §3.4.1.3.2) and returns them.
+func sortParams(params [][2]string) [][2]string {
+	slices.SortFunc(params, func(a, b [2]string) int {
+		if c := compareEncoded(a[0], b[0]); c != 0 {
+			return c
+		}
+		return compareEncoded(a[1], b[1])
+	})
+	return params
+}
+
+// compareEncoded compares OAuthEncode(a) and OAuthEncode(b) without
+// building them.
+func compareEncoded(a, b string) int {
+	var ea, eb [3]byte
+	i, j := 0, 0
+	na, nb := 0, 0 // bytes of ea and eb still to compare
+	pa, pb := 0, 0 // where they start
+	for {
+		if na == 0 {
+			if i == len(a) {
+				break
+			}
+			na, pa = encodeByte(&ea, a[i]), 0
+			i++
+		}
+		if nb == 0 {
+			if j == len(b) {
+				return 1
+			}
+			nb, pb = encodeByte(&eb, b[j]), 0
+			j++
+		}
+		if ea[pa] != eb[pb] {
+			return int(ea[pa]) - int(eb[pb])
+		}
+		pa, pb, na, nb = pa+1, pb+1, na-1, nb-1
+	}
+	if nb > 0 || j < len(b) {
+		return -1
+	}
+	return 0
+}
+
+// encodeByte writes the encoding of c into e and returns its length.
+func encodeByte(e *[3]byte, c byte) int {
+	if unreserved(c) {
+		e[0] = c
+		return 1
+	}
+	e[0], e[1], e[2] = '%', upperHex[c>>4], upperHex[c&15]
+	return 3
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// appendEncoded appends OAuthEncode(s) to dst.
+func appendEncoded(dst []byte, s string) []byte { return appendEncodedWith(dst, s, "%") }
+
+// appendEncodedWith appends OAuthEncode(s) with each '%' written as pct.
+func appendEncodedWith(dst []byte, s, pct string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if unreserved(c) {
+			dst = append(dst, c)
+		} else {
+			dst = append(dst, pct...)
+			dst = append(dst, upperHex[c>>4], upperHex[c&15])
+		}
+	}
+	return dst
+}
+
+// OAuthSignature signs a request (RFC 5849 §3.4): the base string of
+// method, baseURI and params, signed with the secrets by the signature
+// method sigMethod. It is OAuthSign(sigMethod, OAuthBaseString(…), …)
+// built in one buffer. params must exclude oauth_signature and realm;
+// they are sorted in place.
+func OAuthSignature(sigMethod, method, baseURI string, params [][2]string, consumerSecret, tokenSecret string) (string, error) {
+	if sigMethod == OAuthPlaintext {
+		return signBase(sigMethod, nil, consumerSecret, tokenSecret)
+	}
+	bp := basePool.Get().(*[]byte)
+	base := appendBaseString((*bp)[:0], method, baseURI, sortParams(params))
+	sig, err := signBase(sigMethod, base, consumerSecret, tokenSecret)
+	if cap(base) <= 8<<10 {
+		*bp = base
+		basePool.Put(bp)
+	}
+	return sig, err
+}
+
+// basePool holds base string buffers.
+var basePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // ErrOAuthMethod is returned for a signature method yard does not accept.
 var ErrOAuthMethod = errors.New("oauth1: unsupported signature method")
@@ -95,7 +215,15 @@ var ErrOAuthMethod = errors.New("oauth1: unsupported signature method")
 // secret, '&', and the encoded token secret (empty when there is no
 // token). PLAINTEXT ignores the base string and is the key itself.
 func OAuthSign(method, base, consumerSecret, tokenSecret string) (string, error) {
-	key := OAuthEncode(consumerSecret) + "&" + OAuthEncode(tokenSecret)
+	return signBase(method, []byte(base), consumerSecret, tokenSecret)
+}
+
+// signBase signs a base string (OAuthSign).
+func signBase(method string, base []byte, consumerSecret, tokenSecret string) (string, error) {
+	var kb [128]byte
+	key := appendEncoded(kb[:0], consumerSecret)
+	key = append(key, '&')
+	key = appendEncoded(key, tokenSecret)
 	var h func() hash.Hash
 	switch method {
 	case OAuthHMACSHA1:
@@ -103,11 +231,12 @@ func OAuthSign(method, base, consumerSecret, tokenSecret string) (string, error)
 	case OAuthHMACSHA256:
 		h = sha256.New
 	case OAuthPlaintext:
-		return key, nil
+		return string(key), nil
 	default:
 		return "", ErrOAuthMethod
 	}
-	m := hmac.New(h, []byte(key))
-	m.Write([]byte(base))
-	return base64.StdEncoding.EncodeToString(m.Sum(nil)), nil
+	m := hmac.New(h, key)
+	m.Write(base)
+	var sum [sha256.Size]byte
+	return base64.StdEncoding.EncodeToString(m.Sum(sum[:0])), nil
 }

@@ -1,7 +1,10 @@
 package sigbase
 
 import (
+	"math/rand/v2"
 	"net/url"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -20,6 +23,9 @@ func TestOAuthRFC5849WorkedExample(t *testing.T) {
 		[2]string{"oauth_timestamp", "137131202"},
 		[2]string{"oauth_nonce", "chapoH"},
 	)
+	if sig, _ := OAuthSignature(OAuthHMACSHA1, "GET", OAuthBaseURI(u), slices.Clone(params), "kd94hf93k423kf44", "pfkkdhi9sl3r4s00"); sig != "MdpQcU8iPSUjWoN/UDMsK2sui9I=" {
+		t.Errorf("OAuthSignature: got %s", sig)
+	}
 	base := OAuthBaseString("GET", OAuthBaseURI(u), params)
 	wantBase := "GET&http%3A%2F%2Fphotos.example.net%2Fphotos&file%3Dvacation.jpg%26oauth_consumer_key%3Ddpf43f3p2l4k3l03%26oauth_nonce%3DchapoH%26oauth_signature_method%3DHMAC-SHA1%26oauth_timestamp%3D137131202%26oauth_token%3Dnnch734d00sl2jdk%26size%3Doriginal"
 	if base != wantBase {
@@ -65,4 +71,54 @@ func TestOAuthNormalizeAndEncode(t *testing.T) {
 	if sig, _ := OAuthSign(OAuthPlaintext, "ignored", "cs&x", ""); sig != "cs%26x&" {
 		t.Errorf("PLAINTEXT = %q", sig)
 	}
+}
+
+// The one-buffer signer agrees with the base string and OAuthSign, and
+// the sort compares encoded forms, on random parameters that mix
+// characters kept as they are with ones encoded (whose encodings sort
+// differently from the raw bytes: ' ' < '-' but "%20" > "-").
+func TestOAuthSignatureMatchesBaseString(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5849, 1))
+	alphabet := []byte("aZ09-._~ %&=+/é\x00\x7f")
+	word := func() string {
+		b := make([]byte, rng.IntN(6))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for range 2000 {
+		a, b := word(), word()
+		if got, want := compareEncoded(a, b), strings.Compare(OAuthEncode(a), OAuthEncode(b)); sign(got) != want {
+			t.Fatalf("compareEncoded(%q, %q) = %d, want the sign of %d", a, b, got, want)
+		}
+		params := make([][2]string, rng.IntN(6))
+		for i := range params {
+			params[i] = [2]string{word(), word()}
+		}
+		for _, m := range []string{OAuthHMACSHA1, OAuthHMACSHA256, OAuthPlaintext} {
+			cs, ts := word(), word()
+			want, err := OAuthSign(m, OAuthBaseString("get", "https://h/p%20q", params), cs, ts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := OAuthSignature(m, "get", "https://h/p%20q", slices.Clone(params), cs, ts)
+			if err != nil || got != want {
+				t.Fatalf("OAuthSignature(%s, %q) = %q, %v; want %q", m, params, got, err, want)
+			}
+		}
+	}
+	if _, err := OAuthSignature("RSA-SHA1", "GET", "https://h/", nil, "", ""); err != ErrOAuthMethod {
+		t.Errorf("RSA-SHA1: %v, want ErrOAuthMethod", err)
+	}
+}
+
+func sign(n int) int {
+	switch {
+	case n < 0:
+		return -1
+	case n > 0:
+		return 1
+	}
+	return 0
 }
