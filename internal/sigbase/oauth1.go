@@ -65,18 +65,29 @@ func OAuthBaseURI(u *url.URL) string {
 // value, joined as name=value with '&'. params must already exclude
 // oauth_signature and realm.
 func OAuthNormalizeParams(params [][2]string) string {
-	return string(appendNormalized(nil, sortParams(slices.Clone(params)), false))
+	return joinSorted(encodeParams(slices.Clone(params)))
 }
 
 // OAuthBaseString returns the signature base string of RFC 5849 §3.4.1.1:
 // the upper-case method, the encoded base string URI and the encoded
 // normalized parameters, joined with '&'.
 func OAuthBaseString(method, baseURI string, params [][2]string) string {
-	return string(appendBaseString(nil, method, baseURI, sortParams(slices.Clone(params))))
+	return string(appendBaseString(nil, method, baseURI, slices.Clone(params)))
 }
 
-// appendBaseString appends the base string of sorted params to dst.
-func appendBaseString(dst []byte, method, baseURI string, sorted [][2]string) []byte {
+// encodeParams encodes each name and value of params in place (RFC 5849
+// §3.6; a string with nothing to encode is kept as it is) and returns
+// them.
+func encodeParams(params [][2]string) [][2]string {
+	for i, p := range params {
+		params[i] = [2]string{OAuthEncode(p[0]), OAuthEncode(p[1])}
+	}
+	return params
+}
+
+// appendBaseString appends the base string to dst; params are encoded
+// and sorted in place.
+func appendBaseString(dst []byte, method, baseURI string, params [][2]string) []byte {
 	for i := 0; i < len(method); i++ {
 		c := method[i]
 		if 'a' <= c && c <= 'z' {
@@ -87,99 +98,30 @@ func appendBaseString(dst []byte, method, baseURI string, sorted [][2]string) []
 	dst = append(dst, '&')
 	dst = appendEncoded(dst, baseURI)
 	dst = append(dst, '&')
-	return appendNormalized(dst, sorted, true)
-}
-
-// appendNormalized appends the normalized parameters of sorted params;
-// with twice, it appends them encoded once more, as the base string
-// holds them: the output of the first encoding is '%', hex digits and
-// unreserved characters, so encoding it again only turns each '%' into
-// "%25" and '=' and '&' into "%3D" and "%26".
-func appendNormalized(dst []byte, sorted [][2]string, twice bool) []byte {
-	amp, eq, pct := "&", "=", "%"
-	if twice {
-		amp, eq, pct = "%26", "%3D", "%25"
-	}
-	for i, p := range sorted {
+	// The normalized parameters, encoded once more as the base string
+	// holds them: "name=value" pairs joined with '&', each of the three
+	// encoded.
+	for i, p := range sortPairs(encodeParams(params)) {
 		if i > 0 {
-			dst = append(dst, amp...)
+			dst = append(dst, "%26"...)
 		}
-		dst = appendEncodedWith(dst, p[0], pct)
-		dst = append(dst, eq...)
-		dst = appendEncodedWith(dst, p[1], pct)
+		dst = appendEncoded(dst, p[0])
+		dst = append(dst, "%3D"...)
+		dst = appendEncoded(dst, p[1])
 	}
 	return dst
-}
-
-// sortParams sorts params in place by encoded name and then by encoded
-// value (RFC 5849 §3.4.1.3.2) and returns them.
-func sortParams(params [][2]string) [][2]string {
-	slices.SortFunc(params, func(a, b [2]string) int {
-		if c := compareEncoded(a[0], b[0]); c != 0 {
-			return c
-		}
-		return compareEncoded(a[1], b[1])
-	})
-	return params
-}
-
-// compareEncoded compares OAuthEncode(a) and OAuthEncode(b) without
-// building them.
-func compareEncoded(a, b string) int {
-	var ea, eb [3]byte
-	i, j := 0, 0
-	na, nb := 0, 0 // bytes of ea and eb still to compare
-	pa, pb := 0, 0 // where they start
-	for {
-		if na == 0 {
-			if i == len(a) {
-				break
-			}
-			na, pa = encodeByte(&ea, a[i]), 0
-			i++
-		}
-		if nb == 0 {
-			if j == len(b) {
-				return 1
-			}
-			nb, pb = encodeByte(&eb, b[j]), 0
-			j++
-		}
-		if ea[pa] != eb[pb] {
-			return int(ea[pa]) - int(eb[pb])
-		}
-		pa, pb, na, nb = pa+1, pb+1, na-1, nb-1
-	}
-	if nb > 0 || j < len(b) {
-		return -1
-	}
-	return 0
-}
-
-// encodeByte writes the encoding of c into e and returns its length.
-func encodeByte(e *[3]byte, c byte) int {
-	if unreserved(c) {
-		e[0] = c
-		return 1
-	}
-	e[0], e[1], e[2] = '%', upperHex[c>>4], upperHex[c&15]
-	return 3
 }
 
 const upperHex = "0123456789ABCDEF"
 
 // appendEncoded appends OAuthEncode(s) to dst.
-func appendEncoded(dst []byte, s string) []byte { return appendEncodedWith(dst, s, "%") }
-
-// appendEncodedWith appends OAuthEncode(s) with each '%' written as pct.
-func appendEncodedWith(dst []byte, s, pct string) []byte {
+func appendEncoded(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if unreserved(c) {
 			dst = append(dst, c)
 		} else {
-			dst = append(dst, pct...)
-			dst = append(dst, upperHex[c>>4], upperHex[c&15])
+			dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
 		}
 	}
 	return dst
@@ -189,13 +131,13 @@ func appendEncodedWith(dst []byte, s, pct string) []byte {
 // method, baseURI and params, signed with the secrets by the signature
 // method sigMethod. It is OAuthSign(sigMethod, OAuthBaseString(…), …)
 // built in one buffer. params must exclude oauth_signature and realm;
-// they are sorted in place.
+// they are encoded and sorted in place.
 func OAuthSignature(sigMethod, method, baseURI string, params [][2]string, consumerSecret, tokenSecret string) (string, error) {
 	if sigMethod == OAuthPlaintext {
 		return signBase(sigMethod, nil, consumerSecret, tokenSecret)
 	}
 	bp := basePool.Get().(*[]byte)
-	base := appendBaseString((*bp)[:0], method, baseURI, sortParams(params))
+	base := appendBaseString((*bp)[:0], method, baseURI, params)
 	sig, err := signBase(sigMethod, base, consumerSecret, tokenSecret)
 	if cap(base) <= 8<<10 {
 		*bp = base

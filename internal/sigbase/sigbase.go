@@ -11,7 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -56,17 +56,23 @@ func CanonicalString(path string, pairs [][2]string) string {
 	return path + "?" + joinSorted(kept)
 }
 
+// sortPairs sorts pairs in place by name and then by value, and returns
+// them.
+func sortPairs(pairs [][2]string) [][2]string {
+	slices.SortFunc(pairs, func(a, b [2]string) int {
+		if c := strings.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return strings.Compare(a[1], b[1])
+	})
+	return pairs
+}
+
 // joinSorted sorts pairs by name and then by value and joins them as
 // name=value with '&'.
 func joinSorted(pairs [][2]string) string {
-	sort.Slice(pairs, func(i, j int) bool {
-		if pairs[i][0] != pairs[j][0] {
-			return pairs[i][0] < pairs[j][0]
-		}
-		return pairs[i][1] < pairs[j][1]
-	})
 	var b strings.Builder
-	for i, p := range pairs {
+	for i, p := range sortPairs(pairs) {
 		if i > 0 {
 			b.WriteByte('&')
 		}
