@@ -17,6 +17,7 @@ const (
 	ENOTFOUND        = "not_found"             // 404
 	ENOTACCEPTABLE   = "not_acceptable"        // 406
 	ECONFLICT        = "conflict"              // 409
+	EGONE            = "gone"                  // 410 (an event id older than the retention)
 	EPRECONDITION    = "precondition"          // 412
 	ETOOLARGE        = "too_large"             // 413
 	EUNSUPPORTED     = "unsupported_media"     // 415
@@ -47,6 +48,9 @@ type Error struct {
 	// Challenge asks the HTTP layer to send WWW-Authenticate values other
 	// than the default ones (for example Bearer error="invalid_token").
 	Challenge []string
+	// Oldest, for EGONE, is the oldest event id the store still holds
+	// ("" when it holds none).
+	Oldest string
 }
 
 func (e *Error) Error() string {

@@ -33,6 +33,7 @@ var problemKinds = map[string]problemKind{
 	"method_not_allowed":  {405, "method-not-allowed", "Method not allowed", "The resource exists but does not take this method. The Allow header lists the methods it takes."},
 	yard.ENOTACCEPTABLE:   {406, "not-acceptable", "Not acceptable", "The server cannot produce a representation the Accept header allows."},
 	yard.ECONFLICT:        {409, "conflict", "Conflict", "The request conflicts with the current state of the resource."},
+	yard.EGONE:            {410, "gone", "Gone", "The event id is older than what the server keeps (its retention); the oldest member names the oldest event id kept. Start again from it, or from now."},
 	yard.EPRECONDITION:    {412, "precondition-failed", "Precondition failed", "A conditional header (If-Match, If-Unmodified-Since) did not hold: the resource changed since the client saw it."},
 	yard.ETOOLARGE:        {413, "too-large", "Content too large", "The request body is larger than 1 MiB."},
 	yard.EUNSUPPORTED:     {415, "unsupported-media-type", "Unsupported media type", "The Content-Type of the request body is not one this endpoint reads."},
@@ -51,6 +52,8 @@ type Problem struct {
 	Instance  string            `json:"instance,omitempty"`
 	Errors    []yard.FieldError `json:"errors,omitempty"`
 	RequestID string            `json:"requestId,omitempty"`
+	// Oldest is the oldest event id kept, in a 410 (docs/events.md).
+	Oldest string `json:"oldest,omitempty"`
 }
 
 // error renders err as a problem. Internal errors are logged with the
@@ -84,6 +87,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	var e *yard.Error
 	if errors.As(err, &e) {
 		p.Errors = e.Fields
+		p.Oldest = e.Oldest
 		if e.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 		}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -121,6 +122,7 @@ func insertBark(ctx context.Context, tx *Tx, b *yard.Bark, runAt time.Time) erro
 // to its barkCount.
 func touchDog(ctx context.Context, tx *Tx, dogID string, delta int, now time.Time) error {
 	_, err := tx.db.txExec(ctx, tx, touchDogSQL, delta, Millis(now), dogID)
+	tx.markDog(dogID)
 	return err
 }
 
@@ -148,6 +150,9 @@ func (db *DB) RecordSyncBark(ctx context.Context, b *yard.Bark) error {
 		if err := insertBark(ctx, tx, b, now); err != nil {
 			return err
 		}
+		if err := barkEvents(ctx, tx, b, yard.EventBarkCreated, yard.EventBarkSucceeded); err != nil {
+			return err
+		}
 		if b.DogChanged {
 			return touchDog(ctx, tx, b.DogID, 1, now)
 		}
@@ -164,7 +169,10 @@ func (db *DB) RecordFailedBark(ctx context.Context, b *yard.Bark, msg string) er
 		}
 		b.Status, b.Source, b.Async, b.Attempts, b.Error = yard.BarkFailed, yard.BarkSourceRequest, false, 1, msg
 		b.CreatedAt, b.StartedAt, b.FinishedAt = now, now, now
-		return insertBark(ctx, tx, b, now)
+		if err := insertBark(ctx, tx, b, now); err != nil {
+			return err
+		}
+		return barkEvents(ctx, tx, b, yard.EventBarkCreated, yard.EventBarkFailed)
 	})
 }
 
@@ -180,7 +188,10 @@ func (db *DB) EnqueueBark(ctx context.Context, b *yard.Bark) error {
 		if b.Source == "" {
 			b.Source = yard.BarkSourceRequest
 		}
-		return insertBark(ctx, tx, b, now)
+		if err := insertBark(ctx, tx, b, now); err != nil {
+			return err
+		}
+		return barkEvent(ctx, tx, yard.EventBarkCreated, b)
 	})
 }
 
@@ -199,10 +210,16 @@ func (db *DB) CancelBark(ctx context.Context, dogID, id string) (*yard.Bark, err
 		case b.Status == yard.BarkPending || b.Status == yard.BarkRunning:
 			_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = 'canceled', finished_at = $1, lease_token = '', lease_until = 0
 				WHERE id = $2`, Millis(tx.Now()), id)
-			return err
+			if err != nil {
+				return err
+			}
+			return barkEventByID(ctx, tx, yard.EventBarkCanceled, id)
 		case b.Status == yard.BarkSucceeded && b.Effect == yard.EffectRecord:
-			_, err = tx.ExecContext(ctx, `DELETE FROM tasks WHERE id = $1`, id)
-			return err
+			if _, err = tx.ExecContext(ctx, `DELETE FROM tasks WHERE id = $1`, id); err != nil {
+				return err
+			}
+			body, _ := json.Marshal(yard.EventDeleted{ID: id})
+			return appendEventOwnedBy(ctx, tx, yard.EventBarkDeleted, yard.BarkPath(dogID, id), "", dogID, body)
 		case b.Status == yard.BarkSucceeded:
 			return yard.Errorf(yard.ECONFLICT, "The %s bark has already taken place and cannot be canceled.", b.Effect)
 		default:
@@ -269,6 +286,9 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 		if errors.Is(err, sql.ErrNoRows) {
 			b, err = nil, nil
 		}
+		if b != nil && err == nil {
+			err = barkEvent(ctx, tx, yard.EventBarkRunning, b)
+		}
 		return err
 	})
 	if b == nil {
@@ -319,10 +339,14 @@ func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r ya
 		if err := leaseResult(res, err); err != nil {
 			return err
 		}
+		if err := barkEventByID(ctx, tx, yard.EventBarkSucceeded, b.ID); err != nil {
+			return err
+		}
 		if r.CodeRevision != nil && changed {
 			if _, err := tx.ExecContext(ctx, `UPDATE dogs SET code_revision = $1, updated_at = $2 WHERE id = $3`, *r.CodeRevision, Millis(now), b.DogID); err != nil {
 				return err
 			}
+			tx.markDog(b.DogID)
 		}
 		if countsBark(b.Effect) {
 			return touchDog(ctx, tx, b.DogID, 1, now)
@@ -346,7 +370,10 @@ func (db *DB) FailTask(ctx context.Context, id, token, msg, output string) error
 	return db.WithTx(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'failed', finished_at = $1, error = $2, output = $3, lease_token = '', lease_until = 0
 			WHERE id = $4 AND lease_token = $5 AND status = 'running'`, Millis(tx.Now()), msg, output, id, token)
-		return leaseResult(res, err)
+		if err := leaseResult(res, err); err != nil {
+			return err
+		}
+		return barkEventByID(ctx, tx, yard.EventBarkFailed, id)
 	})
 }
 
@@ -676,6 +703,9 @@ func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, er
 			}
 			if n, _ := res.RowsAffected(); n == 1 {
 				fired = append(fired, b)
+				if err := barkEvent(ctx, tx, yard.EventBarkCreated, b); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

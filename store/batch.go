@@ -84,10 +84,14 @@ func (db *DB) runBatch(writes []batchWrite, res []batch.Result[struct{}]) {
 			if _, err := tx.ExecContext(r.ctx, "SAVEPOINT "+sp); err != nil {
 				return err
 			}
+			evTx, dirty := tx.evTx, len(tx.dirtyDogs)
 			if res[i].Err = r.fn(tx); res[i].Err != nil {
 				if _, err := tx.ExecContext(context.Background(), "ROLLBACK TO SAVEPOINT "+sp); err != nil {
 					return err
 				}
+				// The rollback undid this write's events (and on
+				// SQLite its bump of the event clock).
+				tx.evTx, tx.dirtyDogs = evTx, tx.dirtyDogs[:dirty]
 			}
 			if _, err := tx.ExecContext(context.Background(), "RELEASE SAVEPOINT "+sp); err != nil {
 				return err

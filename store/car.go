@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -212,7 +213,10 @@ func (db *DB) CreateCar(ctx context.Context, c *yard.Car) error {
 		if err != nil {
 			return err
 		}
-		return insertCar(ctx, tx, c, v)
+		if err := insertCar(ctx, tx, c, v); err != nil {
+			return err
+		}
+		return carEvent(ctx, tx, yard.EventCarCreated, c)
 	})
 }
 
@@ -292,12 +296,15 @@ func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 				c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), now, v).Scan(&createdAt)
 			if errors.Is(err, sql.ErrNoRows) {
 				created = true
-				return insertCar(ctx, tx, c, v)
+				if err := insertCar(ctx, tx, c, v); err != nil {
+					return err
+				}
+				return carEvent(ctx, tx, yard.EventCarCreated, c)
 			} else if err != nil {
 				return carWriteError(err)
 			}
 			c.CreatedAt, c.UpdatedAt = FromMillis(createdAt), FromMillis(now)
-			return nil
+			return carEvent(ctx, tx, yard.EventCarUpdated, c)
 		})
 	}
 	return created, err
@@ -308,10 +315,16 @@ func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 // commit order); xmax is 0 on a row the statement inserted.
 func (db *DB) replaceCarPostgres(ctx context.Context, c *yard.Car) (bool, error) {
 	now := Millis(db.Now())
+	c.UpdatedAt = FromMillis(now)
+	data, err := json.Marshal(c) // the event's data (its createdAt is not part of a car's representation)
+	if err != nil {
+		return false, err
+	}
 	var createdAt int64
 	var created bool
-	err := db.write.QueryRowContext(ctx, `WITH v AS (UPDATE car_version SET version = version + 1 WHERE id = 1 RETURNING version)
-		INSERT INTO cars (id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year,
+	// The car's event is written by the same statement (store/events.go).
+	err = db.write.QueryRowContext(ctx, `WITH v AS (UPDATE car_version SET version = version + 1 WHERE id = 1 RETURNING version),
+		w AS (INSERT INTO cars (id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year,
 			garage_id, garage_state_key, created_at, updated_at, changed_version)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text,
 			(SELECT state_key FROM garages WHERE id = $12::text), $13, $13, v.version FROM v
@@ -320,13 +333,18 @@ func (db *DB) replaceCarPostgres(ctx context.Context, c *yard.Car) (bool, error)
 			model = excluded.model, model_key = excluded.model_key, year = excluded.year, garage_id = excluded.garage_id,
 			garage_state_key = excluded.garage_state_key, updated_at = excluded.updated_at,
 			changed_version = excluded.changed_version
-		RETURNING created_at, xmax = 0`,
+		RETURNING created_at, xmax = 0 AS created),
+		e AS (INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
+			SELECT pg_current_xact_id()::text::bigint, 1, CASE WHEN w.created THEN 'car.created' ELSE 'car.updated' END,
+				$14, '', $13, $15 FROM w)
+		SELECT created_at, created FROM w`,
 		c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make, strings.ToLower(c.Make),
-		c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), now).Scan(&createdAt, &created)
+		c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), now, yard.CarPath(c.ID), string(data)).Scan(&createdAt, &created)
 	if err != nil {
 		return false, carWriteError(err)
 	}
-	c.CreatedAt, c.UpdatedAt = FromMillis(createdAt), FromMillis(now)
+	c.CreatedAt = FromMillis(createdAt)
+	db.eventsCommitted()
 	return created, nil
 }
 
@@ -355,7 +373,10 @@ func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*ya
 		if err := c.Validate(); err != nil {
 			return err
 		}
-		return updateCarRow(ctx, tx, c, v)
+		if err := updateCarRow(ctx, tx, c, v); err != nil {
+			return err
+		}
+		return carEvent(ctx, tx, yard.EventCarUpdated, c)
 	})
 	return c, err
 }
@@ -374,7 +395,10 @@ func (db *DB) DeleteCar(ctx context.Context, id string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return yard.Errorf(yard.ENOTFOUND, "Car not found.")
 		}
-		return tombstone(ctx, tx, "car", id, v)
+		if err := tombstone(ctx, tx, "car", id, v); err != nil {
+			return err
+		}
+		return deletedEvent(ctx, tx, yard.EventCarDeleted, yard.CarPath(id), "", id)
 	})
 }
 
@@ -431,7 +455,10 @@ func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
 		if err != nil {
 			return err
 		}
-		return insertGarage(ctx, tx, g, v)
+		if err := insertGarage(ctx, tx, g, v); err != nil {
+			return err
+		}
+		return garageEvent(ctx, tx, yard.EventGarageCreated, g)
 	})
 }
 
@@ -482,14 +509,18 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 			return err
 		}
 		old, err := scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, g.ID))
+		typ := yard.EventGarageUpdated
 		if errors.Is(err, sql.ErrNoRows) {
-			created = true
-			return insertGarage(ctx, tx, g, v)
-		} else if err != nil {
+			created, typ = true, yard.EventGarageCreated
+			err = insertGarage(ctx, tx, g, v)
+		} else if err == nil {
+			g.CreatedAt = old.CreatedAt
+			err = updateGarageRow(ctx, tx, g, v)
+		}
+		if err != nil {
 			return err
 		}
-		g.CreatedAt = old.CreatedAt
-		return updateGarageRow(ctx, tx, g, v)
+		return garageEvent(ctx, tx, typ, g)
 	})
 	return created, err
 }
@@ -515,7 +546,10 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 		if err := g.Validate(); err != nil {
 			return err
 		}
-		return updateGarageRow(ctx, tx, g, v)
+		if err := updateGarageRow(ctx, tx, g, v); err != nil {
+			return err
+		}
+		return garageEvent(ctx, tx, yard.EventGarageUpdated, g)
 	})
 	return g, err
 }
@@ -544,7 +578,10 @@ func (db *DB) DeleteGarage(ctx context.Context, id string) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM garages WHERE id = $1`, id); err != nil {
 			return err
 		}
-		return tombstone(ctx, tx, "garage", id, v)
+		if err := tombstone(ctx, tx, "garage", id, v); err != nil {
+			return err
+		}
+		return deletedEvent(ctx, tx, yard.EventGarageDeleted, yard.GaragePath(id), "", id)
 	})
 }
 

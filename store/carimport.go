@@ -166,7 +166,10 @@ func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions
 			if err := im.writeGarages(ctx, tx, b.garages, v); err != nil {
 				return err
 			}
-			return im.writeCars(ctx, tx, b.cars, v)
+			if err := im.writeCars(ctx, tx, b.cars, v); err != nil {
+				return err
+			}
+			return importEvent(ctx, tx, b)
 		}); err != nil {
 			if ctx.Err() != nil {
 				return st, ctx.Err()

@@ -83,8 +83,10 @@ func (db *DB) CreateDog(ctx context.Context, d *yard.Dog) error {
 			d.ID, d.Name, d.Email, d.Owner, d.BarkCount, d.BarkEffect, d.CodeURL, d.CodeRevision, Millis(now), Millis(now))
 		if isUniqueViolation(err) {
 			return yard.Errorf(yard.ECONFLICT, "A dog with id %q already exists.", d.ID)
+		} else if err != nil {
+			return err
 		}
-		return err
+		return appendEvent(ctx, tx, yard.EventDogCreated, yard.DogPath(d.ID), d.Owner, d)
 	})
 }
 
@@ -145,19 +147,18 @@ func (db *DB) updateDogTx(ctx context.Context, tx *Tx, id string, upd yard.DogUp
 	d.UpdatedAt = tx.Now().UTC().Truncate(1e6)
 	_, err = tx.ExecContext(ctx, `UPDATE dogs SET name=$1, email=$2, owner_id=$3, bark_effect=$4, code_url=$5, updated_at=$6 WHERE id=$7`,
 		d.Name, d.Email, d.Owner, d.BarkEffect, d.CodeURL, Millis(d.UpdatedAt), id)
+	tx.markDog(id)
 	return d, err
 }
 
 // DeleteDog removes a dog.
 func (db *DB) DeleteDog(ctx context.Context, id string) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM dogs WHERE id = $1`, id)
+		var owner string
+		err := tx.QueryRowContext(ctx, `DELETE FROM dogs WHERE id = $1 RETURNING owner_id`, id).Scan(&owner)
 		if err != nil {
-			return err
+			return notFound(err, "Dog")
 		}
-		if k, _ := res.RowsAffected(); k == 0 {
-			return yard.Errorf(yard.ENOTFOUND, "Dog not found.")
-		}
-		return nil
+		return deletedEvent(ctx, tx, yard.EventDogDeleted, yard.DogPath(id), owner, id)
 	})
 }

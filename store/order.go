@@ -122,7 +122,10 @@ func (db *DB) CreateOrder(ctx context.Context, o *yard.Order) error {
 		o.CreatedAt, o.UpdatedAt = now, now
 		_, err := tx.ExecContext(ctx, `INSERT INTO orders (`+orderColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
 			o.ID, o.CustomerID, o.Status, o.Canceled, Millis(now), Millis(now))
-		return err
+		if err != nil {
+			return err
+		}
+		return appendEvent(ctx, tx, yard.EventOrderCreated, yard.OrderPath(o.ID), o.CustomerID, o)
 	})
 }
 
@@ -166,7 +169,7 @@ func (db *DB) UpdateOrder(ctx context.Context, id string, fn func(o *yard.Order)
 			return yard.Errorf(yard.ECONFLICT, "The order changed while this request was applied; read it again.")
 		}
 		out = &next
-		return nil
+		return appendEvent(ctx, tx, yard.EventOrderUpdated, yard.OrderPath(id), next.CustomerID, out)
 	})
 	return out, err
 }

@@ -70,6 +70,10 @@ type DB struct {
 
 	stmts  sync.Map // string -> *sql.Stmt
 	nstmts atomic.Int64
+
+	// eventWake is signalled after a commit that appended events
+	// (EventsWritten).
+	eventWake chan struct{}
 }
 
 // maxCachedStmts bounds the statement cache; dynamic queries beyond it run
@@ -80,7 +84,7 @@ const maxCachedStmts = 512
 // dataDir/yard.db, "sqlite:PATH" or "file:PATH" for a given SQLite file,
 // "postgres://..." or "postgresql://..." for PostgreSQL. It does not migrate.
 func Open(ctx context.Context, dsn, dataDir string) (*DB, error) {
-	db := &DB{Now: time.Now}
+	db := &DB{Now: time.Now, eventWake: make(chan struct{}, 1)}
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		db.engine, db.dsn = Postgres, dsn
@@ -329,6 +333,13 @@ type Tx struct {
 	*sql.Tx
 	db  *DB
 	now time.Time
+
+	// The events appended so far (events.go): SQLite's transaction
+	// number (0 until the first event), the last ordinal, and the dogs
+	// whose dog.updated is appended at commit.
+	evTx      int64
+	evSeq     int64
+	dirtyDogs []string
 }
 
 // Now returns the time the transaction began, by the store's clock.
@@ -344,14 +355,29 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	tx := &Tx{Tx: sqlTx, db: db, now: db.Now()}
-	if err := fn(tx); err != nil {
+	err = fn(tx)
+	if err == nil {
+		err = tx.flushDogs(ctx)
+	}
+	if err != nil {
 		_ = sqlTx.Rollback()
 		return err
 	}
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	if tx.evSeq > 0 {
+		db.eventsCommitted()
+	}
 	return nil
+}
+
+// eventsCommitted signals EventsWritten.
+func (db *DB) eventsCommitted() {
+	select {
+	case db.eventWake <- struct{}{}:
+	default:
+	}
 }
 
 // Millis converts a time to the stored form: Unix milliseconds.

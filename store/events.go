@@ -1,0 +1,405 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/yard-api/yard"
+)
+
+// The event log (docs/events.md; migration 00100). Every write that a client
+// can see appends its events in its own transaction, so an event exists if
+// and only if its change committed. An event's id is (tx, seq):
+//
+//   - PostgreSQL: tx is the writing transaction's id. A reader sees only
+//     events of transactions older than the oldest one still running
+//     (pg_snapshot_xmin of the current snapshot): those have all ended, so
+//     no event can later appear before one already read. Writers take no
+//     common lock for it.
+//   - SQLite: tx comes from event_clock, bumped by the first event of each
+//     transaction; the one writer orders every transaction, so tx order is
+//     commit order.
+//
+// A dog changes in many ways within one transaction (a bark's count, a
+// schedule, a field): markDog collects them and the transaction appends one
+// dog.updated, with the dog as it is at commit, just before committing.
+
+// appendEvent appends an event to tx. data is marshalled as it is.
+func appendEvent(ctx context.Context, tx *Tx, typ, subject, owner string, data any) error {
+	body, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("event data: %w", err)
+	}
+	return appendEventOwnedBy(ctx, tx, typ, subject, owner, "", body)
+}
+
+const (
+	insertEventPG = `INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
+		VALUES (pg_current_xact_id()::text::bigint, $1, $2, $3, $4, $5, $6)`
+	insertEventOfDogPG = `INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
+		SELECT pg_current_xact_id()::text::bigint, $1, $2, $3, owner_id, $5, $6 FROM dogs WHERE id = $4`
+	insertEventSQLite = `INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
+		VALUES ($7, $1, $2, $3, $4, $5, $6)`
+	insertEventOfDogSQLite = `INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
+		SELECT $7, $1, $2, $3, owner_id, $5, $6 FROM dogs WHERE id = $4`
+)
+
+// appendEventOwnedBy appends an event whose owner is owner, or, when
+// ofDog is set, the owner of that dog (read in the same statement).
+func appendEventOwnedBy(ctx context.Context, tx *Tx, typ, subject, owner, ofDog string, data []byte) error {
+	tx.evSeq++
+	at := Millis(tx.Now())
+	if tx.db.engine == Postgres {
+		q, who := insertEventPG, owner
+		if ofDog != "" {
+			q, who = insertEventOfDogPG, ofDog
+		}
+		_, err := tx.ExecContext(ctx, q, tx.evSeq, typ, subject, who, at, string(data))
+		return err
+	}
+	if tx.evTx == 0 {
+		if err := tx.QueryRowContext(ctx, `UPDATE event_clock SET tx = tx + 1 WHERE id = 1 RETURNING tx`).Scan(&tx.evTx); err != nil {
+			return fmt.Errorf("event clock: %w", err)
+		}
+	}
+	q, who := insertEventSQLite, owner
+	if ofDog != "" {
+		q, who = insertEventOfDogSQLite, ofDog
+	}
+	_, err := tx.db.txExec(ctx, tx, q, tx.evSeq, typ, subject, who, at, string(data), tx.evTx)
+	return err
+}
+
+// barkEvent appends a bark event with b as its data; the owner is the
+// dog's.
+func barkEvent(ctx context.Context, tx *Tx, typ string, b *yard.Bark) error {
+	return barkEvents(ctx, tx, b, typ)
+}
+
+// barkEventByID appends a bark event with the task as tx now holds it.
+func barkEventByID(ctx context.Context, tx *Tx, typ, id string) error {
+	b, err := scanBark(tx.QueryRowContext(ctx, `SELECT `+barkColumns+` FROM tasks WHERE id = $1`, id))
+	if err != nil {
+		return notFound(err, "Bark")
+	}
+	return barkEvent(ctx, tx, typ, b)
+}
+
+// markDog notes that the dog changed in tx: one dog.updated is appended at
+// commit (flushDogs), unless the dog was created or deleted in tx.
+func (tx *Tx) markDog(id string) {
+	for _, d := range tx.dirtyDogs {
+		if d == id {
+			return
+		}
+	}
+	tx.dirtyDogs = append(tx.dirtyDogs, id)
+}
+
+// flushDogs appends dog.updated for each dog marked in tx, with the dog as
+// it is now.
+func (tx *Tx) flushDogs(ctx context.Context) error {
+	for _, id := range tx.dirtyDogs {
+		if err := dogEvent(ctx, tx, yard.EventDogUpdated, id); err != nil && yard.ErrorCode(err) != yard.ENOTFOUND {
+			return err
+		}
+	}
+	tx.dirtyDogs = tx.dirtyDogs[:0]
+	return nil
+}
+
+// dogEvent appends a dog event with the dog (and its schedule) as tx holds
+// it; ENOTFOUND when the dog is gone.
+func dogEvent(ctx context.Context, tx *Tx, typ, id string) error {
+	d, err := dogInTx(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	return appendEvent(ctx, tx, typ, yard.DogPath(d.ID), d.Owner, d)
+}
+
+// dogInTx reads a dog with its schedule inside tx (findDogWithSchedule
+// reads outside any transaction).
+func dogInTx(ctx context.Context, tx *Tx, id string) (*yard.Dog, error) {
+	var next, last, freq sql.NullInt64
+	d, err := scanDog(withExtra{tx.QueryRowContext(ctx, `SELECT `+dogColumnsD+`, s.next_at, s.frequency, s.last_at
+		FROM dogs d LEFT JOIN bark_schedules s ON s.dog_id = d.id WHERE d.id = $1`, id), []any{&next, &freq, &last}})
+	if err != nil {
+		return nil, notFound(err, "Dog")
+	}
+	if freq.Int64 > 0 {
+		rows, err := tx.QueryContext(ctx, `SELECT slot_at FROM tasks WHERE dog_id = $1 AND source = 'schedule' AND status <> 'canceled'
+			ORDER BY slot_at DESC LIMIT $2`, id, yard.MaxPreviousBarks)
+		if err != nil {
+			return nil, err
+		}
+		prev := []time.Time{}
+		for rows.Next() {
+			var ms int64
+			if err := rows.Scan(&ms); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			prev = append(prev, FromMillis(ms))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		d.Schedule = &yard.BarkSchedule{Next: FromMillis(next.Int64), Frequency: int(freq.Int64), Last: FromMillis(last.Int64), Previous: prev}
+	}
+	return d, nil
+}
+
+// deletedEvent appends a deletion event.
+func deletedEvent(ctx context.Context, tx *Tx, typ, subject, owner, id string) error {
+	return appendEvent(ctx, tx, typ, subject, owner, yard.EventDeleted{ID: id})
+}
+
+// eventsRead is the SQL of ReadEvents: visible events after ($1, $2), in
+// order, at most $3 (owner_id = $4 when the reader is not an
+// administrator).
+func (db *DB) eventsRead(owned bool) string {
+	q := `SELECT tx, seq, type, subject, owner_id, at, data FROM events WHERE (tx, seq) > ($1, $2)`
+	if db.engine == Postgres {
+		q += ` AND tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
+	}
+	if owned {
+		q += ` AND owner_id = $4`
+	}
+	return q + ` ORDER BY tx, seq LIMIT $3`
+}
+
+// maxEventScan bounds the rows one ReadEvents reads when f.Scan is 0.
+const maxEventScan = 10000
+
+// ReadEvents implements yard.EventReader. It reads in chunks until it has
+// f.Limit events that f.Match keeps or has read f.Scan rows; Next is the last
+// row read, so a caller that continues from it skips nothing.
+func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPage, error) {
+	if !f.After.IsZero() {
+		if err := db.checkHorizon(ctx, f.After); err != nil {
+			return nil, err
+		}
+	}
+	limit, scan := f.Limit, f.Scan
+	if limit <= 0 {
+		limit = 100
+	}
+	if scan <= 0 {
+		scan = maxEventScan
+	}
+	page := &yard.EventPage{Next: f.After, Events: []*yard.Event{}}
+	chunk := max(limit, 100)
+	if f.Match == nil {
+		chunk = limit
+	}
+	chunk = min(chunk, scan)
+	q := db.eventsRead(f.Owner != nil)
+	read := 0
+	for read < scan && len(page.Events) < limit {
+		args := []any{page.Next.Tx, page.Next.Seq, min(chunk, scan-read)}
+		if f.Owner != nil {
+			args = append(args, *f.Owner)
+		}
+		rows, err := db.Query(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		n := 0
+		for rows.Next() {
+			var e yard.Event
+			var at int64
+			var data string
+			if err := rows.Scan(&e.ID.Tx, &e.ID.Seq, &e.Type, &e.Subject, &e.Owner, &at, &data); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			n++
+			e.Time, e.Data = FromMillis(at), json.RawMessage(data)
+			if len(page.Events) < limit {
+				page.Next = e.ID
+				if f.Match == nil || f.Match(&e) {
+					page.Events = append(page.Events, &e)
+				}
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		read += n
+		if n < args[2].(int) {
+			break // caught up
+		}
+	}
+	return page, nil
+}
+
+// checkHorizon answers EGONE when events after id were removed by the
+// retention.
+func (db *DB) checkHorizon(ctx context.Context, id yard.EventID) error {
+	var pruned yard.EventID
+	if err := db.QueryRow(ctx, `SELECT pruned_tx, pruned_seq FROM event_clock WHERE id = 1`).Scan(&pruned.Tx, &pruned.Seq); err != nil {
+		return err
+	}
+	if !id.Less(pruned) {
+		return nil
+	}
+	e := yard.Errorf(yard.EGONE, "Events after %s are no longer kept (retention); the oldest one kept is in oldest.", id)
+	var oldest yard.EventID
+	err := db.QueryRow(ctx, `SELECT tx, seq FROM events ORDER BY tx, seq LIMIT 1`).Scan(&oldest.Tx, &oldest.Seq)
+	if err == nil {
+		e.Oldest = oldest.String()
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	return e
+}
+
+// LastEventID returns the id of the newest event a reader can see now (the
+// zero id when there is none): a stream that starts "from now" starts
+// after it.
+func (db *DB) LastEventID(ctx context.Context) (yard.EventID, error) {
+	q := `SELECT tx, seq FROM events ORDER BY tx DESC, seq DESC LIMIT 1`
+	if db.engine == Postgres {
+		q = `SELECT tx, seq FROM events WHERE tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint ORDER BY tx DESC, seq DESC LIMIT 1`
+	}
+	var id yard.EventID
+	err := db.QueryRow(ctx, q).Scan(&id.Tx, &id.Seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
+	return id, err
+}
+
+// PruneEvents removes events older than before, at most limit of them, and
+// returns how many it removed. Readers resuming before the newest one
+// removed get EGONE.
+func (db *DB) PruneEvents(ctx context.Context, before time.Time, limit int) (int, error) {
+	n := 0
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		rows, err := tx.QueryContext(ctx, `DELETE FROM events WHERE (tx, seq) IN
+			(SELECT tx, seq FROM events WHERE at < $1 LIMIT $2) RETURNING tx, seq`, Millis(before), limit)
+		if err != nil {
+			return err
+		}
+		var newest yard.EventID
+		for rows.Next() {
+			var id yard.EventID
+			if err := rows.Scan(&id.Tx, &id.Seq); err != nil {
+				rows.Close()
+				return err
+			}
+			n++
+			if newest.Less(id) {
+				newest = id
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || n == 0 {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE event_clock SET pruned_tx = $1, pruned_seq = $2
+			WHERE id = 1 AND (pruned_tx < $1 OR (pruned_tx = $1 AND pruned_seq < $2))`, newest.Tx, newest.Seq)
+		return err
+	})
+	return n, err
+}
+
+// EventsWritten is signalled (without blocking, so signals coalesce) after
+// each commit of this process that appended events.
+func (db *DB) EventsWritten() <-chan struct{} { return db.eventWake }
+
+// eventsChannel is the PostgreSQL notification channel that wakes every
+// process's event readers (docs/events.md, "Across processes").
+const eventsChannel = "yard_events"
+
+// NotifyEvents tells every process sharing a PostgreSQL store that events
+// were written (a no-op on SQLite, which has one process). A lost
+// notification only delays readers until their next poll.
+func (db *DB) NotifyEvents(ctx context.Context) error {
+	if db.engine != Postgres {
+		return nil
+	}
+	_, err := db.write.ExecContext(ctx, `SELECT pg_notify('`+eventsChannel+`', '')`)
+	return err
+}
+
+// ListenEvents calls wake for each notification of NotifyEvents (on any
+// process) until ctx ends or the connection fails; it returns at once on
+// SQLite. It holds one connection of the store while it runs.
+func (db *DB) ListenEvents(ctx context.Context, wake func()) error {
+	if db.engine != Postgres {
+		return nil
+	}
+	conn, err := db.read.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		pc := dc.(*stdlib.Conn).Conn()
+		if _, err := pc.Exec(ctx, `LISTEN `+eventsChannel); err != nil {
+			return err
+		}
+		defer func() {
+			// Leave the connection clean for the pool (or let it break).
+			c, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, _ = pc.Exec(c, `UNLISTEN `+eventsChannel)
+		}()
+		wake() // anything written while not listening
+		for {
+			if _, err := pc.WaitForNotification(ctx); err != nil {
+				return err
+			}
+			wake()
+		}
+	})
+}
+
+// barkEvents appends one bark event per type, each with b as its data.
+func barkEvents(ctx context.Context, tx *Tx, b *yard.Bark, types ...string) error {
+	body, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	for _, typ := range types {
+		if err := appendEventOwnedBy(ctx, tx, typ, yard.BarkPath(b.DogID, b.ID), "", b.DogID, body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// carEvent appends a car event (administrators only).
+func carEvent(ctx context.Context, tx *Tx, typ string, c *yard.Car) error {
+	return appendEvent(ctx, tx, typ, yard.CarPath(c.ID), "", c)
+}
+
+// garageEvent appends a garage event (administrators only).
+func garageEvent(ctx context.Context, tx *Tx, typ string, g *yard.Garage) error {
+	return appendEvent(ctx, tx, typ, yard.GaragePath(g.ID), "", g)
+}
+
+// importEvent appends the car.imported event of one import batch: its
+// counts and the range of its car ids (administrators only).
+func importEvent(ctx context.Context, tx *Tx, b *importBatch) error {
+	d := yard.EventImport{Count: len(b.cars), Garages: len(b.garages)}
+	for _, c := range b.cars {
+		if d.First == "" || c.ID < d.First {
+			d.First = c.ID
+		}
+		if c.ID > d.Last {
+			d.Last = c.ID
+		}
+	}
+	return appendEvent(ctx, tx, yard.EventCarImported, "/cars", "", d)
+}

@@ -1,0 +1,406 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/store"
+	"github.com/yard-api/yard/store/storetest"
+)
+
+// readAllEvents reads every visible event after `after`, as owner sees them
+// (nil: an administrator).
+func readAllEvents(t *testing.T, db *store.DB, after yard.EventID, owner *string) []*yard.Event {
+	t.Helper()
+	var out []*yard.Event
+	for {
+		p, err := db.ReadEvents(context.Background(), yard.EventFilter{After: after, Owner: owner, Limit: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p.Events...)
+		if len(p.Events) == 0 {
+			return out
+		}
+		after = p.Next
+	}
+}
+
+func eventTypes(evs []*yard.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Type+" "+e.Subject)
+	}
+	return out
+}
+
+// TestEventsOfEveryWrite holds each write path to exactly its events, in
+// order, visible to their owner and to administrators only.
+func TestEventsOfEveryWrite(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		alice := mustUser(t, db, "alice")
+		bob := mustUser(t, db, "bob")
+		start, err := db.LastEventID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		dog := &yard.Dog{Name: "Rex", Email: "rex@example.org", Owner: alice.ID}
+		if err := db.CreateDog(ctx, dog); err != nil {
+			t.Fatal(err)
+		}
+		// A write that fails leaves no event.
+		if err := db.CreateDog(ctx, &yard.Dog{ID: dog.ID, Name: "Rex", Email: "rex@example.org", Owner: alice.ID}); yard.ErrorCode(err) != yard.ECONFLICT {
+			t.Fatalf("duplicate dog: got %v", err)
+		}
+		sync1 := &yard.Bark{DogID: dog.ID, Effect: yard.EffectRecord}
+		if err := db.RecordSyncBark(ctx, sync1); err != nil {
+			t.Fatal(err)
+		}
+		async := &yard.Bark{DogID: dog.ID, Effect: yard.EffectEmailCount}
+		if err := db.EnqueueBark(ctx, async); err != nil {
+			t.Fatal(err)
+		}
+		claimed, token, err := db.ClaimTask(ctx, "w1", time.Minute)
+		if err != nil || claimed == nil || claimed.ID != async.ID {
+			t.Fatalf("claim: %v %v", claimed, err)
+		}
+		if err := db.CompleteTask(ctx, claimed, token, yard.TaskResult{Output: "sent"}); err != nil {
+			t.Fatal(err)
+		}
+		pending := &yard.Bark{DogID: dog.ID, Effect: yard.EffectEmail}
+		if err := db.EnqueueBark(ctx, pending); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.CancelBark(ctx, dog.ID, pending.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.CancelBark(ctx, dog.ID, sync1.ID); err != nil { // deletes the record
+			t.Fatal(err)
+		}
+		name := "Rexy"
+		if _, err := db.UpdateDog(ctx, dog.ID, yard.DogUpdate{Name: &name}); err != nil {
+			t.Fatal(err)
+		}
+		order := &yard.Order{CustomerID: bob.ID}
+		if err := db.CreateOrder(ctx, order); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.UpdateOrder(ctx, order.ID, func(o *yard.Order) error { o.Canceled = true; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		g := &yard.Garage{ID: "g1", Name: "North", State: "CA"}
+		if err := db.CreateGarage(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		car := &yard.Car{ID: "c1", Color: "red", Type: "sedan", Doors: 4, Make: "Ford", Model: "T", Year: 1990, Garage: "g1"}
+		if err := db.CreateCar(ctx, car); err != nil {
+			t.Fatal(err)
+		}
+		car.Color = "blue"
+		if created, err := db.ReplaceCar(ctx, car); err != nil || created {
+			t.Fatalf("replace: %v %v", created, err)
+		}
+		fresh := &yard.Car{ID: "c2", Color: "red", Type: "van", Doors: 2, Make: "VW", Model: "T2", Year: 1970}
+		if created, err := db.ReplaceCar(ctx, fresh); err != nil || !created {
+			t.Fatalf("replace new: %v %v", created, err)
+		}
+		doors := 5
+		if _, err := db.UpdateCar(ctx, "c1", yard.CarUpdate{Doors: &doors}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.DeleteCar(ctx, "c1"); err != nil {
+			t.Fatal(err)
+		}
+		state := "NV"
+		if _, err := db.UpdateGarage(ctx, "g1", yard.GarageUpdate{State: &state}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.DeleteGarage(ctx, "g1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.DeleteDog(ctx, dog.ID); err != nil {
+			t.Fatal(err)
+		}
+
+		dp := yard.DogPath(dog.ID)
+		bp := func(b *yard.Bark) string { return yard.BarkPath(dog.ID, b.ID) }
+		aliceWants := []string{
+			"dog.created " + dp,
+			"bark.created " + bp(sync1), "bark.succeeded " + bp(sync1), "dog.updated " + dp,
+			"bark.created " + bp(async),
+			"bark.running " + bp(async),
+			"bark.succeeded " + bp(async), "dog.updated " + dp,
+			"bark.created " + bp(pending),
+			"bark.canceled " + bp(pending),
+			"bark.deleted " + bp(sync1),
+			"dog.updated " + dp,
+		}
+		bobWants := []string{"order.created /order/" + order.ID, "order.updated /order/" + order.ID}
+		adminOnly := []string{
+			"garage.created /garages/g1",
+			"car.created /cars/c1", "car.updated /cars/c1", "car.created /cars/c2", "car.updated /cars/c1", "car.deleted /cars/c1",
+			"garage.updated /garages/g1", "garage.deleted /garages/g1",
+		}
+		all := slices.Concat(aliceWants, bobWants, adminOnly, []string{"dog.deleted " + dp})
+		aliceWants = append(aliceWants, "dog.deleted "+dp)
+
+		got := readAllEvents(t, db, start, nil)
+		if !slices.Equal(eventTypes(got), all) {
+			t.Fatalf("administrator's events:\ngot  %q\nwant %q", eventTypes(got), all)
+		}
+		for i := 1; i < len(got); i++ {
+			if !got[i-1].ID.Less(got[i].ID) || got[i-1].ID.String() >= got[i].ID.String() {
+				t.Fatalf("ids not increasing: %s then %s", got[i-1].ID, got[i].ID)
+			}
+		}
+		if a := eventTypes(readAllEvents(t, db, start, &alice.ID)); !slices.Equal(a, aliceWants) {
+			t.Fatalf("alice's events:\ngot  %q\nwant %q", a, aliceWants)
+		}
+		if b := eventTypes(readAllEvents(t, db, start, &bob.ID)); !slices.Equal(b, bobWants) {
+			t.Fatalf("bob's events:\ngot  %q\nwant %q", b, bobWants)
+		}
+
+		// The data is the resource after the change.
+		var d yard.Dog
+		if err := json.Unmarshal(got[3].Data, &d); err != nil || d.BarkCount != 1 || d.ID != dog.ID {
+			t.Fatalf("dog.updated data after a counted bark: %+v %v", d, err)
+		}
+		var b yard.Bark
+		if err := json.Unmarshal(got[6].Data, &b); err != nil || b.Status != yard.BarkSucceeded || b.Output != "sent" {
+			t.Fatalf("bark.succeeded data: %+v %v", b, err)
+		}
+		var c yard.Car
+		if err := json.Unmarshal(got[len(aliceWants)+len(bobWants)-1+2].Data, &c); err != nil || c.Color != "blue" {
+			t.Fatalf("car.updated data: %+v %v", c, err)
+		}
+		var del yard.EventDeleted
+		if err := json.Unmarshal(got[len(got)-1].Data, &del); err != nil || del.ID != dog.ID {
+			t.Fatalf("dog.deleted data: %+v %v", del, err)
+		}
+	})
+}
+
+// TestEventsBatchRollback: concurrent barks share transactions (group
+// commit); a failing one's events go with its savepoint, the others' stay,
+// and the ids stay unique and increasing.
+func TestEventsBatchRollback(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		alice := mustUser(t, db, "alice")
+		dog := &yard.Dog{Name: "Rex", Email: "rex@example.org", Owner: alice.ID}
+		if err := db.CreateDog(ctx, dog); err != nil {
+			t.Fatal(err)
+		}
+		start, _ := db.LastEventID(ctx)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		ok := 0
+		for i := range 60 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b := &yard.Bark{DogID: dog.ID, Effect: yard.EffectRecord}
+				if i%3 == 0 {
+					b.DogID = "no-such-dog" // fails its foreign key
+				}
+				if err := db.RecordSyncBark(ctx, b); err == nil {
+					mu.Lock()
+					ok++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if ok != 40 {
+			t.Fatalf("%d barks stored, want 40", ok)
+		}
+		evs := readAllEvents(t, db, start, nil)
+		n := map[string]int{}
+		for i, e := range evs {
+			n[e.Type]++
+			if i > 0 && !evs[i-1].ID.Less(e.ID) {
+				t.Fatalf("ids not increasing: %s then %s", evs[i-1].ID, e.ID)
+			}
+		}
+		if n[yard.EventBarkCreated] != 40 || n[yard.EventBarkSucceeded] != 40 || n[yard.EventDogUpdated] < 1 {
+			t.Fatalf("events by type: %v", n)
+		}
+		// The store still writes events after the rolled-back ones.
+		if err := db.RecordSyncBark(ctx, &yard.Bark{DogID: dog.ID, Effect: yard.EffectRecord}); err != nil {
+			t.Fatal(err)
+		}
+		if more := readAllEvents(t, db, evs[len(evs)-1].ID, nil); len(more) != 3 {
+			t.Fatalf("after: %q", eventTypes(more))
+		}
+	})
+}
+
+// TestEventsNeverAppearBehindTheReader: on PostgreSQL a transaction that
+// started earlier but commits later must not show its event behind one a
+// reader already read; a reader polling while writers race sees every
+// event once, in increasing order.
+func TestEventsNeverAppearBehindTheReader(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		alice := mustUser(t, db, "alice")
+		start, _ := db.LastEventID(ctx)
+
+		if db.Engine() == store.Postgres {
+			// A slow transaction holds an event while a later one commits.
+			slow, err := db.Read().BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := slow.ExecContext(ctx, `INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
+				VALUES (pg_current_xact_id()::text::bigint, 1, 'dog.updated', '/v1/dogs/slow/', '', 0, '{}')`); err != nil {
+				t.Fatal(err)
+			}
+			dog := &yard.Dog{Name: "Fast", Email: "f@example.org", Owner: alice.ID}
+			if err := db.CreateDog(ctx, dog); err != nil {
+				t.Fatal(err)
+			}
+			if evs := readAllEvents(t, db, start, nil); len(evs) != 0 {
+				t.Fatalf("read %q while an older transaction runs; want nothing yet", eventTypes(evs))
+			}
+			if err := slow.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			evs := readAllEvents(t, db, start, nil)
+			if want := []string{"dog.updated /v1/dogs/slow/", "dog.created " + yard.DogPath(dog.ID)}; !slices.Equal(eventTypes(evs), want) {
+				t.Fatalf("after the commit: got %q, want %q", eventTypes(evs), want)
+			}
+			start = evs[len(evs)-1].ID
+		}
+
+		// Writers race; a reader follows them from its cursor.
+		const writers, each = 8, 15
+		done := make(chan struct{})
+		var seen []*yard.Event
+		readerErr := make(chan error, 1)
+		go func() {
+			cur := start
+			for {
+				select {
+				case <-done:
+					readerErr <- nil
+					return
+				default:
+				}
+				p, err := db.ReadEvents(ctx, yard.EventFilter{After: cur, Limit: 50})
+				if err != nil {
+					readerErr <- err
+					return
+				}
+				seen = append(seen, p.Events...)
+				cur = p.Next
+			}
+		}()
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					d := &yard.Dog{Name: fmt.Sprintf("d%d-%d", w, i), Email: "d@example.org", Owner: alice.ID}
+					if err := db.CreateDog(ctx, d); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		// Let the reader catch up with the last commit, then stop it.
+		deadline := time.Now().Add(5 * time.Second)
+		all := readAllEvents(t, db, start, nil)
+		for len(all) < writers*each && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+			all = readAllEvents(t, db, start, nil)
+		}
+		time.Sleep(50 * time.Millisecond)
+		close(done)
+		if err := <-readerErr; err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != writers*each {
+			t.Fatalf("%d events in the store, want %d", len(all), writers*each)
+		}
+		for len(seen) < len(all) {
+			// The reader stopped between reads; finish its read.
+			p, err := db.ReadEvents(ctx, yard.EventFilter{After: seen[len(seen)-1].ID, Limit: 50})
+			if err != nil || len(p.Events) == 0 {
+				break
+			}
+			seen = append(seen, p.Events...)
+		}
+		if !slices.Equal(eventIDs(seen), eventIDs(all)) {
+			t.Fatalf("the following reader saw %d events, the store holds %d (or in another order)", len(seen), len(all))
+		}
+	})
+}
+
+func eventIDs(evs []*yard.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.ID.String())
+	}
+	return out
+}
+
+// TestEventsRetention: pruned events are gone, and a reader resuming before
+// them is told (EGONE, with the oldest id kept).
+func TestEventsRetention(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		alice := mustUser(t, db, "alice")
+		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		now := t0
+		db.Now = func() time.Time { return now }
+		var ids []yard.EventID
+		for i := range 5 {
+			now = t0.Add(time.Duration(i) * time.Hour)
+			if err := db.CreateDog(ctx, &yard.Dog{Name: "d", Email: "d@example.org", Owner: alice.ID}); err != nil {
+				t.Fatal(err)
+			}
+			id, _ := db.LastEventID(ctx)
+			ids = append(ids, id)
+		}
+		n, err := db.PruneEvents(ctx, t0.Add(150*time.Minute), 1000) // the first three
+		if err != nil || n != 3 {
+			t.Fatalf("pruned %d, %v; want 3", n, err)
+		}
+		_, err = db.ReadEvents(ctx, yard.EventFilter{After: ids[0]})
+		var e *yard.Error
+		if yard.ErrorCode(err) != yard.EGONE || !errorAs(err, &e) || e.Oldest != ids[3].String() {
+			t.Fatalf("resume before the horizon: got %v, want gone with oldest %s", err, ids[3])
+		}
+		// Resuming at the newest pruned event misses nothing.
+		p, err := db.ReadEvents(ctx, yard.EventFilter{After: ids[2]})
+		if err != nil || len(p.Events) != 2 || p.Events[0].ID != ids[3] {
+			t.Fatalf("resume at the horizon: %v %v", p, err)
+		}
+		// From the start: what is kept.
+		p, err = db.ReadEvents(ctx, yard.EventFilter{})
+		if err != nil || len(p.Events) != 2 {
+			t.Fatalf("from the start: %v %v", p, err)
+		}
+	})
+}
+
+func errorAs(err error, e **yard.Error) bool {
+	var ye *yard.Error
+	ok := false
+	if err != nil {
+		ye, ok = err.(*yard.Error)
+	}
+	*e = ye
+	return ok
+}
