@@ -37,7 +37,7 @@ type barkEnv struct {
 	data  string
 }
 
-func startBarks(t *testing.T, db *store.DB) *barkEnv {
+func startBarks(t *testing.T, db *store.DB, opts ...apitest.Option) *barkEnv {
 	t.Helper()
 	mails := smtptest.Start(t, smtptest.Options{User: "yard", Pass: "mailpw"})
 	mailer, err := notify.ParseSMTPURL("smtp://yard:mailpw@" + mails.Addr)
@@ -51,7 +51,7 @@ func startBarks(t *testing.T, db *store.DB) *barkEnv {
 	svc := &jobs.Service{DB: db, Poll: 20 * time.Millisecond, Heartbeat: 50 * time.Millisecond,
 		Effects: &jobs.Effects{Mailer: mailer, Texter: texts, Fetcher: fetcher, Users: db,
 			DataDir: data, From: "yard@yard.test", Domain: "yard.test"}}
-	env := apitest.Start(t, db, func(d *httpapi.Deps) { d.Barks = svc })
+	env := apitest.Start(t, db, append([]apitest.Option{func(d *httpapi.Deps) { d.Barks = svc }}, opts...)...)
 	return &barkEnv{Env: env, repos: repos, svc: svc, smtp: mails, texts: texts, data: data}
 }
 

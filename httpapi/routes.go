@@ -66,6 +66,10 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handlePostSchedule))
 	s.handle("GET", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handleGetSchedule))
 	s.handle("DELETE", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handleDeleteSchedule))
+
+	// Events (docs/events.md): a stream or pages of the principal's
+	// events.
+	s.handle("GET", "/v1/events", s.authenticated(s.handleEvents))
 	// Cars, garages and searches (docs/cars.md). Reads are public; writes
 	// need an administrator. Every car list shares one grammar (cars.go).
 	s.handle("GET", "/car/{car_id}", s.handleGetCar)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/pages"
 	"github.com/yard-api/yard/store"
@@ -76,6 +77,9 @@ type Deps struct {
 	// reached"). 0 waits as long as the client does; cmd/yard's default
 	// is DefaultStoreWait.
 	StoreWait time.Duration
+	// Events hands the store's new events to streams and to Prefer: wait
+	// (docs/events.md); nil answers streams with 503 and ignores waits.
+	Events *events.Hub
 }
 
 // Server serves the yard API. Build it with New.
@@ -150,7 +154,12 @@ type ctxKey int
 const routeKey ctxKey = iota
 
 // routeInfo is filled in as a request is routed, for logs and metrics.
-type routeInfo struct{ pattern string }
+type routeInfo struct {
+	pattern string
+	// base is the request's context before the store wait's deadline
+	// (streamContext).
+	base context.Context
+}
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -165,7 +174,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	info := &routeInfo{}
+	info := &routeInfo{base: r.Context()}
 	ctx := context.WithValue(r.Context(), routeKey, info)
 	if s.StoreWait > 0 {
 		// A request that waits this long for the store (every pooled

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/search"
@@ -49,6 +50,10 @@ type serveConfig struct {
 	jobLease    time.Duration
 	logLevel    string
 	storeWait   time.Duration
+	// events holds the limits of event streams (docs/events.md).
+	eventsRetention  time.Duration
+	eventsPerPerson  int
+	eventsPerProcess int
 	// auth holds the flags of the token and key schemes (authwire.go).
 	auth authFlags
 	// fetch holds the flags of fetch-code barks (barks.go).
@@ -76,6 +81,9 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.workers, "workers", 4, "bark tasks run at once by this process")
 	fs.DurationVar(&c.jobLease, "job-lease", 30*time.Second, "lease of a running bark task; a task whose process died runs again after it")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&c.eventsRetention, "events-retention", events.DefaultRetention, "how long events are kept for streams to resume from")
+	fs.IntVar(&c.eventsPerPerson, "events-per-person", events.DefaultPerPerson, "event streams one person may hold on this process (past it: 429)")
+	fs.IntVar(&c.eventsPerProcess, "events-per-process", events.DefaultPerProcess, "event streams and bark waits this process holds (past it: 503)")
 	fs.DurationVar(&c.storeWait, "store-wait", httpapi.DefaultStoreWait, "longest a request waits for the store (a free connection and its answers) before it is answered 503 (0: no bound)")
 	c.auth.register(fs)
 	c.fetch.register(fs)
@@ -88,6 +96,9 @@ type app struct {
 	// background runs until its context ends (jobs, schedulers, purges);
 	// serve waits for it on shutdown.
 	background []func(ctx context.Context)
+	// events streams the store's events; closed first on shutdown, so
+	// open streams end and do not hold the graceful shutdown.
+	events *events.Hub
 }
 
 // newLogger returns the JSON logger of the process.
@@ -174,14 +185,20 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	// the background at start, car lists answered by SQL until it is ready.
 	index := search.New(db, logger)
 
+	// Events (docs/events.md): this process's streams and waits follow
+	// the store's event log through one hub.
+	hub := events.New(db, events.Config{Retention: cfg.eventsRetention, PerPerson: cfg.eventsPerPerson,
+		PerProcess: cfg.eventsPerProcess, Logger: logger})
+
 	// The HTTP API over all of them.
 	api := httpapi.New(httpapi.Deps{
 		DB: db, Auth: kit.Chain, Basic: basic, Kit: kit, OpenID: openID,
 		BaseURL: cfg.baseURL, Logger: logger, Registry: registry, Version: Version,
-		Barks: barks, Cars: index, StoreWait: cfg.storeWait,
+		Barks: barks, Cars: index, StoreWait: cfg.storeWait, Events: hub,
 	})
 
-	return &app{db: db, api: api, background: []func(context.Context){
+	return &app{db: db, api: api, events: hub, background: []func(context.Context){
+		func(ctx context.Context) { _ = hub.Run(ctx) },
 		barks.Run,
 		// SQLite: checkpoint the WAL off the writer's path (see RunCheckpoints).
 		func(ctx context.Context) { db.RunCheckpoints(ctx, 200*time.Millisecond) },
@@ -285,6 +302,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(a.events.Close)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 

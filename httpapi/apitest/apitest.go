@@ -85,7 +85,7 @@ func Start(t testing.TB, db *store.DB, opts ...Option) *Env {
 // bodies it cannot decode by itself: pages, scripts, stylesheets and XRDS
 // documents are text; XML bodies decode like their JSON twins (xml.go).
 var registerBodyDecoders = sync.OnceFunc(func() {
-	for _, ct := range []string{"text/html", "text/javascript", "text/css", "application/xrds+xml"} {
+	for _, ct := range []string{"text/html", "text/javascript", "text/css", "application/xrds+xml", "text/event-stream"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 	}
 	for _, ct := range []string{"application/xml", "text/xml", "application/problem+xml"} {

@@ -1,0 +1,387 @@
+// Package events follows the store's event log and hands each new event
+// to the streams and waits of this process (docs/events.md). The store is
+// the truth: a Hub only reads it after the last event it handed out, woken
+// by this process's commits, by other processes' notifications (PostgreSQL
+// LISTEN/NOTIFY) and by a poll, so a lost wake-up delays an event but never
+// loses it. A subscriber that cannot keep up is cut off and resumes from
+// the store by id; memory stays bounded whatever the readers do.
+package events
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+// Store is what a Hub needs of the store (store.DB).
+type Store interface {
+	yard.EventReader
+	LastEventID(ctx context.Context) (yard.EventID, error)
+	EventsWritten() <-chan struct{}
+	NotifyEvents(ctx context.Context) error
+	ListenEvents(ctx context.Context, wake func()) error
+	PruneEvents(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
+// Defaults of a Hub's limits (docs/events.md, "Limits").
+const (
+	DefaultPoll         = 250 * time.Millisecond
+	DefaultRetention    = 168 * time.Hour
+	DefaultPerPerson    = 10
+	DefaultPerProcess   = 10000
+	DefaultBuffer       = 256
+	maxRead             = 1000
+	pruneEvery          = time.Minute
+	pruneBatch          = 10000
+	followUp            = 25 * time.Millisecond
+	listenRetry         = time.Second
+	notifyTimeout       = 2 * time.Second
+	readTimeout         = 10 * time.Second
+	defaultReadFailWait = time.Second
+)
+
+// ErrTooMany is returned by Subscribe past the per-person limit; ErrFull
+// past the per-process one.
+var (
+	ErrTooMany = errors.New("events: too many streams for this person")
+	ErrFull    = errors.New("events: too many streams on this process")
+	ErrClosed  = errors.New("events: the hub is closed")
+)
+
+// Config holds a Hub's settings; zero values take the defaults.
+type Config struct {
+	Poll       time.Duration // the longest an event waits when every wake-up is lost
+	Retention  time.Duration // events older than this are pruned
+	PerPerson  int           // streams one person may hold on this process
+	PerProcess int           // streams this process holds
+	Buffer     int           // events a subscriber may lag behind before it is cut off
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
+
+// Hub fans the store's new events out to subscribers. Build it with New and
+// run it with Run.
+type Hub struct {
+	store Store
+	cfg   Config
+
+	mu        sync.Mutex
+	pos       yard.EventID // the last event handed out
+	started   bool
+	closed    bool
+	subs      map[*Sub]struct{}
+	perPerson map[string]int
+	ready     chan struct{} // closed once pos is known
+	wake      chan struct{}
+}
+
+// New returns a hub over st.
+func New(st Store, cfg Config) *Hub {
+	if cfg.Poll <= 0 {
+		cfg.Poll = DefaultPoll
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.PerPerson <= 0 {
+		cfg.PerPerson = DefaultPerPerson
+	}
+	if cfg.PerProcess <= 0 {
+		cfg.PerProcess = DefaultPerProcess
+	}
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = DefaultBuffer
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Hub{store: st, cfg: cfg, subs: map[*Sub]struct{}{}, perPerson: map[string]int{},
+		ready: make(chan struct{}), wake: make(chan struct{}, 1)}
+}
+
+// Config returns the hub's settings with the defaults filled in.
+func (h *Hub) Config() Config { return h.cfg }
+
+// Item is one event handed to subscribers, shared by all of them: Body
+// renders it once per process.
+type Item struct {
+	Event *yard.Event
+	once  sync.Once
+	body  []byte
+}
+
+// Body returns render(Event), computed once.
+func (it *Item) Body(render func(*yard.Event) []byte) []byte {
+	it.once.Do(func() { it.body = render(it.Event) })
+	return it.body
+}
+
+// Sub is a subscription. Its events arrive on C in id order; Cut is closed
+// when the subscriber fell more than the buffer behind (or the hub
+// closed): it must stop and resume from the store.
+type Sub struct {
+	C   <-chan *Item
+	Cut <-chan struct{}
+	// From is the hub's position when the subscription began: C carries
+	// exactly the visible events after it.
+	From yard.EventID
+
+	c      chan *Item
+	cut    chan struct{}
+	person string
+	keep   func(*yard.Event) bool
+	counts bool
+}
+
+// Subscribe registers a subscriber for the events keep accepts. person is
+// counted against the per-person limit when counted is set (a stream; a
+// wait is not); every subscription counts against the per-process limit.
+// It waits, up to ctx, for the hub to know its position.
+func (h *Hub) Subscribe(ctx context.Context, person string, counted bool, keep func(*yard.Event) bool) (*Sub, error) {
+	select {
+	case <-h.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	if len(h.subs) >= h.cfg.PerProcess {
+		return nil, ErrFull
+	}
+	if counted && h.perPerson[person] >= h.cfg.PerPerson {
+		return nil, ErrTooMany
+	}
+	s := &Sub{c: make(chan *Item, h.cfg.Buffer), cut: make(chan struct{}), person: person, keep: keep, counts: counted, From: h.pos}
+	s.C, s.Cut = s.c, s.cut
+	h.subs[s] = struct{}{}
+	if counted {
+		h.perPerson[person]++
+	}
+	return s, nil
+}
+
+// Unsubscribe ends a subscription.
+func (h *Hub) Unsubscribe(s *Sub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.dropLocked(s)
+}
+
+func (h *Hub) dropLocked(s *Sub) {
+	if _, ok := h.subs[s]; !ok {
+		return
+	}
+	delete(h.subs, s)
+	if s.counts {
+		if h.perPerson[s.person]--; h.perPerson[s.person] <= 0 {
+			delete(h.perPerson, s.person)
+		}
+	}
+	close(s.cut)
+}
+
+// Subscribers returns the number of subscriptions (metrics, tests).
+func (h *Hub) Subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
+// Wake asks the hub to read the store now.
+func (h *Hub) Wake() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run follows the store until ctx ends, then cuts every subscriber off.
+func (h *Hub) Run(ctx context.Context) error {
+	h.mu.Lock()
+	if h.started {
+		h.mu.Unlock()
+		return errors.New("events: the hub runs already")
+	}
+	h.started = true
+	h.mu.Unlock()
+	defer h.close()
+
+	for {
+		pos, err := h.store.LastEventID(ctx)
+		if err == nil {
+			h.mu.Lock()
+			h.pos = pos
+			h.mu.Unlock()
+			close(h.ready)
+			break
+		}
+		h.cfg.Logger.Warn("events: cannot read the store", slog.String("error", err.Error()))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(defaultReadFailWait):
+		}
+	}
+
+	go h.listen(ctx)
+	go h.prune(ctx)
+
+	poll := time.NewTimer(h.cfg.Poll)
+	defer poll.Stop()
+	var follow <-chan time.Time
+	for {
+		local, woke := false, false
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-h.store.EventsWritten():
+			local, woke = true, true
+		case <-h.wake:
+			woke = true
+		case <-follow:
+			follow = nil
+		case <-poll.C:
+		}
+		n, err := h.deliver(ctx)
+		if err != nil && ctx.Err() == nil {
+			h.cfg.Logger.Warn("events: cannot read the store", slog.String("error", err.Error()))
+		}
+		if local {
+			// Other processes read on this notification. An event is
+			// visible only once every older transaction ended, so read
+			// once more shortly after any wake-up.
+			nctx, cancel := context.WithTimeout(ctx, notifyTimeout)
+			_ = h.store.NotifyEvents(nctx)
+			cancel()
+		}
+		if woke || n > 0 {
+			follow = time.After(followUp)
+		}
+		if !poll.Stop() {
+			select {
+			case <-poll.C:
+			default:
+			}
+		}
+		poll.Reset(h.cfg.Poll)
+	}
+}
+
+// deliver reads every event after the hub's position and hands each to
+// the subscribers that keep it; it returns how many it read.
+func (h *Hub) deliver(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		rctx, cancel := context.WithTimeout(ctx, readTimeout)
+		h.mu.Lock()
+		from := h.pos
+		h.mu.Unlock()
+		p, err := h.store.ReadEvents(rctx, yard.EventFilter{After: from, Limit: maxRead})
+		cancel()
+		if err != nil {
+			if yard.ErrorCode(err) == yard.EGONE {
+				// Pruned under the hub (a store restored, or a hub
+				// stopped for longer than the retention): start again
+				// from the newest event; subscribers resume from the
+				// store.
+				pos, lerr := h.store.LastEventID(ctx)
+				if lerr != nil {
+					return total, lerr
+				}
+				h.mu.Lock()
+				h.pos = pos
+				for s := range h.subs {
+					h.dropLocked(s)
+				}
+				h.mu.Unlock()
+				continue
+			}
+			return total, err
+		}
+		h.mu.Lock()
+		for _, e := range p.Events {
+			it := &Item{Event: e}
+			for s := range h.subs {
+				if s.keep != nil && !s.keep(e) {
+					continue
+				}
+				select {
+				case s.c <- it:
+				default:
+					h.dropLocked(s) // fell behind: cut off
+				}
+			}
+		}
+		h.pos = p.Next
+		h.mu.Unlock()
+		total += len(p.Events)
+		if len(p.Events) < maxRead {
+			return total, nil
+		}
+	}
+}
+
+// listen turns other processes' notifications into wake-ups (PostgreSQL).
+func (h *Hub) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := h.store.ListenEvents(ctx, h.Wake)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		h.cfg.Logger.Warn("events: listening for other processes failed; polling meanwhile", slog.String("error", err.Error()))
+		select {
+		case <-ctx.Done():
+		case <-time.After(listenRetry):
+		}
+	}
+}
+
+// prune removes events past the retention, once a minute.
+func (h *Hub) prune(ctx context.Context) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		for {
+			n, err := h.store.PruneEvents(ctx, h.cfg.Now().Add(-h.cfg.Retention), pruneBatch)
+			if err != nil && ctx.Err() == nil {
+				h.cfg.Logger.Warn("events: pruning failed", slog.String("error", err.Error()))
+			}
+			if err != nil || n < pruneBatch {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Close cuts every subscriber off and refuses new ones (the server is
+// stopping); Run goes on until its context ends.
+func (h *Hub) Close() { h.close() }
+
+func (h *Hub) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for s := range h.subs {
+		h.dropLocked(s)
+	}
+	select {
+	case <-h.ready:
+	default:
+		close(h.ready)
+	}
+}

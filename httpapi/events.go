@@ -1,0 +1,453 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/events"
+)
+
+// Events (docs/events.md): GET /v1/events is the principal's events, as a
+// Server-Sent Events stream (Accept: text/event-stream) or as pages of
+// JSON; Prefer: wait on a bark holds its answer until the bark finishes.
+// Both follow the store's event log through the process's events.Hub.
+
+// Event page bounds (docs/events.md).
+const (
+	defaultEventMax = 100
+	maxEventMax     = 1000
+	// heartbeat is the interval of the comment that keeps a quiet stream
+	// (and the proxies in its path) alive.
+	heartbeat = 15 * time.Second
+	// sseRetry is the reconnection delay a stream asks of its client.
+	sseRetry = 3 * time.Second
+	// streamWrite bounds one write to a stream: a client that reads
+	// nothing for this long is cut off.
+	streamWrite = 30 * time.Second
+	// maxWait is the longest Prefer: wait honoured (RFC 7240 §4.3).
+	maxWait = 60
+)
+
+// cloudEvent is an event as clients see it: a CloudEvents 1.0 structured
+// JSON object.
+type cloudEvent struct {
+	SpecVersion     string          `json:"specversion"`
+	ID              string          `json:"id"`
+	Source          string          `json:"source"`
+	Type            string          `json:"type"`
+	Time            string          `json:"time"`
+	Subject         string          `json:"subject"`
+	DataContentType string          `json:"datacontenttype"`
+	Data            json.RawMessage `json:"data"`
+}
+
+// renderEvent renders a stored event: its data, kept in the store's form of
+// the domain value, becomes the resource's representation as GET shows it.
+func (s *Server) renderEvent(e *yard.Event) []byte {
+	data := json.RawMessage(e.Data)
+	var view any
+	kind, _, _ := strings.Cut(e.Type, ".")
+	if !strings.HasSuffix(e.Type, ".deleted") && e.Type != yard.EventCarImported {
+		switch kind {
+		case "dog":
+			var d yard.Dog
+			if json.Unmarshal(e.Data, &d) == nil {
+				view = newDogView(&d)
+			}
+		case "bark":
+			var b yard.Bark
+			if json.Unmarshal(e.Data, &b) == nil {
+				view = s.newBarkView(&b)
+			}
+		case "order":
+			var o yard.Order
+			if json.Unmarshal(e.Data, &o) == nil {
+				view = newOrderDoc(&o)
+			}
+		case "car":
+			var c yard.Car
+			if json.Unmarshal(e.Data, &c) == nil {
+				view = newCarView(&c)
+			}
+		case "garage":
+			var g yard.Garage
+			if json.Unmarshal(e.Data, &g) == nil {
+				view = newGarageView(&g)
+			}
+		}
+	}
+	if view != nil {
+		if b, err := marshalJSON(view); err == nil {
+			data = b
+		}
+	}
+	body, _ := marshalJSON(cloudEvent{SpecVersion: "1.0", ID: e.ID.String(), Source: s.BaseURL, Type: e.Type,
+		Time: Timestamp(e.Time), Subject: s.url(e.Subject), DataContentType: "application/json", Data: data})
+	return body
+}
+
+// eventQuery is a parsed GET /v1/events.
+type eventQuery struct {
+	after    yard.EventID
+	hasAfter bool
+	max      int
+	types    []string
+	subject  string
+}
+
+// parseEventQuery reads after (or Last-Event-ID), max, types and subject.
+func (s *Server) parseEventQuery(r *http.Request) (eventQuery, error) {
+	q := r.URL.Query()
+	out := eventQuery{max: defaultEventMax}
+	var fields []yard.FieldError
+	for name, vals := range q {
+		if len(vals) > 1 {
+			fields = append(fields, yard.FieldError{Field: name, Message: "must be given once"})
+		}
+		switch name {
+		case "after", "max", "types", "subject":
+		default:
+			fields = append(fields, yard.FieldError{Field: name, Message: "is not a parameter of this resource"})
+		}
+	}
+	after, field := q.Get("after"), "after"
+	if !q.Has("after") {
+		after, field = r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	}
+	if after != "" {
+		id, err := yard.ParseEventID(after, field)
+		if err != nil {
+			var e *yard.Error
+			errors.As(err, &e)
+			fields = append(fields, e.Fields...)
+		}
+		out.after, out.hasAfter = id, true
+	}
+	if q.Has("max") {
+		n, err := strconv.Atoi(q.Get("max"))
+		if err != nil || n < 0 || len(q.Get("max")) > 10 {
+			fields = append(fields, yard.FieldError{Field: "max", Message: "must be a whole number, 0 or more"})
+		} else {
+			out.max = min(n, maxEventMax)
+		}
+	}
+	if q.Has("types") {
+		for _, t := range strings.Split(q.Get("types"), ",") {
+			t = strings.TrimSpace(t)
+			if !knownTypePattern(t) {
+				fields = append(fields, yard.FieldError{Field: "types", Message: "unknown event type " + strconv.Quote(t)})
+				continue
+			}
+			out.types = append(out.types, t)
+		}
+	}
+	if q.Has("subject") {
+		sub := strings.TrimPrefix(q.Get("subject"), s.BaseURL)
+		if !strings.HasPrefix(sub, "/") || yard.HasControl(sub) {
+			fields = append(fields, yard.FieldError{Field: "subject", Message: "must be a resource's URL or path"})
+		}
+		out.subject = sub
+	}
+	if len(fields) > 0 {
+		return out, yard.Invalid("Bad event query.", fields...)
+	}
+	return out, nil
+}
+
+// knownTypePattern reports whether p names an event type, a family of them
+// ("bark.*") or all ("*").
+func knownTypePattern(p string) bool {
+	for _, t := range yard.EventTypes {
+		if yard.MatchEventType(p, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// keep returns the filter of the query and the principal: who may see an
+// event (its owner, or any administrator), its type and its subject (a
+// subject ending in "/", a dog, also matches what is under it: its barks).
+func (q eventQuery) keep(p *yard.Principal) func(*yard.Event) bool {
+	admin := p.IsAdmin()
+	return func(e *yard.Event) bool {
+		if !admin && e.Owner != p.UserID {
+			return false
+		}
+		if q.subject != "" && e.Subject != q.subject && !(strings.HasSuffix(q.subject, "/") && strings.HasPrefix(e.Subject, q.subject)) {
+			return false
+		}
+		if len(q.types) == 0 {
+			return true
+		}
+		for _, t := range q.types {
+			if yard.MatchEventType(t, e.Type) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// eventPage is the JSON form of GET /v1/events.
+type eventPage struct {
+	Items []json.RawMessage `json:"items"`
+	Next  string            `json:"next"`
+}
+
+// handleEvents answers GET /v1/events: a stream for a client that accepts
+// text/event-stream, else a page of JSON.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	q, err := s.parseEventQuery(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.Header().Set("Vary", "Accept")
+	if acceptsEventStream(r) {
+		s.streamEvents(w, r, q)
+		return
+	}
+	p := yard.PrincipalFromContext(r.Context())
+	f := yard.EventFilter{After: q.after, Limit: q.max, Match: q.keep(p)}
+	if !p.IsAdmin() {
+		f.Owner = &p.UserID
+	}
+	page, err := s.DB.ReadEvents(r.Context(), f)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	body := eventPage{Items: make([]json.RawMessage, 0, len(page.Events)), Next: page.Next.String()}
+	for _, e := range page.Events {
+		body.Items = append(body.Items, s.renderEvent(e))
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, body)
+}
+
+// acceptsEventStream reports whether the Accept header names
+// text/event-stream (with a non-zero weight) above JSON.
+func acceptsEventStream(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		media, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(media), "text/event-stream") {
+			continue
+		}
+		for _, p := range strings.Split(params, ";") {
+			name, val, _ := strings.Cut(strings.TrimSpace(p), "=")
+			if strings.EqualFold(name, "q") {
+				if w, err := strconv.ParseFloat(val, 64); err == nil && w <= 0 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// streamEvents writes the principal's events as Server-Sent Events: those
+// after the client's id (from the store), then the live ones (from the
+// hub), until the client leaves, falls behind or the server stops.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQuery) {
+	if s.Events == nil {
+		s.error(w, r, yard.Errorf(yard.EUNAVAILABLE, "This server does not stream events."))
+		return
+	}
+	p := yard.PrincipalFromContext(r.Context())
+	keep := q.keep(p)
+	ctx := streamContext(r)
+	sub, err := s.Events.Subscribe(ctx, p.UserID, true, keep)
+	if err != nil {
+		s.error(w, r, subscribeError(err))
+		return
+	}
+	defer s.Events.Unsubscribe(sub)
+
+	// Start after the client's id, else after the newest event now (the
+	// hub may not have handed it out yet). Reading before the 200 goes
+	// out checks the id against the retention.
+	cur := q.after
+	if !q.hasAfter {
+		if cur, err = s.DB.LastEventID(ctx); err != nil {
+			s.error(w, r, err)
+			return
+		}
+	}
+	f := yard.EventFilter{After: cur, Limit: defaultEventMax, Match: keep}
+	if !p.IsAdmin() {
+		f.Owner = &p.UserID
+	}
+	first, err := s.DB.ReadEvents(ctx, f)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	var buf []byte
+	send := func(b []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWrite))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	event := func(e *events.Item) bool {
+		buf = append(buf[:0], "id: "...)
+		buf = append(buf, e.Event.ID.String()...)
+		buf = append(buf, "\nevent: "...)
+		buf = append(buf, e.Event.Type...)
+		buf = append(buf, "\ndata: "...)
+		buf = append(buf, e.Body(s.renderEvent)...)
+		buf = append(buf, "\n\n"...)
+		return send(buf)
+	}
+	if !send([]byte("retry: " + strconv.Itoa(int(sseRetry/time.Millisecond)) + "\n\n")) {
+		return
+	}
+
+	// The backlog: what the store holds after the client's id, up to the
+	// hub's position when the subscription began (and beyond: the live
+	// events below skip what was sent).
+	page := first
+	for {
+		for _, e := range page.Events {
+			if !event(&events.Item{Event: e}) {
+				return
+			}
+		}
+		prev := cur
+		cur = page.Next
+		if !cur.Less(sub.From) || cur == prev {
+			break
+		}
+		f.After = cur
+		if page, err = s.DB.ReadEvents(ctx, f); err != nil {
+			_ = send([]byte(": the store cannot be read; reconnect with Last-Event-ID\n\n"))
+			return
+		}
+	}
+
+	beat := time.NewTicker(heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.Cut:
+			// Drain what was handed over before the cut, then say why.
+			for {
+				select {
+				case it := <-sub.C:
+					if cur.Less(it.Event.ID) && !event(it) {
+						return
+					}
+					continue
+				default:
+				}
+				break
+			}
+			_ = send([]byte(": cut off: this stream fell behind or the server is stopping; reconnect with Last-Event-ID\n\n"))
+			return
+		case it := <-sub.C:
+			if !cur.Less(it.Event.ID) {
+				continue // sent from the backlog
+			}
+			if !event(it) {
+				return
+			}
+			cur = it.Event.ID
+		case <-beat.C:
+			if !send([]byte(": heartbeat\n\n")) {
+				return
+			}
+		}
+	}
+}
+
+// subscribeError maps a refused subscription to its answer: 429 past the
+// person's limit, 503 past the process's, both with Retry-After.
+func subscribeError(err error) error {
+	switch {
+	case errors.Is(err, events.ErrTooMany):
+		return &yard.Error{Code: yard.ERATELIMIT, Message: "You hold as many event streams as one person may; close one first.", RetryAfter: 30}
+	case errors.Is(err, events.ErrFull), errors.Is(err, events.ErrClosed):
+		return &yard.Error{Code: yard.EUNAVAILABLE, Message: "This server holds as many event streams as it may; try again later or another server.", RetryAfter: 5}
+	}
+	return err
+}
+
+// streamContext is the request's context without the store wait's
+// deadline (serve): a stream or a wait lasts longer than a store call may,
+// and ends when the client leaves.
+func streamContext(r *http.Request) context.Context {
+	if info, ok := r.Context().Value(routeKey).(*routeInfo); ok && info.base != nil {
+		return context.WithValue(info.base, routeKey, info)
+	}
+	return r.Context()
+}
+
+// preferredWait returns N of Prefer: wait=N (RFC 7240 §4.3), capped at
+// maxWait, and whether it was asked.
+func preferredWait(r *http.Request) (int, bool) {
+	for _, h := range r.Header.Values("Prefer") {
+		for _, p := range strings.Split(h, ",") {
+			tok, _, _ := strings.Cut(p, ";")
+			name, val, ok := strings.Cut(tok, "=")
+			if !ok || !strings.EqualFold(strings.TrimSpace(name), "wait") {
+				continue
+			}
+			n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(val), `"`))
+			if err != nil || n < 0 {
+				return 0, false
+			}
+			return min(n, maxWait), true
+		}
+	}
+	return 0, false
+}
+
+// waitForBark holds a GET of an unfinished bark until it finishes or wait
+// seconds pass (Prefer: wait), woken by the bark's events on any process;
+// it returns the bark as it is then.
+func (s *Server) waitForBark(r *http.Request, b *yard.Bark, wait int) (*yard.Bark, error) {
+	ctx := streamContext(r)
+	subject := yard.BarkPath(b.DogID, b.ID)
+	sub, err := s.Events.Subscribe(ctx, "", false, func(e *yard.Event) bool {
+		return e.Subject == subject && (e.Type == yard.EventBarkSucceeded || e.Type == yard.EventBarkFailed ||
+			e.Type == yard.EventBarkCanceled || e.Type == yard.EventBarkDeleted)
+	})
+	if err != nil {
+		return b, nil // no room to wait: answer at once
+	}
+	defer s.Events.Unsubscribe(sub)
+	// It may have finished before the subscription.
+	if b, err = s.DB.FindBark(ctx, b.DogID, b.ID); err != nil || b.Finished() {
+		return b, err
+	}
+	timer := time.NewTimer(time.Duration(wait) * time.Second)
+	defer timer.Stop()
+	select {
+	case <-sub.C:
+	case <-sub.Cut:
+	case <-timer.C:
+	case <-ctx.Done():
+		return b, ctx.Err()
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return s.DB.FindBark(rctx, b.DogID, b.ID)
+}

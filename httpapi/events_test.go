@@ -1,0 +1,384 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/events"
+	"github.com/yard-api/yard/httpapi"
+	"github.com/yard-api/yard/httpapi/apitest"
+	"github.com/yard-api/yard/store"
+	"github.com/yard-api/yard/store/storetest"
+)
+
+// startEvents is a bark environment whose server follows the store's events
+// through a running hub.
+func startEvents(t *testing.T, db *store.DB, cfg events.Config) (*barkEnv, *events.Hub) {
+	t.Helper()
+	hub := events.New(db, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = hub.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return startBarks(t, db, func(d *httpapi.Deps) { d.Events = hub }), hub
+}
+
+type eventJSON struct {
+	SpecVersion     string         `json:"specversion"`
+	ID              string         `json:"id"`
+	Source          string         `json:"source"`
+	Type            string         `json:"type"`
+	Time            string         `json:"time"`
+	Subject         string         `json:"subject"`
+	DataContentType string         `json:"datacontenttype"`
+	Data            map[string]any `json:"data"`
+}
+
+type eventPageJSON struct {
+	Items []eventJSON `json:"items"`
+	Next  string      `json:"next"`
+}
+
+func (e *barkEnv) events(t *testing.T, user, query string) eventPageJSON {
+	t.Helper()
+	resp := e.Do(apitest.Request{Path: "/v1/events" + query, User: user, Password: pw, Headers: map[string]string{"Accept": "application/json"}})
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /v1/events%s as %s: %d %s", query, user, resp.StatusCode, resp.Body)
+	}
+	var p eventPageJSON
+	resp.JSON(t, &p)
+	return p
+}
+
+func typesOf(evs []eventJSON) string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Type)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestEventsPage(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		env, _ := startEvents(t, db, events.Config{})
+		env.CreateUser("alice", pw)
+		env.CreateUser("bob", pw)
+		env.CreateUser("root", pw, yard.RoleAdmin, yard.RoleUser)
+		dogID, dogURI := env.dog(t, "alice", map[string]any{"name": "Rex", "email": "rex@example.org"})
+		resp := env.Do(apitest.Request{Method: "POST", Path: dogURI + "barks", User: "alice", Password: pw})
+		if resp.StatusCode != 201 {
+			t.Fatalf("bark: %d %s", resp.StatusCode, resp.Body)
+		}
+
+		p := env.events(t, "alice", "")
+		if got, want := typesOf(p.Items), "dog.created bark.created bark.succeeded dog.updated"; got != want {
+			t.Fatalf("alice's events: got %q, want %q", got, want)
+		}
+		last := p.Items[3]
+		if last.SpecVersion != "1.0" || last.Source != env.URL || last.Subject != env.URL+dogURI ||
+			last.DataContentType != "application/json" || last.Data["barkCount"] != 1.0 || last.Data["id"] != dogID || last.ID != p.Next {
+			t.Fatalf("dog.updated: %+v (next %s)", last, p.Next)
+		}
+		if _, err := time.Parse(time.RFC3339, last.Time); err != nil {
+			t.Fatalf("time %q: %v", last.Time, err)
+		}
+		if b := p.Items[2].Data; b["status"] != "succeeded" || b["timestamp"] == nil {
+			t.Fatalf("bark.succeeded data: %v", b)
+		}
+		// Nobody else's: bob sees nothing, an administrator everything.
+		if p := env.events(t, "bob", ""); len(p.Items) != 0 {
+			t.Fatalf("bob sees %q", typesOf(p.Items))
+		}
+		if p := env.events(t, "root", ""); typesOf(p.Items) != "dog.created bark.created bark.succeeded dog.updated" {
+			t.Fatalf("admin sees %q", typesOf(p.Items))
+		}
+		// Pages continue from next; an empty page keeps the place.
+		p1 := env.events(t, "alice", "?max=3")
+		p2 := env.events(t, "alice", "?max=3&after="+p1.Next)
+		if len(p1.Items) != 3 || typesOf(p2.Items) != "dog.updated" {
+			t.Fatalf("pages: %q then %q", typesOf(p1.Items), typesOf(p2.Items))
+		}
+		if p3 := env.events(t, "alice", "?after="+p2.Next); len(p3.Items) != 0 || p3.Next != p2.Next {
+			t.Fatalf("past the end: %+v", p3)
+		}
+		// Filters.
+		if got := typesOf(env.events(t, "alice", "?types=bark.*").Items); got != "bark.created bark.succeeded" {
+			t.Fatalf("types=bark.*: %q", got)
+		}
+		if got := typesOf(env.events(t, "alice", "?types=dog.created,bark.succeeded").Items); got != "dog.created bark.succeeded" {
+			t.Fatalf("types list: %q", got)
+		}
+		if got := typesOf(env.events(t, "alice", "?subject="+env.URL+dogURI+"&types=dog.*").Items); got != "dog.created dog.updated" {
+			t.Fatalf("subject: %q", got)
+		}
+		// Refusals.
+		for _, q := range []string{"?after=nope", "?types=cat.*", "?max=-1", "?max=x", "?after=" + strings.Repeat("0", 31) + "G", "?color=red", "?max=1&max=2"} {
+			resp := env.Do(apitest.Request{Path: "/v1/events" + q, User: "alice", Password: pw})
+			if resp.StatusCode != 400 || resp.Header.Get("Content-Type") != "application/problem+json" {
+				t.Fatalf("GET /v1/events%s: %d %s", q, resp.StatusCode, resp.Body)
+			}
+		}
+		if resp := env.Do(apitest.Request{Path: "/v1/events"}); resp.StatusCode != 401 {
+			t.Fatalf("no credentials: %d", resp.StatusCode)
+		}
+
+		// Past the retention: 410 naming the oldest id kept.
+		old := p.Items[0].ID
+		if _, err := db.PruneEvents(context.Background(), time.Now().Add(time.Hour), 2); err != nil {
+			t.Fatal(err)
+		}
+		resp = env.Do(apitest.Request{Path: "/v1/events?after=" + old, User: "alice", Password: pw})
+		var prob struct {
+			Status int    `json:"status"`
+			Oldest string `json:"oldest"`
+		}
+		resp.JSON(t, &prob)
+		if resp.StatusCode != 410 || prob.Oldest != p.Items[2].ID {
+			t.Fatalf("after a pruned id: %d %s (want oldest %s)", resp.StatusCode, resp.Body, p.Items[2].ID)
+		}
+	})
+}
+
+// sseStream is an open event stream read line by line.
+type sseStream struct {
+	resp   *http.Response
+	cancel context.CancelFunc
+	events chan sseEvent
+}
+
+type sseEvent struct {
+	ID, Type, Comment string
+	Data              eventJSON
+	Retry             string
+}
+
+func openStream(t *testing.T, env *barkEnv, user string, headers map[string]string) (*sseStream, *http.Response) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	req, _ := http.NewRequestWithContext(ctx, "GET", env.URL+"/v1/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.SetBasicAuth(user, pw)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	// Not env.Client: its validator reads whole bodies.
+	pool := x509.NewCertPool()
+	pool.AddCert(env.Server.Certificate())
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	resp, err := client.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		resp.Body.Close()
+		cancel()
+		return nil, resp
+	}
+	s := &sseStream{resp: resp, cancel: cancel, events: make(chan sseEvent, 100)}
+	t.Cleanup(s.close)
+	go func() {
+		defer close(s.events)
+		r := bufio.NewReader(resp.Body)
+		var ev sseEvent
+		var data string
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			line = strings.TrimSuffix(line, "\n")
+			switch {
+			case line == "":
+				if data != "" {
+					_ = json.Unmarshal([]byte(data), &ev.Data)
+				}
+				s.events <- ev
+				ev, data = sseEvent{}, ""
+			case strings.HasPrefix(line, ":"):
+				ev.Comment = strings.TrimSpace(line[1:])
+			case strings.HasPrefix(line, "id: "):
+				ev.ID = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				ev.Type = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				data += line[6:]
+			case strings.HasPrefix(line, "retry: "):
+				ev.Retry = line[7:]
+			}
+		}
+	}()
+	return s, resp
+}
+
+func (s *sseStream) close() { s.cancel(); s.resp.Body.Close() }
+
+// next returns the next event (not a comment), failing after a while.
+func (s *sseStream) next(t *testing.T) sseEvent {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			if ev.Type == "" {
+				continue
+			}
+			return ev
+		case <-timeout:
+			t.Fatal("no event within 10 s")
+		}
+	}
+}
+
+func TestEventsStream(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		env, hub := startEvents(t, db, events.Config{PerPerson: 1})
+		env.CreateUser("alice", pw)
+		env.CreateUser("bob", pw)
+		_, dogURI := env.dog(t, "alice", map[string]any{"name": "Rex", "email": "rex@example.org"})
+
+		// A new stream starts with the next event.
+		alice, resp := openStream(t, env, "alice", nil)
+		if alice == nil {
+			t.Fatalf("open: %d", resp.StatusCode)
+		}
+		if ct := alice.resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("Content-Type %q", ct)
+		}
+		if first := <-alice.events; first.Retry == "" {
+			t.Fatalf("first block %+v, want retry:", first)
+		}
+		bob, _ := openStream(t, env, "bob", nil)
+		if r := env.Do(apitest.Request{Method: "POST", Path: dogURI + "barks", User: "alice", Password: pw}); r.StatusCode != 201 {
+			t.Fatalf("bark: %d", r.StatusCode)
+		}
+		var got []sseEvent
+		for range 3 {
+			got = append(got, alice.next(t))
+		}
+		if got[0].Type != "bark.created" || got[1].Type != "bark.succeeded" || got[2].Type != "dog.updated" ||
+			got[2].Data.Type != "dog.updated" || got[2].Data.ID != got[2].ID || got[2].Data.Data["barkCount"] != 1.0 {
+			t.Fatalf("alice's stream: %+v", got)
+		}
+		// Bob's stream carries only bob's dog.
+		_, bobDog := env.dog(t, "bob", map[string]any{"name": "Fido", "email": "fido@example.org"})
+		if ev := bob.next(t); ev.Type != "dog.created" || ev.Data.Subject != env.URL+bobDog {
+			t.Fatalf("bob's first event: %+v", ev)
+		}
+
+		// A second stream of one person (past the limit of 1): 429 with
+		// Retry-After.
+		if s, resp := openStream(t, env, "alice", nil); s != nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("second stream: %v", resp.Status)
+		}
+
+		// Leave, miss two barks, resume by id: exactly what was missed.
+		alice.close()
+		bob.close()
+		for hub.Subscribers() > 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		for range 2 {
+			if r := env.Do(apitest.Request{Method: "POST", Path: dogURI + "barks", User: "alice", Password: pw, Body: map[string]string{"effect": "email"}}); r.StatusCode != 200 {
+				t.Fatalf("bark: %d %s", r.StatusCode, r.Body)
+			}
+		}
+		again, _ := openStream(t, env, "alice", map[string]string{"Last-Event-ID": got[2].ID})
+		var resumed []string
+		for range 4 {
+			resumed = append(resumed, again.next(t).Type)
+		}
+		if strings.Join(resumed, " ") != "bark.created bark.succeeded bark.created bark.succeeded" {
+			t.Fatalf("resumed: %q", resumed)
+		}
+		// And then live.
+		name := "Rexy"
+		if r := env.Do(apitest.Request{Method: "PATCH", Path: dogURI, User: "alice", Password: pw, Body: map[string]any{"name": name}}); r.StatusCode != 204 && r.StatusCode != 205 {
+			t.Fatalf("patch: %d %s", r.StatusCode, r.Body)
+		}
+		if ev := again.next(t); ev.Type != "dog.updated" || ev.Data.Data["name"] != name {
+			t.Fatalf("live after resume: %+v", ev)
+		}
+	})
+}
+
+func TestEventsSlowReaderIsCutOff(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	env, hub := startEvents(t, db, events.Config{Buffer: 4})
+	env.CreateUser("alice", pw)
+	_, dogURI := env.dog(t, "alice", map[string]any{"name": "Rex", "email": "rex@example.org"})
+	// Subscribe without reading, as a stalled client's handler would be.
+	sub, err := hub.Subscribe(context.Background(), "x", true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		env.Do(apitest.Request{Method: "POST", Path: dogURI + "barks", User: "alice", Password: pw})
+	}
+	select {
+	case <-sub.Cut:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a subscriber 9 events behind a buffer of 4 was not cut off")
+	}
+	if len(sub.C) != 4 || hub.Subscribers() != 0 {
+		t.Fatalf("buffered %d, subscribers %d", len(sub.C), hub.Subscribers())
+	}
+}
+
+func TestPreferWait(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		env, _ := startEvents(t, db, events.Config{})
+		env.CreateUser("alice", pw)
+		_, dogURI := env.dog(t, "alice", map[string]any{"name": "Rex", "email": "rex@example.org"})
+		resp := env.Do(apitest.Request{Method: "POST", Path: dogURI + "barks", User: "alice", Password: pw,
+			Headers: map[string]string{"Prefer": "respond-async"}})
+		if resp.StatusCode != 202 {
+			t.Fatalf("async bark: %d %s", resp.StatusCode, resp.Body)
+		}
+		bark := strings.TrimPrefix(resp.Header.Get("Location"), env.URL)
+
+		// wait=0 answers at once, and says so.
+		r := env.Do(apitest.Request{Path: bark, User: "alice", Password: pw, Headers: map[string]string{"Prefer": "wait=0"}})
+		if r.StatusCode != 200 || r.Header.Get("Preference-Applied") != "wait=0" || r.Map(t)["status"] != "pending" {
+			t.Fatalf("wait=0: %d %q %s", r.StatusCode, r.Header.Get("Preference-Applied"), r.Body)
+		}
+
+		var wg sync.WaitGroup
+		var waited *apitest.Response
+		var took time.Duration
+		wg.Go(func() {
+			start := time.Now()
+			waited = env.Do(apitest.Request{Path: bark, User: "alice", Password: pw, Headers: map[string]string{"Prefer": "wait=20"}})
+			took = time.Since(start)
+		})
+		time.Sleep(300 * time.Millisecond)
+		if n := env.drain(t); n != 1 {
+			t.Fatalf("ran %d tasks", n)
+		}
+		wg.Wait()
+		if waited.StatusCode != 201 && waited.StatusCode != 200 || waited.Header.Get("Preference-Applied") != "wait=20" {
+			t.Fatalf("waited: %d %q %s", waited.StatusCode, waited.Header.Get("Preference-Applied"), waited.Body)
+		}
+		if waited.Map(t)["status"] != "succeeded" || took > 15*time.Second {
+			t.Fatalf("waited %v for %s", took, waited.Body)
+		}
+
+		// A wait on a finished bark answers at once; wait above 60 is cut.
+		r = env.Do(apitest.Request{Path: bark, User: "alice", Password: pw, Headers: map[string]string{"Prefer": "wait=600"}})
+		if r.Header.Get("Preference-Applied") != "wait=60" {
+			t.Fatalf("wait=600: %q", r.Header.Get("Preference-Applied"))
+		}
+	})
+}
