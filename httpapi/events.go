@@ -47,9 +47,10 @@ type cloudEvent struct {
 	Data            json.RawMessage `json:"data"`
 }
 
-// renderEvent renders a stored event: its data, kept in the store's form of
+// RenderEvent renders a stored event as clients get it (a CloudEvent in
+// JSON, also the body of a webhook delivery): its data, kept in the store's form of
 // the domain value, becomes the resource's representation as GET shows it.
-func (s *Server) renderEvent(e *yard.Event) []byte {
+func (s *Server) RenderEvent(e *yard.Event) []byte {
 	data := json.RawMessage(e.Data)
 	var view any
 	kind, _, _ := strings.Cut(e.Type, ".")
@@ -226,7 +227,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	body := eventPage{Items: make([]json.RawMessage, 0, len(page.Events)), Next: page.Next.String()}
 	for _, e := range page.Events {
-		body.Items = append(body.Items, s.renderEvent(e))
+		body.Items = append(body.Items, s.RenderEvent(e))
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, body)
@@ -311,7 +312,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 		buf = append(buf, "\nevent: "...)
 		buf = append(buf, e.Event.Type...)
 		buf = append(buf, "\ndata: "...)
-		buf = append(buf, e.Body(s.renderEvent)...)
+		buf = append(buf, e.Body(s.RenderEvent)...)
 		buf = append(buf, "\n\n"...)
 		return send(buf)
 	}
