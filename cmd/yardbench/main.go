@@ -33,6 +33,7 @@ import (
 type bench struct {
 	ctx         context.Context
 	db          *store.DB
+	dsn         string
 	duration    time.Duration
 	concurrency int
 	out         io.Writer
@@ -49,6 +50,7 @@ func groups() map[string]func(b *bench) error {
 		"cars":         carsGroup,
 		"carsearch":    carSearchGroup,
 		"carwrites":    carWritesGroup,
+		"events":       eventsGroup,
 	}
 }
 
@@ -93,7 +95,7 @@ func main() {
 	if os.Getenv("YARD_BENCH_NO_CHECKPOINTER") == "" {
 		go db.RunCheckpoints(ctx, 200*time.Millisecond)
 	}
-	b := &bench{ctx: ctx, db: db, duration: *dur, concurrency: *conc, out: os.Stdout}
+	b := &bench{ctx: ctx, db: db, dsn: *dsn, duration: *dur, concurrency: *conc, out: os.Stdout}
 	fmt.Printf("yardbench: %s, %d CPUs, GOMAXPROCS %d, %s, store %s, %d clients, %s per scenario\n\n",
 		runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOARCH, db.Engine(), *conc, *dur)
 	for _, g := range strings.Split(*which, ",") {
