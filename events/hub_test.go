@@ -1,0 +1,158 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/events"
+	"github.com/yard-api/yard/store"
+	"github.com/yard-api/yard/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+func run(t *testing.T, db *store.DB, cfg events.Config) *events.Hub {
+	t.Helper()
+	hub := events.New(db, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = hub.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return hub
+}
+
+func owner(t *testing.T, db *store.DB, name string) *yard.User {
+	t.Helper()
+	u := &yard.User{Name: name, Email: name + "@example.org", Roles: []string{yard.RoleUser}}
+	if err := db.CreateUser(context.Background(), u, &yard.Credentials{PasswordHash: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// TestHubDelivers: every subscriber gets the events its filter keeps, in
+// id order, on both engines, woken by the commits of its own store.
+func TestHubDelivers(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		hub := run(t, db, events.Config{Poll: time.Hour}) // only wake-ups, no poll
+		alice := owner(t, db, "alice")
+		all, err := hub.Subscribe(ctx, "a", true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dogsOnly, err := hub.Subscribe(ctx, "b", true, func(e *yard.Event) bool { return e.Type == yard.EventDogCreated })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			if err := db.CreateDog(ctx, &yard.Dog{Name: "d", Email: "d@example.org", Owner: alice.ID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.CreateOrder(ctx, &yard.Order{CustomerID: alice.ID}); err != nil {
+			t.Fatal(err)
+		}
+		var prev yard.EventID
+		for i := range 6 {
+			select {
+			case it := <-all.C:
+				if !prev.Less(it.Event.ID) {
+					t.Fatalf("event %d: id %s after %s", i, it.Event.ID, prev)
+				}
+				prev = it.Event.ID
+			case <-time.After(5 * time.Second):
+				t.Fatalf("event %d not delivered", i)
+			}
+		}
+		if len(dogsOnly.C) != 5 {
+			// Delivered in the same pass as all's.
+			time.Sleep(100 * time.Millisecond)
+			if len(dogsOnly.C) != 5 {
+				t.Fatalf("the dog.created subscriber holds %d events, want 5", len(dogsOnly.C))
+			}
+		}
+	})
+}
+
+// TestHubLimits: a person past their streams is ErrTooMany, the process
+// past its subscriptions ErrFull; uncounted subscriptions (waits) count
+// only against the process; unsubscribing makes room; Close cuts everyone
+// off and refuses newcomers.
+func TestHubLimits(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	hub := run(t, db, events.Config{PerPerson: 2, PerProcess: 4})
+	ctx := context.Background()
+	a1, _ := hub.Subscribe(ctx, "alice", true, nil)
+	if _, err := hub.Subscribe(ctx, "alice", true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hub.Subscribe(ctx, "alice", true, nil); !errors.Is(err, events.ErrTooMany) {
+		t.Fatalf("alice's third: %v, want ErrTooMany", err)
+	}
+	if _, err := hub.Subscribe(ctx, "", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hub.Subscribe(ctx, "bob", true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hub.Subscribe(ctx, "carol", true, nil); !errors.Is(err, events.ErrFull) {
+		t.Fatalf("the fifth: %v, want ErrFull", err)
+	}
+	hub.Unsubscribe(a1)
+	select {
+	case <-a1.Cut:
+	default:
+		t.Fatal("an ended subscription's Cut is open")
+	}
+	if _, err := hub.Subscribe(ctx, "alice", true, nil); err != nil {
+		t.Fatalf("after unsubscribing: %v", err)
+	}
+	hub.Close()
+	if n := hub.Subscribers(); n != 0 {
+		t.Fatalf("%d subscribers after Close", n)
+	}
+	if _, err := hub.Subscribe(ctx, "dave", true, nil); !errors.Is(err, events.ErrClosed) {
+		t.Fatalf("after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestHubPolls: events written by another store handle (another process)
+// reach subscribers by the poll alone.
+func TestHubPolls(t *testing.T) {
+	path := t.TempDir() + "/yard.db"
+	db, other := openDSN(t, "sqlite:"+path), openDSN(t, "sqlite:"+path)
+	hub := run(t, db, events.Config{Poll: 50 * time.Millisecond})
+	sub, err := hub.Subscribe(context.Background(), "x", true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := owner(t, other, "alice")
+	if err := other.CreateDog(context.Background(), &yard.Dog{Name: "d", Email: "d@example.org", Owner: alice.ID}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case it := <-sub.C:
+		if it.Event.Type != yard.EventDogCreated {
+			t.Fatalf("got %s", it.Event.Type)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an event written through another handle was not delivered by the poll")
+	}
+}
+
+func openDSN(t *testing.T, dsn string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), dsn, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
