@@ -255,13 +255,16 @@ func (s *Server) handleGetBark(w http.ResponseWriter, r *http.Request) {
 	if wait, ok := preferredWait(r); ok && s.Events != nil {
 		// RFC 7240 §4.3: hold the answer until the bark finishes
 		// (docs/events.md, "Waiting for a bark").
+		applied := true
 		if !b.Finished() && wait > 0 {
-			if b, err = s.waitForBark(r, b, wait); err != nil {
+			if b, applied, err = s.waitForBark(w, r, b, wait); err != nil {
 				s.error(w, r, err)
 				return
 			}
 		}
-		w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(wait))
+		if applied {
+			w.Header().Set("Preference-Applied", "wait="+strconv.Itoa(wait))
+		}
 	}
 	v := s.newBarkView(b)
 	w.Header().Set("Cache-Control", "no-cache")

@@ -212,6 +212,13 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Vary", "Accept")
 	if acceptsEventStream(r) {
+		if r.Method == http.MethodHead {
+			// What a GET would start with, without holding a stream.
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 		s.streamEvents(w, r, q)
 		return
 	}
@@ -293,6 +300,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 	}
 
 	rc := http.NewResponseController(w)
+	// The server's read time-out bounds reading a request; a stream lasts
+	// longer, and a connection's read deadline passing would end it.
+	_ = rc.SetReadDeadline(time.Time{})
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -423,21 +433,25 @@ func preferredWait(r *http.Request) (int, bool) {
 
 // waitForBark holds a GET of an unfinished bark until it finishes or wait
 // seconds pass (Prefer: wait), woken by the bark's events on any process;
-// it returns the bark as it is then.
-func (s *Server) waitForBark(r *http.Request, b *yard.Bark, wait int) (*yard.Bark, error) {
+// it returns the bark as it is then, and false when the process had no
+// room for another wait (the answer is then immediate).
+func (s *Server) waitForBark(w http.ResponseWriter, r *http.Request, b *yard.Bark, wait int) (*yard.Bark, bool, error) {
 	ctx := streamContext(r)
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{}) // the server's read time-out is not a wait's bound
+	_ = rc.SetWriteDeadline(time.Now().Add(time.Duration(wait)*time.Second + streamWrite))
 	subject := yard.BarkPath(b.DogID, b.ID)
 	sub, err := s.Events.Subscribe(ctx, "", false, func(e *yard.Event) bool {
 		return e.Subject == subject && (e.Type == yard.EventBarkSucceeded || e.Type == yard.EventBarkFailed ||
 			e.Type == yard.EventBarkCanceled || e.Type == yard.EventBarkDeleted)
 	})
 	if err != nil {
-		return b, nil // no room to wait: answer at once
+		return b, false, nil // no room to wait: answer at once
 	}
 	defer s.Events.Unsubscribe(sub)
 	// It may have finished before the subscription.
 	if b, err = s.DB.FindBark(ctx, b.DogID, b.ID); err != nil || b.Finished() {
-		return b, err
+		return b, true, err
 	}
 	timer := time.NewTimer(time.Duration(wait) * time.Second)
 	defer timer.Stop()
@@ -446,9 +460,10 @@ func (s *Server) waitForBark(r *http.Request, b *yard.Bark, wait int) (*yard.Bar
 	case <-sub.Cut:
 	case <-timer.C:
 	case <-ctx.Done():
-		return b, ctx.Err()
+		return b, true, ctx.Err()
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return s.DB.FindBark(rctx, b.DogID, b.ID)
+	b, err = s.DB.FindBark(rctx, b.DogID, b.ID)
+	return b, true, err
 }

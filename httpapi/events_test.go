@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -381,4 +382,30 @@ func TestPreferWait(t *testing.T) {
 			t.Fatalf("wait=600: %q", r.Header.Get("Preference-Applied"))
 		}
 	})
+}
+
+// TestStreamOutlivesReadTimeout: yard serve's server has a read time-out
+// (for reading requests); a stream and a wait outlive it.
+func TestStreamOutlivesReadTimeout(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	env, _ := startEvents(t, db, events.Config{})
+	env.CreateUser("alice", pw)
+	_, dogURI := env.dog(t, "alice", map[string]any{"name": "Rex", "email": "rex@example.org"})
+	srv := httptest.NewUnstartedServer(env.API.Handler())
+	srv.Config.ReadTimeout = 500 * time.Millisecond
+	srv.StartTLS()
+	defer srv.Close()
+	short := *env.Env
+	short.URL, short.Server = srv.URL, srv
+	s, resp := openStream(t, &barkEnv{Env: &short}, "alice", nil)
+	if s == nil {
+		t.Fatalf("open: %d", resp.StatusCode)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if r := env.Do(apitest.Request{Method: "POST", Path: dogURI + "barks", User: "alice", Password: pw}); r.StatusCode != 201 {
+		t.Fatalf("bark: %d", r.StatusCode)
+	}
+	if ev := s.next(t); ev.Type != "bark.created" {
+		t.Fatalf("after the read time-out: %+v", ev)
+	}
 }
