@@ -48,7 +48,12 @@ const (
 		VALUES ($7, $1, $2, $3, $4, $5, $6)`
 	insertEventOfDogSQLite = `INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
 		SELECT $7, $1, $2, $3, owner_id, $5, $6 FROM dogs WHERE id = $4`
+	bumpEventClockSQLite = `UPDATE event_clock SET tx = tx + 1 WHERE id = 1 RETURNING tx`
 )
+
+// eventWrites are the statements every write transaction may run on
+// SQLite; WithTx prepares them (once) before it begins.
+var eventWrites = []string{insertEventSQLite, insertEventOfDogSQLite, bumpEventClockSQLite}
 
 // appendEventOwnedBy appends an event whose owner is owner, or, when
 // ofDog is set, the owner of that dog (read in the same statement).
@@ -64,7 +69,7 @@ func appendEventOwnedBy(ctx context.Context, tx *Tx, typ, subject, owner, ofDog 
 		return err
 	}
 	if tx.evTx == 0 {
-		if err := tx.QueryRowContext(ctx, `UPDATE event_clock SET tx = tx + 1 WHERE id = 1 RETURNING tx`).Scan(&tx.evTx); err != nil {
+		if err := tx.db.txQueryRow(ctx, tx, bumpEventClockSQLite).Scan(&tx.evTx); err != nil {
 			return fmt.Errorf("event clock: %w", err)
 		}
 	}

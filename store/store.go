@@ -350,6 +350,7 @@ func (tx *Tx) DB() *DB { return tx.db }
 
 // WithTx runs fn in a write transaction, committing when fn returns nil.
 func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
+	db.prepareWrites(ctx, eventWrites...)
 	sqlTx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

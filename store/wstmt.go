@@ -47,6 +47,13 @@ func (db *DB) prepareWrite(ctx context.Context, query string) *sql.Stmt {
 
 // txExec runs a write inside tx through its prepared statement when
 // prepareWrites made one, else as plain SQL.
+func (db *DB) txQueryRow(ctx context.Context, tx *Tx, query string, args ...any) *sql.Row {
+	if st, ok := writeStmts.Load(stmtKey{db, query}); ok {
+		return tx.StmtContext(ctx, st.(*sql.Stmt)).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, query, args...)
+}
+
 func (db *DB) txExec(ctx context.Context, tx *Tx, query string, args ...any) (sql.Result, error) {
 	if st, ok := writeStmts.Load(stmtKey{db, query}); ok {
 		return tx.StmtContext(ctx, st.(*sql.Stmt)).ExecContext(ctx, args...)

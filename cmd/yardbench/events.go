@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -21,8 +23,11 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/events"
+	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/internal/loadgen"
+	"github.com/yard-api/yard/jobs"
+	"github.com/yard-api/yard/notify"
 	"github.com/yard-api/yard/store"
 )
 
@@ -57,7 +62,15 @@ func eventsGroup(b *bench) error {
 
 	ctx, stop := context.WithCancel(b.ctx)
 	defer stop()
+	// Bark tasks are accepted and stored (their workers do not run here).
+	dir, err := os.MkdirTemp("", "yardbench-events-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
 	start := func(db *store.DB) (string, *events.Hub) {
+		svc := &jobs.Service{DB: db, Effects: &jobs.Effects{Mailer: &notify.MailOutbox{Dir: dir}, Texter: &notify.TextOutbox{Dir: dir},
+			Fetcher: &fetch.Runner{}, Users: db, DataDir: dir}}
 		hub := events.New(db, events.Config{PerPerson: perPerson})
 		go func() { _ = hub.Run(ctx) }()
 		basic := auth.NewBasic(db, auth.NewLoginLimiter(0))
@@ -66,7 +79,7 @@ func eventsGroup(b *bench) error {
 		srv.StartTLS()
 		go func() { <-ctx.Done(); srv.Close() }()
 		api := httpapi.New(httpapi.Deps{DB: db, Auth: &auth.Chain{Header: []auth.Scheme{basic}}, Basic: basic, BaseURL: srv.URL,
-			Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait, Events: hub})
+			Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait, Events: hub, Barks: svc})
 		srv.Config.Handler = api.Handler()
 		return srv.URL, hub
 	}
@@ -97,81 +110,40 @@ func eventsGroup(b *bench) error {
 			}
 		}
 	}
-	accept := func(w, i int) *http.Request {
-		rng := rand.New(rand.NewPCG(uint64(w), uint64(i)))
-		p := rng.IntN(people)
-		req, _ := http.NewRequest("POST", urlA+"/v1/dogs/"+dogs[p][rng.IntN(2)]+"/barks", strings.NewReader(`{"effect":"record"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Prefer", "respond-async")
-		auth(req, p)
-		return req
+	// Bark accepts: by a person nobody streams (the streams' 500 events/s
+	// flow beside them), and by the people who hold the streams (each
+	// accept's bark.created then goes to 10 streams).
+	barker, err := b.newUser("evbarker")
+	if err != nil {
+		return err
 	}
-	without := b.report(loadgen.Run(b.ctx, "async 202, no streams", client, b.concurrency, b.duration, 202, accept))
-
-	runtime.GC()
-	heap0, rss0 := memory()
-	// The streams: HTTP/1.1, one connection each, as browsers' EventSource
-	// and most clients hold them.
-	streamClient := loadgen.Client(streams)
-	streamClient.Timeout = 0
-	type lat struct {
-		mu  sync.Mutex
-		all []time.Duration
+	var barkerDogs []string
+	for i := range 100 {
+		d := &yard.Dog{Name: fmt.Sprintf("Barker %d", i), Email: "dog@example.org", Owner: barker.ID}
+		if err := b.db.CreateDog(b.ctx, d); err != nil {
+			return err
+		}
+		barkerDogs = append(barkerDogs, d.ID)
 	}
-	lats := make([]*lat, len(urls))
-	for i := range lats {
-		lats[i] = &lat{}
-	}
-	var opened, failed atomic.Int64
-	var wg sync.WaitGroup
-	for s := range streams {
-		server := s % len(urls)
-		person := (s / len(urls)) % people
-		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(ctx, "GET", urls[server]+"/v1/events", nil)
-			req.Header.Set("Accept", "text/event-stream")
-			auth(req, person)
-			resp, err := streamClient.Do(req)
-			if err != nil || resp.StatusCode != 200 {
-				failed.Add(1)
-				return
+	acceptBy := func(watched bool) func(w, i int) *http.Request {
+		return func(w, i int) *http.Request {
+			rng := rand.New(rand.NewPCG(uint64(w), uint64(i)))
+			p := rng.IntN(people)
+			dog := barkerDogs[rng.IntN(len(barkerDogs))]
+			if watched {
+				dog = dogs[p][rng.IntN(2)]
 			}
-			defer resp.Body.Close()
-			opened.Add(1)
-			r := bufio.NewReaderSize(resp.Body, 4096)
-			var mine []time.Duration
-			defer func() {
-				l := lats[server]
-				l.mu.Lock()
-				l.all = append(l.all, mine...)
-				l.mu.Unlock()
-			}()
-			for {
-				line, err := r.ReadSlice('\n')
-				if err != nil {
-					return
-				}
-				if !strings.HasPrefix(string(line), "data: ") {
-					continue
-				}
-				now := time.Now()
-				s := string(line)
-				i := strings.Index(s, `"time":"`)
-				if i < 0 {
-					continue
-				}
-				at, err := time.Parse(time.RFC3339Nano, s[i+8:i+8+24])
-				if err == nil {
-					mine = append(mine, now.Sub(at))
-				}
+			req, _ := http.NewRequest("POST", urlA+"/v1/dogs/"+dog+"/barks", strings.NewReader(`{"effect":"record"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Prefer", "respond-async")
+			if watched {
+				auth(req, p)
+			} else {
+				req.SetBasicAuth("evbarker", benchPassword)
 			}
-		})
+			return req
+		}
 	}
-	for deadline := time.Now().Add(30 * time.Second); opened.Load()+failed.Load() < streams && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
-	fmt.Fprintf(b.out, "  streams open: %d (%d refused)\n", opened.Load(), failed.Load())
-
 	// 500 events/s: renames of random dogs (one dog.updated each).
 	rename := func(w, i int) *http.Request {
 		rng := rand.New(rand.NewPCG(uint64(w)+1<<32, uint64(i)))
@@ -182,26 +154,84 @@ func eventsGroup(b *bench) error {
 		auth(req, p)
 		return req
 	}
-	written := b.report(loadgen.RunPaced(b.ctx, fmt.Sprintf("dog renames at %.0f/s (streams open)", rate), client, b.concurrency, rate, b.duration, 204, rename))
-	with := b.report(loadgen.Run(b.ctx, "async 202, streams open", client, b.concurrency, b.duration, 202, accept))
-	heap1, rss1 := memory()
-	time.Sleep(500 * time.Millisecond) // the last deliveries
-	stop()
-	wg.Wait()
-
-	where := []string{"same process", "other server (NOTIFY)"}
-	for i, l := range lats {
-		slices.Sort(l.all)
-		if len(l.all) == 0 {
-			continue
-		}
-		q := func(f float64) float64 { return float64(l.all[int(f*float64(len(l.all)-1))].Microseconds()) / 1000 }
-		fmt.Fprintf(b.out, "  transaction → stream, %s: %d deliveries, p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", where[i], len(l.all), q(0.5), q(0.99), q(1))
+	if resp, err := client.Do(acceptBy(false)(0, 0)); err == nil {
+		resp.Body.Close()
 	}
-	fmt.Fprintf(b.out, "  renames answered: %d (%.0f/s)\n", written.Requests, written.RPS)
-	fmt.Fprintf(b.out, "  memory with the streams open and the writes done: Go heap %+.1f MB, resident %+.1f MB (load generator included)\n",
-		float64(heap1-heap0)/1e6, float64(rss1-rss0)/1e6)
-	b.ratio("bark accepts with 1,000 streams open, against none", with, without)
+	// withRenames runs accepts while renames are written at the rate.
+	withRenames := func(name string, accept func(w, i int) *http.Request) (accepts, renamed loadgen.Result) {
+		done := make(chan loadgen.Result, 1)
+		go func() {
+			done <- loadgen.RunPaced(b.ctx, fmt.Sprintf("  dog renames at %.0f/s", rate), loadgen.Client(b.concurrency), b.concurrency, rate, b.duration, 204, rename)
+		}()
+		accepts = loadgen.Run(b.ctx, name, client, b.concurrency, b.duration, 202, accept)
+		renamed = <-done
+		b.report(accepts)
+		b.report(renamed)
+		return accepts, renamed
+	}
+	// Rounds alternate without and with the streams, so that a drift of
+	// the machine or of the store's size falls on both.
+	const rounds = 3
+	var without, with, withoutWatched, withWatched []loadgen.Result
+	var heapGrowth, rssGrowth []float64
+	for round := range rounds {
+		fmt.Fprintf(b.out, "round %d\n", round+1)
+		a, _ := withRenames("async 202, no streams", acceptBy(false))
+		without = append(without, a)
+		withoutWatched = append(withoutWatched, b.report(loadgen.Run(b.ctx, "async 202 by the streams' people, no streams", client, b.concurrency, b.duration, 202, acceptBy(true))))
+
+		runtime.GC()
+		heap0, rss0 := memory()
+		// The streams are held by a child process (this program again),
+		// so that this process's memory is the server's alone (and its
+		// load clients): HTTP/1.1, one connection each, as browsers'
+		// EventSource and most clients hold them.
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), "YARDBENCH_STREAMS="+strings.Join(urls, ","), "YARDBENCH_STREAMS_N="+strconv.Itoa(streams),
+			"YARDBENCH_STREAMS_PEOPLE="+strconv.Itoa(people))
+		child.Stderr = os.Stderr
+		stdin, _ := child.StdinPipe()
+		stdout, _ := child.StdoutPipe()
+		if err := child.Start(); err != nil {
+			return err
+		}
+		lines := bufio.NewScanner(stdout)
+		lines.Buffer(make([]byte, 1<<20), 1<<20)
+		if !lines.Scan() {
+			_ = child.Process.Kill()
+			return fmt.Errorf("the stream client said nothing")
+		}
+		fmt.Fprintf(b.out, "  %s\n", lines.Text())
+		cpu0 := processCPU(child.Process.Pid)
+		a, _ = withRenames("async 202, streams open", acceptBy(false))
+		with = append(with, a)
+		childCPU := processCPU(child.Process.Pid) - cpu0
+		withWatched = append(withWatched, b.report(loadgen.Run(b.ctx, "async 202 by the streams' people", client, b.concurrency, b.duration, 202, acceptBy(true))))
+		heap1, rss1 := memory()
+		heapGrowth, rssGrowth = append(heapGrowth, float64(heap1-heap0)/1e6), append(rssGrowth, float64(rss1-rss0)/1e6)
+		time.Sleep(500 * time.Millisecond) // the last deliveries
+		stdin.Close()
+		for lines.Scan() {
+			fmt.Fprintf(b.out, "  %s\n", lines.Text())
+		}
+		_ = child.Wait()
+		fmt.Fprintf(b.out, "  the server's memory with the streams open and the writes done: Go heap %+.1f MB, resident %+.1f MB\n",
+			heapGrowth[round], rssGrowth[round])
+		fmt.Fprintf(b.out, "  CPU of the stream client (another process) while renames and accepts ran: %.0f%% of one core\n", 100*childCPU.Seconds()/b.duration.Seconds())
+		// Let the server close the streams before the next baseline.
+		time.Sleep(time.Second)
+	}
+	stop()
+	median := func(rs []loadgen.Result) loadgen.Result {
+		s := slices.Clone(rs)
+		slices.SortFunc(s, func(x, y loadgen.Result) int { return int(x.RPS - y.RPS) })
+		return s[len(s)/2]
+	}
+	fmt.Fprintf(b.out, "medians of %d rounds:\n", rounds)
+	b.ratio("bark accepts with 1,000 streams open, against none (500 renames/s in both)", median(with), median(without))
+	b.ratio("bark accepts by the streams' people (each event to 10 streams), against no streams", median(withWatched), median(withoutWatched))
+	slices.Sort(rssGrowth)
+	fmt.Fprintf(b.out, "  the server's resident growth with the streams open: median %+.1f MB\n", rssGrowth[len(rssGrowth)/2])
 	fmt.Fprintln(b.out)
 	return nil
 }
@@ -221,4 +251,102 @@ func memory() (heap, rss int64) {
 		}
 	}
 	return heap, rss
+}
+
+// streamClient is the child process of the events group: it opens
+// YARDBENCH_STREAMS_N streams over the servers in YARDBENCH_STREAMS (comma
+// separated), as people ev0… (YARDBENCH_STREAMS_PEOPLE of them, by turns),
+// says how many opened, reads until its standard input closes, and prints
+// the time from each event's transaction to its arrival, per server.
+func streamClient(urlList string) {
+	urls := strings.Split(urlList, ",")
+	n, _ := strconv.Atoi(os.Getenv("YARDBENCH_STREAMS_N"))
+	people, _ := strconv.Atoi(os.Getenv("YARDBENCH_STREAMS_PEOPLE"))
+	ctx, stop := context.WithCancel(context.Background())
+	client := loadgen.Client(n)
+	client.Timeout = 0
+	type lat struct {
+		mu  sync.Mutex
+		all []time.Duration
+	}
+	lats := make([]*lat, len(urls))
+	for i := range lats {
+		lats[i] = &lat{}
+	}
+	var opened, failed atomic.Int64
+	var wg sync.WaitGroup
+	for s := range n {
+		server := s % len(urls)
+		person := (s / len(urls)) % people
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, "GET", urls[server]+"/v1/events", nil)
+			req.Header.Set("Accept", "text/event-stream")
+			req.SetBasicAuth(fmt.Sprintf("ev%d", person), benchPassword)
+			resp, err := client.Do(req)
+			if err != nil || resp.StatusCode != 200 {
+				failed.Add(1)
+				return
+			}
+			defer resp.Body.Close()
+			opened.Add(1)
+			r := bufio.NewReaderSize(resp.Body, 4096)
+			var mine []time.Duration
+			defer func() {
+				l := lats[server]
+				l.mu.Lock()
+				l.all = append(l.all, mine...)
+				l.mu.Unlock()
+			}()
+			for {
+				line, err := r.ReadSlice('\n')
+				if err != nil {
+					return
+				}
+				if !bytes.HasPrefix(line, []byte("data: ")) {
+					continue
+				}
+				now := time.Now()
+				i := bytes.Index(line, []byte(`"time":"`))
+				if i < 0 || len(line) < i+8+24 {
+					continue
+				}
+				if at, err := time.Parse(time.RFC3339Nano, string(line[i+8:i+8+24])); err == nil {
+					mine = append(mine, now.Sub(at))
+				}
+			}
+		})
+	}
+	for deadline := time.Now().Add(60 * time.Second); opened.Load()+failed.Load() < int64(n) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Printf("streams open: %d (%d refused)\n", opened.Load(), failed.Load())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	stop()
+	wg.Wait()
+	where := []string{"same process", "other server (woken by NOTIFY)"}
+	for i, l := range lats {
+		slices.Sort(l.all)
+		if len(l.all) == 0 {
+			continue
+		}
+		q := func(f float64) float64 { return float64(l.all[int(f*float64(len(l.all)-1))].Microseconds()) / 1000 }
+		fmt.Printf("transaction → stream, %s: %d deliveries, p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", where[i], len(l.all), q(0.5), q(0.99), q(1))
+	}
+}
+
+// processCPU returns the CPU time (user and system) a process has used.
+func processCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's closing parenthesis; utime and stime
+	// are the 14th and 15th of the line.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * time.Second / 100 // clock ticks (USER_HZ)
 }

@@ -55,6 +55,10 @@ func groups() map[string]func(b *bench) error {
 }
 
 func main() {
+	if urls := os.Getenv("YARDBENCH_STREAMS"); urls != "" {
+		streamClient(urls) // the child process of the events group
+		return
+	}
 	dur := flag.Duration("duration", 5*time.Second, "length of each scenario")
 	conc := flag.Int("concurrency", 16, "concurrent clients")
 	dsn := flag.String("db", "sqlite", "store: sqlite (temporary file) or a postgres:// URL of an empty database")
