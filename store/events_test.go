@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -403,4 +404,39 @@ func errorAs(err error, e **yard.Error) bool {
 	}
 	*e = ye
 	return ok
+}
+
+// TestEventsOfAnImport: one car.imported per batch (its counts and id
+// range), never one event per car; a refused batch leaves none.
+func TestEventsOfAnImport(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		start, _ := db.LastEventID(ctx)
+		car := func(id string) string {
+			return `{"kind":"car","id":"` + id + `","color":"red","type":"sedan","doors":4,"make":"Ford","model":"Focus","year":2010,"garage":"g1"}` + "\n"
+		}
+		in := `{"kind":"garage","id":"g1","name":"North","state":"CA"}` + "\n" + car("c3") + car("c1") + car("c2") + car("c5") + car("c4")
+		if _, err := db.ImportCars(ctx, strings.NewReader(in), 3); err != nil {
+			t.Fatal(err)
+		}
+		evs := readAllEvents(t, db, start, nil)
+		if len(evs) != 2 || evs[0].Type != yard.EventCarImported || evs[1].Type != yard.EventCarImported || evs[0].Owner != "" {
+			t.Fatalf("events of an import of 6 lines in batches of 3: %q", eventTypes(evs))
+		}
+		var a, b yard.EventImport
+		if json.Unmarshal(evs[0].Data, &a) != nil || json.Unmarshal(evs[1].Data, &b) != nil {
+			t.Fatal("data")
+		}
+		if a != (yard.EventImport{Count: 2, First: "c1", Last: "c3", Garages: 1}) || b != (yard.EventImport{Count: 3, First: "c2", Last: "c5"}) {
+			t.Fatalf("batches: %+v, %+v", a, b)
+		}
+		// A batch the database refuses (an unknown garage) writes no event.
+		last := evs[1].ID
+		if _, err := db.ImportCars(ctx, strings.NewReader(`{"kind":"car","id":"c9","color":"red","type":"sedan","doors":4,"make":"Ford","model":"Focus","year":2010,"garage":"nowhere"}`), 3); err == nil {
+			t.Fatal("an import into an unknown garage succeeded")
+		}
+		if more := readAllEvents(t, db, last, nil); len(more) != 0 {
+			t.Fatalf("a refused import wrote %q", eventTypes(more))
+		}
+	})
 }
