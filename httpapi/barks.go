@@ -109,16 +109,24 @@ func readOptionalJSON(r *http.Request, v any) error {
 // prefers reports whether the request's Prefer header (RFC 7240 §2) holds
 // the preference name.
 func prefers(r *http.Request, name string) bool {
+	_, ok := preference(r, name)
+	return ok
+}
+
+// preference returns the value of the preference name in the request's
+// Prefer headers (RFC 7240 §2: "name" or "name=value", with parameters
+// after ";"), unquoted, and whether it is there.
+func preference(r *http.Request, name string) (string, bool) {
 	for _, h := range r.Header.Values("Prefer") {
 		for _, p := range strings.Split(h, ",") {
 			tok, _, _ := strings.Cut(p, ";")
-			tok, _, _ = strings.Cut(tok, "=")
+			tok, val, _ := strings.Cut(tok, "=")
 			if strings.EqualFold(strings.TrimSpace(tok), name) {
-				return true
+				return strings.Trim(strings.TrimSpace(val), `"`), true
 			}
 		}
 	}
-	return false
+	return "", false
 }
 
 // wantsHTML reports whether the Accept header ranks text/html above JSON

@@ -52,45 +52,40 @@ type cloudEvent struct {
 // the domain value, becomes the resource's representation as GET shows it.
 func (s *Server) RenderEvent(e *yard.Event) []byte {
 	data := json.RawMessage(e.Data)
-	var view any
 	kind, _, _ := strings.Cut(e.Type, ".")
 	if !strings.HasSuffix(e.Type, ".deleted") && e.Type != yard.EventCarImported {
+		var view any
 		switch kind {
 		case "dog":
-			var d yard.Dog
-			if json.Unmarshal(e.Data, &d) == nil {
-				view = newDogView(&d)
-			}
+			view = viewOf(e.Data, newDogView)
 		case "bark":
-			var b yard.Bark
-			if json.Unmarshal(e.Data, &b) == nil {
-				view = s.newBarkView(&b)
-			}
+			view = viewOf(e.Data, s.newBarkView)
 		case "order":
-			var o yard.Order
-			if json.Unmarshal(e.Data, &o) == nil {
-				view = newOrderDoc(&o)
-			}
+			view = viewOf(e.Data, newOrderDoc)
 		case "car":
-			var c yard.Car
-			if json.Unmarshal(e.Data, &c) == nil {
-				view = newCarView(&c)
-			}
+			view = viewOf(e.Data, newCarView)
 		case "garage":
-			var g yard.Garage
-			if json.Unmarshal(e.Data, &g) == nil {
-				view = newGarageView(&g)
-			}
+			view = viewOf(e.Data, newGarageView)
 		}
-	}
-	if view != nil {
-		if b, err := marshalJSON(view); err == nil {
-			data = b
+		if view != nil {
+			if b, err := marshalJSON(view); err == nil {
+				data = b
+			}
 		}
 	}
 	body, _ := marshalJSON(cloudEvent{SpecVersion: "1.0", ID: e.ID.String(), Source: s.BaseURL, Type: e.Type,
 		Time: Timestamp(e.Time), Subject: s.url(e.Subject), DataContentType: "application/json", Data: data})
 	return body
+}
+
+// viewOf decodes an event's data (the store's JSON of a T) and makes its
+// representation with view; nil when the data does not decode.
+func viewOf[T, V any](data []byte, view func(*T) V) any {
+	var v T
+	if json.Unmarshal(data, &v) != nil {
+		return nil
+	}
+	return view(&v)
 }
 
 // eventQuery is a parsed GET /v1/events.
@@ -414,21 +409,15 @@ func streamContext(r *http.Request) context.Context {
 // preferredWait returns N of Prefer: wait=N (RFC 7240 §4.3), capped at
 // maxWait, and whether it was asked.
 func preferredWait(r *http.Request) (int, bool) {
-	for _, h := range r.Header.Values("Prefer") {
-		for _, p := range strings.Split(h, ",") {
-			tok, _, _ := strings.Cut(p, ";")
-			name, val, ok := strings.Cut(tok, "=")
-			if !ok || !strings.EqualFold(strings.TrimSpace(name), "wait") {
-				continue
-			}
-			n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(val), `"`))
-			if err != nil || n < 0 {
-				return 0, false
-			}
-			return min(n, maxWait), true
-		}
+	val, ok := preference(r, "wait")
+	if !ok {
+		return 0, false
 	}
-	return 0, false
+	n, err := strconv.Atoi(val)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return min(n, maxWait), true
 }
 
 // waitForBark holds a GET of an unfinished bark until it finishes or wait
