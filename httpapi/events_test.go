@@ -393,6 +393,7 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 	_, dogURI := env.dog(t, "alice", map[string]any{"name": "Rex", "email": "rex@example.org"})
 	srv := httptest.NewUnstartedServer(env.API.Handler())
 	srv.Config.ReadTimeout = 500 * time.Millisecond
+	srv.EnableHTTP2 = false // HTTP/1.1, where the deadline is the connection's
 	srv.StartTLS()
 	defer srv.Close()
 	short := *env.Env
@@ -401,6 +402,7 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 	if s == nil {
 		t.Fatalf("open: %d", resp.StatusCode)
 	}
+	defer s.close() // before srv.Close, which waits for open requests
 	time.Sleep(1500 * time.Millisecond)
 	if r := env.Do(apitest.Request{Method: "POST", Path: dogURI + "barks", User: "alice", Password: pw}); r.StatusCode != 201 {
 		t.Fatalf("bark: %d", r.StatusCode)
