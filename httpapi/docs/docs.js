@@ -155,10 +155,10 @@ async function tryRequest(method, path, qs, headers, body) {
     // Digest challenge, which is what a request without a live session
     // gets. So cookies go only while the session signed in on this page
     // is live (GET /sessions/{key} is public: the key is the credential).
-    const live = sessionKey && (await fetch("/sessions/" + encodeURIComponent(sessionKey), { credentials: "omit", cache: "no-store" })).ok;
-    if (!live) {
+    if (!(await sessionLive())) {
       sessionKey = null;
       byId("session-status").textContent = "";
+      liveUpdate();
       return "Not sent: there is no live session. Press “Sign in (POST /sessions)” in the credentials box first.";
     }
   }
@@ -214,6 +214,29 @@ function showScheme() {
 let sessionKey = null;
 const sessionCookie = (value, extra) => { document.cookie = "sessionToken=" + value + "; Path=/; Secure; SameSite=Strict" + extra; };
 
+// sessionLive reports whether the session signed in on this page is live
+// (GET /sessions/{key} is public: the key is the credential).
+async function sessionLive() {
+  if (!sessionKey) return false;
+  const res = await fetch("/sessions/" + encodeURIComponent(sessionKey), { credentials: "omit", cache: "no-store" });
+  return res.ok;
+}
+
+// restoreSession takes up the session this page signed in on an earlier
+// visit: its sessionToken cookie is the page's own (one it can read), and
+// counts only while the session is live.
+async function restoreSession() {
+  const c = document.cookie.split(";").map((s) => s.trim()).find((s) => s.startsWith("sessionToken="));
+  if (!c || sessionKey) return;
+  sessionKey = c.slice("sessionToken=".length);
+  if (await sessionLive()) {
+    byId("session-status").textContent = "signed in (a session of an earlier visit)";
+  } else {
+    sessionKey = null;
+  }
+  liveUpdate();
+}
+
 // sessionSignIn starts a cookie session. The request carries no
 // credentials of the browser ("omit"), so that a wrong password is a 401
 // shown here rather than the browser's password dialog; such a request
@@ -232,6 +255,7 @@ async function sessionSignIn() {
       sessionKey = JSON.parse(text).key;
       sessionCookie(sessionKey, "");
       status.textContent = "signed in (session " + res.headers.get("Location") + ")";
+      liveUpdate();
     } else {
       status.textContent = res.status + " " + (reasons[res.status] || "") + ": " + text;
     }
@@ -251,6 +275,122 @@ async function sessionSignOut() {
   }
   sessionKey = null;
   sessionCookie("", "; Max-Age=0");
+  liveUpdate();
+}
+
+// The live events panel (docs/events.md, "Streams"): an EventSource on
+// /v1/events, which the browser authenticates with the session cookie
+// (same origin). The page opens it only while the session signed in here
+// is live, and reconnects by itself after an error, resuming with after=
+// (the last id shown), rather than leaving it to EventSource: a request
+// without a live session gets a 401 with Basic and Digest challenges,
+// which would make the browser ask for a password. Event data is shown as
+// text, never as markup.
+const live = {
+  source: null, // the open EventSource
+  starting: false, // checking the session before opening it
+  timer: null, // the pending reconnection
+  lastId: "", // the id of the last event shown
+  failures: 0, // errors since the last open
+  // The event types to listen to (an EventSource delivers each type to
+  // its own listeners); main reads them from /openapi.json.
+  types: ["bark.created", "bark.running", "bark.succeeded", "bark.failed", "bark.canceled", "bark.deleted",
+    "dog.created", "dog.updated", "dog.deleted", "order.created", "order.updated",
+    "car.created", "car.updated", "car.deleted", "car.imported", "garage.created", "garage.updated", "garage.deleted",
+    "webhook.disabled"],
+};
+const liveMax = 200; // events kept in the list
+
+const liveShow = (text) => { byId("live-status").textContent = text; };
+
+// liveUpdate sets the buttons (and, when idle, the status) from the
+// session: without one the panel says how to sign in.
+function liveUpdate() {
+  const active = !!(live.source || live.timer);
+  if (!sessionKey) {
+    liveStop();
+    liveShow("Not signed in. Choose “Cookie session” in the credentials box above, sign in " +
+      "(POST /sessions), then press Start to see your events as they happen.");
+  } else if (!active) {
+    liveShow("Signed in. Press Start to see your events as they happen.");
+  }
+  byId("live-start").disabled = !sessionKey || active;
+  byId("live-stop").disabled = !(live.source || live.timer);
+}
+
+// liveStart opens the stream, after the last event shown if any.
+async function liveStart() {
+  clearTimeout(live.timer);
+  live.timer = null;
+  if (live.source || live.starting) return;
+  live.starting = true;
+  let ok = false, unreachable = false;
+  try {
+    ok = await sessionLive();
+  } catch (e) {
+    unreachable = true;
+  } finally {
+    live.starting = false;
+  }
+  if (!ok) {
+    if (unreachable) {
+      live.timer = setTimeout(liveStart, 3000);
+      liveShow("The server cannot be reached; trying again in 3 s…");
+    } else {
+      sessionKey = null; // the session ended
+      byId("session-status").textContent = "";
+    }
+    liveUpdate();
+    return;
+  }
+  const es = new EventSource("/v1/events" + (live.lastId ? "?after=" + encodeURIComponent(live.lastId) : ""));
+  live.source = es;
+  es.addEventListener("open", () => {
+    live.failures = 0;
+    liveShow("Streaming GET /v1/events: new events appear below.");
+  });
+  for (const type of ["message", ...live.types]) es.addEventListener(type, liveEvent);
+  es.addEventListener("error", () => {
+    // A dropped stream, a server cutting a slow reader off, or a refusal
+    // (429 past the streams a person may hold): again after 3 s (the
+    // stream's retry:), doubling up to a minute while it keeps failing.
+    es.close();
+    if (live.source !== es) return;
+    live.source = null;
+    const wait = Math.min(3000 * 2 ** live.failures++, 60000);
+    liveShow("The stream stopped; trying again in " + Math.round(wait / 1000) + " s…");
+    live.timer = setTimeout(liveStart, wait);
+    liveUpdate();
+  });
+  liveUpdate();
+}
+
+// liveStop closes the stream.
+function liveStop() {
+  clearTimeout(live.timer);
+  live.timer = null;
+  if (live.source) live.source.close();
+  live.source = null;
+}
+
+// liveEvent lists one event: its type and its subject (the resource's URL).
+function liveEvent(ev) {
+  // Ids only grow (docs/events.md): a smaller one was shown already.
+  if (ev.lastEventId) {
+    if (live.lastId && ev.lastEventId.length === live.lastId.length && ev.lastEventId <= live.lastId) return;
+    live.lastId = ev.lastEventId;
+  }
+  let subject = "";
+  try {
+    subject = String(JSON.parse(ev.data).subject || "");
+  } catch (e) {
+    subject = "(data that is not JSON)";
+  }
+  const item = el("li", {}, el("span", { class: "live-type" }, ev.type), el("span", { class: "live-subject" }, subject));
+  item.dataset.id = ev.lastEventId;
+  const list = byId("live-events");
+  list.append(item);
+  while (list.children.length > liveMax) list.firstElementChild.remove();
 }
 
 function renderOp(doc, path, method, op) {
@@ -340,9 +480,15 @@ async function main() {
   byId("scheme").addEventListener("change", showScheme);
   byId("session-signin").addEventListener("click", sessionSignIn);
   byId("session-signout").addEventListener("click", sessionSignOut);
+  byId("live-start").addEventListener("click", liveStart);
+  byId("live-stop").addEventListener("click", () => { liveStop(); liveUpdate(); });
   showScheme();
+  liveUpdate();
+  restoreSession().catch(() => {});
   const res = await fetch("/openapi.json");
   const doc = await res.json();
+  const types = ((((doc.components || {}).schemas || {}).Event || {}).properties || {}).type;
+  if (types && Array.isArray(types.enum)) live.types = types.enum;
   document.getElementById("summary").textContent = (doc.info.summary || "") + " Version " + doc.info.version + ".";
   const byTag = new Map();
   for (const [path, item] of Object.entries(doc.paths)) {
