@@ -208,12 +208,12 @@ func (db *DB) CancelBark(ctx context.Context, dogID, id string) (*yard.Bark, err
 		before = b
 		switch {
 		case b.Status == yard.BarkPending || b.Status == yard.BarkRunning:
-			_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = 'canceled', finished_at = $1, lease_token = '', lease_until = 0
-				WHERE id = $2`, Millis(tx.Now()), id)
+			canceled, err := scanBark(tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'canceled', finished_at = $1, lease_token = '', lease_until = 0
+				WHERE id = $2 RETURNING `+barkColumns, Millis(tx.Now()), id))
 			if err != nil {
 				return err
 			}
-			return barkEventByID(ctx, tx, yard.EventBarkCanceled, id)
+			return barkEvent(ctx, tx, yard.EventBarkCanceled, canceled)
 		case b.Status == yard.BarkSucceeded && b.Effect == yard.EffectRecord:
 			if _, err = tx.ExecContext(ctx, `DELETE FROM tasks WHERE id = $1`, id); err != nil {
 				return err
@@ -307,6 +307,14 @@ func (db *DB) ExtendLease(ctx context.Context, id, token string, lease time.Dura
 	})
 }
 
+// leaseRow is leaseResult for an UPDATE ... RETURNING read with scanBark.
+func leaseRow(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return yard.ErrLeaseLost
+	}
+	return err
+}
+
 func leaseResult(res sql.Result, err error) error {
 	if err != nil {
 		return err
@@ -333,13 +341,13 @@ func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r ya
 			}
 			changed = old != *r.CodeRevision
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'succeeded', finished_at = $1, barked_at = $1, output = $2, error = '',
-			dog_changed = $3, lease_token = '', lease_until = 0 WHERE id = $4 AND lease_token = $5 AND status = 'running'`,
-			Millis(now), r.Output, changed, b.ID, token)
-		if err := leaseResult(res, err); err != nil {
+		done, err := scanBark(tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'succeeded', finished_at = $1, barked_at = $1, output = $2, error = '',
+			dog_changed = $3, lease_token = '', lease_until = 0 WHERE id = $4 AND lease_token = $5 AND status = 'running'
+			RETURNING `+barkColumns, Millis(now), r.Output, changed, b.ID, token))
+		if err := leaseRow(err); err != nil {
 			return err
 		}
-		if err := barkEventByID(ctx, tx, yard.EventBarkSucceeded, b.ID); err != nil {
+		if err := barkEvent(ctx, tx, yard.EventBarkSucceeded, done); err != nil {
 			return err
 		}
 		if r.CodeRevision != nil && changed {
@@ -368,12 +376,12 @@ func (db *DB) RetryTask(ctx context.Context, id, token string, wait time.Duratio
 // FailTask marks a running task failed; nothing of its effect is stored.
 func (db *DB) FailTask(ctx context.Context, id, token, msg, output string) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'failed', finished_at = $1, error = $2, output = $3, lease_token = '', lease_until = 0
-			WHERE id = $4 AND lease_token = $5 AND status = 'running'`, Millis(tx.Now()), msg, output, id, token)
-		if err := leaseResult(res, err); err != nil {
+		failed, err := scanBark(tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'failed', finished_at = $1, error = $2, output = $3, lease_token = '', lease_until = 0
+			WHERE id = $4 AND lease_token = $5 AND status = 'running' RETURNING `+barkColumns, Millis(tx.Now()), msg, output, id, token))
+		if err := leaseRow(err); err != nil {
 			return err
 		}
-		return barkEventByID(ctx, tx, yard.EventBarkFailed, id)
+		return barkEvent(ctx, tx, yard.EventBarkFailed, failed)
 	})
 }
 

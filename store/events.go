@@ -87,15 +87,6 @@ func barkEvent(ctx context.Context, tx *Tx, typ string, b *yard.Bark) error {
 	return barkEvents(ctx, tx, b, typ)
 }
 
-// barkEventByID appends a bark event with the task as tx now holds it.
-func barkEventByID(ctx context.Context, tx *Tx, typ, id string) error {
-	b, err := scanBark(tx.QueryRowContext(ctx, `SELECT `+barkColumns+` FROM tasks WHERE id = $1`, id))
-	if err != nil {
-		return notFound(err, "Bark")
-	}
-	return barkEvent(ctx, tx, typ, b)
-}
-
 // markDog notes that the dog changed in tx: one dog.updated is appended at
 // commit (flushDogs), unless the dog was created or deleted in tx.
 func (tx *Tx) markDog(id string) {
