@@ -66,6 +66,8 @@ func (s *Server) RenderEvent(e *yard.Event) []byte {
 			view = viewOf(e.Data, newCarView)
 		case "garage":
 			view = viewOf(e.Data, newGarageView)
+		case "webhook":
+			view = viewOf(e.Data, newWebhookView)
 		}
 		if view != nil {
 			if b, err := marshalJSON(view); err == nil {

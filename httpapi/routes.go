@@ -70,6 +70,13 @@ func (s *Server) registerRoutes() {
 	// Events (docs/events.md): a stream or pages of the principal's
 	// events.
 	s.handle("GET", "/v1/events", s.authenticated(s.handleEvents))
+	// Webhooks (docs/events.md, "Webhooks").
+	s.handle("POST", "/v1/webhooks", s.authenticated(s.handleCreateWebhook))
+	s.handle("GET", "/v1/webhooks", s.authenticated(s.handleListWebhooks))
+	s.handle("GET", "/v1/webhooks/{webhook_id}", s.authenticated(s.handleGetWebhook))
+	s.handle("PATCH", "/v1/webhooks/{webhook_id}", s.authenticated(s.handlePatchWebhook))
+	s.handle("DELETE", "/v1/webhooks/{webhook_id}", s.authenticated(s.handleDeleteWebhook))
+	s.handle("GET", "/v1/webhooks/{webhook_id}/deliveries", s.authenticated(s.handleListWebhookDeliveries))
 	// Cars, garages and searches (docs/cars.md). Reads are public; writes
 	// need an administrator. Every car list shares one grammar (cars.go).
 	s.handle("GET", "/car/{car_id}", s.handleGetCar)

@@ -80,6 +80,10 @@ type Deps struct {
 	// Events hands the store's new events to streams and to Prefer: wait
 	// (docs/events.md); nil answers streams with 503 and ignores waits.
 	Events *events.Hub
+	// Webhooks checks the URL of a webhook subscription being written
+	// against the delivery policy (package webhooks' *Service); nil
+	// applies the default policy (https:// to public addresses only).
+	Webhooks WebhookChecker
 }
 
 // Server serves the yard API. Build it with New.

@@ -21,10 +21,12 @@ import (
 
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/events"
+	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/search"
 	"github.com/yard-api/yard/store"
+	"github.com/yard-api/yard/webhooks"
 )
 
 // serveConfig holds every flag of serve (docs/configuration.md).
@@ -54,6 +56,9 @@ type serveConfig struct {
 	eventsRetention  time.Duration
 	eventsPerPerson  int
 	eventsPerProcess int
+	// webhookAllowHosts are the hosts webhook deliveries may reach
+	// although they are not public addresses (docs/events.md, "Webhooks").
+	webhookAllowHosts listFlag
 	// auth holds the flags of the token and key schemes (authwire.go).
 	auth authFlags
 	// fetch holds the flags of fetch-code barks (barks.go).
@@ -84,6 +89,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.eventsRetention, "events-retention", events.DefaultRetention, "how long events are kept for streams to resume from")
 	fs.IntVar(&c.eventsPerPerson, "events-per-person", events.DefaultPerPerson, "event streams one person may hold on this process (past it: 429)")
 	fs.IntVar(&c.eventsPerProcess, "events-per-process", events.DefaultPerProcess, "event streams and bark waits this process holds (past it: 503)")
+	fs.Var(&c.webhookAllowHosts, "webhook-allow-host", "HOST or HOST:PORT webhook deliveries may reach although it is not a public address, also by plain http:// (repeat or comma-separate; default none)")
 	fs.DurationVar(&c.storeWait, "store-wait", httpapi.DefaultStoreWait, "longest a request waits for the store (a free connection and its answers) before it is answered 503 (0: no bound)")
 	c.auth.register(fs)
 	c.fetch.register(fs)
@@ -189,17 +195,29 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	// the store's event log through one hub.
 	hub := events.New(db, events.Config{Retention: cfg.eventsRetention, PerPerson: cfg.eventsPerPerson,
 		PerProcess: cfg.eventsPerProcess, Logger: logger})
+	// Webhooks (docs/events.md, "Webhooks"): deliveries of the events to
+	// subscriptions, woken by the hub; their bodies are rendered by the
+	// API below.
+	for _, h := range cfg.webhookAllowHosts {
+		if strings.ContainsAny(h, "/@ \t") {
+			return nil, usageError("--webhook-allow-host " + h + ": want HOST or HOST:PORT")
+		}
+	}
+	hooks := &webhooks.Service{DB: db, Hub: hub, Policy: &fetch.Policy{AllowHosts: cfg.webhookAllowHosts},
+		Retention: cfg.eventsRetention, Logger: logger.With("component", "webhooks")}
 
 	// The HTTP API over all of them.
 	api := httpapi.New(httpapi.Deps{
 		DB: db, Auth: kit.Chain, Basic: basic, Kit: kit, OpenID: openID,
 		BaseURL: cfg.baseURL, Logger: logger, Registry: registry, Version: Version,
-		Barks: barks, Cars: index, StoreWait: cfg.storeWait, Events: hub,
+		Barks: barks, Cars: index, StoreWait: cfg.storeWait, Events: hub, Webhooks: hooks,
 	})
+	hooks.Render = api.RenderEvent
 
 	return &app{db: db, api: api, events: hub, background: []func(context.Context){
 		func(ctx context.Context) { _ = hub.Run(ctx) },
 		barks.Run,
+		hooks.Run,
 		// SQLite: checkpoint the WAL off the writer's path (see RunCheckpoints).
 		func(ctx context.Context) { db.RunCheckpoints(ctx, 200*time.Millisecond) },
 		index.Run,

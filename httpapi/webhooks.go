@@ -1,0 +1,275 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/webhooks"
+)
+
+// Webhooks (docs/events.md, "Webhooks"): a person's subscriptions of a URL
+// to event types, and their delivery attempts. Package webhooks delivers;
+// these endpoints only write and read the store.
+
+// WebhookChecker is what the webhook endpoints need of the deliverer
+// (package webhooks' *Service).
+type WebhookChecker interface {
+	// CheckURL applies the delivery policy to a subscription's URL being
+	// written: EINVALID naming url when it cannot be used.
+	CheckURL(u string) error
+}
+
+// webhookView is a subscription as the API shows it; Secret only in the
+// answer to its creation.
+type webhookView struct {
+	ID             string   `json:"id"`
+	Owner          string   `json:"owner"`
+	URL            string   `json:"url"`
+	Types          []string `json:"types"`
+	Enabled        bool     `json:"enabled"`
+	DisabledReason *string  `json:"disabledReason"`
+	FailingSince   *string  `json:"failingSince"`
+	CreatedAt      string   `json:"createdAt"`
+	UpdatedAt      string   `json:"updatedAt"`
+	Secret         string   `json:"secret,omitempty"`
+}
+
+func newWebhookView(w *yard.Webhook) webhookView {
+	v := webhookView{ID: w.ID, Owner: w.Owner, URL: w.URL, Types: w.Types, Enabled: w.Enabled,
+		FailingSince: TimestampPtr(w.FailingSince), CreatedAt: Timestamp(w.CreatedAt), UpdatedAt: Timestamp(w.UpdatedAt)}
+	if v.Types == nil {
+		v.Types = []string{}
+	}
+	if w.DisabledReason != "" {
+		reason := w.DisabledReason
+		v.DisabledReason = &reason
+	}
+	return v
+}
+
+// deliveryView is one delivery attempt.
+type deliveryView struct {
+	ID        string `json:"id"`
+	EventID   string `json:"eventId"`
+	EventType string `json:"eventType"`
+	Subject   string `json:"subject"`
+	Attempt   int    `json:"attempt"`
+	Status    string `json:"status"`
+	Code      *int   `json:"code"`
+	Error     string `json:"error"`
+	Time      string `json:"time"`
+}
+
+func (s *Server) newDeliveryView(d *yard.WebhookDelivery) deliveryView {
+	v := deliveryView{ID: d.ID, EventID: d.Event.ID.String(), EventType: d.Event.Type, Subject: s.url(d.Event.Subject),
+		Attempt: d.Attempt, Status: d.Status, Error: d.Error, Time: Timestamp(d.Time)}
+	if d.Code != 0 {
+		code := d.Code
+		v.Code = &code
+	}
+	return v
+}
+
+// webhookWrite is the body of POST /v1/webhooks and of a PATCH (a JSON
+// merge patch, RFC 7396; enabled only there).
+type webhookWrite struct {
+	URL     *string   `json:"url"`
+	Types   *[]string `json:"types"`
+	Enabled *bool     `json:"enabled"`
+}
+
+// checkWebhook checks the fields of a write: the URL against the delivery
+// policy, the types against the event types.
+func (s *Server) checkWebhook(in *webhookWrite) error {
+	if in.URL != nil {
+		check := func(u string) error { return webhooks.CheckURL(nil, u) }
+		if s.Webhooks != nil {
+			check = s.Webhooks.CheckURL
+		}
+		if err := check(*in.URL); err != nil {
+			return err
+		}
+	}
+	if in.Types != nil {
+		types, err := yard.ValidateWebhookTypes(*in.Types)
+		if err != nil {
+			return err
+		}
+		in.Types = &types
+	}
+	return nil
+}
+
+// handleCreateWebhook answers POST /v1/webhooks: 201 with the subscription
+// and, this once, its secret.
+func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request) {
+	var in webhookWrite
+	body, err := readJSONBody(r)
+	if err == nil {
+		err = nullFields(body, "types")
+	}
+	if err == nil {
+		err = unmarshalStrict(body, &in)
+	}
+	if err == nil && in.Enabled != nil {
+		err = yard.Invalid("A subscription is created enabled.", yard.FieldError{Field: "enabled", Message: "is set with PATCH once the subscription exists"})
+	}
+	if err == nil && in.URL == nil {
+		err = yard.Invalid("The url is required.", yard.FieldError{Field: "url", Message: "is required"})
+	}
+	if err == nil {
+		err = s.checkWebhook(&in)
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	hook := &yard.Webhook{Owner: yard.PrincipalFromContext(r.Context()).UserID, URL: *in.URL}
+	if in.Types != nil {
+		hook.Types = *in.Types
+	}
+	if err := s.DB.CreateWebhook(r.Context(), hook); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	v := newWebhookView(hook)
+	v.Secret = hook.Secret
+	w.Header().Set("Location", s.url(yard.WebhookPath(hook.ID)))
+	w.Header().Set("Cache-Control", "no-store") // it holds the secret
+	writeJSON(w, http.StatusCreated, v)
+}
+
+// handleListWebhooks answers GET /v1/webhooks: a page of the caller's
+// subscriptions (every one for an administrator), oldest first.
+func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
+	pg, err := pageOf(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	p := yard.PrincipalFromContext(r.Context())
+	f := yard.WebhookFilter{Offset: pg.Offset, Limit: pg.Max}
+	if !p.IsAdmin() {
+		f.Owner = &p.UserID
+	}
+	hooks, total, err := s.DB.FindWebhooks(r.Context(), f)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	views := make([]webhookView, 0, len(hooks))
+	for _, h := range hooks {
+		if pg.Max > 0 {
+			views = append(views, newWebhookView(h))
+		}
+	}
+	s.writePage(w, r, views, total, pg)
+}
+
+// loadWebhookFor loads the subscription of the path for the caller: its
+// owner or an administrator. Anyone else's is ENOTFOUND, as if it did not
+// exist.
+func (s *Server) loadWebhookFor(r *http.Request) (*yard.Webhook, error) {
+	hook, err := s.DB.FindWebhook(r.Context(), r.PathValue("webhook_id"))
+	if err != nil {
+		return nil, err
+	}
+	p := yard.PrincipalFromContext(r.Context())
+	if hook.Owner != p.UserID && !p.IsAdmin() {
+		return nil, yard.Errorf(yard.ENOTFOUND, "Webhook not found.")
+	}
+	return hook, nil
+}
+
+// handleGetWebhook answers GET /v1/webhooks/{webhook_id} (never with the
+// secret).
+func (s *Server) handleGetWebhook(w http.ResponseWriter, r *http.Request) {
+	hook, err := s.loadWebhookFor(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeRepresentation(w, r, newWebhookView(hook), hook.UpdatedAt)
+}
+
+// handlePatchWebhook applies a JSON merge patch (RFC 7396) of url, types
+// and enabled: 200 with the subscription. types null is every type.
+func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
+	hook, err := s.loadWebhookFor(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	var in webhookWrite
+	body, err := readJSONBody(r)
+	if err == nil {
+		err = nullFields(body, "types")
+	}
+	if err == nil {
+		err = unmarshalStrict(body, &in)
+	}
+	if err == nil && in.Types == nil && nullMember(body, "types") {
+		in.Types = &[]string{}
+	}
+	if err == nil {
+		err = s.checkWebhook(&in)
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	hook, err = s.DB.UpdateWebhook(r.Context(), hook.ID, yard.WebhookUpdate{URL: in.URL, Types: in.Types, Enabled: in.Enabled})
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newWebhookView(hook))
+}
+
+// handleDeleteWebhook answers DELETE /v1/webhooks/{webhook_id}: 204; its
+// deliveries go with it.
+func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request) {
+	hook, err := s.loadWebhookFor(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := s.DB.DeleteWebhook(r.Context(), hook.ID); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleListWebhookDeliveries answers GET
+// /v1/webhooks/{webhook_id}/deliveries: a page of delivery attempts,
+// newest first.
+func (s *Server) handleListWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
+	hook, err := s.loadWebhookFor(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	pg, err := pageOf(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	var ds []*yard.WebhookDelivery
+	total := 0
+	if pg.Max > 0 {
+		ds, total, err = s.DB.FindWebhookDeliveries(r.Context(), hook.ID, pg.Offset, pg.Max)
+	} else {
+		_, total, err = s.DB.FindWebhookDeliveries(r.Context(), hook.ID, 0, 1)
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	views := make([]deliveryView, 0, len(ds))
+	for _, d := range ds {
+		views = append(views, s.newDeliveryView(d))
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	s.writePage(w, r, views, total, pg)
+}

@@ -1,0 +1,280 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/fetch"
+)
+
+// Standard Webhooks headers (https://www.standardwebhooks.com/, "Signature
+// scheme").
+const (
+	HeaderID        = "webhook-id"
+	HeaderTimestamp = "webhook-timestamp"
+	HeaderSignature = "webhook-signature"
+)
+
+// maxAnswer bounds what is read of a receiver's answer (and then thrown
+// away, so the connection can be used again).
+const maxAnswer = 64 << 10
+
+// Sign returns the webhook-signature value of a delivery: "v1," and the
+// base64 of HMAC-SHA256 over id "." timestamp "." body, keyed by the
+// bytes the secret's base64 (after "whsec_") encodes.
+func Sign(secret, id string, timestamp int64, body []byte) (string, error) {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, yard.WebhookSecretPrefix))
+	if err != nil {
+		return "", errors.New("webhooks: the secret is not whsec_ and base64")
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + strconv.FormatInt(timestamp, 10) + "."))
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
+}
+
+// CheckURL is the check made when a subscription's URL is written: its
+// form (yard.ValidateWebhookURL), then either a host the policy allows
+// (where plain http:// is accepted too) or https:// to a host that is not
+// plainly internal, by the rules of fetch-code's codeUrls (an IP literal
+// outside the public ranges in any spelling, localhost, the names of
+// private networks). Names are resolved, and every address checked, when
+// a delivery connects. Errors are EINVALID naming url.
+func CheckURL(p *fetch.Policy, s string) error {
+	if err := yard.ValidateWebhookURL(s); err != nil {
+		return err
+	}
+	if p == nil {
+		p = &fetch.Policy{}
+	}
+	u, _ := url.Parse(s) // ValidateWebhookURL parsed it
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	if p.HostAllowed(u.Hostname(), port) {
+		return nil
+	}
+	bad := func(msg string) error {
+		return yard.Invalid("The url cannot be used.", yard.FieldError{Field: "url", Message: msg})
+	}
+	if u.Scheme != "https" {
+		return bad("must be an https:// URL (plain http:// only to a host the operator allows)")
+	}
+	if err := p.CheckURL("https://" + u.Host + "/"); err != nil {
+		return bad(err.Error())
+	}
+	return nil
+}
+
+// newClient is the client of every attempt: no proxy from the
+// environment, no redirects followed, no cookies, and every connection
+// through dial.
+func (s *Service) newClient() *http.Client {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if s.TLSConfig != nil {
+		tc = s.TLSConfig.Clone()
+	}
+	t := &http.Transport{
+		Proxy:                  nil,
+		DialContext:            s.dial,
+		TLSClientConfig:        tc,
+		TLSHandshakeTimeout:    s.Timeout,
+		ResponseHeaderTimeout:  s.Timeout,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           4 * s.Workers,
+		MaxIdleConnsPerHost:    s.PerWebhook,
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+		DisableCompression:     true,
+	}
+	return &http.Client{
+		Transport: t,
+		Timeout:   s.Timeout,
+		// A 3xx is the answer, and a failure (docs/events.md).
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// notAllowed is a connection the policy refused.
+type notAllowed struct{ err error }
+
+func (e *notAllowed) Error() string { return e.err.Error() }
+func (e *notAllowed) Unwrap() error { return e.err }
+
+// dial connects to addr for an attempt: a host the policy allows as it
+// is; any other only at addresses that pass fetch.CheckAddr, resolved now
+// (a name with any address that does not is refused whole, as fetches
+// refuse it), and checked again as the socket connects (Control), so a
+// DNS answer that changes between the check and the connection cannot
+// lead inside.
+func (s *Service) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	d := &net.Dialer{Timeout: s.Timeout}
+	if s.Policy.HostAllowed(host, portStr) {
+		return d.DialContext(ctx, network, addr)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || port == 0 {
+		return nil, &notAllowed{errors.New("host not allowed: bad port")}
+	}
+	if err := s.Policy.CheckURL("https://" + net.JoinHostPort(host, portStr) + "/"); err != nil {
+		return nil, &notAllowed{err}
+	}
+	addrs, err := s.resolve(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	d.Control = func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return &notAllowed{err}
+		}
+		if err := fetch.CheckAddr(ap.Addr()); err != nil {
+			return &notAllowed{err}
+		}
+		return nil
+	}
+	var last error
+	for _, a := range addrs {
+		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		if err == nil {
+			return c, nil
+		}
+		last = err
+	}
+	return nil, last
+}
+
+// resolve returns the addresses of host (an IP literal as it is), every
+// one of them public.
+func (s *Service) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		addrs = []netip.Addr{a}
+	} else {
+		look := s.Policy.Resolve
+		if look == nil {
+			look = func(ctx context.Context, host string) ([]netip.Addr, error) {
+				return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+			}
+		}
+		if addrs, err = look(ctx, host); err != nil {
+			return nil, err
+		}
+		if len(addrs) == 0 {
+			return nil, errors.New("no addresses")
+		}
+	}
+	for i, a := range addrs {
+		if err := fetch.CheckAddr(a); err != nil {
+			return nil, &notAllowed{err}
+		}
+		addrs[i] = a.Unmap()
+	}
+	return addrs, nil
+}
+
+// attempt POSTs the claim's event to its URL once and says how it went.
+// The outcome's error is yard's own words for what happened, never the
+// receiver's answer nor network details; detail is the underlying error,
+// for the operator's log.
+func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.DeliveryOutcome, detail error) {
+	d := c.Delivery
+	at := s.Now()
+	// The policy again: the URL may predate a change of the allow-list.
+	if err := CheckURL(s.Policy, c.URL); err != nil {
+		msg := "the url cannot be used"
+		var ye *yard.Error
+		if errors.As(err, &ye) && len(ye.Fields) > 0 {
+			msg = ye.Fields[0].Message
+		}
+		return yard.DeliveryOutcome{At: at, Error: msg}, err
+	}
+	body := s.Render(&d.Event)
+	ts := at.Unix()
+	sig, err := Sign(c.Secret, d.Event.ID.String(), ts, body)
+	if err != nil {
+		return yard.DeliveryOutcome{At: at, Error: "the subscription's secret is unusable"}, err
+	}
+	actx, cancel := context.WithTimeout(ctx, s.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.URL, bytes.NewReader(body))
+	if err != nil {
+		return yard.DeliveryOutcome{At: at, Error: "the url cannot be used"}, errors.New("the URL does not parse")
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "yard-webhooks/1")
+	h.Set(HeaderID, d.Event.ID.String())
+	h.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	h.Set(HeaderSignature, sig)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		// The log gets the cause without the URL, whose query may hold
+		// the receiver's token.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return yard.DeliveryOutcome{At: at, Error: describe(err, s.Timeout)}, err
+	}
+	// The status decides; the body is read (within the time left) only so
+	// that the connection can serve the next attempt.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
+	resp.Body.Close()
+	code := resp.StatusCode
+	switch {
+	case code >= 200 && code < 300:
+		return yard.DeliveryOutcome{At: at, Succeeded: true, Code: code}, nil
+	case code >= 300 && code < 400:
+		return yard.DeliveryOutcome{At: at, Code: code, Error: fmt.Sprintf("answered %d; redirects are not followed", code)}, nil
+	default:
+		return yard.DeliveryOutcome{At: at, Code: code, Error: fmt.Sprintf("answered %d", code)}, nil
+	}
+}
+
+// describe names the failure of an attempt that got no answer.
+func describe(err error, limit time.Duration) string {
+	var na *notAllowed
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	var ne net.Error
+	switch {
+	case errors.As(err, &na), errors.Is(err, fetch.ErrNotPublic):
+		msg := "host not allowed: not a public address"
+		if na != nil && strings.HasPrefix(na.Error(), "host not allowed") {
+			msg = na.Error()
+		}
+		return msg
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "no answer within " + limit.String()
+	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid), errors.As(err, &verify):
+		return "TLS: the receiver's certificate is not valid for its host"
+	case errors.Is(err, context.Canceled):
+		return "canceled (the server is stopping)"
+	}
+	return "could not connect"
+}

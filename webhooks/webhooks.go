@@ -1,0 +1,448 @@
+// Package webhooks delivers events to webhook subscriptions (docs/events.md,
+// "Webhooks"). It does not know the API's HTTP side; it is an HTTP client.
+//
+// The store is the truth and any process may do any part of the work:
+//
+//   - fan-out: the events after each subscription's cursor become pending
+//     delivery rows, once, whichever process does it (store.FanOutWebhooks);
+//   - claim: workers take due rows with a lease, within bounds on the
+//     attempts in flight per subscription and per person, so one slow
+//     receiver holds at most its own slots;
+//   - attempt: one POST of the CloudEvent with Standard Webhooks headers,
+//     within Timeout, to public addresses only (the fetch policy, checked
+//     again on every connection), redirects not followed;
+//   - finish: the outcome, the next attempt after a growing delay for 24
+//     hours, and the disabling of a subscription failing that long.
+//
+// Work starts when the process's events hub hands out a new event (on any
+// process, through PostgreSQL notifications) and on a poll, so a lost
+// wake-up delays a delivery by at most Poll.
+package webhooks
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/events"
+	"github.com/yard-api/yard/fetch"
+)
+
+// Store is what deliveries need of the store (package store's *DB). Its
+// errors are domain errors (*yard.Error, yard.ErrLeaseLost) or the
+// engine's own.
+type Store interface {
+	// FanOutWebhooks turns new events into pending deliveries and
+	// returns how many it created.
+	FanOutWebhooks(ctx context.Context, batch int) (int, error)
+	// HasDueWebhookDeliveries reports whether a delivery may be claimed.
+	HasDueWebhookDeliveries(ctx context.Context) (bool, error)
+	// ClaimWebhookDeliveries takes up to n due deliveries with a lease,
+	// within the bounds on deliveries in flight.
+	ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Duration, b yard.DeliveryBounds) ([]*yard.WebhookClaim, error)
+	// FinishWebhookDelivery records an attempt's outcome (and the next
+	// attempt, and a disabling); yard.ErrLeaseLost when the claim is no
+	// longer held.
+	FinishWebhookDelivery(ctx context.Context, c *yard.WebhookClaim, out yard.DeliveryOutcome) (disabled bool, err error)
+	// ReleaseWebhookDelivery hands a claim back unmade.
+	ReleaseWebhookDelivery(ctx context.Context, c *yard.WebhookClaim) error
+	// PruneWebhookDeliveries removes rows created before before.
+	PruneWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int, error)
+	// Unreachable reports whether err says the store cannot be reached
+	// now (the loops then log the outage once and keep polling).
+	Unreachable(err error) bool
+}
+
+// Defaults of a Service (docs/events.md, "Webhooks").
+const (
+	DefaultWorkers    = 16
+	DefaultPerWebhook = 2
+	DefaultPerPerson  = 8
+	DefaultTimeout    = 10 * time.Second
+	DefaultPoll       = time.Second
+	fanOutBatch       = 20
+	pruneEvery        = time.Minute
+	pruneBatch        = 10000
+	finishTimeout     = 10 * time.Second
+	resubscribeWait   = time.Second
+)
+
+// Service delivers the events of one process's share of the work. Build it
+// with its fields and run it with Run.
+type Service struct {
+	// DB is the store the subscriptions and deliveries live in.
+	DB Store
+	// Render makes a delivery's body from an event: the CloudEvent JSON
+	// that GET /v1/events gives (httpapi's Server.RenderEvent); required
+	// by Run.
+	Render func(*yard.Event) []byte
+	// Hub wakes the fan-out when events are written (on any process);
+	// nil leaves it to the poll.
+	Hub *events.Hub
+	// Policy says where deliveries may go: public addresses only, and the
+	// hosts it allows (which may also take plain http://); nil is the
+	// zero policy.
+	Policy *fetch.Policy
+	// TLSConfig is the receivers' TLS configuration (tests trust their
+	// own certificate authority); nil is the system's roots.
+	TLSConfig *tls.Config
+	// Workers is the number of attempts this process makes at once.
+	Workers int
+	// PerWebhook and PerPerson bound the attempts in flight for one
+	// subscription and for the subscriptions of one person, over every
+	// process sharing the store.
+	PerWebhook, PerPerson int
+	// Timeout bounds one attempt (connecting, TLS, the answer).
+	Timeout time.Duration
+	// Lease is how long a claimed attempt stays with its worker; another
+	// process tries again after it when this one died. At least twice
+	// Timeout.
+	Lease time.Duration
+	// Poll is the longest a due delivery or a new event waits when every
+	// wake-up was lost.
+	Poll time.Duration
+	// Retention is how long delivery rows are kept (the events
+	// retention).
+	Retention time.Duration
+	// Backoff is the wait after failed attempt n (from 1).
+	Backoff func(attempt int) time.Duration
+	// Now is the clock of the webhook-timestamp header; the store has its
+	// own (they are the same outside tests).
+	Now func() time.Time
+	// Logger receives failures and disablings.
+	Logger *slog.Logger
+	// Observe, when set, is told how each attempt ended: succeeded,
+	// failed, disabled (failed, and the subscription was disabled) or
+	// released.
+	Observe func(outcome string, d time.Duration)
+
+	once         sync.Once
+	client       *http.Client
+	wakeFanOut   chan struct{}
+	wakeDispatch chan struct{}
+	busy         atomic.Int64
+	storeDown    atomic.Bool
+}
+
+func (s *Service) init() {
+	s.once.Do(func() {
+		positive(&s.Workers, DefaultWorkers)
+		positive(&s.PerWebhook, DefaultPerWebhook)
+		positive(&s.PerPerson, DefaultPerPerson)
+		positive(&s.Timeout, DefaultTimeout)
+		positive(&s.Lease, 3*s.Timeout)
+		s.Lease = max(s.Lease, 2*s.Timeout)
+		positive(&s.Poll, DefaultPoll)
+		positive(&s.Retention, events.DefaultRetention)
+		if s.Backoff == nil {
+			s.Backoff = Backoff
+		}
+		if s.Now == nil {
+			s.Now = time.Now
+		}
+		if s.Logger == nil {
+			s.Logger = slog.New(slog.DiscardHandler)
+		}
+		if s.Policy == nil {
+			s.Policy = &fetch.Policy{}
+		}
+		s.client = s.newClient()
+		s.wakeFanOut = make(chan struct{}, 1)
+		s.wakeDispatch = make(chan struct{}, 1)
+	})
+}
+
+// positive sets *v to def when it is not positive (unset).
+func positive[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// backoffSteps are the waits after the first failed attempts; later ones
+// wait backoffLast. With the 24-hour window that makes about 19 attempts.
+var backoffSteps = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour}
+
+const backoffLast = 2 * time.Hour
+
+// Backoff is the default wait after failed attempt n: 5 s, 30 s, 2 min,
+// 10 min, 30 min, 1 h, then every 2 h, each ±10 % so that the retries of
+// many deliveries spread out.
+func Backoff(attempt int) time.Duration {
+	d := backoffLast
+	if attempt >= 1 && attempt <= len(backoffSteps) {
+		d = backoffSteps[attempt-1]
+	}
+	return d + time.Duration(rand.Int64N(int64(d)/5+1)) - d/10
+}
+
+// CheckURL checks a subscription's URL when it is written (the policy of
+// the service; see CheckURL).
+func (s *Service) CheckURL(u string) error {
+	s.init()
+	return CheckURL(s.Policy, u)
+}
+
+// Wake asks the fan-out to look for new events now.
+func (s *Service) Wake() {
+	s.init()
+	signal(s.wakeFanOut)
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// Run fans events out and delivers them until ctx ends; attempts in flight
+// then end and are handed back for another process.
+func (s *Service) Run(ctx context.Context) {
+	s.init()
+	if s.Render == nil {
+		panic("webhooks: Service.Render is not set")
+	}
+	work := make(chan *yard.WebhookClaim, s.Workers)
+	var wg sync.WaitGroup
+	for range s.Workers {
+		wg.Go(func() {
+			for c := range work {
+				s.deliver(ctx, c)
+				s.busy.Add(-1)
+				signal(s.wakeDispatch)
+			}
+		})
+	}
+	var loops sync.WaitGroup
+	loops.Go(func() { s.follow(ctx) })
+	loops.Go(func() { s.fanOutLoop(ctx) })
+	loops.Go(func() { s.prune(ctx) })
+	loops.Go(func() {
+		s.dispatch(ctx, work)
+		close(work)
+	})
+	loops.Wait()
+	wg.Wait()
+}
+
+// follow turns the hub's events into wake-ups of the fan-out.
+func (s *Service) follow(ctx context.Context) {
+	if s.Hub == nil {
+		return
+	}
+	for ctx.Err() == nil {
+		sub, err := s.Hub.Subscribe(ctx, "", false, nil)
+		if err != nil {
+			if errors.Is(err, events.ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			s.Logger.Warn("webhooks: cannot follow the events; polling", slog.String("error", err.Error()))
+		} else {
+			s.drain(ctx, sub)
+			s.Hub.Unsubscribe(sub)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(resubscribeWait):
+		}
+	}
+}
+
+// drain signals the fan-out for each event until the subscription is cut.
+func (s *Service) drain(ctx context.Context, sub *events.Sub) {
+	signal(s.wakeFanOut) // what came before the subscription
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.Cut:
+			signal(s.wakeFanOut)
+			return
+		case <-sub.C:
+			signal(s.wakeFanOut)
+		}
+	}
+}
+
+func (s *Service) fanOutLoop(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wakeFanOut:
+		case <-t.C:
+		}
+		_, err := s.FanOut(ctx)
+		if ctx.Err() == nil {
+			s.logLoopError("webhook fan-out", err)
+		}
+		resetTimer(t, s.Poll)
+	}
+}
+
+// FanOut turns the events written since the last fan-out into pending
+// deliveries (for every subscription, on behalf of every process) and
+// wakes the workers; it returns how many it created.
+func (s *Service) FanOut(ctx context.Context) (int, error) {
+	s.init()
+	n, err := s.DB.FanOutWebhooks(ctx, fanOutBatch)
+	if n > 0 {
+		signal(s.wakeDispatch)
+	}
+	return n, err
+}
+
+// dispatch claims due deliveries for the free workers and hands them over.
+func (s *Service) dispatch(ctx context.Context, work chan<- *yard.WebhookClaim) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wakeDispatch:
+		case <-t.C:
+		}
+		claims, err := s.claim(ctx, s.Workers-int(s.busy.Load()))
+		if ctx.Err() == nil {
+			s.logLoopError("webhook claims", err)
+		}
+		s.busy.Add(int64(len(claims)))
+		for _, c := range claims {
+			work <- c // never blocks: one slot per free worker
+		}
+		resetTimer(t, s.Poll)
+	}
+}
+
+// claim takes up to n due deliveries (none when nothing is due, without a
+// write).
+func (s *Service) claim(ctx context.Context, n int) ([]*yard.WebhookClaim, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	due, err := s.DB.HasDueWebhookDeliveries(ctx)
+	if err != nil || !due {
+		return nil, err
+	}
+	return s.DB.ClaimWebhookDeliveries(ctx, n, s.Lease, yard.DeliveryBounds{PerWebhook: s.PerWebhook, PerPerson: s.PerPerson})
+}
+
+// DeliverDue claims the deliveries due now (as many as there are workers)
+// and makes their attempts, all at once; it returns how many it made. Run
+// does this continuously; tests call it to step through time.
+func (s *Service) DeliverDue(ctx context.Context) (int, error) {
+	s.init()
+	claims, err := s.claim(ctx, s.Workers)
+	var wg sync.WaitGroup
+	for _, c := range claims {
+		wg.Go(func() { s.deliver(ctx, c) })
+	}
+	wg.Wait()
+	return len(claims), err
+}
+
+// deliver makes one attempt and records its outcome; at shutdown an
+// unfinished attempt is handed back instead.
+func (s *Service) deliver(ctx context.Context, c *yard.WebhookClaim) {
+	start := time.Now()
+	d := c.Delivery
+	log := s.Logger.With(slog.String("webhook", d.WebhookID), slog.String("event", d.Event.ID.String()), slog.Int("attempt", d.Attempt))
+	out, detail := s.attempt(ctx, c)
+	if detail != nil {
+		log = log.With(slog.String("detail", detail.Error()))
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if ctx.Err() != nil && !out.Succeeded {
+		if err := s.DB.ReleaseWebhookDelivery(wctx, c); err != nil && !errors.Is(err, yard.ErrLeaseLost) {
+			log.Warn("webhook delivery not handed back", slog.String("error", err.Error()))
+		}
+		s.observe("released", start)
+		return
+	}
+	if !out.Succeeded {
+		out.RetryIn = s.Backoff(d.Attempt)
+	}
+	disabled, err := s.DB.FinishWebhookDelivery(wctx, c, out)
+	switch {
+	case errors.Is(err, yard.ErrLeaseLost):
+		log.Info("webhook attempt finished after its subscription or lease was gone; nothing stored")
+	case err != nil:
+		log.Error("webhook attempt not recorded", slog.String("error", err.Error()))
+	case out.Succeeded:
+		log.Debug("webhook delivered", slog.Int("code", out.Code))
+		s.observe(yard.DeliverySucceeded, start)
+	case disabled:
+		log.Warn("webhook disabled: its deliveries failed for 24 hours", slog.String("error", out.Error))
+		s.observe("disabled", start)
+	default:
+		log.Info("webhook attempt failed; will retry", slog.String("error", out.Error), slog.Duration("wait", out.RetryIn))
+		s.observe(yard.DeliveryFailed, start)
+	}
+}
+
+func (s *Service) observe(outcome string, start time.Time) {
+	if s.Observe != nil {
+		s.Observe(outcome, time.Since(start))
+	}
+}
+
+// prune removes delivery rows older than the retention, once a minute.
+func (s *Service) prune(ctx context.Context) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		for {
+			n, err := s.DB.PruneWebhookDeliveries(ctx, s.Now().Add(-s.Retention), pruneBatch)
+			if ctx.Err() == nil {
+				s.logLoopError("webhook pruning", err)
+			}
+			if err != nil || n < pruneBatch {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// logLoopError logs an error of a loop; an unreachable store is logged
+// once per outage.
+func (s *Service) logLoopError(what string, err error) {
+	if err == nil {
+		if s.storeDown.CompareAndSwap(true, false) {
+			s.Logger.Info(what + ": store reachable again")
+		}
+		return
+	}
+	if s.DB.Unreachable(err) {
+		if s.storeDown.CompareAndSwap(false, true) {
+			s.Logger.Warn(what+": store unavailable; retrying until it answers", slog.String("error", err.Error()))
+		}
+		return
+	}
+	s.Logger.Error(what, slog.String("error", err.Error()))
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	t.Stop()
+	select {
+	case <-t.C:
+	default:
+	}
+	t.Reset(d)
+}
