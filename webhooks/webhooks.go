@@ -63,7 +63,7 @@ type Store interface {
 // Defaults of a Service (docs/events.md, "Webhooks").
 const (
 	DefaultWorkers    = 16
-	DefaultPerWebhook = 2
+	DefaultPerWebhook = 8
 	DefaultPerPerson  = 8
 	DefaultTimeout    = 10 * time.Second
 	DefaultPoll       = time.Second

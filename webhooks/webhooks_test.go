@@ -328,7 +328,7 @@ func TestWebhookStalledReceiverDelaysNoOne(t *testing.T) {
 	mustWebhook(t, db, alice.ID, "https://"+slow.hostPort()+"/slow")
 	hook := mustWebhook(t, db, alice.ID, "https://"+fast.hostPort()+"/fast")
 	svc := newService(t, db, slow, fast)
-	svc.Workers = 3 // the stalled receiver may hold two; the third is the others'
+	svc.Workers, svc.PerWebhook = 3, 2 // the stalled receiver may hold two; the third is the others'
 	run(t, db, svc)
 
 	mustDog(t, db, alice.ID, "First")

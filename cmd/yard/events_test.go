@@ -3,10 +3,16 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,8 +107,11 @@ func (f *follower) received() []string {
 func TestEventsAcrossProcesses(t *testing.T) {
 	c := storetest.NewCluster(t)
 	dsn := c.NewDatabase(t)
+	// A webhook receiver on loopback (allowed by --webhook-allow-host).
+	hooks := newHookReceiver(t)
 	args := func() []string {
-		return []string{"--data", t.TempDir(), "--db", dsn, "--workers", "2", "--job-lease", "2s"}
+		return []string{"--data", t.TempDir(), "--db", dsn, "--workers", "2", "--job-lease", "2s",
+			"--webhook-allow-host", hooks.host}
 	}
 	s1 := startProcess(t, args()...)
 	s2 := startProcess(t, args()...)
@@ -125,6 +134,15 @@ func TestEventsAcrossProcesses(t *testing.T) {
 			dogs[name] = append(dogs[name], "/v1/dogs/"+m["id"].(string)+"/")
 		}
 	}
+
+	// An administrator's webhook subscription of every event.
+	resp, sub := call(t, "POST", s2.URL+"/v1/webhooks", "admin", s1.Password, map[string]any{"url": "http://" + hooks.host + "/hook"})
+	if resp.StatusCode != 201 {
+		t.Fatalf("webhook subscription: %d %v", resp.StatusCode, sub)
+	}
+	hooks.mu.Lock()
+	hooks.secret = sub["secret"].(string)
+	hooks.mu.Unlock()
 
 	db, err := store.Open(context.Background(), dsn, t.TempDir())
 	if err != nil {
@@ -252,6 +270,33 @@ func TestEventsAcrossProcesses(t *testing.T) {
 	}
 	t.Logf("%d writes answered; events: alice %d, bob %d; reconnects of the admin stream that started on the killed process: %d",
 		writes.Load(), len(want["alice"]), len(want["bob"]), followers[len(followers)-1].reconnects.Load())
+
+	// The webhook received every event at least once, each correctly
+	// signed; a repeat only ever with the same webhook-id (the event id).
+	missing := func() int {
+		got, n := hooks.received(), 0
+		for _, id := range want["admin"] {
+			if got[id] == 0 {
+				n++
+			}
+		}
+		return n
+	}
+	// Deliveries that failed while PostgreSQL was down are retried after
+	// 5 and 30 s (docs/events.md, "Retries").
+	for deadline := time.Now().Add(3 * time.Minute); missing() > 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the webhook has not received %d of %d events", missing(), len(want["admin"]))
+		}
+	}
+	repeats := 0
+	for _, n := range hooks.received() {
+		repeats += n - 1
+	}
+	if bad := hooks.failures(); len(bad) > 0 {
+		t.Fatalf("webhook deliveries that did not verify: %v", bad)
+	}
+	t.Logf("webhook: %d events received, %d repeated deliveries", len(hooks.received()), repeats)
 	stop()
 	fwg.Wait()
 
@@ -295,4 +340,61 @@ func TestEventsAcrossProcesses(t *testing.T) {
 		}
 	}
 	t.Logf("Prefer: wait answered at most %v after the bark finished (across processes)", slowest)
+}
+
+// hookReceiver is a webhook receiver: it verifies each delivery's
+// Standard Webhooks signature with the subscription's secret and counts
+// deliveries by webhook-id.
+type hookReceiver struct {
+	host   string
+	secret string
+
+	mu     sync.Mutex
+	seen   map[string]int
+	failed []string
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	h := &hookReceiver{seen: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		id, ts, sig := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature")
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(h.secret, "whsec_"))
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(id + "." + ts + "."))
+		mac.Write(body)
+		want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+		var ev struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(body, &ev)
+		if err != nil || sig != want || ev.ID != id {
+			h.failed = append(h.failed, fmt.Sprintf("id %s (body id %s): signature %q", id, ev.ID, sig))
+			w.WriteHeader(400)
+			return
+		}
+		h.seen[id]++
+		w.WriteHeader(204)
+	}))
+	t.Cleanup(srv.Close)
+	h.host = strings.TrimPrefix(srv.URL, "http://")
+	return h
+}
+
+func (h *hookReceiver) received() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]int, len(h.seen))
+	for k, v := range h.seen {
+		out[k] = v
+	}
+	return out
+}
+
+func (h *hookReceiver) failures() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.failed...)
 }
