@@ -51,6 +51,7 @@ func groups() map[string]func(b *bench) error {
 		"carsearch":    carSearchGroup,
 		"carwrites":    carWritesGroup,
 		"events":       eventsGroup,
+		"webhooks":     webhooksGroup,
 	}
 }
 

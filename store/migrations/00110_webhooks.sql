@@ -52,7 +52,7 @@ CREATE TABLE webhook_deliveries (
     lease_until   BIGINT NOT NULL DEFAULT 0,
     UNIQUE (webhook_id, event_tx, event_seq, attempt)
 );
-CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (status, due_at);
+CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (status, due_at, id);
 CREATE INDEX webhook_deliveries_lease_idx ON webhook_deliveries (status, lease_until);
 CREATE INDEX webhook_deliveries_list_idx ON webhook_deliveries (webhook_id, shown_at);
 CREATE INDEX webhook_deliveries_created_idx ON webhook_deliveries (created_at);
