@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -393,8 +394,9 @@ func (db *DB) HasDueWebhookDeliveries(ctx context.Context) (bool, error) {
 const webhookClaimLock = 7214002
 
 // ClaimWebhookDeliveries takes up to n due pending deliveries of enabled
-// subscriptions, oldest due first, each with a lease, within the bounds
-// on deliveries in flight. A delivery whose lease expired (its worker
+// subscriptions, each with a lease, within the bounds on deliveries in
+// flight: the subscriptions take turns, each giving its oldest due
+// delivery, in the order of those deliveries. A delivery whose lease expired (its worker
 // died) is due again.
 func (db *DB) ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Duration, b yard.DeliveryBounds) ([]*yard.WebhookClaim, error) {
 	perWebhook, perPerson := int64(b.PerWebhook), int64(b.PerPerson)
@@ -420,28 +422,91 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Dura
 			}
 		}
 		now := Millis(tx.Now())
-		for len(out) < n {
-			var c yard.WebhookClaim
-			d, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+prefixed("d.", deliveryColumns)+`, w.url, w.secret
-				FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-				WHERE d.status = 'pending' AND d.due_at <= $1 AND d.lease_until < $1 AND w.enabled = TRUE
-				AND d.webhook_id NOT IN (SELECT r.webhook_id FROM webhook_deliveries r WHERE r.status = 'pending' AND r.lease_until >= $1
-					GROUP BY r.webhook_id HAVING COUNT(*) >= $2)
-				AND d.owner_id NOT IN (SELECT r.owner_id FROM webhook_deliveries r WHERE r.status = 'pending' AND r.lease_until >= $1
-					GROUP BY r.owner_id HAVING COUNT(*) >= $3)
-				ORDER BY d.due_at, d.id LIMIT 1`+lock, now, perWebhook, perPerson), &c.URL, &c.Secret)
-			if errors.Is(err, sql.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
+		// What is in flight now, per subscription and per person: a few
+		// rows (at most the workers of every process).
+		busyHook, busyOwner := map[string]int64{}, map[string]int64{}
+		rows, err := tx.QueryContext(ctx, `SELECT webhook_id, owner_id FROM webhook_deliveries WHERE status = 'pending' AND lease_until >= $1`, now)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var hook, owner string
+			if err := rows.Scan(&hook, &owner); err != nil {
+				rows.Close()
 				return err
 			}
-			c.Delivery, c.Token = d, yard.NewID()
-			if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_token = $1, lease_until = $2 WHERE id = $3`,
-				c.Token, now+lease.Milliseconds(), d.ID); err != nil {
+			busyHook[hook]++
+			busyOwner[owner]++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// Each enabled subscription's oldest due delivery, found through
+		// its own index range: a subscription with a long backlog costs
+		// one probe, not a walk past its rows.
+		type next struct {
+			hook, owner string
+			due         int64
+		}
+		var due []next
+		rows, err = tx.QueryContext(ctx, `SELECT w.id, w.owner_id, (SELECT d.due_at FROM webhook_deliveries d
+				WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.due_at <= $1 AND d.lease_until < $1
+				ORDER BY d.due_at, d.id LIMIT 1)
+			FROM webhooks w WHERE w.enabled = TRUE`, now)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var n next
+			var at sql.NullInt64
+			if err := rows.Scan(&n.hook, &n.owner, &at); err != nil {
+				rows.Close()
 				return err
 			}
-			out = append(out, &c)
+			if at.Valid && busyHook[n.hook] < perWebhook && busyOwner[n.owner] < perPerson {
+				n.due = at.Int64
+				due = append(due, n)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		slices.SortFunc(due, func(a, b next) int { return cmp.Compare(a.due, b.due) })
+		// Take turns: one delivery of each subscription in due order, then
+		// another round, until n are claimed or none has room.
+		for len(out) < n && len(due) > 0 {
+			kept := due[:0]
+			for _, nx := range due {
+				if len(out) >= n {
+					break
+				}
+				if busyHook[nx.hook] >= perWebhook || busyOwner[nx.owner] >= perPerson {
+					continue
+				}
+				var c yard.WebhookClaim
+				d, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+prefixed("d.", deliveryColumns)+`, w.url, w.secret
+					FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+					WHERE d.webhook_id = $2 AND d.status = 'pending' AND d.due_at <= $1 AND d.lease_until < $1
+					ORDER BY d.due_at, d.id LIMIT 1`+lock, now, nx.hook), &c.URL, &c.Secret)
+				if errors.Is(err, sql.ErrNoRows) {
+					continue // nothing more due (or another process holds it)
+				}
+				if err != nil {
+					return err
+				}
+				c.Delivery, c.Token = d, yard.NewID()
+				if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET lease_token = $1, lease_until = $2 WHERE id = $3`,
+					c.Token, now+lease.Milliseconds(), d.ID); err != nil {
+					return err
+				}
+				out = append(out, &c)
+				busyHook[nx.hook]++
+				busyOwner[nx.owner]++
+				kept = append(kept, nx)
+			}
+			due = kept
 		}
 		return nil
 	})

@@ -53,6 +53,7 @@ CREATE TABLE webhook_deliveries (
     UNIQUE (webhook_id, event_tx, event_seq, attempt)
 );
 CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (status, due_at, id);
+CREATE INDEX webhook_deliveries_next_idx ON webhook_deliveries (webhook_id, status, due_at, id);
 CREATE INDEX webhook_deliveries_lease_idx ON webhook_deliveries (status, lease_until);
 CREATE INDEX webhook_deliveries_list_idx ON webhook_deliveries (webhook_id, shown_at);
 CREATE INDEX webhook_deliveries_created_idx ON webhook_deliveries (created_at);
