@@ -74,6 +74,9 @@ type Hub struct {
 	started   bool
 	closed    bool
 	subs      map[*Sub]struct{}
+	anyOwner  map[*Sub]struct{}            // subscribers of every owner's events
+	byOwner   map[string]map[*Sub]struct{} // subscribers of one owner's events
+	wakers    map[chan struct{}]struct{}   // Wakeups
 	perPerson map[string]int
 	ready     chan struct{} // closed once pos is known
 	wake      chan struct{}
@@ -102,7 +105,8 @@ func New(st Store, cfg Config) *Hub {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Hub{store: st, cfg: cfg, subs: map[*Sub]struct{}{}, perPerson: map[string]int{},
+	return &Hub{store: st, cfg: cfg, subs: map[*Sub]struct{}{}, anyOwner: map[*Sub]struct{}{},
+		byOwner: map[string]map[*Sub]struct{}{}, wakers: map[chan struct{}]struct{}{}, perPerson: map[string]int{},
 		ready: make(chan struct{}), wake: make(chan struct{}, 1)}
 }
 
@@ -138,13 +142,25 @@ type Sub struct {
 	person string
 	keep   func(*yard.Event) bool
 	counts bool
+	owned  bool   // only owner's events reach it
+	owner  string // with owned
+}
+
+// SubOption adjusts a subscription.
+type SubOption func(*Sub)
+
+// OwnedBy makes a subscription see only the events whose Owner is owner
+// (a person's stream): the hub then passes it nothing else, without
+// calling its filter for every other person's events.
+func OwnedBy(owner string) SubOption {
+	return func(s *Sub) { s.owned, s.owner = true, owner }
 }
 
 // Subscribe registers a subscriber for the events keep accepts. person is
 // counted against the per-person limit when counted is set (a stream; a
 // wait is not); every subscription counts against the per-process limit.
 // It waits, up to ctx, for the hub to know its position.
-func (h *Hub) Subscribe(ctx context.Context, person string, counted bool, keep func(*yard.Event) bool) (*Sub, error) {
+func (h *Hub) Subscribe(ctx context.Context, person string, counted bool, keep func(*yard.Event) bool, opts ...SubOption) (*Sub, error) {
 	select {
 	case <-h.ready:
 	case <-ctx.Done():
@@ -162,8 +178,19 @@ func (h *Hub) Subscribe(ctx context.Context, person string, counted bool, keep f
 		return nil, ErrTooMany
 	}
 	s := &Sub{c: make(chan *Item, h.cfg.Buffer), cut: make(chan struct{}), person: person, keep: keep, counts: counted, From: h.pos}
+	for _, o := range opts {
+		o(s)
+	}
 	s.C, s.Cut = s.c, s.cut
 	h.subs[s] = struct{}{}
+	if s.owned {
+		if h.byOwner[s.owner] == nil {
+			h.byOwner[s.owner] = map[*Sub]struct{}{}
+		}
+		h.byOwner[s.owner][s] = struct{}{}
+	} else {
+		h.anyOwner[s] = struct{}{}
+	}
 	if counted {
 		h.perPerson[person]++
 	}
@@ -182,6 +209,13 @@ func (h *Hub) dropLocked(s *Sub) {
 		return
 	}
 	delete(h.subs, s)
+	if s.owned {
+		if delete(h.byOwner[s.owner], s); len(h.byOwner[s.owner]) == 0 {
+			delete(h.byOwner, s.owner)
+		}
+	} else {
+		delete(h.anyOwner, s)
+	}
 	if s.counts {
 		if h.perPerson[s.person]--; h.perPerson[s.person] <= 0 {
 			delete(h.perPerson, s.person)
@@ -311,23 +345,53 @@ func (h *Hub) deliver(ctx context.Context) (int, error) {
 		h.mu.Lock()
 		for _, e := range p.Events {
 			it := &Item{Event: e}
-			for s := range h.subs {
-				if s.keep != nil && !s.keep(e) {
-					continue
-				}
+			h.offerLocked(h.anyOwner, it)
+			h.offerLocked(h.byOwner[e.Owner], it)
+		}
+		h.pos = p.Next
+		if len(p.Events) > 0 {
+			for c := range h.wakers {
 				select {
-				case s.c <- it:
+				case c <- struct{}{}:
 				default:
-					h.dropLocked(s) // fell behind: cut off
 				}
 			}
 		}
-		h.pos = p.Next
 		h.mu.Unlock()
 		total += len(p.Events)
 		if len(p.Events) < maxRead {
 			return total, nil
 		}
+	}
+}
+
+// offerLocked hands it to the subscribers of subs that keep it, cutting off
+// those whose buffer is full.
+func (h *Hub) offerLocked(subs map[*Sub]struct{}, it *Item) {
+	for s := range subs {
+		if s.keep != nil && !s.keep(it.Event) {
+			continue
+		}
+		select {
+		case s.c <- it:
+		default:
+			h.dropLocked(s) // fell behind: cut off
+		}
+	}
+}
+
+// Wakeups returns a channel signalled (without blocking, so signals
+// coalesce) each time the hub hands out new events, for work that needs
+// to know that events came but not which (webhook fan-out); stop ends it.
+func (h *Hub) Wakeups() (c <-chan struct{}, stop func()) {
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	h.wakers[ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		delete(h.wakers, ch)
+		h.mu.Unlock()
 	}
 }
 

@@ -156,3 +156,42 @@ func openDSN(t *testing.T, dsn string) *store.DB {
 	}
 	return db
 }
+
+// TestHubOwnedByAndWakeups: a subscription owned by a person gets only
+// that person's events, one of every owner gets all; a Wakeups channel is
+// signalled when events come.
+func TestHubOwnedByAndWakeups(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	hub := run(t, db, events.Config{Poll: time.Hour})
+	ctx := context.Background()
+	alice, bob := owner(t, db, "alice"), owner(t, db, "bob")
+	mine, err := hub.Subscribe(ctx, alice.ID, true, nil, events.OwnedBy(alice.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := hub.Subscribe(ctx, "root", true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	woken, stop := hub.Wakeups()
+	defer stop()
+	for _, u := range []*yard.User{bob, alice, bob} {
+		if err := db.CreateDog(ctx, &yard.Dog{Name: "d", Email: "d@example.org", Owner: u.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-woken:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up")
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(all.C) < 3 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(all.C) != 3 || len(mine.C) != 1 {
+		t.Fatalf("all holds %d events (want 3), alice's %d (want 1)", len(all.C), len(mine.C))
+	}
+	if it := <-mine.C; it.Event.Owner != alice.ID {
+		t.Fatalf("alice's subscription got %s's event", it.Event.Owner)
+	}
+}

@@ -269,7 +269,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 	p := yard.PrincipalFromContext(r.Context())
 	keep := q.keep(p)
 	ctx := streamContext(r)
-	sub, err := s.Events.Subscribe(ctx, p.UserID, true, keep)
+	var only []events.SubOption
+	if !p.IsAdmin() {
+		only = append(only, events.OwnedBy(p.UserID))
+	}
+	sub, err := s.Events.Subscribe(ctx, p.UserID, true, keep, only...)
 	if err != nil {
 		s.error(w, r, subscribeError(err))
 		return

@@ -71,7 +71,6 @@ const (
 	pruneEvery        = time.Minute
 	pruneBatch        = 10000
 	finishTimeout     = 10 * time.Second
-	resubscribeWait   = time.Second
 )
 
 // Service delivers the events of one process's share of the work. Build it
@@ -233,40 +232,19 @@ func (s *Service) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// follow turns the hub's events into wake-ups of the fan-out.
+// follow turns the hub's new events into wake-ups of the fan-out.
 func (s *Service) follow(ctx context.Context) {
 	if s.Hub == nil {
 		return
 	}
-	for ctx.Err() == nil {
-		sub, err := s.Hub.Subscribe(ctx, "", false, nil)
-		if err != nil {
-			if errors.Is(err, events.ErrClosed) || ctx.Err() != nil {
-				return
-			}
-			s.Logger.Warn("webhooks: cannot follow the events; polling", slog.String("error", err.Error()))
-		} else {
-			s.drain(ctx, sub)
-			s.Hub.Unsubscribe(sub)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(resubscribeWait):
-		}
-	}
-}
-
-// drain signals the fan-out for each event until the subscription is cut.
-func (s *Service) drain(ctx context.Context, sub *events.Sub) {
-	signal(s.wakeFanOut) // what came before the subscription
+	woken, stop := s.Hub.Wakeups()
+	defer stop()
+	signal(s.wakeFanOut) // what came before
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-sub.Cut:
-			signal(s.wakeFanOut)
-			return
-		case <-sub.C:
+		case <-woken:
 			signal(s.wakeFanOut)
 		}
 	}
