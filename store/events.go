@@ -281,8 +281,10 @@ func (db *DB) LastEventID(ctx context.Context) (yard.EventID, error) {
 func (db *DB) PruneEvents(ctx context.Context, before time.Time, limit int) (int, error) {
 	n := 0
 	err := db.WithTx(ctx, func(tx *Tx) error {
+		// The oldest events first (their times grow with their ids, give
+		// or take a transaction's length): stop at the first one kept.
 		rows, err := tx.QueryContext(ctx, `DELETE FROM events WHERE (tx, seq) IN
-			(SELECT tx, seq FROM events WHERE at < $1 LIMIT $2) RETURNING tx, seq`, Millis(before), limit)
+			(SELECT tx, seq FROM events ORDER BY tx, seq LIMIT $2) AND at < $1 RETURNING tx, seq`, Millis(before), limit)
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,8 @@ CREATE TABLE events (
     PRIMARY KEY (tx, seq)
 );
 CREATE INDEX events_owner_idx ON events (owner_id, tx, seq);
-CREATE INDEX events_at_idx ON events (at);
+-- No index on at: the retention prunes from the oldest id on (PruneEvents),
+-- and every write pays for each index.
 
 -- One row. tx is SQLite's transaction counter (unused on PostgreSQL);
 -- pruned_tx, pruned_seq are the newest event the retention removed: a
