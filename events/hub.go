@@ -314,6 +314,12 @@ func (h *Hub) Run(ctx context.Context) error {
 // deliver reads every event after the hub's position and hands each to
 // the subscribers that keep it; it returns how many it read.
 func (h *Hub) deliver(ctx context.Context) (int, error) {
+	h.mu.Lock()
+	idle := len(h.subs) == 0
+	h.mu.Unlock()
+	if idle {
+		return h.skip(ctx)
+	}
 	total := 0
 	for {
 		rctx, cancel := context.WithTimeout(ctx, readTimeout)
@@ -350,17 +356,44 @@ func (h *Hub) deliver(ctx context.Context) (int, error) {
 		}
 		h.pos = p.Next
 		if len(p.Events) > 0 {
-			for c := range h.wakers {
-				select {
-				case c <- struct{}{}:
-				default:
-				}
-			}
+			h.wakeLocked()
 		}
 		h.mu.Unlock()
 		total += len(p.Events)
 		if len(p.Events) < maxRead {
 			return total, nil
+		}
+	}
+}
+
+// skip moves an idle hub (no subscriber) to the newest event without
+// reading the events, which nobody would receive: one probe of the log's
+// index instead of every event's row. A subscriber that came meanwhile
+// keeps the position where it was, and the next read gives it what
+// follows.
+func (h *Hub) skip(ctx context.Context) (int, error) {
+	rctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	last, err := h.store.LastEventID(rctx)
+	if err != nil {
+		return 0, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.subs) > 0 || !h.pos.Less(last) {
+		return 0, nil
+	}
+	h.pos = last
+	h.wakeLocked()
+	return 1, nil
+}
+
+// wakeLocked signals the Wakeups channels.
+func (h *Hub) wakeLocked() {
+	for c := range h.wakers {
+		select {
+		case c <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -194,4 +195,62 @@ func TestHubOwnedByAndWakeups(t *testing.T) {
 	if it := <-mine.C; it.Event.Owner != alice.ID {
 		t.Fatalf("alice's subscription got %s's event", it.Event.Owner)
 	}
+}
+
+// TestHubIdle: with no subscriber the hub only follows the newest id (it
+// reads no event), still wakes its Wakeups, and a subscriber that comes
+// later gets exactly the events after it came.
+func TestHubIdle(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		hub := run(t, db, events.Config{Poll: 20 * time.Millisecond})
+		alice := owner(t, db, "alice")
+		woken, stop := hub.Wakeups()
+		defer stop()
+		// Subscribe waits for the hub to know its position: then leave it
+		// idle.
+		s, err := hub.Subscribe(ctx, "x", true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hub.Unsubscribe(s)
+		for range 3 {
+			if err := db.CreateDog(ctx, &yard.Dog{Name: "old", Email: "d@example.org", Owner: alice.ID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		select {
+		case <-woken:
+		case <-time.After(5 * time.Second):
+			t.Fatal("an idle hub did not wake its Wakeups")
+		}
+		sub, err := hub.Subscribe(ctx, "x", true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, _ := db.LastEventID(ctx)
+		if err := db.CreateDog(ctx, &yard.Dog{Name: "new", Email: "d@example.org", Owner: alice.ID}); err != nil {
+			t.Fatal(err)
+		}
+		// Events after the subscription's position arrive, in order; the
+		// old ones before it never do.
+		deadline := time.After(5 * time.Second)
+		for {
+			select {
+			case it := <-sub.C:
+				if !sub.From.Less(it.Event.ID) {
+					t.Fatalf("event %s at or before the subscription's position %s", it.Event.ID, sub.From)
+				}
+				var d yard.Dog
+				if last.Less(it.Event.ID) {
+					if err := json.Unmarshal(it.Event.Data, &d); err != nil || d.Name != "new" {
+						t.Fatalf("after the subscription: %s %v", it.Event.Data, err)
+					}
+					return
+				}
+			case <-deadline:
+				t.Fatal("the event written after the subscription did not arrive")
+			}
+		}
+	})
 }
