@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -202,27 +201,7 @@ func (g *guard) handle(c net.Conn) {
 // dial connects to host:port: an allowed host as it is, any other only at
 // addresses that pass CheckAddr, resolved now.
 func (g *guard) dial(ctx context.Context, host string, port uint16) (net.Conn, error) {
-	d := net.Dialer{}
-	if g.policy.HostAllowed(host, strconv.Itoa(int(port))) {
-		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(int(port))))
-		if err != nil {
-			return nil, &connectError{err}
-		}
-		return c, nil
-	}
-	addrs, err := g.policy.resolve(ctx, host)
-	if err != nil {
-		return nil, err
-	}
-	var last error
-	for _, a := range addrs {
-		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, port).String())
-		if err == nil {
-			return c, nil
-		}
-		last = err
-	}
-	return nil, &connectError{last}
+	return g.policy.Dial(ctx, &net.Dialer{}, host, port)
 }
 
 func (g *guard) authorized(req *http.Request) bool {

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/yard-api/yard"
 )
@@ -334,6 +335,48 @@ func (p *Policy) resolve(ctx context.Context, host string) ([]netip.Addr, error)
 		addrs[i] = a.Unmap()
 	}
 	return addrs, nil
+}
+
+// Dial connects to host:port on a user's behalf (a fetch through the
+// guard, a webhook delivery): a host the policy allows as it is; any other
+// only at its addresses, resolved now, every one of which must be public
+// (a name with one that is not is refused whole), and each checked again
+// as the socket connects (d's Control), so an answer that changes between
+// the check and the connection cannot lead inside. A refusal wraps
+// ErrNotPublic; a failure to resolve or to connect is a connection error.
+func (p *Policy) Dial(ctx context.Context, d *net.Dialer, host string, port uint16) (net.Conn, error) {
+	hostPort := net.JoinHostPort(host, strconv.Itoa(int(port)))
+	if p.HostAllowed(host, strconv.Itoa(int(port))) {
+		c, err := d.DialContext(ctx, "tcp", hostPort)
+		if err != nil {
+			return nil, &connectError{err}
+		}
+		return c, nil
+	}
+	addrs, err := p.resolve(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	checked := *d
+	checked.Control = func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrNotPublic, err)
+		}
+		return CheckAddr(ap.Addr())
+	}
+	var last error
+	for _, a := range addrs {
+		c, err := checked.DialContext(ctx, "tcp", netip.AddrPortFrom(a, port).String())
+		if err == nil {
+			return c, nil
+		}
+		if errors.Is(err, ErrNotPublic) {
+			return nil, err
+		}
+		last = err
+	}
+	return nil, &connectError{last}
 }
 
 // connectError is a failure to reach a host (resolution or connection).

@@ -13,11 +13,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -119,80 +117,29 @@ type notAllowed struct{ err error }
 func (e *notAllowed) Error() string { return e.err.Error() }
 func (e *notAllowed) Unwrap() error { return e.err }
 
-// dial connects to addr for an attempt: a host the policy allows as it
-// is; any other only at addresses that pass fetch.CheckAddr, resolved now
-// (a name with any address that does not is refused whole, as fetches
-// refuse it), and checked again as the socket connects (Control), so a
-// DNS answer that changes between the check and the connection cannot
-// lead inside.
+// dial connects to addr for an attempt through the same guarded dial as
+// code fetches (fetch.Policy.Dial): a host the policy allows as it is; any
+// other only at public addresses, resolved now and checked again as the
+// socket connects. A refusal is a notAllowed.
 func (s *Service) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
 	}
-	d := &net.Dialer{Timeout: s.Timeout}
-	if s.Policy.HostAllowed(host, portStr) {
-		return d.DialContext(ctx, network, addr)
-	}
 	port, err := strconv.ParseUint(portStr, 10, 16)
 	if err != nil || port == 0 {
 		return nil, &notAllowed{errors.New("host not allowed: bad port")}
 	}
-	if err := s.Policy.CheckURL("https://" + net.JoinHostPort(host, portStr) + "/"); err != nil {
-		return nil, &notAllowed{err}
-	}
-	addrs, err := s.resolve(ctx, host)
-	if err != nil {
-		return nil, err
-	}
-	d.Control = func(_, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return &notAllowed{err}
-		}
-		if err := fetch.CheckAddr(ap.Addr()); err != nil {
-			return &notAllowed{err}
-		}
-		return nil
-	}
-	var last error
-	for _, a := range addrs {
-		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
-		if err == nil {
-			return c, nil
-		}
-		last = err
-	}
-	return nil, last
-}
-
-// resolve returns the addresses of host (an IP literal as it is), every
-// one of them public.
-func (s *Service) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
-	var addrs []netip.Addr
-	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-		addrs = []netip.Addr{a}
-	} else {
-		look := s.Policy.Resolve
-		if look == nil {
-			look = func(ctx context.Context, host string) ([]netip.Addr, error) {
-				return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-			}
-		}
-		if addrs, err = look(ctx, host); err != nil {
-			return nil, err
-		}
-		if len(addrs) == 0 {
-			return nil, errors.New("no addresses")
-		}
-	}
-	for i, a := range addrs {
-		if err := fetch.CheckAddr(a); err != nil {
+	if !s.Policy.HostAllowed(host, portStr) {
+		if err := s.Policy.CheckURL("https://" + net.JoinHostPort(host, portStr) + "/"); err != nil {
 			return nil, &notAllowed{err}
 		}
-		addrs[i] = a.Unmap()
 	}
-	return addrs, nil
+	c, err := s.Policy.Dial(ctx, &net.Dialer{Timeout: s.Timeout}, host, uint16(port))
+	if errors.Is(err, fetch.ErrNotPublic) {
+		return nil, &notAllowed{err}
+	}
+	return c, err
 }
 
 // attempt POSTs the claim's event to its URL once and says how it went.
