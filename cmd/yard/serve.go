@@ -59,6 +59,8 @@ type serveConfig struct {
 	// webhookAllowHosts are the hosts webhook deliveries may reach
 	// although they are not public addresses (docs/events.md, "Webhooks").
 	webhookAllowHosts listFlag
+	// webhookWorkers is the delivery attempts this process makes at once.
+	webhookWorkers int
 	// auth holds the flags of the token and key schemes (authwire.go).
 	auth authFlags
 	// fetch holds the flags of fetch-code barks (barks.go).
@@ -89,6 +91,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.eventsRetention, "events-retention", events.DefaultRetention, "how long events are kept for streams to resume from")
 	fs.IntVar(&c.eventsPerPerson, "events-per-person", events.DefaultPerPerson, "event streams one person may hold on this process (past it: 429)")
 	fs.IntVar(&c.eventsPerProcess, "events-per-process", events.DefaultPerProcess, "event streams and bark waits this process holds (past it: 503)")
+	fs.IntVar(&c.webhookWorkers, "webhook-workers", webhooks.DefaultWorkers, "webhook delivery attempts this process makes at once")
 	fs.Var(&c.webhookAllowHosts, "webhook-allow-host", "HOST or HOST:PORT webhook deliveries may reach although it is not a public address, also by plain http:// (repeat or comma-separate; default none)")
 	fs.DurationVar(&c.storeWait, "store-wait", httpapi.DefaultStoreWait, "longest a request waits for the store (a free connection and its answers) before it is answered 503 (0: no bound)")
 	c.auth.register(fs)
@@ -198,13 +201,16 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	// Webhooks (docs/events.md, "Webhooks"): deliveries of the events to
 	// subscriptions, woken by the hub; their bodies are rendered by the
 	// API below.
+	if cfg.webhookWorkers < 1 {
+		return nil, usageError("--webhook-workers must be at least 1")
+	}
 	for _, h := range cfg.webhookAllowHosts {
 		if strings.ContainsAny(h, "/@ \t") {
 			return nil, usageError("--webhook-allow-host " + h + ": want HOST or HOST:PORT")
 		}
 	}
 	hooks := &webhooks.Service{DB: db, Hub: hub, Policy: &fetch.Policy{AllowHosts: cfg.webhookAllowHosts},
-		Retention: cfg.eventsRetention, Logger: logger.With("component", "webhooks")}
+		Retention: cfg.eventsRetention, Workers: cfg.webhookWorkers, Logger: logger.With("component", "webhooks")}
 
 	// The HTTP API over all of them.
 	api := httpapi.New(httpapi.Deps{

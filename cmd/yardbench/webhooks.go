@@ -71,7 +71,7 @@ func webhooksGroup(b *bench) error {
 	hub := events.New(b.db, events.Config{})
 	go func() { _ = hub.Run(ctx) }()
 	api := httpapi.New(httpapi.Deps{DB: b.db, BaseURL: "https://localhost:8443"})
-	svc := &webhooks.Service{DB: b.db, Render: api.RenderEvent, Hub: hub, Policy: &fetch.Policy{AllowHosts: []string{host}},
+	svc := &webhooks.Service{DB: b.db, Render: api.RenderEvent, Hub: hub, Workers: webhookWorkers, Policy: &fetch.Policy{AllowHosts: []string{host}},
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	fmt.Fprintf(b.out, "## webhooks: %d subscriptions (one per person), receiver on loopback, store %s\n", people, b.db.Engine())
 	start := time.Now()
@@ -104,3 +104,7 @@ func webhooksGroup(b *bench) error {
 		live, rate, written.Round(time.Millisecond), took.Round(time.Millisecond))
 	return nil
 }
+
+// webhookWorkers is the webhook service's worker count in the benchmark
+// (YARDBENCH_WEBHOOK_WORKERS, else the service's default).
+var webhookWorkers, _ = strconv.Atoi(os.Getenv("YARDBENCH_WEBHOOK_WORKERS"))
