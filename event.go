@@ -166,6 +166,35 @@ func GaragePath(id string) string { return "/garages/" + id }
 // WebhookPath is a webhook subscription's path.
 func WebhookPath(id string) string { return "/v1/webhooks/" + id }
 
+// KnownEventPattern reports whether p names an event type, a family of
+// them ("bark.*") or all ("*"): what a types= list and a webhook
+// subscription's types may hold.
+func KnownEventPattern(p string) bool {
+	if HasControl(p) || strings.Contains(p, ",") {
+		return false
+	}
+	for _, t := range EventTypes {
+		if MatchEventType(p, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchEventTypes reports whether typ matches one of patterns; an empty
+// list matches every type.
+func MatchEventTypes(patterns []string, typ string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if MatchEventType(p, typ) {
+			return true
+		}
+	}
+	return false
+}
+
 // MatchEventType reports whether typ matches a pattern of a types= list: the
 // type itself, "prefix.*", or "*".
 func MatchEventType(pattern, typ string) bool {

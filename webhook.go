@@ -66,17 +66,7 @@ type Webhook struct {
 }
 
 // Wants reports whether the subscription takes events of type typ.
-func (w *Webhook) Wants(typ string) bool {
-	if len(w.Types) == 0 {
-		return true
-	}
-	for _, p := range w.Types {
-		if MatchEventType(p, typ) {
-			return true
-		}
-	}
-	return false
-}
+func (w *Webhook) Wants(typ string) bool { return MatchEventTypes(w.Types, typ) }
 
 // WebhookUpdate holds the writable fields of a subscription; nil leaves a
 // field unchanged. Enabling a disabled subscription clears its failure
@@ -204,7 +194,7 @@ func ValidateWebhookTypes(types []string) ([]string, error) {
 		fields = append(fields, FieldError{Field: "types", Message: "must hold at most " + strconv.Itoa(MaxWebhookTypes) + " patterns"})
 	}
 	for _, p := range types {
-		if !knownEventPattern(p) {
+		if !KnownEventPattern(p) {
 			fields = append(fields, FieldError{Field: "types", Message: "unknown event type " + strconv.Quote(p)})
 			continue
 		}
@@ -218,16 +208,3 @@ func ValidateWebhookTypes(types []string) ([]string, error) {
 	return out, nil
 }
 
-// knownEventPattern reports whether p names an event type, a family of
-// them ("bark.*") or all ("*").
-func knownEventPattern(p string) bool {
-	if HasControl(p) || strings.Contains(p, ",") {
-		return false
-	}
-	for _, t := range EventTypes {
-		if MatchEventType(p, t) {
-			return true
-		}
-	}
-	return false
-}

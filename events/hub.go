@@ -110,9 +110,6 @@ func New(st Store, cfg Config) *Hub {
 		ready: make(chan struct{}), wake: make(chan struct{}, 1)}
 }
 
-// Config returns the hub's settings with the defaults filled in.
-func (h *Hub) Config() Config { return h.cfg }
-
 // Item is one event handed to subscribers, shared by all of them: Body
 // renders it once per process.
 type Item struct {

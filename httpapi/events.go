@@ -138,7 +138,7 @@ func (s *Server) parseEventQuery(r *http.Request) (eventQuery, error) {
 	if q.Has("types") {
 		for _, t := range strings.Split(q.Get("types"), ",") {
 			t = strings.TrimSpace(t)
-			if !knownTypePattern(t) {
+			if !yard.KnownEventPattern(t) {
 				fields = append(fields, yard.FieldError{Field: "types", Message: "unknown event type " + strconv.Quote(t)})
 				continue
 			}
@@ -158,17 +158,6 @@ func (s *Server) parseEventQuery(r *http.Request) (eventQuery, error) {
 	return out, nil
 }
 
-// knownTypePattern reports whether p names an event type, a family of them
-// ("bark.*") or all ("*").
-func knownTypePattern(p string) bool {
-	for _, t := range yard.EventTypes {
-		if yard.MatchEventType(p, t) {
-			return true
-		}
-	}
-	return false
-}
-
 // keep returns the filter of the query and the principal: who may see an
 // event (its owner, or any administrator), its type and its subject (a
 // subject ending in "/", a dog, also matches what is under it: its barks).
@@ -181,15 +170,7 @@ func (q eventQuery) keep(p *yard.Principal) func(*yard.Event) bool {
 		if q.subject != "" && e.Subject != q.subject && !(strings.HasSuffix(q.subject, "/") && strings.HasPrefix(e.Subject, q.subject)) {
 			return false
 		}
-		if len(q.types) == 0 {
-			return true
-		}
-		for _, t := range q.types {
-			if yard.MatchEventType(t, e.Type) {
-				return true
-			}
-		}
-		return false
+		return yard.MatchEventTypes(q.types, e.Type)
 	}
 }
 
