@@ -207,4 +207,3 @@ func ValidateWebhookTypes(types []string) ([]string, error) {
 	}
 	return out, nil
 }
-
