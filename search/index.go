@@ -5,11 +5,12 @@
 // either can serve a list and the tests hold one against the other.
 //
 // The index is fed by the store's commit-ordered changes: every write to
-// cars or garages increments the car version in its transaction and
-// stamps the rows it writes (and a tombstone for each deletion) with it.
-// Before answering, the index reads the version (one primary-key read)
-// and, when it moved, applies the rows changed since the version it
-// holds. So a write answered before a query starts is visible to the
+// cars or garages stamps the rows it writes (and a tombstone for each
+// deletion) with its transaction's place in the commit order, the number
+// its events carry (store.ReadCarChanges). Before answering, the index
+// asks the store whether anything changed after the position it holds
+// (one statement of three index probes) and, when it did, applies the
+// changes. So a write answered before a query starts is visible to the
 // query, whichever process wrote it. Until its first build is done, the
 // index passes every list to the store (docs/cars.md, "The search
 // index").
@@ -33,12 +34,11 @@ import (
 )
 
 // Source is what the index reads: the store's SQL path (the fallback
-// while the index is built), its car version and its change feed.
-// *store.DB is one.
+// while the index is built) and its change feed. *store.DB is one.
 type Source interface {
 	yard.CarLister
-	CarVersion(ctx context.Context) (int64, error)
-	ReadCarChanges(ctx context.Context, since int64, h store.CarChangeHandler) (int64, error)
+	CarsChangedSince(ctx context.Context, since store.CarPosition) (bool, error)
+	ReadCarChanges(ctx context.Context, since store.CarPosition, h store.CarChangeHandler) (store.CarPosition, error)
 }
 
 var _ Source = (*store.DB)(nil)
@@ -50,13 +50,15 @@ type Index struct {
 	logger *slog.Logger
 
 	ready     atomic.Bool
-	held      atomic.Int64 // the car version the index holds
-	buildTime atomic.Int64 // nanoseconds the first build took
+	held      atomic.Pointer[store.CarPosition] // the position of the store the index holds
+	buildTime atomic.Int64                      // nanoseconds the first build took
+	reads     atomic.Int64                      // catch-up reads started
 
-	versions versionReads
-	syncMu   sync.Mutex   // one build or catch-up at a time
-	mu       sync.RWMutex // guards the data below
-	d        *data
+	probes     changeProbes
+	syncMu     sync.Mutex   // one build or catch-up at a time
+	caughtUpTo int64        // (syncMu) the number of the last catch-up read done
+	mu         sync.RWMutex // guards the data below
+	d          *data
 }
 
 // text fields of a car, in carRec.text order.
@@ -151,9 +153,6 @@ func New(src Source, logger *slog.Logger) *Index {
 // Ready reports whether the index answers lists (else the store does).
 func (ix *Index) Ready() bool { return ix.ready.Load() }
 
-// Version returns the car version the index holds.
-func (ix *Index) Version() int64 { return ix.held.Load() }
-
 // BuildTime returns how long the first build took (0 before it is done).
 func (ix *Index) BuildTime() time.Duration { return time.Duration(ix.buildTime.Load()) }
 
@@ -195,7 +194,7 @@ func (ix *Index) Build(ctx context.Context) error {
 		}
 	}()
 	batch := make([]*yard.Car, 0, 4096)
-	v, err := ix.src.ReadCarChanges(ctx, -1, store.CarChangeHandler{
+	at, err := ix.src.ReadCarChanges(ctx, store.CarPosition{}, store.CarChangeHandler{
 		// Every garage comes before the first car (ReadCarChanges), so
 		// garages are written before the indexing goroutine starts on cars.
 		Garage: d.putGarage,
@@ -221,36 +220,35 @@ func (ix *Index) Build(ctx context.Context) error {
 	took := time.Since(start)
 	ix.mu.Lock()
 	ix.d = d
-	ix.held.Store(v)
+	ix.held.Store(&at)
 	ix.mu.Unlock()
 	ix.buildTime.Store(int64(took))
 	ix.ready.Store(true)
 	ix.logger.Info("car search index ready", "cars", d.alive.GetCardinality(), "garages", len(d.slotOf),
-		"version", v, "took_ms", took.Milliseconds())
+		"horizon", at.Horizon, "took_ms", took.Milliseconds())
 	return nil
 }
 
-// Sync brings the index up to the store's current car version: it reads
-// the version (sharing the read with concurrent callers, versionReads)
-// and, when it moved past the one the index holds, applies the changes
-// since. After Sync returns, every write committed before it was called
-// is in the index.
+// Sync brings the index up to the store: it asks whether anything
+// changed after the position it holds (sharing the probe with concurrent
+// callers, changeProbes) and, when something did, applies the changes.
+// After Sync returns, every write committed before it was called is in the
+// index.
 func (ix *Index) Sync(ctx context.Context) error {
 	if !ix.ready.Load() {
 		return nil // nothing to bring up to date; lists go to the store
 	}
-	v, err := ix.versions.read(ctx, ix.src.CarVersion)
-	if err != nil {
+	arrived := ix.reads.Load()
+	changed, err := ix.probes.read(ctx, ix.changed)
+	if err != nil || !changed {
 		return err
-	}
-	if v <= ix.held.Load() {
-		return nil
 	}
 	ix.syncMu.Lock()
 	defer ix.syncMu.Unlock()
-	if v <= ix.held.Load() {
-		return nil // another caller caught up meanwhile
+	if ix.caughtUpTo > arrived {
+		return nil // a read that began after this call did the work meanwhile
 	}
+	n := ix.reads.Add(1)
 	// Changes are applied in chunks, each under the write lock, so a
 	// large catch-up (an import elsewhere) does not stall readers for
 	// its whole length. Readers that need this catch-up wait on syncMu.
@@ -272,7 +270,7 @@ func (ix *Index) Sync(ctx context.Context) error {
 		fn()
 		ix.mu.Unlock()
 	}
-	got, err := ix.src.ReadCarChanges(ctx, ix.held.Load(), store.CarChangeHandler{
+	got, err := ix.src.ReadCarChanges(ctx, *ix.held.Load(), store.CarChangeHandler{
 		Garage: func(g *yard.Garage) { locked(func() { ix.d.putGarage(g) }) },
 		Car: func(c *yard.Car) {
 			if cars = append(cars, c); len(cars) == 4096 {
@@ -284,12 +282,18 @@ func (ix *Index) Sync(ctx context.Context) error {
 	})
 	flush()
 	if err != nil {
-		// What was applied is newer than the version held, and applying
+		// What was applied is newer than the position held, and applying
 		// it again is harmless: the next call starts from the same place.
 		return err
 	}
-	ix.held.Store(got)
+	ix.held.Store(&got)
+	ix.caughtUpTo = n
 	return nil
+}
+
+// changed is the probe of Sync.
+func (ix *Index) changed(ctx context.Context) (bool, error) {
+	return ix.src.CarsChangedSince(ctx, *ix.held.Load())
 }
 
 // ListCars answers a car list from the index, after Sync; before the
@@ -314,7 +318,7 @@ func (ix *Index) ListCars(ctx context.Context, q yard.Query, page yard.Page, fac
 // Stats describes the index.
 type Stats struct {
 	Cars, Garages int
-	Version       int64
+	Horizon       int64  // of the position held (store.CarPosition)
 	BitmapBytes   uint64 // serialized size of every bitmap
 }
 
@@ -325,7 +329,7 @@ func (ix *Index) Stats() Stats {
 	if ix.d == nil {
 		return Stats{}
 	}
-	st := Stats{Cars: int(ix.d.alive.GetCardinality()), Garages: len(ix.d.slotOf), Version: ix.held.Load()}
+	st := Stats{Cars: int(ix.d.alive.GetCardinality()), Garages: len(ix.d.slotOf), Horizon: ix.held.Load().Horizon}
 	for _, b := range ix.d.allBitmaps() {
 		st.BitmapBytes += b.GetSizeInBytes()
 	}

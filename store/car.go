@@ -147,27 +147,27 @@ func carPageSQL(engine, where string, args []any, page yard.Page) (string, []any
 	return head + ` LIMIT $` + itoa(n+1) + ` OFFSET $` + itoa(n+2), append(append(make([]any, 0, n+2), args...), page.Max, page.Offset)
 }
 
-// CarVersion returns the version of cars and garages: a counter that
-// every write transaction on them increments first (one primary-key
-// read).
-func (db *DB) CarVersion(ctx context.Context) (int64, error) {
-	var v int64
-	err := db.QueryRow(ctx, `SELECT version FROM car_version WHERE id = 1`).Scan(&v)
-	return v, err
+// changeStamp returns the transaction's place in the commit order: the
+// number its events carry (store/events.go). Every write transaction on
+// cars or garages stamps the rows it writes (changed_version) and the ids
+// it deletes (car_tombstones) with it, and ReadCarChanges reads them the
+// way events are read: on PostgreSQL the transaction id, read up to the
+// oldest transaction still running; on SQLite the event clock. Writers
+// share no row for it (docs/cars.md, "The search index").
+func changeStamp(ctx context.Context, tx *Tx) (int64, error) {
+	if tx.evTx != 0 {
+		return tx.evTx, nil
+	}
+	q := bumpEventClockSQLite
+	if tx.db.engine == Postgres {
+		q = currentTxPG
+	}
+	err := tx.db.txQueryRow(ctx, tx, q).Scan(&tx.evTx)
+	return tx.evTx, err
 }
 
-// bumpCarVersion increments the car version and returns the new value;
-// call it first in each write transaction on cars or garages, and stamp
-// every row the transaction writes (changed_version) or deletes
-// (car_tombstones) with the value. Writers serialise on the row, so the
-// versions follow the commit order.
-func bumpCarVersion(ctx context.Context, tx *Tx) (int64, error) {
-	var v int64
-	err := tx.QueryRowContext(ctx, `UPDATE car_version SET version = version + 1 WHERE id = 1 RETURNING version`).Scan(&v)
-	return v, err
-}
-
-// tombstone records the deletion of a car or garage at version v.
+// tombstone records the deletion of a car or garage by the transaction
+// stamped v.
 func tombstone(ctx context.Context, tx *Tx, kind, id string, v int64) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO car_tombstones (kind, id, version) VALUES ($1, $2, $3)
 		ON CONFLICT (kind, id) DO UPDATE SET version = excluded.version`, kind, id, v)
@@ -209,7 +209,7 @@ func (db *DB) CreateCar(ctx context.Context, c *yard.Car) error {
 		c.ID = yard.NewID()
 	}
 	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := bumpCarVersion(ctx, tx)
+		v, err := changeStamp(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -220,7 +220,7 @@ func (db *DB) CreateCar(ctx context.Context, c *yard.Car) error {
 	})
 }
 
-// insertCar writes a new car row stamped with version v.
+// insertCar writes a new car row stamped v.
 func insertCar(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 	state, err := garageStateKey(ctx, tx, c.Garage)
 	if err != nil {
@@ -240,7 +240,7 @@ func insertCar(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 	return nil
 }
 
-// updateCarRow writes c over its row, stamped with version v.
+// updateCarRow writes c over its row, stamped v.
 func updateCarRow(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 	state, err := garageStateKey(ctx, tx, c.Garage)
 	if err != nil {
@@ -263,11 +263,11 @@ func updateCarRow(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 //
 // It is the busiest write (PUT /cars/{id}), so it costs as few statements
 // as the engine allows. On PostgreSQL it is one statement in its own
-// transaction: the version taken, the garage's state looked up and the
-// row inserted or overwritten, so the version row is locked for one
-// statement and the write is one round trip. On SQLite (in-process, one
-// writer) it is the version and one UPDATE, or an INSERT when there was
-// no row. A garage that does not exist fails the foreign key: EINVALID
+// transaction: the garage's state looked up, the row inserted or
+// overwritten (stamped with the transaction id) and its event appended,
+// one round trip that queues on nothing but the car's own row. On SQLite
+// (in-process, one writer) it is the stamp and one UPDATE, or an INSERT
+// when there was no row. A garage that does not exist fails the foreign key: EINVALID
 // naming "garage", and nothing is written.
 func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 	if err := c.Validate(); err != nil {
@@ -282,7 +282,7 @@ func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 		created, err = db.replaceCarPostgres(ctx, c)
 	} else {
 		err = db.WithTx(ctx, func(tx *Tx) error {
-			v, err := bumpCarVersion(ctx, tx)
+			v, err := changeStamp(ctx, tx)
 			if err != nil {
 				return err
 			}
@@ -310,9 +310,8 @@ func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 	return created, err
 }
 
-// replaceCarPostgres is ReplaceCar on PostgreSQL: one statement. The
-// version is taken in it (and held to its commit, so versions stay in
-// commit order); xmax is 0 on a row the statement inserted.
+// replaceCarPostgres is ReplaceCar on PostgreSQL: one statement; xmax is 0
+// on a row the statement inserted.
 func (db *DB) replaceCarPostgres(ctx context.Context, c *yard.Car) (bool, error) {
 	now := Millis(db.Now())
 	c.UpdatedAt = FromMillis(now)
@@ -323,11 +322,10 @@ func (db *DB) replaceCarPostgres(ctx context.Context, c *yard.Car) (bool, error)
 	var createdAt int64
 	var created bool
 	// The car's event is written by the same statement (store/events.go).
-	err = db.write.QueryRowContext(ctx, `WITH v AS (UPDATE car_version SET version = version + 1 WHERE id = 1 RETURNING version),
-		w AS (INSERT INTO cars (id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year,
+	err = db.write.QueryRowContext(ctx, `WITH w AS (INSERT INTO cars (id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year,
 			garage_id, garage_state_key, created_at, updated_at, changed_version)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text,
-			(SELECT state_key FROM garages WHERE id = $12::text), $13, $13, v.version FROM v
+			(SELECT state_key FROM garages WHERE id = $12::text), $13, $13, pg_current_xact_id()::text::bigint
 		ON CONFLICT (id) DO UPDATE SET color = excluded.color, color_key = excluded.color_key, type = excluded.type,
 			type_key = excluded.type_key, doors = excluded.doors, make = excluded.make, make_key = excluded.make_key,
 			model = excluded.model, model_key = excluded.model_key, year = excluded.year, garage_id = excluded.garage_id,
@@ -361,7 +359,7 @@ func carWriteError(err error) error {
 func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*yard.Car, error) {
 	var c *yard.Car
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := bumpCarVersion(ctx, tx)
+		v, err := changeStamp(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -384,7 +382,7 @@ func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*ya
 // DeleteCar removes a car.
 func (db *DB) DeleteCar(ctx context.Context, id string) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := bumpCarVersion(ctx, tx)
+		v, err := changeStamp(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -451,7 +449,7 @@ func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
 		g.ID = yard.NewID()
 	}
 	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := bumpCarVersion(ctx, tx)
+		v, err := changeStamp(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -462,7 +460,7 @@ func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
 	})
 }
 
-// insertGarage writes a new garage row stamped with version v.
+// insertGarage writes a new garage row stamped v.
 func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 	now := Millis(tx.Now())
 	_, err := tx.ExecContext(ctx, `INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version)
@@ -477,7 +475,7 @@ func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 }
 
 // updateGarageRow writes g's fields and carries a state change to the
-// copy on its cars. The garage row is stamped with version v; its cars
+// copy on its cars. The garage row is stamped v; its cars
 // are not: an index keeps a garage's state once, on the garage.
 func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 	now := Millis(tx.Now())
@@ -504,7 +502,7 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 	}
 	created := false
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := bumpCarVersion(ctx, tx)
+		v, err := changeStamp(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -529,7 +527,7 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate) (*yard.Garage, error) {
 	var g *yard.Garage
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := bumpCarVersion(ctx, tx)
+		v, err := changeStamp(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -557,7 +555,7 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 // DeleteGarage removes an empty garage; one holding cars is ECONFLICT.
 func (db *DB) DeleteGarage(ctx context.Context, id string) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := bumpCarVersion(ctx, tx)
+		v, err := changeStamp(ctx, tx)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,27 @@ import (
 	"github.com/yard-api/yard"
 )
 
+// The change feed of cars and garages (docs/cars.md, "The search index").
+// Every write transaction on them stamps the rows it writes
+// (changed_version) and the ids it deletes (car_tombstones) with its place
+// in the commit order, the number its events carry (changeStamp). A reader
+// holds a CarPosition and reads what changed after it, the way the event
+// log is read: on PostgreSQL up to the oldest transaction still running,
+// so nothing can commit behind the position, with no row that writers
+// queue on.
+
+// CarPosition is how far a reader of the car changes got: it has read
+// every change stamped before Horizon and, on PostgreSQL, every change of
+// a transaction that Snapshot saw as ended. The zero value is "nothing
+// read": ReadCarChanges then reads everything.
+type CarPosition struct {
+	Horizon  int64
+	Snapshot string // PostgreSQL's pg_snapshot of the read, as text; "" on SQLite
+}
+
+// IsZero reports whether p is the zero position.
+func (p CarPosition) IsZero() bool { return p == CarPosition{} }
+
 // CarChangeHandler receives what ReadCarChanges reads. Garage and Car may
 // keep the values they are given; Car's argument is the handler's own.
 type CarChangeHandler struct {
@@ -16,17 +37,54 @@ type CarChangeHandler struct {
 	GarageDeleted func(id string)
 }
 
-// ReadCarChanges reads, in one snapshot of the store, the car version and
-// everything about cars and garages that changed after version since:
-// the garages and cars written (their current rows) and the ids deleted.
-// With since < 0 it reads every garage and every car (in id order) and no
-// deletions: an index's first build. It calls h in this order: garages,
-// deleted cars, cars, deleted garages, so a car's garage is known before
-// the car and a garage is emptied before it goes. An id deleted and
-// created again is a row, never a deletion. It returns the version the
-// snapshot holds; applying the calls to a projection of version since
-// gives a projection of that version.
-func (db *DB) ReadCarChanges(ctx context.Context, since int64, h CarChangeHandler) (int64, error) {
+// changedAfter returns the condition, on a stamp column, of a change a
+// reader at since has not read, and its arguments ($1, $2).
+func (db *DB) changedAfter(col string, since CarPosition) (string, []any) {
+	if db.engine == Postgres {
+		return col + ` >= $1 AND NOT pg_visible_in_snapshot(` + col + `::text::xid8, $2::pg_snapshot)`,
+			[]any{since.Horizon, since.Snapshot}
+	}
+	return col + ` >= $1`, []any{since.Horizon}
+}
+
+// CarsChangedSince reports whether a car or garage was written or deleted
+// after since: three index probes in one statement (on SQLite, one read of
+// the event clock when it has not moved).
+func (db *DB) CarsChangedSince(ctx context.Context, since CarPosition) (bool, error) {
+	if since.IsZero() {
+		return true, nil
+	}
+	cars, args := db.changedAfter("changed_version", since)
+	garages, _ := db.changedAfter("changed_version", since)
+	tombs, _ := db.changedAfter("version", since)
+	// Each probe walks its stamp index from since on, as a scalar
+	// subquery with ORDER BY and LIMIT: PostgreSQL's generic plan (of a
+	// prepared statement) of an EXISTS expects a third of the table to
+	// match and scans the table for a first row that is not there.
+	// On SQLite a clock that has not moved says it first: one read.
+	clock := ``
+	if db.engine == SQLite {
+		clock = `WHEN (SELECT tx FROM event_clock WHERE id = 1) < $1 THEN 0 `
+	}
+	var n int
+	err := db.QueryRow(ctx, `SELECT CASE `+clock+`WHEN (SELECT changed_version FROM cars WHERE `+cars+` ORDER BY changed_version LIMIT 1) IS NOT NULL
+		OR (SELECT changed_version FROM garages WHERE `+garages+` ORDER BY changed_version LIMIT 1) IS NOT NULL
+		OR (SELECT version FROM car_tombstones WHERE `+tombs+` ORDER BY version LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END`, args...).Scan(&n)
+	return n == 1, err
+}
+
+// ReadCarChanges reads, in one snapshot of the store, everything about
+// cars and garages that changed after since: the garages and cars written
+// (their current rows) and the ids deleted. From the zero position it reads
+// every garage and every car (in id order) and no deletions: an index's
+// first build. It calls h in this order: garages, deleted cars, cars,
+// deleted garages, so a car's garage is known before the car and a garage
+// is emptied before it goes. A deleted id whose row exists in the snapshot
+// (created again) is a row, never a deletion. It returns the position of
+// the snapshot; applying the calls to a projection at since gives a
+// projection at that position. A change may be read twice (at most once
+// more than needed); applying a row again is harmless.
+func (db *DB) ReadCarChanges(ctx context.Context, since CarPosition, h CarChangeHandler) (CarPosition, error) {
 	var opts *sql.TxOptions
 	if db.engine == Postgres {
 		// One snapshot for every statement below.
@@ -36,59 +94,84 @@ func (db *DB) ReadCarChanges(ctx context.Context, since int64, h CarChangeHandle
 	// snapshot of the WAL from its first statement on.
 	tx, err := db.read.BeginTx(ctx, opts)
 	if err != nil {
-		return 0, err
+		return CarPosition{}, err
 	}
 	defer tx.Rollback()
-	var version int64
-	if err := tx.QueryRowContext(ctx, `SELECT version FROM car_version WHERE id = 1`).Scan(&version); err != nil {
-		return 0, err
+	var at CarPosition
+	if db.engine == Postgres {
+		// The first statement: it takes the snapshot the others read.
+		err = tx.QueryRowContext(ctx, `SELECT pg_snapshot_xmin(s)::text::bigint, s::text FROM pg_current_snapshot() s`).
+			Scan(&at.Horizon, &at.Snapshot)
+	} else {
+		err = tx.QueryRowContext(ctx, `SELECT tx + 1 FROM event_clock WHERE id = 1`).Scan(&at.Horizon)
 	}
-	full := since < 0
-	cond, args := ` WHERE changed_version > $1`, []any{since}
-	if full {
-		cond, args = ``, nil
+	if err != nil {
+		return CarPosition{}, err
+	}
+	full := since.IsZero()
+	var cond string
+	var args []any
+	if !full {
+		cond, args = db.changedAfter("changed_version", since)
+		cond = ` WHERE ` + cond
 	}
 
 	garages := map[string]bool{}
-	rows, err := tx.QueryContext(ctx, `SELECT id, name, state, created_at, updated_at FROM garages`+cond, args...)
+	rows, err := tx.QueryContext(ctx, `SELECT `+garageRowColumns+` FROM garages`+cond, args...)
 	if err != nil {
-		return 0, err
+		return CarPosition{}, err
 	}
 	for rows.Next() {
-		var g yard.Garage
-		var created, updated int64
-		if err := rows.Scan(&g.ID, &g.Name, &g.State, &created, &updated); err != nil {
+		g, err := scanGarageRow(rows)
+		if err != nil {
 			rows.Close()
-			return 0, err
+			return CarPosition{}, err
 		}
-		g.CreatedAt, g.UpdatedAt = FromMillis(created), FromMillis(updated)
 		garages[g.ID] = true
-		h.Garage(&g)
+		h.Garage(g)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, err
+		return CarPosition{}, err
 	}
 
 	var deleted map[string][]string // kind → ids
 	if !full {
 		deleted = map[string][]string{}
-		rows, err := tx.QueryContext(ctx, `SELECT kind, id FROM car_tombstones WHERE version > $1`, since)
+		tcond, targs := db.changedAfter("version", since)
+		rows, err := tx.QueryContext(ctx, `SELECT kind, id FROM car_tombstones WHERE `+tcond, targs...)
 		if err != nil {
-			return 0, err
+			return CarPosition{}, err
 		}
 		for rows.Next() {
 			var kind, id string
 			if err := rows.Scan(&kind, &id); err != nil {
 				rows.Close()
-				return 0, err
+				return CarPosition{}, err
 			}
 			deleted[kind] = append(deleted[kind], id)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return 0, err
+			return CarPosition{}, err
 		}
+	}
+	// A deleted garage that exists again (its row stamped before since,
+	// by a transaction that began before the deletion's) is a row.
+	var goneGarages []string
+	for _, id := range deleted["garage"] {
+		if garages[id] {
+			continue
+		}
+		g, err := scanGarageRow(tx.QueryRowContext(ctx, `SELECT `+garageRowColumns+` FROM garages WHERE id = $1`, id))
+		if err == sql.ErrNoRows {
+			goneGarages = append(goneGarages, id)
+			continue
+		} else if err != nil {
+			return CarPosition{}, err
+		}
+		garages[id] = true
+		h.Garage(g)
 	}
 
 	// Cars written after since; a tombstone of one of them is older than
@@ -103,14 +186,14 @@ func (db *DB) ReadCarChanges(ctx context.Context, since int64, h CarChangeHandle
 	}
 	rows, err = tx.QueryContext(ctx, `SELECT `+carColumns+` FROM cars`+cond+order, args...)
 	if err != nil {
-		return 0, err
+		return CarPosition{}, err
 	}
 	var cars []*yard.Car
 	for rows.Next() {
 		c, err := scanCar(rows)
 		if err != nil {
 			rows.Close()
-			return 0, err
+			return CarPosition{}, err
 		}
 		if written != nil {
 			written[c.ID] = true
@@ -121,20 +204,41 @@ func (db *DB) ReadCarChanges(ctx context.Context, since int64, h CarChangeHandle
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, err
+		return CarPosition{}, err
 	}
 	for _, id := range deleted["car"] {
-		if !written[id] {
-			h.CarDeleted(id)
+		if written[id] {
+			continue
 		}
+		c, err := scanCar(tx.QueryRowContext(ctx, `SELECT `+carColumns+` FROM cars WHERE id = $1`, id))
+		if err == sql.ErrNoRows {
+			h.CarDeleted(id)
+			continue
+		} else if err != nil {
+			return CarPosition{}, err
+		}
+		cars = append(cars, c)
 	}
 	for _, c := range cars {
 		h.Car(c)
 	}
-	for _, id := range deleted["garage"] {
-		if !garages[id] {
-			h.GarageDeleted(id)
-		}
+	for _, id := range goneGarages {
+		h.GarageDeleted(id)
 	}
-	return version, tx.Commit()
+	return at, tx.Commit()
+}
+
+// garageRowColumns are the columns scanGarageRow reads: a garage without
+// its car count, which an index counts itself.
+const garageRowColumns = `id, name, state, created_at, updated_at`
+
+// scanGarageRow scans garageRowColumns (without the car count).
+func scanGarageRow(row interface{ Scan(...any) error }) (*yard.Garage, error) {
+	var g yard.Garage
+	var created, updated int64
+	if err := row.Scan(&g.ID, &g.Name, &g.State, &created, &updated); err != nil {
+		return nil, err
+	}
+	g.CreatedAt, g.UpdatedAt = FromMillis(created), FromMillis(updated)
+	return &g, nil
 }

@@ -159,7 +159,7 @@ func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions
 			return st, nil
 		}
 		if err := db.WithTx(ctx, func(tx *Tx) error {
-			v, err := bumpCarVersion(ctx, tx)
+			v, err := changeStamp(ctx, tx)
 			if err != nil {
 				return err
 			}
@@ -402,7 +402,7 @@ func importChunk(engine string) int {
 	return 8
 }
 
-// writeGarages writes a batch's garages, stamped with version v.
+// writeGarages writes a batch's garages, stamped v.
 func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage, v int64) error {
 	now := Millis(tx.Now())
 	return insertChunks(ctx, tx, len(gs), 8,
@@ -424,7 +424,7 @@ func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage,
 		})
 }
 
-// writeCars writes a batch's cars, stamped with version v.
+// writeCars writes a batch's cars, stamped v.
 func (im *importer) writeCars(ctx context.Context, tx *Tx, cs []*yard.Car, v int64) error {
 	now := Millis(tx.Now())
 	return insertChunks(ctx, tx, len(cs), 16,

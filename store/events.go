@@ -49,6 +49,10 @@ const (
 	insertEventOfDogSQLite = `INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
 		SELECT $7, $1, $2, $3, owner_id, $5, $6 FROM dogs WHERE id = $4`
 	bumpEventClockSQLite = `UPDATE event_clock SET tx = tx + 1 WHERE id = 1 RETURNING tx`
+	currentTxPG          = `SELECT pg_current_xact_id()::text::bigint`
+	// horizonPG is where a PostgreSQL reader stops: every transaction
+	// older has ended, so nothing can commit behind what it read.
+	horizonPG = `pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
 )
 
 // eventWrites are the statements every write transaction may run on
@@ -68,10 +72,8 @@ func appendEventOwnedBy(ctx context.Context, tx *Tx, typ, subject, owner, ofDog 
 		_, err := tx.ExecContext(ctx, q, tx.evSeq, typ, subject, who, at, string(data))
 		return err
 	}
-	if tx.evTx == 0 {
-		if err := tx.db.txQueryRow(ctx, tx, bumpEventClockSQLite).Scan(&tx.evTx); err != nil {
-			return fmt.Errorf("event clock: %w", err)
-		}
+	if _, err := changeStamp(ctx, tx); err != nil {
+		return fmt.Errorf("event clock: %w", err)
 	}
 	q, who := insertEventSQLite, owner
 	if ofDog != "" {
@@ -164,7 +166,7 @@ func deletedEvent(ctx context.Context, tx *Tx, typ, subject, owner, id string) e
 func (db *DB) eventsRead(owned bool) string {
 	q := `SELECT tx, seq, type, subject, owner_id, at, data FROM events WHERE (tx, seq) > ($1, $2)`
 	if db.engine == Postgres {
-		q += ` AND tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
+		q += ` AND tx < ` + horizonPG
 	}
 	if owned {
 		q += ` AND owner_id = $4`
@@ -265,7 +267,7 @@ func (db *DB) checkHorizon(ctx context.Context, id yard.EventID) error {
 func (db *DB) LastEventID(ctx context.Context) (yard.EventID, error) {
 	q := `SELECT tx, seq FROM events ORDER BY tx DESC, seq DESC LIMIT 1`
 	if db.engine == Postgres {
-		q = `SELECT tx, seq FROM events WHERE tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint ORDER BY tx DESC, seq DESC LIMIT 1`
+		q = `SELECT tx, seq FROM events WHERE tx < ` + horizonPG + ` ORDER BY tx DESC, seq DESC LIMIT 1`
 	}
 	var id yard.EventID
 	err := db.QueryRow(ctx, q).Scan(&id.Tx, &id.Seq)
