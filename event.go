@@ -121,6 +121,11 @@ type EventFilter struct {
 	After EventID
 	// Owner, when set, keeps the events that person may see.
 	Owner *string
+	// Owners, when not nil (and Owner is), keeps the events of these
+	// people: a hub's read for the people it has streams of. Such a read
+	// that reaches the end of what it can see ends its page there (Next),
+	// past the other people's events, which need not be an event's id.
+	Owners []string
 	// Limit bounds the events returned (after filtering by Match).
 	Limit int
 	// Scan bounds the rows read; 0 is no bound beyond Limit.
@@ -130,7 +135,8 @@ type EventFilter struct {
 }
 
 // EventPage is a read of events: the events kept, and the id of the last
-// event read (kept or not), where the next read starts.
+// event read (kept or not), where the next read starts (but see
+// EventFilter.Owners).
 type EventPage struct {
 	Events []*Event
 	Next   EventID

@@ -38,6 +38,7 @@ const (
 	pruneEvery          = time.Minute
 	pruneBatch          = 10000
 	followUp            = 25 * time.Millisecond
+	readGap             = 10 * time.Millisecond
 	listenRetry         = time.Second
 	notifyTimeout       = 2 * time.Second
 	readTimeout         = 10 * time.Second
@@ -80,6 +81,12 @@ type Hub struct {
 	perPerson map[string]int
 	ready     chan struct{} // closed once pos is known
 	wake      chan struct{}
+
+	// A read of the store in progress that asked for some owners' events
+	// only (deliver): which, and a channel closed when its events are
+	// handed out. A subscriber it does not cover waits for it (Subscribe).
+	readCover map[string]bool
+	readDone  chan struct{}
 }
 
 // New returns a hub over st.
@@ -163,8 +170,26 @@ func (h *Hub) Subscribe(ctx context.Context, person string, counted bool, keep f
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	s := &Sub{cut: make(chan struct{}), person: person, keep: keep, counts: counted}
+	for _, o := range opts {
+		o(s)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	// A read that skips this subscriber's events may be under way: its
+	// position is where this subscription would begin, and the events
+	// it skips would never reach it. Wait for the read to end.
+	for h.readDone != nil && (!s.owned || !h.readCover[s.owner]) {
+		done := h.readDone
+		h.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			h.mu.Lock()
+			return nil, ctx.Err()
+		}
+		h.mu.Lock()
+	}
 	if h.closed {
 		return nil, ErrClosed
 	}
@@ -174,10 +199,7 @@ func (h *Hub) Subscribe(ctx context.Context, person string, counted bool, keep f
 	if counted && h.perPerson[person] >= h.cfg.PerPerson {
 		return nil, ErrTooMany
 	}
-	s := &Sub{c: make(chan *Item, h.cfg.Buffer), cut: make(chan struct{}), person: person, keep: keep, counts: counted, From: h.pos}
-	for _, o := range opts {
-		o(s)
-	}
+	s.c, s.From = make(chan *Item, h.cfg.Buffer), h.pos
 	s.C, s.Cut = s.c, s.cut
 	h.subs[s] = struct{}{}
 	if s.owned {
@@ -270,6 +292,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	poll := time.NewTimer(h.cfg.Poll)
 	defer poll.Stop()
 	var follow <-chan time.Time
+	var last time.Time
 	for {
 		local, woke := false, false
 		select {
@@ -283,6 +306,16 @@ func (h *Hub) Run(ctx context.Context) error {
 			follow = nil
 		case <-poll.C:
 		}
+		// Under a stream of commits, read (and notify) at most once per
+		// readGap: the commits meanwhile share the read.
+		if wait := readGap - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
 		n, err := h.deliver(ctx)
 		if err != nil && ctx.Err() == nil {
 			h.cfg.Logger.Warn("events: cannot read the store", slog.String("error", err.Error()))
@@ -322,10 +355,25 @@ func (h *Hub) deliver(ctx context.Context) (int, error) {
 		rctx, cancel := context.WithTimeout(ctx, readTimeout)
 		h.mu.Lock()
 		from := h.pos
+		f := yard.EventFilter{After: from, Limit: maxRead}
+		if len(h.anyOwner) == 0 {
+			// Only people's streams: read their events, not every
+			// row of the log (another person's barks, say).
+			f.Owners = make([]string, 0, len(h.byOwner))
+			h.readCover = make(map[string]bool, len(h.byOwner))
+			for o := range h.byOwner {
+				f.Owners = append(f.Owners, o)
+				h.readCover[o] = true
+			}
+			h.readDone = make(chan struct{})
+		}
 		h.mu.Unlock()
-		p, err := h.store.ReadEvents(rctx, yard.EventFilter{After: from, Limit: maxRead})
+		p, err := h.store.ReadEvents(rctx, f)
 		cancel()
 		if err != nil {
+			h.mu.Lock()
+			h.endReadLocked()
+			h.mu.Unlock()
 			if yard.ErrorCode(err) == yard.EGONE {
 				// Pruned under the hub (a store restored, or a hub
 				// stopped for longer than the retention): start again
@@ -352,14 +400,24 @@ func (h *Hub) deliver(ctx context.Context) (int, error) {
 			h.offerLocked(h.byOwner[e.Owner], it)
 		}
 		h.pos = p.Next
-		if len(p.Events) > 0 {
-			h.wakeLocked()
+		if from.Less(p.Next) {
+			h.wakeLocked() // events came, whether read or skipped
 		}
+		h.endReadLocked()
 		h.mu.Unlock()
 		total += len(p.Events)
 		if len(p.Events) < maxRead {
 			return total, nil
 		}
+	}
+}
+
+// endReadLocked ends the read in progress (deliver): subscribers that wait
+// for it go on.
+func (h *Hub) endReadLocked() {
+	if h.readDone != nil {
+		close(h.readDone)
+		h.readDone, h.readCover = nil, nil
 	}
 }
 

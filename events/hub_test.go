@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -251,6 +252,93 @@ func TestHubIdle(t *testing.T) {
 			case <-deadline:
 				t.Fatal("the event written after the subscription did not arrive")
 			}
+		}
+	})
+}
+
+// TestHubReadsItsPeople: with only people's streams open, the hub reads
+// only their events, and a person whose stream opens while the hub reads
+// (for other people) still gets every event after its position, none
+// twice, in order; another person's writes still wake Wakeups.
+func TestHubReadsItsPeople(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		hub := run(t, db, events.Config{Poll: 20 * time.Millisecond})
+		alice, bob, carol := owner(t, db, "alice"), owner(t, db, "bob"), owner(t, db, "carol")
+		if _, err := hub.Subscribe(ctx, alice.ID, true, nil, events.OwnedBy(alice.ID)); err != nil {
+			t.Fatal(err)
+		}
+		woken, stop := hub.Wakeups()
+		defer stop()
+		if err := db.CreateDog(ctx, &yard.Dog{Name: "b", Email: "d@example.org", Owner: bob.ID}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-woken:
+		case <-time.After(5 * time.Second):
+			t.Fatal("another person's event did not wake Wakeups")
+		}
+		// Writers of bob's and carol's dogs run while carol's streams come
+		// and go.
+		writes := make(chan error, 1)
+		go func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				who := bob.ID
+				if i%3 == 0 {
+					who = carol.ID
+				}
+				if err := db.CreateDog(ctx, &yard.Dog{Name: "d", Email: "d@example.org", Owner: who}); err != nil && ctx.Err() == nil {
+					writes <- err
+					return
+				}
+			}
+			writes <- nil
+		}()
+		for round := range 15 {
+			sub, err := hub.Subscribe(ctx, carol.ID, true, nil, events.OwnedBy(carol.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []yard.EventID
+			deadline := time.After(5 * time.Second)
+		collect:
+			for len(got) < 5 {
+				select {
+				case it := <-sub.C:
+					if it.Event.Owner != carol.ID {
+						t.Fatalf("round %d: carol's stream got %s's event", round, it.Event.Owner)
+					}
+					got = append(got, it.Event.ID)
+				case <-sub.Cut:
+					t.Fatalf("round %d: cut off", round)
+				case <-deadline:
+					break collect
+				}
+			}
+			hub.Unsubscribe(sub)
+			if len(got) < 5 {
+				t.Fatalf("round %d: %d events of carol's in 5 s", round, len(got))
+			}
+			// What the store holds of carol's after the position, up to
+			// the last one received, is exactly what came.
+			p, err := db.ReadEvents(ctx, yard.EventFilter{After: sub.From, Owner: &carol.ID, Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []yard.EventID
+			for _, e := range p.Events {
+				if !got[len(got)-1].Less(e.ID) {
+					want = append(want, e.ID)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("round %d: received %v, the store holds %v", round, got, want)
+			}
+		}
+		cancel()
+		if err := <-writes; err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -265,7 +265,7 @@ func (s *Server) handleGetBark(w http.ResponseWriter, r *http.Request) {
 		// (docs/events.md, "Waiting for a bark").
 		applied := true
 		if !b.Finished() && wait > 0 {
-			if b, applied, err = s.waitForBark(w, r, b, wait); err != nil {
+			if b, applied, err = s.waitForBark(w, r, b, d.Owner, wait); err != nil {
 				s.error(w, r, err)
 				return
 			}

@@ -411,7 +411,7 @@ func preferredWait(r *http.Request) (int, bool) {
 // seconds pass (Prefer: wait), woken by the bark's events on any process;
 // it returns the bark as it is then, and false when the process had no
 // room for another wait (the answer is then immediate).
-func (s *Server) waitForBark(w http.ResponseWriter, r *http.Request, b *yard.Bark, wait int) (*yard.Bark, bool, error) {
+func (s *Server) waitForBark(w http.ResponseWriter, r *http.Request, b *yard.Bark, owner string, wait int) (*yard.Bark, bool, error) {
 	ctx := streamContext(r)
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{}) // the server's read time-out is not a wait's bound
@@ -420,7 +420,7 @@ func (s *Server) waitForBark(w http.ResponseWriter, r *http.Request, b *yard.Bar
 	sub, err := s.Events.Subscribe(ctx, "", false, func(e *yard.Event) bool {
 		return e.Subject == subject && (e.Type == yard.EventBarkSucceeded || e.Type == yard.EventBarkFailed ||
 			e.Type == yard.EventBarkCanceled || e.Type == yard.EventBarkDeleted)
-	})
+	}, events.OwnedBy(owner)) // a bark's events are its dog's owner's
 	if err != nil {
 		return b, false, nil // no room to wait: answer at once
 	}

@@ -160,18 +160,35 @@ func deletedEvent(ctx context.Context, tx *Tx, typ, subject, owner, id string) e
 	return appendEvent(ctx, tx, typ, subject, owner, yard.EventDeleted{ID: id})
 }
 
+// How ReadEvents filters by owner: not at all, one person ($4), or a list
+// ($4: an array on PostgreSQL, a JSON array on SQLite).
+const (
+	ownersAll = iota
+	ownersOne
+	ownersMany
+)
+
 // eventsRead is the SQL of ReadEvents: visible events after ($1, $2), in
-// order, at most $3 (owner_id = $4 when the reader is not an
-// administrator).
-func (db *DB) eventsRead(owned bool) string {
-	q := `SELECT tx, seq, type, subject, owner_id, at, data FROM events WHERE (tx, seq) > ($1, $2)`
+// order, at most $3, filtered by owner; then one more row, whose seq is 0:
+// the horizon, the tx before which every event is visible, read in the
+// same statement (so the same snapshot). A read that returns fewer than $3
+// events has seen every event before the horizon, those of other owners
+// included, and the next one can start there.
+func (db *DB) eventsRead(owners int) string {
+	horizon := `(SELECT tx + 1 FROM event_clock WHERE id = 1)`
 	if db.engine == Postgres {
-		q += ` AND tx < ` + horizonPG
+		horizon = horizonPG
 	}
-	if owned {
+	q := `SELECT tx, seq, type, subject, owner_id, at, data FROM events WHERE (tx, seq) > ($1, $2) AND tx < ` + horizon
+	switch {
+	case owners == ownersOne:
 		q += ` AND owner_id = $4`
+	case owners == ownersMany && db.engine == Postgres:
+		q += ` AND owner_id = ANY($4)`
+	case owners == ownersMany:
+		q += ` AND owner_id IN (SELECT value FROM json_each($4))`
 	}
-	return q + ` ORDER BY tx, seq LIMIT $3`
+	return `SELECT * FROM (` + q + ` ORDER BY tx, seq LIMIT $3) e UNION ALL SELECT ` + horizon + `, 0, '', '', '', 0, ''`
 }
 
 // maxEventScan bounds the rows one ReadEvents reads when f.Scan is 0.
@@ -199,18 +216,33 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 		chunk = limit
 	}
 	chunk = min(chunk, scan)
-	q := db.eventsRead(f.Owner != nil)
+	owners := ownersAll
+	var ownerArg any
+	switch {
+	case f.Owner != nil:
+		owners, ownerArg = ownersOne, *f.Owner
+	case f.Owners != nil && db.engine == Postgres:
+		owners, ownerArg = ownersMany, f.Owners
+	case f.Owners != nil:
+		list, err := json.Marshal(f.Owners)
+		if err != nil {
+			return nil, err
+		}
+		owners, ownerArg = ownersMany, string(list)
+	}
+	q := db.eventsRead(owners)
 	read := 0
 	for read < scan && len(page.Events) < limit {
 		args := []any{page.Next.Tx, page.Next.Seq, min(chunk, scan-read)}
-		if f.Owner != nil {
-			args = append(args, *f.Owner)
+		if owners != ownersAll {
+			args = append(args, ownerArg)
 		}
 		rows, err := db.Query(ctx, q, args...)
 		if err != nil {
 			return nil, err
 		}
-		n := 0
+		n, all := 0, true // all: every row was taken before the limit
+		var horizon int64
 		for rows.Next() {
 			var e yard.Event
 			var at int64
@@ -219,6 +251,10 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 				rows.Close()
 				return nil, err
 			}
+			if e.ID.Seq == 0 {
+				horizon = e.ID.Tx
+				continue
+			}
 			n++
 			e.Time, e.Data = FromMillis(at), json.RawMessage(data)
 			if len(page.Events) < limit {
@@ -226,6 +262,8 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 				if f.Match == nil || f.Match(&e) {
 					page.Events = append(page.Events, &e)
 				}
+			} else {
+				all = false
 			}
 		}
 		rows.Close()
@@ -234,7 +272,13 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 		}
 		read += n
 		if n < args[2].(int) {
-			break // caught up
+			// Caught up: every event before the horizon was read. A
+			// hub's read (Owners) starts the next one there, past
+			// events of people it did not ask for.
+			if end := (yard.EventID{Tx: horizon}); f.Owners != nil && all && page.Next.Less(end) {
+				page.Next = end
+			}
+			break
 		}
 	}
 	return page, nil

@@ -440,3 +440,54 @@ func TestEventsOfAnImport(t *testing.T) {
 		}
 	})
 }
+
+// TestReadEventsOfPeople: a read for a list of people (a hub's) keeps only
+// their events, pages by Limit, and once caught up starts the next read
+// past the other people's events; a later read gets what follows.
+func TestReadEventsOfPeople(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		alice, bob, carol := mustUser(t, db, "alice"), mustUser(t, db, "bob"), mustUser(t, db, "carol")
+		start, err := db.LastEventID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, u := range []*yard.User{bob, alice, bob, carol, bob, alice, bob} {
+			if err := db.CreateDog(ctx, &yard.Dog{Name: fmt.Sprint(i), Email: "d@example.org", Owner: u.ID}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		people := []string{alice.ID, carol.ID}
+		p, err := db.ReadEvents(ctx, yard.EventFilter{After: start, Owners: people, Limit: 2})
+		if err != nil || len(p.Events) != 2 || p.Events[0].Owner != alice.ID || p.Events[1].Owner != carol.ID {
+			t.Fatalf("first page: %v %v", eventTypes(p.Events), err)
+		}
+		if p.Next != p.Events[1].ID {
+			t.Fatalf("a full page ends at its last event: %s, want %s", p.Next, p.Events[1].ID)
+		}
+		p, err = db.ReadEvents(ctx, yard.EventFilter{After: p.Next, Owners: people, Limit: 2})
+		if err != nil || len(p.Events) != 1 || p.Events[0].Owner != alice.ID {
+			t.Fatalf("second page: %v %v", eventTypes(p.Events), err)
+		}
+		last, _ := db.LastEventID(ctx)
+		if p.Next.Less(last) {
+			t.Fatalf("a caught-up read ends at %s, before bob's last event %s", p.Next, last)
+		}
+		empty, err := db.ReadEvents(ctx, yard.EventFilter{After: p.Next, Owners: people, Limit: 2})
+		if err != nil || len(empty.Events) != 0 || empty.Next.Less(p.Next) {
+			t.Fatalf("nothing new: %v, next %s after %s, %v", eventTypes(empty.Events), empty.Next, p.Next, err)
+		}
+		if err := db.CreateDog(ctx, &yard.Dog{Name: "later", Email: "d@example.org", Owner: carol.ID}); err != nil {
+			t.Fatal(err)
+		}
+		p, err = db.ReadEvents(ctx, yard.EventFilter{After: empty.Next, Owners: people, Limit: 2})
+		if err != nil || len(p.Events) != 1 || p.Events[0].Owner != carol.ID {
+			t.Fatalf("after a new event: %v %v", eventTypes(p.Events), err)
+		}
+		// Nobody's list reads nothing, and still moves past everything.
+		none, err := db.ReadEvents(ctx, yard.EventFilter{After: start, Owners: []string{}, Limit: 10})
+		if err != nil || len(none.Events) != 0 || none.Next.Less(p.Events[0].ID) {
+			t.Fatalf("an empty list: %v, next %s, %v", eventTypes(none.Events), none.Next, err)
+		}
+	})
+}
