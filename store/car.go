@@ -208,16 +208,19 @@ func (db *DB) CreateCar(ctx context.Context, c *yard.Car) error {
 	if c.ID == "" {
 		c.ID = yard.NewID()
 	}
-	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := changeStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if err := insertCar(ctx, tx, c, v); err != nil {
-			return err
-		}
-		return carEvent(ctx, tx, yard.EventCarCreated, c)
-	})
+	return db.WithTx(ctx, func(tx *Tx) error { return createCar(ctx, tx, c) })
+}
+
+// createCar is CreateCar in tx.
+func createCar(ctx context.Context, tx *Tx, c *yard.Car) error {
+	v, err := changeStamp(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if err := insertCar(ctx, tx, c, v); err != nil {
+		return err
+	}
+	return carEvent(ctx, tx, yard.EventCarCreated, c)
 }
 
 // insertCar writes a new car row stamped v.
