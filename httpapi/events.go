@@ -30,6 +30,10 @@ const (
 	// streamWrite bounds one write to a stream: a client that reads
 	// nothing for this long is cut off.
 	streamWrite = 30 * time.Second
+	// streamBatch is about the most a stream writes at once from what
+	// waits for it; a buffer grown past it is let go after the write, so
+	// an idle stream holds little.
+	streamBatch = 16 << 10
 	// maxWait is the longest Prefer: wait honoured (RFC 7240 §4.3).
 	maxWait = 60
 )
@@ -298,15 +302,39 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 		}
 		return rc.Flush() == nil
 	}
-	event := func(e *events.Item) bool {
-		buf = append(buf[:0], "id: "...)
+	// Events are appended to buf and go out in one write and flush per
+	// batch: what the hub handed over together, a page of the backlog.
+	add := func(e *events.Item) {
+		buf = append(buf, "id: "...)
 		buf = append(buf, e.Event.ID.String()...)
 		buf = append(buf, "\nevent: "...)
 		buf = append(buf, e.Event.Type...)
 		buf = append(buf, "\ndata: "...)
 		buf = append(buf, e.Body(s.RenderEvent)...)
 		buf = append(buf, "\n\n"...)
-		return send(buf)
+	}
+	// drain appends what is waiting on the subscription after cur, up to
+	// a batch's size.
+	drain := func() {
+		for len(buf) < streamBatch {
+			select {
+			case it := <-sub.C:
+				if cur.Less(it.Event.ID) {
+					add(it)
+					cur = it.Event.ID
+				}
+				continue
+			default:
+			}
+			return
+		}
+	}
+	sendBuf := func() bool {
+		ok := len(buf) == 0 || send(buf)
+		if buf = buf[:0]; cap(buf) > streamBatch {
+			buf = nil
+		}
+		return ok
 	}
 	if !send([]byte("retry: " + strconv.Itoa(int(sseRetry/time.Millisecond)) + "\n\n")) {
 		return
@@ -318,9 +346,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 	page := first
 	for {
 		for _, e := range page.Events {
-			if !event(&events.Item{Event: e}) {
-				return
-			}
+			add(&events.Item{Event: e})
+		}
+		if !sendBuf() {
+			return
 		}
 		prev := cur
 		cur = page.Next
@@ -341,28 +370,22 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 		case <-ctx.Done():
 			return
 		case <-sub.Cut:
-			// Drain what was handed over before the cut, then say why.
-			for {
-				select {
-				case it := <-sub.C:
-					if cur.Less(it.Event.ID) && !event(it) {
-						return
-					}
-					continue
-				default:
+			// Send what was handed over before the cut, then say why.
+			for drain(); len(buf) > 0; drain() {
+				if !sendBuf() {
+					return
 				}
-				break
 			}
 			_ = send([]byte(": cut off: this stream fell behind or the server is stopping; reconnect with Last-Event-ID\n\n"))
 			return
 		case it := <-sub.C:
-			if !cur.Less(it.Event.ID) {
-				continue // sent from the backlog
+			if cur.Less(it.Event.ID) { // else sent from the backlog
+				add(it)
+				cur = it.Event.ID
 			}
-			if !event(it) {
+			if drain(); !sendBuf() {
 				return
 			}
-			cur = it.Event.ID
 		case <-beat.C:
 			if !send([]byte(": heartbeat\n\n")) {
 				return
