@@ -39,6 +39,7 @@ type Users interface {
 type Basic struct {
 	Users    Users
 	Limiter  *LoginLimiter
+	Hashing  *HashGate // bounds the password checks (nil: none)
 	CacheTTL time.Duration
 	MaxAge   time.Duration
 	Now      func() time.Time
@@ -60,8 +61,8 @@ type basicEntry struct {
 
 // NewBasic returns a Basic scheme that trusts a verification for 5 s
 // before comparing it with the store, and verifies afresh every 10 minutes.
-func NewBasic(users Users, limiter *LoginLimiter) *Basic {
-	return &Basic{Users: users, Limiter: limiter, CacheTTL: 5 * time.Second, MaxAge: 10 * time.Minute,
+func NewBasic(users Users, limiter *LoginLimiter, hashing *HashGate) *Basic {
+	return &Basic{Users: users, Limiter: limiter, Hashing: hashing, CacheTTL: 5 * time.Second, MaxAge: 10 * time.Minute,
 		Now: time.Now, cache: map[[32]byte]basicEntry{}}
 }
 
@@ -114,7 +115,7 @@ func (b *Basic) Authenticate(r *http.Request) (*yard.Principal, error) {
 		if err != nil {
 			return nil, err
 		}
-		p, hash, err := verifyUserPassword(ctx, b.Users, username, password)
+		p, hash, err := verifyUserPassword(ctx, b.Hashing, b.Users, username, password)
 		if yard.ErrorCode(err) != yard.EUNAUTHORIZED {
 			// Right, or not checked at all (busy, store down): not a guess.
 			attempt.Succeeded(ctx)
@@ -196,21 +197,21 @@ func (b *Basic) Invalidate(userID string) {
 // VerifyUserPassword checks a user name and password against the store and
 // returns the principal of an enabled user, or EUNAUTHORIZED. The slow hash
 // runs even for an unknown name, so timing does not tell which names exist.
-// It runs under the process-wide bound of Hashing (EUNAVAILABLE when the
-// server is busy) but takes no place in a login limiter: sign-in paths go
-// through Kit.Login or a scheme, which do.
-func VerifyUserPassword(ctx context.Context, users Users, username, password string) (*yard.Principal, error) {
-	p, _, err := verifyUserPassword(ctx, users, username, password)
+// The hash runs through hashing (EUNAVAILABLE when the server is busy); it
+// takes no place in a login limiter: sign-in paths go through Kit.Login or
+// a scheme, which do.
+func VerifyUserPassword(ctx context.Context, hashing *HashGate, users Users, username, password string) (*yard.Principal, error) {
+	p, _, err := verifyUserPassword(ctx, hashing, users, username, password)
 	return p, err
 }
 
 // verifyUserPassword is VerifyUserPassword that also returns the stored
 // hash the password matched.
-func verifyUserPassword(ctx context.Context, users Users, username, password string) (*yard.Principal, string, error) {
+func verifyUserPassword(ctx context.Context, hashing *HashGate, users Users, username, password string) (*yard.Principal, string, error) {
 	refused := yard.Errorf(yard.EUNAUTHORIZED, "The user name or password is wrong.")
 	u, err := users.FindUserByName(ctx, username)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		if _, err := CheckPassword(ctx, dummyHash, password); err != nil {
+		if _, err := hashing.Check(ctx, dummyHash, password); err != nil {
 			return nil, "", err
 		}
 		return nil, "", refused
@@ -221,7 +222,7 @@ func verifyUserPassword(ctx context.Context, users Users, username, password str
 	if err != nil {
 		return nil, "", err
 	}
-	ok, err := CheckPassword(ctx, creds.PasswordHash, password)
+	ok, err := hashing.Check(ctx, creds.PasswordHash, password)
 	if err != nil {
 		return nil, "", err
 	}

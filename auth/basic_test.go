@@ -37,7 +37,7 @@ func basicRequest(user, pass string) *http.Request {
 
 func TestBasicCache(t *testing.T) {
 	db, u := newUserStore(t, "alice", "alice password")
-	b := auth.NewBasic(db, auth.NewLoginLimiter(0))
+	b := auth.NewBasic(db, auth.NewLoginLimiter(0, nil), nil)
 	now := time.Now()
 	b.Now = func() time.Time { return now }
 	p, err := b.Authenticate(basicRequest("alice", "alice password"))
@@ -75,10 +75,10 @@ func TestBasicCache(t *testing.T) {
 
 func TestLoginRateLimit(t *testing.T) {
 	db, _ := newUserStore(t, "bob", "bob password")
-	lim := auth.NewLoginLimiter(3)
+	lim := auth.NewLoginLimiter(3, nil)
 	now := time.Now()
 	lim.Now = func() time.Time { return now }
-	b := auth.NewBasic(db, lim)
+	b := auth.NewBasic(db, lim, nil)
 	for i := range 3 {
 		if _, err := b.Authenticate(basicRequest("bob", "wrong")); yard.ErrorCode(err) != yard.EUNAUTHORIZED {
 			t.Fatalf("attempt %d: %v", i, err)
@@ -109,8 +109,19 @@ func TestPasswordHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !auth.VerifyPassword(h, "s3cret pass") || auth.VerifyPassword(h, "s3cret pasS") || auth.VerifyPassword("garbage", "x") {
-		t.Fatal("VerifyPassword is wrong")
+	g := auth.NewHashGate(1, 0, time.Minute)
+	check := func(phc, pw string) bool {
+		ok, err := g.Check(context.Background(), phc, pw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !check(h, "s3cret pass") || check(h, "s3cret pasS") || check("garbage", "x") {
+		t.Fatal("Check is wrong")
+	}
+	if g.Runs() != 2 {
+		t.Fatalf("the gate ran %d hashes, want 2 (a malformed hash is not hashed)", g.Runs())
 	}
 	// RFC 7616 §3.9.1: HA1 for Mufasa / http-auth@example.org / Circle of Life.
 	if got := auth.HA1("MD5", "Mufasa", "http-auth@example.org", "Circle of Life"); got != "3d78807defe7de2157e2b0b6573a855f" {
@@ -123,7 +134,7 @@ func TestPasswordHash(t *testing.T) {
 func TestBasicBurstVerifiesOnce(t *testing.T) {
 	db, u := newUserStore(t, "henry", "henry password")
 	counting := &countingUsers{Users: db}
-	b := auth.NewBasic(counting, auth.NewLoginLimiter(0))
+	b := auth.NewBasic(counting, auth.NewLoginLimiter(0, nil), nil)
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {

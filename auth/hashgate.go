@@ -10,7 +10,8 @@ import (
 )
 
 // HashGate bounds the slow password hashing (argon2id, about 19 MiB and
-// tens of milliseconds each) of the whole process: at most Slots run at
+// tens of milliseconds each) of the whole process (a server builds one and
+// gives it to every scheme and endpoint that hashes): at most Slots run at
 // once, at most Queue more wait for a slot (each for at most MaxWait), and
 // any further one is refused at once with 503 and Retry-After. Memory spent
 // on hashing is thus at most Slots × 19 MiB, however many sign-ins arrive
@@ -43,13 +44,6 @@ func NewHashGate(slots, queue int, maxWait time.Duration) *HashGate {
 // one): hashing never takes every core from the requests that need none.
 func DefaultHashSlots() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 
-// Hashing is the process-wide gate every password hash and verification
-// goes through. Set it at start-up, before serving.
-var Hashing = NewHashGate(0, -1, 0)
-
-// Slots returns how many hashes may run at once.
-func (g *HashGate) Slots() int { return cap(g.slots) }
-
 // Runs returns how many hashes have run through the gate.
 func (g *HashGate) Runs() int64 { return g.runs.Load() }
 
@@ -62,8 +56,14 @@ func (g *HashGate) busy() error {
 }
 
 // Do runs f when a slot is free, waiting in the queue if there is room, or
-// returns EUNAVAILABLE (503 with Retry-After) or the context's error.
+// returns EUNAVAILABLE (503 with Retry-After) or the context's error. A
+// nil gate runs f at once: for command-line tools, which hash one
+// password; a server passes its one gate to every scheme (Config.Hashing).
 func (g *HashGate) Do(ctx context.Context, f func()) error {
+	if g == nil {
+		f()
+		return nil
+	}
 	select {
 	case g.slots <- struct{}{}:
 	default:

@@ -21,6 +21,8 @@ type Store interface {
 type Config struct {
 	Store   Store
 	Limiter *LoginLimiter
+	// Hashing bounds every password hash of the process (nil: none).
+	Hashing *HashGate
 	// Basic is the lead's Basic scheme; it is put first in the chain.
 	Basic *Basic
 	// KeyDir holds the server's secret files and Ed25519 keys
@@ -77,6 +79,7 @@ type Kit struct {
 	Users   *UserCache
 	Box     *SecretBox
 	Limiter *LoginLimiter
+	Hashing *HashGate
 	Store   Store
 	Now     func() time.Time
 	// SessionMax is the absolute session lifetime (for purging).
@@ -132,7 +135,7 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 		now = time.Now
 	}
 	cacheTTL := orDefault(cfg.CacheTTL, 5*time.Second)
-	k := &Kit{Basic: cfg.Basic, Limiter: cfg.Limiter, Store: cfg.Store, Now: now,
+	k := &Kit{Basic: cfg.Basic, Limiter: cfg.Limiter, Hashing: cfg.Hashing, Store: cfg.Store, Now: now,
 		SessionMax: orDefault(cfg.SessionMax, 12*time.Hour), cacheTTL: cacheTTL}
 	k.Users = &UserCache{Users: cfg.Store, TTL: cacheTTL, Now: now}
 
@@ -169,8 +172,8 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 // the token pair, public-key tokens, and the sign-in pages of OAuth 1.0a
 // and OpenID). The attempt takes its place in the login limiter before the
 // password is hashed (429 when the limit is reached) and gives it back when
-// the password was right; the hash runs under the process-wide bound of
-// Hashing (503 when the server is busy).
+// the password was right; the hash runs through the kit's gate (503 when
+// the server is busy).
 func (k *Kit) Login(r *http.Request, username, password string) (*yard.User, error) {
 	if username == "" || password == "" {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A user name and a password are required.")
@@ -180,7 +183,7 @@ func (k *Kit) Login(r *http.Request, username, password string) (*yard.User, err
 	if err != nil {
 		return nil, err
 	}
-	p, err := VerifyUserPassword(ctx, k.Store, username, password)
+	p, err := VerifyUserPassword(ctx, k.Hashing, k.Store, username, password)
 	if yard.ErrorCode(err) != yard.EUNAUTHORIZED {
 		// Right, or not checked at all (busy, store down): not a guess.
 		attempt.Succeeded(ctx)

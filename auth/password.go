@@ -27,24 +27,22 @@ const (
 	argonKeyLen  = 32
 )
 
-// HashPassword returns an argon2id PHC string for password. It runs under
-// the process-wide bound of Hashing (EUNAVAILABLE when the server is busy).
+// HashPassword returns an argon2id PHC string for password, at once (no
+// gate): for command-line tools and tests.
 func HashPassword(password string) (string, error) {
-	return HashPasswordContext(context.Background(), password)
+	var g *HashGate
+	return g.Hash(context.Background(), password)
 }
 
-// HashPasswordContext is HashPassword that stops waiting for a hashing slot
-// when ctx ends.
-func HashPasswordContext(ctx context.Context, password string) (string, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+// Hash returns an argon2id PHC string for password, when the gate has room
+// (EUNAVAILABLE when the server is busy), waiting no longer than ctx.
+func (g *HashGate) Hash(ctx context.Context, password string) (string, error) {
 	salt := make([]byte, 16)
 	if _, err := rand.Read(salt); err != nil {
 		return "", err
 	}
 	var key []byte
-	if err := Hashing.Do(ctx, func() {
+	if err := g.Do(ctx, func() {
 		key = argon2.IDKey([]byte(password), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
 	}); err != nil {
 		return "", err
@@ -54,19 +52,11 @@ func HashPasswordContext(ctx context.Context, password string) (string, error) {
 		b64.EncodeToString(salt), b64.EncodeToString(key)), nil
 }
 
-// VerifyPassword reports whether password matches the argon2id PHC string,
-// comparing in constant time. A hash the server is too busy to run counts
-// as no match; callers that can answer 503 use CheckPassword.
-func VerifyPassword(phc, password string) bool {
-	ok, _ := CheckPassword(context.Background(), phc, password)
-	return ok
-}
-
-// CheckPassword reports whether password matches the argon2id PHC string,
-// comparing in constant time. The hash runs under the process-wide bound
-// of Hashing: when the server is busy it returns EUNAVAILABLE (503 with
-// Retry-After), and it stops waiting when ctx ends.
-func CheckPassword(ctx context.Context, phc, password string) (bool, error) {
+// Check reports whether password matches the argon2id PHC string,
+// comparing in constant time. The hash runs when the gate has room: when
+// the server is busy it returns EUNAVAILABLE (503 with Retry-After), and
+// it stops waiting when ctx ends.
+func (g *HashGate) Check(ctx context.Context, phc, password string) (bool, error) {
 	parts := strings.Split(phc, "$")
 	if len(parts) != 6 || parts[1] != "argon2id" {
 		return false, nil
@@ -91,23 +81,25 @@ func CheckPassword(ctx context.Context, phc, password string) (bool, error) {
 		return false, nil
 	}
 	var got []byte
-	if err := Hashing.Do(ctx, func() { got = argon2.IDKey([]byte(password), salt, t, m, p, uint32(len(want))) }); err != nil {
+	if err := g.Do(ctx, func() { got = argon2.IDKey([]byte(password), salt, t, m, p, uint32(len(want))) }); err != nil {
 		return false, err
 	}
 	return subtle.ConstantTimeCompare(got, want) == 1, nil
 }
 
-// NewCredentials derives every stored form of a password: the argon2id hash
-// for Basic and the login endpoints, and the RFC 7616 §3.4.2 HA1 values,
-// H(username ":" realm ":" password), for Digest with MD5 and SHA-256.
+// NewCredentials derives every stored form of a password, at once (no
+// gate): for command-line tools and tests. See HashGate.Credentials.
 func NewCredentials(username, password string) (*yard.Credentials, error) {
-	return NewCredentialsContext(context.Background(), username, password)
+	var g *HashGate
+	return g.Credentials(context.Background(), username, password)
 }
 
-// NewCredentialsContext is NewCredentials that stops waiting for a hashing
-// slot when ctx ends.
-func NewCredentialsContext(ctx context.Context, username, password string) (*yard.Credentials, error) {
-	h, err := HashPasswordContext(ctx, password)
+// Credentials derives every stored form of a password: the argon2id hash
+// for Basic and the login endpoints (through the gate), and the RFC 7616
+// §3.4.2 HA1 values, H(username ":" realm ":" password), for Digest with
+// MD5 and SHA-256.
+func (g *HashGate) Credentials(ctx context.Context, username, password string) (*yard.Credentials, error) {
+	h, err := g.Hash(ctx, password)
 	if err != nil {
 		return nil, err
 	}

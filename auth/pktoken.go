@@ -405,8 +405,10 @@ type PKTokens struct {
 	Keys  KeySource
 	TTL   time.Duration
 	Users *UserCache
-	// Limiter counts X-Password checks like every other password check.
+	// Limiter counts X-Password checks like every other password check;
+	// Hashing bounds them and the hashes tokens carry.
 	Limiter *LoginLimiter
+	Hashing *HashGate
 	Now     func() time.Time
 
 	// flights shares one X-Password check among concurrent requests with
@@ -438,7 +440,11 @@ func (p *PKTokens) Issue(u *yard.User, opt PKOptions) (token string, expires tim
 	c := &Claims{Subject: u.ID, Name: u.Name, IssuedAt: now.Unix(), Expires: expires.Unix(), IP: opt.BindIP}
 	if opt.IncludePasswordHash {
 		// A fresh, salted slow hash: never the stored credential hash.
-		if c.PasswordHash, err = HashPasswordContext(opt.Context, opt.Password); err != nil {
+		ctx := opt.Context
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		if c.PasswordHash, err = p.Hashing.Hash(ctx, opt.Password); err != nil {
 			return "", time.Time{}, err
 		}
 	}
@@ -522,7 +528,7 @@ func (p *PKTokens) checkPassword(r *http.Request, username, token, pwh, pw strin
 		if err != nil {
 			return nil, err
 		}
-		match, err := CheckPassword(ctx, pwh, pw)
+		match, err := p.Hashing.Check(ctx, pwh, pw)
 		if err != nil {
 			attempt.Succeeded(ctx) // not checked: not a guess
 			return nil, err
@@ -561,7 +567,7 @@ func PublicKeyPEM(pub crypto.PublicKey) ([]byte, error) {
 func newPKTokens(ctx context.Context, cfg Config, k *Kit) (*PKTokens, error) {
 	now := k.Now
 	pkTTL := orDefault(cfg.PKTokenTTL, time.Hour)
-	pk := &PKTokens{TTL: pkTTL, Users: k.Users, Limiter: cfg.Limiter, Now: now}
+	pk := &PKTokens{TTL: pkTTL, Users: k.Users, Limiter: cfg.Limiter, Hashing: cfg.Hashing, Now: now}
 	switch {
 	case cfg.VerifyOnly && cfg.JWKSURL != "":
 		client := &http.Client{Timeout: 10 * time.Second}

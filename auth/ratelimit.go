@@ -54,10 +54,11 @@ type memAttempt struct {
 	at time.Time
 }
 
-// NewLoginLimiter returns an in-memory limiter of limit attempts per minute
-// (0: no limit). Set Store to share the counts between processes.
-func NewLoginLimiter(limit int) *LoginLimiter {
-	return &LoginLimiter{Limit: limit, Window: time.Minute, Now: time.Now, attempts: map[string][]memAttempt{}}
+// NewLoginLimiter returns a limiter of limit attempts per minute (0: no
+// limit) whose counts live in store, shared by every process on it, or in
+// this process's memory when store is nil.
+func NewLoginLimiter(limit int, store yard.LoginAttemptService) *LoginLimiter {
+	return &LoginLimiter{Limit: limit, Window: time.Minute, Now: time.Now, Store: store, attempts: map[string][]memAttempt{}}
 }
 
 // Attempt is a sign-in attempt holding its place in the limiter.

@@ -189,7 +189,7 @@ func startEventsEnv(t *testing.T) *eventsEnv {
 		Users: db, DataDir: data, From: "yard@yard.test", Domain: "yard.test"}}
 	clock := apitest.NewClock()
 	env := apitest.Start(t, db,
-		apitest.WithAuthKit(t, db, nil, func(c *auth.Config) { c.Now = clock.Now; c.Limiter = auth.NewLoginLimiter(0) }),
+		apitest.WithAuthKit(t, db, nil, func(c *auth.Config) { c.Now = clock.Now; c.Limiter = auth.NewLoginLimiter(0, nil) }),
 		func(d *httpapi.Deps) { d.Barks = svc; d.Events = hub })
 	// Streams end before the server closes (cleanups run last first).
 	t.Cleanup(hub.Close)

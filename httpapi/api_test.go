@@ -362,8 +362,8 @@ func TestDogsV2(t *testing.T) {
 
 func TestRateLimitAndMetrics(t *testing.T) {
 	db := storetest.Open(t, store.SQLite)
-	limiter := auth.NewLoginLimiter(3)
-	basic := auth.NewBasic(db, limiter)
+	limiter := auth.NewLoginLimiter(3, nil)
+	basic := auth.NewBasic(db, limiter, nil)
 	env := apitest.Start(t, db, func(d *httpapi.Deps) {
 		d.Auth = &auth.Chain{Header: []auth.Scheme{basic}}
 		d.Basic = basic

@@ -43,7 +43,7 @@ func startAuth(t *testing.T, db *store.DB, mod func(*auth.Config)) *authEnv {
 	var kit *auth.Kit
 	env := apitest.Start(t, db, apitest.WithAuthKit(t, db, &kit, func(c *auth.Config) {
 		c.Now = clock.Now
-		c.Limiter = auth.NewLoginLimiter(0)
+		c.Limiter = auth.NewLoginLimiter(0, nil)
 		if mod != nil {
 			mod(c)
 		}
@@ -750,7 +750,7 @@ func TestPlainHTTPRefused(t *testing.T) {
 // any scheme ever reaches the log.
 func TestLoginRateLimitAndLogs(t *testing.T) {
 	db := storetest.Open(t, store.SQLite)
-	e := startAuth(t, db, func(c *auth.Config) { c.Limiter = auth.NewLoginLimiter(3) })
+	e := startAuth(t, db, func(c *auth.Config) { c.Limiter = auth.NewLoginLimiter(3, nil) })
 	ctx := context.Background()
 	var secrets []string
 

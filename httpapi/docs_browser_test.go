@@ -47,7 +47,7 @@ func TestDocsTryItInChromium(t *testing.T) {
 			Users:  db, DataDir: data, From: "yard@yard.test", Domain: "yard.test"}}
 		var kit *auth.Kit
 		env := apitest.Start(t, db,
-			apitest.WithAuthKit(t, db, &kit, func(c *auth.Config) { c.Limiter = auth.NewLoginLimiter(0) }),
+			apitest.WithAuthKit(t, db, &kit, func(c *auth.Config) { c.Limiter = auth.NewLoginLimiter(0, nil) }),
 			func(d *httpapi.Deps) { d.Barks = svc })
 		alice := env.CreateUser("alice", pw)
 		env.CreateUser("root", pw, yard.RoleAdmin)

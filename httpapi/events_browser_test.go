@@ -35,7 +35,7 @@ func startLiveEvents(t *testing.T) (*barkEnv, string) {
 	go func() { _ = hub.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	env := startBarks(t, db,
-		apitest.WithAuthKit(t, db, nil, func(c *auth.Config) { c.Limiter = auth.NewLoginLimiter(0) }),
+		apitest.WithAuthKit(t, db, nil, func(c *auth.Config) { c.Limiter = auth.NewLoginLimiter(0, nil) }),
 		func(d *httpapi.Deps) { d.Events = hub })
 	// The browser's streams end before the server closes (cleanups run
 	// last first).

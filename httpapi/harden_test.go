@@ -30,20 +30,10 @@ import (
 	"github.com/yard-api/yard/store/storetest"
 )
 
-// withHashGate replaces the process-wide password hashing bound for one
-// test.
-func withHashGate(t *testing.T, g *auth.HashGate) {
-	old := auth.Hashing
-	auth.Hashing = g
-	t.Cleanup(func() { auth.Hashing = old })
-}
-
 // storeLimiter is a login limiter of limit attempts per minute whose
 // counts live in db, as serve wires it.
 func storeLimiter(db *store.DB, limit int) *auth.LoginLimiter {
-	l := auth.NewLoginLimiter(limit)
-	l.Store = db
-	return l
+	return auth.NewLoginLimiter(limit, db)
 }
 
 // h2Client is a client of the test server over one HTTP/2 connection, so
@@ -131,8 +121,8 @@ func TestLoginBurst(t *testing.T) {
 		// A queue as long as the limit: every attempt the limiter admits
 		// waits for its hash rather than answering 503, so the statuses
 		// are exactly 401 and 429 (TestHashGate covers the 503).
-		withHashGate(t, auth.NewHashGate(1, 16, time.Minute))
-		e := startAuth(t, db, func(c *auth.Config) { c.Limiter = storeLimiter(db, 10) })
+		gate := auth.NewHashGate(1, 16, time.Minute)
+		e := startAuth(t, db, func(c *auth.Config) { c.Limiter, c.Hashing = storeLimiter(db, 10), gate })
 		c := h2Client(e)
 		ctx := context.Background()
 
@@ -199,9 +189,9 @@ func TestLoginBurst(t *testing.T) {
 			}
 		})
 
-		hashesBefore := auth.Hashing.Runs()
+		hashesBefore := gate.Runs()
 		statuses := basicBurst(t, c, []string{e.URL + e.dogURI}, "bob", 200)
-		hashed := auth.Hashing.Runs() - hashesBefore
+		hashed := gate.Runs() - hashesBefore
 		close(stop)
 		bg.Wait()
 
@@ -276,7 +266,7 @@ func p99Of(ds []time.Duration) time.Duration {
 // limiters, as two processes have) on one PostgreSQL database share one
 // limit, because the counts live in the store.
 func TestLoginLimitAcrossProcesses(t *testing.T) {
-	withHashGate(t, auth.NewHashGate(1, 32, time.Minute))
+	gate := auth.NewHashGate(1, 32, time.Minute)
 	dsn := storetest.DSN(t, store.Postgres)
 	open := func() *store.DB {
 		db, err := store.Open(context.Background(), dsn, t.TempDir())
@@ -290,13 +280,13 @@ func TestLoginLimitAcrossProcesses(t *testing.T) {
 		return db
 	}
 	dbA, dbB := open(), open()
-	a := startAuth(t, dbA, func(c *auth.Config) { c.Limiter = storeLimiter(dbA, 10) })
+	a := startAuth(t, dbA, func(c *auth.Config) { c.Limiter, c.Hashing = storeLimiter(dbA, 10), gate })
 	// The second server's users are the first's (one database).
 	clock := apitest.NewClock()
 	var kitB *auth.Kit
 	b := apitest.Start(t, dbB, apitest.WithAuthKit(t, dbB, &kitB, func(c *auth.Config) {
 		c.Now = clock.Now
-		c.Limiter = storeLimiter(dbB, 10)
+		c.Limiter, c.Hashing = storeLimiter(dbB, 10), gate
 	}))
 
 	// Sequential: ten failures on A, then B refuses even the right password.
@@ -312,9 +302,9 @@ func TestLoginLimitAcrossProcesses(t *testing.T) {
 	// Parallel: 200 guesses for another user spread over both servers.
 	c := h2Client(a)
 	c.Transport.(*http.Transport).TLSClientConfig.RootCAs.AddCert(b.Server.Certificate())
-	before := auth.Hashing.Runs()
+	before := gate.Runs()
 	statuses := basicBurst(t, c, []string{a.URL + a.dogURI, b.URL + a.dogURI}, "alice", 200)
-	hashed := auth.Hashing.Runs() - before
+	hashed := gate.Runs() - before
 	// The client address is shared too: it already holds ten failures,
 	// so no guess for alice may be hashed at all.
 	if hashed != 0 || statuses[429] != 200 {
@@ -325,7 +315,7 @@ func TestLoginLimitAcrossProcesses(t *testing.T) {
 // TestLoginLimitAcrossProcessesFresh: the parallel case without earlier
 // failures: at most the limit is hashed over both servers together.
 func TestLoginLimitAcrossProcessesFresh(t *testing.T) {
-	withHashGate(t, auth.NewHashGate(1, 32, time.Minute))
+	gate := auth.NewHashGate(1, 32, time.Minute)
 	dsn := storetest.DSN(t, store.Postgres)
 	var dbs []*store.DB
 	for range 2 {
@@ -339,14 +329,14 @@ func TestLoginLimitAcrossProcessesFresh(t *testing.T) {
 		}
 		dbs = append(dbs, db)
 	}
-	a := startAuth(t, dbs[0], func(c *auth.Config) { c.Limiter = storeLimiter(dbs[0], 10) })
+	a := startAuth(t, dbs[0], func(c *auth.Config) { c.Limiter, c.Hashing = storeLimiter(dbs[0], 10), gate })
 	var kitB *auth.Kit
-	b := apitest.Start(t, dbs[1], apitest.WithAuthKit(t, dbs[1], &kitB, func(c *auth.Config) { c.Limiter = storeLimiter(dbs[1], 10) }))
+	b := apitest.Start(t, dbs[1], apitest.WithAuthKit(t, dbs[1], &kitB, func(c *auth.Config) { c.Limiter, c.Hashing = storeLimiter(dbs[1], 10), gate }))
 	c := h2Client(a)
 	c.Transport.(*http.Transport).TLSClientConfig.RootCAs.AddCert(b.Server.Certificate())
-	before := auth.Hashing.Runs()
+	before := gate.Runs()
 	statuses := basicBurst(t, c, []string{a.URL + a.dogURI, b.URL + a.dogURI}, "bob", 200)
-	hashed := auth.Hashing.Runs() - before
+	hashed := gate.Runs() - before
 	if hashed > 10 || statuses[401] > 10 || statuses[401]+statuses[429] != 200 {
 		t.Errorf("two servers: %d hashed, statuses %v; want at most 10 hashed and 401, the rest 429", hashed, statuses)
 	}
@@ -356,8 +346,8 @@ func TestLoginLimitAcrossProcessesFresh(t *testing.T) {
 // public-key token go through the login limiter like any password.
 func TestXPasswordThrottled(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
-		withHashGate(t, auth.NewHashGate(1, 64, time.Minute))
-		e := startAuth(t, db, func(c *auth.Config) { c.Limiter = storeLimiter(db, 10) })
+		gate := auth.NewHashGate(1, 64, time.Minute)
+		e := startAuth(t, db, func(c *auth.Config) { c.Limiter, c.Hashing = storeLimiter(db, 10), gate })
 		res := e.Do(apitest.Request{Method: "POST", Path: "/auth/pk-token", Body: map[string]any{"username": "alice", "password": pw, "include_password_hash": true}})
 		wantStatus(t, "pk-token", res.StatusCode, 200)
 		tok := res.Map(t)["token"].(string)
@@ -365,7 +355,7 @@ func TestXPasswordThrottled(t *testing.T) {
 		wantStatus(t, "right X-Password", e.raw(t, "GET", e.dogURI, h).StatusCode, 200)
 
 		// 50 parallel guesses: at most 10 hashed, the rest 429.
-		before := auth.Hashing.Runs()
+		before := gate.Runs()
 		var mu sync.Mutex
 		statuses := map[int]int{}
 		var wg sync.WaitGroup
@@ -378,7 +368,7 @@ func TestXPasswordThrottled(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if hashed := auth.Hashing.Runs() - before; hashed > 10 || statuses[401] > 10 || statuses[401]+statuses[429] != 50 {
+		if hashed := gate.Runs() - before; hashed > 10 || statuses[401] > 10 || statuses[401]+statuses[429] != 50 {
 			t.Errorf("50 X-Password guesses: %d hashed, statuses %v; want at most 10 hashed and 401, the rest 429", hashed, statuses)
 		}
 		// Past the limit, a password not checked before is not checked.

@@ -54,7 +54,7 @@ func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	creds, err := auth.NewCredentialsContext(r.Context(), u.Name, in.Password)
+	creds, err := s.hashing().Credentials(r.Context(), u.Name, in.Password)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -187,7 +187,7 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 	}
 	var creds *yard.Credentials
 	if in.Password != nil {
-		if creds, err = auth.NewCredentialsContext(r.Context(), probe.Name, *in.Password); err != nil {
+		if creds, err = s.hashing().Credentials(r.Context(), probe.Name, *in.Password); err != nil {
 			s.error(w, r, err)
 			return
 		}
@@ -229,4 +229,16 @@ func (s *Server) handleDeletePerson(w http.ResponseWriter, r *http.Request) {
 		s.Kit.ForgetUser(id)
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// hashing is the gate of the process's password hashes: the kit's, else
+// the Basic scheme's (a server wired with Basic alone).
+func (s *Server) hashing() *auth.HashGate {
+	if s.Kit != nil && s.Kit.Hashing != nil {
+		return s.Kit.Hashing
+	}
+	if s.Basic != nil {
+		return s.Basic.Hashing
+	}
+	return nil
 }

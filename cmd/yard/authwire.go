@@ -55,9 +55,7 @@ func newHashGate(f authFlags) (*auth.HashGate, error) {
 // newLoginLimiter counts failed sign-ins in the store, shared by every
 // process on it (--login-rate a minute; 0: no limit).
 func newLoginLimiter(rate int, db *store.DB) *auth.LoginLimiter {
-	l := auth.NewLoginLimiter(rate)
-	l.Store = db
-	return l
+	return auth.NewLoginLimiter(rate, db)
 }
 
 // newAuthKit builds every first-party scheme beside Basic (Digest,
@@ -65,7 +63,7 @@ func newLoginLimiter(rate int, db *store.DB) *auth.LoginLimiter {
 // 1.0a) and the chain that runs them in order, Basic first.
 func newAuthKit(ctx context.Context, c *serveConfig, db *store.DB, limiter *auth.LoginLimiter, basic *auth.Basic) (*auth.Kit, error) {
 	kit, err := auth.NewKit(ctx, auth.Config{
-		Store: db, Limiter: limiter, Basic: basic,
+		Store: db, Limiter: limiter, Hashing: basic.Hashing, Basic: basic,
 		KeyDir: filepath.Join(c.data, "keys"), Issuer: c.baseURL,
 		AccessTTL: c.accessTTL, RefreshTTL: c.refreshTTL, PKTokenTTL: c.auth.pkTTL,
 		SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, CacheTTL: c.auth.cacheTTL,

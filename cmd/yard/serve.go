@@ -160,9 +160,8 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	if err != nil {
 		return nil, err
 	}
-	auth.Hashing = hashing
 	limiter := newLoginLimiter(cfg.loginRate, db)
-	basic := auth.NewBasic(db, limiter)
+	basic := auth.NewBasic(db, limiter, hashing)
 	kit, err := newAuthKit(ctx, cfg, db, limiter, basic)
 	if err != nil {
 		return nil, err

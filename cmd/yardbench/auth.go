@@ -49,9 +49,9 @@ func authGroup(b *bench) error {
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	defer srv.Close()
-	limiter := auth.NewLoginLimiter(0)
-	basic := auth.NewBasic(b.db, limiter)
-	kit, err := auth.NewKit(b.ctx, auth.Config{Store: b.db, Limiter: limiter, Basic: basic, KeyDir: keyDir, Issuer: srv.URL})
+	limiter := auth.NewLoginLimiter(0, nil)
+	basic := auth.NewBasic(b.db, limiter, b.hashing)
+	kit, err := auth.NewKit(b.ctx, auth.Config{Store: b.db, Limiter: limiter, Hashing: b.hashing, Basic: basic, KeyDir: keyDir, Issuer: srv.URL})
 	if err != nil {
 		return err
 	}

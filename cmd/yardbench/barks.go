@@ -47,7 +47,7 @@ func barks(b *bench, all bool) error {
 	svc := &jobs.Service{DB: b.db, Workers: 4, Poll: 50 * time.Millisecond,
 		Effects: &jobs.Effects{Mailer: &notify.MailOutbox{Dir: filepath.Join(dir, "outbox", "mail")},
 			Texter: &notify.TextOutbox{Dir: filepath.Join(dir, "outbox", "sms")}, Fetcher: &fetch.Runner{}, Users: b.db, DataDir: dir}}
-	basic := auth.NewBasic(b.db, auth.NewLoginLimiter(0))
+	basic := auth.NewBasic(b.db, auth.NewLoginLimiter(0, nil), b.hashing)
 	srv := httptest.NewUnstartedServer(nil)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()

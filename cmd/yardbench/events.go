@@ -73,7 +73,7 @@ func eventsGroup(b *bench) error {
 			Fetcher: &fetch.Runner{}, Users: db, DataDir: dir}}
 		hub := events.New(db, events.Config{PerPerson: perPerson})
 		go func() { _ = hub.Run(ctx) }()
-		basic := auth.NewBasic(db, auth.NewLoginLimiter(0))
+		basic := auth.NewBasic(db, auth.NewLoginLimiter(0, nil), b.hashing)
 		srv := httptest.NewUnstartedServer(nil)
 		srv.EnableHTTP2 = true
 		srv.StartTLS()

@@ -38,6 +38,9 @@ type bench struct {
 	concurrency int
 	out         io.Writer
 	results     []loadgen.Result
+	// hashing bounds the password hashes of every server the groups
+	// start, as serve's one gate does.
+	hashing *auth.HashGate
 }
 
 // groups is the table of scenario groups: -groups names them.
@@ -69,7 +72,6 @@ func main() {
 	// The argon2id baselines measure the hash itself: one slot per core
 	// and a queue as long as any run needs, where serve bounds it
 	// (docs/auth.md, "Login rate limit") and would answer 503.
-	auth.Hashing = auth.NewHashGate(runtime.GOMAXPROCS(0), 1<<16, time.Hour)
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -100,7 +102,8 @@ func main() {
 	if os.Getenv("YARD_BENCH_NO_CHECKPOINTER") == "" {
 		go db.RunCheckpoints(ctx, 200*time.Millisecond)
 	}
-	b := &bench{ctx: ctx, db: db, dsn: *dsn, duration: *dur, concurrency: *conc, out: os.Stdout}
+	b := &bench{ctx: ctx, db: db, dsn: *dsn, duration: *dur, concurrency: *conc, out: os.Stdout,
+		hashing: auth.NewHashGate(runtime.GOMAXPROCS(0), 1<<16, time.Hour)}
 	fmt.Printf("yardbench: %s, %d CPUs, GOMAXPROCS %d, %s, store %s, %d clients, %s per scenario\n\n",
 		runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOARCH, db.Engine(), *conc, *dur)
 	for _, g := range strings.Split(*which, ",") {
@@ -185,7 +188,7 @@ type uncachedBasic struct{ *auth.Basic }
 
 func (u uncachedBasic) Authenticate(r *http.Request) (*yard.Principal, error) {
 	user, pass, _ := r.BasicAuth()
-	return auth.VerifyUserPassword(r.Context(), u.Users, user, pass)
+	return auth.VerifyUserPassword(r.Context(), u.Hashing, u.Users, user, pass)
 }
 
 // apiServer starts the API over the bench store with the given chain.
@@ -255,7 +258,7 @@ func foundation(b *bench) error {
 	noAuth := b.report(loadgen.Run(b.ctx, "GET dog, no credential check", client, b.concurrency, b.duration, 200, get(url, false)))
 	stop()
 
-	basic := auth.NewBasic(b.db, auth.NewLoginLimiter(0))
+	basic := auth.NewBasic(b.db, auth.NewLoginLimiter(0, nil), b.hashing)
 	url, stop = b.apiServer(&auth.Chain{Header: []auth.Scheme{basic}}, basic)
 	cached := b.report(loadgen.Run(b.ctx, "GET dog, Basic (cached)", client, b.concurrency, b.duration, 200, get(url, true)))
 	stop()

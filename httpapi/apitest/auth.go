@@ -42,11 +42,17 @@ func WithAuthKit(t testing.TB, db *store.DB, out **auth.Kit, mod func(*auth.Conf
 	dir := t.TempDir()
 	return func(d *httpapi.Deps) {
 		cfg := auth.Config{Store: db, Basic: d.Basic, KeyDir: dir, Issuer: d.BaseURL}
+		if d.Basic != nil {
+			cfg.Hashing = d.Basic.Hashing
+		}
 		if mod != nil {
 			mod(&cfg)
 		}
 		if cfg.Basic != nil && cfg.Limiter != nil {
 			cfg.Basic.Limiter = cfg.Limiter
+		}
+		if cfg.Basic != nil {
+			cfg.Basic.Hashing = cfg.Hashing // one gate for the process, as serve wires it
 		}
 		kit, err := auth.NewKit(context.Background(), cfg)
 		if err != nil {
