@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/authparam"
 )
 
 // Digest is HTTP Digest access authentication (RFC 7616) with qop=auth and
@@ -219,63 +220,23 @@ func hexHash(h func() hash.Hash, s string) string {
 }
 
 // ParseDigestParams parses the auth-params of a Digest credentials value
-// (RFC 7616 §3.4, RFC 9110 §11.2): name=token or name="quoted string",
-// separated by commas. Names are lower-cased. It reports false on a syntax
-// error or a repeated name.
+// (RFC 7616 §3.4, RFC 9110 §11.2) with the one auth-param parser
+// (internal/authparam). Names are lower-cased. It reports false on a
+// syntax error or a repeated name.
 func ParseDigestParams(s string) (map[string]string, bool) {
-	out := map[string]string{}
-	i := 0
-	for {
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == ',') {
-			i++
-		}
-		if i >= len(s) {
-			break
-		}
-		j := i
-		for j < len(s) && s[j] != '=' && s[j] != ' ' && s[j] != ',' {
-			j++
-		}
-		name := strings.ToLower(s[i:j])
-		for j < len(s) && s[j] == ' ' {
-			j++
-		}
-		if name == "" || j >= len(s) || s[j] != '=' {
-			return nil, false
-		}
-		j++
-		for j < len(s) && s[j] == ' ' {
-			j++
-		}
-		var val string
-		if j < len(s) && s[j] == '"' {
-			j++
-			var b strings.Builder
-			for ; j < len(s) && s[j] != '"'; j++ {
-				if s[j] == '\\' && j+1 < len(s) {
-					j++
-				}
-				b.WriteByte(s[j])
-			}
-			if j >= len(s) {
-				return nil, false
-			}
-			j++
-			val = b.String()
-		} else {
-			k := j
-			for j < len(s) && s[j] != ',' && s[j] != ' ' {
-				j++
-			}
-			val = s[k:j]
-		}
+	ps, err := authparam.Parse(s, false)
+	if err != nil {
+		return nil, false
+	}
+	out := make(map[string]string, len(ps))
+	for _, p := range ps {
+		name := strings.ToLower(p.Name)
 		if _, dup := out[name]; dup {
 			return nil, false
 		}
-		out[name] = val
-		i = j
+		out[name] = p.Value
 	}
-	return out, len(out) > 0
+	return out, true
 }
 
 // buildDigest is Digest's entry in the chain's ordered list (kit.go).

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/authparam"
 	"github.com/yard-api/yard/internal/sigbase"
 )
 
@@ -608,51 +609,32 @@ func (o *OAuth1) IssueAccessToken(ctx context.Context, v *OAuthVerified) (token,
 
 // ParseOAuthHeader parses the parameters of an "Authorization: OAuth …"
 // header (RFC 5849 §3.5.1): comma-separated name="value" pairs, each name
-// and value percent-encoded. It returns the decoded pairs in order; realm
-// is among them.
+// and value percent-encoded, read by the one auth-param parser
+// (internal/authparam) with no empty list element. It returns the decoded
+// pairs in order; realm is among them.
 func ParseOAuthHeader(h string) ([][2]string, error) {
 	scheme, rest := AuthScheme(h)
 	if scheme != "oauth" {
 		return nil, errors.New("oauth1: not an OAuth Authorization header")
 	}
-	var out [][2]string
-	for rest = strings.TrimSpace(rest); rest != ""; {
-		eq := strings.IndexByte(rest, '=')
-		if eq <= 0 {
-			return nil, errors.New("oauth1: a parameter has no value")
-		}
-		name := strings.TrimSpace(rest[:eq])
-		rest = strings.TrimSpace(rest[eq+1:])
-		if !strings.HasPrefix(rest, `"`) {
+	ps, err := authparam.Parse(rest, true)
+	if err != nil {
+		return nil, fmt.Errorf("oauth1: %w", err)
+	}
+	out := make([][2]string, 0, len(ps))
+	for _, p := range ps {
+		if !p.Quoted {
 			return nil, errors.New("oauth1: a parameter value is not quoted")
 		}
-		end := strings.IndexByte(rest[1:], '"')
-		if end < 0 {
-			return nil, errors.New("oauth1: an unterminated quoted value")
-		}
-		raw := rest[1 : 1+end]
-		rest = strings.TrimSpace(rest[end+2:])
-		if rest != "" {
-			if rest[0] != ',' {
-				return nil, errors.New("oauth1: parameters must be separated by commas")
-			}
-			rest = strings.TrimSpace(rest[1:])
-			if rest == "" {
-				return nil, errors.New("oauth1: a trailing comma")
-			}
-		}
-		n, err := url.PathUnescape(name)
+		n, err := url.PathUnescape(p.Name)
 		if err != nil {
 			return nil, err
 		}
-		v, err := url.PathUnescape(raw)
+		v, err := url.PathUnescape(p.Value)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, [2]string{n, v})
-	}
-	if len(out) == 0 {
-		return nil, errors.New("oauth1: no parameters")
 	}
 	return out, nil
 }

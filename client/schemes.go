@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yard-api/yard/internal/authparam"
 	"github.com/yard-api/yard/internal/sigbase"
 )
 
@@ -73,9 +74,9 @@ func (d *Digest) Apply(_ *Client, req *http.Request) error {
 	ha2 := hexOf(h, req.Method+":"+uri)
 	response := hexOf(h, ha1+":"+ch["nonce"]+":"+nc+":"+cnonce+":auth:"+ha2)
 	v := fmt.Sprintf(`Digest username=%s, realm=%s, uri=%s, algorithm=%s, nonce=%s, nc=%s, cnonce=%s, qop=auth, response=%s`,
-		quote(d.Username), quote(ch["realm"]), quote(uri), alg, quote(ch["nonce"]), nc, quote(cnonce), quote(response))
+		authparam.Quote(d.Username), authparam.Quote(ch["realm"]), authparam.Quote(uri), alg, authparam.Quote(ch["nonce"]), nc, authparam.Quote(cnonce), authparam.Quote(response))
 	if op, ok := ch["opaque"]; ok {
-		v += ", opaque=" + quote(op)
+		v += ", opaque=" + authparam.Quote(op)
 	}
 	req.Header.Set("Authorization", v)
 	return nil
@@ -122,46 +123,19 @@ func hexOf(h func() hash.Hash, s string) string {
 	return hex.EncodeToString(x.Sum(nil))
 }
 
-func quote(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-}
-
-// parseParams parses comma-separated auth-params (RFC 9110 §11.2).
+// parseParams parses comma-separated auth-params (RFC 9110 §11.2) with the
+// server's parser (internal/authparam); names are lower-cased, and the
+// last of a repeated name wins.
 func parseParams(s string) (map[string]string, bool) {
-	out := map[string]string{}
-	i := 0
-	for {
-		for i < len(s) && (s[i] == ' ' || s[i] == ',') {
-			i++
-		}
-		if i >= len(s) {
-			return out, len(out) > 0
-		}
-		j := strings.IndexByte(s[i:], '=')
-		if j <= 0 {
-			return nil, false
-		}
-		name := strings.ToLower(strings.TrimSpace(s[i : i+j]))
-		i += j + 1
-		var val strings.Builder
-		if i < len(s) && s[i] == '"' {
-			for i++; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) {
-					i++
-				}
-				val.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, false
-			}
-			i++
-		} else {
-			for ; i < len(s) && s[i] != ','; i++ {
-				val.WriteByte(s[i])
-			}
-		}
-		out[name] = strings.TrimSpace(val.String())
+	ps, err := authparam.Parse(s, false)
+	if err != nil {
+		return nil, false
 	}
+	out := make(map[string]string, len(ps))
+	for _, p := range ps {
+		out[strings.ToLower(p.Name)] = p.Value
+	}
+	return out, true
 }
 
 // Session authenticates with the session cookie of POST /sessions. With
