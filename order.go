@@ -122,11 +122,12 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 			}
 			seenPage[lkey] = true
 			v, err := unescape(rawValue)
-			n, convErr := parseCount(v)
-			if err != nil || convErr != nil {
-				return f, page, badPair(pair, key, "must be a whole number, 0 or more")
+			if err != nil {
+				return f, page, badPair(pair, key, "the value is not correctly percent-encoded")
 			}
-			page.set(lkey, n)
+			if fe := page.SetValue(lkey, v); fe != nil {
+				return f, page, badPair(pair, key, fe.Message)
+			}
 			continue
 		}
 		field, op, msg := filterKey(key, "field", OpEq, OpNe)
@@ -206,20 +207,4 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 	}
 	f.Offset, f.Limit = page.Offset, page.Max
 	return f, page, nil
-}
-
-// parseCount reads a paging value: a whole number, 0 or more, of at most
-// ten digits.
-func parseCount(v string) (int, error) {
-	if v == "" || len(v) > 10 {
-		return 0, fmt.Errorf("bad count")
-	}
-	n := 0
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("bad count")
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, nil
 }

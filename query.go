@@ -394,11 +394,9 @@ func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 			if err != nil {
 				return Query{}, Page{}, badPair(pair, key, "the value is not correctly percent-encoded")
 			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 || len(v) > 10 {
-				return Query{}, Page{}, badPair(pair, key, "must be a whole number, 0 or more")
+			if fe := page.SetValue(lkey, v); fe != nil {
+				return Query{}, Page{}, badPair(pair, key, fe.Message)
 			}
-			page.set(lkey, n)
 			continue
 		}
 		field, op, msg := filterKey(key, "path", OpEq, OpNe, OpLt, OpLe, OpGt, OpGe)

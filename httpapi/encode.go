@@ -406,38 +406,9 @@ func notModified(r *http.Request, etag string, modified time.Time) bool {
 	return false
 }
 
-// pageOf reads offset and max (docs/api.md, HTTP): offset defaults to 0, max to
-// 20; max above 100 is cut to 100; a negative or non-numeric value is 400.
-func pageOf(r *http.Request) (yard.Page, error) {
-	q := r.URL.Query()
-	return ParsePage(q.Get("offset"), q.Has("offset"), q.Get("max"), q.Has("max"))
-}
-
-// ParsePage checks raw offset and max values.
-func ParsePage(offset string, hasOffset bool, max string, hasMax bool) (yard.Page, error) {
-	p := yard.Page{Offset: 0, Max: yard.DefaultPageMax}
-	var fields []yard.FieldError
-	if hasOffset {
-		n, err := strconv.Atoi(offset)
-		if err != nil || n < 0 {
-			fields = append(fields, yard.FieldError{Field: "offset", Message: "must be a whole number, 0 or more"})
-		} else {
-			p.Offset = n
-		}
-	}
-	if hasMax {
-		n, err := strconv.Atoi(max)
-		if err != nil || n < 0 {
-			fields = append(fields, yard.FieldError{Field: "max", Message: "must be a whole number, 0 or more"})
-		} else {
-			p.Max = min(n, yard.MaxPageMax)
-		}
-	}
-	if len(fields) > 0 {
-		return p, yard.Invalid("Bad paging values.", fields...)
-	}
-	return p, nil
-}
+// pageOf reads offset and max by the one paging rule (yard.ParsePage,
+// docs/api.md "Paging").
+func pageOf(r *http.Request) (yard.Page, error) { return yard.ParsePage(r.URL.Query()) }
 
 // PageBody is the body of every collection page (docs/api.md, HTTP).
 type PageBody[T any] struct {

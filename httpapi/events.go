@@ -132,8 +132,8 @@ func (s *Server) parseEventQuery(r *http.Request) (eventQuery, error) {
 		out.after, out.hasAfter = id, true
 	}
 	if q.Has("max") {
-		n, err := strconv.Atoi(q.Get("max"))
-		if err != nil || n < 0 || len(q.Get("max")) > 10 {
+		n, ok := yard.ParseCount(q.Get("max"))
+		if !ok {
 			fields = append(fields, yard.FieldError{Field: "max", Message: "must be a whole number, 0 or more"})
 		} else {
 			out.max = min(n, maxEventMax)
