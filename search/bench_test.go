@@ -89,8 +89,14 @@ func benchQuery(r *rand.Rand) string {
 	return strings.Join(append(pairs, "max=20"), "&")
 }
 
-func benchList(b *testing.B, suffix string) {
+// benchList runs the queries on the benchmark index, forced to opts'
+// strategies (none: it chooses).
+func benchList(b *testing.B, suffix string, opts ...Option) {
 	d := benchIndex(b)
+	d.force = strategy{}
+	for _, o := range opts {
+		o(&d.force)
+	}
 	r := rand.New(rand.NewPCG(3, 4))
 	qs := make([]string, 4096)
 	for i := range qs {
@@ -111,14 +117,8 @@ func BenchmarkRandomPage(b *testing.B)       { benchList(b, "") }
 func BenchmarkRandomPageFacets(b *testing.B) { benchList(b, "&facets=make,color,year") }
 
 // The same without the dense twins (dense.go), for their ratio.
-func BenchmarkRandomPageRoaring(b *testing.B) {
-	force.match = "roaring"
-	defer func() { force.match = "" }()
-	benchList(b, "")
-}
+func BenchmarkRandomPageRoaring(b *testing.B) { benchList(b, "", WithMatch("roaring")) }
 
 func BenchmarkRandomPageFacetsRoaring(b *testing.B) {
-	force.match = "roaring"
-	defer func() { force.match = "" }()
-	benchList(b, "&facets=make,color,year")
+	benchList(b, "&facets=make,color,year", WithMatch("roaring"))
 }

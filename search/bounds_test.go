@@ -67,17 +67,16 @@ func TestBoundsKeepAnswers(t *testing.T) {
 		pairs = append(pairs, "facets="+[]string{"color,type", "type,year,doors", "model,make", "type,make,year"}[r.IntN(4)])
 		return strings.Join(pairs, "&")
 	}
-	t.Cleanup(func() { force.facets, force.page, force.match = "", "", "" })
 	for range 300 {
 		raw := query()
 		q, page, facets, err := yard.ParseCarListQuery(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		force.facets, force.page, force.match = "walk", "", "bitmaps"
+		d.force.facets, d.force.page, d.force.match = "walk", "", "bitmaps"
 		want := d.list(q, page, facets)
 		for _, how := range [][2]string{{"", ""}, {"cross", ""}, {"complement", ""}, {"", "dense"}, {"cross", "dense"}, {"complement", "dense"}, {"", "roaring"}} {
-			force.facets, force.match = how[0], how[1]
+			d.force.facets, d.force.match = how[0], how[1]
 			if got := d.list(q, page, facets); !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s with facets %q, match %q:\n got %+v\nwant %+v", raw, how[0], how[1], got, want)
 			}

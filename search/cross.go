@@ -243,17 +243,17 @@ func (d *data) allowedValue(x int, f yard.Filter) func(i uint32) bool {
 // matches (total of them) than both walks of list (the matches; the live
 // cars that do not match): making its walk costs a union and a difference
 // on the roaring path, a second pass on the dense one, so it is taken only
-// when it saves half of the shorter walk (force.facets "cross": whenever
+// when it saves half of the shorter walk (d.force.facets "cross": whenever
 // there is one).
 func (d *data) crossChoice(q yard.Query, fields []string, total uint64) (*crossBase, bool) {
-	if force.facets != "" && force.facets != "cross" {
+	if d.force.facets != "" && d.force.facets != "cross" {
 		return nil, false
 	}
 	b, ok := d.crossBaseOf(q, fields)
 	if !ok {
 		return nil, false
 	}
-	if other := min(total, d.alive.GetCardinality()-total); force.facets != "cross" && (b.size-total)*2 > other {
+	if other := min(total, d.alive.GetCardinality()-total); d.force.facets != "cross" && (b.size-total)*2 > other {
 		return nil, false
 	}
 	return &b, true

@@ -147,7 +147,7 @@ func (d *data) cumChange(f int, v int64, p uint32, set bool) {
 // --- queries, under the read lock ---------------------------------------------
 
 // twinOf returns the twin of b, making it when b is common enough (or
-// force.match is "dense") and there is room; nil when b has none.
+// d.force.match is "dense") and there is room; nil when b has none.
 func (d *data) twinOf(b *roaring.Bitmap) *bitset {
 	d.tw.mu.Lock()
 	defer d.tw.mu.Unlock()
@@ -157,7 +157,7 @@ func (d *data) twinOf(b *roaring.Bitmap) *bitset {
 	if len(d.tw.of) >= maxTwins {
 		return nil
 	}
-	if force.match != "dense" && b.GetCardinality()*denseShare < d.alive.GetCardinality() {
+	if d.force.match != "dense" && b.GetCardinality()*denseShare < d.alive.GetCardinality() {
 		return nil
 	}
 	if d.tw.of == nil {
@@ -456,14 +456,14 @@ func (dq *denseQuery) denseWorthIt() bool {
 // listDense answers a list from the twins, or returns false for the
 // roaring path (see the comment at the top of this file).
 func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.CarList, bool) {
-	if !d.inOrder || force.match == "bitmaps" || force.match == "roaring" || force.page != "" {
+	if !d.inOrder || d.force.match == "bitmaps" || d.force.match == "roaring" || d.force.page != "" {
 		return nil, false
 	}
 	dq, ok := d.dense(q)
 	if !ok {
 		return nil, false
 	}
-	if len(dq.terms) == 0 && force.match != "dense" {
+	if len(dq.terms) == 0 && d.force.match != "dense" {
 		// Exclusions only, or every car: the roaring path answers them
 		// from sizes and a short walk (list).
 		return nil, false
@@ -471,7 +471,7 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 	if dq.none {
 		return d.answer(nil, 0, facets, bitmapWalker(nil), false, nil), true
 	}
-	if force.match != "dense" && !dq.denseWorthIt() {
+	if d.force.match != "dense" && !dq.denseWorthIt() {
 		return nil, false
 	}
 	alive := d.twinOf(d.alive)
@@ -490,8 +490,8 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 	// that do not match, with a second pass over the twins.
 	all := d.alive.GetCardinality()
 	complement := total > all/2
-	if force.facets != "" {
-		complement = force.facets == "complement"
+	if d.force.facets != "" {
+		complement = d.force.facets == "complement"
 	}
 	if b, ok := d.crossChoice(q, facets, total); ok {
 		var from []*bitset

@@ -1,13 +1,16 @@
 package search
 
-// Force makes the index use one strategy for facets ("walk", "complement",
-// "cross" whenever a filter has cross counts)
-// and pages ("walk", "gather"); "" lets it choose. Tests only.
-func Force(facets, page string) { force.facets, force.page = facets, page }
-
-// ForceMatch "bitmaps" makes the index make every match as a bitmap
-// (not answer a query of exclusions only from their union, nor from the
-// dense twins); "dense" makes it answer from twins whenever every part of
-// the query can have one, whatever its share of the cars; "" lets it
-// choose; "roaring" only keeps it from the twins. Tests only.
-func ForceMatch(how string) { force.match = how }
+// SetStrategy replaces the strategies an index is forced to use with
+// those of opts (WithStrategy, WithMatch; none lets it choose), under its
+// write lock, so a test can change them between queries. Tests only.
+func (ix *Index) SetStrategy(opts ...Option) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.force = strategy{}
+	for _, o := range opts {
+		o(&ix.force)
+	}
+	if ix.d != nil {
+		ix.d.force = ix.force
+	}
+}

@@ -16,6 +16,10 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
+// The store is a Source: the search package reads it through domain types
+// and does not import it.
+var _ search.Source = (*store.DB)(nil)
+
 // Value pools with duplicates that differ only in case, so matching that
 // ignores case and facets that group by the lower-case key are exercised.
 var (
@@ -228,12 +232,10 @@ func TestIndexMatchesSQL(t *testing.T) {
 		}
 		ix := build(t, db)
 		// Every strategy the index chooses between gives the same answer.
-		t.Cleanup(func() { search.Force("", ""); search.ForceMatch("") })
 		for _, facets := range []string{"", "walk", "complement", "cross"} {
 			for _, page := range []string{"", "walk", "gather"} {
 				for _, match := range []string{"", "bitmaps", "dense"} {
-					search.Force(facets, page)
-					search.ForceMatch(match)
+					ix.SetStrategy(search.WithStrategy(facets, page), search.WithMatch(match))
 					for range 100 {
 						sameList(t, ctx, randomQuery(r), ix, db)
 					}
@@ -253,7 +255,6 @@ func TestIndexFollowsWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		ix := build(t, db)
-		t.Cleanup(func() { search.Force("", ""); search.ForceMatch("") })
 		var deleted []string
 		carIDs := func() []string {
 			l, err := db.ListCars(ctx, yard.Query{}, yard.Page{Max: 1000}, nil)
@@ -359,8 +360,8 @@ func TestIndexFollowsWrites(t *testing.T) {
 				what = "nothing"
 			}
 			t.Logf("step %d: %s", step, what)
-			search.Force(pick(r, []string{"", "walk", "complement", "cross"}), pick(r, []string{"", "walk", "gather"}))
-			search.ForceMatch(pick(r, []string{"", "bitmaps", "dense", "dense"}))
+			facets, page := pick(r, []string{"", "walk", "complement", "cross"}), pick(r, []string{"", "walk", "gather"})
+			ix.SetStrategy(search.WithStrategy(facets, page), search.WithMatch(pick(r, []string{"", "bitmaps", "dense", "dense"})))
 			for range 3 {
 				sameList(t, ctx, randomQuery(r), ix, db)
 			}

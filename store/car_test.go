@@ -207,9 +207,9 @@ func TestCarWrites(t *testing.T) {
 		// A replacement keeps the creation time, and moves the car's
 		// garage.state with its garage.
 		first, _ := db.FindCarByID(ctx, "mine-1")
-		noop := store.CarChangeHandler{Garage: func(*yard.Garage) {}, Car: func(*yard.Car) {},
+		noop := yard.CarChangeHandler{Garage: func(*yard.Garage) {}, Car: func(*yard.Car) {},
 			CarDeleted: func(string) {}, GarageDeleted: func(string) {}}
-		p0, err := db.ReadCarChanges(ctx, store.CarPosition{}, noop)
+		p0, err := db.ReadCarChanges(ctx, yard.CarPosition{}, noop)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func TestCarWrites(t *testing.T) {
 			t.Fatalf("replace into g-ny: %v, %v, created %v want %v", created, err, r.CreatedAt, first.CreatedAt)
 		}
 		var replaced []string
-		p1, err := db.ReadCarChanges(ctx, p0, store.CarChangeHandler{Garage: func(*yard.Garage) {},
+		p1, err := db.ReadCarChanges(ctx, p0, yard.CarChangeHandler{Garage: func(*yard.Garage) {},
 			Car: func(c *yard.Car) { replaced = append(replaced, c.ID) }, CarDeleted: func(string) {}, GarageDeleted: func(string) {}})
 		if err != nil || strings.Join(replaced, ",") != "mine-1" {
 			t.Fatalf("changes after a replacement: %q, %v; want mine-1", replaced, err)

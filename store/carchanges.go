@@ -11,35 +11,14 @@ import (
 // Every write transaction on them stamps the rows it writes
 // (changed_version) and the ids it deletes (car_tombstones) with its place
 // in the commit order, the number its events carry (changeStamp). A reader
-// holds a CarPosition and reads what changed after it, the way the event
-// log is read: on PostgreSQL up to the oldest transaction still running,
-// so nothing can commit behind the position, with no row that writers
-// queue on.
-
-// CarPosition is how far a reader of the car changes got: it has read
-// every change stamped before Horizon and, on PostgreSQL, every change of
-// a transaction that Snapshot saw as ended. The zero value is "nothing
-// read": ReadCarChanges then reads everything.
-type CarPosition struct {
-	Horizon  int64
-	Snapshot string // PostgreSQL's pg_snapshot of the read, as text; "" on SQLite
-}
-
-// IsZero reports whether p is the zero position.
-func (p CarPosition) IsZero() bool { return p == CarPosition{} }
-
-// CarChangeHandler receives what ReadCarChanges reads. Garage and Car may
-// keep the values they are given; Car's argument is the handler's own.
-type CarChangeHandler struct {
-	Garage        func(g *yard.Garage)
-	Car           func(c *yard.Car)
-	CarDeleted    func(id string)
-	GarageDeleted func(id string)
-}
+// holds a yard.CarPosition and reads what changed after it through a
+// yard.CarChangeHandler, the way the event log is read: on PostgreSQL up
+// to the oldest transaction still running, so nothing can commit behind
+// the position, with no row that writers queue on.
 
 // changedAfter returns the condition, on a stamp column, of a change a
 // reader at since has not read, and its arguments ($1, $2).
-func (db *DB) changedAfter(col string, since CarPosition) (string, []any) {
+func (db *DB) changedAfter(col string, since yard.CarPosition) (string, []any) {
 	if db.engine == Postgres {
 		return col + ` >= $1 AND NOT pg_visible_in_snapshot(` + col + `::text::xid8, $2::pg_snapshot)`,
 			[]any{since.Horizon, since.Snapshot}
@@ -50,7 +29,7 @@ func (db *DB) changedAfter(col string, since CarPosition) (string, []any) {
 // CarsChangedSince reports whether a car or garage was written or deleted
 // after since: three index probes in one statement (on SQLite, one read of
 // the event clock when it has not moved).
-func (db *DB) CarsChangedSince(ctx context.Context, since CarPosition) (bool, error) {
+func (db *DB) CarsChangedSince(ctx context.Context, since yard.CarPosition) (bool, error) {
 	if since.IsZero() {
 		return true, nil
 	}
@@ -84,7 +63,7 @@ func (db *DB) CarsChangedSince(ctx context.Context, since CarPosition) (bool, er
 // the snapshot; applying the calls to a projection at since gives a
 // projection at that position. A change may be read twice (at most once
 // more than needed); applying a row again is harmless.
-func (db *DB) ReadCarChanges(ctx context.Context, since CarPosition, h CarChangeHandler) (CarPosition, error) {
+func (db *DB) ReadCarChanges(ctx context.Context, since yard.CarPosition, h yard.CarChangeHandler) (yard.CarPosition, error) {
 	var opts *sql.TxOptions
 	if db.engine == Postgres {
 		// One snapshot for every statement below.
@@ -94,10 +73,10 @@ func (db *DB) ReadCarChanges(ctx context.Context, since CarPosition, h CarChange
 	// snapshot of the WAL from its first statement on.
 	tx, err := db.read.BeginTx(ctx, opts)
 	if err != nil {
-		return CarPosition{}, err
+		return yard.CarPosition{}, err
 	}
 	defer tx.Rollback()
-	var at CarPosition
+	var at yard.CarPosition
 	if db.engine == Postgres {
 		// The first statement: it takes the snapshot the others read.
 		err = tx.QueryRowContext(ctx, `SELECT pg_snapshot_xmin(s)::text::bigint, s::text FROM pg_current_snapshot() s`).
@@ -106,7 +85,7 @@ func (db *DB) ReadCarChanges(ctx context.Context, since CarPosition, h CarChange
 		err = tx.QueryRowContext(ctx, `SELECT tx + 1 FROM event_clock WHERE id = 1`).Scan(&at.Horizon)
 	}
 	if err != nil {
-		return CarPosition{}, err
+		return yard.CarPosition{}, err
 	}
 	full := since.IsZero()
 	var cond string
@@ -119,20 +98,20 @@ func (db *DB) ReadCarChanges(ctx context.Context, since CarPosition, h CarChange
 	garages := map[string]bool{}
 	rows, err := tx.QueryContext(ctx, `SELECT `+garageRowColumns+` FROM garages`+cond, args...)
 	if err != nil {
-		return CarPosition{}, err
+		return yard.CarPosition{}, err
 	}
 	for rows.Next() {
 		g, err := scanGarageRow(rows)
 		if err != nil {
 			rows.Close()
-			return CarPosition{}, err
+			return yard.CarPosition{}, err
 		}
 		garages[g.ID] = true
 		h.Garage(g)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return CarPosition{}, err
+		return yard.CarPosition{}, err
 	}
 
 	var deleted map[string][]string // kind → ids
@@ -141,19 +120,19 @@ func (db *DB) ReadCarChanges(ctx context.Context, since CarPosition, h CarChange
 		tcond, targs := db.changedAfter("version", since)
 		rows, err := tx.QueryContext(ctx, `SELECT kind, id FROM car_tombstones WHERE `+tcond, targs...)
 		if err != nil {
-			return CarPosition{}, err
+			return yard.CarPosition{}, err
 		}
 		for rows.Next() {
 			var kind, id string
 			if err := rows.Scan(&kind, &id); err != nil {
 				rows.Close()
-				return CarPosition{}, err
+				return yard.CarPosition{}, err
 			}
 			deleted[kind] = append(deleted[kind], id)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return CarPosition{}, err
+			return yard.CarPosition{}, err
 		}
 	}
 	// A deleted garage that exists again (its row stamped before since,
@@ -168,7 +147,7 @@ func (db *DB) ReadCarChanges(ctx context.Context, since CarPosition, h CarChange
 			goneGarages = append(goneGarages, id)
 			continue
 		} else if err != nil {
-			return CarPosition{}, err
+			return yard.CarPosition{}, err
 		}
 		garages[id] = true
 		h.Garage(g)
@@ -186,14 +165,14 @@ func (db *DB) ReadCarChanges(ctx context.Context, since CarPosition, h CarChange
 	}
 	rows, err = tx.QueryContext(ctx, `SELECT `+carColumns+` FROM cars`+cond+order, args...)
 	if err != nil {
-		return CarPosition{}, err
+		return yard.CarPosition{}, err
 	}
 	var cars []*yard.Car
 	for rows.Next() {
 		c, err := scanCar(rows)
 		if err != nil {
 			rows.Close()
-			return CarPosition{}, err
+			return yard.CarPosition{}, err
 		}
 		if written != nil {
 			written[c.ID] = true
@@ -204,7 +183,7 @@ func (db *DB) ReadCarChanges(ctx context.Context, since CarPosition, h CarChange
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return CarPosition{}, err
+		return yard.CarPosition{}, err
 	}
 	for _, id := range deleted["car"] {
 		if written[id] {
@@ -215,7 +194,7 @@ func (db *DB) ReadCarChanges(ctx context.Context, since CarPosition, h CarChange
 			h.CarDeleted(id)
 			continue
 		} else if err != nil {
-			return CarPosition{}, err
+			return yard.CarPosition{}, err
 		}
 		cars = append(cars, c)
 	}

@@ -12,10 +12,10 @@ import (
 
 // readCarIDs reads the car changes after since and returns the ids of the
 // cars written and the new position.
-func readCarIDs(t *testing.T, db *store.DB, since store.CarPosition) ([]string, store.CarPosition) {
+func readCarIDs(t *testing.T, db *store.DB, since yard.CarPosition) ([]string, yard.CarPosition) {
 	t.Helper()
 	var ids []string
-	at, err := db.ReadCarChanges(context.Background(), since, store.CarChangeHandler{
+	at, err := db.ReadCarChanges(context.Background(), since, yard.CarChangeHandler{
 		Garage: func(*yard.Garage) {}, Car: func(c *yard.Car) { ids = append(ids, c.ID) },
 		CarDeleted: func(string) {}, GarageDeleted: func(string) {},
 	})
@@ -40,7 +40,7 @@ func TestCarChangesBehindARunningTransaction(t *testing.T) {
 	if err := db.CreateCar(ctx, newCar("first")); err != nil {
 		t.Fatal(err)
 	}
-	ids, p0 := readCarIDs(t, db, store.CarPosition{})
+	ids, p0 := readCarIDs(t, db, yard.CarPosition{})
 	if !slices.Equal(ids, []string{"first"}) {
 		t.Fatalf("first read: %q", ids)
 	}
