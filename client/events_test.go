@@ -185,8 +185,8 @@ func startEventsEnv(t *testing.T) *eventsEnv {
 	go func() { _ = hub.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	data := t.TempDir()
-	svc := &jobs.Service{DB: db, Effects: &jobs.Effects{Mailer: &notify.MailOutbox{Dir: filepath.Join(data, "outbox")},
-		Users: db, DataDir: data, From: "yard@yard.test", Domain: "yard.test"}}
+	svc := jobs.New(jobs.Config{DB: db, Effects: &jobs.Effects{Mailer: &notify.MailOutbox{Dir: filepath.Join(data, "outbox")},
+		Users: db, DataDir: data, From: "yard@yard.test", Domain: "yard.test"}})
 	clock := apitest.NewClock()
 	env := apitest.Start(t, db,
 		apitest.WithAuthKit(t, db, nil, func(c *auth.Config) { c.Now = clock.Now; c.Limiter = auth.NewLoginLimiter(0, nil) }),

@@ -48,9 +48,9 @@ func startBarks(t *testing.T, db *store.DB, opts ...apitest.Option) *barkEnv {
 	data, repos := t.TempDir(), t.TempDir()
 	texts := &notify.TextOutbox{Dir: filepath.Join(data, "outbox", "sms")}
 	fetcher := &fetch.Runner{Timeout: time.Minute, Policy: &fetch.Policy{AllowDirs: []string{repos}}}
-	svc := &jobs.Service{DB: db, Poll: 20 * time.Millisecond, Heartbeat: 50 * time.Millisecond,
+	svc := jobs.New(jobs.Config{DB: db, Poll: 20 * time.Millisecond, Heartbeat: 50 * time.Millisecond,
 		Effects: &jobs.Effects{Mailer: mailer, Texter: texts, Fetcher: fetcher, Users: db,
-			DataDir: data, From: "yard@yard.test", Domain: "yard.test"}}
+			DataDir: data, From: "yard@yard.test", Domain: "yard.test"}})
 	env := apitest.Start(t, db, append([]apitest.Option{func(d *httpapi.Deps) { d.Barks = svc }}, opts...)...)
 	return &barkEnv{Env: env, repos: repos, svc: svc, smtp: mails, texts: texts, data: data}
 }

@@ -41,10 +41,10 @@ func TestDocsTryItInChromium(t *testing.T) {
 	ctx := chromium(t)
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		data := t.TempDir()
-		svc := &jobs.Service{DB: db, Effects: &jobs.Effects{
+		svc := jobs.New(jobs.Config{DB: db, Effects: &jobs.Effects{
 			Mailer: &notify.MailOutbox{Dir: filepath.Join(data, "outbox", "mail")},
 			Texter: &notify.TextOutbox{Dir: filepath.Join(data, "outbox", "sms")},
-			Users:  db, DataDir: data, From: "yard@yard.test", Domain: "yard.test"}}
+			Users:  db, DataDir: data, From: "yard@yard.test", Domain: "yard.test"}})
 		var kit *auth.Kit
 		env := apitest.Start(t, db,
 			apitest.WithAuthKit(t, db, &kit, func(c *auth.Config) { c.Limiter = auth.NewLoginLimiter(0, nil) }),

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -42,8 +43,9 @@ const (
 	DefaultTimeoutBackoff  = time.Minute
 )
 
-// Service runs the barks of one process.
-type Service struct {
+// Config is what a Service is built from (New); zero values take the
+// defaults above.
+type Config struct {
 	// DB is the store the tasks live in.
 	DB      Store
 	Effects *Effects
@@ -81,8 +83,15 @@ type Service struct {
 	// Observe, when set, is told how each run of a task ended: outcome is
 	// succeeded, failed, retry, canceled or released.
 	Observe func(effect, outcome string, d time.Duration)
+}
 
-	once      sync.Once
+// Service runs the barks of one process. Build it with New.
+type Service struct {
+	Config
+
+	// storeDown is set while the loops meet a store that cannot be
+	// reached, so that an outage is logged once (outage.go).
+	storeDown atomic.Bool
 	wake      chan struct{}
 	wakeFetch chan struct{}
 	mu        sync.Mutex
@@ -94,36 +103,37 @@ var (
 	errLost     = errors.New("task lease lost")
 )
 
-func (s *Service) init() {
-	s.once.Do(func() {
-		positive(&s.Workers, DefaultWorkers)
-		positive(&s.Poll, DefaultPoll)
-		positive(&s.Lease, DefaultLease)
-		positive(&s.Heartbeat, min(DefaultHeartbeat, s.Lease/3))
-		positive(&s.MaxAttempts, DefaultMaxAttempts)
-		if s.Backoff == nil {
-			s.Backoff = Backoff
+// New returns the service of cfg, its defaults filled in.
+func New(cfg Config) *Service {
+	s := &Service{Config: cfg}
+	positive(&s.Workers, DefaultWorkers)
+	positive(&s.Poll, DefaultPoll)
+	positive(&s.Lease, DefaultLease)
+	positive(&s.Heartbeat, min(DefaultHeartbeat, s.Lease/3))
+	positive(&s.MaxAttempts, DefaultMaxAttempts)
+	if s.Backoff == nil {
+		s.Backoff = Backoff
+	}
+	positive(&s.FetchWorkers, DefaultFetchWorkers)
+	positive(&s.FetchPerUser, DefaultFetchPerUser)
+	positive(&s.TimeoutAttempts, DefaultTimeoutAttempts)
+	if s.TimeoutBackoff == nil {
+		s.TimeoutBackoff = func(attempt int) time.Duration {
+			return DefaultTimeoutBackoff << min(max(attempt-1, 0), 4)
 		}
-		positive(&s.FetchWorkers, DefaultFetchWorkers)
-		positive(&s.FetchPerUser, DefaultFetchPerUser)
-		positive(&s.TimeoutAttempts, DefaultTimeoutAttempts)
-		if s.TimeoutBackoff == nil {
-			s.TimeoutBackoff = func(attempt int) time.Duration {
-				return DefaultTimeoutBackoff << min(max(attempt-1, 0), 4)
-			}
-		}
-		positive(&s.ScheduleEvery, DefaultScheduleEvery)
-		positive(&s.SyncTimeout, time.Minute)
-		if s.Owner == "" {
-			s.Owner = "worker-" + yard.NewID()
-		}
-		if s.Logger == nil {
-			s.Logger = slog.New(slog.DiscardHandler)
-		}
-		s.wake = make(chan struct{}, s.Workers)
-		s.wakeFetch = make(chan struct{}, s.FetchWorkers)
-		s.running = map[string]context.CancelCauseFunc{}
-	})
+	}
+	positive(&s.ScheduleEvery, DefaultScheduleEvery)
+	positive(&s.SyncTimeout, time.Minute)
+	if s.Owner == "" {
+		s.Owner = "worker-" + yard.NewID()
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	s.wake = make(chan struct{}, s.Workers)
+	s.wakeFetch = make(chan struct{}, s.FetchWorkers)
+	s.running = map[string]context.CancelCauseFunc{}
+	return s
 }
 
 // positive sets *v to def when it is not positive (unset).
@@ -147,7 +157,6 @@ func Backoff(attempt int) time.Duration {
 // ones run the effect now and are stored finished. A synchronous effect
 // that fails is stored failed and returned with an EUNAVAILABLE error.
 func (s *Service) Bark(ctx context.Context, d *yard.Dog, effect string, async bool) (*yard.Bark, error) {
-	s.init()
 	if !yard.ValidEffect(effect) {
 		return nil, yard.Invalid("Unknown bark effect.", yard.FieldError{Field: "effect", Message: "must be one of email, email-count, record, fetch-code"})
 	}
@@ -183,7 +192,6 @@ func (s *Service) Bark(ctx context.Context, d *yard.Dog, effect string, async bo
 // canceled (a running one in this process stops at once), a finished
 // record is deleted; anything else is ECONFLICT.
 func (s *Service) Cancel(ctx context.Context, dogID, id string) error {
-	s.init()
 	before, err := s.DB.CancelBark(ctx, dogID, id)
 	if err != nil {
 		return err
@@ -211,7 +219,6 @@ func (s *Service) CheckCodeURL(u string) error {
 
 // Wake tells idle workers of this process that a task may be due.
 func (s *Service) Wake() {
-	s.init()
 	wake(s.wake, s.Workers)
 	wake(s.wakeFetch, s.FetchWorkers)
 }
@@ -229,7 +236,6 @@ func wake(ch chan struct{}, n int) {
 // Run runs the workers and the scheduler until ctx ends, then hands the
 // tasks still running back to the store and returns.
 func (s *Service) Run(ctx context.Context) {
-	s.init()
 	var wg sync.WaitGroup
 	for range s.Workers {
 		wg.Go(func() { s.work(ctx, yard.ClaimFilter{Kind: yard.ClaimStore}, s.wake) })
@@ -280,7 +286,6 @@ func (s *Service) schedule(ctx context.Context) {
 // Tick fires every due schedule slot (by the store's clock) and wakes the
 // workers; it returns how many barks it created.
 func (s *Service) Tick(ctx context.Context) (int, error) {
-	s.init()
 	n := 0
 	for {
 		fired, err := s.DB.FireDueSchedules(ctx, 100)
@@ -305,7 +310,6 @@ func (s *Service) Tick(ctx context.Context) (int, error) {
 // per-user bounds of fetches) and runs it to its end. It reports whether
 // there was a task.
 func (s *Service) RunOne(ctx context.Context) (bool, error) {
-	s.init()
 	return s.runOneOf(ctx, yard.ClaimFilter{FetchPerUser: s.FetchPerUser})
 }
 

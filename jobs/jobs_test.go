@@ -76,10 +76,10 @@ func setup(t *testing.T, db *store.DB) *fixture {
 var testPolicy = &fetch.Policy{AllowDirs: []string{os.TempDir(), "/nonexistent"}, AllowHosts: []string{"example.org"}}
 
 func (f *fixture) service(db *store.DB) *jobs.Service {
-	return &jobs.Service{DB: db, Workers: 4, Poll: 20 * time.Millisecond, Lease: 5 * time.Second, Heartbeat: 50 * time.Millisecond,
+	return jobs.New(jobs.Config{DB: db, Workers: 4, Poll: 20 * time.Millisecond, Lease: 5 * time.Second, Heartbeat: 50 * time.Millisecond,
 		Backoff: func(int) time.Duration { return time.Minute },
 		Effects: &jobs.Effects{Mailer: f.mails, Texter: f.texts, Fetcher: &fetch.Runner{Timeout: time.Minute, Policy: testPolicy},
-			Users: db, DataDir: f.data, From: "yard@yard.test", Domain: "yard.test"}}
+			Users: db, DataDir: f.data, From: "yard@yard.test", Domain: "yard.test"}})
 }
 
 func (f *fixture) barkCount(t *testing.T) int64 {

@@ -1,28 +1,19 @@
 package jobs
 
-import (
-	"log/slog"
-	"sync/atomic"
-)
-
-// storeDown is set, for the whole process, while the workers' and
-// scheduler's loops meet a store that cannot be reached
-// (Store.Unreachable), so that an outage is logged once, not on every
-// poll of every worker.
-var storeDown atomic.Bool
+import "log/slog"
 
 // logLoopError logs an error of a worker or scheduler loop (what names
 // it). Errors of an unreachable store are logged once per outage; the
 // loops keep polling and pick up where they were when it answers again.
 func (s *Service) logLoopError(what string, err error) {
 	if err == nil {
-		if storeDown.CompareAndSwap(true, false) {
+		if s.storeDown.CompareAndSwap(true, false) {
 			s.Logger.Info(what + ": store reachable again")
 		}
 		return
 	}
 	if s.DB.Unreachable(err) {
-		if storeDown.CompareAndSwap(false, true) {
+		if s.storeDown.CompareAndSwap(false, true) {
 			s.Logger.Warn(what+": store unavailable; retrying until it answers", slog.String("error", err.Error()))
 		}
 		return

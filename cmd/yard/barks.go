@@ -99,14 +99,14 @@ func newJobRunner(cfg *serveConfig, db *store.DB, effects *jobs.Effects, registr
 	})
 	registry.MustRegister(tasks, durations, pending)
 	host, _ := os.Hostname()
-	return &jobs.Service{DB: db, Effects: effects, Logger: logger.With("component", "barks"),
+	return jobs.New(jobs.Config{DB: db, Effects: effects, Logger: logger.With("component", "barks"),
 		Owner:   fmt.Sprintf("%s-%d-%s", host, os.Getpid(), yard.NewID()[24:]),
 		Workers: cfg.workers, Lease: cfg.jobLease, FetchWorkers: cfg.fetch.workers, FetchPerUser: cfg.fetch.perUser,
 		Observe: func(effect, outcome string, d time.Duration) {
 			tasks.WithLabelValues(effect, outcome).Inc()
 			durations.WithLabelValues(effect).Observe(d.Seconds())
 		},
-	}, nil
+	}), nil
 }
 
 // fetchFlags are the flags of fetch-code barks (docs/barks.md, "Where

@@ -44,9 +44,9 @@ func barks(b *bench, all bool) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	svc := &jobs.Service{DB: b.db, Workers: 4, Poll: 50 * time.Millisecond,
+	svc := jobs.New(jobs.Config{DB: b.db, Workers: 4, Poll: 50 * time.Millisecond,
 		Effects: &jobs.Effects{Mailer: &notify.MailOutbox{Dir: filepath.Join(dir, "outbox", "mail")},
-			Texter: &notify.TextOutbox{Dir: filepath.Join(dir, "outbox", "sms")}, Fetcher: &fetch.Runner{}, Users: b.db, DataDir: dir}}
+			Texter: &notify.TextOutbox{Dir: filepath.Join(dir, "outbox", "sms")}, Fetcher: &fetch.Runner{}, Users: b.db, DataDir: dir}})
 	basic := auth.NewBasic(b.db, auth.NewLoginLimiter(0, nil), b.hashing)
 	srv := httptest.NewUnstartedServer(nil)
 	srv.EnableHTTP2 = true

@@ -69,8 +69,8 @@ func eventsGroup(b *bench) error {
 	}
 	defer os.RemoveAll(dir)
 	start := func(db *store.DB) (string, *events.Hub) {
-		svc := &jobs.Service{DB: db, Effects: &jobs.Effects{Mailer: &notify.MailOutbox{Dir: dir}, Texter: &notify.TextOutbox{Dir: dir},
-			Fetcher: &fetch.Runner{}, Users: db, DataDir: dir}}
+		svc := jobs.New(jobs.Config{DB: db, Effects: &jobs.Effects{Mailer: &notify.MailOutbox{Dir: dir}, Texter: &notify.TextOutbox{Dir: dir},
+			Fetcher: &fetch.Runner{}, Users: db, DataDir: dir}})
 		hub := events.New(db, events.Config{PerPerson: perPerson})
 		go func() { _ = hub.Run(ctx) }()
 		basic := auth.NewBasic(db, auth.NewLoginLimiter(0, nil), b.hashing)
