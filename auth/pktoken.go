@@ -415,8 +415,8 @@ type PKTokens struct {
 	// the same token and password.
 	flights singleflight.Group
 
+	verified verifiedTokens
 	mu       sync.Mutex
-	verified map[string]*Claims
 	// passwords remembers (token, X-Password) pairs that matched pwh.
 	passwords map[[32]byte]time.Time
 }
@@ -458,27 +458,23 @@ func (p *PKTokens) Issue(u *yard.User, opt PKOptions) (token string, expires tim
 // use the API.
 func (p *PKTokens) Verify(r *http.Request, token, kid string) (*yard.Principal, error) {
 	ctx := r.Context()
-	p.mu.Lock()
-	c := p.verified[token]
-	p.mu.Unlock()
-	if c == nil {
+	c, err := p.verified.verify(token, func() (*Claims, error) {
 		pub, ok := p.Keys.PublicKey(ctx, kid)
 		if !ok {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The token was signed with an unknown key.")
 		}
-		var err error
-		if c, err = verifyJWT(token, jwa.EdDSA(), pub); err != nil || c.Use != "" {
+		c, err := verifyJWT(token, jwa.EdDSA(), pub)
+		if err != nil || c.Use != "" {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is not valid.")
 		}
-		p.mu.Lock()
-		if p.verified == nil || len(p.verified) > 100000 {
-			p.verified = map[string]*Claims{}
-		}
-		p.verified[token] = c
-		p.mu.Unlock()
+		return c, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	now := p.Now()
 	if !now.Before(time.Unix(c.Expires, 0)) {
+		p.verified.forget(token)
 		return nil, &yard.Error{Code: yard.ETOKENEXPIRED, Message: "The public-key token has expired; get a new one.",
 			Challenge: InvalidTokenChallenge("The token expired")}
 	}

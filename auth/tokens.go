@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
@@ -46,8 +45,7 @@ type Tokens struct {
 	Users *UserCache
 	Now   func() time.Time
 
-	mu       sync.Mutex
-	verified map[string]*Claims
+	verified verifiedTokens
 }
 
 func newJTI() string {
@@ -150,29 +148,21 @@ func (t *Tokens) Logout(ctx context.Context, token string) error {
 // use the API. Verified tokens are remembered until they expire, so a
 // request pays for the signature check once per token.
 func (t *Tokens) VerifyAccess(ctx context.Context, token string) (*yard.Principal, error) {
-	t.mu.Lock()
-	c := t.verified[token]
-	t.mu.Unlock()
-	if c == nil {
-		var err error
-		c, err = verifyJWT(token, jwa.HS256(), t.Key)
+	c, err := t.verified.verify(token, func() (*Claims, error) {
+		c, err := verifyJWT(token, jwa.HS256(), t.Key)
 		if err != nil {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is not valid.")
 		}
 		if c.Use != UseAccess {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is not an access token.")
 		}
-		t.mu.Lock()
-		if t.verified == nil || len(t.verified) > 100000 {
-			t.verified = map[string]*Claims{}
-		}
-		t.verified[token] = c
-		t.mu.Unlock()
+		return c, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !t.Now().Before(time.Unix(c.Expires, 0)) {
-		t.mu.Lock()
-		delete(t.verified, token)
-		t.mu.Unlock()
+		t.verified.forget(token)
 		return nil, &yard.Error{Code: yard.ETOKENEXPIRED, Message: "The access token has expired; refresh it.",
 			Challenge: InvalidTokenChallenge("The access token expired")}
 	}

@@ -1,0 +1,46 @@
+package auth
+
+import "sync"
+
+// maxVerified bounds the tokens a verifiedTokens holds; past it the map
+// starts afresh (tokens are checked again, never trusted longer).
+const maxVerified = 100000
+
+// verifiedTokens remembers the claims of tokens whose signature checked
+// out, so that a request pays for a signature once per token: the access
+// tokens of the pair (Tokens) and public-key tokens (PKTokens). What the
+// claims say (expiry, use, binding) is checked on every request by the
+// caller; a token is dropped once seen expired.
+type verifiedTokens struct {
+	mu sync.Mutex
+	m  map[string]*Claims
+}
+
+// verify returns the remembered claims of token, else those check returns
+// (remembered when check succeeds).
+func (v *verifiedTokens) verify(token string, check func() (*Claims, error)) (*Claims, error) {
+	v.mu.Lock()
+	c := v.m[token]
+	v.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	c, err := check()
+	if err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	if v.m == nil || len(v.m) >= maxVerified {
+		v.m = map[string]*Claims{}
+	}
+	v.m[token] = c
+	v.mu.Unlock()
+	return c, nil
+}
+
+// forget drops token (seen expired).
+func (v *verifiedTokens) forget(token string) {
+	v.mu.Lock()
+	delete(v.m, token)
+	v.mu.Unlock()
+}
