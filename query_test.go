@@ -96,8 +96,7 @@ func TestParseCarQueryErrors(t *testing.T) {
 			if yard.ErrorCode(err) != yard.EINVALID {
 				t.Fatalf("ParseCarQuery(%q) error = %v, want invalid", tt.raw, err)
 			}
-			var e *yard.Error
-			e = err.(*yard.Error)
+			e := err.(*yard.Error)
 			if len(e.Fields) != 1 || e.Fields[0].Field != tt.field {
 				t.Errorf("fields = %+v, want one naming %q", e.Fields, tt.field)
 			}

@@ -7,7 +7,6 @@
 package notify
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,16 +35,6 @@ func temporary(format string, args ...any) error {
 
 func permanent(format string, args ...any) error {
 	return &Error{Err: fmt.Errorf(format, args...)}
-}
-
-// IsTemporary reports whether err is worth retrying. Errors that do not say
-// are taken as temporary.
-func IsTemporary(err error) bool {
-	var t interface{ Temporary() bool }
-	if errors.As(err, &t) {
-		return t.Temporary()
-	}
-	return true
 }
 
 var idRe = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,200}$`)

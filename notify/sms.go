@@ -62,7 +62,7 @@ func ParseSMSURL(raw string) (*SMSAPI, error) {
 	token, _ := u.User.Password()
 	from := u.Query().Get("from")
 	if from == "" {
-		return nil, fmt.Errorf("sms url: give the sender number as ?from=+1555...")
+		return nil, fmt.Errorf("sms url: the sender number is missing (add ?from=+15551234567)")
 	}
 	path := strings.TrimRight(u.Path, "/")
 	if path == "" {

@@ -419,7 +419,6 @@ func isForeignKeyViolation(err error) bool {
 }
 
 // IsUniqueViolation is isUniqueViolation for other packages sharing the store.
-func IsUniqueViolation(err error) bool { return isUniqueViolation(err) }
 
 // notFound maps sql.ErrNoRows to a yard ENOTFOUND error.
 func notFound(err error, what string) error {

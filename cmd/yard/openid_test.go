@@ -89,6 +89,9 @@ func (u *userAgent) signInAndConfirm(start string, signIn bool) string {
 			u.t.Fatalf("checkid_setup without a session: %d %q", status, loc)
 		}
 		status, _, page = u.do("GET", loc, nil)
+		if status != 200 {
+			u.t.Fatalf("the sign-in page: %d", status)
+		}
 		form := formOf(page)
 		form.Set("username", "alice")
 		form.Set("password", oidPassword)

@@ -27,12 +27,12 @@ func TestOAuthRFC5849WorkedExample(t *testing.T) {
 	if sig, _ := OAuthSignature(OAuthHMACSHA1, "GET", OAuthBaseURI(u), slices.Clone(params), "kd94hf93k423kf44", "pfkkdhi9sl3r4s00"); sig != "MdpQcU8iPSUjWoN/UDMsK2sui9I=" {
 		t.Errorf("OAuthSignature: got %s", sig)
 	}
-	base := OAuthBaseString("GET", OAuthBaseURI(u), params)
+	base := oauthBaseString("GET", OAuthBaseURI(u), params)
 	wantBase := "GET&http%3A%2F%2Fphotos.example.net%2Fphotos&file%3Dvacation.jpg%26oauth_consumer_key%3Ddpf43f3p2l4k3l03%26oauth_nonce%3DchapoH%26oauth_signature_method%3DHMAC-SHA1%26oauth_timestamp%3D137131202%26oauth_token%3Dnnch734d00sl2jdk%26size%3Doriginal"
 	if base != wantBase {
 		t.Fatalf("base string:\n got %s\nwant %s", base, wantBase)
 	}
-	sig, err := OAuthSign(OAuthHMACSHA1, base, "kd94hf93k423kf44", "pfkkdhi9sl3r4s00")
+	sig, err := oauthSign(OAuthHMACSHA1, base, "kd94hf93k423kf44", "pfkkdhi9sl3r4s00")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestOAuthNormalizeAndEncode(t *testing.T) {
 			t.Errorf("OAuthBaseURI(%s) = %s, want %s", raw, got, want)
 		}
 	}
-	if sig, _ := OAuthSign(OAuthPlaintext, "ignored", "cs&x", ""); sig != "cs%26x&" {
+	if sig, _ := oauthSign(OAuthPlaintext, "ignored", "cs&x", ""); sig != "cs%26x&" {
 		t.Errorf("PLAINTEXT = %q", sig)
 	}
 }
@@ -106,12 +106,12 @@ func TestOAuthSignatureMatchesBaseString(t *testing.T) {
 			params[i] = [2]string{word(), word()}
 		}
 		base := literal("get", "https://h/p%20q", params)
-		if got := OAuthBaseString("get", "https://h/p%20q", params); got != base {
-			t.Fatalf("OAuthBaseString(%q):\n got %s\nwant %s", params, got, base)
+		if got := oauthBaseString("get", "https://h/p%20q", params); got != base {
+			t.Fatalf("oauthBaseString(%q):\n got %s\nwant %s", params, got, base)
 		}
 		for _, m := range []string{OAuthHMACSHA1, OAuthHMACSHA256, OAuthPlaintext} {
 			cs, ts := word(), word()
-			want, err := OAuthSign(m, base, cs, ts)
+			want, err := oauthSign(m, base, cs, ts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestOAuthSignatureMatchesBaseString(t *testing.T) {
 }
 
 // BenchmarkOAuthSignature: signing one request the way the client and the
-// server do, against the string functions (OAuthBaseString, then OAuthSign),
+// server do, against the string functions (oauthBaseString, then oauthSign),
 // over requests from a seeded generator: a path, zero to four query
 // parameters, some needing percent-encoding, and the protocol parameters
 // with a fresh nonce.
@@ -168,7 +168,7 @@ func BenchmarkOAuthSignature(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			r := reqs[i%n]
-			if _, err := OAuthSign(OAuthHMACSHA1, OAuthBaseString("GET", r.uri, r.params), "cs_secret", "ts_secret"); err != nil {
+			if _, err := oauthSign(OAuthHMACSHA1, oauthBaseString("GET", r.uri, r.params), "cs_secret", "ts_secret"); err != nil {
 				b.Fatal(err)
 			}
 		}
