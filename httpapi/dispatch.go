@@ -50,7 +50,7 @@ func (s *Server) dispatch(catchAll string, shapes ...shape) {
 		if len(pathSegments(sh.pattern)) != len(d.names) {
 			panic("httpapi: shape " + sh.pattern + " has not the segments of " + catchAll)
 		}
-		s.routes = append(s.routes, route{sh.method, sh.pattern})
+		s.routes = append(s.routes, route{Method: sh.method, Pattern: sh.pattern})
 	}
 	s.mux.HandleFunc(catchAll, d.serve)
 }

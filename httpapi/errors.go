@@ -104,7 +104,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 			w.Header().Add("WWW-Authenticate", c)
 		}
 	}
-	if problemXML(r) {
+	if s.problemXML(r) {
 		// A client that sent XML, or asks an order for XML, gets the
 		// problem in XML (RFC 9457 appendix B; docs/api.md, Orders).
 		writeProblemXML(w, p)

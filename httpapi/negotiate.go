@@ -103,10 +103,12 @@ func sentXML(r *http.Request) bool {
 	return err == nil && (mt == mediaXML || mt == mediaTextXML)
 }
 
-// isOrderPath reports whether a path is one of the order resources, the
-// API's only resources with XML representations.
-func isOrderPath(p string) bool {
-	return p == "/orders" || strings.HasPrefix(p, "/orders/") || strings.HasPrefix(p, "/order/")
+// speaksXML reports whether the request's path is one of a route marked
+// in routes.go as having an XML representation (handleXML), whatever the
+// method: the orders, the API's only such resources.
+func (s *Server) speaksXML(r *http.Request) bool {
+	_, pattern := s.xmlPaths.Handler(r)
+	return pattern != ""
 }
 
 // problemXML reports whether an error should be answered as
@@ -114,8 +116,8 @@ func isOrderPath(p string) bool {
 // body, or asks for XML over JSON. Orders are the only resources with an
 // XML representation; every other resource answers its errors in JSON
 // whatever the request sent or accepts (an XML body there is 415).
-func problemXML(r *http.Request) bool {
-	if !isOrderPath(r.URL.Path) {
+func (s *Server) problemXML(r *http.Request) bool {
+	if !s.speaksXML(r) {
 		return false
 	}
 	if sentXML(r) {

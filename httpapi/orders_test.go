@@ -341,6 +341,11 @@ func TestOrdersList(t *testing.T) {
 		wantProblem(t, e.as("alice", "GET", "/orders?status=lost", ""), 400, false, `"field":"status"`)
 		wantProblem(t, e.as("alice", "GET", "/orders?colour=red", ""), 400, false, "colour")
 		wantProblem(t, e.as("alice", "GET", "/orders", "", "Accept", "application/xml"), 406, true)
+		// A method the orders do not take is refused in XML too (a route
+		// marked handleXML speaks XML whatever fails); another resource
+		// answers JSON whatever the client accepts.
+		wantProblem(t, e.as("alice", "DELETE", "/orders", "", "Accept", "application/xml"), 405, true)
+		wantProblem(t, e.as("alice", "DELETE", "/v1/dogs", "", "Accept", "application/xml"), 405, false)
 		wantProblem(t, e.as("", "GET", "/orders", ""), 401, false)
 	})
 }

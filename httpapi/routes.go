@@ -111,21 +111,22 @@ func (s *Server) registerRoutes() {
 	s.handle("DELETE", "/searches/{search_id}", s.adminOnly(s.handleDeleteSearch))
 	s.handle("GET", "/search/{name}", s.handleNamedSearch)
 
-	// Orders (spec, Order; docs/api.md, Orders): JSON or XML. The order's
+	// Orders (spec, Order; docs/api.md, Orders): JSON or XML, so handleXML:
+	// their errors are XML for a client that speaks it. The order's
 	// identity is /order/{order_id}; /orders/{order_id} is the same order.
-	s.handle("POST", "/orders", s.authenticated(s.handleCreateOrder))
-	s.handle("GET", "/orders", s.authenticated(s.handleListOrders))
-	s.handle("GET", "/order/{order_id}", s.authenticated(s.handleGetOrder))
-	s.handle("PUT", "/order/{order_id}", s.authenticated(s.handlePutOrder))
-	s.handle("POST", "/order/{order_id}/canceled", s.authenticated(s.handleCancelOrder))
-	s.handle("GET", "/orders/{order_id}", s.authenticated(s.handleGetOrder))
-	s.handle("PUT", "/orders/{order_id}", s.authenticated(s.handlePutOrder))
-	s.handle("POST", "/orders/{order_id}/canceled", s.authenticated(s.handleCancelOrder))
+	s.handleXML("POST", "/orders", s.authenticated(s.handleCreateOrder))
+	s.handleXML("GET", "/orders", s.authenticated(s.handleListOrders))
+	s.handleXML("GET", "/order/{order_id}", s.authenticated(s.handleGetOrder))
+	s.handleXML("PUT", "/order/{order_id}", s.authenticated(s.handlePutOrder))
+	s.handleXML("POST", "/order/{order_id}/canceled", s.authenticated(s.handleCancelOrder))
+	s.handleXML("GET", "/orders/{order_id}", s.authenticated(s.handleGetOrder))
+	s.handleXML("PUT", "/orders/{order_id}", s.authenticated(s.handlePutOrder))
+	s.handleXML("POST", "/orders/{order_id}/canceled", s.authenticated(s.handleCancelOrder))
 	// Pages for people (pages.go): the sign-in form the delegated
 	// authorisation flows send a browser to, and the pages' stylesheet.
 	s.handle("GET", pages.SignInPath, s.page(s.handleSignIn))
 	s.handle("POST", pages.SignInPath, s.page(s.handleSignIn))
-	s.handle("GET", pages.StylePath, s.handlePagesStyle)
+	s.handleXML("GET", pages.StylePath, s.handlePagesStyle)
 
 	// OAuth 1.0a provider (oauth.go; docs/auth.md): consumers (admin), the
 	// three endpoints of the flow, and the applications a user allowed.

@@ -92,6 +92,9 @@ type Server struct {
 	Deps
 
 	mux     *http.ServeMux
+	// xmlPaths holds, without their methods, the patterns of the routes
+	// that have an XML representation (handleXML, problemXML).
+	xmlPaths *http.ServeMux
 	routes  []route
 	metrics *metrics
 	openapi []byte
@@ -106,7 +109,10 @@ type Server struct {
 	pagesVal *pages.Pages
 }
 
-type route struct{ Method, Pattern string }
+type route struct {
+	Method, Pattern string
+	xml             bool // handleXML
+}
 
 // New returns a server over its collaborators with its routes registered.
 func New(d Deps) *Server {
@@ -126,7 +132,7 @@ func New(d Deps) *Server {
 	if d.Version == "" {
 		d.Version = "dev"
 	}
-	s := &Server{Deps: d, mux: http.NewServeMux()}
+	s := &Server{Deps: d, mux: http.NewServeMux(), xmlPaths: http.NewServeMux()}
 	s.metrics = newMetrics(s.Registry)
 	if s.Kit != nil {
 		s.pagesVal = pages.New(s.Kit, s.BaseURL, s.Logger)
@@ -139,8 +145,19 @@ func New(d Deps) *Server {
 func (s *Server) Routes() []route { return slices.Clone(s.routes) }
 
 // handle registers an endpoint.
+// handleXML is handle for a route whose resource has an XML
+// representation: its errors are problem+xml when the request sent or
+// prefers XML (problemXML), whatever the method or the failure.
+func (s *Server) handleXML(method, pattern string, h http.HandlerFunc) {
+	s.handle(method, pattern, h)
+	if !slices.ContainsFunc(s.routes[:len(s.routes)-1], func(r route) bool { return r.Pattern == pattern && r.xml }) {
+		s.xmlPaths.HandleFunc(pattern, http.NotFound) // once per pattern
+	}
+	s.routes[len(s.routes)-1].xml = true
+}
+
 func (s *Server) handle(method, pattern string, h http.HandlerFunc) {
-	s.routes = append(s.routes, route{method, pattern})
+	s.routes = append(s.routes, route{Method: method, Pattern: pattern})
 	if method == "" {
 		s.mux.HandleFunc(pattern, h)
 		return
