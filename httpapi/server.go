@@ -91,13 +91,13 @@ type Server struct {
 	// Deps are the server's collaborators, fixed by New.
 	Deps
 
-	mux     *http.ServeMux
+	mux *http.ServeMux
 	// xmlPaths holds, without their methods, the patterns of the routes
 	// that have an XML representation (handleXML, problemXML).
 	xmlPaths *http.ServeMux
-	routes  []route
-	metrics *metrics
-	openapi []byte
+	routes   []route
+	metrics  *metrics
+	openapi  []byte
 	// openapiMu guards openapi, built on first use by concurrent requests.
 	openapiMu sync.Mutex
 	// storeDown is set while the store cannot be reached (outage.go).
