@@ -137,6 +137,10 @@ func (s *Server) OpenAPI() ([]byte, error) {
 	// access token where credentials are taken: spec, Errors; docs/auth.md)
 	// and 503; those that take credentials also list the signed-request
 	// query variables and 429.
+	credParams, err := credentialParams(s.Auth.QueryVars(), components)
+	if err != nil {
+		return nil, err
+	}
 	for _, item := range paths {
 		for _, op := range item.(map[string]any) {
 			o, ok := op.(map[string]any)
@@ -152,7 +156,7 @@ func (s *Server) OpenAPI() ([]byte, error) {
 				}
 				// First, so that its 503 names busy password hashing too.
 				if _, has401 := resp["401"]; has401 {
-					addSignedQueryParams(o)
+					addCredentialParams(o, credParams)
 				}
 				// Any operation may meet a store that cannot be reached
 				// (docs/api.md, "503 Service Unavailable").

@@ -1,20 +1,54 @@
 package httpapi
 
-// signedQueryParams are the query variables of a signed request other than
-// apiKey (the security scheme names it), from openapi/signed.json.
-var signedQueryParams = []string{"signed-timestamp", "signed-signature", "signed-method", "signed-bodyhash"}
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
-// addSignedQueryParams completes an operation that takes credentials
-// (docs/auth.md): it lists the signed-request query variables, with the
-// optional method and body binding, and the answers any password check
-// can give, 429 from the login rate limit and 503 when password hashing
-// is busy.
-func addSignedQueryParams(op map[string]any) {
-	params, _ := op["parameters"].([]any)
-	for _, name := range signedQueryParams {
-		params = append(params, map[string]any{"$ref": "#/components/parameters/" + name})
+// credentialParams returns the component parameters (their keys in
+// components/parameters) of the query variables the authentication chain
+// reads (auth.QueryCredentials, asked of each scheme): each a query
+// parameter of that name, except the one an apiKey security scheme in the
+// query already names. A variable with no parameter is an error, so a
+// scheme that reads a new variable cannot go undocumented.
+func credentialParams(vars []string, components map[string]any) ([]string, error) {
+	params, _ := components["parameters"].(map[string]any)
+	schemes, _ := components["securitySchemes"].(map[string]any)
+	var keys []string
+	for _, v := range vars {
+		named := func(m map[string]any) bool {
+			name, _ := m["name"].(string)
+			return m["in"] == "query" && strings.EqualFold(name, v)
+		}
+		if slices.ContainsFunc(mapsOf(schemes), func(m map[string]any) bool { return m["type"] == "apiKey" && named(m) }) {
+			continue
+		}
+		key := ""
+		for _, k := range sortedKeys(params) {
+			if m, ok := params[k].(map[string]any); ok && named(m) {
+				key = k
+				break
+			}
+		}
+		if key == "" {
+			return nil, fmt.Errorf("openapi: no query parameter documents the credential variable %q", v)
+		}
+		keys = append(keys, key)
 	}
-	op["parameters"] = params
+	return keys, nil
+}
+
+// addCredentialParams completes an operation that takes credentials
+// (docs/auth.md): it lists the query variables of credentials (params,
+// credentialParams), and the answers any password check can give, 429
+// from the login rate limit and 503 when password hashing is busy.
+func addCredentialParams(op map[string]any, params []string) {
+	list, _ := op["parameters"].([]any)
+	for _, key := range params {
+		list = append(list, map[string]any{"$ref": "#/components/parameters/" + key})
+	}
+	op["parameters"] = list
 	if resp, ok := op["responses"].(map[string]any); ok {
 		if _, ok := resp["429"]; !ok {
 			resp["429"] = map[string]any{"$ref": "#/components/responses/TooManyRequests"}
@@ -23,4 +57,23 @@ func addSignedQueryParams(op map[string]any) {
 			resp["503"] = map[string]any{"$ref": "#/components/responses/PasswordCheckBusy"}
 		}
 	}
+}
+
+func mapsOf(m map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, k := range sortedKeys(m) {
+		if v, ok := m[k].(map[string]any); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
