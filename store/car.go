@@ -13,6 +13,28 @@ import (
 
 const carColumns = `id, color, type, doors, make, model, year, garage_id, created_at, updated_at`
 
+// The columns every INSERT of a car row sets (CreateCar, ReplaceCar, the
+// import), in the order of carFieldArgs and then garage_state_key,
+// created_at, updated_at, changed_version; and what an INSERT that meets
+// an existing row overwrites (all but id and created_at). A new car field
+// goes into these, scanCar and updateCarRow (docs/architecture.md).
+const (
+	carWriteColumns = `id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year,
+		garage_id, garage_state_key, created_at, updated_at, changed_version`
+	carUpsertSet = `color = excluded.color, color_key = excluded.color_key, type = excluded.type,
+		type_key = excluded.type_key, doors = excluded.doors, make = excluded.make, make_key = excluded.make_key,
+		model = excluded.model, model_key = excluded.model_key, year = excluded.year, garage_id = excluded.garage_id,
+		garage_state_key = excluded.garage_state_key, updated_at = excluded.updated_at,
+		changed_version = excluded.changed_version`
+)
+
+// carFieldArgs appends the values of c's own columns, id to garage_id, in
+// the order of carWriteColumns.
+func carFieldArgs(args []any, c *yard.Car) []any {
+	return append(args, c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make,
+		strings.ToLower(c.Make), c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage))
+}
+
 func scanCar(row interface{ Scan(...any) error }) (*yard.Car, error) {
 	var c yard.Car
 	var garage sql.NullString
@@ -230,10 +252,10 @@ func insertCar(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 		return err
 	}
 	c.CreatedAt, c.UpdatedAt = tx.Now().UTC(), tx.Now().UTC()
-	_, err = tx.ExecContext(ctx, `INSERT INTO cars (id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year,
-		garage_id, garage_state_key, created_at, updated_at, changed_version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)`,
-		c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make, strings.ToLower(c.Make),
-		c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), state, Millis(tx.Now()), v)
+	now := Millis(tx.Now())
+	_, err = tx.ExecContext(ctx, `INSERT INTO cars (`+carWriteColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+		append(carFieldArgs(make([]any, 0, 16), c), state, now, now, v)...)
 	if isUniqueViolation(err) {
 		return yard.Errorf(yard.ECONFLICT, "A car with id %q exists.", c.ID)
 	} else if err != nil {
@@ -325,22 +347,16 @@ func (db *DB) replaceCarPostgres(ctx context.Context, c *yard.Car) (bool, error)
 	var createdAt int64
 	var created bool
 	// The car's event is written by the same statement (store/events.go).
-	err = db.write.QueryRowContext(ctx, `WITH w AS (INSERT INTO cars (id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year,
-			garage_id, garage_state_key, created_at, updated_at, changed_version)
+	err = db.write.QueryRowContext(ctx, `WITH w AS (INSERT INTO cars (`+carWriteColumns+`)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text,
 			(SELECT state_key FROM garages WHERE id = $12::text), $13, $13, pg_current_xact_id()::text::bigint
-		ON CONFLICT (id) DO UPDATE SET color = excluded.color, color_key = excluded.color_key, type = excluded.type,
-			type_key = excluded.type_key, doors = excluded.doors, make = excluded.make, make_key = excluded.make_key,
-			model = excluded.model, model_key = excluded.model_key, year = excluded.year, garage_id = excluded.garage_id,
-			garage_state_key = excluded.garage_state_key, updated_at = excluded.updated_at,
-			changed_version = excluded.changed_version
+		ON CONFLICT (id) DO UPDATE SET `+carUpsertSet+`
 		RETURNING created_at, xmax = 0 AS created),
 		e AS (INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
 			SELECT pg_current_xact_id()::text::bigint, 1, CASE WHEN w.created THEN 'car.created' ELSE 'car.updated' END,
 				$14, '', $13, $15 FROM w)
 		SELECT created_at, created FROM w`,
-		c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make, strings.ToLower(c.Make),
-		c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), now, yard.CarPath(c.ID), string(data)).Scan(&createdAt, &created)
+		append(carFieldArgs(make([]any, 0, 15), c), now, yard.CarPath(c.ID), string(data))...).Scan(&createdAt, &created)
 	if err != nil {
 		return false, carWriteError(err)
 	}

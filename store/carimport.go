@@ -428,21 +428,15 @@ func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage,
 func (im *importer) writeCars(ctx context.Context, tx *Tx, cs []*yard.Car, v int64) error {
 	now := Millis(tx.Now())
 	return insertChunks(ctx, tx, len(cs), 16,
-		`INSERT INTO cars (id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year,
-		 garage_id, garage_state_key, created_at, updated_at, changed_version) VALUES `,
-		` ON CONFLICT (id) DO UPDATE SET color = excluded.color, color_key = excluded.color_key, type = excluded.type,
-		  type_key = excluded.type_key, doors = excluded.doors, make = excluded.make, make_key = excluded.make_key,
-		  model = excluded.model, model_key = excluded.model_key, year = excluded.year, garage_id = excluded.garage_id,
-		  garage_state_key = excluded.garage_state_key, updated_at = excluded.updated_at,
-		  changed_version = excluded.changed_version`,
+		`INSERT INTO cars (`+carWriteColumns+`) VALUES `,
+		` ON CONFLICT (id) DO UPDATE SET `+carUpsertSet,
 		func(i int, args []any) []any {
 			c := cs[i]
 			var state any
 			if c.Garage != "" {
 				state = im.states[c.Garage]
 			}
-			return append(args, c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors,
-				c.Make, strings.ToLower(c.Make), c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), state, now, now, v)
+			return append(carFieldArgs(args, c), state, now, now, v)
 		}, nil)
 }
 
