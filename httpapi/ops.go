@@ -256,14 +256,14 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if s.storeDown.Load() {
+	if s.outage.Down() {
 		// In an outage: ready again only once the store answers reads and
 		// can begin a write.
 		if err := s.DB.Reachable(ctx); err != nil {
 			s.error(w, r, &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store is not reachable.", RetryAfter: store.UnavailableRetryAfter})
 			return
 		}
-		s.storeBack(time.UnixMilli(s.downSince.Load()))
+		s.storeBack()
 	}
 	if err := s.DB.Ping(ctx); err != nil {
 		s.error(w, r, &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store is not reachable.", RetryAfter: store.UnavailableRetryAfter})

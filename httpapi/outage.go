@@ -13,18 +13,17 @@ import (
 // between answer 503 without a log line of their own, and /readyz says not
 // ready.
 func (s *Server) storeUnavailable(err error) {
-	if !s.storeDown.CompareAndSwap(false, true) {
+	if !s.outage.Begin(time.Now()) {
 		return
 	}
 	s.Logger.Warn("store unavailable: answering 503 until it is reachable again", slog.String("error", err.Error()))
-	s.downSince.Store(time.Now().UnixMilli())
-	go s.watchStore(time.Now())
+	go s.watchStore()
 }
 
 // storeBack ends an episode (once, whoever notices first: the watcher or
 // /readyz).
-func (s *Server) storeBack(since time.Time) {
-	if s.storeDown.CompareAndSwap(true, false) {
+func (s *Server) storeBack() {
+	if since, ended := s.outage.End(); ended {
 		s.Logger.Info("store reachable again", slog.Duration("unavailable_for", time.Since(since).Round(time.Millisecond)))
 	}
 }
@@ -32,7 +31,7 @@ func (s *Server) storeBack(since time.Time) {
 // storeDownInterval is how often the watcher pings an unreachable store.
 const storeDownInterval = 250 * time.Millisecond
 
-func (s *Server) watchStore(since time.Time) {
+func (s *Server) watchStore() {
 	for {
 		time.Sleep(storeDownInterval)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -41,11 +40,11 @@ func (s *Server) watchStore(since time.Time) {
 		if err != nil && strings.Contains(err.Error(), "database is closed") {
 			return // the server is shutting down
 		}
-		if !s.storeDown.Load() {
+		if !s.outage.Down() {
 			return // /readyz saw it back first
 		}
 		if err == nil {
-			s.storeBack(since)
+			s.storeBack()
 			return
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +20,7 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/events"
+	"github.com/yard-api/yard/internal/outage"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/pages"
 	"github.com/yard-api/yard/store"
@@ -100,10 +100,8 @@ type Server struct {
 	openapi  []byte
 	// openapiMu guards openapi, built on first use by concurrent requests.
 	openapiMu sync.Mutex
-	// storeDown is set while the store cannot be reached (outage.go).
-	storeDown atomic.Bool
-	// downSince is when the current outage began (Unix milliseconds).
-	downSince atomic.Int64
+	// outage is set while the store cannot be reached (outage.go).
+	outage outage.Tracker
 	// pagesVal is the pages for people (pages.go), built from Kit; nil
 	// without a Kit.
 	pagesVal *pages.Pages

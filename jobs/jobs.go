@@ -20,11 +20,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/fetch"
+	"github.com/yard-api/yard/internal/outage"
 )
 
 // Defaults of a Service.
@@ -89,9 +89,9 @@ type Config struct {
 type Service struct {
 	Config
 
-	// storeDown is set while the loops meet a store that cannot be
-	// reached, so that an outage is logged once (outage.go).
-	storeDown atomic.Bool
+	// outage is set while the loops meet a store that cannot be reached,
+	// so that an outage is logged once (outage.go).
+	outage    outage.Tracker
 	wake      chan struct{}
 	wakeFetch chan struct{}
 	mu        sync.Mutex
