@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"sync"
 
 	"github.com/yard-api/yard/internal/batch"
 )
@@ -35,13 +34,6 @@ func (db *DB) maxBatch() int {
 	return 256
 }
 
-type batchKey struct {
-	db  *DB
-	key string
-}
-
-var batchers sync.Map // batchKey -> *writeQueue
-
 // WithBatchTx runs fn in a write transaction that it may share with other
 // concurrent callers: all of them on SQLite, those with the same key on
 // PostgreSQL. fn must only use tx; its writes commit when WithBatchTx
@@ -52,14 +44,13 @@ func (db *DB) WithBatchTx(ctx context.Context, key string, fn func(tx *Tx) error
 	} else if key == "" {
 		return db.WithTx(ctx, fn)
 	}
-	k := batchKey{db, key}
-	v, ok := batchers.Load(k)
+	v, ok := db.batchers.Load(key)
 	if !ok {
 		q := &writeQueue{Flights: 1, Max: db.maxBatch(), Run: db.runBatch}
 		// Forget the idle queue. A caller that loaded it before still
 		// runs it (it starts draining again); it is merely unshared.
-		q.Idle = func() { batchers.CompareAndDelete(k, q) }
-		v, _ = batchers.LoadOrStore(k, q)
+		q.Idle = func() { db.batchers.CompareAndDelete(key, q) }
+		v, _ = db.batchers.LoadOrStore(key, q)
 	}
 	// fn uses the caller's variables: wait for it to have run, whatever
 	// ctx does (a canceled ctx skips or stops fn itself).

@@ -71,6 +71,12 @@ type DB struct {
 	stmts  sync.Map // string -> *sql.Stmt
 	nstmts atomic.Int64
 
+	// writeStmts holds the hot writes prepared on the SQLite writer
+	// (wstmt.go): SQL text -> *sql.Stmt. batchers holds the group-commit
+	// queues (batch.go): key -> *writeQueue, each gone once idle.
+	writeStmts sync.Map
+	batchers   sync.Map
+
 	// eventWake is signalled after a commit that appended events
 	// (EventsWritten).
 	eventWake chan struct{}
@@ -268,10 +274,12 @@ func (db *DB) prepared(ctx context.Context, query string) *sql.Stmt {
 // Close closes the store.
 func (db *DB) Close() error {
 	err := db.closeReplayLog()
-	db.stmts.Range(func(_, v any) bool {
-		v.(*sql.Stmt).Close()
-		return true
-	})
+	for _, m := range []*sync.Map{&db.stmts, &db.writeStmts} {
+		m.Range(func(_, v any) bool {
+			v.(*sql.Stmt).Close()
+			return true
+		})
+	}
 	if db.write != nil {
 		err = errors.Join(err, db.write.Close())
 	}

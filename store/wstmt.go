@@ -3,20 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
-	"sync"
 )
 
 // Hot writes of bark tasks run through statements prepared once on the
 // SQLite writer connection, instead of parsing their SQL in every
 // transaction (the parse showed as a sixth of the CPU of a 202). pgx caches
-// PostgreSQL statements by itself.
-
-type stmtKey struct {
-	db    *DB
-	query string
-}
-
-var writeStmts sync.Map // stmtKey -> *sql.Stmt
+// PostgreSQL statements by itself. They live in db.writeStmts and are
+// closed with the DB.
 
 // prepareWrites prepares the statements on the writer. It must run outside
 // any transaction: the SQLite writer pool has one connection, which a
@@ -26,19 +19,18 @@ func (db *DB) prepareWrites(ctx context.Context, queries ...string) {
 		return
 	}
 	for _, q := range queries {
-		if _, ok := writeStmts.Load(stmtKey{db, q}); !ok {
+		if _, ok := db.writeStmts.Load(q); !ok {
 			db.prepareWrite(ctx, q)
 		}
 	}
 }
 
 func (db *DB) prepareWrite(ctx context.Context, query string) *sql.Stmt {
-	k := stmtKey{db, query}
 	st, err := db.write.PrepareContext(context.WithoutCancel(ctx), query)
 	if err != nil {
 		return nil
 	}
-	if prev, loaded := writeStmts.LoadOrStore(k, st); loaded {
+	if prev, loaded := db.writeStmts.LoadOrStore(query, st); loaded {
 		st.Close()
 		return prev.(*sql.Stmt)
 	}
@@ -48,14 +40,14 @@ func (db *DB) prepareWrite(ctx context.Context, query string) *sql.Stmt {
 // txExec runs a write inside tx through its prepared statement when
 // prepareWrites made one, else as plain SQL.
 func (db *DB) txQueryRow(ctx context.Context, tx *Tx, query string, args ...any) *sql.Row {
-	if st, ok := writeStmts.Load(stmtKey{db, query}); ok {
+	if st, ok := db.writeStmts.Load(query); ok {
 		return tx.StmtContext(ctx, st.(*sql.Stmt)).QueryRowContext(ctx, args...)
 	}
 	return tx.QueryRowContext(ctx, query, args...)
 }
 
 func (db *DB) txExec(ctx context.Context, tx *Tx, query string, args ...any) (sql.Result, error) {
-	if st, ok := writeStmts.Load(stmtKey{db, query}); ok {
+	if st, ok := db.writeStmts.Load(query); ok {
 		return tx.StmtContext(ctx, st.(*sql.Stmt)).ExecContext(ctx, args...)
 	}
 	return tx.ExecContext(ctx, query, args...)
