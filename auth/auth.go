@@ -79,6 +79,20 @@ func (c *Chain) Authenticate(r *http.Request) (*yard.Principal, error) {
 	return nil, nil
 }
 
+// Basic returns the chain's Basic scheme (the first of its header
+// schemes), or nil.
+func (c *Chain) Basic() *Basic {
+	if c == nil {
+		return nil
+	}
+	for _, s := range c.Header {
+		if b, ok := s.(*Basic); ok {
+			return b
+		}
+	}
+	return nil
+}
+
 // QueryVars returns the query variables every scheme of the chain
 // consumes (QueryCredentials); nil for a nil chain.
 func (c *Chain) QueryVars() []string {

@@ -370,7 +370,6 @@ func TestRateLimitAndMetrics(t *testing.T) {
 	basic := auth.NewBasic(db, limiter, nil)
 	env := apitest.Start(t, db, func(d *httpapi.Deps) {
 		d.Auth = &auth.Chain{Header: []auth.Scheme{basic}}
-		d.Basic = basic
 	})
 	env.CreateUser("alice", pw)
 	for range 3 {

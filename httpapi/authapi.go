@@ -24,10 +24,10 @@ import (
 
 // kit returns the schemes, or an error when the server runs without them.
 func (s *Server) kit() (*auth.Kit, error) {
-	if s.Kit == nil {
+	if s.deps.Kit == nil {
 		return nil, yard.Errorf(yard.EUNAVAILABLE, "This server does not offer this authentication scheme.")
 	}
-	return s.Kit, nil
+	return s.deps.Kit, nil
 }
 
 // noStore marks a response that carries a secret (RFC 9111 §5.2.2.5).

@@ -79,7 +79,7 @@ func (s *Server) newBarkView(b *yard.Bark) barkView {
 
 // barksReady answers 503 when the server runs without bark workers.
 func (s *Server) barksReady(w http.ResponseWriter, r *http.Request) bool {
-	if s.Barks == nil {
+	if s.deps.Barks == nil {
 		s.error(w, r, yard.Errorf(yard.EUNAVAILABLE, "This server does not run bark tasks."))
 		return false
 	}
@@ -197,7 +197,7 @@ func (s *Server) bark(w http.ResponseWriter, r *http.Request, mayAsync bool) {
 	if !s.barksReady(w, r) {
 		return
 	}
-	d, err := s.DB.FindDogCore(r.Context(), r.PathValue("dog_id"))
+	d, err := s.deps.DB.FindDogCore(r.Context(), r.PathValue("dog_id"))
 	if err == nil {
 		err = canUseDog(r, d)
 	}
@@ -220,7 +220,7 @@ func (s *Server) bark(w http.ResponseWriter, r *http.Request, mayAsync bool) {
 	}
 	asyncAsked := mayAsync && prefers(r, "respond-async")
 	w.Header().Add("Vary", "Prefer")
-	b, err := s.Barks.Bark(r.Context(), d, effect, asyncAsked)
+	b, err := s.deps.Barks.Bark(r.Context(), d, effect, asyncAsked)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -255,12 +255,12 @@ func (s *Server) handleGetBark(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	b, err := s.DB.FindBark(r.Context(), d.ID, r.PathValue("bark_id"))
+	b, err := s.deps.DB.FindBark(r.Context(), d.ID, r.PathValue("bark_id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if wait, ok := preferredWait(r); ok && s.Events != nil {
+	if wait, ok := preferredWait(r); ok && s.deps.Events != nil {
 		// RFC 7240 §4.3: hold the answer until the bark finishes
 		// (docs/events.md, "Waiting for a bark").
 		applied := true
@@ -301,7 +301,7 @@ func (s *Server) handleDeleteBark(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.Barks.Cancel(r.Context(), d.ID, r.PathValue("bark_id")); err != nil {
+	if err := s.deps.Barks.Cancel(r.Context(), d.ID, r.PathValue("bark_id")); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -320,7 +320,7 @@ func (s *Server) handleListBarks(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	barks, total, err := s.DB.FindBarks(r.Context(), yard.BarkFilter{DogID: d.ID, Offset: pg.Offset, Limit: pg.Max})
+	barks, total, err := s.deps.DB.FindBarks(r.Context(), yard.BarkFilter{DogID: d.ID, Offset: pg.Offset, Limit: pg.Max})
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -342,7 +342,7 @@ func (s *Server) handleLastBark(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	t, err := s.DB.LastBark(r.Context(), d.ID)
+	t, err := s.deps.DB.LastBark(r.Context(), d.ID)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -422,7 +422,7 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVer
 		s.error(w, r, yard.Invalid("If-Unmodified-Since is not an HTTP date.", yard.FieldError{Field: "If-Unmodified-Since", Message: "must be an HTTP date (RFC 9110 §5.6.7)"}))
 		return
 	}
-	now := s.DB.Now()
+	now := s.deps.DB.Now()
 	field := "barks."
 	if v == dogV2 {
 		field = "schedule."
@@ -446,7 +446,7 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVer
 		}
 	}
 	sum := sha256.Sum256(body)
-	differs, err = s.DB.ApplySchedulePatch(r.Context(), d.ID, yard.SchedulePatch{Date: date, Hash: hex.EncodeToString(sum[:]),
+	differs, err = s.deps.DB.ApplySchedulePatch(r.Context(), d.ID, yard.SchedulePatch{Date: date, Hash: hex.EncodeToString(sum[:]),
 		Change: change, Received: now, Differs: differs, Fields: fields})
 	if err != nil {
 		s.error(w, r, err)
@@ -495,13 +495,13 @@ func (s *Server) handlePostSchedule(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, yard.Invalid("The bark schedule is malformed.", yard.FieldError{Field: "previous", Message: "is read-only"}))
 		return
 	}
-	now := s.DB.Now()
+	now := s.deps.DB.Now()
 	change, _, err := parseSchedule(in, now)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if _, err := s.DB.SetScheduleByToken(r.Context(), d.ID, token, change, now); err != nil {
+	if _, err := s.deps.DB.SetScheduleByToken(r.Context(), d.ID, token, change, now); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -570,7 +570,7 @@ func (s *Server) handleDeleteSchedule(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.DB.StopSchedule(r.Context(), d.ID); err != nil {
+	if err := s.deps.DB.StopSchedule(r.Context(), d.ID); err != nil {
 		s.error(w, r, err)
 		return
 	}

@@ -86,7 +86,7 @@ func (s *Server) newSearchView(se *yard.Search) searchView {
 // handleGetCar answers /car/{car_id} and /cars/{car_id}: the car, garaged
 // or not.
 func (s *Server) handleGetCar(w http.ResponseWriter, r *http.Request) {
-	c, err := s.DB.FindCarByID(r.Context(), r.PathValue("car_id"))
+	c, err := s.deps.DB.FindCarByID(r.Context(), r.PathValue("car_id"))
 	s.writeCar(w, r, c, err)
 }
 
@@ -101,7 +101,7 @@ func (s *Server) writeCar(w http.ResponseWriter, r *http.Request, c *yard.Car, e
 
 // handleGetGarage answers /garage/{garage_id} and /garages/{garage_id}.
 func (s *Server) handleGetGarage(w http.ResponseWriter, r *http.Request) {
-	g, err := s.DB.FindGarageByID(r.Context(), r.PathValue("garage_id"))
+	g, err := s.deps.DB.FindGarageByID(r.Context(), r.PathValue("garage_id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -111,7 +111,7 @@ func (s *Server) handleGetGarage(w http.ResponseWriter, r *http.Request) {
 
 // handleListGarages answers GET /garages.
 func (s *Server) handleListGarages(w http.ResponseWriter, r *http.Request) {
-	writePagedList(s, w, r, s.DB.FindGarages, newGarageView)
+	writePagedList(s, w, r, s.deps.DB.FindGarages, newGarageView)
 }
 
 // writePagedList answers a list that takes only offset and max: find reads
@@ -152,7 +152,7 @@ func (s *Server) handleListCars(w http.ResponseWriter, r *http.Request) {
 // query applied too.
 func (s *Server) handleGarageCars(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("garage_id")
-	if _, err := s.DB.FindGarageByID(r.Context(), id); err != nil {
+	if _, err := s.deps.DB.FindGarageByID(r.Context(), id); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -172,9 +172,9 @@ func inGarage(id string) yard.Query {
 // writeCars answers a car list: the page, its total and the facets asked
 // for ("facets" is in the body only then).
 func (s *Server) writeCars(w http.ResponseWriter, r *http.Request, q yard.Query, page yard.Page, facets []string) {
-	var lister yard.CarLister = s.DB
-	if s.Cars != nil {
-		lister = s.Cars
+	var lister yard.CarLister = s.deps.DB
+	if s.deps.Cars != nil {
+		lister = s.deps.Cars
 	}
 	l, err := lister.ListCars(r.Context(), q, page, facets)
 	if err != nil {
@@ -210,7 +210,7 @@ type carPage struct {
 // carSearchPath says which path answers car lists, for /readyz: "index"
 // (the search index is built), "sql (index building)" or "sql".
 func (s *Server) carSearchPath() string {
-	if rd, ok := s.Cars.(interface{ Ready() bool }); ok {
+	if rd, ok := s.deps.Cars.(interface{ Ready() bool }); ok {
 		if rd.Ready() {
 			return "index"
 		}
@@ -257,7 +257,7 @@ func (f facetsView) MarshalJSON() ([]byte, error) {
 // handleGarageCar answers /{garage_id}/cars/{car_id}: the car if it is in
 // that garage, else 404.
 func (s *Server) handleGarageCar(w http.ResponseWriter, r *http.Request) {
-	c, err := s.DB.FindCarByID(r.Context(), r.PathValue("car_id"))
+	c, err := s.deps.DB.FindCarByID(r.Context(), r.PathValue("car_id"))
 	if err == nil && c.Garage != r.PathValue("garage_id") {
 		err = yard.Errorf(yard.ENOTFOUND, "Car not found in this garage.")
 	}
@@ -279,7 +279,7 @@ func (s *Server) handleCreateSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	se := &yard.Search{Name: req.Name, Query: req.Query, CreatedBy: yard.PrincipalFromContext(r.Context()).UserID}
-	if err := s.DB.CreateSearch(r.Context(), se); err != nil {
+	if err := s.deps.DB.CreateSearch(r.Context(), se); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -289,14 +289,14 @@ func (s *Server) handleCreateSearch(w http.ResponseWriter, r *http.Request) {
 
 // handleListSearches answers GET /searches (administrators).
 func (s *Server) handleListSearches(w http.ResponseWriter, r *http.Request) {
-	writePagedList(s, w, r, s.DB.FindSearches, s.newSearchView)
+	writePagedList(s, w, r, s.deps.DB.FindSearches, s.newSearchView)
 }
 
 // handleSearchResults answers GET /searches/{search_id}: the current page
 // of its results (the query runs again). Filters in the request's query
 // narrow the results further.
 func (s *Server) handleSearchResults(w http.ResponseWriter, r *http.Request) {
-	se, err := s.DB.FindSearchByID(r.Context(), r.PathValue("search_id"))
+	se, err := s.deps.DB.FindSearchByID(r.Context(), r.PathValue("search_id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -311,7 +311,7 @@ func (s *Server) handleSearchResults(w http.ResponseWriter, r *http.Request) {
 
 // handleDeleteSearch answers DELETE /searches/{search_id} (administrators).
 func (s *Server) handleDeleteSearch(w http.ResponseWriter, r *http.Request) {
-	s.writeDeleted(w, r, s.DB.DeleteSearch(r.Context(), r.PathValue("search_id")))
+	s.writeDeleted(w, r, s.deps.DB.DeleteSearch(r.Context(), r.PathValue("search_id")))
 }
 
 // writeDeleted answers a DELETE: 204, or the error of deleting.
@@ -336,7 +336,7 @@ func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !strings.Contains(segment, "=") {
-		se, err := s.DB.FindSearchByName(r.Context(), r.PathValue("name"))
+		se, err := s.deps.DB.FindSearchByName(r.Context(), r.PathValue("name"))
 		if yard.ErrorCode(err) == yard.ENOTFOUND {
 			err = yard.Errorf(yard.ENOTFOUND, "No saved search is named %q, and the segment is not a query (it has no '=').", r.PathValue("name"))
 		}
@@ -542,7 +542,7 @@ func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &yard.Car{}
 	in.update().Apply(c)
-	if err := s.DB.CreateCar(r.Context(), c); err != nil {
+	if err := s.deps.DB.CreateCar(r.Context(), c); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -565,7 +565,7 @@ func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.update().Apply(c)
-	created, err := s.DB.ReplaceCar(r.Context(), c)
+	created, err := s.deps.DB.ReplaceCar(r.Context(), c)
 	s.writePut(w, r, created, err, "/cars/"+c.ID, newCarView(c))
 }
 
@@ -578,12 +578,12 @@ func (s *Server) handlePatchCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	c, err := s.DB.UpdateCar(r.Context(), id, in.update())
+	c, err := s.deps.DB.UpdateCar(r.Context(), id, in.update())
 	writePatched(s, w, r, c, err, newCarView)
 }
 
 func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
-	s.writeDeleted(w, r, s.DB.DeleteCar(r.Context(), r.PathValue("car_id")))
+	s.writeDeleted(w, r, s.deps.DB.DeleteCar(r.Context(), r.PathValue("car_id")))
 }
 
 // garageWrite is the body of a garage write. carCount is read-only: it
@@ -616,7 +616,7 @@ func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := &yard.Garage{Name: *in.Name, State: *in.State}
-	if err := s.DB.CreateGarage(r.Context(), g); err != nil {
+	if err := s.deps.DB.CreateGarage(r.Context(), g); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -631,7 +631,7 @@ func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := &yard.Garage{ID: id, Name: *in.Name, State: *in.State}
-	created, err := s.DB.ReplaceGarage(r.Context(), g)
+	created, err := s.deps.DB.ReplaceGarage(r.Context(), g)
 	s.writePut(w, r, created, err, "/garages/"+g.ID, newGarageView(g))
 }
 
@@ -642,12 +642,12 @@ func (s *Server) handlePatchGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	g, err := s.DB.UpdateGarage(r.Context(), id, yard.GarageUpdate{Name: in.Name, State: in.State})
+	g, err := s.deps.DB.UpdateGarage(r.Context(), id, yard.GarageUpdate{Name: in.Name, State: in.State})
 	writePatched(s, w, r, g, err, newGarageView)
 }
 
 func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
-	s.writeDeleted(w, r, s.DB.DeleteGarage(r.Context(), r.PathValue("garage_id")))
+	s.writeDeleted(w, r, s.deps.DB.DeleteGarage(r.Context(), r.PathValue("garage_id")))
 }
 
 // writePut answers a PUT (writeReplaced), or the error of replacing.

@@ -51,8 +51,8 @@ func (s *Server) checkCodeURL(u *string) error {
 		return nil
 	}
 	check := (&fetch.Policy{}).CheckURL
-	if s.Barks != nil {
-		check = s.Barks.CheckCodeURL
+	if s.deps.Barks != nil {
+		check = s.deps.Barks.CheckCodeURL
 	}
 	if err := check(*u); err != nil {
 		return yard.Invalid("The codeUrl cannot be used.", yard.FieldError{Field: "codeUrl", Message: err.Error()})
@@ -116,7 +116,7 @@ type dogWrite struct {
 
 // loadDogFor loads the dog of the path for the caller: its owner or an admin.
 func (s *Server) loadDogFor(r *http.Request) (*yard.Dog, error) {
-	d, err := s.DB.FindDogByID(r.Context(), r.PathValue("dog_id"))
+	d, err := s.deps.DB.FindDogByID(r.Context(), r.PathValue("dog_id"))
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 		return
 	}
 	d := &yard.Dog{ID: id, Name: deref(in.Name), Email: deref(in.Email), Owner: owner, BarkEffect: deref(in.BarkEffect), CodeURL: deref(in.CodeURL)}
-	if err := s.DB.CreateDog(r.Context(), d); err != nil {
+	if err := s.deps.DB.CreateDog(r.Context(), d); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -268,7 +268,7 @@ func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion)
 	if !p.IsAdmin() {
 		f.Owner = &p.UserID
 	}
-	dogs, total, err := s.DB.FindDogs(r.Context(), f)
+	dogs, total, err := s.deps.DB.FindDogs(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -323,7 +323,7 @@ func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 		s.error(w, r, yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"}))
 		return
 	}
-	d, err := s.DB.FindDogByID(r.Context(), id)
+	d, err := s.deps.DB.FindDogByID(r.Context(), id)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
 		s.createDogAt(w, r, v, id, in)
 		return
@@ -368,7 +368,7 @@ func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 	if in.Email == nil {
 		upd.Email = new(string)
 	}
-	d, err = s.DB.UpdateDog(r.Context(), id, upd)
+	d, err = s.deps.DB.UpdateDog(r.Context(), id, upd)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -431,7 +431,7 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 		s.error(w, r, err)
 		return
 	}
-	d, err = s.DB.UpdateDog(r.Context(), d.ID, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
+	d, err = s.deps.DB.UpdateDog(r.Context(), d.ID, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -449,7 +449,7 @@ func (s *Server) deleteDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 		s.error(w, r, err)
 		return
 	}
-	if err := s.DB.DeleteDog(r.Context(), d.ID); err != nil {
+	if err := s.deps.DB.DeleteDog(r.Context(), d.ID); err != nil {
 		s.error(w, r, err)
 		return
 	}

@@ -77,7 +77,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		kind = problemKinds[yard.EINTERNAL]
 	}
 	p := Problem{
-		Type:      s.BaseURL + "/problems/" + kind.Slug,
+		Type:      s.deps.BaseURL + "/problems/" + kind.Slug,
 		Title:     kind.Title,
 		Status:    kind.Status,
 		Detail:    yard.ErrorMessage(err),
@@ -96,11 +96,11 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	if code == yard.EINTERNAL {
-		s.Logger.ErrorContext(r.Context(), "internal error", slog.String("request_id", p.RequestID),
+		s.deps.Logger.ErrorContext(r.Context(), "internal error", slog.String("request_id", p.RequestID),
 			slog.String("method", r.Method), slog.String("path", logPath(r)), slog.String("error", err.Error()))
 	}
-	if kind.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" && s.Auth != nil {
-		for _, c := range s.Auth.Challenges(r) {
+	if kind.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" && s.deps.Auth != nil {
+		for _, c := range s.deps.Auth.Challenges(r) {
 			w.Header().Add("WWW-Authenticate", c)
 		}
 	}

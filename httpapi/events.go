@@ -79,7 +79,7 @@ func (s *Server) RenderEvent(e *yard.Event) []byte {
 			}
 		}
 	}
-	body, _ := marshalJSON(cloudEvent{SpecVersion: "1.0", ID: e.ID.String(), Source: s.BaseURL, Type: e.Type,
+	body, _ := marshalJSON(cloudEvent{SpecVersion: "1.0", ID: e.ID.String(), Source: s.deps.BaseURL, Type: e.Type,
 		Time: Timestamp(e.Time), Subject: s.url(e.Subject), DataContentType: "application/json", Data: data})
 	return body
 }
@@ -150,7 +150,7 @@ func (s *Server) parseEventQuery(r *http.Request) (eventQuery, error) {
 		}
 	}
 	if q.Has("subject") {
-		sub := strings.TrimPrefix(q.Get("subject"), s.BaseURL)
+		sub := strings.TrimPrefix(q.Get("subject"), s.deps.BaseURL)
 		if !strings.HasPrefix(sub, "/") || yard.HasControl(sub) {
 			fields = append(fields, yard.FieldError{Field: "subject", Message: "must be a resource's URL or path"})
 		}
@@ -209,7 +209,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if !p.IsAdmin() {
 		f.Owner = &p.UserID
 	}
-	page, err := s.DB.ReadEvents(r.Context(), f)
+	page, err := s.deps.DB.ReadEvents(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -247,7 +247,7 @@ func acceptsEventStream(r *http.Request) bool {
 // after the client's id (from the store), then the live ones (from the
 // hub), until the client leaves, falls behind or the server stops.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQuery) {
-	if s.Events == nil {
+	if s.deps.Events == nil {
 		s.error(w, r, yard.Errorf(yard.EUNAVAILABLE, "This server does not stream events."))
 		return
 	}
@@ -258,19 +258,19 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 	if !p.IsAdmin() {
 		only = append(only, events.OwnedBy(p.UserID))
 	}
-	sub, err := s.Events.Subscribe(ctx, p.UserID, true, keep, only...)
+	sub, err := s.deps.Events.Subscribe(ctx, p.UserID, true, keep, only...)
 	if err != nil {
 		s.error(w, r, subscribeError(err))
 		return
 	}
-	defer s.Events.Unsubscribe(sub)
+	defer s.deps.Events.Unsubscribe(sub)
 
 	// Start after the client's id, else after the newest event now (the
 	// hub may not have handed it out yet). Reading before the 200 goes
 	// out checks the id against the retention.
 	cur := q.after
 	if !q.hasAfter {
-		if cur, err = s.DB.LastEventID(ctx); err != nil {
+		if cur, err = s.deps.DB.LastEventID(ctx); err != nil {
 			s.error(w, r, err)
 			return
 		}
@@ -279,7 +279,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 	if !p.IsAdmin() {
 		f.Owner = &p.UserID
 	}
-	first, err := s.DB.ReadEvents(ctx, f)
+	first, err := s.deps.DB.ReadEvents(ctx, f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -357,7 +357,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 			break
 		}
 		f.After = cur
-		if page, err = s.DB.ReadEvents(ctx, f); err != nil {
+		if page, err = s.deps.DB.ReadEvents(ctx, f); err != nil {
 			_ = send([]byte(": the store cannot be read; reconnect with Last-Event-ID\n\n"))
 			return
 		}
@@ -440,16 +440,16 @@ func (s *Server) waitForBark(w http.ResponseWriter, r *http.Request, b *yard.Bar
 	_ = rc.SetReadDeadline(time.Time{}) // the server's read time-out is not a wait's bound
 	_ = rc.SetWriteDeadline(time.Now().Add(time.Duration(wait)*time.Second + streamWrite))
 	subject := yard.BarkPath(b.DogID, b.ID)
-	sub, err := s.Events.Subscribe(ctx, "", false, func(e *yard.Event) bool {
+	sub, err := s.deps.Events.Subscribe(ctx, "", false, func(e *yard.Event) bool {
 		return e.Subject == subject && (e.Type == yard.EventBarkSucceeded || e.Type == yard.EventBarkFailed ||
 			e.Type == yard.EventBarkCanceled || e.Type == yard.EventBarkDeleted)
 	}, events.OwnedBy(owner)) // a bark's events are its dog's owner's
 	if err != nil {
 		return b, false, nil // no room to wait: answer at once
 	}
-	defer s.Events.Unsubscribe(sub)
+	defer s.deps.Events.Unsubscribe(sub)
 	// It may have finished before the subscription.
-	if b, err = s.DB.FindBark(ctx, b.DogID, b.ID); err != nil || b.Finished() {
+	if b, err = s.deps.DB.FindBark(ctx, b.DogID, b.ID); err != nil || b.Finished() {
 		return b, true, err
 	}
 	timer := time.NewTimer(time.Duration(wait) * time.Second)
@@ -463,6 +463,6 @@ func (s *Server) waitForBark(w http.ResponseWriter, r *http.Request, b *yard.Bar
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	b, err = s.DB.FindBark(rctx, b.DogID, b.ID)
+	b, err = s.deps.DB.FindBark(rctx, b.DogID, b.ID)
 	return b, true, err
 }

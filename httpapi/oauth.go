@@ -20,10 +20,10 @@ import (
 
 // oauth returns the provider, or an error when the server runs without it.
 func (s *Server) oauth() (*auth.OAuth1, error) {
-	if s.Kit == nil || s.Kit.OAuth1 == nil {
+	if s.deps.Kit == nil || s.deps.Kit.OAuth1 == nil {
 		return nil, yard.Errorf(yard.EUNAVAILABLE, "This server does not offer OAuth 1.0a.")
 	}
-	return s.Kit.OAuth1, nil
+	return s.deps.Kit.OAuth1, nil
 }
 
 // notDelegated refuses the management endpoints to a consumer acting for a

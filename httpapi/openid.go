@@ -32,10 +32,10 @@ const OpenIDEndpoint = "/openid/login"
 // openID returns the provider, or an error when the server runs without
 // one.
 func (s *Server) openID() (*openid.Provider, error) {
-	if s.OpenID == nil {
+	if s.deps.OpenID == nil {
 		return nil, yard.Errorf(yard.EUNAVAILABLE, "This server does not offer this authentication scheme.")
 	}
-	return s.OpenID, nil
+	return s.deps.OpenID, nil
 }
 
 // openidClaimedID is the claimed identifier of the user with that name.
@@ -111,7 +111,7 @@ func (s *Server) handleOpenIDDiscovery(w http.ResponseWriter, r *http.Request) {
 // identifier. Its XRDS names the same endpoint with the identifier as
 // LocalID, so a relying party can verify an assertion about it.
 func (s *Server) handleOpenIDIdentity(w http.ResponseWriter, r *http.Request) {
-	u, err := s.DB.FindUserByName(r.Context(), r.PathValue("name"))
+	u, err := s.deps.DB.FindUserByName(r.Context(), r.PathValue("name"))
 	if err == nil && u.Disabled {
 		err = yard.Errorf(yard.ENOTFOUND, "No such OpenID identifier.")
 	}
@@ -157,7 +157,7 @@ func (s *Server) openidDirectError(w http.ResponseWriter, r *http.Request, err e
 // logInternal logs an internal error of a response that is not a problem
 // body, with the request id, as s.error does.
 func (s *Server) logInternal(w http.ResponseWriter, r *http.Request, err error) {
-	s.Logger.ErrorContext(r.Context(), "internal error", slog.String("request_id", w.Header().Get("X-Request-Id")),
+	s.deps.Logger.ErrorContext(r.Context(), "internal error", slog.String("request_id", w.Header().Get("X-Request-Id")),
 		slog.String("method", r.Method), slog.String("path", logPath(r)), slog.String("error", err.Error()))
 }
 

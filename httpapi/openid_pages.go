@@ -96,7 +96,7 @@ func (s *Server) openidUser(p *pages.Pages, w http.ResponseWriter, r *http.Reque
 		w.WriteHeader(http.StatusSeeOther)
 		return nil
 	}
-	u, err := s.DB.FindUserByID(r.Context(), pr.UserID)
+	u, err := s.deps.DB.FindUserByID(r.Context(), pr.UserID)
 	if err != nil {
 		p.Internal(w, r, err)
 		return nil
@@ -166,7 +166,7 @@ func (s *Server) handleOpenIDCheckID(p *pages.Pages, w http.ResponseWriter, r *h
 	if u == nil {
 		return
 	}
-	approval, err := s.DB.FindOpenIDApproval(r.Context(), u.ID, req.Realm.String())
+	approval, err := s.deps.DB.FindOpenIDApproval(r.Context(), u.ID, req.Realm.String())
 	switch {
 	case err == nil:
 		s.assertTo(p, w, r, req, u, sregShare(u, req, func(f string) bool { return slices.Contains(approval.SReg, f) }))
@@ -248,8 +248,8 @@ func (s *Server) handleOpenIDConfirm(p *pages.Pages, w http.ResponseWriter, r *h
 					shared = append(shared, f)
 				}
 			}
-			if err := s.DB.SaveOpenIDApproval(r.Context(), &yard.OpenIDApproval{UserID: u.ID, Realm: req.Realm.String(),
-				SReg: shared, CreatedAt: s.Kit.Now()}); err != nil {
+			if err := s.deps.DB.SaveOpenIDApproval(r.Context(), &yard.OpenIDApproval{UserID: u.ID, Realm: req.Realm.String(),
+				SReg: shared, CreatedAt: s.deps.Kit.Now()}); err != nil {
 				p.Internal(w, r, err)
 				return
 			}

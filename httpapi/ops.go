@@ -60,7 +60,7 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"name":      "yard",
-		"version":   s.Version,
+		"version":   s.deps.Version,
 		"_links":    links,
 		"resources": resources,
 	})
@@ -137,7 +137,7 @@ func (s *Server) OpenAPI() ([]byte, error) {
 	// access token where credentials are taken: spec, Errors; docs/auth.md)
 	// and 503; those that take credentials also list the signed-request
 	// query variables and 429.
-	credParams, err := credentialParams(s.Auth.QueryVars(), components)
+	credParams, err := credentialParams(s.deps.Auth.QueryVars(), components)
 	if err != nil {
 		return nil, err
 	}
@@ -166,9 +166,9 @@ func (s *Server) OpenAPI() ([]byte, error) {
 			}
 		}
 	}
-	doc["servers"] = []any{map[string]any{"url": s.BaseURL}}
+	doc["servers"] = []any{map[string]any{"url": s.deps.BaseURL}}
 	if info, ok := doc["info"].(map[string]any); ok {
-		info["version"] = s.Version
+		info["version"] = s.deps.Version
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf) // no HTML escaping, as marshalJSON
@@ -259,23 +259,23 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if s.outage.Down() {
 		// In an outage: ready again only once the store answers reads and
 		// can begin a write.
-		if err := s.DB.Reachable(ctx); err != nil {
+		if err := s.deps.DB.Reachable(ctx); err != nil {
 			s.error(w, r, &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store is not reachable.", RetryAfter: store.UnavailableRetryAfter})
 			return
 		}
 		s.storeBack()
 	}
-	if err := s.DB.Ping(ctx); err != nil {
+	if err := s.deps.DB.Ping(ctx); err != nil {
 		s.error(w, r, &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store is not reachable.", RetryAfter: store.UnavailableRetryAfter})
 		return
 	}
-	if pending, err := s.DB.Pending(ctx); err != nil || pending {
+	if pending, err := s.deps.DB.Pending(ctx); err != nil || pending {
 		s.error(w, r, yard.Errorf(yard.EUNAVAILABLE, "Migrations are not done."))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.DB.Engine(), "carSearch": s.carSearchPath()})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.deps.DB.Engine(), "carSearch": s.carSearchPath()})
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }

@@ -220,7 +220,7 @@ func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 		}
 		o.CustomerID = *in.CustomerID
 	}
-	if err := s.DB.CreateOrder(r.Context(), o); err != nil {
+	if err := s.deps.DB.CreateOrder(r.Context(), o); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -244,7 +244,7 @@ func (s *Server) handleListOrders(w http.ResponseWriter, r *http.Request) {
 	if !p.IsAdmin() {
 		f.Customer = &p.UserID
 	}
-	orders, total, err := s.DB.FindOrders(r.Context(), f)
+	orders, total, err := s.deps.DB.FindOrders(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -266,7 +266,7 @@ func (s *Server) handleGetOrder(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	o, err := s.DB.FindOrderByID(r.Context(), r.PathValue("order_id"))
+	o, err := s.deps.DB.FindOrderByID(r.Context(), r.PathValue("order_id"))
 	if err == nil && !visible(yard.PrincipalFromContext(r.Context()), o) {
 		err = orderNotFound()
 	}
@@ -292,7 +292,7 @@ func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, statusField(*in.Status))
 		return
 	}
-	now := s.DB.Now()
+	now := s.deps.DB.Now()
 	created, err := parseOrderTime(in.CreatedAt, "createdAt", now)
 	if err != nil {
 		s.error(w, r, err)
@@ -360,7 +360,7 @@ func (s *Server) handleCancelOrder(w http.ResponseWriter, r *http.Request) {
 // see it and the request's preconditions hold, and answers the order.
 func (s *Server) updateOrder(w http.ResponseWriter, r *http.Request, media string, change func(*yard.Order) error) {
 	p := yard.PrincipalFromContext(r.Context())
-	o, err := s.DB.UpdateOrder(r.Context(), r.PathValue("order_id"), func(o *yard.Order) error {
+	o, err := s.deps.DB.UpdateOrder(r.Context(), r.PathValue("order_id"), func(o *yard.Order) error {
 		if !visible(p, o) {
 			return orderNotFound()
 		}

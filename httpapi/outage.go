@@ -16,7 +16,7 @@ func (s *Server) storeUnavailable(err error) {
 	if !s.outage.Begin(time.Now()) {
 		return
 	}
-	s.Logger.Warn("store unavailable: answering 503 until it is reachable again", slog.String("error", err.Error()))
+	s.deps.Logger.Warn("store unavailable: answering 503 until it is reachable again", slog.String("error", err.Error()))
 	go s.watchStore()
 }
 
@@ -24,7 +24,7 @@ func (s *Server) storeUnavailable(err error) {
 // /readyz).
 func (s *Server) storeBack() {
 	if since, ended := s.outage.End(); ended {
-		s.Logger.Info("store reachable again", slog.Duration("unavailable_for", time.Since(since).Round(time.Millisecond)))
+		s.deps.Logger.Info("store reachable again", slog.Duration("unavailable_for", time.Since(since).Round(time.Millisecond)))
 	}
 }
 
@@ -35,7 +35,7 @@ func (s *Server) watchStore() {
 	for {
 		time.Sleep(storeDownInterval)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := s.DB.Reachable(ctx)
+		err := s.deps.DB.Reachable(ctx)
 		cancel()
 		if err != nil && strings.Contains(err.Error(), "database is closed") {
 			return // the server is shutting down

@@ -59,7 +59,7 @@ func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.DB.CreateUser(r.Context(), u, creds); err != nil {
+	if err := s.deps.DB.CreateUser(r.Context(), u, creds); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -78,7 +78,7 @@ func (s *Server) handleListPeople(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	users, total, err := s.DB.FindUsers(r.Context(), yard.UserFilter{Offset: p.Offset, Limit: max(p.Max, 0)})
+	users, total, err := s.deps.DB.FindUsers(r.Context(), yard.UserFilter{Offset: p.Offset, Limit: max(p.Max, 0)})
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -101,7 +101,7 @@ func (s *Server) personFor(r *http.Request) (*yard.User, error) {
 	if id != p.UserID && !p.IsAdmin() {
 		return nil, yard.Errorf(yard.EFORBIDDEN, "A person may read and change only their own record.")
 	}
-	return s.DB.FindUserByID(r.Context(), id)
+	return s.deps.DB.FindUserByID(r.Context(), id)
 }
 
 func (s *Server) handleGetPerson(w http.ResponseWriter, r *http.Request) {
@@ -192,22 +192,22 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	updated, err := s.DB.UpdateUser(r.Context(), u.ID, upd)
+	updated, err := s.deps.DB.UpdateUser(r.Context(), u.ID, upd)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	if creds != nil {
-		if err := s.DB.SetCredentials(r.Context(), u.ID, creds); err != nil {
+		if err := s.deps.DB.SetCredentials(r.Context(), u.ID, creds); err != nil {
 			s.error(w, r, err)
 			return
 		}
 	}
-	if s.Basic != nil {
-		s.Basic.Invalidate(u.ID)
+	if s.basic != nil {
+		s.basic.Invalidate(u.ID)
 	}
-	if s.Kit != nil {
-		s.Kit.ForgetUser(u.ID)
+	if s.deps.Kit != nil {
+		s.deps.Kit.ForgetUser(u.ID)
 	}
 	writeRepresentation(w, r, newPersonView(updated), updated.UpdatedAt)
 }
@@ -218,15 +218,15 @@ func (s *Server) handleDeletePerson(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, yard.Errorf(yard.ECONFLICT, "An administrator cannot delete their own record."))
 		return
 	}
-	if err := s.DB.DeleteUser(r.Context(), id); err != nil {
+	if err := s.deps.DB.DeleteUser(r.Context(), id); err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if s.Basic != nil {
-		s.Basic.Invalidate(id)
+	if s.basic != nil {
+		s.basic.Invalidate(id)
 	}
-	if s.Kit != nil {
-		s.Kit.ForgetUser(id)
+	if s.deps.Kit != nil {
+		s.deps.Kit.ForgetUser(id)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -234,11 +234,11 @@ func (s *Server) handleDeletePerson(w http.ResponseWriter, r *http.Request) {
 // hashing is the gate of the process's password hashes: the kit's, else
 // the Basic scheme's (a server wired with Basic alone).
 func (s *Server) hashing() *auth.HashGate {
-	if s.Kit != nil && s.Kit.Hashing != nil {
-		return s.Kit.Hashing
+	if s.deps.Kit != nil && s.deps.Kit.Hashing != nil {
+		return s.deps.Kit.Hashing
 	}
-	if s.Basic != nil {
-		return s.Basic.Hashing
+	if s.basic != nil {
+		return s.basic.Hashing
 	}
 	return nil
 }

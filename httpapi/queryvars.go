@@ -18,7 +18,7 @@ import (
 // kept, for the grammar to refuse.
 func (s *Server) grammarQuery(r *http.Request) string {
 	raw := r.URL.RawQuery
-	vars := s.Auth.QueryVars()
+	vars := s.deps.Auth.QueryVars()
 	if raw == "" || len(vars) == 0 {
 		return raw
 	}

@@ -40,11 +40,10 @@ type Deps struct {
 	// DB is the store; required.
 	DB *store.DB
 	// Auth is the authentication chain every authenticated endpoint runs;
-	// nil runs the chain of Kit, or no scheme at all without a Kit.
+	// nil runs the chain of Kit, or no scheme at all without a Kit. Its
+	// Basic scheme (auth.Chain.Basic) is told when a person's password
+	// changes or the person is deleted.
 	Auth *auth.Chain
-	// Basic is the Basic scheme of the chain, told when a person's
-	// password changes or the person is deleted; may be nil.
-	Basic *auth.Basic
 	// Kit holds the other first-party schemes (Digest, sessions, tokens,
 	// signed requests, OAuth 1.0a) behind the /sessions, /auth and
 	// /apikeys endpoints and the pages for people; nil serves those
@@ -88,8 +87,11 @@ type Deps struct {
 
 // Server serves the yard API. Build it with New.
 type Server struct {
-	// Deps are the server's collaborators, fixed by New.
-	Deps
+	// deps are the server's collaborators, fixed by New; nothing outside
+	// the package can change them.
+	deps Deps
+	// basic is the chain's Basic scheme, or nil.
+	basic *auth.Basic
 
 	mux *http.ServeMux
 	// xmlPaths holds, without their methods, the patterns of the routes
@@ -130,10 +132,10 @@ func New(d Deps) *Server {
 	if d.Version == "" {
 		d.Version = "dev"
 	}
-	s := &Server{Deps: d, mux: http.NewServeMux(), xmlPaths: http.NewServeMux()}
-	s.metrics = newMetrics(s.Registry)
-	if s.Kit != nil {
-		s.pagesVal = pages.New(s.Kit, s.BaseURL, s.Logger)
+	s := &Server{deps: d, basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux()}
+	s.metrics = newMetrics(s.deps.Registry)
+	if s.deps.Kit != nil {
+		s.pagesVal = pages.New(s.deps.Kit, s.deps.BaseURL, s.deps.Logger)
 	}
 	s.registerRoutes()
 	return s
@@ -195,12 +197,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	info := &routeInfo{base: r.Context()}
 	ctx := context.WithValue(r.Context(), routeKey, info)
-	if s.StoreWait > 0 {
+	if s.deps.StoreWait > 0 {
 		// A request that waits this long for the store (every pooled
 		// connection busy, or a store that does not answer) ends with 503
 		// rather than holding its client until the write time-out.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.StoreWait)
+		ctx, cancel = context.WithTimeout(ctx, s.deps.StoreWait)
 		defer cancel()
 	}
 	r = r.WithContext(ctx)
@@ -210,7 +212,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.Logger.Error("panic", slog.String("request_id", id), slog.Any("panic", v))
+			s.deps.Logger.Error("panic", slog.String("request_id", id), slog.Any("panic", v))
 			if !sw.wrote {
 				s.error(sw, r, yard.Errorf(yard.EINTERNAL, "panic"))
 			}
@@ -357,8 +359,8 @@ func (s *Server) observe(r *http.Request, pattern string, status int, d time.Dur
 	case status >= 500:
 		level = slog.LevelError
 	}
-	if s.Logger.Enabled(r.Context(), level) {
-		s.Logger.LogAttrs(r.Context(), level, "request",
+	if s.deps.Logger.Enabled(r.Context(), level) {
+		s.deps.Logger.LogAttrs(r.Context(), level, "request",
 			slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", logPath(r)),
 			slog.String("route", label), slog.Int("status", status), slog.Duration("duration", d),
 			slog.String("remote", auth.ClientIP(r)))
@@ -387,14 +389,14 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 }
 
 // url returns the absolute URL of a path under the base URL.
-func (s *Server) url(path string) string { return s.BaseURL + path }
+func (s *Server) url(path string) string { return s.deps.BaseURL + path }
 
 // authenticated wraps a handler that needs a principal: it runs the
 // authentication chain, answers 401 when the request has no credentials or
 // wrong ones, and puts the principal in the request context.
 func (s *Server) authenticated(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.Auth.Authenticate(r)
+		p, err := s.deps.Auth.Authenticate(r)
 		if err != nil {
 			s.error(w, r, err)
 			return

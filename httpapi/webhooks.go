@@ -83,8 +83,8 @@ type webhookWrite struct {
 func (s *Server) checkWebhook(in *webhookWrite) error {
 	if in.URL != nil {
 		check := func(u string) error { return webhooks.CheckURL(nil, u) }
-		if s.Webhooks != nil {
-			check = s.Webhooks.CheckURL
+		if s.deps.Webhooks != nil {
+			check = s.deps.Webhooks.CheckURL
 		}
 		if err := check(*in.URL); err != nil {
 			return err
@@ -128,7 +128,7 @@ func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request) {
 	if in.Types != nil {
 		hook.Types = *in.Types
 	}
-	if err := s.DB.CreateWebhook(r.Context(), hook); err != nil {
+	if err := s.deps.DB.CreateWebhook(r.Context(), hook); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -152,7 +152,7 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
 	if !p.IsAdmin() {
 		f.Owner = &p.UserID
 	}
-	hooks, total, err := s.DB.FindWebhooks(r.Context(), f)
+	hooks, total, err := s.deps.DB.FindWebhooks(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -170,7 +170,7 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
 // owner or an administrator. Anyone else's is ENOTFOUND, as if it did not
 // exist.
 func (s *Server) loadWebhookFor(r *http.Request) (*yard.Webhook, error) {
-	hook, err := s.DB.FindWebhook(r.Context(), r.PathValue("webhook_id"))
+	hook, err := s.deps.DB.FindWebhook(r.Context(), r.PathValue("webhook_id"))
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	hook, err = s.DB.UpdateWebhook(r.Context(), hook.ID, yard.WebhookUpdate{URL: in.URL, Types: in.Types, Enabled: in.Enabled})
+	hook, err = s.deps.DB.UpdateWebhook(r.Context(), hook.ID, yard.WebhookUpdate{URL: in.URL, Types: in.Types, Enabled: in.Enabled})
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -234,7 +234,7 @@ func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.DB.DeleteWebhook(r.Context(), hook.ID); err != nil {
+	if err := s.deps.DB.DeleteWebhook(r.Context(), hook.ID); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -258,9 +258,9 @@ func (s *Server) handleListWebhookDeliveries(w http.ResponseWriter, r *http.Requ
 	var ds []*yard.WebhookDelivery
 	total := 0
 	if pg.Max > 0 {
-		ds, total, err = s.DB.FindWebhookDeliveries(r.Context(), hook.ID, pg.Offset, pg.Max)
+		ds, total, err = s.deps.DB.FindWebhookDeliveries(r.Context(), hook.ID, pg.Offset, pg.Max)
 	} else {
-		_, total, err = s.DB.FindWebhookDeliveries(r.Context(), hook.ID, 0, 1)
+		_, total, err = s.deps.DB.FindWebhookDeliveries(r.Context(), hook.ID, 0, 1)
 	}
 	if err != nil {
 		s.error(w, r, err)

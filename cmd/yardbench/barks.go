@@ -52,7 +52,7 @@ func barks(b *bench, all bool) error {
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	defer srv.Close()
-	api := httpapi.New(httpapi.Deps{DB: b.db, Auth: &auth.Chain{Header: []auth.Scheme{basic}}, Basic: basic, Barks: svc, BaseURL: srv.URL,
+	api := httpapi.New(httpapi.Deps{DB: b.db, Auth: &auth.Chain{Header: []auth.Scheme{basic}}, Barks: svc, BaseURL: srv.URL,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait})
 	srv.Config.Handler = api.Handler()
 	url := srv.URL

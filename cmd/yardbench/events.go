@@ -78,7 +78,7 @@ func eventsGroup(b *bench) error {
 		srv.EnableHTTP2 = true
 		srv.StartTLS()
 		go func() { <-ctx.Done(); srv.Close() }()
-		api := httpapi.New(httpapi.Deps{DB: db, Auth: &auth.Chain{Header: []auth.Scheme{basic}}, Basic: basic, BaseURL: srv.URL,
+		api := httpapi.New(httpapi.Deps{DB: db, Auth: &auth.Chain{Header: []auth.Scheme{basic}}, BaseURL: srv.URL,
 			Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait, Events: hub, Barks: svc})
 		srv.Config.Handler = api.Handler()
 		return srv.URL, hub

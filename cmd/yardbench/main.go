@@ -197,7 +197,7 @@ func (b *bench) apiServer(chain *auth.Chain, basic *auth.Basic) (string, func())
 	srv := httptest.NewUnstartedServer(nil)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
-	api := httpapi.New(httpapi.Deps{DB: b.db, Auth: chain, Basic: basic, BaseURL: srv.URL, Logger: logger, StoreWait: httpapi.DefaultStoreWait})
+	api := httpapi.New(httpapi.Deps{DB: b.db, Auth: chain, BaseURL: srv.URL, Logger: logger, StoreWait: httpapi.DefaultStoreWait})
 	srv.Config.Handler = api.Handler()
 	return srv.URL, srv.Close
 }

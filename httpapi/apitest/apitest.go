@@ -63,7 +63,7 @@ func Start(t testing.TB, db *store.DB, opts ...Option) *Env {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	basic := auth.NewBasic(db, auth.NewLoginLimiter(0, nil), auth.NewHashGate(0, -1, 0))
-	deps := httpapi.Deps{DB: db, Auth: &auth.Chain{Header: []auth.Scheme{basic}}, Basic: basic,
+	deps := httpapi.Deps{DB: db, Auth: &auth.Chain{Header: []auth.Scheme{basic}},
 		BaseURL: srv.URL, Logger: logger, StoreWait: httpapi.DefaultStoreWait}
 	for _, o := range opts {
 		o(&deps)

@@ -41,9 +41,9 @@ func (c *Clock) Advance(d time.Duration) {
 func WithAuthKit(t testing.TB, db *store.DB, out **auth.Kit, mod func(*auth.Config)) Option {
 	dir := t.TempDir()
 	return func(d *httpapi.Deps) {
-		cfg := auth.Config{Store: db, Basic: d.Basic, KeyDir: dir, Issuer: d.BaseURL}
-		if d.Basic != nil {
-			cfg.Hashing = d.Basic.Hashing
+		cfg := auth.Config{Store: db, Basic: d.Auth.Basic(), KeyDir: dir, Issuer: d.BaseURL}
+		if cfg.Basic != nil {
+			cfg.Hashing = cfg.Basic.Hashing
 		}
 		if mod != nil {
 			mod(&cfg)
