@@ -17,6 +17,18 @@ import (
 	"github.com/yard-api/yard"
 )
 
+// barkStore is what the bark, schedule and bark-task endpoints need of the
+// store; *store.DB is one.
+type barkStore interface {
+	ApplySchedulePatch(ctx context.Context, dogID string, p yard.SchedulePatch) (differs bool, err error)
+	FindBark(ctx context.Context, dogID, id string) (*yard.Bark, error)
+	FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, int, error)
+	FindDogCore(ctx context.Context, id string) (*yard.Dog, error)
+	LastBark(ctx context.Context, dogID string) (time.Time, error)
+	SetScheduleByToken(ctx context.Context, dogID, token string, c yard.ScheduleChange, received time.Time) (applied bool, err error)
+	StopSchedule(ctx context.Context, dogID string) error
+}
+
 // BarkRunner is what the bark endpoints need of the bark runner (package
 // jobs' *Service).
 type BarkRunner interface {
@@ -422,7 +434,7 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVer
 		s.error(w, r, yard.Invalid("If-Unmodified-Since is not an HTTP date.", yard.FieldError{Field: "If-Unmodified-Since", Message: "must be an HTTP date (RFC 9110 §5.6.7)"}))
 		return
 	}
-	now := s.deps.DB.Now()
+	now := s.deps.DB.Clock()
 	field := "barks."
 	if v == dogV2 {
 		field = "schedule."
@@ -495,7 +507,7 @@ func (s *Server) handlePostSchedule(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, yard.Invalid("The bark schedule is malformed.", yard.FieldError{Field: "previous", Message: "is read-only"}))
 		return
 	}
-	now := s.deps.DB.Now()
+	now := s.deps.DB.Clock()
 	change, _, err := parseSchedule(in, now)
 	if err != nil {
 		s.error(w, r, err)

@@ -12,6 +12,28 @@ import (
 	"github.com/yard-api/yard"
 )
 
+// carStore is what the car, garage and search endpoints need of the store
+// (its SQL path answers car lists when no index is given); *store.DB is one.
+type carStore interface {
+	CreateCar(ctx context.Context, c *yard.Car) error
+	CreateGarage(ctx context.Context, g *yard.Garage) error
+	CreateSearch(ctx context.Context, s *yard.Search) error
+	DeleteCar(ctx context.Context, id string) error
+	DeleteGarage(ctx context.Context, id string) error
+	DeleteSearch(ctx context.Context, id string) error
+	FindCarByID(ctx context.Context, id string) (*yard.Car, error)
+	FindGarageByID(ctx context.Context, id string) (*yard.Garage, error)
+	FindGarages(ctx context.Context, page yard.Page) ([]*yard.Garage, int, error)
+	FindSearchByID(ctx context.Context, id string) (*yard.Search, error)
+	FindSearchByName(ctx context.Context, name string) (*yard.Search, error)
+	FindSearches(ctx context.Context, page yard.Page) ([]*yard.Search, int, error)
+	ListCars(ctx context.Context, q yard.Query, page yard.Page, facets []string) (*yard.CarList, error)
+	ReplaceCar(ctx context.Context, c *yard.Car) (bool, error)
+	ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error)
+	UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*yard.Car, error)
+	UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate) (*yard.Garage, error)
+}
+
 // Cars, garages and searches (docs/cars.md). Every car list, whatever its
 // URL shape, parses its raw query with yard.ParseCarListQuery into one
 // yard.Query (and the facets asked for) and runs it through one

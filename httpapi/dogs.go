@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -9,6 +10,15 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/fetch"
 )
+
+// dogStore is what the dog endpoints need of the store; *store.DB is one.
+type dogStore interface {
+	CreateDog(ctx context.Context, d *yard.Dog) error
+	DeleteDog(ctx context.Context, id string) error
+	FindDogByID(ctx context.Context, id string) (*yard.Dog, error)
+	FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int, error)
+	UpdateDog(ctx context.Context, id string, upd yard.DogUpdate) (*yard.Dog, error)
+}
 
 // dogView is the v1 representation of a dog (docs/barks.md).
 type dogView struct {

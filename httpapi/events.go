@@ -13,6 +13,13 @@ import (
 	"github.com/yard-api/yard/events"
 )
 
+// eventStore is what the event endpoints need of the store; *store.DB is
+// one.
+type eventStore interface {
+	LastEventID(ctx context.Context) (yard.EventID, error)
+	ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPage, error)
+}
+
 // Events (docs/events.md): GET /v1/events is the principal's events, as a
 // Server-Sent Events stream (Accept: text/event-stream) or as pages of
 // JSON; Prefer: wait on a bark holds its answer until the bark finishes.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -11,6 +12,13 @@ import (
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/pages"
 )
+
+// approvalStore is what the OpenID pages need of the store; *store.DB is
+// one.
+type approvalStore interface {
+	FindOpenIDApproval(ctx context.Context, userID, realm string) (*yard.OpenIDApproval, error)
+	SaveOpenIDApproval(ctx context.Context, a *yard.OpenIDApproval) error
+}
 
 // The people's side of the OpenID provider: checkid_setup and
 // checkid_immediate (GET /openid/login) and the confirmation form (POST

@@ -23,6 +23,15 @@ import (
 	"github.com/yard-api/yard/store"
 )
 
+// opsStore is what the operations endpoints and the outage watcher need of
+// the store; *store.DB is one.
+type opsStore interface {
+	Engine() string
+	Pending(ctx context.Context) (bool, error)
+	Ping(ctx context.Context) error
+	Reachable(ctx context.Context) error
+}
+
 //go:embed openapi/*.json
 var openapiFS embed.FS
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"mime"
 	"net/http"
@@ -10,6 +11,15 @@ import (
 
 	"github.com/yard-api/yard"
 )
+
+// orderStore is what the order endpoints need of the store; *store.DB is
+// one.
+type orderStore interface {
+	CreateOrder(ctx context.Context, o *yard.Order) error
+	FindOrderByID(ctx context.Context, id string) (*yard.Order, error)
+	FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order, int, error)
+	UpdateOrder(ctx context.Context, id string, fn func(o *yard.Order) error) (*yard.Order, error)
+}
 
 // Orders (spec, Order; docs/api.md, Orders): the API's one resource with
 // both a JSON and an XML representation. The order's identity is
@@ -292,7 +302,7 @@ func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, statusField(*in.Status))
 		return
 	}
-	now := s.deps.DB.Now()
+	now := s.deps.DB.Clock()
 	created, err := parseOrderTime(in.CreatedAt, "createdAt", now)
 	if err != nil {
 		s.error(w, r, err)

@@ -1,11 +1,24 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 )
+
+// personStore is what the people endpoints need of the store; *store.DB is
+// one.
+type personStore interface {
+	CreateUser(ctx context.Context, u *yard.User, creds *yard.Credentials) error
+	DeleteUser(ctx context.Context, id string) error
+	FindUserByID(ctx context.Context, id string) (*yard.User, error)
+	FindUserByName(ctx context.Context, name string) (*yard.User, error)
+	FindUsers(ctx context.Context, f yard.UserFilter) ([]*yard.User, int, error)
+	SetCredentials(ctx context.Context, userID string, c *yard.Credentials) error
+	UpdateUser(ctx context.Context, id string, upd yard.UserUpdate) (*yard.User, error)
+}
 
 // personView is the representation of a person.
 type personView struct {

@@ -33,12 +33,30 @@ const MaxBodyBytes = 1 << 20
 // --store-wait says otherwise (Deps.StoreWait).
 const DefaultStoreWait = 30 * time.Second
 
+// Store is what the API needs of the store: the interfaces each group of
+// endpoints declares where it uses them, and the store's clock.
+type Store interface {
+	dogStore
+	barkStore
+	carStore
+	eventStore
+	approvalStore
+	opsStore
+	orderStore
+	personStore
+	webhookStore
+	// Clock returns the store's time (tests set it).
+	Clock() time.Time
+}
+
+var _ Store = (*store.DB)(nil)
+
 // Deps are the collaborators of a Server. They are all given to New and
 // never changed afterwards: reading the Deps a server was built with tells
 // everything it is made of.
 type Deps struct {
-	// DB is the store; required.
-	DB *store.DB
+	// DB is the store; required. *store.DB is one.
+	DB Store
 	// Auth is the authentication chain every authenticated endpoint runs;
 	// nil runs the chain of Kit, or no scheme at all without a Kit. Its
 	// Basic scheme (auth.Chain.Basic) is told when a person's password

@@ -1,11 +1,23 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/webhooks"
 )
+
+// webhookStore is what the webhook endpoints need of the store; *store.DB is
+// one.
+type webhookStore interface {
+	CreateWebhook(ctx context.Context, w *yard.Webhook) error
+	DeleteWebhook(ctx context.Context, id string) error
+	FindWebhook(ctx context.Context, id string) (*yard.Webhook, error)
+	FindWebhookDeliveries(ctx context.Context, webhookID string, offset, limit int) ([]*yard.WebhookDelivery, int, error)
+	FindWebhooks(ctx context.Context, f yard.WebhookFilter) ([]*yard.Webhook, int, error)
+	UpdateWebhook(ctx context.Context, id string, up yard.WebhookUpdate) (*yard.Webhook, error)
+}
 
 // Webhooks (docs/events.md, "Webhooks"): a person's subscriptions of a URL
 // to event types, and their delivery attempts. Package webhooks delivers;

@@ -292,6 +292,9 @@ func (db *DB) Close() error {
 	return err
 }
 
+// Clock returns the store's time (Now).
+func (db *DB) Clock() time.Time { return db.Now() }
+
 // Ping checks that the store answers.
 func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
 
