@@ -20,12 +20,9 @@ import (
 // unavailable problem, /readyz says not ready, the log says so once, and
 // everything answers again when the lock is released.
 func TestSQLiteBusyIsUnavailable(t *testing.T) {
-	old := store.SQLiteBusyTimeout
-	store.SQLiteBusyTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { store.SQLiteBusyTimeout = old })
 	ctx := context.Background()
 	dsn := storetest.DSN(t, store.SQLite)
-	db, err := store.Open(ctx, dsn, t.TempDir())
+	db, err := store.Open(ctx, dsn, t.TempDir(), store.WithSQLiteBusyTimeout(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

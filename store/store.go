@@ -89,7 +89,11 @@ const maxCachedStmts = 512
 // Open opens the store named by dsn: "" or "sqlite" for SQLite in
 // dataDir/yard.db, "sqlite:PATH" or "file:PATH" for a given SQLite file,
 // "postgres://..." or "postgresql://..." for PostgreSQL. It does not migrate.
-func Open(ctx context.Context, dsn, dataDir string) (*DB, error) {
+func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error) {
+	o := options{busyTimeout: DefaultSQLiteBusyTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	db := &DB{Now: time.Now, eventWake: make(chan struct{}, 1)}
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
@@ -118,10 +122,10 @@ func Open(ctx context.Context, dsn, dataDir string) (*DB, error) {
 		}
 		db.engine, db.dsn = SQLite, path
 		var err error
-		if db.write, err = openSQLite(path, true); err != nil {
+		if db.write, err = openSQLite(path, true, o.busyTimeout); err != nil {
 			return nil, err
 		}
-		if db.read, err = openSQLite(path, false); err != nil {
+		if db.read, err = openSQLite(path, false, o.busyTimeout); err != nil {
 			db.write.Close()
 			return nil, err
 		}
@@ -167,14 +171,26 @@ func openReplayWriter(dsn string) (*sql.DB, error) {
 // keeping one write in flight.
 const replayConns = 2
 
-// SQLiteBusyTimeout is how long an SQLite statement waits for a lock held
-// by another connection (or process) before the store answers
-// unavailable (Unavailable). Set it before Open.
-var SQLiteBusyTimeout = 10 * time.Second
+// DefaultSQLiteBusyTimeout is how long an SQLite statement waits for a lock
+// held by another connection (or process) before the store answers
+// unavailable (Unavailable), unless WithSQLiteBusyTimeout says otherwise.
+const DefaultSQLiteBusyTimeout = 10 * time.Second
 
-func openSQLite(path string, writer bool) (*sql.DB, error) {
+// Option adjusts Open.
+type Option func(*options)
+
+type options struct {
+	busyTimeout time.Duration
+}
+
+// WithSQLiteBusyTimeout replaces DefaultSQLiteBusyTimeout.
+func WithSQLiteBusyTimeout(d time.Duration) Option {
+	return func(o *options) { o.busyTimeout = d }
+}
+
+func openSQLite(path string, writer bool, busyTimeout time.Duration) (*sql.DB, error) {
 	q := url.Values{}
-	busy := fmt.Sprintf("busy_timeout(%d)", SQLiteBusyTimeout.Milliseconds())
+	busy := fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds())
 	for _, p := range []string{"journal_mode(WAL)", busy, "foreign_keys(1)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
