@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -503,6 +504,160 @@ func TestWebhookSubscriptions(t *testing.T) {
 		n, err := db.PruneWebhookDeliveries(ctx, time.Now().Add(time.Hour), 1000)
 		if err != nil || n != 18 { // the 19 subscriptions of alice's still enabled, less the one deleted
 			t.Fatalf("prune: %d, %v", n, err)
+		}
+	})
+}
+
+// TestWebhookClaimsTakeTurnsInOneClaim holds one claim that asks for more
+// than one delivery per subscription to the turns: every subscription
+// gives one, then another round, each delivery once, within the bounds per
+// subscription and per person, oldest due first.
+func TestWebhookClaimsTakeTurnsInOneClaim(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clock := newTestClock()
+		db.Now = clock.Now
+		alice := mustUser(t, db, "alice")
+		bob := mustUser(t, db, "bob")
+		carol := mustUser(t, db, "carol")
+		wa1 := mustWebhook(t, db, alice.ID, "dog.created")
+		wa2 := mustWebhook(t, db, alice.ID, "dog.created")
+		wb := mustWebhook(t, db, bob.ID, "dog.created")
+		wc := mustWebhook(t, db, carol.ID, "dog.created")
+		for i := range 5 {
+			for _, u := range []*yard.User{alice, bob, carol} {
+				mustDog(t, db, u.ID, fmt.Sprintf("%s%d", u.Name, i))
+			}
+		}
+		if n, err := db.FanOutWebhooks(ctx, 10); err != nil || n != 20 {
+			t.Fatalf("fan-out: created %d, %v; want 20", n, err)
+		}
+		seen := map[string]bool{}
+		claim := func(n int, b yard.DeliveryBounds) map[string]int {
+			t.Helper()
+			cs, err := db.ClaimWebhookDeliveries(ctx, n, time.Minute, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			per := map[string]int{}
+			for i, c := range cs {
+				if seen[c.Delivery.ID] {
+					t.Fatalf("delivery %s claimed twice", c.Delivery.ID)
+				}
+				seen[c.Delivery.ID] = true
+				per[c.Delivery.WebhookID]++
+				if i > 0 && c.Delivery.Time.Before(cs[i-1].Delivery.Time) {
+					t.Fatalf("claims not oldest due first: %v after %v", c.Delivery.Time, cs[i-1].Delivery.Time)
+				}
+				if c.URL == "" || c.Secret == "" || c.Token == "" || len(c.Delivery.Event.Data) == 0 {
+					t.Fatalf("claim without what the attempt needs: %+v", c)
+				}
+			}
+			return per
+		}
+
+		// Ten of twenty, at most 4 per person: alice's two subscriptions
+		// give two each, bob's and carol's three each, in turns.
+		per := claim(10, yard.DeliveryBounds{PerWebhook: 8, PerPerson: 4})
+		if want := map[string]int{wa1.ID: 2, wa2.ID: 2, wb.ID: 3, wc.ID: 3}; !maps.Equal(per, want) {
+			t.Fatalf("first claim per subscription: %v, want %v", per, want)
+		}
+		// Up to 4 in flight per subscription: two more of each of alice's,
+		// one more of bob's and of carol's.
+		per = claim(100, yard.DeliveryBounds{PerWebhook: 4, PerPerson: 8})
+		if want := map[string]int{wa1.ID: 2, wa2.ID: 2, wb.ID: 1, wc.ID: 1}; !maps.Equal(per, want) {
+			t.Fatalf("second claim per subscription: %v, want %v", per, want)
+		}
+		// Expired leases: all twenty again, each once, in one claim.
+		clock.Advance(2 * time.Minute)
+		clear(seen)
+		if per := claim(100, yard.DeliveryBounds{}); len(seen) != 20 || per[wa1.ID] != 5 || per[wc.ID] != 5 {
+			t.Fatalf("after the leases expired: %v, %d deliveries; want all 20", per, len(seen))
+		}
+	})
+}
+
+// TestWebhookOutcomesOfManyAttemptsInOneTransaction records several
+// outcomes together: those of one subscription take effect in order (a
+// success after a failure leaves no failure state, a failure after a
+// success starts it), a claim no longer held or of a deleted subscription
+// is reported lost and changes nothing, and the others are recorded.
+func TestWebhookOutcomesOfManyAttemptsInOneTransaction(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		clock := newTestClock()
+		db.Now = clock.Now
+		alice := mustUser(t, db, "alice")
+		bob := mustUser(t, db, "bob")
+		carol := mustUser(t, db, "carol")
+		wa := mustWebhook(t, db, alice.ID, "dog.created")
+		wb := mustWebhook(t, db, bob.ID, "dog.created")
+		wc := mustWebhook(t, db, carol.ID, "dog.created")
+		for i := range 3 {
+			for _, u := range []*yard.User{alice, bob, carol} {
+				mustDog(t, db, u.ID, fmt.Sprintf("%s%d", u.Name, i))
+			}
+		}
+		if n, err := db.FanOutWebhooks(ctx, 10); err != nil || n != 9 {
+			t.Fatalf("fan-out: created %d, %v; want 9", n, err)
+		}
+		cs, err := db.ClaimWebhookDeliveries(ctx, 100, time.Minute, yard.DeliveryBounds{})
+		if err != nil || len(cs) != 9 {
+			t.Fatalf("claim: %d, %v", len(cs), err)
+		}
+		of := map[string][]*yard.WebhookClaim{}
+		for _, c := range cs {
+			of[c.Delivery.WebhookID] = append(of[c.Delivery.WebhookID], c)
+		}
+		ok := yard.DeliveryOutcome{Succeeded: true, Code: 204}
+		fail := yard.DeliveryOutcome{Code: 500, Error: "answered 500", RetryIn: time.Hour}
+		stale := *of[wb.ID][2]
+		stale.Token = "not-the-lease"
+		if err := db.DeleteWebhook(ctx, wc.ID); err != nil {
+			t.Fatal(err)
+		}
+		claims := []*yard.WebhookClaim{of[wa.ID][0], of[wb.ID][0], of[wa.ID][1], of[wc.ID][0], of[wb.ID][1], &stale}
+		outs := []yard.DeliveryOutcome{fail, ok, ok, ok, fail, ok}
+		disabled, lost, err := db.FinishWebhookDeliveries(ctx, claims, outs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []bool{false, false, false, true, false, true}; !slices.Equal(lost, want) {
+			t.Fatalf("lost %v, want %v", lost, want)
+		}
+		if slices.Contains(disabled, true) {
+			t.Fatalf("disabled %v", disabled)
+		}
+		if got, _ := db.FindWebhook(ctx, wa.ID); !got.FailingSince.IsZero() {
+			t.Fatalf("alice's: a failure, then a success: failingSince %v, want none", got.FailingSince)
+		}
+		if got, _ := db.FindWebhook(ctx, wb.ID); !got.FailingSince.Equal(clock.Now()) {
+			t.Fatalf("bob's: a success, then a failure: failingSince %v, want %v", got.FailingSince, clock.Now())
+		}
+		status := func(w string) map[string]int {
+			m := map[string]int{}
+			for _, d := range deliveries(t, db, w) {
+				m[fmt.Sprintf("%s/%d", d.Status, d.Attempt)]++
+			}
+			return m
+		}
+		// Alice's: one failed (and its next attempt), one succeeded, one
+		// still held; Bob's: one succeeded, one failed and its next, and
+		// the one finished with a stale lease still held.
+		for w, want := range map[string]map[string]int{
+			wa.ID: {"failed/1": 1, "pending/2": 1, "succeeded/1": 1, "pending/1": 1},
+			wb.ID: {"failed/1": 1, "pending/2": 1, "succeeded/1": 1, "pending/1": 1},
+		} {
+			if got := status(w); !maps.Equal(got, want) {
+				t.Errorf("deliveries of %s: %v, want %v", w, got, want)
+			}
+		}
+		// The held one is still its holder's to finish.
+		if _, err := db.FinishWebhookDelivery(ctx, of[wb.ID][2], ok); err != nil {
+			t.Fatalf("finish by the holder after a stale finish: %v", err)
+		}
+		if _, _, err := db.FinishWebhookDeliveries(ctx, nil, nil); err != nil {
+			t.Fatalf("no outcomes: %v", err)
 		}
 	})
 }

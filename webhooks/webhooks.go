@@ -12,7 +12,10 @@
 //     within Timeout, to public addresses only (the fetch policy, checked
 //     again on every connection), redirects not followed;
 //   - finish: the outcome, the next attempt after a growing delay for 24
-//     hours, and the disabling of a subscription failing that long.
+//     hours, and the disabling of a subscription failing that long. A
+//     worker hands its outcome to one writer and takes its next attempt;
+//     the writer records every outcome waiting in one transaction (group
+//     commit, as bark writes do).
 //
 // Work starts when the process's events hub hands out a new event (on any
 // process, through PostgreSQL notifications) and on a poll, so a lost
@@ -33,6 +36,7 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/fetch"
+	"github.com/yard-api/yard/internal/batch"
 )
 
 // Store is what deliveries need of the store (package store's *DB). Its
@@ -47,10 +51,12 @@ type Store interface {
 	// ClaimWebhookDeliveries takes up to n due deliveries with a lease,
 	// within the bounds on deliveries in flight.
 	ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Duration, b yard.DeliveryBounds) ([]*yard.WebhookClaim, error)
-	// FinishWebhookDelivery records an attempt's outcome (and the next
-	// attempt, and a disabling); yard.ErrLeaseLost when the claim is no
-	// longer held.
-	FinishWebhookDelivery(ctx context.Context, c *yard.WebhookClaim, out yard.DeliveryOutcome) (disabled bool, err error)
+	// FinishWebhookDeliveries records attempts' outcomes, outs[i] that
+	// of claims[i], in one transaction (and the next attempts, and
+	// disablings): disabled[i] when attempt i disabled its subscription,
+	// lost[i] when its claim was no longer held (nothing recorded). An
+	// error records none.
+	FinishWebhookDeliveries(ctx context.Context, claims []*yard.WebhookClaim, outs []yard.DeliveryOutcome) (disabled, lost []bool, err error)
 	// ReleaseWebhookDelivery hands a claim back unmade.
 	ReleaseWebhookDelivery(ctx context.Context, c *yard.WebhookClaim) error
 	// PruneWebhookDeliveries removes rows created before before.
@@ -71,6 +77,8 @@ const (
 	pruneEvery        = time.Minute
 	pruneBatch        = 10000
 	finishTimeout     = 10 * time.Second
+	// finishBatch bounds the outcomes recorded in one transaction.
+	finishBatch = 64
 )
 
 // Service delivers the events of one process's share of the work. Build it
@@ -128,7 +136,21 @@ type Service struct {
 	wakeDispatch chan struct{}
 	busy         atomic.Int64
 	storeDown    atomic.Bool
+	finisher     *batch.Queue[finishing, finished]
+	// recording holds a slot per outcome handed to the finisher and not
+	// yet recorded (at most Workers); unrecorded counts them for Run.
+	recording  chan struct{}
+	unrecorded sync.WaitGroup
 }
+
+// finishing is an attempt's outcome on its way to the store; finished is
+// what recording it said.
+type finishing struct {
+	claim *yard.WebhookClaim
+	out   yard.DeliveryOutcome
+}
+
+type finished struct{ disabled, lost bool }
 
 func (s *Service) init() {
 	s.once.Do(func() {
@@ -155,6 +177,12 @@ func (s *Service) init() {
 		s.client = s.newClient()
 		s.wakeFanOut = make(chan struct{}, 1)
 		s.wakeDispatch = make(chan struct{}, 1)
+		// One transaction at a time: a batch is every outcome that came
+		// while the previous one committed, so a lone outcome waits for
+		// nothing, and on PostgreSQL one store connection (not one per
+		// worker) waits on the subscriptions' row locks.
+		s.finisher = &batch.Queue[finishing, finished]{Flights: 1, Max: finishBatch, Run: s.finishAll}
+		s.recording = make(chan struct{}, s.Workers)
 	})
 }
 
@@ -203,7 +231,8 @@ func signal(ch chan struct{}) {
 }
 
 // Run fans events out and delivers them until ctx ends; attempts in flight
-// then end and are handed back for another process.
+// then end and are handed back for another process, and Run returns once
+// the outcomes of those made are recorded.
 func (s *Service) Run(ctx context.Context) {
 	s.init()
 	if s.Render == nil {
@@ -230,6 +259,7 @@ func (s *Service) Run(ctx context.Context) {
 	})
 	loops.Wait()
 	wg.Wait()
+	s.unrecorded.Wait()
 }
 
 // follow turns the hub's new events into wake-ups of the fan-out.
@@ -284,6 +314,7 @@ func (s *Service) FanOut(ctx context.Context) (int, error) {
 func (s *Service) dispatch(ctx context.Context, work chan<- *yard.WebhookClaim) {
 	t := time.NewTimer(0)
 	defer t.Stop()
+	full := false // the last claim got all it asked for: more may be due
 	for {
 		select {
 		case <-ctx.Done():
@@ -291,10 +322,12 @@ func (s *Service) dispatch(ctx context.Context, work chan<- *yard.WebhookClaim) 
 		case <-s.wakeDispatch:
 		case <-t.C:
 		}
-		claims, err := s.claim(ctx, s.Workers-int(s.busy.Load()))
+		n := s.Workers - int(s.busy.Load())
+		claims, err := s.claim(ctx, n, !full)
 		if ctx.Err() == nil {
 			s.logLoopError("webhook claims", err)
 		}
+		full = n > 0 && len(claims) == n
 		s.busy.Add(int64(len(claims)))
 		for _, c := range claims {
 			work <- c // never blocks: one slot per free worker
@@ -303,15 +336,18 @@ func (s *Service) dispatch(ctx context.Context, work chan<- *yard.WebhookClaim) 
 	}
 }
 
-// claim takes up to n due deliveries (none when nothing is due, without a
-// write).
-func (s *Service) claim(ctx context.Context, n int) ([]*yard.WebhookClaim, error) {
+// claim takes up to n due deliveries. With look, it first asks whether
+// any is due (a read), so that an idle service takes no write
+// transaction; a backlog's claims skip it.
+func (s *Service) claim(ctx context.Context, n int, look bool) ([]*yard.WebhookClaim, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	due, err := s.DB.HasDueWebhookDeliveries(ctx)
-	if err != nil || !due {
-		return nil, err
+	if look {
+		due, err := s.DB.HasDueWebhookDeliveries(ctx)
+		if err != nil || !due {
+			return nil, err
+		}
 	}
 	return s.DB.ClaimWebhookDeliveries(ctx, n, s.Lease, yard.DeliveryBounds{PerWebhook: s.PerWebhook, PerPerson: s.PerPerson})
 }
@@ -321,17 +357,24 @@ func (s *Service) claim(ctx context.Context, n int) ([]*yard.WebhookClaim, error
 // does this continuously; tests call it to step through time.
 func (s *Service) DeliverDue(ctx context.Context) (int, error) {
 	s.init()
-	claims, err := s.claim(ctx, s.Workers)
+	claims, err := s.claim(ctx, s.Workers, true)
 	var wg sync.WaitGroup
 	for _, c := range claims {
 		wg.Go(func() { s.deliver(ctx, c) })
 	}
 	wg.Wait()
+	s.unrecorded.Wait()
 	return len(claims), err
 }
 
-// deliver makes one attempt and records its outcome; at shutdown an
-// unfinished attempt is handed back instead.
+// deliver makes one attempt and hands its outcome to the finisher, which
+// records it later (unrecorded counts it until then); at shutdown an
+// unfinished attempt is handed back instead. The worker goes on to its
+// next attempt without waiting for the commit: the attempt's row stays
+// leased (in flight, for the bounds) until it is recorded, and an outcome
+// lost with the process is the attempt made again when its lease ends, as
+// when the process dies mid-attempt. At most Workers outcomes wait at
+// once; a worker that would make more waits for a slot.
 func (s *Service) deliver(ctx context.Context, c *yard.WebhookClaim) {
 	start := time.Now()
 	d := c.Delivery
@@ -340,9 +383,9 @@ func (s *Service) deliver(ctx context.Context, c *yard.WebhookClaim) {
 	if detail != nil {
 		log = log.With(slog.String("detail", detail.Error()))
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
 	if ctx.Err() != nil && !out.Succeeded {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+		defer cancel()
 		if err := s.DB.ReleaseWebhookDelivery(wctx, c); err != nil && !errors.Is(err, yard.ErrLeaseLost) {
 			log.Warn("webhook delivery not handed back", slog.String("error", err.Error()))
 		}
@@ -352,21 +395,56 @@ func (s *Service) deliver(ctx context.Context, c *yard.WebhookClaim) {
 	if !out.Succeeded {
 		out.RetryIn = s.Backoff(d.Attempt)
 	}
-	disabled, err := s.DB.FinishWebhookDelivery(wctx, c, out)
+	s.recording <- struct{}{}
+	s.unrecorded.Add(1)
+	go func() {
+		defer func() {
+			<-s.recording
+			s.unrecorded.Done()
+			// Its subscription and owner may have room again.
+			signal(s.wakeDispatch)
+		}()
+		s.record(c, out, log, start)
+	}()
+}
+
+// record has the finisher record an outcome and says how it went. It
+// waits for its batch whatever happens (the batch bounds its own time),
+// so that no more than Workers outcomes are ever queued.
+func (s *Service) record(c *yard.WebhookClaim, out yard.DeliveryOutcome, log *slog.Logger, start time.Time) {
+	r, err := s.finisher.Do(context.Background(), finishing{c, out})
 	switch {
-	case errors.Is(err, yard.ErrLeaseLost):
+	case err == nil && r.lost:
 		log.Info("webhook attempt finished after its subscription or lease was gone; nothing stored")
 	case err != nil:
 		log.Error("webhook attempt not recorded", slog.String("error", err.Error()))
 	case out.Succeeded:
 		log.Debug("webhook delivered", slog.Int("code", out.Code))
 		s.observe(yard.DeliverySucceeded, start)
-	case disabled:
+	case r.disabled:
 		log.Warn("webhook disabled: its deliveries failed for 24 hours", slog.String("error", out.Error))
 		s.observe("disabled", start)
 	default:
 		log.Info("webhook attempt failed; will retry", slog.String("error", out.Error), slog.Duration("wait", out.RetryIn))
 		s.observe(yard.DeliveryFailed, start)
+	}
+}
+
+// finishAll records a batch of outcomes in one transaction.
+func (s *Service) finishAll(items []finishing, res []batch.Result[finished]) {
+	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	defer cancel()
+	claims, outs := make([]*yard.WebhookClaim, len(items)), make([]yard.DeliveryOutcome, len(items))
+	for i, it := range items {
+		claims[i], outs[i] = it.claim, it.out
+	}
+	disabled, lost, err := s.DB.FinishWebhookDeliveries(ctx, claims, outs)
+	for i := range res {
+		if err != nil {
+			res[i].Err = err
+		} else {
+			res[i].Val = finished{disabled: disabled[i], lost: lost[i]}
+		}
 	}
 }
 

@@ -568,3 +568,124 @@ func TestWebhookDisabledAfterADayOfFailures(t *testing.T) {
 		t.Fatalf("deliveries after disabling: %d, %v", n, err)
 	}
 }
+
+// TestWebhookRunRecordsEveryOutcomeBeforeReturning stops a service in the
+// middle of a backlog. Workers hand their outcomes to one writer and go on
+// without waiting for the commit; Run still returns only when every
+// outcome it observed is recorded, and every attempt it did not finish is
+// handed back (no lease left behind). The outcomes of many workers are
+// recorded in fewer transactions than attempts.
+func TestWebhookRunRecordsEveryOutcomeBeforeReturning(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		var got atomic.Int64
+		rc := startReceiver(t, false, func(int, http.ResponseWriter, *http.Request) {
+			got.Add(1)
+			time.Sleep(time.Millisecond)
+		})
+		var hooks []*yard.Webhook
+		var dogs []*yard.Dog
+		for _, name := range []string{"alice", "bob", "carol"} {
+			u := mustUser(t, db, name)
+			hooks = append(hooks, mustWebhook(t, db, u.ID, "http://"+rc.hostPort()+"/"+name))
+			dogs = append(dogs, mustDog(t, db, u.ID, "Rex"))
+		}
+		for i := range 300 {
+			name := "Dog" + strconv.Itoa(i)
+			if _, err := db.UpdateDog(ctx, dogs[i%3].ID, yard.DogUpdate{Name: &name}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		counting := &countingStore{DB: db}
+		svc := newService(t, db, rc)
+		svc.DB = counting
+		var succeeded atomic.Int64
+		svc.Observe = func(outcome string, _ time.Duration) {
+			if outcome == yard.DeliverySucceeded {
+				succeeded.Add(1)
+			}
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { svc.Run(rctx); close(done) }()
+		for deadline := time.Now().Add(10 * time.Second); got.Load() < 100 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Fatal("Run did not return")
+		}
+		recorded := 0
+		for _, w := range hooks {
+			for _, d := range deliveries(t, db, w.ID) {
+				if d.Status == yard.DeliverySucceeded {
+					recorded++
+				}
+			}
+		}
+		if n := succeeded.Load(); n < 50 || int64(recorded) != n {
+			t.Fatalf("%d attempts observed succeeded, %d recorded when Run returned", n, recorded)
+		}
+		var leased int
+		if err := db.Read().QueryRow(`SELECT COUNT(*) FROM webhook_deliveries WHERE lease_until > 0`).Scan(&leased); err != nil || leased != 0 {
+			t.Fatalf("%d deliveries still leased after Run returned (%v)", leased, err)
+		}
+		if calls, outcomes := counting.finishes.Load(), counting.outcomes.Load(); outcomes < int64(recorded) || calls >= outcomes {
+			t.Fatalf("%d outcomes recorded in %d transactions", outcomes, calls)
+		}
+	})
+}
+
+// countingStore counts the transactions that record outcomes.
+type countingStore struct {
+	*store.DB
+	finishes, outcomes atomic.Int64
+}
+
+func (c *countingStore) FinishWebhookDeliveries(ctx context.Context, cs []*yard.WebhookClaim, outs []yard.DeliveryOutcome) ([]bool, []bool, error) {
+	c.finishes.Add(1)
+	c.outcomes.Add(int64(len(cs)))
+	return c.DB.FinishWebhookDeliveries(ctx, cs, outs)
+}
+
+// deliveries returns every delivery row of a subscription.
+func deliveries(t *testing.T, db *store.DB, webhookID string) []*yard.WebhookDelivery {
+	t.Helper()
+	ds, _, err := db.FindWebhookDeliveries(context.Background(), webhookID, 0, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// TestWebhookBacklogOfOneSubscriptionNeedsNoPoll: a subscription's
+// backlog goes out at the pace of its receiver, not of the poll, although
+// each attempt holds one of its two slots until its outcome is recorded
+// (after the worker has moved on).
+func TestWebhookBacklogOfOneSubscriptionNeedsNoPoll(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		var got atomic.Int64
+		rc := startReceiver(t, false, func(int, http.ResponseWriter, *http.Request) { got.Add(1) })
+		alice := mustUser(t, db, "alice")
+		mustWebhook(t, db, alice.ID, "http://"+rc.hostPort()+"/h")
+		rex := mustDog(t, db, alice.ID, "Rex")
+		for i := range 60 {
+			name := "Rex" + strconv.Itoa(i)
+			if _, err := db.UpdateDog(ctx, rex.ID, yard.DogUpdate{Name: &name}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		svc := newService(t, db, rc)
+		svc.Workers, svc.PerWebhook, svc.Poll = 4, 2, time.Minute
+		run(t, db, svc)
+		for deadline := time.Now().Add(10 * time.Second); got.Load() < 61 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if n := got.Load(); n != 61 {
+			t.Fatalf("the receiver got %d of 61 deliveries in 10 s", n)
+		}
+	})
+}
