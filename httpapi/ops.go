@@ -28,7 +28,6 @@ import (
 type opsStore interface {
 	Engine() string
 	Pending(ctx context.Context) (bool, error)
-	Ping(ctx context.Context) error
 	Reachable(ctx context.Context) error
 }
 
@@ -274,11 +273,13 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		}
 		s.storeBack()
 	}
-	if err := s.deps.DB.Ping(ctx); err != nil {
+	// Reading the migration state is the reachability check too.
+	pending, err := s.deps.DB.Pending(ctx)
+	if err != nil {
 		s.error(w, r, &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store is not reachable.", RetryAfter: store.UnavailableRetryAfter})
 		return
 	}
-	if pending, err := s.deps.DB.Pending(ctx); err != nil || pending {
+	if pending {
 		s.error(w, r, yard.Errorf(yard.EUNAVAILABLE, "Migrations are not done."))
 		return
 	}

@@ -15,7 +15,7 @@ func (s *Service) logLoopError(what string, err error) {
 		}
 		return
 	}
-	if s.DB.Unreachable(err) {
+	if s.DB.Unavailable(err) != nil {
 		if s.outage.Begin(time.Now()) {
 			s.Logger.Warn(what+": store unavailable; retrying until it answers", slog.String("error", err.Error()))
 		}

@@ -42,7 +42,7 @@ type Store interface {
 	// ReleaseTask hands the task back at once, the attempt not counted.
 	ReleaseTask(ctx context.Context, id, token string) error
 
-	// Unreachable reports whether err says the store cannot be reached
-	// now (the loops then log the outage once and keep polling).
-	Unreachable(err error) bool
+	// Unavailable says whether err means the store cannot be reached
+	// now (non-nil; the loops then log the outage once and keep polling).
+	Unavailable(err error) *yard.Error
 }

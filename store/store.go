@@ -311,9 +311,6 @@ func (db *DB) Close() error {
 // Clock returns the store's time (Now).
 func (db *DB) Clock() time.Time { return db.Now() }
 
-// Ping checks that the store answers.
-func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
-
 // Migrate applies every pending migration. On PostgreSQL a session lock
 // keeps several processes from migrating at once.
 func (db *DB) Migrate(ctx context.Context) error {

@@ -39,9 +39,10 @@ func Unavailable(err error) *yard.Error {
 	return &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store cannot be reached now; try again shortly.", RetryAfter: UnavailableRetryAfter}
 }
 
-// Unreachable reports whether err says the store cannot be reached now
-// (Unavailable, as a method for the interfaces of the store's users).
-func (db *DB) Unreachable(err error) bool { return err != nil && unavailable(err) }
+// Unavailable is the function Unavailable as a method, for the interfaces
+// of the store's users (the bark runner, the webhook deliverer). With
+// Reachable, the check, it is the store's one word for its liveness.
+func (db *DB) Unavailable(err error) *yard.Error { return Unavailable(err) }
 
 func unavailable(err error) bool {
 	var ye *yard.Error

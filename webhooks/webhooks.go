@@ -37,6 +37,7 @@ import (
 	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/internal/batch"
+	"github.com/yard-api/yard/internal/outage"
 )
 
 // Store is what deliveries need of the store (package store's *DB). Its
@@ -61,9 +62,9 @@ type Store interface {
 	ReleaseWebhookDelivery(ctx context.Context, c *yard.WebhookClaim) error
 	// PruneWebhookDeliveries removes rows created before before.
 	PruneWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int, error)
-	// Unreachable reports whether err says the store cannot be reached
-	// now (the loops then log the outage once and keep polling).
-	Unreachable(err error) bool
+	// Unavailable says whether err means the store cannot be reached
+	// now (non-nil; the loops then log the outage once and keep polling).
+	Unavailable(err error) *yard.Error
 }
 
 // Defaults of a Service (docs/events.md, "Webhooks").
@@ -135,7 +136,7 @@ type Service struct {
 	wakeFanOut   chan struct{}
 	wakeDispatch chan struct{}
 	busy         atomic.Int64
-	storeDown    atomic.Bool
+	outage       outage.Tracker
 	finisher     *batch.Queue[finishing, finished]
 	// recording holds a slot per outcome handed to the finisher and not
 	// yet recorded (at most Workers); unrecorded counts them for Run.
@@ -480,13 +481,13 @@ func (s *Service) prune(ctx context.Context) {
 // once per outage.
 func (s *Service) logLoopError(what string, err error) {
 	if err == nil {
-		if s.storeDown.CompareAndSwap(true, false) {
+		if _, ended := s.outage.End(); ended {
 			s.Logger.Info(what + ": store reachable again")
 		}
 		return
 	}
-	if s.DB.Unreachable(err) {
-		if s.storeDown.CompareAndSwap(false, true) {
+	if s.DB.Unavailable(err) != nil {
+		if s.outage.Begin(time.Now()) {
 			s.Logger.Warn(what+": store unavailable; retrying until it answers", slog.String("error", err.Error()))
 		}
 		return
