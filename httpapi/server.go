@@ -57,10 +57,11 @@ var _ Store = (*store.DB)(nil)
 type Deps struct {
 	// DB is the store; required. *store.DB is one.
 	DB Store
-	// Auth is the authentication chain every authenticated endpoint runs;
-	// nil runs the chain of Kit, or no scheme at all without a Kit. Its
-	// Basic scheme (auth.Chain.Basic) is told when a person's password
-	// changes or the person is deleted.
+	// Auth is the authentication chain every authenticated endpoint runs,
+	// for a server without a Kit (whose chain is used otherwise; giving
+	// both is an error New reports by panicking); nil without a Kit is no
+	// scheme at all. Its Basic scheme (auth.Chain.Basic) is told when a
+	// person's password changes or the person is deleted.
 	Auth *auth.Chain
 	// Kit holds the other first-party schemes (Digest, sessions, tokens,
 	// signed requests, OAuth 1.0a) behind the /sessions, /auth and
@@ -135,11 +136,13 @@ type route struct {
 // New returns a server over its collaborators with its routes registered.
 func New(d Deps) *Server {
 	d.BaseURL = strings.TrimRight(d.BaseURL, "/")
-	if d.Auth == nil {
+	switch {
+	case d.Kit != nil && d.Auth != nil && d.Auth != d.Kit.Chain:
+		panic("httpapi: Deps has both a Kit and another Auth chain")
+	case d.Kit != nil:
+		d.Auth = d.Kit.Chain
+	case d.Auth == nil:
 		d.Auth = &auth.Chain{}
-		if d.Kit != nil {
-			d.Auth = d.Kit.Chain
-		}
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)

@@ -213,7 +213,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 
 	// The HTTP API over all of them.
 	api := httpapi.New(httpapi.Deps{
-		DB: db, Auth: kit.Chain, Kit: kit, OpenID: openID,
+		DB: db, Kit: kit, OpenID: openID,
 		BaseURL: cfg.baseURL, Logger: logger, Registry: registry, Version: Version,
 		Barks: barks, Cars: index, StoreWait: cfg.storeWait, Events: hub, Webhooks: hooks,
 	})
