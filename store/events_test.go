@@ -491,3 +491,46 @@ func TestReadEventsOfPeople(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsOfABatchWithAFailedWrite: a group-commit batch whose first
+// write appended an event and then failed (its savepoint rolled back, and
+// on SQLite the event clock's bump with it) leaves no event of it, and the
+// next write of the batch and the transactions after take fresh places in
+// the order: the batch forgets the rolled-back transaction number.
+func TestEventsOfABatchWithAFailedWrite(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		start, err := db.LastEventID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		car := func(id string) *yard.Car {
+			return &yard.Car{ID: id, Color: "red", Type: "van", Doors: 3, Make: "Kia", Model: "Rio", Year: 2020}
+		}
+		failed := fmt.Errorf("the write fails after its event")
+		errs := db.RunBatch(
+			func(tx *store.Tx) error {
+				if err := store.CreateCarInTx(ctx, tx, car("undone")); err != nil {
+					return err
+				}
+				return failed
+			},
+			func(tx *store.Tx) error { return store.CreateCarInTx(ctx, tx, car("kept")) },
+		)
+		if errs[0] != failed || errs[1] != nil {
+			t.Fatalf("batch: %v", errs)
+		}
+		if err := db.CreateCar(ctx, car("after")); err != nil {
+			t.Fatalf("the transaction after the batch: %v", err)
+		}
+		evs := readAllEvents(t, db, start, nil)
+		got := eventTypes(evs)
+		want := []string{"car.created " + yard.CarPath("kept"), "car.created " + yard.CarPath("after")}
+		if !slices.Equal(got, want) {
+			t.Fatalf("events: %q, want %q", got, want)
+		}
+		if !evs[0].ID.Less(evs[1].ID) || evs[0].ID.Tx == evs[1].ID.Tx {
+			t.Fatalf("the batch's event %s and the next transaction's %s share a place", evs[0].ID, evs[1].ID)
+		}
+	})
+}

@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"github.com/yard-api/yard/internal/batch"
+)
 
 // ReplayWriterSetting reads a setting on the connections that record
 // signatures on PostgreSQL.
@@ -12,3 +16,19 @@ func (db *DB) ReplayWriterSetting(ctx context.Context, name string) (string, err
 
 // CreateCarInTx writes a new car in tx as CreateCar does in its own.
 var CreateCarInTx = createCar
+
+// RunBatch runs fns as one group-commit batch (runBatch), each in its own
+// savepoint, and returns their errors.
+func (db *DB) RunBatch(fns ...func(tx *Tx) error) []error {
+	writes := make([]batchWrite, len(fns))
+	for i, fn := range fns {
+		writes[i] = batchWrite{ctx: context.Background(), fn: fn}
+	}
+	res := make([]batch.Result[struct{}], len(fns))
+	db.runBatch(writes, res)
+	errs := make([]error, len(res))
+	for i, r := range res {
+		errs[i] = r.Err
+	}
+	return errs
+}
