@@ -294,7 +294,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 
 	rc := http.NewResponseController(w)
 	// The server's read time-out bounds reading a request; a stream lasts
-	// longer, and a connection's read deadline passing would end it.
+	// longer, and a connection's read deadline passing would end it. On
+	// HTTP/1.1 net/http already clears the deadline once it has read a
+	// request without a body (connReader.startBackgroundRead); this says
+	// so for every protocol and request (TestStreamOutlivesReadTimeout
+	// holds the behaviour).
 	_ = rc.SetReadDeadline(time.Time{})
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
