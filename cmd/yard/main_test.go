@@ -413,3 +413,34 @@ func freePort(t *testing.T) int {
 	}
 	return l
 }
+
+// TestServeOffersAEADOnly: TLS 1.2 with a CBC suite (what scanners flag
+// for LUCKY13) or an RSA key exchange is refused; the AEAD suites and TLS
+// 1.3 are accepted; TLS 1.1 is refused.
+func TestServeOffersAEADOnly(t *testing.T) {
+	s := startInProcess(t, "--data", t.TempDir())
+	host := strings.TrimPrefix(s.URL, "https://")
+	dial := func(min, max uint16, suites ...uint16) error {
+		c, err := tls.Dial("tcp", host, &tls.Config{InsecureSkipVerify: true, MinVersion: min, MaxVersion: max, CipherSuites: suites})
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	for _, bad := range []uint16{tls.TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA,
+		tls.TLS_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_RSA_WITH_AES_128_CBC_SHA} {
+		if err := dial(tls.VersionTLS12, tls.VersionTLS12, bad); err == nil {
+			t.Errorf("TLS 1.2 with %s was accepted", tls.CipherSuiteName(bad))
+		}
+	}
+	if err := dial(tls.VersionTLS12, tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+		tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256); err != nil {
+		t.Errorf("TLS 1.2 with the AEAD suites: %v", err)
+	}
+	if err := dial(tls.VersionTLS13, tls.VersionTLS13); err != nil {
+		t.Errorf("TLS 1.3: %v", err)
+	}
+	if err := dial(tls.VersionTLS10, tls.VersionTLS11); err == nil {
+		t.Error("TLS 1.1 was accepted")
+	}
+}

@@ -384,10 +384,20 @@ func redirectToHTTPS(baseURL string) http.Handler {
 	})
 }
 
+// aeadSuites are the TLS 1.2 cipher suites yard offers: forward-secret
+// AEAD ones only, no CBC (which scanners flag for LUCKY13) and no RSA key
+// exchange (docs/configuration.md). TLS 1.3's suites are all AEAD and not
+// configurable.
+var aeadSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
 // tlsSetup returns the TLS configuration of the HTTPS listener and the
 // wrapper of the plain-HTTP handler (ACME answers its challenges there).
 func tlsSetup(cfg *serveConfig, stdout io.Writer) (*tls.Config, func(http.Handler) http.Handler, error) {
-	base := &tls.Config{MinVersion: tls.VersionTLS12}
+	base := &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: aeadSuites}
 	identity := func(h http.Handler) http.Handler { return h }
 	switch {
 	case cfg.acmeDomain != "":
@@ -398,7 +408,7 @@ func tlsSetup(cfg *serveConfig, stdout io.Writer) (*tls.Config, func(http.Handle
 			HostPolicy: autocert.HostWhitelist(domains...),
 		}
 		c := m.TLSConfig()
-		c.MinVersion = tls.VersionTLS12
+		c.MinVersion, c.CipherSuites = tls.VersionTLS12, aeadSuites
 		return c, m.HTTPHandler, nil
 	case cfg.tlsCert != "":
 		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
