@@ -324,7 +324,14 @@ func (s *Service) dispatch(ctx context.Context, work chan<- *yard.WebhookClaim) 
 		case <-t.C:
 		}
 		n := s.Workers - int(s.busy.Load())
-		claims, err := s.claim(ctx, n, !full)
+		// The claim is not cut short by a stop: a claim committed while
+		// its answer was being read would leave its deliveries leased,
+		// to nobody, until the lease ends. Its deliveries go to the
+		// workers whatever happens, and a worker hands an attempt back at
+		// once when the service is stopping (deliver).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+		claims, err := s.claim(cctx, n, !full)
+		cancel()
 		if ctx.Err() == nil {
 			s.logLoopError("webhook claims", err)
 		}
