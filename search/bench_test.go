@@ -52,7 +52,8 @@ func benchIndex(b *testing.B) *data {
 	return d
 }
 
-// benchQuery is yardbench's randomCarQuery (cmd/yardbench/carsearch.go).
+// benchQuery draws the mix of loadgen.RandomCarQuery (internal/loadgen)
+// over this index's synthetic values.
 func benchQuery(r *rand.Rand) string {
 	var pairs []string
 	for len(pairs) == 0 {

@@ -36,59 +36,6 @@ import (
 // carSearchSeed seeds the random queries of the carsearch group.
 var carSearchSeed = flag.Uint64("carsearch-seed", 1, "carsearch group: seed of the random queries")
 
-// The values of the scripts/gencars data set.
-var (
-	genColors = []string{"red", "blue", "black", "white", "silver", "grey", "green", "yellow", "orange", "brown", "beige", "purple"}
-	genTypes  = []string{"sedan", "coupe", "hatchback", "wagon", "suv", "pickup"}
-	genMakes  = []string{"Toyota", "Ford", "Honda", "Chevrolet", "Nissan", "BMW", "Mercedes", "Audi", "Volkswagen", "Hyundai",
-		"Kia", "Subaru", "Mazda", "Tesla", "Volvo", "Lexus", "Jeep", "Dodge", "Ram", "GMC", "Buick", "Cadillac", "Porsche",
-		"Jaguar", "Land+Rover", "Mini", "Fiat", "Peugeot", "Renault", "Skoda"}
-	genStates = []string{"AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS", "KY",
-		"LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY", "NC", "ND", "OH", "OK",
-		"OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV", "WI", "WY"}
-)
-
-// randomCarQuery returns a random filtered page as users send them: a
-// random combination of color (one value or two), make (sometimes
-// excluded), type, q.year.ge, doors=!N and q.garage.state.eq; 80% first
-// pages, 20% offsets up to 1,000; max=20. Nothing is repeated on purpose.
-func randomCarQuery(r *rand.Rand) string {
-	var pairs []string
-	for len(pairs) == 0 {
-		if r.IntN(2) == 0 {
-			c := genColors[r.IntN(len(genColors))]
-			if r.IntN(3) == 0 {
-				c += "," + genColors[r.IntN(len(genColors))]
-			}
-			pairs = append(pairs, "color="+c)
-		}
-		if r.IntN(2) == 0 {
-			neg := ""
-			if r.IntN(3) == 0 {
-				neg = "!"
-			}
-			pairs = append(pairs, "make="+neg+genMakes[r.IntN(len(genMakes))])
-		}
-		if r.IntN(3) == 0 {
-			pairs = append(pairs, "type="+genTypes[r.IntN(len(genTypes))])
-		}
-		if r.IntN(3) == 0 {
-			pairs = append(pairs, "q.year.ge="+strconv.Itoa(1995+r.IntN(31)))
-		}
-		if r.IntN(4) == 0 {
-			pairs = append(pairs, "doors=!"+strconv.Itoa(2+r.IntN(4)))
-		}
-		if r.IntN(3) == 0 {
-			pairs = append(pairs, "q.garage.state.eq="+genStates[r.IntN(len(genStates))])
-		}
-	}
-	r.Shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
-	if r.IntN(5) == 0 {
-		pairs = append(pairs, "offset="+strconv.Itoa(1+r.IntN(1000)))
-	}
-	return strings.Join(append(pairs, "max=20"), "&")
-}
-
 // rss returns the resident set size of the process in bytes (Linux).
 func rss() uint64 {
 	b, err := os.ReadFile("/proc/self/status")
@@ -176,7 +123,7 @@ func carSearchGroup(b *bench) error {
 	}
 	random := func(suffix string) func(w, i int) *http.Request {
 		return func(w, i int) *http.Request {
-			req, _ := http.NewRequest("GET", url+"/cars?"+randomCarQuery(rngs[w])+suffix, nil)
+			req, _ := http.NewRequest("GET", url+"/cars?"+loadgen.RandomCarQuery(rngs[w])+suffix, nil)
 			return req
 		}
 	}

@@ -6,13 +6,11 @@
 // Workloads:
 //
 //	car     GET /cars/{id}, random ids car-0000001 … of the scripts/gencars data set (-cars)
-//	pages   random filtered pages, as randomCarQuery in cmd/yardbench/carsearch.go
+//	pages   random filtered pages (loadgen.RandomCarQuery, the mix of cmd/yardbench's carsearch group)
 //	facets  the same random pages with facets=make,color,year
 //	same    one fixed query string (-same), written once
 //
-// The values and the grammar are those of scripts/gencars and docs/cars.md;
-// randomQuery is a copy of cmd/yardbench's randomCarQuery (a package main,
-// which cannot be imported), so the two workloads draw the same kind of mix.
+// The values and the grammar are those of scripts/gencars and docs/cars.md.
 package main
 
 import (
@@ -21,62 +19,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strconv"
-	"strings"
-)
 
-// The values of the scripts/gencars data set (a space in a make is sent as +).
-var (
-	colors = []string{"red", "blue", "black", "white", "silver", "grey", "green", "yellow", "orange", "brown", "beige", "purple"}
-	types  = []string{"sedan", "coupe", "hatchback", "wagon", "suv", "pickup"}
-	makes  = []string{"Toyota", "Ford", "Honda", "Chevrolet", "Nissan", "BMW", "Mercedes", "Audi", "Volkswagen", "Hyundai",
-		"Kia", "Subaru", "Mazda", "Tesla", "Volvo", "Lexus", "Jeep", "Dodge", "Ram", "GMC", "Buick", "Cadillac", "Porsche",
-		"Jaguar", "Land+Rover", "Mini", "Fiat", "Peugeot", "Renault", "Skoda"}
-	states = []string{"AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS", "KY",
-		"LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY", "NC", "ND", "OH", "OK",
-		"OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV", "WI", "WY"}
+	"github.com/yard-api/yard/internal/loadgen"
 )
-
-// randomQuery returns a random filtered page as users send them: a random
-// combination of color (one value or two), make (a third of the time
-// excluded with !), type, q.year.ge, doors=!N and q.garage.state.eq; 80%
-// first pages, 20% offsets up to 1,000; max=20.
-func randomQuery(r *rand.Rand) string {
-	var pairs []string
-	for len(pairs) == 0 {
-		if r.IntN(2) == 0 {
-			c := colors[r.IntN(len(colors))]
-			if r.IntN(3) == 0 {
-				c += "," + colors[r.IntN(len(colors))]
-			}
-			pairs = append(pairs, "color="+c)
-		}
-		if r.IntN(2) == 0 {
-			neg := ""
-			if r.IntN(3) == 0 {
-				neg = "!"
-			}
-			pairs = append(pairs, "make="+neg+makes[r.IntN(len(makes))])
-		}
-		if r.IntN(3) == 0 {
-			pairs = append(pairs, "type="+types[r.IntN(len(types))])
-		}
-		if r.IntN(3) == 0 {
-			pairs = append(pairs, "q.year.ge="+strconv.Itoa(1995+r.IntN(31)))
-		}
-		if r.IntN(4) == 0 {
-			pairs = append(pairs, "doors=!"+strconv.Itoa(2+r.IntN(4)))
-		}
-		if r.IntN(3) == 0 {
-			pairs = append(pairs, "q.garage.state.eq="+states[r.IntN(len(states))])
-		}
-	}
-	r.Shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
-	if r.IntN(5) == 0 {
-		pairs = append(pairs, "offset="+strconv.Itoa(1+r.IntN(1000)))
-	}
-	return strings.Join(append(pairs, "max=20"), "&")
-}
 
 func main() {
 	workload := flag.String("workload", "pages", "car, pages, facets or same")
@@ -112,9 +57,9 @@ func main() {
 		case "car":
 			fmt.Fprintf(w, "/cars/car-%07d\n", 1+r.IntN(*cars))
 		case "pages":
-			fmt.Fprintf(w, "/cars?%s\n", randomQuery(r))
+			fmt.Fprintf(w, "/cars?%s\n", loadgen.RandomCarQuery(r))
 		case "facets":
-			fmt.Fprintf(w, "/cars?%s&facets=make,color,year\n", randomQuery(r))
+			fmt.Fprintf(w, "/cars?%s&facets=make,color,year\n", loadgen.RandomCarQuery(r))
 		case "same":
 			fmt.Fprintf(w, "/cars?%s\n", *same)
 		}
