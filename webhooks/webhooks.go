@@ -487,19 +487,7 @@ func (s *Service) prune(ctx context.Context) {
 // logLoopError logs an error of a loop; an unreachable store is logged
 // once per outage.
 func (s *Service) logLoopError(what string, err error) {
-	if err == nil {
-		if _, ended := s.outage.End(); ended {
-			s.Logger.Info(what + ": store reachable again")
-		}
-		return
-	}
-	if s.DB.Unavailable(err) != nil {
-		if s.outage.Begin(time.Now()) {
-			s.Logger.Warn(what+": store unavailable; retrying until it answers", slog.String("error", err.Error()))
-		}
-		return
-	}
-	s.Logger.Error(what, slog.String("error", err.Error()))
+	s.outage.LoopError(s.Logger, what, err, err != nil && s.DB.Unavailable(err) != nil)
 }
 
 func resetTimer(t *time.Timer, d time.Duration) {

@@ -5,6 +5,7 @@
 package outage
 
 import (
+	"log/slog"
 	"sync/atomic"
 	"time"
 )
@@ -38,3 +39,22 @@ func (t *Tracker) End() (since time.Time, ended bool) {
 
 // Down reports whether an episode is under way.
 func (t *Tracker) Down() bool { return t.down.Load() }
+
+// LoopError logs the outcome of one pass of a background loop (what names
+// the loop) to l: an error of a store that cannot be reached (unavailable)
+// once per outage, and its end; any other error each time. The loops keep
+// polling and pick up where they were when the store answers again.
+func (t *Tracker) LoopError(l *slog.Logger, what string, err error, unavailable bool) {
+	switch {
+	case err == nil:
+		if _, ended := t.End(); ended {
+			l.Info(what + ": store reachable again")
+		}
+	case unavailable:
+		if t.Begin(time.Now()) {
+			l.Warn(what+": store unavailable; retrying until it answers", slog.String("error", err.Error()))
+		}
+	default:
+		l.Error(what, slog.String("error", err.Error()))
+	}
+}
