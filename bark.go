@@ -45,6 +45,11 @@ type Bark struct {
 	// representation (barkCount or codeRevision).
 	DogChanged bool
 	Attempts   int
+	// TraceParent is the W3C traceparent of the traced request that
+	// created an asynchronous bark ("" when none): its run joins that
+	// trace, in whichever process it runs (docs/operations.md). It stays
+	// out of the bark's events.
+	TraceParent string `json:"-"`
 }
 
 // Finished reports whether the bark reached a final state.

@@ -126,7 +126,7 @@ func hasCredentials(r *http.Request) bool {
 		return true
 	}
 	q := r.URL.Query()
-	if q.Has("signature") || q.Has("apiKey") {
+	if q.Has("signature") || q.Has("apiKey") || q.Has("oauth_signature") {
 		return true
 	}
 	_, err := r.Cookie(SessionCookie)

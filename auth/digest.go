@@ -41,6 +41,10 @@ type Digest struct {
 	Now      func() time.Time
 	// Opaque is echoed by clients unchanged (RFC 7616 §3.3).
 	Opaque string
+	// Diagnostics names in each refusal the field of the credentials that
+	// was refused (docs/auth.md, "Diagnostics of a refused signature"),
+	// never the expected response or a hash of the password.
+	Diagnostics bool
 }
 
 // Digest algorithms (RFC 7616 §6.1).
@@ -114,6 +118,15 @@ func (d *Digest) checkNonce(nonce string) (time.Time, bool) {
 	return time.UnixMilli(int64(binary.BigEndian.Uint64(b[:8]))), true
 }
 
+// refuse is a 401 naming, when diagnostics are on, the refused field.
+func (d *Digest) refuse(field, format string, args ...any) error {
+	e := yard.Errorf(yard.EUNAUTHORIZED, format, args...)
+	if !d.Diagnostics {
+		return e
+	}
+	return withDiagnostics(e, Diagnostics{DigestField: field})
+}
+
 // Authenticate implements Scheme.
 func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 	_, rest := AuthScheme(r.Header.Get("Authorization"))
@@ -121,32 +134,39 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if !ok {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Malformed Digest credentials.")
 	}
+	for _, name := range []string{"username", "realm", "nonce", "uri", "response", "qop", "nc", "cnonce"} {
+		if p[name] == "" {
+			return nil, d.refuse(name, "Digest credentials lack the %s field.", name)
+		}
+	}
 	alg := p["algorithm"]
 	if alg == "" {
 		alg = DigestMD5 // RFC 7616 §3.3: absent means MD5
 	}
 	switch {
-	case p["username"] == "" || p["response"] == "" || p["nonce"] == "" || p["cnonce"] == "":
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest credentials lack a field.")
 	case p["realm"] != Realm:
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest realm must be %q.", Realm)
+		return nil, d.refuse("realm", "Digest realm must be %q.", Realm)
 	case !strings.EqualFold(alg, DigestSHA256) && !strings.EqualFold(alg, DigestMD5):
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest algorithm must be SHA-256 or MD5.")
+		return nil, d.refuse("algorithm", "Digest algorithm must be SHA-256 or MD5.")
 	case p["qop"] != "auth":
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest qop must be auth.")
+		return nil, d.refuse("qop", "Digest qop must be auth.")
 	case p["uri"] != r.RequestURI && p["uri"] != r.URL.RequestURI():
 		// RFC 7616 §3.4.6: the uri must name the request target.
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest uri does not match the request.")
+		e := yard.Errorf(yard.EUNAUTHORIZED, "Digest uri does not match the request-target.")
+		if !d.Diagnostics {
+			return nil, e
+		}
+		return nil, withDiagnostics(e, Diagnostics{DigestField: "uri", RequestTarget: r.URL.RequestURI()})
 	case p["userhash"] == "true":
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest userhash is not supported.")
+		return nil, d.refuse("userhash", "Digest userhash is not supported.")
 	}
 	nc, err := strconv.ParseUint(p["nc"], 16, 32)
 	if err != nil || len(p["nc"]) != 8 || nc == 0 {
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "Digest nc must be 8 hexadecimal digits.")
+		return nil, d.refuse("nc", "Digest nc must be 8 hexadecimal digits, not 00000000.")
 	}
 	issued, ok := d.checkNonce(p["nonce"])
 	if !ok {
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The Digest nonce was not issued by this server.")
+		return nil, d.refuse("nonce", "The Digest nonce was not issued by this server.")
 	}
 	username := p["username"]
 	ctx := r.Context()
@@ -156,7 +176,9 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	refused := yard.Errorf(yard.EUNAUTHORIZED, "The user name or password is wrong.")
+	// The same answer for an unknown user and a wrong password, so that
+	// the field does not tell which names exist.
+	refused := d.refuse("response", "The user name or password is wrong (the response does not match).")
 	u, err := d.Users.FindUserByName(ctx, username)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
 		return nil, refused
@@ -184,15 +206,19 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 	expires := issued.Add(d.ttl())
 	if !d.now().Before(expires) {
 		// RFC 7616 §3.3: the credentials were right, only the nonce is old.
-		return nil, &yard.Error{Code: yard.EUNAUTHORIZED, Message: "The Digest nonce is stale; retry with the new one.",
+		e := &yard.Error{Code: yard.EUNAUTHORIZED, Message: "The Digest nonce is stale; retry with the new one.",
 			Challenge: d.challenges(true)}
+		if !d.Diagnostics {
+			return nil, e
+		}
+		return nil, withDiagnostics(e, Diagnostics{DigestField: "nonce"})
 	}
 	fresh, err := d.Counter.UseNonceCount(ctx, p["nonce"], nc, expires)
 	if err != nil {
 		return nil, err
 	}
 	if !fresh {
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The Digest nonce count was already used (replay).")
+		return nil, d.refuse("nc", "The Digest nonce count was already used, or is not higher than one used with this nonce (replay).")
 	}
 	return &yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles, Scheme: d.Name()}, nil
 }
@@ -246,6 +272,6 @@ func buildDigest(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
 		return nil, fmt.Errorf("digest nonce key: %w", err)
 	}
 	k.Digest = &Digest{Users: cfg.Store, Counter: cfg.Store, Limiter: cfg.Limiter, Secret: nonceKey,
-		NonceTTL: orDefault(cfg.NonceTTL, 5*time.Minute), Now: k.Now, Opaque: "yard"}
+		NonceTTL: orDefault(cfg.NonceTTL, 5*time.Minute), Now: k.Now, Opaque: "yard", Diagnostics: !cfg.HideDiagnostics}
 	return k.Digest, nil
 }

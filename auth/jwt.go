@@ -93,3 +93,23 @@ func verifyJWT(token string, alg jwa.SignatureAlgorithm, key any) (*Claims, erro
 	}
 	return &c, nil
 }
+
+// peekUse returns the token_use claim of a compact JWS without verifying
+// it: only to choose a verifier, which then checks everything.
+func peekUse(token string) string {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Use string `json:"token_use"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return ""
+	}
+	return c.Use
+}

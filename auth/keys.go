@@ -2,18 +2,32 @@ package auth
 
 import (
 	"context"
+	"crypto"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/yard-api/yard"
 )
 
@@ -161,4 +175,524 @@ func (c *UserCache) Forget(userID string) {
 	c.mu.Lock()
 	delete(c.m, userID)
 	c.mu.Unlock()
+}
+
+// The asymmetric signing keys. A KeyRing holds the keys of one use and one
+// algorithm in one directory of DATA/keys: public-key tokens' Ed25519 keys
+// (PKTokenKeyDir), and the token pair's EdDSA or ES256 keys when it is not
+// signed with HS256 (TokenPairKeyDir). A verifier finds public keys through
+// a KeySource: a ring, a JWKS URL (RemoteJWKS) or a file (StaticKeys).
+
+// PKTokenKeyDir is the directory of DATA/keys holding public-key tokens'
+// Ed25519 keys.
+const PKTokenKeyDir = "ed25519"
+
+// TokenPairKeyDir is the directory of DATA/keys holding the token pair's
+// keys for an asymmetric algorithm ("token-eddsa", "token-es256").
+func TokenPairKeyDir(alg jwa.SignatureAlgorithm) string {
+	return "token-" + strings.ToLower(alg.String())
+}
+
+// keyReloadEvery is how often a ring re-reads its directory at most, to
+// pick up a key another process made.
+const keyReloadEvery = 10 * time.Second
+
+// keyKind is an asymmetric algorithm a KeyRing can hold.
+type keyKind struct {
+	prefix   string // key files are <prefix><unix seconds>.pem
+	generate func() (crypto.Signer, error)
+	fits     func(crypto.PublicKey) bool
+}
+
+var keyKinds = map[string]keyKind{
+	"EdDSA": {prefix: "ed25519-", fits: isEd25519, generate: func() (crypto.Signer, error) {
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		return priv, err
+	}},
+	"ES256": {prefix: "es256-", fits: isP256, generate: func() (crypto.Signer, error) {
+		return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	}},
+}
+
+func isEd25519(k crypto.PublicKey) bool { _, ok := k.(ed25519.PublicKey); return ok }
+
+func isP256(k crypto.PublicKey) bool {
+	e, ok := k.(*ecdsa.PublicKey)
+	return ok && e.Curve == elliptic.P256()
+}
+
+func kindOf(alg jwa.SignatureAlgorithm) (keyKind, error) {
+	k, ok := keyKinds[alg.String()]
+	if !ok {
+		return keyKind{}, fmt.Errorf("key ring: no asymmetric keys for the algorithm %q (EdDSA or ES256)", alg.String())
+	}
+	return k, nil
+}
+
+// KeySource finds the public key with a key id.
+type KeySource interface {
+	PublicKey(ctx context.Context, kid string) (crypto.PublicKey, bool)
+}
+
+// SigningKey is one key of a KeyRing.
+type SigningKey struct {
+	ID      string // RFC 7638 thumbprint
+	Alg     jwa.SignatureAlgorithm
+	Private crypto.Signer
+	Public  crypto.PublicKey
+	Created time.Time
+}
+
+// KeyRing holds the server's keys of one use and one algorithm (Alg: EdDSA
+// with Ed25519, or ES256 with P-256). The newest key signs. An older key
+// keeps verifying (and stays in the JWKS) until Overlap after the key that
+// replaced it was made, which is at least the lifetime of any token it
+// signed; then Prune removes it.
+//
+// Keys are PKCS #8 PEM files named <prefix>-<unix seconds>.pem in Dir
+// (ed25519-…, es256-…), so several processes sharing the directory share
+// the keys; each re-reads the directory at most every 10 seconds when it
+// signs, and when a token names a key id it does not know, so a key made
+// by another process (yard keys rotate) signs and verifies everywhere. A
+// ring loaded from one given file (LoadKeyFile) has no directory and does
+// not rotate.
+type KeyRing struct {
+	Dir     string
+	Alg     jwa.SignatureAlgorithm
+	Overlap time.Duration
+	Now     func() time.Time
+
+	mu   sync.RWMutex
+	keys []*SigningKey // oldest first
+	// reloaded is when the ring last read Dir.
+	reloaded time.Time
+}
+
+// OpenKeyRing loads the alg keys of dir, creating the first one if there
+// is none.
+func OpenKeyRing(dir string, alg jwa.SignatureAlgorithm, overlap time.Duration, now func() time.Time) (*KeyRing, error) {
+	if _, err := kindOf(alg); err != nil {
+		return nil, err
+	}
+	k := &KeyRing{Dir: dir, Alg: alg, Overlap: overlap, Now: now}
+	if err := k.Reload(); err != nil {
+		return nil, err
+	}
+	if len(k.keys) == 0 {
+		if err := k.Rotate(); err != nil {
+			return nil, err
+		}
+	}
+	return k, nil
+}
+
+// openRotatingRing opens the ring of dir at start-up: it makes a new key
+// when the newest is older than rotation (0: never) and deletes keys
+// replaced more than overlap ago. overlap is the longest lifetime of a
+// token the keys sign; a minute is added for processes that sign with a
+// key for up to keyReloadEvery after it was replaced, and for clocks a
+// little apart.
+func openRotatingRing(dir string, alg jwa.SignatureAlgorithm, overlap, rotation time.Duration, now func() time.Time) (*KeyRing, error) {
+	ring, err := OpenKeyRing(dir, alg, overlap+time.Minute, now)
+	if err != nil {
+		return nil, err
+	}
+	if rotation > 0 && now().Sub(ring.Active().Created) > rotation {
+		if err := ring.Rotate(); err != nil {
+			return nil, err
+		}
+	}
+	if err := ring.Prune(); err != nil {
+		return nil, err
+	}
+	return ring, nil
+}
+
+// LoadKeyFile returns a ring of the one alg private key in a PEM file.
+func LoadKeyFile(path string, alg jwa.SignatureAlgorithm) (*KeyRing, error) {
+	kind, err := kindOf(alg)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	sk, err := parsePrivatePEM(b, kind, alg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &KeyRing{Alg: alg, keys: []*SigningKey{sk}, Now: time.Now}, nil
+}
+
+func parsePrivatePEM(b []byte, kind keyKind, alg jwa.SignatureAlgorithm) (*SigningKey, error) {
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		return nil, errors.New("no PEM block")
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	priv, ok := k.(crypto.Signer)
+	if !ok || !kind.fits(priv.Public()) {
+		return nil, fmt.Errorf("not a private key for %s", alg.String())
+	}
+	pub := priv.Public()
+	return &SigningKey{ID: Thumbprint(pub), Alg: alg, Private: priv, Public: pub}, nil
+}
+
+// Thumbprint is the RFC 7638 JWK thumbprint (SHA-256, base64url) of an
+// Ed25519 or P-256 public key; it is the key id.
+func Thumbprint(pub crypto.PublicKey) string {
+	if ed, ok := pub.(ed25519.PublicKey); ok {
+		// RFC 8037 §2: the required members of an OKP key, in lexical order.
+		s := `{"crv":"Ed25519","kty":"OKP","x":"` + base64.RawURLEncoding.EncodeToString(ed) + `"}`
+		sum := sha256.Sum256([]byte(s))
+		return base64.RawURLEncoding.EncodeToString(sum[:])
+	}
+	key, err := jwk.Import(pub)
+	if err != nil {
+		return ""
+	}
+	sum, err := key.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString(sum)
+}
+
+// Reload reads the key files of Dir again (another process may have rotated).
+func (k *KeyRing) Reload() error {
+	if k.Dir == "" {
+		return nil
+	}
+	kind, err := kindOf(k.Alg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(k.Dir, 0o700); err != nil {
+		return err
+	}
+	names, err := filepath.Glob(filepath.Join(k.Dir, kind.prefix+"*.pem"))
+	if err != nil {
+		return err
+	}
+	var keys []*SigningKey
+	for _, n := range names {
+		sec, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), kind.prefix), ".pem"), 10, 64)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(n)
+		if err != nil {
+			return err
+		}
+		sk, err := parsePrivatePEM(b, kind, k.Alg)
+		if err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+		sk.Created = time.Unix(sec, 0)
+		keys = append(keys, sk)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Created.Before(keys[j].Created) })
+	k.mu.Lock()
+	k.keys, k.reloaded = keys, k.Now()
+	k.mu.Unlock()
+	return nil
+}
+
+// reloadIfStale re-reads Dir when it was read more than keyReloadEvery
+// ago, and reports whether it did.
+func (k *KeyRing) reloadIfStale() bool {
+	if k.Dir == "" {
+		return false
+	}
+	k.mu.RLock()
+	stale := k.Now().Sub(k.reloaded) > keyReloadEvery
+	k.mu.RUnlock()
+	return stale && k.Reload() == nil
+}
+
+// Rotate makes a new signing key; older keys keep verifying until pruned.
+// The file appears whole (written aside, then linked into place), so
+// another process never reads half a key; when another process made a key
+// in the same second, that key is the new one.
+func (k *KeyRing) Rotate() error {
+	if k.Dir == "" {
+		return errors.New("key ring: a key given as a file does not rotate")
+	}
+	kind, err := kindOf(k.Alg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(k.Dir, 0o700); err != nil {
+		return err
+	}
+	priv, err := kind.generate()
+	if err != nil {
+		return err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return err
+	}
+	now := k.Now()
+	k.mu.RLock()
+	if n := len(k.keys); n > 0 && now.Unix() <= k.keys[n-1].Created.Unix() {
+		now = k.keys[n-1].Created.Add(time.Second) // names (whole seconds) must grow
+	}
+	k.mu.RUnlock()
+	tmp, err := os.CreateTemp(k.Dir, ".key-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := pem.Encode(tmp, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	path := filepath.Join(k.Dir, fmt.Sprintf("%s%d.pem", kind.prefix, now.Unix()))
+	// os.Link fails if path exists: the first process to make it wins.
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return k.Reload()
+}
+
+// Prune deletes keys that were replaced more than Overlap ago.
+func (k *KeyRing) Prune() error {
+	kind, err := kindOf(k.Alg)
+	if err != nil || k.Dir == "" {
+		return err
+	}
+	now := k.Now()
+	k.mu.RLock()
+	keys := k.keys
+	k.mu.RUnlock()
+	for i := 0; i+1 < len(keys); i++ {
+		if now.Sub(keys[i+1].Created) > k.Overlap {
+			if err := os.Remove(filepath.Join(k.Dir, fmt.Sprintf("%s%d.pem", kind.prefix, keys[i].Created.Unix()))); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return k.Reload()
+}
+
+// Active returns the signing key: the newest of Dir, read again when it
+// was read more than keyReloadEvery ago.
+func (k *KeyRing) Active() *SigningKey {
+	k.reloadIfStale()
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if len(k.keys) == 0 {
+		return nil
+	}
+	return k.keys[len(k.keys)-1]
+}
+
+// live returns the keys that still verify: the newest, and each older one
+// until Overlap after its successor was made.
+func (k *KeyRing) live() []*SigningKey {
+	now := k.Now()
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	var out []*SigningKey
+	for i, sk := range k.keys {
+		if i+1 == len(k.keys) || now.Sub(k.keys[i+1].Created) <= k.Overlap {
+			out = append(out, sk)
+		}
+	}
+	return out
+}
+
+// PublicKey implements KeySource.
+// An unknown key id makes the ring re-read its directory (at most every 10
+// seconds), so a key another process made is picked up.
+func (k *KeyRing) PublicKey(_ context.Context, kid string) (crypto.PublicKey, bool) {
+	for range 2 {
+		for _, sk := range k.live() {
+			if sk.ID == kid {
+				return sk.Public, true
+			}
+		}
+		if !k.reloadIfStale() {
+			break
+		}
+	}
+	return nil, false
+}
+
+// JWKS returns the JSON Web Key Set (RFC 7517 §5) of the ring's live
+// public keys.
+func (k *KeyRing) JWKS() ([]byte, error) { return JWKS(k) }
+
+// JWKS returns the JSON Web Key Set (RFC 7517 §5) of the live public keys
+// of every ring given (nil rings are skipped), each with its kid, alg and
+// use "sig".
+func JWKS(rings ...*KeyRing) ([]byte, error) {
+	set := jwk.NewSet()
+	for _, ring := range rings {
+		if ring == nil {
+			continue
+		}
+		for _, sk := range ring.live() {
+			key, err := jwk.Import(sk.Public)
+			if err != nil {
+				return nil, err
+			}
+			_ = key.Set(jwk.KeyIDKey, sk.ID)
+			_ = key.Set(jwk.AlgorithmKey, sk.Alg)
+			_ = key.Set(jwk.KeyUsageKey, "sig")
+			if err := set.AddKey(key); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return json.Marshal(set)
+}
+
+// StaticKeys is a KeySource of fixed public keys (a PEM public key file or
+// a JWKS file given to a verify-only server).
+type StaticKeys map[string]crypto.PublicKey
+
+// PublicKey implements KeySource.
+func (s StaticKeys) PublicKey(_ context.Context, kid string) (crypto.PublicKey, bool) {
+	k, ok := s[kid]
+	return k, ok
+}
+
+// LoadPublicKeys reads a PEM file of Ed25519 and P-256 public keys (PKIX;
+// yard keys public writes one) or a JWKS JSON document.
+func LoadPublicKeys(path string) (StaticKeys, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(strings.TrimSpace(string(b)), "{") {
+		return ParseJWKS(b)
+	}
+	out := StaticKeys{}
+	for {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			break
+		}
+		pk, err := x509.ParsePKIXPublicKey(blk.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if isEd25519(pk) || isP256(pk) {
+			out[Thumbprint(pk)] = pk
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no Ed25519 or P-256 public key", path)
+	}
+	return out, nil
+}
+
+// ParseJWKS returns the Ed25519 (EdDSA) and P-256 (ES256) public keys of a
+// JWKS document; keys of other types or algorithms are ignored.
+func ParseJWKS(b []byte) (StaticKeys, error) {
+	set, err := jwk.Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	out := StaticKeys{}
+	for i := range set.Len() {
+		key, _ := set.Key(i)
+		if alg, ok := key.Algorithm(); ok && alg.String() != jwa.EdDSA().String() && alg.String() != jwa.ES256().String() {
+			continue
+		}
+		var raw any
+		if err := jwk.Export(key, &raw); err != nil || !(isEd25519(raw) || isP256(raw)) {
+			continue
+		}
+		kid, _ := key.KeyID()
+		if kid == "" {
+			kid = Thumbprint(raw)
+		}
+		out[kid] = raw
+	}
+	if len(out) == 0 {
+		return nil, errors.New("JWKS holds no Ed25519 or P-256 key")
+	}
+	return out, nil
+}
+
+// RemoteJWKS is a KeySource that fetches a JWKS URL, refreshing every
+// Refresh and, at most once per MinRefetch, when a token names an unknown
+// key id (the issuer rotated).
+type RemoteJWKS struct {
+	URL        string
+	Client     *http.Client
+	Refresh    time.Duration
+	MinRefetch time.Duration
+	Now        func() time.Time
+
+	mu      sync.Mutex
+	keys    StaticKeys
+	fetched time.Time
+}
+
+// Fetch loads the key set now.
+func (j *RemoteJWKS) Fetch(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.URL, nil)
+	if err != nil {
+		return err
+	}
+	res, err := j.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("JWKS %s: status %d", j.URL, res.StatusCode)
+	}
+	b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	keys, err := ParseJWKS(b)
+	if err != nil {
+		return fmt.Errorf("JWKS %s: %w", j.URL, err)
+	}
+	j.mu.Lock()
+	j.keys, j.fetched = keys, j.Now()
+	j.mu.Unlock()
+	return nil
+}
+
+// PublicKey implements KeySource.
+func (j *RemoteJWKS) PublicKey(ctx context.Context, kid string) (crypto.PublicKey, bool) {
+	j.mu.Lock()
+	k, ok := j.keys[kid]
+	age := j.Now().Sub(j.fetched)
+	j.mu.Unlock()
+	if (ok && age < j.Refresh) || (!ok && age < j.MinRefetch) {
+		return k, ok
+	}
+	if err := j.Fetch(ctx); err != nil {
+		return k, ok // keep the keys we had
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	k, ok = j.keys[kid]
+	return k, ok
+}
+
+// PublicKeyPEM returns the PKIX PEM form of a public key, for giving it to
+// verify-only servers as a file.
+func PublicKeyPEM(pub crypto.PublicKey) ([]byte, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
 }

@@ -30,23 +30,32 @@ type Config struct {
 	KeyDir string
 	// Issuer is the iss claim of the token pair (the public base URL).
 	Issuer string
+	// TokenAlg signs the token pair: "HS256" (the default, also ""),
+	// "EdDSA" or "ES256" (tokens.go, buildBearer).
+	TokenAlg string
 
 	AccessTTL   time.Duration // 30m
 	RefreshTTL  time.Duration // 24h
 	PKTokenTTL  time.Duration // 1h
 	SessionIdle time.Duration // 30m
 	SessionMax  time.Duration // 12h
-	NonceTTL    time.Duration // 5m
+	NonceTTL    time.Duration // 5m, of Digest nonces (serve --digest-nonce-ttl)
 	// CacheTTL bounds how long a process trusts what it read of a user,
 	// a session or an API key (a change made on another process takes
 	// effect within it). Default 5s.
 	CacheTTL time.Duration
-	// KeyRotation makes a new Ed25519 signing key when the newest is older
-	// than this at start-up (0: never).
+	// KeyRotation makes a new signing key (public-key tokens', and the
+	// token pair's when it is EdDSA or ES256) when the newest is older than
+	// this at start-up (0: never).
 	KeyRotation time.Duration
 	// SignedRequireBinding makes signed requests with unsafe methods sign
 	// the query variables method and bodyhash (Signed.RequireBinding).
 	SignedRequireBinding bool
+	// HideDiagnostics leaves out of signature refusals (OAuth 1.0a, signed
+	// requests, Digest) what the server computed and which part it refused
+	// (Diagnostics; docs/auth.md, "Diagnostics of a refused signature"):
+	// serve --auth-diagnostics=false.
+	HideDiagnostics bool
 
 	// SigningKeyFile, when set, is the one Ed25519 private key (PKCS #8
 	// PEM) that signs public-key tokens, instead of the rotating ring.
@@ -110,12 +119,13 @@ var chainOrder = []struct {
 	carrier carrier
 	build   func(context.Context, Config, *Kit) (Scheme, error)
 }{
-	{inHeader, buildBasic},    // basic.go (the server's own, put first)
-	{inHeader, buildDigest},   // digest.go
-	{inHeader, buildBearer},   // tokens.go: the token pair and public-key tokens (pktoken.go)
-	{inHeader, buildOAuth1},   // oauth1.go, when the store keeps OAuth state
-	{inQuery, buildSigned},    // signed.go
-	{inCookie, buildSessions}, // session.go
+	{inHeader, buildBasic},          // basic.go (the server's own, put first)
+	{inHeader, buildDigest},         // digest.go
+	{inHeader, buildBearer},         // tokens.go: the token pair and public-key tokens (pktoken.go)
+	{inHeader, buildOAuth1},         // oauth1.go, when the store keeps OAuth state
+	{inQuery, buildOAuth1InRequest}, // oauth1.go: OAuth 1.0a parameters in the form body or the query
+	{inQuery, buildSigned},          // signed.go
+	{inCookie, buildSessions},       // session.go
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -127,8 +137,9 @@ func orDefault(d, def time.Duration) time.Duration {
 
 // NewKit builds the schemes of cfg and the chain that runs them in the
 // documented order (docs/auth.md): Authorization header (Basic, Digest, Bearer, and OAuth
-// 1.0a when the store keeps OAuth state), then the signed-request query,
-// then the session cookie.
+// 1.0a when the store keeps OAuth state), then the query (OAuth 1.0a
+// parameters in the query or a form body, signed requests), then the
+// session cookie.
 func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 	now := cfg.Now
 	if now == nil {
@@ -192,6 +203,20 @@ func (k *Kit) Login(r *http.Request, username, password string) (*yard.User, err
 		return nil, err
 	}
 	return k.Store.FindUserByID(ctx, p.UserID)
+}
+
+// JWKS returns the JSON Web Key Set of the keys this server signs with:
+// public-key tokens' and, when the token pair is EdDSA or ES256, the
+// pair's. A verify-only server signs nothing: ENOTFOUND.
+func (k *Kit) JWKS() ([]byte, error) {
+	if k.PK == nil || k.PK.Ring == nil {
+		return nil, yard.Errorf(yard.ENOTFOUND, "This server does not sign tokens; its keys are published by the issuing server.")
+	}
+	var pair *KeyRing
+	if k.Tokens != nil {
+		pair = k.Tokens.Ring
+	}
+	return JWKS(k.PK.Ring, pair)
 }
 
 // ForgetUser drops what this process caches about a user (after the user

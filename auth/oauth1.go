@@ -33,16 +33,18 @@ const OAuthWindow = 300 * time.Second
 const OAuthRequestTTL = 10 * time.Minute
 
 // OAuth1 is the OAuth 1.0a provider (RFC 5849) and its scheme: protected
-// endpoints accept "Authorization: OAuth …" signed with a consumer's and an
-// access token's credentials, acting as the user who allowed the consumer.
+// endpoints accept requests signed with a consumer's and an access token's
+// credentials, acting as the user who allowed the consumer.
 //
-// Protocol parameters are read from the Authorization header only (RFC
-// 5849 §3.5.1); the signature base string (§3.4.1) covers the query, a
-// form body of an application/x-www-form-urlencoded request and the header
-// parameters, against BaseURL (the public base address, not the Host
-// header). Each (consumer, token, nonce, timestamp) is accepted once: it
-// is recorded through the store's replay record of signed requests
-// (UseSignatures), shared by every process on PostgreSQL.
+// Protocol parameters travel in one of the three places of RFC 5849 §3.5:
+// the Authorization header (§3.5.1), a single-part
+// application/x-www-form-urlencoded body (§3.5.2) or the query (§3.5.3);
+// a request using two places is refused (400). The signature base string
+// (§3.4.1) covers the query, such a form body and the header's parameters,
+// against BaseURL (the public base address, not the Host header). Each
+// (consumer, token, nonce, timestamp) is accepted once: it is recorded
+// through the store's replay record of signed requests (UseSignatures),
+// shared by every process on PostgreSQL.
 //
 // Consumers and access tokens are cached for CacheTTL: a revocation on
 // another process takes effect there within it, and at once on the process
@@ -58,6 +60,10 @@ type OAuth1 struct {
 	Now        func() time.Time
 	CacheTTL   time.Duration
 	RequestTTL time.Duration
+	// Diagnostics adds to a refused signature the base string the server
+	// signed and the timestamps it accepts (docs/auth.md, "Diagnostics of
+	// a refused signature").
+	Diagnostics bool
 
 	base      *url.URL
 	baseOnce  sync.Once
@@ -134,7 +140,9 @@ func (o *OAuth1) refuse(code, problem, param, format string, args ...any) error 
 // Name implements Scheme.
 func (o *OAuth1) Name() string { return "oauth" }
 
-// Match implements Scheme.
+// Match implements Scheme: the Authorization header is OAuth. Protocol
+// parameters in the body or the query are the chain's query carrier's
+// (oauthInRequest).
 func (o *OAuth1) Match(r *http.Request) bool {
 	s, _ := AuthScheme(r.Header.Get("Authorization"))
 	return s == "oauth"
@@ -159,17 +167,81 @@ func (o *OAuth1) Authenticate(r *http.Request) (*yard.Principal, error) {
 	return p, nil
 }
 
+// oauthProtocolParams are the protocol parameters of RFC 5849 (§2, §3.1).
+// In the query they are the scheme's own variables, taken out before an
+// endpoint's query grammar reads it (QueryCredentials).
+var oauthProtocolParams = []string{"oauth_consumer_key", "oauth_token", "oauth_signature_method", "oauth_signature",
+	"oauth_timestamp", "oauth_nonce", "oauth_version", "oauth_callback", "oauth_verifier"}
+
+// oauthInRequest is OAuth 1.0a with its protocol parameters in the form
+// body or the query (RFC 5849 §3.5.2, §3.5.3). The chain tries it with the
+// credentials carried in the query, before signed requests, so for a
+// request without an Authorization header; the header's own scheme is
+// OAuth1.
+type oauthInRequest struct{ o *OAuth1 }
+
+// InRequest returns the scheme of o's protocol parameters carried in the
+// form body or the query, for the chain's query carrier (the header's
+// scheme is o itself).
+func (o *OAuth1) InRequest() Scheme { return oauthInRequest{o} }
+
+// Name implements Scheme.
+func (s oauthInRequest) Name() string { return s.o.Name() }
+
+// Match implements Scheme: the query or a form body carries
+// oauth_consumer_key and oauth_signature.
+func (s oauthInRequest) Match(r *http.Request) bool {
+	if carriesOAuth(r.URL.RawQuery) {
+		return true
+	}
+	_, raw, ok, err := readForm(r)
+	return ok && err == nil && carriesOAuth(raw)
+}
+
+// Challenges implements Scheme: OAuth1 sends OAuth's challenge.
+func (s oauthInRequest) Challenges(*http.Request) []string { return nil }
+
+// QueryVars implements QueryCredentials.
+func (s oauthInRequest) QueryVars() []string { return oauthProtocolParams }
+
+// Authenticate implements Scheme. A query that also carries a signed
+// request's variables is ambiguous: which scheme counts would depend on
+// the order of the chain, so it is refused (400).
+func (s oauthInRequest) Authenticate(r *http.Request) (*yard.Principal, error) {
+	if signedQuery(r.URL.RawQuery) {
+		return nil, s.o.refuse(yard.EINVALID, "parameter_rejected", "apiKey",
+			"The request carries both OAuth 1.0a protocol parameters and a signed request's apiKey or signature; send one kind of credentials.")
+	}
+	return s.o.Authenticate(r)
+}
+
+// carriesOAuth reports whether a raw query or form body holds both
+// oauth_consumer_key and oauth_signature.
+func carriesOAuth(raw string) bool {
+	key, sig := false, false
+	for piece := range strings.SplitSeq(raw, "&") {
+		name, _, _ := strings.Cut(piece, "=")
+		if strings.Contains(name, "%") {
+			name, _ = url.QueryUnescape(name)
+		}
+		key = key || name == "oauth_consumer_key"
+		sig = sig || name == "oauth_signature"
+	}
+	return key && sig
+}
+
 // OAuthVerified is a request whose OAuth signature checked out.
 type OAuthVerified struct {
 	Consumer *yard.OAuthConsumer
 	// Token is the request token (access_token endpoint) or the access
 	// token (protected endpoints); nil at the request_token endpoint.
 	Token *yard.OAuthToken
-	// Params are the protocol parameters of the Authorization header.
+	// Params are the protocol parameters, from wherever they travelled.
 	Params OAuthParams
 }
 
-// OAuthParams are the parameters of an "Authorization: OAuth …" header,
+// OAuthParams are the protocol parameters of a request (from the
+// Authorization header, realm among them, the form body or the query),
 // decoded, in their order; each name appears once.
 type OAuthParams [][2]string
 
@@ -189,39 +261,197 @@ func (p OAuthParams) Value(name string) string {
 	return v
 }
 
-// maxOAuthParams bounds the parameters of an OAuth Authorization header:
-// the protocol has ten at most (realm included); a header with many more
-// is refused before any work on it.
+// maxOAuthParams bounds the protocol parameters of a request: the
+// protocol has ten at most (realm included); a request with many more is
+// refused before any work on it.
 const maxOAuthParams = 32
+
+// The places protocol parameters travel in (RFC 5849 §3.5), as refusals
+// name them.
+const (
+	inAuthorization = "the Authorization header"
+	inFormBody      = "the form body"
+	inQueryString   = "the query string"
+)
+
+// oauthRequest is what Verify reads of a request: where the protocol
+// parameters are, and the query, form body and header parameters the
+// base string covers.
+type oauthRequest struct {
+	place  string
+	proto  [][2]string
+	query  [][2]string
+	form   [][2]string
+	header [][2]string
+	// rawForm is the form body as received ("" without one).
+	rawForm string
+}
+
+// signedParams returns the parameters of RFC 5849 §3.4.1.3.1, in a new
+// slice: the query, the form body and the header's parameters but realm,
+// without oauth_signature wherever it is.
+func (q *oauthRequest) signedParams() [][2]string {
+	all := make([][2]string, 0, len(q.query)+len(q.form)+len(q.header))
+	for _, list := range [][][2]string{q.query, q.form} {
+		for _, p := range list {
+			if p[0] != "oauth_signature" {
+				all = append(all, p)
+			}
+		}
+	}
+	for _, p := range q.header {
+		if p[0] != "realm" && p[0] != "oauth_signature" {
+			all = append(all, p)
+		}
+	}
+	return all
+}
+
+// protocolParams returns the oauth_* pairs of a query or form body.
+func protocolParams(pairs [][2]string) [][2]string {
+	var out [][2]string
+	for _, p := range pairs {
+		if strings.HasPrefix(p[0], "oauth_") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// readRequest finds the protocol parameters of r in exactly one of the
+// places of RFC 5849 §3.5 and reads what the base string covers.
+func (o *OAuth1) readRequest(r *http.Request) (*oauthRequest, error) {
+	q := &oauthRequest{}
+	var err error
+	if q.query, err = sigbase.ParseRawQuery(r.URL.RawQuery); err != nil {
+		return nil, yard.Errorf(yard.EMALFORMED, "The query string cannot be parsed.")
+	}
+	if q.form, q.rawForm, _, err = readForm(r); err != nil {
+		return nil, err
+	}
+	hasHeader := false
+	if hdr := r.Header.Values("Authorization"); len(hdr) > 0 {
+		if len(hdr) != 1 || !o.Match(r) {
+			return nil, o.refuse(yard.EUNAUTHORIZED, "parameter_absent", "oauth_signature",
+				"The Authorization header is not OAuth: sign the request with \"Authorization: OAuth …\", or leave the header out and send the protocol parameters in the form body or the query (RFC 5849 §3.5).")
+		}
+		if q.header, err = ParseOAuthHeader(hdr[0]); err != nil {
+			return nil, o.refuse(yard.EINVALID, "parameter_rejected", "Authorization", "The OAuth Authorization header cannot be parsed: %s.", strings.TrimPrefix(err.Error(), "oauth1: "))
+		}
+		hasHeader = true
+	}
+	// RFC 5849 §3.5: one place, in the RFC's order of preference.
+	var places, rejected []string
+	for _, c := range []struct {
+		place  string
+		params [][2]string
+		ok     bool
+	}{
+		{inAuthorization, q.header, hasHeader},
+		{inFormBody, protocolParams(q.form), false},
+		{inQueryString, protocolParams(q.query), false},
+	} {
+		if !c.ok && len(c.params) == 0 {
+			continue
+		}
+		places = append(places, c.place)
+		if q.place == "" {
+			q.place, q.proto = c.place, c.params
+			continue
+		}
+		for _, p := range c.params {
+			rejected = append(rejected, p[0])
+		}
+	}
+	switch {
+	case len(places) == 0:
+		return nil, o.refuse(yard.EUNAUTHORIZED, "parameter_absent", "oauth_signature",
+			"Sign the request with OAuth protocol parameters in an \"Authorization: OAuth …\" header, the form body or the query (RFC 5849 §3.5).")
+	case len(places) > 1:
+		fields := make([]yard.FieldError, 0, len(rejected))
+		for _, name := range rejected {
+			fields = append(fields, yard.FieldError{Field: name, Message: "parameter_rejected"})
+		}
+		return nil, &OAuthError{Err: yard.Invalid(fmt.Sprintf("OAuth protocol parameters are in %s; send them in one place only (RFC 5849 §3.5).",
+			strings.Join(places, " and ")), fields...), Problem: "parameter_rejected",
+			Extra: url.Values{"oauth_parameters_rejected": {strings.Join(rejected, "&")}}}
+	}
+	if len(q.proto) > maxOAuthParams {
+		return nil, o.refuse(yard.EINVALID, "parameter_rejected", "Authorization", "The request has more than %d OAuth parameters.", maxOAuthParams)
+	}
+	for i, p := range q.proto {
+		for _, prev := range q.proto[:i] {
+			if prev[0] == p[0] {
+				return nil, o.refuse(yard.EINVALID, "parameter_rejected", p[0], "The OAuth parameter %s appears twice.", p[0])
+			}
+		}
+	}
+	return q, nil
+}
+
+// readForm reads a single-part application/x-www-form-urlencoded body
+// (RFC 5849 §3.4.1.3.1) and puts it back for the handler; the server's
+// body limit bounds it (an *http.MaxBytesError is returned as it is, 413).
+// ok is false when r has no such body.
+func readForm(r *http.Request) (pairs [][2]string, raw string, ok bool, err error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, "", false, nil
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		return nil, "", false, nil
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, "", false, err
+		}
+		return nil, "", false, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	if pairs, err = sigbase.ParseRawQuery(string(b)); err != nil {
+		return nil, "", false, yard.Errorf(yard.EMALFORMED, "The form body cannot be parsed.")
+	}
+	return pairs, string(b), true, nil
+}
+
+// stripFormProtocolParams leaves the handler the form body without its
+// protocol parameters (they were the credentials, as the header's are),
+// and no body at all when nothing else was in it.
+func stripFormProtocolParams(r *http.Request, raw string) {
+	var kept []string
+	for piece := range strings.SplitSeq(raw, "&") {
+		name, _, _ := strings.Cut(piece, "=")
+		if n, err := url.QueryUnescape(name); piece == "" || err == nil && strings.HasPrefix(n, "oauth_") {
+			continue
+		}
+		kept = append(kept, piece)
+	}
+	body := strings.Join(kept, "&")
+	r.Header.Del("Content-Length")
+	r.ContentLength = int64(len(body))
+	if body == "" {
+		r.Body = http.NoBody
+		return
+	}
+	r.Body = io.NopCloser(strings.NewReader(body))
+}
 
 // Verify checks the OAuth signature of r (RFC 5849 §3.2). tokenKind is ""
 // for the temporary credential request (no token), yard.OAuthRequestToken
 // for the token request, yard.OAuthAccessToken for protected endpoints.
 // The nonce is recorded only when everything else checked out, so a
-// refused request changes nothing.
+// refused request changes nothing. When the protocol parameters came in
+// the form body, the handler then reads the body without them.
 func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, error) {
 	if r.TLS == nil {
 		return nil, o.refuse(yard.EUNAUTHORIZED, "parameter_rejected", "", "OAuth requests are accepted over HTTPS only.")
 	}
-	hdr := r.Header.Values("Authorization")
-	if len(hdr) != 1 || !o.Match(r) {
-		return nil, o.refuse(yard.EUNAUTHORIZED, "parameter_absent", "oauth_signature", "Sign the request with an \"Authorization: OAuth …\" header (RFC 5849 §3.5.1).")
-	}
-	pairs, err := ParseOAuthHeader(hdr[0])
+	req, err := o.readRequest(r)
 	if err != nil {
-		return nil, o.refuse(yard.EINVALID, "parameter_rejected", "Authorization", "The OAuth Authorization header cannot be parsed: %s.", strings.TrimPrefix(err.Error(), "oauth1: "))
+		return nil, err
 	}
-	if len(pairs) > maxOAuthParams {
-		return nil, o.refuse(yard.EINVALID, "parameter_rejected", "Authorization", "The OAuth Authorization header has more than %d parameters.", maxOAuthParams)
-	}
-	for i, p := range pairs {
-		for _, q := range pairs[:i] {
-			if q[0] == p[0] {
-				return nil, o.refuse(yard.EINVALID, "parameter_rejected", p[0], "The OAuth parameter %s appears twice.", p[0])
-			}
-		}
-	}
-	params := OAuthParams(pairs)
+	params := OAuthParams(req.proto)
 	method := params.Value("oauth_signature_method")
 	for _, name := range []string{"oauth_consumer_key", "oauth_signature_method", "oauth_signature"} {
 		if params.Value(name) == "" {
@@ -251,6 +481,21 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 		}
 	}
 	now := o.Now()
+	// diagnose adds what the server computed to a refused signature
+	// (docs/auth.md, "Diagnostics of a refused signature"): the timestamps
+	// it accepts and, but with PLAINTEXT, which signs no base string, the
+	// base string it signed.
+	diagnose := func(err error) error {
+		oe := err.(*OAuthError)
+		if oe.Extra == nil {
+			oe.Extra = url.Values{}
+		}
+		oe.Extra.Set("oauth_acceptable_timestamps", acceptableTimestamps(now, OAuthWindow))
+		if o.Diagnostics && method != sigbase.OAuthPlaintext {
+			oe.Extra.Set("oauth_signature_base_string", sigbase.OAuthBaseString(r.Method, o.baseURI(r), req.signedParams()))
+		}
+		return err
+	}
 	var stamp time.Time
 	if hasTS {
 		sec, err := strconv.ParseInt(ts, 10, 64)
@@ -259,10 +504,9 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 		}
 		stamp = time.Unix(sec, 0)
 		if d := now.Sub(stamp); d > OAuthWindow || d < -OAuthWindow {
-			e := o.refuse(yard.EUNAUTHORIZED, "timestamp_refused", "", "oauth_timestamp is more than %d s from the server's clock.", int(OAuthWindow.Seconds()))
-			lo, hi := now.Add(-OAuthWindow).Unix(), now.Add(OAuthWindow).Unix()
-			e.(*OAuthError).Extra = url.Values{"oauth_acceptable_timestamps": {fmt.Sprintf("%d-%d", lo, hi)}}
-			return nil, e
+			// The extension's oauth_acceptable_timestamps is part of this
+			// refusal with or without diagnostics.
+			return nil, diagnose(o.refuse(yard.EUNAUTHORIZED, "timestamp_refused", "", "oauth_timestamp is more than %d s from the server's clock.", int(OAuthWindow.Seconds())))
 		}
 	}
 	token, hasToken := params.Get("oauth_token")
@@ -289,13 +533,13 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 		}
 	}
 
-	all, err := signedParams(r, pairs)
-	if err != nil {
-		return nil, err
-	}
-	want, _ := sigbase.OAuthSignature(method, r.Method, o.baseURI(r), all, consumerSecret, tokenSecret)
+	want, _ := sigbase.OAuthSignature(method, r.Method, o.baseURI(r), req.signedParams(), consumerSecret, tokenSecret)
 	if subtle.ConstantTimeCompare([]byte(want), []byte(params.Value("oauth_signature"))) != 1 {
-		return nil, o.refuse(yard.EUNAUTHORIZED, "signature_invalid", "", "The OAuth signature does not match the request.")
+		err := o.refuse(yard.EUNAUTHORIZED, "signature_invalid", "", "The OAuth signature does not match the request.")
+		if o.Diagnostics {
+			err = diagnose(err)
+		}
+		return nil, err
 	}
 	if tokenKind == yard.OAuthRequestToken {
 		// Checked after the signature, so that only the consumer learns
@@ -315,6 +559,9 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 		if err := o.useNonce(ctx, consumer.Key, token, nonce, ts, stamp); err != nil {
 			return nil, err
 		}
+	}
+	if req.place == inFormBody {
+		stripFormProtocolParams(r, req.rawForm)
 	}
 	return &OAuthVerified{Consumer: consumer, Token: tok, Params: params}, nil
 }
@@ -374,45 +621,6 @@ func (o *OAuth1) baseURI(r *http.Request) string {
 		u.Path, u.RawPath = r.URL.Path, r.URL.RawPath
 	}
 	return sigbase.OAuthBaseURI(u)
-}
-
-// signedParams collects the parameters of RFC 5849 §3.4.1.3.1: the query,
-// a single-part form body, and the header's parameters but realm and
-// oauth_signature. A protocol parameter may appear only in the header.
-func signedParams(r *http.Request, header [][2]string) ([][2]string, error) {
-	query, err := sigbase.ParseRawQuery(r.URL.RawQuery)
-	if err != nil {
-		return nil, yard.Errorf(yard.EMALFORMED, "The query string cannot be parsed.")
-	}
-	all := query
-	if r.Body != nil && r.Body != http.NoBody {
-		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		if mt == "application/x-www-form-urlencoded" {
-			raw, err := io.ReadAll(r.Body)
-			if err != nil {
-				return nil, err
-			}
-			r.Body = io.NopCloser(bytes.NewReader(raw))
-			form, err := sigbase.ParseRawQuery(string(raw))
-			if err != nil {
-				return nil, yard.Errorf(yard.EMALFORMED, "The form body cannot be parsed.")
-			}
-			all = append(all, form...)
-		}
-	}
-	for _, p := range all {
-		if strings.HasPrefix(p[0], "oauth_") {
-			return nil, &OAuthError{Err: yard.Invalid("OAuth protocol parameters belong in the Authorization header only.",
-				yard.FieldError{Field: p[0], Message: "parameter_rejected"}), Problem: "parameter_rejected",
-				Extra: url.Values{"oauth_parameters_rejected": {p[0]}}}
-		}
-	}
-	for _, p := range header {
-		if p[0] != "realm" && p[0] != "oauth_signature" {
-			all = append(all, p)
-		}
-	}
-	return all, nil
 }
 
 func (o *OAuth1) cacheTTL() time.Duration {
@@ -648,6 +856,16 @@ func buildOAuth1(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
 		return nil, nil
 	}
 	k.OAuth1 = &OAuth1{Store: store, Replay: cfg.Store, Users: k.Users, Box: k.Box, BaseURL: cfg.Issuer,
-		Now: k.Now, CacheTTL: k.cacheTTL}
+		Now: k.Now, CacheTTL: k.cacheTTL, Diagnostics: !cfg.HideDiagnostics}
 	return k.OAuth1, nil
+}
+
+// buildOAuth1InRequest is the entry in the chain's ordered list (kit.go)
+// of OAuth 1.0a protocol parameters carried in the form body or the query:
+// present with the OAuth 1.0a provider.
+func buildOAuth1InRequest(_ context.Context, _ Config, k *Kit) (Scheme, error) {
+	if k.OAuth1 == nil {
+		return nil, nil
+	}
+	return k.OAuth1.InRequest(), nil
 }

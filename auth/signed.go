@@ -46,6 +46,10 @@ type Signed struct {
 	// RequireBinding makes the query variables method and bodyhash
 	// mandatory for unsafe methods (POST, PUT, PATCH, DELETE, ...).
 	RequireBinding bool
+	// Diagnostics adds to each refusal of a parsed signed request the
+	// canonical string the server signed and the timestamps it accepts
+	// (docs/auth.md, "Diagnostics of a refused signature").
+	Diagnostics bool
 
 	mu      sync.Mutex
 	cache   map[string]signedKey
@@ -62,8 +66,12 @@ type signedKey struct {
 func (s *Signed) Name() string { return "signed" }
 
 // Match implements Scheme.
-func (s *Signed) Match(r *http.Request) bool {
-	for piece := range strings.SplitSeq(r.URL.RawQuery, "&") {
+func (s *Signed) Match(r *http.Request) bool { return signedQuery(r.URL.RawQuery) }
+
+// signedQuery reports whether a raw query carries a signed request's
+// signature or apiKey.
+func signedQuery(raw string) bool {
+	for piece := range strings.SplitSeq(raw, "&") {
 		name, _, _ := strings.Cut(piece, "=")
 		if strings.EqualFold(name, "signature") || strings.EqualFold(name, "apiKey") {
 			return true
@@ -111,41 +119,54 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 			bodyHash, nbody = p[1], nbody+1
 		}
 	}
+	now := s.Now()
+	// refuse is a 401 with, when diagnostics are on, the canonical string
+	// the server signed and the timestamps it accepts (never the secret
+	// or the expected signature).
+	refuse := func(format string, args ...any) error {
+		e := yard.Errorf(yard.EUNAUTHORIZED, format, args...)
+		if !s.Diagnostics {
+			return e
+		}
+		return withDiagnostics(e, Diagnostics{CanonicalString: sigbase.CanonicalString(r.URL.Path, pairs),
+			AcceptableTimestamps: acceptableTimestamps(now, SignedWindow)})
+	}
 	if nts != 1 || nkey != 1 || nsig != 1 {
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A signed request needs exactly one timestamp, apiKey and signature.")
+		return nil, refuse("A signed request needs exactly one timestamp, apiKey and signature.")
 	}
 	if nmethod > 1 || nbody > 1 {
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A signed request takes at most one method and one bodyhash.")
+		return nil, refuse("A signed request takes at most one method and one bodyhash.")
 	}
 	if s.RequireBinding && !isSafe(r.Method) && (nmethod == 0 || nbody == 0) {
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A signed %s must bind its method and body: sign the query variables method and bodyhash.", r.Method)
+		return nil, refuse("A signed %s must bind its method and body: sign the query variables method and bodyhash.", r.Method)
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The timestamp of a signed request must be Unix seconds.")
+		return nil, refuse("The timestamp of a signed request must be Unix seconds.")
 	}
-	now := s.Now()
 	stamp := time.Unix(sec, 0)
 	if d := now.Sub(stamp); d > SignedWindow || d < -SignedWindow {
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The timestamp of the signed request is more than %d s from the server's clock.", int(SignedWindow.Seconds()))
+		return nil, refuse("The timestamp of the signed request is more than %d s from the server's clock.", int(SignedWindow.Seconds()))
 	}
 	got, err := hex.DecodeString(sig)
 	if err != nil || len(got) != sha256.Size || sig != strings.ToLower(sig) {
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The signature must be 64 lower-case hexadecimal digits.")
+		return nil, refuse("The signature must be 64 lower-case hexadecimal digits.")
 	}
 	k, err := s.key(r.Context(), keyID, now)
-	if err != nil {
+	if yard.ErrorCode(err) == yard.EUNAUTHORIZED {
+		return nil, refuse("%s", yard.ErrorMessage(err))
+	} else if err != nil {
 		return nil, err
 	}
 	m := hmac.New(sha256.New, k.secret)
 	m.Write([]byte(sigbase.CanonicalString(r.URL.Path, pairs)))
 	if !hmac.Equal(m.Sum(nil), got) { // constant time
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The signature does not match the request.")
+		return nil, refuse("The signature does not match the request.")
 	}
 	// The binding is checked before the signature is recorded as used, so
 	// a replay under another method does not spend the genuine request.
 	if nmethod == 1 && method != r.Method {
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The request was signed for another method.")
+		return nil, refuse("The request was signed for another method.")
 	}
 	if nbody == 1 {
 		sum, err := hashBody(r)
@@ -153,7 +174,7 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 			return nil, err
 		}
 		if bodyHash != sum {
-			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The body does not match the signed bodyhash.")
+			return nil, refuse("The body does not match the signed bodyhash.")
 		}
 	}
 	p, err := s.Users.Principal(r.Context(), k.userID)
@@ -171,7 +192,7 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 		return nil, err
 	}
 	if !fresh {
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "This signature was already used (replay).")
+		return nil, refuse("This signature was already used (replay).")
 	}
 	p.Scheme = s.Name()
 	return p, nil
@@ -231,6 +252,6 @@ func (s *Signed) key(ctx context.Context, id string, now time.Time) (signedKey, 
 // (kit.go); API-key secrets are sealed with the kit's box.
 func buildSigned(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
 	k.Signed = &Signed{Keys: cfg.Store, Users: k.Users, Box: k.Box, Now: k.Now, KeyCacheTTL: k.cacheTTL,
-		RequireBinding: cfg.SignedRequireBinding}
+		RequireBinding: cfg.SignedRequireBinding, Diagnostics: !cfg.HideDiagnostics}
 	return k.Signed, nil
 }

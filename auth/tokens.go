@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -28,13 +29,25 @@ const (
 	UseRefresh = "refresh"
 )
 
-// Tokens issues and checks the JWT token pair: HS256 with a server secret
-// (alg pinned: a token with any other alg is refused). The access token
-// carries the user's roles, fixed until the next refresh (spec: a change of
-// access rights takes effect when the access token is renewed); whether the
-// user may still use the API is checked through Users on every request.
+// Tokens issues and checks the JWT token pair, signed with one algorithm
+// (Alg), pinned: a token with any other alg is refused.
+//
+//   - HS256 (the default; a zero Alg): an HMAC with the server secret Key,
+//     so only the servers holding it can verify.
+//   - EdDSA or ES256: the newest key of Ring signs, its key id in the kid
+//     header; Keys finds the public key of a kid (the ring itself, or on a
+//     verify-only server the issuer's JWKS or key file), and the public keys
+//     are in the JWKS, so anyone can verify an access token.
+//
+// The access token carries the user's roles, fixed until the next refresh
+// (spec: a change of access rights takes effect when the access token is
+// renewed); whether the user may still use the API is checked through
+// Users on every request.
 type Tokens struct {
+	Alg        jwa.SignatureAlgorithm
 	Key        []byte
+	Ring       *KeyRing
+	Keys       KeySource
 	Issuer     string
 	AccessTTL  time.Duration
 	RefreshTTL time.Duration
@@ -46,6 +59,65 @@ type Tokens struct {
 	Now   func() time.Time
 
 	verified verifiedTokens
+}
+
+// ParseTokenAlg reads the name of a token pair algorithm: HS256 (also
+// for ""), EdDSA or ES256.
+func ParseTokenAlg(name string) (jwa.SignatureAlgorithm, error) {
+	switch name {
+	case "", "HS256":
+		return jwa.HS256(), nil
+	case "EdDSA":
+		return jwa.EdDSA(), nil
+	case "ES256":
+		return jwa.ES256(), nil
+	}
+	return jwa.SignatureAlgorithm{}, fmt.Errorf("token algorithm %q: want HS256, EdDSA or ES256", name)
+}
+
+// alg is the algorithm the pair is signed with.
+func (t *Tokens) alg() jwa.SignatureAlgorithm {
+	if t.Alg.String() == "" {
+		return jwa.HS256()
+	}
+	return t.Alg
+}
+
+func (t *Tokens) symmetric() bool { return t.alg().String() == jwa.HS256().String() }
+
+// sign signs claims with the pair's algorithm and key.
+func (t *Tokens) sign(c *Claims) (string, error) {
+	if t.symmetric() {
+		return signJWT(c, jwa.HS256(), t.Key, "")
+	}
+	var sk *SigningKey
+	if t.Ring != nil {
+		sk = t.Ring.Active()
+	}
+	if sk == nil {
+		return "", yard.Errorf(yard.EUNAVAILABLE, "This server only verifies tokens; ask the issuing server.")
+	}
+	return signJWT(c, t.alg(), sk.Private, sk.ID)
+}
+
+var errUnknownKey = errors.New("unknown key id")
+
+// verify checks a token of the pair: the header's alg must be the pair's,
+// and the signature must verify with the pair's key (HS256) or with the
+// public key its kid names. Claims are the caller's business.
+func (t *Tokens) verify(ctx context.Context, token string) (*Claims, error) {
+	h, err := peekHeader(token)
+	if err != nil || h.Alg != t.alg().String() {
+		return nil, errMalformedJWT
+	}
+	if t.symmetric() {
+		return verifyJWT(token, jwa.HS256(), t.Key)
+	}
+	pub, ok := t.Keys.PublicKey(ctx, h.Kid)
+	if !ok {
+		return nil, errUnknownKey
+	}
+	return verifyJWT(token, t.alg(), pub)
 }
 
 func newJTI() string {
@@ -69,11 +141,11 @@ func (t *Tokens) pair(u *yard.User, family, jti string) (*TokenPair, error) {
 		ID: newJTI(), Name: u.Name, Roles: u.Roles, Use: UseAccess}
 	refresh := &Claims{Issuer: t.Issuer, Subject: u.ID, IssuedAt: now.Unix(), Expires: now.Add(t.RefreshTTL).Unix(),
 		ID: jti, Use: UseRefresh, Family: family}
-	a, err := signJWT(access, jwa.HS256(), t.Key, "")
+	a, err := t.sign(access)
 	if err != nil {
 		return nil, err
 	}
-	r, err := signJWT(refresh, jwa.HS256(), t.Key, "")
+	r, err := t.sign(refresh)
 	if err != nil {
 		return nil, err
 	}
@@ -92,11 +164,11 @@ func refreshInvalid(msg string) error {
 }
 
 // checkRefresh verifies a refresh token's signature, use and expiry.
-func (t *Tokens) checkRefresh(token string) (*Claims, error) {
-	if h, err := peekHeader(token); err != nil || h.Alg != jwa.HS256().String() {
+func (t *Tokens) checkRefresh(ctx context.Context, token string) (*Claims, error) {
+	c, err := t.verify(ctx, token)
+	if errors.Is(err, errMalformedJWT) {
 		return nil, refreshInvalid("The refresh token is malformed.")
 	}
-	c, err := verifyJWT(token, jwa.HS256(), t.Key)
 	if err != nil || c.Use != UseRefresh || c.Family == "" || c.ID == "" {
 		return nil, refreshInvalid("The refresh token is not valid.")
 	}
@@ -110,7 +182,7 @@ func (t *Tokens) checkRefresh(token string) (*Claims, error) {
 // roles. A reused token revokes its family; a disabled user's family is
 // revoked. Every refusal is EREFRESHINVALID (400).
 func (t *Tokens) Refresh(ctx context.Context, token string) (*TokenPair, error) {
-	c, err := t.checkRefresh(token)
+	c, err := t.checkRefresh(ctx, token)
 	if err != nil {
 		return nil, err
 	}
@@ -136,20 +208,23 @@ func (t *Tokens) Refresh(ctx context.Context, token string) (*TokenPair, error) 
 
 // Logout revokes the family of a refresh token.
 func (t *Tokens) Logout(ctx context.Context, token string) error {
-	c, err := t.checkRefresh(token)
+	c, err := t.checkRefresh(ctx, token)
 	if err != nil {
 		return err
 	}
 	return t.Families.RevokeRefreshFamily(ctx, c.Family)
 }
 
-// VerifyAccess checks an HS256 access token: signature, use, expiry (an
+// VerifyAccess checks an access token: signature, use, expiry (an
 // expired but genuine token is ETOKENEXPIRED, 400), then that the user may
 // use the API. Verified tokens are remembered until they expire, so a
 // request pays for the signature check once per token.
 func (t *Tokens) VerifyAccess(ctx context.Context, token string) (*yard.Principal, error) {
 	c, err := t.verified.verify(token, func() (*Claims, error) {
-		c, err := verifyJWT(token, jwa.HS256(), t.Key)
+		c, err := t.verify(ctx, token)
+		if errors.Is(err, errUnknownKey) {
+			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The token was signed with an unknown key.")
+		}
 		if err != nil {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is not valid.")
 		}
@@ -173,11 +248,19 @@ func (t *Tokens) VerifyAccess(ctx context.Context, token string) (*yard.Principa
 }
 
 // Bearer is the Authorization: Bearer scheme (RFC 6750). It takes an access
-// token of the pair (HS256) or a public-key token (EdDSA); the header's alg
-// only chooses which verifier to try, and each verifier accepts exactly one
-// algorithm with its own key, so no algorithm confusion is possible.
+// token of the pair or a public-key token. The header's alg only chooses
+// which verifier to try, and each verifier accepts exactly one algorithm
+// with its own keys, so no algorithm confusion is possible. When both kinds
+// are EdDSA (--token-alg EdDSA), the token_use claim, read before
+// verifying, chooses: "access" is the pair's, no token_use a public-key
+// token's; the verifier chosen then checks everything, that claim
+// included.
 type Bearer struct {
-	Pair *Tokens   // nil when the token pair is off (verify-only)
+	// Pair verifies access tokens of the pair: nil when it is off (a
+	// verify-only server of an HS256 pair, whose key would be a signing
+	// key); a verify-only server of an EdDSA or ES256 pair verifies with the
+	// issuer's public keys.
+	Pair *Tokens
 	PK   *PKTokens // nil when public-key tokens are off
 }
 
@@ -202,31 +285,62 @@ func (b *Bearer) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err != nil {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is malformed.")
 	}
+	pair := b.Pair != nil && h.Alg == b.Pair.alg().String()
+	pk := b.PK != nil && h.Alg == jwa.EdDSA().String()
+	if pair && pk {
+		if peekUse(token) == UseAccess {
+			pk = false
+		} else {
+			pair = false
+		}
+	}
 	switch {
-	case h.Alg == jwa.HS256().String() && b.Pair != nil:
+	case pair:
 		return b.Pair.VerifyAccess(r.Context(), token)
-	case h.Alg == jwa.EdDSA().String() && b.PK != nil:
+	case pk:
 		return b.PK.Verify(r, token, h.Kid)
 	}
 	return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is not valid.")
 }
 
 // buildBearer is the bearer tokens' entry in the chain's ordered list
-// (kit.go): one scheme for both kinds of token, the token pair (not on a
-// verify-only server, whose HMAC key would be a signing key) and
-// public-key tokens (pktoken.go).
+// (kit.go): one scheme for both kinds of token, the token pair and
+// public-key tokens (pktoken.go). The pair is signed with HS256 and the
+// secret DATA/keys/token-hs256.key, or with EdDSA or ES256 and the
+// rotating keys of DATA/keys/token-eddsa or token-es256 (TokenPairKeyDir),
+// kept in the JWKS for the longest token lifetime after they are replaced.
+// A verify-only server issues no pair; it verifies access tokens of an
+// EdDSA or ES256 pair with the issuer's public keys (the JWKS URL or key
+// file it verifies public-key tokens with).
 func buildBearer(ctx context.Context, cfg Config, k *Kit) (Scheme, error) {
 	var err error
 	if k.PK, err = newPKTokens(ctx, cfg, k); err != nil {
 		return nil, err
 	}
-	if !cfg.VerifyOnly {
-		tokenKey, err := LoadOrCreateSecret(filepath.Join(cfg.KeyDir, "token-hs256.key"), 32)
-		if err != nil {
+	alg, err := ParseTokenAlg(cfg.TokenAlg)
+	if err != nil {
+		return nil, err
+	}
+	accessTTL, refreshTTL := orDefault(cfg.AccessTTL, 30*time.Minute), orDefault(cfg.RefreshTTL, 24*time.Hour)
+	pair := &Tokens{Alg: alg, Issuer: cfg.Issuer, AccessTTL: accessTTL, RefreshTTL: refreshTTL,
+		Families: cfg.Store, Store: cfg.Store, Users: k.Users, Now: k.Now}
+	switch {
+	case cfg.VerifyOnly && pair.symmetric():
+		pair = nil
+	case cfg.VerifyOnly:
+		pair.Keys = k.PK.Keys
+	case pair.symmetric():
+		if pair.Key, err = LoadOrCreateSecret(filepath.Join(cfg.KeyDir, "token-hs256.key"), 32); err != nil {
 			return nil, fmt.Errorf("token key: %w", err)
 		}
-		k.Tokens = &Tokens{Key: tokenKey, Issuer: cfg.Issuer, AccessTTL: orDefault(cfg.AccessTTL, 30*time.Minute),
-			RefreshTTL: orDefault(cfg.RefreshTTL, 24*time.Hour), Families: cfg.Store, Store: cfg.Store, Users: k.Users, Now: k.Now}
+		k.Tokens = pair
+	default:
+		ring, err := openRotatingRing(filepath.Join(cfg.KeyDir, TokenPairKeyDir(alg)), alg, max(accessTTL, refreshTTL), cfg.KeyRotation, k.Now)
+		if err != nil {
+			return nil, fmt.Errorf("token pair keys: %w", err)
+		}
+		pair.Ring, pair.Keys = ring, ring
+		k.Tokens = pair
 	}
-	return &Bearer{Pair: k.Tokens, PK: k.PK}, nil
+	return &Bearer{Pair: pair, PK: k.PK}, nil
 }

@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/yard-api/yard/internal/tracing"
 )
 
 // Defaults of a Runner.
@@ -132,8 +134,26 @@ var errIdle = errors.New("no data from the remote")
 // Fetch brings the code at url into dir and returns the checked-out
 // revision. The URL is checked again here against the form rules and the
 // policy, and every connection the commands make is checked when it is
-// made (docs/barks.md, "Where fetches may go").
+// made (docs/barks.md, "Where fetches may go"). A traced fetch is a span
+// (its scheme and host, never the URL) and passes its traceparent on
+// (docs/operations.md, "Metrics and traces").
 func (r *Runner) Fetch(ctx context.Context, url, dir string) (Result, error) {
+	ctx, span := tracing.StartClient(ctx, "fetch code")
+	defer span.End()
+	if span.IsRecording() {
+		if t, err := ParseTarget(url); err == nil {
+			span.SetAttributes(tracing.FetchScheme.String(t.Scheme), tracing.ServerAddress.String(t.Host))
+		}
+	}
+	res, err := r.fetch(ctx, url, dir)
+	var fe *Error
+	if errors.As(err, &fe) {
+		tracing.Failf(span, string(fe.Kind), fe.Error())
+	}
+	return res, err
+}
+
+func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 	if url == "" {
 		return Result{}, &Error{Kind: Failed, Reason: "the dog has no codeUrl", Err: errors.New("no codeUrl")}
 	}
@@ -188,6 +208,15 @@ func (r *Runner) Fetch(ctx context.Context, url, dir string) (Result, error) {
 	} else {
 		env = append(env, "GIT_ALLOW_PROTOCOL=file")
 		gitArgs = []string{"-c", "protocol.allow=never", "-c", "protocol.file.allow=always"}
+	}
+	if tp := tracing.TraceParent(ctx); tp != "" {
+		// W3C trace context for the commands (TRACEPARENT, the
+		// environment carrier of OpenTelemetry) and, over https, in
+		// git's requests to the code's host.
+		env = append(env, "TRACEPARENT="+tp)
+		if target.Scheme == "https" {
+			gitArgs = append(gitArgs, "-c", "http.extraHeader=traceparent: "+tp)
+		}
 	}
 
 	out := &limitedBuffer{max: r.MaxOutput}

@@ -456,16 +456,14 @@ func (s *Server) handlePKToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleJWKS is GET /.well-known/jwks.json: the public keys that verify
-// public-key tokens (RFC 7517 §5), including a rotated-out key until the
-// tokens it signed have expired.
+// public-key tokens and, when the token pair is EdDSA or ES256, its tokens
+// (RFC 7517 §5), including a rotated-out key until the tokens it signed
+// have expired.
 func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
 	k, err := s.kit()
-	if err == nil && k.PK.Ring == nil {
-		err = yard.Errorf(yard.ENOTFOUND, "This server does not sign tokens; its keys are published by the issuing server.")
-	}
 	var body []byte
 	if err == nil {
-		body, err = k.PK.Ring.JWKS()
+		body, err = k.JWKS()
 	}
 	if err != nil {
 		s.error(w, r, err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/tracing"
 )
 
 // carStore is what the car, garage and search endpoints need of the store
@@ -198,7 +199,12 @@ func (s *Server) writeCars(w http.ResponseWriter, r *http.Request, q yard.Query,
 	if s.deps.Cars != nil {
 		lister = s.deps.Cars
 	}
-	l, err := lister.ListCars(r.Context(), q, page, facets)
+	ctx, span := tracing.Start(r.Context(), "car search")
+	if span.IsRecording() {
+		span.SetAttributes(tracing.CarsAnsweredBy.String(s.carSearchPath()))
+	}
+	l, err := lister.ListCars(ctx, q, page, facets)
+	span.End()
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/store"
 )
 
@@ -54,6 +55,10 @@ type Problem struct {
 	RequestID string            `json:"requestId,omitempty"`
 	// Oldest is the oldest event id kept, in a 410 (docs/events.md).
 	Oldest string `json:"oldest,omitempty"`
+	// Diagnostics are the members a refused signature adds: the OAuth
+	// Problem Reporting parameters, and what the server computed
+	// (docs/auth.md, "Diagnostics of a refused signature").
+	*auth.Diagnostics
 }
 
 // error renders err as a problem. Internal errors are logged with the
@@ -84,6 +89,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		Instance:  r.URL.Path,
 		RequestID: w.Header().Get("X-Request-Id"),
 	}
+	p.Diagnostics = auth.DiagnosticsOf(err)
 	var e *yard.Error
 	if errors.As(err, &e) {
 		p.Errors = e.Fields

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/openid"
@@ -21,11 +22,11 @@ type approvalStore interface {
 }
 
 // The people's side of the OpenID provider: checkid_setup and
-// checkid_immediate (GET /openid/login) and the confirmation form (POST
-// /openid/confirm), on the sign-in, consent and error pages of package
-// pages. A request that cannot be answered by a redirect (no usable
-// return_to, or one outside the realm) gets an HTML error page; any other
-// answer goes back to return_to.
+// checkid_immediate (GET /openid/login) and the form of the confirmation
+// and wrong-user pages (POST /openid/confirm), on the sign-in, consent,
+// wrong-user and error pages of package pages. A request that cannot be
+// answered by a redirect (no usable return_to, or one outside the realm)
+// gets an HTML error page; any other answer goes back to return_to.
 
 // openidRedirect sends the browser to return_to with the message's fields
 // added to its query (OpenID 2.0 §5.2.1), with 303 See Other.
@@ -92,16 +93,7 @@ func (s *Server) openidUser(p *pages.Pages, w http.ResponseWriter, r *http.Reque
 			openidRedirect(w, req.ReturnTo, openid.Negative(req))
 			return nil
 		}
-		// Sign in, then come back to the request (as a GET). The way
-		// back is a local path of at most pages.MaxNext characters.
-		next := "/openid/login?" + req.Message.Values().Encode()
-		if pages.LocalPath(next) == "" {
-			p.Error(w, r, http.StatusBadRequest, "Request too long",
-				"The site that sent you here made a request too long to carry through the sign-in page. Sign in to yard first, then try again.")
-			return nil
-		}
-		w.Header().Set("Location", s.url(pages.SignInURL(next)))
-		w.WriteHeader(http.StatusSeeOther)
+		s.openidSignIn(p, w, r, req, "")
 		return nil
 	}
 	u, err := s.deps.DB.FindUserByID(r.Context(), pr.UserID)
@@ -114,11 +106,77 @@ func (s *Server) openidUser(p *pages.Pages, w http.ResponseWriter, r *http.Reque
 			openidRedirect(w, req.ReturnTo, openid.Negative(req))
 			return nil
 		}
-		p.Error(w, r, http.StatusForbidden, "Signed in as someone else",
-			"The site asks to sign you in as "+req.Identity+", but you are signed in to yard as "+u.Name+".")
+		s.openidWrongUser(p, w, r, req, u)
 		return nil
 	}
 	return u
+}
+
+// openidSignIn sends the browser to the sign-in form (303), with the name
+// filled in when not "", which comes back to the request (as a GET); or,
+// when the request is too long to carry, shows why. The way back is a
+// local path of at most pages.MaxNext characters.
+func (s *Server) openidSignIn(p *pages.Pages, w http.ResponseWriter, r *http.Request, req *openid.CheckIDRequest, username string) {
+	next, ok := openidWayBack(req)
+	if !ok {
+		p.Error(w, r, http.StatusBadRequest, "Request too long",
+			"The site that sent you here made a request too long to carry through the sign-in page. Sign in to yard first, then try again.")
+		return
+	}
+	w.Header().Set("Location", s.url(pages.SignInURLAs(next, username)))
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// openidWayBack is the local path that repeats req, and whether the
+// sign-in form can carry it.
+func openidWayBack(req *openid.CheckIDRequest) (string, bool) {
+	next := OpenIDEndpoint + "?" + req.Message.Values().Encode()
+	return next, pages.LocalPath(next) != ""
+}
+
+// openidUserName returns the name of the yard user whose claimed
+// identifier is id, or "" when id is not one of this provider's.
+func (s *Server) openidUserName(id string) string {
+	rest, ok := strings.CutPrefix(id, s.url("/openid/id/"))
+	if !ok {
+		return ""
+	}
+	name, err := url.PathUnescape(rest)
+	if err != nil || name == "" || strings.ContainsAny(name, "/?#") {
+		return ""
+	}
+	return name
+}
+
+// openidHidden carries a checkid request through a page's form, as
+// hidden openid.* fields in sorted order.
+func openidHidden(req *openid.CheckIDRequest) []pages.Field {
+	keys := make([]string, 0, len(req.Message))
+	for k := range req.Message {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	hidden := make([]pages.Field, 0, len(keys))
+	for _, k := range keys {
+		hidden = append(hidden, pages.Field{Name: "openid." + k, Value: req.Message[k]})
+	}
+	return hidden
+}
+
+// openidWrongUser answers a checkid_setup for another identifier than the
+// signed-in user's with the wrong-user page: it names both, and its form
+// (POST /openid/confirm) offers to sign in as someone else
+// (decision=switch) or to cancel (decision=deny, a negative assertion,
+// OpenID 2.0 §10.2).
+func (s *Server) openidWrongUser(p *pages.Pages, w http.ResponseWriter, r *http.Request, req *openid.CheckIDRequest, u *yard.User) {
+	wanted, detail := s.openidUserName(req.Identity), req.Identity
+	if wanted == "" {
+		wanted, detail = req.Identity, ""
+	}
+	p.WrongUser(w, r, pages.WrongUser{
+		Party: req.Realm.String(), Wanted: wanted, WantedDetail: detail, User: u.Name,
+		Action: "/openid/confirm", Hidden: openidHidden(req), RedirectTo: []string{req.ReturnTo},
+	})
 }
 
 // sregValues are the Simple Registration values of a user: yard users
@@ -187,15 +245,7 @@ func (s *Server) handleOpenIDCheckID(p *pages.Pages, w http.ResponseWriter, r *h
 		openidRedirect(w, req.ReturnTo, openid.Negative(req))
 		return
 	}
-	keys := make([]string, 0, len(req.Message))
-	for k := range req.Message {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	hidden := make([]pages.Field, 0, len(keys))
-	for _, k := range keys {
-		hidden = append(hidden, pages.Field{Name: "openid." + k, Value: req.Message[k]})
-	}
+	hidden := openidHidden(req)
 	details := []string{"It will know you by the identifier " + s.openidClaimedID(u.Name) + "."}
 	if req.SReg != nil && req.SReg.PolicyURL != "" {
 		details = append(details, "Its privacy policy: "+req.SReg.PolicyURL)
@@ -216,11 +266,14 @@ func (s *Server) handleOpenIDCheckID(p *pages.Pages, w http.ResponseWriter, r *h
 	})
 }
 
-// handleOpenIDConfirm is POST /openid/confirm, the confirmation page's
-// form (CSRF and cross-site checks done by the pages' middleware): Sign in
-// redirects to return_to with a signed positive assertion and the shared
-// Simple Registration fields, remembering the answer for the realm if
-// asked; Cancel sends openid.mode=cancel.
+// handleOpenIDConfirm is POST /openid/confirm, the form of the
+// confirmation and wrong-user pages (CSRF and cross-site checks done by the
+// pages' middleware): Sign in (decision=allow) redirects to return_to with
+// a signed positive assertion and the shared Simple Registration fields,
+// remembering the answer for the realm if asked; Cancel (deny) sends
+// openid.mode=cancel; Sign in as someone else (switch) ends the session
+// and sends the browser to the sign-in form, which comes back to the same
+// checkid_setup.
 func (s *Server) handleOpenIDConfirm(p *pages.Pages, w http.ResponseWriter, r *http.Request) {
 	if _, err := s.openID(); err != nil {
 		s.error(w, r, err)
@@ -240,30 +293,44 @@ func (s *Server) handleOpenIDConfirm(p *pages.Pages, w http.ResponseWriter, r *h
 		p.Error(w, r, http.StatusBadRequest, "Bad OpenID request", "checkid_immediate requests are not confirmed on a page.")
 		return
 	}
-	u := s.openidUser(p, w, r, req)
-	if u == nil {
-		return
-	}
 	switch r.PostForm.Get("decision") {
 	case "deny":
+		// A negative assertion (OpenID 2.0 §10.2) says nothing of who is
+		// signed in: it needs no session.
 		openidRedirect(w, req.ReturnTo, openid.Negative(req))
-	case "allow":
-		sreg := sregShare(u, req, func(f string) bool { return r.PostForm.Get("sreg_"+f) == "on" })
-		if r.PostForm.Get("remember") == "on" {
-			shared := make([]string, 0, len(sreg))
-			for _, f := range openid.SRegFields {
-				if _, ok := sreg[f]; ok {
-					shared = append(shared, f)
-				}
-			}
-			if err := s.deps.DB.SaveOpenIDApproval(r.Context(), &yard.OpenIDApproval{UserID: u.ID, Realm: req.Realm.String(),
-				SReg: shared, CreatedAt: s.deps.Kit.Now()}); err != nil {
+		return
+	case "switch":
+		// The session ends only when the sign-in form can come back.
+		if _, ok := openidWayBack(req); ok {
+			if err := p.SignOut(w, r); err != nil {
 				p.Internal(w, r, err)
 				return
 			}
 		}
-		s.assertTo(p, w, r, req, u, sreg)
+		s.openidSignIn(p, w, r, req, s.openidUserName(req.Identity))
+		return
+	case "allow":
 	default:
-		p.Error(w, r, http.StatusBadRequest, "Bad request", "Choose Sign in or Cancel.")
+		p.Error(w, r, http.StatusBadRequest, "Bad request", "Choose Sign in, Cancel or Sign in as someone else.")
+		return
 	}
+	u := s.openidUser(p, w, r, req)
+	if u == nil {
+		return
+	}
+	sreg := sregShare(u, req, func(f string) bool { return r.PostForm.Get("sreg_"+f) == "on" })
+	if r.PostForm.Get("remember") == "on" {
+		shared := make([]string, 0, len(sreg))
+		for _, f := range openid.SRegFields {
+			if _, ok := sreg[f]; ok {
+				shared = append(shared, f)
+			}
+		}
+		if err := s.deps.DB.SaveOpenIDApproval(r.Context(), &yard.OpenIDApproval{UserID: u.ID, Realm: req.Realm.String(),
+			SReg: shared, CreatedAt: s.deps.Kit.Now()}); err != nil {
+			p.Internal(w, r, err)
+			return
+		}
+	}
+	s.assertTo(p, w, r, req, u, sreg)
 }

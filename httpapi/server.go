@@ -16,11 +16,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/events"
+	"github.com/yard-api/yard/internal/framing"
 	"github.com/yard-api/yard/internal/outage"
+	"github.com/yard-api/yard/internal/tracing"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/pages"
 	"github.com/yard-api/yard/store"
@@ -102,6 +105,11 @@ type Deps struct {
 	// against the delivery policy (package webhooks' *Service); nil
 	// applies the default policy (https:// to public addresses only).
 	Webhooks WebhookChecker
+	// Tracing, when set, traces every request (trace.go): a span named by
+	// its route, the child of the request's traceparent, with the store's
+	// and the car search's spans below it. nil traces nothing and costs
+	// nothing.
+	Tracing trace.TracerProvider
 }
 
 // Server serves the yard API. Build it with New.
@@ -126,6 +134,8 @@ type Server struct {
 	// pagesVal is the pages for people (pages.go), built from Kit; nil
 	// without a Kit.
 	pagesVal *pages.Pages
+	// tracer starts request spans; nil without Deps.Tracing.
+	tracer trace.Tracer
 }
 
 type route struct {
@@ -155,6 +165,9 @@ func New(d Deps) *Server {
 	}
 	s := &Server{deps: d, basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux()}
 	s.metrics = newMetrics(s.deps.Registry)
+	if s.deps.Tracing != nil {
+		s.tracer = s.deps.Tracing.Tracer(tracing.Scope)
+	}
 	if s.deps.Kit != nil {
 		s.pagesVal = pages.New(s.deps.Kit, s.deps.BaseURL, s.deps.Logger)
 	}
@@ -212,12 +225,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		id = hex.EncodeToString(b[:])
 	}
 	w.Header().Set("X-Request-Id", id)
+	refuse := framing.Refuse(r) // before r.TLS is read: it fills it in
 	if r.TLS != nil {
 		w.Header().Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	info := &routeInfo{base: r.Context()}
-	ctx := context.WithValue(r.Context(), routeKey, info)
+	base, span := s.startSpan(r) // nil without tracing (trace.go)
+	info := &routeInfo{base: base}
+	ctx := context.WithValue(base, routeKey, info)
 	if s.deps.StoreWait > 0 {
 		// A request that waits this long for the store (every pooled
 		// connection busy, or a store that does not answer) ends with 503
@@ -239,8 +254,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		s.observe(r, info.pattern, sw.status, time.Since(start), id)
+		if span != nil {
+			endSpan(span, r, info.pattern, sw.status)
+		}
 	}()
 
+	if refuse {
+		// RFC 9112 §6.1: both Content-Length and Transfer-Encoding; the
+		// connection closes after the answer (docs/operations.md, "Transport").
+		sw.Header().Set("Connection", "close")
+		s.error(sw, r, yard.Errorf(yard.EMALFORMED, "The request carries both Content-Length and Transfer-Encoding; its length is ambiguous (RFC 9112 §6.1). The connection is closed."))
+		return
+	}
 	if r.ContentLength > MaxBodyBytes {
 		s.error(sw, r, yard.Errorf(yard.ETOOLARGE, "The request body is larger than %d bytes.", MaxBodyBytes))
 		return
@@ -381,10 +406,16 @@ func (s *Server) observe(r *http.Request, pattern string, status int, d time.Dur
 		level = slog.LevelError
 	}
 	if s.deps.Logger.Enabled(r.Context(), level) {
-		s.deps.Logger.LogAttrs(r.Context(), level, "request",
-			slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", logPath(r)),
+		attrs := []slog.Attr{slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", logPath(r)),
 			slog.String("route", label), slog.Int("status", status), slog.Duration("duration", d),
-			slog.String("remote", auth.ClientIP(r)))
+			slog.String("remote", auth.ClientIP(r))}
+		if s.tracer != nil {
+			// The request's trace, to go from the log to the trace.
+			if tid := tracing.TraceID(r.Context()); tid != "" {
+				attrs = append(attrs, slog.String("trace_id", tid))
+			}
+		}
+		s.deps.Logger.LogAttrs(r.Context(), level, "request", attrs...)
 	}
 }
 

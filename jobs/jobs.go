@@ -22,9 +22,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/internal/outage"
+	"github.com/yard-api/yard/internal/tracing"
 )
 
 // Defaults of a Service.
@@ -83,6 +86,11 @@ type Config struct {
 	// Observe, when set, is told how each run of a task ended: outcome is
 	// succeeded, failed, retry, canceled or released.
 	Observe func(effect, outcome string, d time.Duration)
+	// Tracing, when set, traces each run of a task: a span whose parent
+	// is the request that created the bark (its stored traceparent), in
+	// whichever process it runs (docs/operations.md, "Metrics and
+	// traces"). nil traces nothing.
+	Tracing trace.TracerProvider
 }
 
 // Service runs the barks of one process. Build it with New.
@@ -162,6 +170,8 @@ func (s *Service) Bark(ctx context.Context, d *yard.Dog, effect string, async bo
 	}
 	b := &yard.Bark{ID: yard.NewID(), DogID: d.ID, Effect: effect, Source: yard.BarkSourceRequest}
 	if async || effect == yard.EffectFetchCode {
+		// The run joins the request's trace, in any process.
+		b.TraceParent = tracing.TraceParent(ctx)
 		if err := s.DB.EnqueueBark(ctx, b); err != nil {
 			return nil, err
 		}
@@ -361,17 +371,25 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 	}()
 
 	started := time.Now()
-	res, err := s.execute(tctx, b)
+	span := s.startRun(ctx, b)
+	defer span.End()
+	res, err := s.execute(tracing.ContextWith(tctx, span), b)
 	close(hbStop)
 	<-hbDone
 	observe := func(outcome string) {
+		if span.IsRecording() {
+			span.SetAttributes(tracing.BarkOutcome.String(outcome))
+			if outcome == yard.BarkFailed || outcome == "retry" {
+				tracing.Failf(span, "bark "+outcome, "the effect failed")
+			}
+		}
 		if s.Observe != nil {
 			s.Observe(b.Effect, outcome, time.Since(started))
 		}
 	}
 
 	// The finishing writes must happen even when ctx is ending (shutdown).
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	wctx, wcancel := context.WithTimeout(tracing.ContextWith(context.WithoutCancel(ctx), span), 10*time.Second)
 	defer wcancel()
 	cause := context.Cause(tctx)
 	switch {
@@ -417,6 +435,19 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 		observe(yard.BarkFailed)
 		return ignoreLost(s.DB.FailTask(wctx, b.ID, token, err.Error(), res.Output))
 	}
+}
+
+// startRun starts the span of one run of task b, the child of the span
+// whose traceparent b carries (the request that created it, perhaps in
+// another process); a no-op span without Tracing.
+func (s *Service) startRun(ctx context.Context, b *yard.Bark) trace.Span {
+	if s.Tracing == nil {
+		return trace.SpanFromContext(context.Background())
+	}
+	_, span := s.Tracing.Tracer(tracing.Scope).Start(tracing.WithRemoteParent(ctx, b.TraceParent), "bark "+b.Effect,
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(tracing.BarkID.String(b.ID), tracing.DogID.String(b.DogID),
+			tracing.BarkEffect.String(b.Effect), tracing.BarkSource.String(b.Source), tracing.BarkAttempt.Int(b.Attempts)))
+	return span
 }
 
 func ignoreLost(err error) error {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
+
+	"github.com/yard-api/yard/internal/tracing"
 )
 
 // Mail is one e-mail message.
@@ -107,8 +109,22 @@ func ParseSMTPURL(raw string) (*SMTP, error) {
 	return s, nil
 }
 
-// SendMail delivers m in one SMTP session.
+// SendMail delivers m in one SMTP session. A traced one is a span with the
+// server's address (never the message or the recipient).
 func (s *SMTP) SendMail(ctx context.Context, m Mail) error {
+	ctx, span := tracing.StartClient(ctx, "smtp send")
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(tracing.ServerAddress.String(s.Host), tracing.ServerPort.Int(s.Port))
+	}
+	err := s.sendMail(ctx, m)
+	if err != nil {
+		tracing.Failf(span, "smtp", "the message was not accepted")
+	}
+	return err
+}
+
+func (s *SMTP) sendMail(ctx context.Context, m Mail) error {
 	msg, err := m.message()
 	if err != nil {
 		return err

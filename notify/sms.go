@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/yard-api/yard/internal/tracing"
 )
 
 // Text is one text message.
@@ -72,8 +74,17 @@ func ParseSMSURL(raw string) (*SMSAPI, error) {
 		Client: &http.Client{Timeout: 30 * time.Second}}, nil
 }
 
-// SendText posts t to the API.
-func (a *SMSAPI) SendText(ctx context.Context, t Text) error {
+// SendText posts t to the API. A traced one is a span with the API's host
+// and answer (never the number, the text or the URL), and the request
+// carries its traceparent.
+func (a *SMSAPI) SendText(ctx context.Context, t Text) (err error) {
+	ctx, span := tracing.StartClient(ctx, "sms send")
+	defer func() {
+		if err != nil {
+			tracing.Failf(span, "sms", "the text message was not accepted")
+		}
+		span.End()
+	}()
 	if t.To == "" {
 		return permanent("sms: no recipient number")
 	}
@@ -88,6 +99,10 @@ func (a *SMSAPI) SendText(ctx context.Context, t Text) error {
 	req.Header.Set("I-Twilio-Idempotency-Token", t.ID)
 	req.Header.Set("Idempotency-Key", t.ID)
 	req.SetBasicAuth(a.Account, a.Token)
+	tracing.Inject(ctx, req.Header)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.HTTPMethod.String(http.MethodPost), tracing.ServerAddress.String(req.URL.Hostname()))
+	}
 	client := a.Client
 	if client == nil {
 		client = http.DefaultClient
@@ -97,6 +112,9 @@ func (a *SMSAPI) SendText(ctx context.Context, t Text) error {
 		return temporary("sms: %v", err)
 	}
 	defer resp.Body.Close()
+	if span.IsRecording() {
+		span.SetAttributes(tracing.HTTPStatus.Int(resp.StatusCode))
+	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode/100 == 2 {
 		return nil

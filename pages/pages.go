@@ -24,9 +24,10 @@
 //     back there after a successful sign-in;
 //   - renders Consent (a party asks for something, Allow/Deny buttons named
 //     "decision" with the values "allow" and "deny", optional checkboxes and
-//     hidden fields), Message (a title, lines of text, an optional code to
-//     copy, an optional link), SignIn, or Error (an HTML error page with a
-//     status);
+//     hidden fields), WrongUser (a party asked for another account than the
+//     one signed in: buttons "decision" with the values "switch" and "deny"),
+//     Message (a title, lines of text, an optional code to copy, an optional
+//     link), SignIn, or Error (an HTML error page with a status);
 //   - on POST reads r.PostForm: Protect has parsed it and checked its CSRF
 //     token already.
 //
@@ -53,7 +54,9 @@
 // the login rate limit of docs/auth.md applies to it as to every login
 // (429 with Retry-After past the limit), and starts the same cookie session
 // as POST /sessions. The next parameter must be a local path (LocalPath);
-// anything else is ignored and the browser lands on a "signed in" page.
+// anything else is ignored and the browser lands on a "signed in" page. A
+// username parameter fills in the name (SignInURLAs). SignOut ends the
+// request's session (a page's "sign in as someone else").
 package pages
 
 import (
@@ -102,7 +105,7 @@ var styleETag = func() string {
 
 var templates = func() map[string]*template.Template {
 	m := map[string]*template.Template{}
-	for _, name := range []string{"signin", "consent", "message", "error"} {
+	for _, name := range []string{"signin", "consent", "wronguser", "message", "error"} {
 		m[name] = template.Must(template.ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return m
@@ -325,14 +328,58 @@ func (p *Pages) Consent(w http.ResponseWriter, r *http.Request, c Consent) {
 	if c.Title == "" {
 		c.Title = "Allow access?"
 	}
+	allowRedirects(w, c.RedirectTo)
+	p.render(w, r, http.StatusOK, "consent", c.Title, c)
+}
+
+// allowRedirects adds the origins of the URLs a page's form may redirect
+// to (a party's callback) to the page's form-action.
+func allowRedirects(w http.ResponseWriter, to []string) {
 	var origins []string
-	for _, to := range c.RedirectTo {
-		if o := origin(to); o != "" {
+	for _, u := range to {
+		if o := origin(u); o != "" {
 			origins = append(origins, o)
 		}
 	}
 	w.Header().Set("Content-Security-Policy", policy(origins...))
-	p.render(w, r, http.StatusOK, "consent", c.Title, c)
+}
+
+// WrongUser is a page for a person signed in as User when Party asked to
+// sign in as another account, Wanted. One form posts to Action with the
+// hidden fields and decision=switch ("Sign in as someone else": the
+// handler signs the session out and sends the browser to the sign-in
+// form, which comes back to the party's request) or decision=deny
+// (cancel: the handler tells the party no).
+type WrongUser struct {
+	Title        string // "Signed in as someone else"
+	Party        string // the asking party (element id "party")
+	PartyDetail  string // optional: its address, shown beside it
+	Wanted       string // the account asked for (element id "wanted")
+	WantedDetail string // optional: its identifier, shown beside it
+	User         string // the signed-in person's name (element id "user")
+	Action       string
+	Hidden       []Field
+	SwitchLabel  string // "Sign in as someone else" (element id "switch")
+	CancelLabel  string // "Cancel" (element id "cancel")
+	// RedirectTo lists the URLs the answer to this form may redirect to
+	// (the party's return address); their origins join the page's
+	// form-action.
+	RedirectTo []string
+}
+
+// WrongUser renders u with status 200.
+func (p *Pages) WrongUser(w http.ResponseWriter, r *http.Request, u WrongUser) {
+	if u.Title == "" {
+		u.Title = "Signed in as someone else"
+	}
+	if u.SwitchLabel == "" {
+		u.SwitchLabel = "Sign in as someone else"
+	}
+	if u.CancelLabel == "" {
+		u.CancelLabel = "Cancel"
+	}
+	allowRedirects(w, u.RedirectTo)
+	p.render(w, r, http.StatusOK, "wronguser", u.Title, u)
 }
 
 // origin returns the scheme://host[:port] of an absolute http(s) URL, or "".
@@ -406,11 +453,34 @@ func (p *Pages) User(r *http.Request) (*yard.Principal, error) {
 }
 
 // SignInURL returns the path of the sign-in form that comes back to next.
-func SignInURL(next string) string {
-	if LocalPath(next) == "" {
+func SignInURL(next string) string { return SignInURLAs(next, "") }
+
+// SignInURLAs returns the path of the sign-in form that comes back to next
+// with the user name filled in ("" for none).
+func SignInURLAs(next, username string) string {
+	q := url.Values{}
+	if LocalPath(next) != "" {
+		q.Set("next", next)
+	}
+	if username != "" {
+		q.Set("username", username)
+	}
+	if len(q) == 0 {
 		return SignInPath
 	}
-	return SignInPath + "?next=" + url.QueryEscape(next)
+	return SignInPath + "?" + q.Encode()
+}
+
+// SignOut ends the session of the request's cookie, if any, and tells the
+// browser to drop the cookie.
+func (p *Pages) SignOut(w http.ResponseWriter, r *http.Request) error {
+	if c, err := r.Cookie(auth.SessionCookie); err == nil && c.Value != "" {
+		if _, err := p.Kit.Sessions.Delete(r.Context(), c.Value); err != nil {
+			return err
+		}
+	}
+	http.SetCookie(w, p.Kit.Sessions.ExpiredCookie())
+	return nil
 }
 
 // RedirectToSignIn sends the browser to the sign-in form (303), which
@@ -425,7 +495,12 @@ func (p *Pages) RedirectToSignIn(w http.ResponseWriter, r *http.Request) {
 // next. Wrap it in Protect.
 func (p *Pages) HandleSignIn(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		p.SignIn(w, r, http.StatusOK, SignIn{Next: LocalPath(r.URL.Query().Get("next"))})
+		q := r.URL.Query()
+		name := strings.TrimSpace(q.Get("username"))
+		if len(name) > 200 {
+			name = ""
+		}
+		p.SignIn(w, r, http.StatusOK, SignIn{Next: LocalPath(q.Get("next")), Username: name})
 		return
 	}
 	if r.TLS == nil {

@@ -98,3 +98,62 @@ func TestMessageAndErrorPages(t *testing.T) {
 		t.Errorf("error page: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 }
+
+func TestWrongUserPage(t *testing.T) {
+	p := New(nil, "https://yard.example", nil)
+	resp, body := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		p.WrongUser(w, r, WrongUser{
+			Party: "https://rp.example/", Wanted: `<b>bob</b>`, WantedDetail: "https://yard.example/openid/id/%3Cb%3E", User: `al"ice`,
+			Action: "/openid/confirm", Hidden: []Field{{"openid.return_to", `https://rp.example/back?x="><i>`}},
+			RedirectTo: []string{"https://rp.example:8443/back"},
+		})
+	})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	for _, bad := range []string{"<b>bob", `"><i>`, `al"ice`} {
+		if strings.Contains(body, bad) {
+			t.Errorf("page contains unescaped %q", bad)
+		}
+	}
+	for _, want := range []string{`id="user">al&#34;ice<`, `id="wanted">&lt;b&gt;bob&lt;/b&gt;<`, `method="post" action="/openid/confirm"`,
+		`name="decision" value="switch" class="primary" id="switch">Sign in as someone else<`,
+		`name="decision" value="deny" class="secondary" id="cancel">Cancel<`, `name="csrf_token" value="`,
+		`name="openid.return_to" value="https://rp.example/back?x=&#34;&gt;&lt;i&gt;"`, "<title>Signed in as someone else · yard</title>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "<script") {
+		t.Error("the page has a script")
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' https://rp.example:8443;") {
+		t.Errorf("CSP %q does not allow the cancel redirect to the party", csp)
+	}
+}
+
+func TestSignInURLAs(t *testing.T) {
+	for _, tc := range []struct{ next, user, want string }{
+		{"", "", "/signin"},
+		{"/openid/login?a=b", "", "/signin?next=%2Fopenid%2Flogin%3Fa%3Db"},
+		{"/x", "bob", "/signin?next=%2Fx&username=bob"},
+		{"https://evil.example/", "bob", "/signin?username=bob"},
+	} {
+		if got := SignInURLAs(tc.next, tc.user); got != tc.want {
+			t.Errorf("SignInURLAs(%q, %q) = %q, want %q", tc.next, tc.user, got, tc.want)
+		}
+	}
+	// The form fills in the name it is given.
+	p := New(nil, "https://yard.example", nil)
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "https://yard.example/signin?next=%2Fx&username=b%22ob", nil)
+	r.TLS = &tls.ConnectionState{}
+	p.Protect(http.HandlerFunc(p.HandleSignIn)).ServeHTTP(w, r)
+	body := w.Body.String()
+	if w.Code != 200 || !strings.Contains(body, `required value="b&#34;ob">`) || !strings.Contains(body, `autocomplete="current-password" required autofocus>`) {
+		t.Errorf("sign-in form with username: %d\n%s", w.Code, body)
+	}
+	if !strings.Contains(body, `name="next" value="/x"`) {
+		t.Errorf("sign-in form lost next:\n%s", body)
+	}
+}

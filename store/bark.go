@@ -14,11 +14,12 @@ import (
 
 const barkColumns = `id, dog_id, effect, status, async, source, slot_at, created_at, started_at, finished_at, barked_at, error, output, dog_changed, attempts`
 
-func scanBark(row interface{ Scan(...any) error }) (*yard.Bark, error) {
+// scanBark reads barkColumns, then the extra columns into extra.
+func scanBark(row interface{ Scan(...any) error }, extra ...any) (*yard.Bark, error) {
 	var b yard.Bark
 	var slot, created, started, finished, barked int64
-	if err := row.Scan(&b.ID, &b.DogID, &b.Effect, &b.Status, &b.Async, &b.Source, &slot, &created, &started, &finished,
-		&barked, &b.Error, &b.Output, &b.DogChanged, &b.Attempts); err != nil {
+	if err := row.Scan(append([]any{&b.ID, &b.DogID, &b.Effect, &b.Status, &b.Async, &b.Source, &slot, &created, &started, &finished,
+		&barked, &b.Error, &b.Output, &b.DogChanged, &b.Attempts}, extra...)...); err != nil {
 		return nil, err
 	}
 	b.Slot, b.CreatedAt, b.StartedAt, b.FinishedAt, b.Timestamp = FromMillis(slot), FromMillis(created), FromMillis(started), FromMillis(finished), FromMillis(barked)
@@ -41,6 +42,8 @@ func (db *DB) forUpdate(skip bool) string {
 // FindDogCore returns the dog without its schedule (for barking, where
 // the schedule is not needed), or ENOTFOUND.
 func (db *DB) FindDogCore(ctx context.Context, id string) (*yard.Dog, error) {
+	ctx, span := db.span(ctx, "store.FindDogCore")
+	defer span.End()
 	d, err := scanDog(db.QueryRow(ctx, `SELECT `+dogColumns+` FROM dogs WHERE id = $1`, id))
 	if err != nil {
 		return nil, notFound(err, "Dog")
@@ -50,12 +53,16 @@ func (db *DB) FindDogCore(ctx context.Context, id string) (*yard.Dog, error) {
 
 // FindBark returns a bark of a dog, or ENOTFOUND.
 func (db *DB) FindBark(ctx context.Context, dogID, id string) (*yard.Bark, error) {
+	ctx, span := db.span(ctx, "store.FindBark")
+	defer span.End()
 	b, err := scanBark(db.QueryRow(ctx, `SELECT `+barkColumns+` FROM tasks WHERE id = $1 AND dog_id = $2`, id, dogID))
 	return b, notFound(err, "Bark")
 }
 
 // FindBarks returns a page of a dog's barks, newest first, and their count.
 func (db *DB) FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, int, error) {
+	ctx, span := db.span(ctx, "store.FindBarks")
+	defer span.End()
 	var total int
 	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE dog_id = $1`, f.DogID).Scan(&total); err != nil {
 		return nil, 0, err
@@ -84,6 +91,8 @@ func (db *DB) FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, i
 // LastBark returns when the dog last barked (any effect, any source), or
 // ENOTFOUND when it never did.
 func (db *DB) LastBark(ctx context.Context, dogID string) (time.Time, error) {
+	ctx, span := db.span(ctx, "store.LastBark")
+	defer span.End()
 	var ms sql.NullInt64
 	err := db.QueryRow(ctx, `SELECT MAX(barked_at) FROM tasks WHERE dog_id = $1 AND status = 'succeeded'`, dogID).Scan(&ms)
 	if err != nil {
@@ -102,8 +111,8 @@ func countsBark(effect string) bool {
 
 const (
 	insertBarkSQL = `INSERT INTO tasks (id, dog_id, effect, status, async, source, slot_key, slot_at, created_at, run_at,
-		started_at, finished_at, barked_at, error, output, dog_changed, attempts)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17)`
+		started_at, finished_at, barked_at, error, output, dog_changed, attempts, traceparent)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)`
 	touchDogSQL = `UPDATE dogs SET bark_count = bark_count + $1, updated_at = $2 WHERE id = $3`
 )
 
@@ -112,9 +121,13 @@ func insertBark(ctx context.Context, tx *Tx, b *yard.Bark, runAt time.Time) erro
 	if b.Source == yard.BarkSourceSchedule {
 		slotKey = b.DogID + "@" + strconv.FormatInt(Millis(b.Slot), 10)
 	}
+	var traceParent any // NULL when the bark was not created by a traced request
+	if b.TraceParent != "" {
+		traceParent = b.TraceParent
+	}
 	_, err := tx.db.txExec(ctx, tx, insertBarkSQL,
 		b.ID, b.DogID, b.Effect, b.Status, b.Async, b.Source, slotKey, Millis(b.Slot), Millis(b.CreatedAt), Millis(runAt),
-		Millis(b.StartedAt), Millis(b.FinishedAt), Millis(b.Timestamp), b.Error, b.Output, b.DogChanged, b.Attempts)
+		Millis(b.StartedAt), Millis(b.FinishedAt), Millis(b.Timestamp), b.Error, b.Output, b.DogChanged, b.Attempts, traceParent)
 	return err
 }
 
@@ -131,6 +144,8 @@ func touchDog(ctx context.Context, tx *Tx, dogID string, delta int, now time.Tim
 // email-count and record the barkCount + 1, in one transaction. b's id,
 // times and status are set.
 func (db *DB) RecordSyncBark(ctx context.Context, b *yard.Bark) error {
+	ctx, span := db.span(ctx, "store.RecordSyncBark")
+	defer span.End()
 	db.prepareWrites(ctx, insertBarkSQL, touchDogSQL)
 	key := ""
 	if countsBark(b.Effect) {
@@ -162,6 +177,8 @@ func (db *DB) RecordSyncBark(ctx context.Context, b *yard.Bark) error {
 
 // RecordFailedBark stores a synchronous bark whose effect failed.
 func (db *DB) RecordFailedBark(ctx context.Context, b *yard.Bark, msg string) error {
+	ctx, span := db.span(ctx, "store.RecordFailedBark")
+	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		if b.ID == "" {
@@ -178,6 +195,8 @@ func (db *DB) RecordFailedBark(ctx context.Context, b *yard.Bark, msg string) er
 
 // EnqueueBark stores a pending asynchronous bark for the workers.
 func (db *DB) EnqueueBark(ctx context.Context, b *yard.Bark) error {
+	ctx, span := db.span(ctx, "store.EnqueueBark")
+	defer span.End()
 	db.prepareWrites(ctx, insertBarkSQL)
 	return db.WithBatchTx(ctx, "", func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
@@ -199,6 +218,8 @@ func (db *DB) EnqueueBark(ctx context.Context, b *yard.Bark) error {
 // bark is canceled; a finished record is deleted (barkCount unchanged);
 // anything else is ECONFLICT. It returns the bark as it was before.
 func (db *DB) CancelBark(ctx context.Context, dogID, id string) (*yard.Bark, error) {
+	ctx, span := db.span(ctx, "store.CancelBark")
+	defer span.End()
 	var before *yard.Bark
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		b, err := scanBark(tx.QueryRowContext(ctx, `SELECT `+barkColumns+` FROM tasks WHERE id = $1 AND dog_id = $2`+db.forUpdate(false), id, dogID))
@@ -241,6 +262,8 @@ func (db *DB) ClaimTask(ctx context.Context, owner string, lease time.Duration) 
 
 // ClaimTaskOf is ClaimTask for the tasks f selects.
 func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration, f yard.ClaimFilter) (b *yard.Bark, token string, err error) {
+	ctx, span := db.span(ctx, "store.ClaimTaskOf")
+	defer span.End()
 	// The conditions are fixed SQL text; the bound is a parameter.
 	cond := ""
 	switch f.Kind {
@@ -281,8 +304,12 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 			WHERE id = COALESCE(
 				(SELECT t.id FROM tasks t WHERE t.status = 'running' AND t.lease_until < $4`+cond+` ORDER BY t.lease_until LIMIT 1`+db.forUpdate(true)+`),
 				(SELECT t.id FROM tasks t WHERE t.status = 'pending' AND t.run_at <= $4`+cond+` ORDER BY t.run_at LIMIT 1`+db.forUpdate(true)+`))
-			RETURNING `+barkColumns, args...)
-		b, err = scanBark(row)
+			RETURNING `+barkColumns+`, COALESCE(traceparent, '')`, args...)
+		var traceParent string
+		b, err = scanBark(row, &traceParent)
+		if b != nil {
+			b.TraceParent = traceParent
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			b, err = nil, nil
 		}
@@ -300,6 +327,8 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 // ExtendLease renews a running task's lease. It returns ErrLeaseLost when
 // the task is no longer this worker's (canceled, or taken by another).
 func (db *DB) ExtendLease(ctx context.Context, id, token string, lease time.Duration) error {
+	ctx, span := db.span(ctx, "store.ExtendLease")
+	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks SET lease_until = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'`,
 			Millis(tx.Now())+lease.Milliseconds(), id, token)
@@ -331,6 +360,8 @@ func leaseResult(res sql.Result, err error) error {
 // lease gets ErrLeaseLost and nothing is applied, so store effects happen
 // exactly once.
 func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r yard.TaskResult) error {
+	ctx, span := db.span(ctx, "store.CompleteTask")
+	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		changed := countsBark(b.Effect)
@@ -366,6 +397,8 @@ func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r ya
 // RetryTask puts a running task back to pending, to run again after wait
 // (by the store's clock).
 func (db *DB) RetryTask(ctx context.Context, id, token string, wait time.Duration, msg, output string) error {
+	ctx, span := db.span(ctx, "store.RetryTask")
+	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, error = $2, output = $3, lease_token = '', lease_until = 0
 			WHERE id = $4 AND lease_token = $5 AND status = 'running'`, Millis(tx.Now().Add(wait)), msg, output, id, token)
@@ -375,6 +408,8 @@ func (db *DB) RetryTask(ctx context.Context, id, token string, wait time.Duratio
 
 // FailTask marks a running task failed; nothing of its effect is stored.
 func (db *DB) FailTask(ctx context.Context, id, token, msg, output string) error {
+	ctx, span := db.span(ctx, "store.FailTask")
+	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		failed, err := scanBark(tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'failed', finished_at = $1, error = $2, output = $3, lease_token = '', lease_until = 0
 			WHERE id = $4 AND lease_token = $5 AND status = 'running' RETURNING `+barkColumns, Millis(tx.Now()), msg, output, id, token))
@@ -388,6 +423,8 @@ func (db *DB) FailTask(ctx context.Context, id, token, msg, output string) error
 // ReleaseTask hands a running task back (graceful shutdown): it is pending
 // again at once and the attempt does not count.
 func (db *DB) ReleaseTask(ctx context.Context, id, token string) error {
+	ctx, span := db.span(ctx, "store.ReleaseTask")
+	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, attempts = attempts - 1, lease_token = '', lease_until = 0
 			WHERE id = $2 AND lease_token = $3 AND status = 'running'`, Millis(tx.Now()), id, token)
@@ -465,6 +502,8 @@ func (db *DB) previousBarks(ctx context.Context, dogID string) ([]time.Time, err
 // FindSchedule returns the dog's running bark schedule, or nil when none is
 // set.
 func (db *DB) FindSchedule(ctx context.Context, dogID string) (*yard.BarkSchedule, error) {
+	ctx, span := db.span(ctx, "store.FindSchedule")
+	defer span.End()
 	s, err := loadSchedule(ctx, preparedReader{db}, dogID)
 	if err != nil || !s.isRunning {
 		return nil, err
@@ -557,6 +596,8 @@ const (
 // whether the stored representation differs from what was sent
 // (p.Differs, or that of the repeated request).
 func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p yard.SchedulePatch) (differs bool, err error) {
+	ctx, span := db.span(ctx, "store.ApplySchedulePatch")
+	defer span.End()
 	err = db.WithTx(ctx, func(tx *Tx) error {
 		d, err := db.lockDog(ctx, tx, dogID)
 		if err != nil {
@@ -600,6 +641,8 @@ func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p yard.Sched
 // SetScheduleByToken applies a POST of the bark-schedule resource. A token
 // already applied to this dog changes nothing (applied is false).
 func (db *DB) SetScheduleByToken(ctx context.Context, dogID, token string, c yard.ScheduleChange, received time.Time) (applied bool, err error) {
+	ctx, span := db.span(ctx, "store.SetScheduleByToken")
+	defer span.End()
 	err = db.WithTx(ctx, func(tx *Tx) error {
 		if _, err := db.lockDog(ctx, tx, dogID); err != nil {
 			return err
@@ -624,6 +667,8 @@ func (db *DB) SetScheduleByToken(ctx context.Context, dogID, token string, c yar
 
 // StopSchedule stops the dog's schedule; ENOTFOUND when none is running.
 func (db *DB) StopSchedule(ctx context.Context, dogID string) error {
+	ctx, span := db.span(ctx, "store.StopSchedule")
+	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		if _, err := db.lockDog(ctx, tx, dogID); err != nil {
 			return err

@@ -49,6 +49,8 @@ func scanCar(row interface{ Scan(...any) error }) (*yard.Car, error) {
 
 // FindCarByID returns the car with that id, or ENOTFOUND.
 func (db *DB) FindCarByID(ctx context.Context, id string) (*yard.Car, error) {
+	ctx, span := db.span(ctx, "store.FindCarByID")
+	defer span.End()
 	if db.engine == Postgres && !db.noCarBatch.Load() {
 		return db.carLoaderOf().Do(ctx, id)
 	}
@@ -72,6 +74,8 @@ func (db *DB) FindCars(ctx context.Context, q yard.Query, page yard.Page) ([]*ya
 // is held against in tests, and the one that answers while the index is
 // not built yet.
 func (db *DB) ListCars(ctx context.Context, q yard.Query, page yard.Page, facets []string) (*yard.CarList, error) {
+	ctx, span := db.span(ctx, "store.ListCars")
+	defer span.End()
 	where, args := CompileCarQuery(db.engine, q, nil)
 	out, err := db.carPage(ctx, where, args, page)
 	if err != nil {
@@ -224,6 +228,8 @@ func nullString(s string) any {
 
 // CreateCar stores a new car; a car without id gets one.
 func (db *DB) CreateCar(ctx context.Context, c *yard.Car) error {
+	ctx, span := db.span(ctx, "store.CreateCar")
+	defer span.End()
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -295,6 +301,8 @@ func updateCarRow(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 // when there was no row. A garage that does not exist fails the foreign key: EINVALID
 // naming "garage", and nothing is written.
 func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
+	ctx, span := db.span(ctx, "store.ReplaceCar")
+	defer span.End()
 	if err := c.Validate(); err != nil {
 		return false, err
 	}
@@ -376,6 +384,8 @@ func carWriteError(err error) error {
 
 // UpdateCar changes the given fields of a car and returns it.
 func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*yard.Car, error) {
+	ctx, span := db.span(ctx, "store.UpdateCar")
+	defer span.End()
 	var c *yard.Car
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		v, err := changeStamp(ctx, tx)
@@ -400,6 +410,8 @@ func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*ya
 
 // DeleteCar removes a car.
 func (db *DB) DeleteCar(ctx context.Context, id string) error {
+	ctx, span := db.span(ctx, "store.DeleteCar")
+	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		v, err := changeStamp(ctx, tx)
 		if err != nil {
@@ -433,12 +445,16 @@ func scanGarage(row interface{ Scan(...any) error }) (*yard.Garage, error) {
 
 // FindGarageByID returns the garage with its car count, or ENOTFOUND.
 func (db *DB) FindGarageByID(ctx context.Context, id string) (*yard.Garage, error) {
+	ctx, span := db.span(ctx, "store.FindGarageByID")
+	defer span.End()
 	g, err := scanGarage(db.QueryRow(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
 	return g, notFound(err, "Garage")
 }
 
 // FindGarages returns a page of garages in id order and their number.
 func (db *DB) FindGarages(ctx context.Context, page yard.Page) ([]*yard.Garage, int, error) {
+	ctx, span := db.span(ctx, "store.FindGarages")
+	defer span.End()
 	var total int
 	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages`).Scan(&total); err != nil {
 		return nil, 0, err
@@ -461,6 +477,8 @@ func (db *DB) FindGarages(ctx context.Context, page yard.Page) ([]*yard.Garage, 
 
 // CreateGarage stores a new garage; one without id gets one.
 func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
+	ctx, span := db.span(ctx, "store.CreateGarage")
+	defer span.End()
 	if err := g.Validate(); err != nil {
 		return err
 	}
@@ -513,6 +531,8 @@ func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error
 
 // ReplaceGarage stores g under g.ID, creating the garage when there is none.
 func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
+	ctx, span := db.span(ctx, "store.ReplaceGarage")
+	defer span.End()
 	if err := g.Validate(); err != nil {
 		return false, err
 	}
@@ -544,6 +564,8 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 
 // UpdateGarage changes the given fields of a garage and returns it.
 func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate) (*yard.Garage, error) {
+	ctx, span := db.span(ctx, "store.UpdateGarage")
+	defer span.End()
 	var g *yard.Garage
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		v, err := changeStamp(ctx, tx)
@@ -573,6 +595,8 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 
 // DeleteGarage removes an empty garage; one holding cars is ECONFLICT.
 func (db *DB) DeleteGarage(ctx context.Context, id string) error {
+	ctx, span := db.span(ctx, "store.DeleteGarage")
+	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		v, err := changeStamp(ctx, tx)
 		if err != nil {

@@ -20,11 +20,15 @@ func scanDog(row interface{ Scan(...any) error }) (*yard.Dog, error) {
 
 // FindDogByID returns the dog with that id, or ENOTFOUND.
 func (db *DB) FindDogByID(ctx context.Context, id string) (*yard.Dog, error) {
+	ctx, span := db.span(ctx, "store.FindDogByID")
+	defer span.End()
 	return db.findDogWithSchedule(ctx, id)
 }
 
 // FindDogs returns a page of dogs ordered by id, and the total count.
 func (db *DB) FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int, error) {
+	ctx, span := db.span(ctx, "store.FindDogs")
+	defer span.End()
 	where, args := "", []any{}
 	if f.Owner != nil {
 		where = ` WHERE owner_id = $1`
@@ -63,6 +67,8 @@ func (db *DB) FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int,
 // CreateDog validates and stores d, setting its id (when empty) and
 // timestamps. An unknown owner is EINVALID; a taken id is ECONFLICT.
 func (db *DB) CreateDog(ctx context.Context, d *yard.Dog) error {
+	ctx, span := db.span(ctx, "store.CreateDog")
+	defer span.End()
 	if d.BarkEffect == "" {
 		d.BarkEffect = yard.EffectRecord
 	}
@@ -103,6 +109,8 @@ func ownerExists(ctx context.Context, tx *Tx, owner string) error {
 
 // UpdateDog applies upd to the dog and returns the result.
 func (db *DB) UpdateDog(ctx context.Context, id string, upd yard.DogUpdate) (*yard.Dog, error) {
+	ctx, span := db.span(ctx, "store.UpdateDog")
+	defer span.End()
 	var out *yard.Dog
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		var err error
@@ -153,6 +161,8 @@ func (db *DB) updateDogTx(ctx context.Context, tx *Tx, id string, upd yard.DogUp
 
 // DeleteDog removes a dog.
 func (db *DB) DeleteDog(ctx context.Context, id string) error {
+	ctx, span := db.span(ctx, "store.DeleteDog")
+	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		var owner string
 		err := tx.QueryRowContext(ctx, `DELETE FROM dogs WHERE id = $1 RETURNING owner_id`, id).Scan(&owner)

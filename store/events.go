@@ -198,6 +198,8 @@ const maxEventScan = 10000
 // f.Limit events that f.Match keeps or has read f.Scan rows; Next is the last
 // row read, so a caller that continues from it skips nothing.
 func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPage, error) {
+	ctx, span := db.span(ctx, "store.ReadEvents")
+	defer span.End()
 	if !f.After.IsZero() {
 		if err := db.checkHorizon(ctx, f.After); err != nil {
 			return nil, err

@@ -12,3 +12,9 @@ import (
 func lockFile(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 }
+
+// lockFileShared takes a shared lock on f without waiting: any number of
+// shared locks stand together, and none beside an exclusive one.
+func lockFileShared(f *os.File) error {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+}

@@ -31,6 +31,8 @@ func scanSearch(row interface{ Scan(...any) error }) (*yard.Search, error) {
 // CreateSearch stores a search; its name, when set, must be free (ignoring
 // case) or the result is ECONFLICT.
 func (db *DB) CreateSearch(ctx context.Context, s *yard.Search) error {
+	ctx, span := db.span(ctx, "store.CreateSearch")
+	defer span.End()
 	if s.Name != "" && !yard.ValidSearchName(s.Name) {
 		return yard.Invalid("The search name is not valid.", yard.FieldError{Field: "name", Message: "must be 1-64 letters, digits, '-', '_' or '.'"})
 	}
@@ -56,6 +58,8 @@ func (db *DB) CreateSearch(ctx context.Context, s *yard.Search) error {
 
 // FindSearchByID returns a search, or ENOTFOUND.
 func (db *DB) FindSearchByID(ctx context.Context, id string) (*yard.Search, error) {
+	ctx, span := db.span(ctx, "store.FindSearchByID")
+	defer span.End()
 	s, err := scanSearch(db.read.QueryRowContext(ctx, `SELECT `+searchColumns+` FROM searches WHERE id = $1`, id))
 	return s, notFound(err, "Search")
 }
@@ -63,6 +67,8 @@ func (db *DB) FindSearchByID(ctx context.Context, id string) (*yard.Search, erro
 // FindSearchByName returns the search saved under name (ignoring case),
 // or ENOTFOUND.
 func (db *DB) FindSearchByName(ctx context.Context, name string) (*yard.Search, error) {
+	ctx, span := db.span(ctx, "store.FindSearchByName")
+	defer span.End()
 	s, err := scanSearch(db.read.QueryRowContext(ctx, `SELECT `+searchColumns+` FROM searches WHERE name_key = $1`, strings.ToLower(name)))
 	return s, notFound(err, "Search")
 }
@@ -70,6 +76,8 @@ func (db *DB) FindSearchByName(ctx context.Context, name string) (*yard.Search, 
 // FindSearches returns a page of searches in id (creation) order and
 // their number.
 func (db *DB) FindSearches(ctx context.Context, page yard.Page) ([]*yard.Search, int, error) {
+	ctx, span := db.span(ctx, "store.FindSearches")
+	defer span.End()
 	var total int
 	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM searches`).Scan(&total); err != nil {
 		return nil, 0, err
@@ -92,6 +100,8 @@ func (db *DB) FindSearches(ctx context.Context, page yard.Page) ([]*yard.Search,
 
 // DeleteSearch removes a search, or answers ENOTFOUND.
 func (db *DB) DeleteSearch(ctx context.Context, id string) error {
+	ctx, span := db.span(ctx, "store.DeleteSearch")
+	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM searches WHERE id = $1`, id)
 		if err != nil {

@@ -80,6 +80,11 @@ type DB struct {
 	// eventWake is signalled after a commit that appended events
 	// (EventsWritten).
 	eventWake chan struct{}
+
+	// held is the shared lock on an SQLite store's lock file (backup.go,
+	// holdStore), kept while the store is open so that yard restore
+	// never replaces a store in use.
+	held *os.File
 }
 
 // maxCachedStmts bounds the statement cache; dynamic queries beyond it run
@@ -90,7 +95,7 @@ const maxCachedStmts = 512
 // dataDir/yard.db, "sqlite:PATH" or "file:PATH" for a given SQLite file,
 // "postgres://..." or "postgresql://..." for PostgreSQL. It does not migrate.
 func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error) {
-	o := options{busyTimeout: DefaultSQLiteBusyTimeout}
+	o := options{busyTimeout: DefaultSQLiteBusyTimeout, sync: DefaultSQLiteSync}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -121,12 +126,20 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 			path = filepath.Join(dataDir, "yard.db")
 		}
 		db.engine, db.dsn = SQLite, path
-		var err error
-		if db.write, err = openSQLite(path, true, o.busyTimeout); err != nil {
+		sync, err := sqliteSyncPragma(o.sync)
+		if err != nil {
 			return nil, err
 		}
-		if db.read, err = openSQLite(path, false, o.busyTimeout); err != nil {
+		if db.held, err = holdStore(path); err != nil {
+			return nil, err
+		}
+		if db.write, err = openSQLite(path, true, o.busyTimeout, sync); err != nil {
+			db.held.Close()
+			return nil, err
+		}
+		if db.read, err = openSQLite(path, false, o.busyTimeout, sync); err != nil {
 			db.write.Close()
+			db.held.Close()
 			return nil, err
 		}
 	default:
@@ -181,6 +194,7 @@ type Option func(*options)
 
 type options struct {
 	busyTimeout time.Duration
+	sync        string // SyncFull or SyncNormal (durability.go)
 }
 
 // WithSQLiteBusyTimeout replaces DefaultSQLiteBusyTimeout.
@@ -188,10 +202,12 @@ func WithSQLiteBusyTimeout(d time.Duration) Option {
 	return func(o *options) { o.busyTimeout = d }
 }
 
-func openSQLite(path string, writer bool, busyTimeout time.Duration) (*sql.DB, error) {
+// openSQLite opens a pool of connections to the SQLite file path; sync is
+// the pragma synchronous (FULL or NORMAL, see sqliteSyncPragma).
+func openSQLite(path string, writer bool, busyTimeout time.Duration, sync string) (*sql.DB, error) {
 	q := url.Values{}
 	busy := fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds())
-	for _, p := range []string{"journal_mode(WAL)", busy, "foreign_keys(1)", "synchronous(NORMAL)"} {
+	for _, p := range []string{"journal_mode(WAL)", busy, "foreign_keys(1)", "synchronous(" + sync + ")"} {
 		q.Add("_pragma", p)
 	}
 	if writer {
@@ -305,6 +321,9 @@ func (db *DB) Close() error {
 	if db.replayWrite != nil {
 		err = errors.Join(err, db.replayWrite.Close())
 	}
+	if db.held != nil { // after the connections: the lock outlives them
+		err = errors.Join(err, db.held.Close())
+	}
 	return err
 }
 
@@ -335,7 +354,7 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	return nil
+	return db.checkStampClock(ctx)
 }
 
 // Pending reports whether migrations are still to be applied.

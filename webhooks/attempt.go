@@ -18,8 +18,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/fetch"
+	"github.com/yard-api/yard/internal/tracing"
 )
 
 // Standard Webhooks headers (https://www.standardwebhooks.com/, "Signature
@@ -152,6 +155,21 @@ func (s *Service) dial(ctx context.Context, network, addr string) (net.Conn, err
 // for the operator's log.
 func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.DeliveryOutcome, detail error) {
 	d := c.Delivery
+	if s.Tracing != nil {
+		var span trace.Span
+		ctx, span = s.Tracing.Tracer(tracing.Scope).Start(ctx, "webhook POST", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(tracing.HTTPMethod.String(http.MethodPost), tracing.WebhookID.String(d.WebhookID),
+				tracing.EventType.String(d.Event.Type), tracing.WebhookAttempt.Int(d.Attempt)))
+		defer func() {
+			if out.Code != 0 {
+				span.SetAttributes(tracing.HTTPStatus.Int(out.Code))
+			}
+			if !out.Succeeded {
+				tracing.Failf(span, "webhook", out.Error)
+			}
+			span.End()
+		}()
+	}
 	at := s.Now()
 	// The policy again: the URL may predate a change of the allow-list.
 	if err := CheckURL(s.Policy, c.URL); err != nil {
@@ -180,6 +198,10 @@ func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.D
 	h.Set(HeaderID, d.Event.ID.String())
 	h.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
 	h.Set(HeaderSignature, sig)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(tracing.ServerAddress.String(req.URL.Hostname())) // the host only: the query may hold a token
+	}
+	tracing.Inject(ctx, h)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		// The log gets the cause without the URL, whose query may hold

@@ -33,6 +33,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/fetch"
@@ -130,6 +132,10 @@ type Service struct {
 	// failed, disabled (failed, and the subscription was disabled) or
 	// released.
 	Observe func(outcome string, d time.Duration)
+	// Tracing, when set, traces each attempt (a span whose traceparent
+	// the request to the receiver carries; docs/operations.md, "Metrics
+	// and traces"); nil traces nothing.
+	Tracing trace.TracerProvider
 
 	once         sync.Once
 	client       *http.Client

@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/store"
 )
@@ -20,6 +22,7 @@ type authFlags struct {
 	jwksCA      string
 	publicKey   string
 	signingKey  string
+	tokenAlg    string
 	pkTTL       time.Duration
 	keyRotation time.Duration
 	cacheTTL    time.Duration
@@ -27,6 +30,10 @@ type authFlags struct {
 	hashConcurrency int
 	hashQueue       int
 	signedBinding   bool
+	// Client developers (docs/auth.md, "Digest", "Diagnostics of a
+	// refused signature").
+	digestNonceTTL time.Duration
+	diagnostics    bool
 }
 
 func (f *authFlags) register(fs *flag.FlagSet) {
@@ -35,12 +42,24 @@ func (f *authFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.jwksCA, "jwks-ca", "", "PEM CA certificate to trust when fetching --jwks (e.g. the issuer's self-signed DATA/tls/cert.pem)")
 	fs.StringVar(&f.publicKey, "public-key", "", "Ed25519 public key file, PEM or JWKS (with --verify-only)")
 	fs.StringVar(&f.signingKey, "signing-key", "", "Ed25519 private key file (PKCS #8 PEM) for public-key tokens, instead of the rotating keys in DATA/keys/ed25519")
+	fs.StringVar(&f.tokenAlg, "token-alg", "HS256", "signing algorithm of the token pair: HS256 (a server secret), EdDSA or ES256 (keys in DATA/keys/token-eddsa or token-es256, published in the JWKS); a verify-only server given EdDSA or ES256 verifies access tokens with the issuer's keys")
 	fs.DurationVar(&f.pkTTL, "pk-token-ttl", time.Hour, "lifetime of public-key tokens")
-	fs.DurationVar(&f.keyRotation, "key-rotation", 30*24*time.Hour, "make a new token signing key at start when the newest is older than this (0: never)")
+	fs.DurationVar(&f.keyRotation, "key-rotation", 30*24*time.Hour, "make new token signing keys at start when the newest is older than this (0: never)")
 	fs.DurationVar(&f.cacheTTL, "auth-cache-ttl", 5*time.Second, "how long a process trusts what it read of a user, password, session or API key")
 	fs.IntVar(&f.hashConcurrency, "hash-concurrency", 0, "password hashes (argon2id, 19 MiB each) run at once by this process (0: one fewer than the cores, at least 1)")
 	fs.IntVar(&f.hashQueue, "hash-queue", -1, "password checks that may wait for a hashing slot; past it they answer 503 (-1: four per slot)")
 	fs.BoolVar(&f.signedBinding, "signed-require-binding", false, "signed requests with unsafe methods must sign the query variables method and bodyhash")
+	fs.DurationVar(&f.digestNonceTTL, "digest-nonce-ttl", 5*time.Minute, "lifetime of a Digest nonce; a right response with an older one gets a new challenge with stale=true")
+	fs.BoolVar(&f.diagnostics, "auth-diagnostics", true, "signature refusals (OAuth 1.0a, signed requests, Digest) say what the server computed: base string, canonical string, time window, refused Digest field")
+}
+
+// check refuses flag values serve cannot start with, before it writes
+// anything.
+func (f *authFlags) check() error {
+	if _, err := auth.ParseTokenAlg(f.tokenAlg); err != nil {
+		return usageError("--token-alg takes HS256, EdDSA or ES256")
+	}
+	return nil
 }
 
 // newHashGate is the process-wide bound on password hashing (argon2id,
@@ -62,12 +81,16 @@ func newLoginLimiter(rate int, db *store.DB) *auth.LoginLimiter {
 // sessions, the token pair, public-key tokens, signed requests, OAuth
 // 1.0a) and the chain that runs them in order, Basic first.
 func newAuthKit(ctx context.Context, c *serveConfig, db *store.DB, limiter *auth.LoginLimiter, basic *auth.Basic) (*auth.Kit, error) {
+	if c.auth.digestNonceTTL <= 0 {
+		return nil, usageError("--digest-nonce-ttl must be positive")
+	}
 	kit, err := auth.NewKit(ctx, auth.Config{
 		Store: db, Limiter: limiter, Hashing: basic.Hashing, Basic: basic,
-		KeyDir: filepath.Join(c.data, "keys"), Issuer: c.baseURL,
+		KeyDir: filepath.Join(c.data, "keys"), Issuer: c.baseURL, TokenAlg: c.auth.tokenAlg,
 		AccessTTL: c.accessTTL, RefreshTTL: c.refreshTTL, PKTokenTTL: c.auth.pkTTL,
 		SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, CacheTTL: c.auth.cacheTTL,
 		KeyRotation: c.auth.keyRotation, SigningKeyFile: c.auth.signingKey,
+		NonceTTL: c.auth.digestNonceTTL, HideDiagnostics: !c.auth.diagnostics,
 		SignedRequireBinding: c.auth.signedBinding,
 		VerifyOnly:           c.auth.verifyOnly, PublicKeyFile: c.auth.publicKey, JWKSURL: c.auth.jwksURL, JWKSCAFile: c.auth.jwksCA,
 	})
@@ -77,43 +100,69 @@ func newAuthKit(ctx context.Context, c *serveConfig, db *store.DB, limiter *auth
 	return kit, nil
 }
 
-// openKeyRing opens the rotating token signing keys of "yard keys".
-func openKeyRing(fs *flag.FlagSet, args []string, getenv func(string) string) (*auth.KeyRing, error) {
-	data := fs.String("data", "./data", "data directory (its keys/ed25519 holds the token signing keys)")
+// openKeyRings opens the rotating token signing keys of "yard keys":
+// public-key tokens' (made when missing) and the token pair's EdDSA and
+// ES256 keys when DATA/keys holds them.
+func openKeyRings(fs *flag.FlagSet, args []string, getenv func(string) string) ([]*auth.KeyRing, error) {
+	data := fs.String("data", "./data", "data directory (its keys/ holds the token signing keys)")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return nil, err
 	}
 	if err := noMoreArgs(fs, fs.Args()); err != nil {
 		return nil, err
 	}
-	return auth.OpenKeyRing(filepath.Join(*data, "keys", "ed25519"), 24*time.Hour, time.Now)
+	dir := filepath.Join(*data, "keys")
+	pk, err := auth.OpenKeyRing(filepath.Join(dir, auth.PKTokenKeyDir), jwa.EdDSA(), 24*time.Hour, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	rings := []*auth.KeyRing{pk}
+	for _, alg := range []jwa.SignatureAlgorithm{jwa.EdDSA(), jwa.ES256()} {
+		pairDir := filepath.Join(dir, auth.TokenPairKeyDir(alg))
+		if _, err := os.Stat(pairDir); err != nil {
+			continue
+		}
+		ring, err := auth.OpenKeyRing(pairDir, alg, 24*time.Hour, time.Now)
+		if err != nil {
+			return nil, err
+		}
+		rings = append(rings, ring)
+	}
+	return rings, nil
 }
 
 // runKeysRotate is "yard keys rotate": make a new signing key for
-// public-key tokens.
+// public-key tokens and, when the token pair has keys, for the pair.
 func runKeysRotate(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	ring, err := openKeyRing(newFlagSet("keys rotate", stderr), args, getenv)
+	rings, err := openKeyRings(newFlagSet("keys rotate", stderr), args, getenv)
 	if err != nil {
 		return err
 	}
-	if err := ring.Rotate(); err != nil {
-		return err
+	for _, ring := range rings {
+		if err := ring.Rotate(); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "new signing key", ring.Active().ID, "in", ring.Dir)
 	}
-	fmt.Fprintln(stdout, "new signing key", ring.Active().ID)
 	return nil
 }
 
-// runKeysPublic is "yard keys public": print the live public key as PEM,
-// for verify-only servers (--public-key).
+// runKeysPublic is "yard keys public": print the signing public keys as
+// PEM (public-key tokens', then the token pair's), for verify-only
+// servers (--public-key).
 func runKeysPublic(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	ring, err := openKeyRing(newFlagSet("keys public", stderr), args, getenv)
+	rings, err := openKeyRings(newFlagSet("keys public", stderr), args, getenv)
 	if err != nil {
 		return err
 	}
-	pem, err := auth.PublicKeyPEM(ring.Active().Public)
-	if err != nil {
-		return err
+	for _, ring := range rings {
+		pem, err := auth.PublicKeyPEM(ring.Active().Public)
+		if err != nil {
+			return err
+		}
+		if _, err := stdout.Write(pem); err != nil {
+			return err
+		}
 	}
-	_, err = stdout.Write(pem)
-	return err
+	return nil
 }

@@ -5,6 +5,8 @@
 //	yard user add NAME [--admin] [--email E] [--phone P] add a person
 //	yard user list | yard user passwd NAME               list people, set a password
 //	yard import FILE [--batch N]                         bulk-load garages and cars
+//	yard backup [--out FILE]                             copy the SQLite store while it serves
+//	yard restore FILE                                    replace the SQLite store by a backup
 //	yard keys rotate | yard keys public                  token signing keys
 //	yard version | yard help [COMMAND]
 //
@@ -85,8 +87,12 @@ func commands() []command {
 		}},
 		{name: "import", summary: "bulk-load garages and cars from an NDJSON file (FILE - reads stdin)",
 			usage: "import FILE [--data DIR] [--db URL] [--batch N] [--progress auto|on|off]", run: runImport},
-		{name: "keys", summary: "rotate the token signing key, or print its public key", subs: []command{
-			{name: "rotate", summary: "make a new signing key for public-key tokens",
+		{name: "backup", summary: "copy the SQLite store, consistent, while the server keeps serving (default DATA/backups/yard-TIME.db)",
+			usage: "backup [--data DIR] [--db URL] [--out FILE]", run: runBackup},
+		{name: "restore", summary: "replace the SQLite store by a backup: checked, migrated forward, the replaced store kept aside; refused while the store is in use",
+			usage: "restore FILE [--data DIR] [--db URL]", run: runRestore},
+		{name: "keys", summary: "rotate the token signing keys, or print their public keys", subs: []command{
+			{name: "rotate", summary: "make new signing keys for public-key tokens and for an EdDSA or ES256 token pair",
 				usage: "keys rotate [--data DIR]", run: runKeysRotate},
 			{name: "public", summary: "print the public keys of the token signing keys (PEM), for verify-only servers",
 				usage: "keys public [--data DIR]", run: runKeysPublic},

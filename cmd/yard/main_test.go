@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -442,5 +444,86 @@ func TestServeOffersAEADOnly(t *testing.T) {
 	}
 	if err := dial(tls.VersionTLS10, tls.VersionTLS11); err == nil {
 		t.Error("TLS 1.1 was accepted")
+	}
+}
+
+// TestServeClosesAfterAmbiguousLength: a request carrying both
+// Content-Length and Transfer-Encoding is answered 400 with a problem and
+// its connection closed, so the request pipelined behind it is never
+// served (RFC 9112 §6.1). Chunked requests alone keep the connection, and
+// HTTP/2 and Request.TLS (HSTS) are as before.
+func TestServeClosesAfterAmbiguousLength(t *testing.T) {
+	s := startInProcess(t, "--data", t.TempDir())
+	host := strings.TrimPrefix(s.URL, "https://")
+	pipeline := func(reqs string) []*http.Response {
+		t.Helper()
+		c, err := tls.Dial("tcp", host, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, reqs); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		var got []*http.Response
+		for {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+					t.Fatalf("after %d responses: %v", len(got), err)
+				}
+				return got
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			got = append(got, resp)
+		}
+	}
+	const health = "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+	const chunked = "POST /sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		"2c\r\n{\"username\":\"nobody\",\"password\":\"wrong-one\"}\r\n0\r\n\r\n"
+	const both = "POST /sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		"2c\r\n{\"username\":\"nobody\",\"password\":\"wrong-one\"}\r\n0\r\n\r\n"
+
+	got := pipeline(health + chunked + health + both + health)
+	if len(got) != 4 {
+		for _, r := range got {
+			b, _ := io.ReadAll(r.Body)
+			t.Logf("%d %v %s", r.StatusCode, r.Header, b)
+		}
+		t.Fatalf("%d responses, want 4 (the request behind the ambiguous one must not be served)", len(got))
+	}
+	for i, want := range []int{200, 0, 200, 400} {
+		if want != 0 && got[i].StatusCode != want {
+			t.Errorf("response %d: status %d, want %d", i+1, got[i].StatusCode, want)
+		}
+	}
+	if got[1].StatusCode == 400 {
+		t.Errorf("a chunked request alone was refused: %d", got[1].StatusCode)
+	}
+	bad := got[3]
+	if ct := bad.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("Content-Type %q, want application/problem+json", ct)
+	}
+	if !bad.Close {
+		t.Error("the 400 does not say Connection: close")
+	}
+	if b, _ := io.ReadAll(bad.Body); !bytes.Contains(b, []byte("Transfer-Encoding")) {
+		t.Errorf("problem body %s does not say why", b)
+	}
+	if got[0].Header.Get("Strict-Transport-Security") == "" {
+		t.Error("HTTP/1.1 over TLS lost its Strict-Transport-Security header")
+	}
+
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
+	resp, err := hc.Get(s.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.Header.Get("Strict-Transport-Security") == "" {
+		t.Errorf("HTTP/2 request: proto %s, HSTS %q", resp.Proto, resp.Header.Get("Strict-Transport-Security"))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/httpapi"
+	"github.com/yard-api/yard/internal/framing"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/search"
 	"github.com/yard-api/yard/store"
@@ -65,6 +67,11 @@ type serveConfig struct {
 	auth authFlags
 	// fetch holds the flags of fetch-code barks (barks.go).
 	fetch fetchFlags
+	// otel holds where traces go (trace.go).
+	otel traceFlags
+	// backup holds --backup-every, --backup-keep and --sqlite-sync
+	// (backup.go).
+	backup backupFlags
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -96,6 +103,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.storeWait, "store-wait", httpapi.DefaultStoreWait, "longest a request waits for the store (a free connection and its answers) before it is answered 503 (0: no bound)")
 	c.auth.register(fs)
 	c.fetch.register(fs)
+	c.otel.register(fs)
+	c.backup.register(fs)
 }
 
 // app is a built server: the store, the HTTP API and the background work.
@@ -108,6 +117,8 @@ type app struct {
 	// events streams the store's events; closed first on shutdown, so
 	// open streams end and do not hold the graceful shutdown.
 	events *events.Hub
+	// traces exports spans; its last ones are sent on close.
+	traces traces
 }
 
 // newLogger returns the JSON logger of the process.
@@ -120,8 +131,8 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 }
 
 // openStore opens and migrates the store named by the flags.
-func openStore(ctx context.Context, sf storeFlags) (*store.DB, error) {
-	db, err := store.Open(ctx, sf.db, sf.data)
+func openStore(ctx context.Context, sf storeFlags, opts ...store.Option) (*store.DB, error) {
+	db, err := store.Open(ctx, sf.db, sf.data, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -138,13 +149,25 @@ func openStore(ctx context.Context, sf storeFlags) (*store.DB, error) {
 // serve creates the first administrator only once all of it stands.
 func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app, err error) {
 	// The store, opened and migrated.
-	db, err := openStore(ctx, cfg.storeFlags)
+	db, err := openStore(ctx, cfg.storeFlags, store.WithSQLiteSync(cfg.backup.sqliteSync))
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			db.Close()
+		}
+	}()
+	// Traces (docs/operations.md, "Metrics and traces"): off unless an
+	// OTLP endpoint is configured; the request, the bark runs and the
+	// webhook deliveries start them.
+	tr, err := newTraces(ctx, cfg.otel, logger)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			tr.shutdown()
 		}
 	}()
 	// The replay log of signed requests. On SQLite one process keeps it:
@@ -209,17 +232,20 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		}
 	}
 	hooks := &webhooks.Service{DB: db, Hub: hub, Policy: &fetch.Policy{AllowHosts: cfg.webhookAllowHosts},
-		Retention: cfg.eventsRetention, Workers: cfg.webhookWorkers, Logger: logger.With("component", "webhooks")}
+		Retention: cfg.eventsRetention, Workers: cfg.webhookWorkers, Logger: logger.With("component", "webhooks"),
+		Tracing: tr.provider()}
+	barks.Tracing = tr.provider()
 
 	// The HTTP API over all of them.
 	api := httpapi.New(httpapi.Deps{
 		DB: db, Kit: kit, OpenID: openID,
 		BaseURL: cfg.baseURL, Logger: logger, Registry: registry, Version: Version,
 		Barks: barks, Cars: index, StoreWait: cfg.storeWait, Events: hub, Webhooks: hooks,
+		Tracing: tr.provider(),
 	})
 	hooks.Render = api.RenderEvent
 
-	return &app{db: db, api: api, events: hub, background: []func(context.Context){
+	return &app{db: db, api: api, events: hub, traces: tr, background: []func(context.Context){
 		func(ctx context.Context) { _ = hub.Run(ctx) },
 		barks.Run,
 		hooks.Run,
@@ -249,7 +275,10 @@ func every(period time.Duration, logger *slog.Logger, what string, f func(ctx co
 	}
 }
 
-func (a *app) close() { a.db.Close() }
+func (a *app) close() {
+	a.traces.shutdown()
+	a.db.Close()
+}
 
 // runServe is "yard serve": check everything, build the application
 // (newApp), then serve until the context ends.
@@ -263,11 +292,20 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := noMoreArgs(fs, fs.Args()); err != nil {
 		return err
 	}
+	if err := cfg.otel.resolve(getenv); err != nil {
+		return err
+	}
+	if err := cfg.backup.check(cfg.db); err != nil {
+		return err
+	}
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
 		return usageError("--tls-cert and --tls-key go together")
 	}
 	if cfg.acmeDomain != "" && cfg.tlsCert != "" {
 		return usageError("use either --acme-domain or --tls-cert/--tls-key")
+	}
+	if err := cfg.auth.check(); err != nil {
+		return err
 	}
 	logger := newLogger(stderr, cfg.logLevel)
 
@@ -300,12 +338,19 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	tlsConfig = withALPN(tlsConfig)
 
 	a, err := newApp(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer a.close()
+	if err := reportDurability(ctx, a.db, stdout, logger); err != nil {
+		return err
+	}
+	if cfg.backup.every > 0 {
+		a.background = append(a.background, scheduledBackups(a.db, filepath.Join(cfg.data, "backups"), cfg.backup.every, cfg.backup.keep, logger))
+	}
 	if err := ensureFirstAdmin(ctx, a.db, stdout); err != nil {
 		return err
 	}
@@ -324,14 +369,20 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ConnContext:       framing.ConnContext,
 	}
 	srv.RegisterOnShutdown(a.events.Close)
 	errc := make(chan error, 2)
-	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	// The listener does the TLS handshakes, so that HTTP/1.1 connections
+	// are watched for ambiguous framing (docs/operations.md, "Transport").
+	go func() { errc <- srv.Serve(framing.NewListener(ln, tlsConfig, srv.ReadHeaderTimeout)) }()
 
 	var plain *http.Server
 	if pln != nil {
 		plain = &http.Server{Handler: httpHandler(redirectToHTTPS(cfg.baseURL)), ReadHeaderTimeout: 10 * time.Second}
+		// Every plain-HTTP answer is a redirect: one per connection, so
+		// nothing pipelined behind a request of ambiguous length is read.
+		plain.SetKeepAlivesEnabled(false)
 		go func() { errc <- plain.Serve(pln) }()
 		fmt.Fprintf(stdout, "redirecting http://%s to %s\n", pln.Addr(), cfg.baseURL)
 	}
@@ -428,4 +479,15 @@ func tlsSetup(cfg *serveConfig, stdout io.Writer) (*tls.Config, func(http.Handle
 		base.Certificates = []tls.Certificate{cert}
 	}
 	return base, identity, nil
+}
+
+// withALPN offers HTTP/2 and HTTP/1.1 (what ServeTLS would add), keeping
+// any protocol c already offers (ACME's acme-tls/1).
+func withALPN(c *tls.Config) *tls.Config {
+	for _, p := range []string{"h2", "http/1.1"} {
+		if !slices.Contains(c.NextProtos, p) {
+			c.NextProtos = append(c.NextProtos, p)
+		}
+	}
+	return c
 }

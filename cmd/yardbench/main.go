@@ -68,6 +68,7 @@ func main() {
 	dsn := flag.String("db", "sqlite", "store: sqlite (temporary file) or a postgres:// URL of an empty database")
 	which := flag.String("groups", "foundation", "comma-separated scenario groups: "+strings.Join(groupNames(), ", "))
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	sqliteSync := flag.String("sqlite-sync", store.DefaultSQLiteSync, "SQLite's synchronous, as serve's --sqlite-sync: full or normal")
 	flag.Parse()
 	// The argon2id baselines measure the hash itself: one slot per core
 	// and a queue as long as any run needs, where serve bounds it
@@ -88,7 +89,7 @@ func main() {
 		fail(err)
 	}
 	defer os.RemoveAll(dir)
-	db, err := store.Open(ctx, *dsn, dir)
+	db, err := store.Open(ctx, *dsn, dir, store.WithSQLiteSync(*sqliteSync))
 	if err != nil {
 		fail(err)
 	}
@@ -104,8 +105,12 @@ func main() {
 	}
 	b := &bench{ctx: ctx, db: db, dsn: *dsn, duration: *dur, concurrency: *conc, out: os.Stdout,
 		hashing: auth.NewHashGate(runtime.GOMAXPROCS(0), 1<<16, time.Hour)}
-	fmt.Printf("yardbench: %s, %d CPUs, GOMAXPROCS %d, %s, store %s, %d clients, %s per scenario\n\n",
-		runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOARCH, db.Engine(), *conc, *dur)
+	durability, err := db.Durability(ctx)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("yardbench: %s, %d CPUs, GOMAXPROCS %d, %s, store %s (%s), %d clients, %s per scenario\n\n",
+		runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOARCH, db.Engine(), durability.Setting, *conc, *dur)
 	for _, g := range strings.Split(*which, ",") {
 		f, ok := groups()[g]
 		if !ok {

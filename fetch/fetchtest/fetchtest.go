@@ -28,6 +28,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	redirect string
+	parents  []string
 }
 
 // NewServer starts a server for the repositories under root.
@@ -55,7 +56,14 @@ func NewServer(t testing.TB, root string) *Server {
 		}
 		http.Redirect(w, r, target, http.StatusFound)
 	})
-	s.Server = httptest.NewTLSServer(mux)
+	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tp := r.Header.Get("traceparent"); tp != "" {
+			s.mu.Lock()
+			s.parents = append(s.parents, tp)
+			s.mu.Unlock()
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(s.Close)
 	s.CAFile = filepath.Join(t.TempDir(), "ca.pem")
 	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
@@ -63,6 +71,13 @@ func NewServer(t testing.TB, root string) *Server {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TraceParents returns the traceparent headers of the requests so far.
+func (s *Server) TraceParents() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.parents...)
 }
 
 // RedirectTo makes /moved/<path> answer 302 to prefix+<path>.

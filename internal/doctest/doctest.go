@@ -49,6 +49,7 @@ var SkipReasons = map[string]string{
 	"fuzz":      "a fuzzing run of several minutes (docs/security.md)",
 	"long":      "generates and imports a million cars (minutes)",
 	"cluster":   "needs a second machine or process sharing a PostgreSQL store",
+	"root":      "installs system files with sudo (a systemd unit, a system user)",
 }
 
 // A Block is one fenced "sh" block of a document.

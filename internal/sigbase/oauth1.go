@@ -68,6 +68,13 @@ func OAuthNormalizeParams(params [][2]string) string {
 	return joinSorted(encodeParams(slices.Clone(params)))
 }
 
+// OAuthBaseString returns the signature base string of RFC 5849 §3.4.1.1
+// that OAuthSignature signs, leaving params as they are: the server shows
+// it in a refusal (docs/auth.md, "Diagnostics of a refused signature").
+func OAuthBaseString(method, baseURI string, params [][2]string) string {
+	return oauthBaseString(method, baseURI, params)
+}
+
 // oauthBaseString returns the signature base string of RFC 5849 §3.4.1.1:
 // the upper-case method, the encoded base string URI and the encoded
 // normalized parameters, joined with '&'.

@@ -1,4 +1,6 @@
 -- +goose Up
+-- yard:incompatible: an older binary stamps car changes from car_version,
+-- which this drops; replace every process at once (docs/operations.md).
 -- Cars and garages are stamped like events (docs/cars.md, "The search
 -- index"): changed_version and car_tombstones.version now hold the writing
 -- transaction's number (the transaction id on PostgreSQL, the event clock

@@ -137,3 +137,16 @@ func (c *Cluster) remove() {
 	_ = c.run(filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-m", "immediate", "-w", "stop").Run()
 	_ = os.RemoveAll(c.dir)
 }
+
+// Bin is the directory of the cluster's PostgreSQL binaries (pg_dump,
+// pg_restore, pg_resetwal …).
+func (c *Cluster) Bin() string { return c.bin }
+
+// DataDir is the cluster's data directory (PGDATA).
+func (c *Cluster) DataDir() string { return c.data() }
+
+// Run runs a command as the cluster's owner (the postgres user when the
+// test runs as root) and returns its combined output.
+func (c *Cluster) Run(args ...string) ([]byte, error) {
+	return c.run(args...).CombinedOutput()
+}

@@ -1,0 +1,179 @@
+// Package framing refuses HTTP/1.1 requests whose framing is ambiguous.
+//
+// A request that carries both Content-Length and Transfer-Encoding may be
+// an attempt at request smuggling: RFC 9112 §6.1 says a server may reject it
+// and MUST close the connection after answering it. Go's net/http drops the
+// Content-Length and keeps the connection open, so a request pipelined
+// behind it would be served. This package sees the decrypted bytes of each
+// HTTP/1.x connection as the server reads them, follows the message framing
+// (header block, Content-Length body, chunked body and trailers), and marks
+// the request that carried both fields; the handler asks Refuse and answers
+// it 400 with Connection: close (docs/operations.md, "Transport").
+//
+// The listener does the TLS handshake itself (with a deadline, many at
+// once), so that HTTP/2 connections (ALPN "h2") reach the server as the
+// *tls.Conn it expects, and HTTP/1.x connections as a Conn that watches
+// them. A Conn is not a *tls.Conn, so the server does not fill in
+// Request.TLS for it: Refuse does.
+package framing
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MaxHandshakes bounds the TLS handshakes in progress at once; a
+// connection past it is closed at once.
+const MaxHandshakes = 4096
+
+// Listener accepts TCP connections from an inner listener, completes their
+// TLS handshakes and returns them ready to serve.
+type Listener struct {
+	inner   net.Listener
+	config  *tls.Config
+	timeout time.Duration
+
+	conns   chan net.Conn
+	errs    chan error
+	done    chan struct{}
+	closing sync.Once
+	pending atomic.Int64
+}
+
+// NewListener returns a Listener serving TLS with config over inner. A
+// handshake not done within timeout closes its connection.
+func NewListener(inner net.Listener, config *tls.Config, timeout time.Duration) *Listener {
+	l := &Listener{
+		inner:   inner,
+		config:  config,
+		timeout: timeout,
+		conns:   make(chan net.Conn),
+		errs:    make(chan error),
+		done:    make(chan struct{}),
+	}
+	go l.run()
+	return l
+}
+
+func (l *Listener) run() {
+	for {
+		c, err := l.inner.Accept()
+		if err != nil {
+			select {
+			case l.errs <- err:
+			case <-l.done:
+				return
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		if l.pending.Add(1) > MaxHandshakes {
+			l.pending.Add(-1)
+			c.Close()
+			continue
+		}
+		go l.handshake(c)
+	}
+}
+
+func (l *Listener) handshake(c net.Conn) {
+	defer l.pending.Add(-1)
+	tc := tls.Server(c, l.config)
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	_ = c.SetDeadline(time.Now().Add(l.timeout))
+	err := tc.HandshakeContext(ctx)
+	cancel()
+	if err != nil {
+		c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	var out net.Conn = tc
+	if state := tc.ConnectionState(); state.NegotiatedProtocol != "h2" {
+		out = &Conn{Conn: tc, state: &state}
+	}
+	select {
+	case l.conns <- out:
+	case <-l.done:
+		out.Close()
+	}
+}
+
+// Accept returns the next connection whose handshake is done.
+func (l *Listener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case err := <-l.errs:
+		return nil, err
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops accepting; connections already returned stay open.
+func (l *Listener) Close() error {
+	l.closing.Do(func() { close(l.done) })
+	return l.inner.Close()
+}
+
+// Addr is the inner listener's address.
+func (l *Listener) Addr() net.Addr { return l.inner.Addr() }
+
+// Conn is an HTTP/1.x connection over TLS whose request framing is
+// followed as the server reads it.
+type Conn struct {
+	*tls.Conn
+	state *tls.ConnectionState
+
+	scan    scanner // only the server's reads touch it, one at a time
+	flagged atomic.Int64
+	served  atomic.Int64
+}
+
+// Read reads from the TLS connection and follows the framing of what it
+// read.
+func (c *Conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.scan.off {
+		if k := c.scan.feed(p[:n]); k > 0 {
+			c.flagged.Store(k)
+		}
+	}
+	return n, err
+}
+
+type connKey struct{}
+
+// ConnContext is the http.Server's ConnContext: it keeps the Conn for
+// Refuse.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if fc, ok := c.(*Conn); ok {
+		return context.WithValue(ctx, connKey{}, fc)
+	}
+	return ctx
+}
+
+// Refuse is called once at the start of every request. It fills in r.TLS
+// for a request on a Conn, and reports whether r carried both
+// Content-Length and Transfer-Encoding: then the caller answers 400 and
+// sets Connection: close, which makes the server close the connection.
+func Refuse(r *http.Request) bool {
+	c, _ := r.Context().Value(connKey{}).(*Conn)
+	if c == nil {
+		return false
+	}
+	if r.TLS == nil {
+		r.TLS = c.state
+	}
+	k := c.served.Add(1)
+	return c.flagged.Load() == k
+}
