@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -204,10 +205,16 @@ func WithSQLiteBusyTimeout(d time.Duration) Option {
 
 // openSQLite opens a pool of connections to the SQLite file path; sync is
 // the pragma synchronous (FULL or NORMAL, see sqliteSyncPragma).
+// sqliteMmap is how much of the database file SQLite reads through a
+// memory map (PRAGMA mmap_size) instead of a read system call per page:
+// every connection shares the one mapping (the operating system's page
+// cache), so a page read by one is in memory for all.
+const sqliteMmap = 1 << 30
+
 func openSQLite(path string, writer bool, busyTimeout time.Duration, sync string) (*sql.DB, error) {
 	q := url.Values{}
 	busy := fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds())
-	for _, p := range []string{"journal_mode(WAL)", busy, "foreign_keys(1)", "synchronous(" + sync + ")"} {
+	for _, p := range []string{"journal_mode(WAL)", busy, "foreign_keys(1)", "synchronous(" + sync + ")", "mmap_size(" + strconv.FormatInt(sqliteMmap, 10) + ")"} {
 		q.Add("_pragma", p)
 	}
 	if writer {

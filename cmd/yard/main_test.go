@@ -527,3 +527,24 @@ func TestServeClosesAfterAmbiguousLength(t *testing.T) {
 		t.Errorf("HTTP/2 request: proto %s, HSTS %q", resp.Proto, resp.Header.Get("Strict-Transport-Security"))
 	}
 }
+
+// TestDebugAddr: --debug-addr serves the profiler on a loopback address
+// and refuses any other address before starting.
+func TestDebugAddr(t *testing.T) {
+	if _, stderr, code := cli(t, "serve", "--data", t.TempDir(), "--debug-addr", "0.0.0.0:0"); code != 2 || !strings.Contains(stderr, "loopback") {
+		t.Fatalf("--debug-addr 0.0.0.0:0: exit %d, %s", code, stderr)
+	}
+	port := freePort(t)
+	s := startInProcess(t, "--data", t.TempDir(), "--debug-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	if !strings.Contains(s.Out.String(), "profiler on http://127.0.0.1:") {
+		t.Fatalf("no profiler line in %q", s.Out.String())
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/cmdline", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/debug/pprof/cmdline: %d", resp.StatusCode)
+	}
+}

@@ -40,6 +40,7 @@ type serveConfig struct {
 	tlsKey      string
 	acmeDomain  string
 	httpAddr    string
+	debugAddr   string
 	demo        bool
 	accessTTL   time.Duration
 	refreshTTL  time.Duration
@@ -82,6 +83,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key file (PEM); with --tls-cert")
 	fs.StringVar(&c.acmeDomain, "acme-domain", "", "obtain certificates for this domain with ACME (comma-separated for several)")
 	fs.StringVar(&c.httpAddr, "http-addr", "", "optional plain-HTTP listen address that only redirects (308) to HTTPS")
+	fs.StringVar(&c.debugAddr, "debug-addr", "", "optional loopback address serving Go's profiler (/debug/pprof/) over plain HTTP")
 	fs.BoolVar(&c.demo, "demo", false, "fill an empty store with demo people, dogs, garages and cars")
 	fs.DurationVar(&c.accessTTL, "access-ttl", 30*time.Minute, "lifetime of access tokens")
 	fs.DurationVar(&c.refreshTTL, "refresh-ttl", 24*time.Hour, "lifetime of refresh tokens")
@@ -307,7 +309,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := cfg.auth.check(); err != nil {
 		return err
 	}
-	logger := newLogger(stderr, cfg.logLevel)
+	logOut := newLogWriter(stderr)
+	defer logOut.Close()
+	logger := newLogger(logOut, cfg.logLevel)
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -330,6 +334,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		defer pln.Close()
+	}
+	var dln net.Listener
+	if cfg.debugAddr != "" {
+		if dln, err = debugListen(cfg.debugAddr); err != nil {
+			return err
+		}
+		defer dln.Close()
 	}
 	if err := os.MkdirAll(cfg.data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
@@ -385,6 +396,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		plain.SetKeepAlivesEnabled(false)
 		go func() { errc <- plain.Serve(pln) }()
 		fmt.Fprintf(stdout, "redirecting http://%s to %s\n", pln.Addr(), cfg.baseURL)
+	}
+	if dln != nil {
+		debug := debugServer()
+		go func() { _ = debug.Serve(dln) }()
+		defer debug.Close()
+		fmt.Fprintf(stdout, "profiler on http://%s/debug/pprof/\n", dln.Addr())
 	}
 
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
