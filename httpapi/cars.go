@@ -109,8 +109,24 @@ func (s *Server) newSearchView(se *yard.Search) searchView {
 // handleGetCar answers /car/{car_id} and /cars/{car_id}: the car, garaged
 // or not.
 func (s *Server) handleGetCar(w http.ResponseWriter, r *http.Request) {
-	c, err := s.deps.DB.FindCarByID(r.Context(), r.PathValue("car_id"))
+	c, err := s.findCar(r.Context(), r.PathValue("car_id"))
 	s.writeCar(w, r, c, err)
+}
+
+// carFinder is what answers a car by id besides the store: the search
+// index (search.Index), which holds every car in memory and is brought up
+// to the store before it answers.
+type carFinder interface {
+	FindCarByID(ctx context.Context, id string) (*yard.Car, error)
+}
+
+// findCar reads a car from the index when Deps.Cars has one, else from the
+// store.
+func (s *Server) findCar(ctx context.Context, id string) (*yard.Car, error) {
+	if f, ok := s.deps.Cars.(carFinder); ok {
+		return f.FindCarByID(ctx, id)
+	}
+	return s.deps.DB.FindCarByID(ctx, id)
 }
 
 // writeCar answers a read of one car, or the error of finding it.
@@ -289,7 +305,7 @@ func (f facetsView) MarshalJSON() ([]byte, error) {
 // handleGarageCar answers /{garage_id}/cars/{car_id}: the car if it is in
 // that garage, else 404.
 func (s *Server) handleGarageCar(w http.ResponseWriter, r *http.Request) {
-	c, err := s.deps.DB.FindCarByID(r.Context(), r.PathValue("car_id"))
+	c, err := s.findCar(r.Context(), r.PathValue("car_id"))
 	if err == nil && c.Garage != r.PathValue("garage_id") {
 		err = yard.Errorf(yard.ENOTFOUND, "Car not found in this garage.")
 	}

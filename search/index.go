@@ -51,6 +51,7 @@ import (
 // *store.DB is one.
 type Source interface {
 	yard.CarLister
+	FindCarByID(ctx context.Context, id string) (*yard.Car, error)
 	CarsChangedSince(ctx context.Context, since yard.CarPosition) (bool, error)
 	ReadCarChanges(ctx context.Context, since yard.CarPosition, h yard.CarChangeHandler) (yard.CarPosition, error)
 }
@@ -247,6 +248,27 @@ func (ix *Index) ListCars(ctx context.Context, q yard.Query, page yard.Page, fac
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	return ix.d.list(q, page, facets), nil
+}
+
+// FindCarByID answers one car from the index, after Sync, so a car
+// written before the call is seen as written; before the index is built,
+// the store answers. Its error is the store's: ENOTFOUND for an id no car
+// has.
+func (ix *Index) FindCarByID(ctx context.Context, id string) (*yard.Car, error) {
+	if !ix.ready.Load() {
+		return ix.src.FindCarByID(ctx, id)
+	}
+	if err := ix.Sync(ctx); err != nil {
+		return nil, err
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if at, ok := ix.d.search(id); ok {
+		if p := ix.d.order[at]; ix.d.alive.Contains(p) {
+			return ix.d.car(p), nil
+		}
+	}
+	return nil, yard.Errorf(yard.ENOTFOUND, "Car not found.")
 }
 
 // Stats describes the index.

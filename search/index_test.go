@@ -374,8 +374,33 @@ func TestIndexFollowsWrites(t *testing.T) {
 			for _, n := range []string{"main", "ocean+drive", "hudson", "lot+9"} {
 				sameList(t, ctx, "max=100&garage.name="+n+"&doors=!9", ix, db)
 			}
+			// A car by id, the one just written among them.
+			for _, id := range append(carIDs()[:min(3, len(carIDs()))], append(deleted, "no-such-car", lastWord(what))...) {
+				sameCar(t, ctx, id, ix, db)
+			}
 		}
 	})
+}
+
+// sameCar checks the index's answer for one car id against the store's.
+func sameCar(t *testing.T, ctx context.Context, id string, ix *search.Index, db *store.DB) {
+	t.Helper()
+	want, werr := db.FindCarByID(ctx, id)
+	got, gerr := ix.FindCarByID(ctx, id)
+	if (werr == nil) != (gerr == nil) || yard.ErrorCode(werr) != yard.ErrorCode(gerr) {
+		t.Fatalf("car %q: index error %v, store error %v", id, gerr, werr)
+	}
+	if werr == nil && carsText([]*yard.Car{got}) != carsText([]*yard.Car{want}) {
+		t.Fatalf("car %q: index\n%s store\n%s", id, carsText([]*yard.Car{got}), carsText([]*yard.Car{want}))
+	}
+}
+
+func lastWord(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[len(f)-1]
 }
 
 // TestIndexSeesOtherProcesses: a write through one store handle (one
