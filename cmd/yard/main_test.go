@@ -345,50 +345,10 @@ func TestKillDuringWrites(t *testing.T) {
 				args = append(args, "--db", storetest.NewPostgresDatabase(t))
 			}
 			s := startProcess(t, args...)
-			var mu sync.Mutex
-			var acked []string
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			for w := range 4 {
-				wg.Go(func() {
-					for i := 0; ; i++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						b, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("w%d-%d", w, i), "email": "d@example.org"})
-						req, _ := http.NewRequest("POST", s.URL+"/v1/dogs", bytes.NewReader(b))
-						req.Header.Set("Content-Type", "application/json")
-						req.SetBasicAuth("admin", s.Password)
-						resp, err := insecure.Do(req)
-						if err != nil {
-							return
-						}
-						var d map[string]any
-						_ = json.NewDecoder(resp.Body).Decode(&d)
-						resp.Body.Close()
-						if id, ok := d["id"].(string); ok && resp.StatusCode == 201 {
-							mu.Lock()
-							acked = append(acked, id)
-							mu.Unlock()
-						}
-					}
-				})
-			}
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				mu.Lock()
-				n := len(acked)
-				mu.Unlock()
-				if n >= 30 || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			w := startDogWriters(s.URL, s.Password, 4)
+			w.waitFor(t, 30, 10*time.Second)
 			s.kill9(t)
-			close(stop)
-			wg.Wait()
+			acked := w.stop()
 			if len(acked) == 0 {
 				t.Fatal("no write was acknowledged before the kill")
 			}
@@ -547,4 +507,72 @@ func TestDebugAddr(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("/debug/pprof/cmdline: %d", resp.StatusCode)
 	}
+}
+
+// dogWriters are clients creating dogs as the administrator, one after
+// another, until stopped; acked holds the ids of the dogs answered 201.
+type dogWriters struct {
+	mu    sync.Mutex
+	acked []string
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// startDogWriters starts n writers against the server at base.
+func startDogWriters(base, password string, n int) *dogWriters {
+	d := &dogWriters{done: make(chan struct{})}
+	for w := range n {
+		d.wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-d.done:
+					return
+				default:
+				}
+				b, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("w%d-%d", w, i), "email": "d@example.org"})
+				req, _ := http.NewRequest("POST", base+"/v1/dogs", bytes.NewReader(b))
+				req.Header.Set("Content-Type", "application/json")
+				req.SetBasicAuth("admin", password)
+				resp, err := insecure.Do(req)
+				if err != nil {
+					return
+				}
+				var dog map[string]any
+				_ = json.NewDecoder(resp.Body).Decode(&dog)
+				resp.Body.Close()
+				if id, ok := dog["id"].(string); ok && resp.StatusCode == 201 {
+					d.mu.Lock()
+					d.acked = append(d.acked, id)
+					d.mu.Unlock()
+				}
+			}
+		})
+	}
+	return d
+}
+
+// answered returns the ids answered so far.
+func (d *dogWriters) answered() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.acked...)
+}
+
+// waitFor waits until n dogs were answered, failing t after limit.
+func (d *dogWriters) waitFor(t *testing.T, n int, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for len(d.answered()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d writes answered in %s", len(d.answered()), limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stop stops the writers and returns every id answered.
+func (d *dogWriters) stop() []string {
+	close(d.done)
+	d.wg.Wait()
+	return d.answered()
 }

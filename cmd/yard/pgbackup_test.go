@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,63 +29,14 @@ func TestPostgresDumpAndRestore(t *testing.T) {
 	src := storetest.NewPostgresDatabase(t)
 	s := startInProcess(t, "--data", t.TempDir(), "--db", src)
 
-	var mu sync.Mutex
-	var acked []string
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range 16 {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				b, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("w%d-%d", w, i), "email": "d@example.org"})
-				req, _ := http.NewRequest("POST", s.URL+"/v1/dogs", bytes.NewReader(b))
-				req.Header.Set("Content-Type", "application/json")
-				req.SetBasicAuth("admin", s.Password)
-				resp, err := insecure.Do(req)
-				if err != nil {
-					return
-				}
-				var d map[string]any
-				_ = json.NewDecoder(resp.Body).Decode(&d)
-				resp.Body.Close()
-				if id, ok := d["id"].(string); ok && resp.StatusCode == 201 {
-					mu.Lock()
-					acked = append(acked, id)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	waitFor := func(n int) {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			mu.Lock()
-			got := len(acked)
-			mu.Unlock()
-			if got >= n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d writes answered in 20 s", got)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	waitFor(50)
-	mu.Lock()
-	before := append([]string(nil), acked...)
-	mu.Unlock()
+	writers := startDogWriters(s.URL, s.Password, 16)
+	writers.waitFor(t, 50, 20*time.Second)
+	before := writers.answered()
 	dump := filepath.Join(t.TempDir(), "yard.dump")
 	if out, err := runTool(filepath.Join(own.Bin(), "pg_dump"), "-Fc", "--no-owner", "-f", dump, "-d", src); err != nil {
 		t.Fatalf("pg_dump: %v\n%s", err, out)
 	}
-	close(stop)
-	wg.Wait()
-	t.Logf("%d writes answered before the dump began, %d in all", len(before), len(acked))
+	t.Logf("%d writes answered before the dump began, %d in all", len(before), len(writers.stop()))
 
 	restore := func(dsn string) {
 		t.Helper()
