@@ -120,7 +120,72 @@ func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions
 			_, _ = db.write.ExecContext(ctx, `PRAGMA cache_size = -2000`)
 		}()
 	}
+	// One goroutine reads and checks the lines while this one writes the
+	// batch before (docs/cars.md, "Import"): the parse of batch n+1 runs
+	// beside the transaction of batch n. Batches are written in order, so
+	// an error in a line comes after every batch before it is committed.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	parsed := make(chan parsedBatch, 1)
+	go im.readBatches(ctx, r, batch, parsed)
 	var st ImportStats
+	for p := range parsed {
+		b := p.batch
+		if b != nil && b.lines > 0 {
+			if err := db.WithTx(ctx, func(tx *Tx) error {
+				v, err := changeStamp(ctx, tx)
+				if err != nil {
+					return err
+				}
+				if err := im.writeGarages(ctx, tx, b.garages, v); err != nil {
+					return err
+				}
+				if err := im.writeCars(ctx, tx, b, v); err != nil {
+					return err
+				}
+				return importEvent(ctx, tx, b)
+			}); err != nil {
+				if ctx.Err() != nil {
+					return st, ctx.Err()
+				}
+				return st, &ImportError{Line: p.first, LastLine: p.last, Msg: "the database refused the batch: " + err.Error(), Err: err}
+			}
+			st.Garages += b.garageLines
+			st.Cars += b.carLines
+			st.Lines = p.last
+			if opt.Progress != nil {
+				opt.Progress(st)
+			}
+		}
+		if p.err != nil {
+			return st, p.err
+		}
+	}
+	return st, ctx.Err()
+}
+
+// parsedBatch is a batch of lines read and checked (readBatches), or
+// the error that ended the reading (then the batch is nil: the lines of a
+// batch with a bad line are not written).
+type parsedBatch struct {
+	batch       *importBatch
+	first, last int // line numbers
+	err         error
+}
+
+// readBatches reads r into batches of up to batch lines and sends them in
+// order, the last one with the error that ended the reading, if any; it
+// closes out at the end of r, at an error, or when ctx ends.
+func (im *importer) readBatches(ctx context.Context, r io.Reader, batch int, out chan<- parsedBatch) {
+	defer close(out)
+	send := func(p parsedBatch) bool {
+		select {
+		case out <- p:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), maxImportLine)
 	lineNo := 0
@@ -140,12 +205,13 @@ func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions
 			if err := im.parse(ctx, line, b); err != nil {
 				if ie, ok := err.(*ImportError); ok {
 					ie.Line = lineNo
-					return st, ie
+				} else if ctx.Err() != nil {
+					err = ctx.Err()
+				} else {
+					err = &ImportError{Line: lineNo, Msg: "the store could not be read: " + err.Error(), Err: err}
 				}
-				if ctx.Err() != nil {
-					return st, ctx.Err()
-				}
-				return st, &ImportError{Line: lineNo, Msg: "the store could not be read: " + err.Error(), Err: err}
+				send(parsedBatch{err: err})
+				return
 			}
 		}
 		if err := sc.Err(); err != nil {
@@ -153,34 +219,14 @@ func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions
 			if errors.Is(err, bufio.ErrTooLong) {
 				msg = fmt.Sprintf("the line is longer than %d bytes", maxImportLine)
 			}
-			return st, &ImportError{Line: lineNo + 1, Msg: msg, Err: err}
+			send(parsedBatch{err: &ImportError{Line: lineNo + 1, Msg: msg, Err: err}})
+			return
 		}
 		if b.lines == 0 {
-			return st, nil
+			return
 		}
-		if err := db.WithTx(ctx, func(tx *Tx) error {
-			v, err := changeStamp(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if err := im.writeGarages(ctx, tx, b.garages, v); err != nil {
-				return err
-			}
-			if err := im.writeCars(ctx, tx, b.cars, v); err != nil {
-				return err
-			}
-			return importEvent(ctx, tx, b)
-		}); err != nil {
-			if ctx.Err() != nil {
-				return st, ctx.Err()
-			}
-			return st, &ImportError{Line: first, LastLine: lineNo, Msg: "the database refused the batch: " + err.Error(), Err: err}
-		}
-		st.Garages += b.garageLines
-		st.Cars += b.carLines
-		st.Lines = lineNo
-		if opt.Progress != nil {
-			opt.Progress(st)
+		if !send(parsedBatch{batch: b, first: first, last: lineNo}) {
+			return
 		}
 	}
 }
@@ -194,7 +240,7 @@ const maxImportLine = 1 << 20
 // touch one row twice).
 type importBatch struct {
 	garages                      []*yard.Garage
-	cars                         []*yard.Car
+	cars                         []importedCar
 	garageAt, carAt              map[string]int
 	lines, garageLines, carLines int
 }
@@ -208,9 +254,16 @@ func (b *importBatch) addGarage(g *yard.Garage) {
 	b.garages = putByID(b.garages, b.garageAt, g.ID, g)
 }
 
-func (b *importBatch) addCar(c *yard.Car) {
+func (b *importBatch) addCar(c importedCar) {
 	b.carLines++
 	b.cars = putByID(b.cars, b.carAt, c.ID, c)
+}
+
+// importedCar is a car of an import with its garage's state key, looked up
+// when the line was read (the cars carry a copy, docs/cars.md).
+type importedCar struct {
+	*yard.Car
+	stateKey any // nil without a garage
 }
 
 // putByID returns list with v in the place of the earlier value of the same
@@ -275,7 +328,11 @@ func (im *importer) parse(ctx context.Context, line []byte, b *importBatch) erro
 		if c.ID == "" {
 			c.ID = im.newImportID("car", c.Color, c.Type, strconv.Itoa(c.Doors), c.Make, c.Model, strconv.Itoa(c.Year), c.Garage)
 		}
-		b.addCar(c)
+		ic := importedCar{Car: c}
+		if c.Garage != "" {
+			ic.stateKey = im.states[c.Garage]
+		}
+		b.addCar(ic)
 	case "":
 		return &ImportError{Msg: `no "kind": it must be "garage" or "car"`}
 	default:
@@ -424,19 +481,23 @@ func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage,
 		})
 }
 
-// writeCars writes a batch's cars, stamped v.
-func (im *importer) writeCars(ctx context.Context, tx *Tx, cs []*yard.Car, v int64) error {
+// writeCars writes a batch's cars, stamped v. A car whose garage is
+// (re)defined in the same batch takes that garage's last state, as the
+// garage's other cars do (writeGarages); otherwise the state its garage
+// had when the car's line was read.
+func (im *importer) writeCars(ctx context.Context, tx *Tx, b *importBatch, v int64) error {
+	cs := b.cars
 	now := Millis(tx.Now())
 	return insertChunks(ctx, tx, len(cs), 16,
 		`INSERT INTO cars (`+carWriteColumns+`) VALUES `,
 		` ON CONFLICT (id) DO UPDATE SET `+carUpsertSet,
 		func(i int, args []any) []any {
 			c := cs[i]
-			var state any
-			if c.Garage != "" {
-				state = im.states[c.Garage]
+			state := c.stateKey
+			if g, ok := b.garageAt[c.Garage]; ok && c.Garage != "" {
+				state = strings.ToLower(b.garages[g].State)
 			}
-			return append(carFieldArgs(args, c), state, now, now, v)
+			return append(carFieldArgs(args, c.Car), state, now, now, v)
 		}, nil)
 }
 

@@ -122,5 +122,26 @@ func TestImportRerunAndRepeatedIDs(t *testing.T) {
 		if _, n, _ := db.FindCars(ctx, id, yard.Page{Max: 1}); n != 150 {
 			t.Fatalf("cars in the repeated garage's last state: %d, want 150", n)
 		}
+
+		// A garage moved to another state after its cars' lines, in the
+		// same batch and in later ones (the lines are read while the
+		// batch before is written): every car ends in its garage's last
+		// state.
+		car := `{"kind":"car","id":"mv-%d","color":"red","type":"t","doors":2,"make":"m","model":"m","year":2001,"garage":"gmove"}` + "\n"
+		garage := `{"kind":"garage","id":"gmove","name":"M","state":"%s"}` + "\n"
+		moves := fmt.Sprintf(garage, "TX") + fmt.Sprintf(car, 1) + fmt.Sprintf(garage, "NV") + fmt.Sprintf(car, 2) + fmt.Sprintf(garage, "UT")
+		for _, batch := range []int{1000, 3, 2, 1} {
+			if _, err := db.ImportCars(ctx, strings.NewReader(moves), batch); err != nil {
+				t.Fatal(err)
+			}
+			ut, _, _ := yard.ParseCarQuery("garage.state=ut")
+			if _, n, _ := db.FindCars(ctx, ut, yard.Page{Max: 1}); n != 2 {
+				t.Fatalf("batch %d: %d cars in the moved garage's last state, want 2", batch, n)
+			}
+			// Back to TX for the next round.
+			if _, err := db.ImportCars(ctx, strings.NewReader(fmt.Sprintf(garage, "TX")), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
 	})
 }
