@@ -28,9 +28,14 @@ import (
 	"time"
 )
 
-// MaxHandshakes bounds the TLS handshakes in progress at once; a
-// connection past it is closed at once.
-const MaxHandshakes = 4096
+// MaxHandshakes bounds the TLS handshakes in progress at once, and
+// MaxHandshakesPerAddr those from one client address, so that one client
+// holding connections open without finishing a handshake cannot take the
+// others' places; a connection past either bound is closed at once.
+const (
+	MaxHandshakes        = 4096
+	MaxHandshakesPerAddr = 256
+)
 
 // Listener accepts TCP connections from an inner listener, completes their
 // TLS handshakes and returns them ready to serve.
@@ -43,7 +48,10 @@ type Listener struct {
 	errs    chan error
 	done    chan struct{}
 	closing sync.Once
-	pending atomic.Int64
+
+	mu      sync.Mutex
+	pending int
+	perAddr map[string]int
 }
 
 // NewListener returns a Listener serving TLS with config over inner. A
@@ -56,6 +64,7 @@ func NewListener(inner net.Listener, config *tls.Config, timeout time.Duration) 
 		conns:   make(chan net.Conn),
 		errs:    make(chan error),
 		done:    make(chan struct{}),
+		perAddr: map[string]int{},
 	}
 	go l.run()
 	return l
@@ -75,17 +84,53 @@ func (l *Listener) run() {
 			}
 			continue
 		}
-		if l.pending.Add(1) > MaxHandshakes {
-			l.pending.Add(-1)
+		addr := remoteHost(c)
+		if !l.begin(addr) {
 			c.Close()
 			continue
 		}
-		go l.handshake(c)
+		go l.handshake(c, addr)
 	}
 }
 
-func (l *Listener) handshake(c net.Conn) {
-	defer l.pending.Add(-1)
+// begin counts a handshake from addr, or reports that a bound is reached.
+func (l *Listener) begin(addr string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pending >= MaxHandshakes || l.perAddr[addr] >= MaxHandshakesPerAddr {
+		return false
+	}
+	l.pending++
+	l.perAddr[addr]++
+	return true
+}
+
+// end counts a handshake from addr as done.
+func (l *Listener) end(addr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending--
+	if l.perAddr[addr]--; l.perAddr[addr] <= 0 {
+		delete(l.perAddr, addr)
+	}
+}
+
+// remoteHost is the client address of c without its port; an IPv6
+// address counts by its /64 network, which one client usually holds whole.
+func remoteHost(c net.Conn) string {
+	a := c.RemoteAddr().String()
+	h, _, err := net.SplitHostPort(a)
+	if err != nil {
+		return a
+	}
+	if ip := net.ParseIP(h); ip != nil && ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return h
+}
+
+func (l *Listener) handshake(c net.Conn, addr string) {
+	defer l.end(addr)
 	tc := tls.Server(c, l.config)
 	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 	_ = c.SetDeadline(time.Now().Add(l.timeout))
