@@ -225,7 +225,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		id = hex.EncodeToString(b[:])
 	}
 	w.Header().Set("X-Request-Id", id)
-	refuse := framing.Refuse(r) // before r.TLS is read: it fills it in
 	if r.TLS != nil {
 		w.Header().Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
 	}
@@ -259,7 +258,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	if refuse {
+	if framing.Refused(r) {
 		// RFC 9112 §6.1: both Content-Length and Transfer-Encoding; the
 		// connection closes after the answer (docs/operations.md, "Transport").
 		sw.Header().Set("Connection", "close")

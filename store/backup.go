@@ -555,12 +555,8 @@ func checkRows(ctx context.Context, conn *sql.DB, query, want string) error {
 	}
 	var got []string
 	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := scanValues(rows, len(cols))
+		if err != nil {
 			return err
 		}
 		if len(got) < 10 {

@@ -658,12 +658,8 @@ func (db *DB) ExplainCars(ctx context.Context, q yard.Query, page yard.Page) (st
 		}
 		cols, _ := rows.Columns()
 		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
+			vals, err := scanValues(rows, len(cols))
+			if err != nil {
 				rows.Close()
 				return "", err
 			}
@@ -682,6 +678,16 @@ func (db *DB) ExplainCars(ctx context.Context, q yard.Query, page yard.Page) (st
 		}
 	}
 	return b.String(), nil
+}
+
+// scanValues scans the current row of n columns of any types.
+func scanValues(rows *sql.Rows, n int) ([]any, error) {
+	vals := make([]any, n)
+	ptrs := make([]any, n)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	return vals, rows.Scan(ptrs...)
 }
 
 func fmtAny(v any) string {

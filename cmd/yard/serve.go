@@ -372,7 +372,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 
 	srv := &http.Server{
-		Handler:           a.api.Handler(),
+		Handler:           framing.Handler(a.api.Handler()),
 		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,

@@ -6,15 +6,16 @@
 // Content-Length and keeps the connection open, so a request pipelined
 // behind it would be served. This package sees the decrypted bytes of each
 // HTTP/1.x connection as the server reads them, follows the message framing
-// (header block, Content-Length body, chunked body and trailers), and marks
-// the request that carried both fields; the handler asks Refuse and answers
-// it 400 with Connection: close (docs/operations.md, "Transport").
+// (header block, Content-Length body, chunked body and trailers), and notes
+// the request that carried both fields; Handler marks that request, and
+// the API's handler asks Refused and answers it 400 with Connection: close
+// (docs/operations.md, "Transport").
 //
 // The listener does the TLS handshake itself (with a deadline, many at
 // once), so that HTTP/2 connections (ALPN "h2") reach the server as the
 // *tls.Conn it expects, and HTTP/1.x connections as a Conn that watches
 // them. A Conn is not a *tls.Conn, so the server does not fill in
-// Request.TLS for it: Refuse does.
+// Request.TLS for it: Handler does.
 package framing
 
 import (
@@ -199,7 +200,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 type connKey struct{}
 
 // ConnContext is the http.Server's ConnContext: it keeps the Conn for
-// Refuse.
+// Handler.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	if fc, ok := c.(*Conn); ok {
 		return context.WithValue(ctx, connKey{}, fc)
@@ -207,18 +208,30 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
-// Refuse is called once at the start of every request. It fills in r.TLS
-// for a request on a Conn, and reports whether r carried both
-// Content-Length and Transfer-Encoding: then the caller answers 400 and
-// sets Connection: close, which makes the server close the connection.
-func Refuse(r *http.Request) bool {
-	c, _ := r.Context().Value(connKey{}).(*Conn)
-	if c == nil {
-		return false
-	}
-	if r.TLS == nil {
-		r.TLS = c.state
-	}
-	k := c.served.Add(1)
-	return c.flagged.Load() == k
+// Handler wraps the server's handler: for a request on a Conn it fills in
+// r.TLS (the server does not, a Conn not being a *tls.Conn) and counts the
+// request, marking it when it carried both Content-Length and
+// Transfer-Encoding; the handler asks Refused and answers such a request
+// 400 with Connection: close, which makes the server close the connection.
+func Handler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, _ := r.Context().Value(connKey{}).(*Conn); c != nil {
+			if r.TLS == nil {
+				r.TLS = c.state
+			}
+			if c.flagged.Load() == c.served.Add(1) {
+				r = r.WithContext(context.WithValue(r.Context(), refusedKey{}, true))
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+type refusedKey struct{}
+
+// Refused reports whether Handler marked r: it carried both Content-Length
+// and Transfer-Encoding.
+func Refused(r *http.Request) bool {
+	v, _ := r.Context().Value(refusedKey{}).(bool)
+	return v
 }
