@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 )
@@ -86,7 +85,18 @@ type EventID struct {
 
 // String returns the opaque text form.
 func (id EventID) String() string {
-	return fmt.Sprintf("%016x%016x", uint64(id.Tx), uint64(id.Seq))
+	return string(id.Append(make([]byte, 0, 32)))
+}
+
+// Append appends the text form of id to b.
+func (id EventID) Append(b []byte) []byte {
+	const digits = "0123456789abcdef"
+	for _, v := range [2]uint64{uint64(id.Tx), uint64(id.Seq)} {
+		for shift := 60; shift >= 0; shift -= 4 {
+			b = append(b, digits[v>>uint(shift)&0xf])
+		}
+	}
+	return b
 }
 
 // IsZero reports whether id is before every event.

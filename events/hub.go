@@ -117,18 +117,31 @@ func New(st Store, cfg Config) *Hub {
 		ready: make(chan struct{}), wake: make(chan struct{}, 1)}
 }
 
-// Item is one event handed to subscribers, shared by all of them: Body
-// renders it once per process.
+// Item is one event handed to subscribers, shared by all of them: its
+// Server-Sent Events frame is made once per process, not once per stream.
 type Item struct {
 	Event *yard.Event
 	once  sync.Once
-	body  []byte
+	frame []byte
 }
 
-// Body returns render(Event), computed once.
-func (it *Item) Body(render func(*yard.Event) []byte) []byte {
-	it.once.Do(func() { it.body = render(it.Event) })
-	return it.body
+// Frame returns the event as one Server-Sent Events frame ("id:", "event:",
+// "data: " render(Event), a blank line), computed once.
+func (it *Item) Frame(render func(*yard.Event) []byte) []byte {
+	it.once.Do(func() { it.frame = AppendFrame(nil, it.Event, render(it.Event)) })
+	return it.frame
+}
+
+// AppendFrame appends e's Server-Sent Events frame with data as its data
+// line (one line: data holds no newline, as JSON made by encoding/json).
+func AppendFrame(b []byte, e *yard.Event, data []byte) []byte {
+	b = append(b, "id: "...)
+	b = e.ID.Append(b)
+	b = append(b, "\nevent: "...)
+	b = append(b, e.Type...)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...)
 }
 
 // Sub is a subscription. Its events arrive on C in id order; Cut is closed

@@ -306,8 +306,16 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	var buf []byte
+	// The write deadline is moved on once a third of it has passed, not at
+	// every write (a system call on HTTP/1.1): a write still has at least
+	// 2/3·streamWrite, more than the heartbeat's interval, and a stream
+	// that cannot write for 2/3·streamWrite to streamWrite ends.
+	var deadline time.Time
 	send := func(b []byte) bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWrite))
+		if now := time.Now(); deadline.Sub(now) < streamWrite*2/3 {
+			deadline = now.Add(streamWrite)
+			_ = rc.SetWriteDeadline(deadline)
+		}
 		if _, err := w.Write(b); err != nil {
 			return false
 		}
@@ -316,13 +324,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 	// Events are appended to buf and go out in one write and flush per
 	// batch: what the hub handed over together, a page of the backlog.
 	add := func(e *events.Item) {
-		buf = append(buf, "id: "...)
-		buf = append(buf, e.Event.ID.String()...)
-		buf = append(buf, "\nevent: "...)
-		buf = append(buf, e.Event.Type...)
-		buf = append(buf, "\ndata: "...)
-		buf = append(buf, e.Body(s.RenderEvent)...)
-		buf = append(buf, "\n\n"...)
+		buf = append(buf, e.Frame(s.RenderEvent)...)
 	}
 	// drain appends what is waiting on the subscription after cur, up to
 	// a batch's size.

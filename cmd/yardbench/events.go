@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -97,7 +98,7 @@ func eventsGroup(b *bench) error {
 		urls = append(urls, urlB)
 	}
 
-	fmt.Fprintf(b.out, "## events: %d streams (%d people × %d), %.0f events/s written, store %s\n", streams, people, perPerson, rate, b.db.Engine())
+	fmt.Fprintf(b.out, "## events: %d streams (%d people × %d, %s), %.0f events/s written, store %s\n", streams, people, perPerson, b.streamProto, rate, b.db.Engine())
 	client := loadgen.Client(b.concurrency)
 	auth := func(req *http.Request, person int) { req.SetBasicAuth(names[person], benchPassword) }
 	// Warm the Basic cache of every person on every server.
@@ -184,11 +185,13 @@ func eventsGroup(b *bench) error {
 		heap0, rss0 := memory()
 		// The streams are held by a child process (this program again),
 		// so that this process's memory is the server's alone (and its
-		// load clients): HTTP/1.1, one connection each, as browsers'
-		// EventSource and most clients hold them.
+		// load clients). -streams http1 (the default): one connection
+		// each, as most clients hold them; -streams h2: a person's 10
+		// streams share one HTTP/2 connection, as a browser's tabs on one
+		// origin do.
 		child := exec.Command(os.Args[0])
 		child.Env = append(os.Environ(), "YARDBENCH_STREAMS="+strings.Join(urls, ","), "YARDBENCH_STREAMS_N="+strconv.Itoa(streams),
-			"YARDBENCH_STREAMS_PEOPLE="+strconv.Itoa(people))
+			"YARDBENCH_STREAMS_PEOPLE="+strconv.Itoa(people), "YARDBENCH_STREAMS_PROTO="+b.streamProto)
 		child.Stderr = os.Stderr
 		stdin, _ := child.StdinPipe()
 		stdout, _ := child.StdoutPipe()
@@ -265,6 +268,26 @@ func streamClient(urlList string) {
 	ctx, stop := context.WithCancel(context.Background())
 	client := loadgen.Client(n)
 	client.Timeout = 0
+	// With YARDBENCH_STREAMS_PROTO=h2, each person holds one HTTP/2
+	// connection per server, which carries all their streams there.
+	h2 := os.Getenv("YARDBENCH_STREAMS_PROTO") == "h2"
+	var h2mu sync.Mutex
+	h2clients := map[[2]int]*http.Client{}
+	clientFor := func(server, person int) *http.Client {
+		if !h2 {
+			return client
+		}
+		h2mu.Lock()
+		defer h2mu.Unlock()
+		c := h2clients[[2]int{server, person}]
+		if c == nil {
+			c = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+				ForceAttemptHTTP2: true, DisableCompression: true}}
+			h2clients[[2]int{server, person}] = c
+		}
+		return c
+	}
+	var notH2 atomic.Int64
 	type lat struct {
 		mu  sync.Mutex
 		all []time.Duration
@@ -282,12 +305,15 @@ func streamClient(urlList string) {
 			req, _ := http.NewRequestWithContext(ctx, "GET", urls[server]+"/v1/events", nil)
 			req.Header.Set("Accept", "text/event-stream")
 			req.SetBasicAuth(fmt.Sprintf("ev%d", person), benchPassword)
-			resp, err := client.Do(req)
+			resp, err := clientFor(server, person).Do(req)
 			if err != nil || resp.StatusCode != 200 {
 				failed.Add(1)
 				return
 			}
 			defer resp.Body.Close()
+			if h2 && resp.ProtoMajor != 2 {
+				notH2.Add(1)
+			}
 			opened.Add(1)
 			r := bufio.NewReaderSize(resp.Body, 4096)
 			var mine []time.Duration
@@ -319,7 +345,11 @@ func streamClient(urlList string) {
 	for deadline := time.Now().Add(60 * time.Second); opened.Load()+failed.Load() < int64(n) && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	fmt.Printf("streams open: %d (%d refused)\n", opened.Load(), failed.Load())
+	fmt.Printf("streams open: %d (%d refused), %d connections", opened.Load(), failed.Load(), map[bool]int{true: len(h2clients), false: int(opened.Load())}[h2])
+	if h2 {
+		fmt.Printf(" (HTTP/2; %d streams not over HTTP/2)", notH2.Load())
+	}
+	fmt.Println()
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	stop()
 	wg.Wait()

@@ -41,6 +41,8 @@ type bench struct {
 	// hashing bounds the password hashes of every server the groups
 	// start, as serve's one gate does.
 	hashing *auth.HashGate
+	// streamProto is how the events group's streams connect: http1 or h2.
+	streamProto string
 }
 
 // groups is the table of scenario groups: -groups names them.
@@ -68,6 +70,7 @@ func main() {
 	dsn := flag.String("db", "sqlite", "store: sqlite (temporary file) or a postgres:// URL of an empty database")
 	which := flag.String("groups", "foundation", "comma-separated scenario groups: "+strings.Join(groupNames(), ", "))
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	streamProto := flag.String("streams", "http1", "events group: http1 (a connection per stream) or h2 (a person's streams on one HTTP/2 connection)")
 	sqliteSync := flag.String("sqlite-sync", store.DefaultSQLiteSync, "SQLite's synchronous, as serve's --sqlite-sync: full or normal")
 	flag.Parse()
 	// The argon2id baselines measure the hash itself: one slot per core
@@ -104,7 +107,10 @@ func main() {
 		go db.RunCheckpoints(ctx, 200*time.Millisecond)
 	}
 	b := &bench{ctx: ctx, db: db, dsn: *dsn, duration: *dur, concurrency: *conc, out: os.Stdout,
-		hashing: auth.NewHashGate(runtime.GOMAXPROCS(0), 1<<16, time.Hour)}
+		hashing: auth.NewHashGate(runtime.GOMAXPROCS(0), 1<<16, time.Hour), streamProto: *streamProto}
+	if *streamProto != "http1" && *streamProto != "h2" {
+		fail(fmt.Errorf("-streams: http1 or h2, not %q", *streamProto))
+	}
 	durability, err := db.Durability(ctx)
 	if err != nil {
 		fail(err)
