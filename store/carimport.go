@@ -447,21 +447,19 @@ func (im *importer) knowGarage(ctx context.Context, id string) (bool, error) {
 	return true, nil
 }
 
-// importChunk returns the number of rows in one multi-row INSERT. Small on
-// SQLite on purpose: modernc looks up each $N's name by a linear scan when
-// it binds, so the cost per row grows with the placeholders per statement.
-// PostgreSQL wants few round trips instead (200 car rows are 3200
-// placeholders, well under its 65535).
-func importChunk(engine string) int {
-	if engine == Postgres {
-		return 200
-	}
-	return 8
-}
+// importChunk is the number of rows in one multi-row INSERT on SQLite
+// (PostgreSQL takes arrays instead: writeCarsPG). Its placeholders are
+// "?": modernc looks up a named placeholder ($N) by a linear scan of the
+// statement's names when it binds, so with names the cost per row grew with
+// the rows per statement; positional ones it binds in place.
+var importChunk = 64
 
 // writeGarages writes a batch's garages, stamped v.
 func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage, v int64) error {
 	now := Millis(tx.Now())
+	if tx.DB().Engine() == Postgres {
+		return writeGaragesPG(ctx, tx, gs, now, v)
+	}
 	return insertChunks(ctx, tx, len(gs), 8,
 		`INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version) VALUES `,
 		` ON CONFLICT (id) DO UPDATE SET name = excluded.name, name_key = excluded.name_key, state = excluded.state,
@@ -488,6 +486,9 @@ func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage,
 func (im *importer) writeCars(ctx context.Context, tx *Tx, b *importBatch, v int64) error {
 	cs := b.cars
 	now := Millis(tx.Now())
+	if tx.DB().Engine() == Postgres {
+		return writeCarsPG(ctx, tx, b, now, v)
+	}
 	return insertChunks(ctx, tx, len(cs), 16,
 		`INSERT INTO cars (`+carWriteColumns+`) VALUES `,
 		` ON CONFLICT (id) DO UPDATE SET `+carUpsertSet,
@@ -512,7 +513,7 @@ func insertChunks(ctx context.Context, tx *Tx, n, cols int, head, tail string,
 			full.Close()
 		}
 	}()
-	chunk := importChunk(tx.DB().Engine())
+	chunk := importChunk
 	args := make([]any, 0, chunk*cols)
 	for from := 0; from < n; from += chunk {
 		to := min(from+chunk, n)
@@ -520,17 +521,16 @@ func insertChunks(ctx context.Context, tx *Tx, n, cols int, head, tail string,
 		for i := from; i < to; i++ {
 			args = row(i, args)
 		}
-		text := head + valuesList(to-from, cols) + tail
 		var err error
 		if to-from == chunk {
 			if full == nil {
-				if full, err = tx.PrepareContext(ctx, text); err != nil {
+				if full, err = tx.PrepareContext(ctx, head+valuesList(chunk, cols)+tail); err != nil {
 					return err
 				}
 			}
 			_, err = full.ExecContext(ctx, args...)
 		} else {
-			_, err = tx.ExecContext(ctx, text, args...)
+			_, err = tx.ExecContext(ctx, head+valuesList(to-from, cols)+tail, args...)
 		}
 		if err != nil {
 			return err
@@ -544,24 +544,86 @@ func insertChunks(ctx context.Context, tx *Tx, n, cols int, head, tail string,
 	return nil
 }
 
-// valuesList returns "($1, ..., $cols), (...)" for rows rows.
+// valuesList returns "(?, ..., ?), (...)": rows rows of cols positional
+// placeholders (SQLite).
 func valuesList(rows, cols int) string {
-	var b strings.Builder
-	p := 1
-	for r := 0; r < rows; r++ {
-		if r > 0 {
-			b.WriteString(", ")
+	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
+	return strings.Repeat(row+", ", rows-1) + row
+}
+
+// pgImportChunk is the rows of one INSERT … SELECT FROM unnest(…) on
+// PostgreSQL: a column is one array parameter, so a statement costs the
+// same to send and plan whatever its rows, and pgx sends the arrays in
+// binary. A variable for the tests, which make it small.
+var pgImportChunk = 10000
+
+// writeGaragesPG is writeGarages on PostgreSQL: the garages of a chunk in
+// one statement, then the state of the replaced ones carried to their cars
+// in one more.
+func writeGaragesPG(ctx context.Context, tx *Tx, gs []*yard.Garage, now, v int64) error {
+	for from := 0; from < len(gs); from += pgImportChunk {
+		part := gs[from:min(from+pgImportChunk, len(gs))]
+		ids, names, nameKeys, states, stateKeys := make([]string, len(part)), make([]string, len(part)),
+			make([]string, len(part)), make([]string, len(part)), make([]string, len(part))
+		for i, g := range part {
+			ids[i], names[i], nameKeys[i], states[i], stateKeys[i] = g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State)
 		}
-		b.WriteByte('(')
-		for c := 0; c < cols; c++ {
-			if c > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteByte('$')
-			b.WriteString(itoa(p))
-			p++
+		if _, err := tx.ExecContext(ctx, `INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version)
+			SELECT g.id, g.name, g.name_key, g.state, g.state_key, $6, $6, $7
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS g(id, name, name_key, state, state_key)
+			ON CONFLICT (id) DO UPDATE SET name = excluded.name, name_key = excluded.name_key, state = excluded.state,
+			  state_key = excluded.state_key, updated_at = excluded.updated_at, changed_version = excluded.changed_version`,
+			ids, names, nameKeys, states, stateKeys, now, v); err != nil {
+			return err
 		}
-		b.WriteByte(')')
+		// A replaced garage may have changed state: carry it to its cars
+		// (a new garage has none).
+		if _, err := tx.ExecContext(ctx, `UPDATE cars SET garage_state_key = g.state_key
+			FROM unnest($1::text[], $2::text[]) AS g(id, state_key)
+			WHERE cars.garage_id = g.id AND cars.garage_state_key <> g.state_key`, ids, stateKeys); err != nil {
+			return err
+		}
 	}
-	return b.String()
+	return nil
+}
+
+// writeCarsPG is writeCars on PostgreSQL, a chunk of cars per statement.
+func writeCarsPG(ctx context.Context, tx *Tx, b *importBatch, now, v int64) error {
+	cs := b.cars
+	for from := 0; from < len(cs); from += pgImportChunk {
+		part := cs[from:min(from+pgImportChunk, len(cs))]
+		n := len(part)
+		var (
+			ids, colors, colorKeys, types, typeKeys = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+			makes, makeKeys, models, modelKeys      = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+			doors, years                            = make([]int32, n), make([]int32, n)
+			garages, stateKeys                      = make([]*string, n), make([]*string, n)
+		)
+		for i, c := range part {
+			ids[i], colors[i], colorKeys[i], types[i], typeKeys[i] = c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type)
+			makes[i], makeKeys[i], models[i], modelKeys[i] = c.Make, strings.ToLower(c.Make), c.Model, strings.ToLower(c.Model)
+			doors[i], years[i] = int32(c.Doors), int32(c.Year)
+			if c.Garage != "" {
+				garage := c.Garage
+				garages[i] = &garage
+			}
+			if g, ok := b.garageAt[c.Garage]; ok && c.Garage != "" {
+				state := strings.ToLower(b.garages[g].State)
+				stateKeys[i] = &state
+			} else if state, ok := c.stateKey.(string); ok {
+				stateKeys[i] = &state
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO cars (`+carWriteColumns+`)
+			SELECT c.*, $14, $14, $15
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[],
+			  $9::text[], $10::text[], $11::int[], $12::text[], $13::text[])
+			  AS c(id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year, garage_id, garage_state_key)
+			ON CONFLICT (id) DO UPDATE SET `+carUpsertSet,
+			ids, colors, colorKeys, types, typeKeys, doors, makes, makeKeys, models, modelKeys, years, garages, stateKeys,
+			now, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }

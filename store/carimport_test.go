@@ -96,8 +96,10 @@ func TestImportRerunAndRepeatedIDs(t *testing.T) {
 			t.Fatalf("progress reports %+v, want one per batch of 2 lines", progress)
 		}
 
-		// 452 lines, ids repeating across the 200-row statements of one
-		// batch and right next to each other.
+		// 452 lines, ids repeating across the 64-row statements (SQLite)
+		// and the 100-row arrays (PostgreSQL, whose default is larger) of
+		// one batch, and right next to each other.
+		defer store.SetImportChunks(64, 100)()
 		var b strings.Builder
 		b.WriteString(`{"kind":"garage","id":"gdup","name":"First","state":"WA"}` + "\n")
 		b.WriteString(`{"kind":"garage","id":"gdup","name":"Second","state":"ID"}` + "\n")

@@ -32,3 +32,11 @@ func (db *DB) RunBatch(fns ...func(tx *Tx) error) []error {
 	}
 	return errs
 }
+
+// SetImportChunks sets the rows per statement of an import on each engine
+// and returns a function that restores them.
+func SetImportChunks(sqlite, pg int) func() {
+	was := [2]int{importChunk, pgImportChunk}
+	importChunk, pgImportChunk = sqlite, pg
+	return func() { importChunk, pgImportChunk = was[0], was[1] }
+}
