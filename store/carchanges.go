@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"sync"
 
 	"github.com/yard-api/yard"
 )
@@ -28,11 +29,21 @@ func (db *DB) changedAfter(col string, since yard.CarPosition) (string, []any) {
 
 // CarsChangedSince reports whether a car or garage was written or deleted
 // after since: three index probes in one statement (on SQLite, one read of
-// the event clock when it has not moved).
+// the event clock when it has not moved). On SQLite, when no connection has
+// committed anything since a probe that found nothing after a position at
+// or before since, it answers from PRAGMA data_version alone (quietProbe).
 func (db *DB) CarsChangedSince(ctx context.Context, since yard.CarPosition) (bool, error) {
 	if since.IsZero() {
 		return true, nil
 	}
+	if db.engine == SQLite {
+		return db.quiet.changedSince(ctx, db, since)
+	}
+	return db.carsChangedSince(ctx, since)
+}
+
+// carsChangedSince is CarsChangedSince's statement.
+func (db *DB) carsChangedSince(ctx context.Context, since yard.CarPosition) (bool, error) {
 	cars, args := db.changedAfter("changed_version", since)
 	garages, _ := db.changedAfter("changed_version", since)
 	tombs, _ := db.changedAfter("version", since)
@@ -215,4 +226,92 @@ func scanGarageRow(row interface{ Scan(...any) error }) (*yard.Garage, error) {
 	}
 	g.CreatedAt, g.UpdatedAt = FromMillis(created), FromMillis(updated)
 	return &g, nil
+}
+
+// quietProbe answers CarsChangedSince on SQLite without a query while the
+// store is quiet. SQLite's WAL index (the -shm file, "WAL-Index Format" in
+// SQLite's file format document) begins with a header that every commit,
+// of any connection of any process, rewrites before the commit returns:
+// the last frame of the WAL, its checksum and the WAL's salt; two copies,
+// written one after the other. The probe keeps the header read before a
+// statement that found nothing changed after a position; while both copies
+// still read the same, nothing has committed since, so nothing changed
+// after that position or any later one. The header is read from a
+// read-only mapping of the file, 96 bytes compared: no system call, no
+// lock. A connection of the probe's own stays open while the file is
+// mapped, which keeps SQLite from truncating or deleting it. Where the
+// file cannot be mapped, every probe runs the statement.
+type quietProbe struct {
+	mu     sync.Mutex
+	conn   *sql.Conn
+	shm    []byte
+	unmap  func()
+	failed bool
+	header [walIndexHeader]byte
+	at     int64 // the position's horizon; 0: no quiet header
+	ran    int   // statements run, for the tests
+}
+
+// walIndexHeader is the size of the WAL index's two header copies.
+const walIndexHeader = 96
+
+func (q *quietProbe) changedSince(ctx context.Context, db *DB, since yard.CarPosition) (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shm == nil && !q.open(ctx, db) {
+		return db.carsChangedSince(ctx, since)
+	}
+	var now [walIndexHeader]byte
+	copy(now[:], q.shm)
+	if q.at != 0 && now == q.header && since.Horizon >= q.at {
+		return false, nil
+	}
+	q.ran++
+	changed, err := db.carsChangedSince(ctx, since)
+	if err == nil && !changed {
+		q.header, q.at = now, since.Horizon
+	}
+	return changed, err
+}
+
+// open takes the probe's connection, reads through it once (which opens
+// the WAL index) and maps the index; it reports whether the mapping is
+// there. A failure is not tried again.
+func (q *quietProbe) open(ctx context.Context, db *DB) bool {
+	if q.failed {
+		return false
+	}
+	conn, err := db.read.Conn(ctx)
+	if err != nil {
+		return false // the pool is closed or ctx ended: try again later
+	}
+	var mode string
+	var n int
+	err = conn.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode)
+	if err == nil {
+		err = conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n)
+	}
+	if err != nil || mode != "wal" {
+		conn.Close()
+		q.failed = err == nil
+		return false
+	}
+	shm, unmap, err := mapSharedIndex(db.dsn)
+	if err != nil {
+		conn.Close()
+		q.failed = true
+		return false
+	}
+	q.conn, q.shm, q.unmap, q.at = conn, shm, unmap, 0
+	return true
+}
+
+// close unmaps the index and returns the connection.
+func (q *quietProbe) close() {
+	if q.shm != nil {
+		q.unmap()
+		q.conn.Close()
+		q.conn, q.shm, q.unmap, q.at = nil, nil, nil, 0
+	}
+	q.failed = true // a closed store probes no more
 }

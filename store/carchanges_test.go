@@ -91,3 +91,64 @@ func TestCarChangesBehindARunningTransaction(t *testing.T) {
 		t.Fatalf("read with nothing new: %q", ids)
 	}
 }
+
+// TestCarsChangedSinceAcrossStores: the change probe sees a write made
+// through another store on the same database (another process) and one
+// made through its own, right after probes that found nothing (on SQLite
+// those are answered from PRAGMA data_version while nothing commits).
+func TestCarsChangedSinceAcrossStores(t *testing.T) {
+	for _, engine := range storetest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := storetest.DSN(t, engine)
+			var dbs [2]*store.DB
+			for i := range dbs {
+				db, err := store.Open(ctx, dsn, t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				if err := db.Migrate(ctx); err != nil {
+					t.Fatal(err)
+				}
+				dbs[i] = db
+			}
+			a := dbs[0]
+			probe := func(at yard.CarPosition, want bool, what string) {
+				t.Helper()
+				_, ran := a.QuietProbe()
+				for range 3 { // the first may run the statement, the others not
+					if changed, err := a.CarsChangedSince(ctx, at); err != nil || changed != want {
+						t.Fatalf("%s: changed %v (%v), want %v", what, changed, err, want)
+					}
+				}
+				if mapped, now := a.QuietProbe(); engine == store.SQLite && (!mapped || !want && now-ran != 1) {
+					t.Fatalf("%s: WAL index mapped %v, %d statements for 3 probes of a quiet store, want 1", what, mapped, now-ran)
+				}
+			}
+			_, at := readCarIDs(t, a, yard.CarPosition{})
+			probe(at, false, "an empty store")
+			for i, db := range []*store.DB{dbs[1], a, dbs[1]} {
+				c := &yard.Car{ID: "car-q" + string(rune('a'+i)), Color: "red", Type: "sedan", Doors: 4, Make: "Ford", Model: "Focus", Year: 2010}
+				if err := db.CreateCar(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+				probe(at, true, "after a write through store "+string(rune('0'+i)))
+				var ids []string
+				ids, at = readCarIDs(t, a, at)
+				if !slices.Equal(ids, []string{c.ID}) {
+					t.Fatalf("read %v, want %s", ids, c.ID)
+				}
+				probe(at, false, "after reading the write")
+			}
+			// A position older than the quiet one still sees what came
+			// after it (SQLite's positions are a number alone).
+			if engine != store.SQLite {
+				return
+			}
+			if changed, err := a.CarsChangedSince(ctx, yard.CarPosition{Horizon: 1}); err != nil || !changed {
+				t.Fatalf("from an early position: %v %v", changed, err)
+			}
+		})
+	}
+}

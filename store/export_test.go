@@ -40,3 +40,11 @@ func SetImportChunks(sqlite, pg int) func() {
 	importChunk, pgImportChunk = sqlite, pg
 	return func() { importChunk, pgImportChunk = was[0], was[1] }
 }
+
+// QuietProbe reports whether SQLite's change probe reads the WAL index's
+// header, and how many times it has run its statement.
+func (db *DB) QuietProbe() (mapped bool, statements int) {
+	db.quiet.mu.Lock()
+	defer db.quiet.mu.Unlock()
+	return db.quiet.shm != nil, db.quiet.ran
+}

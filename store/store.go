@@ -47,6 +47,9 @@ type DB struct {
 	// on PostgreSQL it is the same pool as read.
 	write *sql.DB
 	read  *sql.DB
+	// quiet spares SQLite's change probe its statement while nothing is
+	// committed (carchanges.go).
+	quiet quietProbe
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -313,6 +316,9 @@ func (db *DB) prepared(ctx context.Context, query string) *sql.Stmt {
 // Close closes the store.
 func (db *DB) Close() error {
 	err := db.closeReplayLog()
+	db.quiet.mu.Lock()
+	db.quiet.close()
+	db.quiet.mu.Unlock()
 	for _, m := range []*sync.Map{&db.stmts, &db.writeStmts} {
 		m.Range(func(_, v any) bool {
 			v.(*sql.Stmt).Close()
