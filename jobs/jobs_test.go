@@ -435,14 +435,7 @@ func TestTwoProcessesOnePostgres(t *testing.T) {
 	dsn := storetest.DSN(t, store.Postgres)
 	ctx := context.Background()
 	open := func() *store.DB {
-		db, err := store.Open(ctx, dsn, t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		db := storetest.OpenDSN(t, dsn)
 		return db
 	}
 	db1, db2 := open(), open()

@@ -56,6 +56,13 @@ type Source interface {
 	ReadCarChanges(ctx context.Context, since yard.CarPosition, h yard.CarChangeHandler) (yard.CarPosition, error)
 }
 
+// quietSource is a Source that can tell, without a query, that nothing
+// changed after a position (SQLite's WAL index: store.DB.CarsQuietSince).
+// False means "ask CarsChangedSince".
+type quietSource interface {
+	CarsQuietSince(since yard.CarPosition) bool
+}
+
 // Index is the search index of cars. Its zero value is not usable; call
 // New.
 type Index struct {
@@ -172,6 +179,9 @@ func (ix *Index) Build(ctx context.Context) error {
 func (ix *Index) Sync(ctx context.Context) error {
 	if !ix.ready.Load() {
 		return nil // nothing to bring up to date; lists go to the store
+	}
+	if q, ok := ix.src.(quietSource); ok && q.CarsQuietSince(*ix.held.Load()) {
+		return nil // read after the call began, like a probe that starts after it
 	}
 	arrived := ix.reads.Load()
 	changed, err := ix.probes.read(ctx, ix.changed)

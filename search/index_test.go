@@ -412,14 +412,7 @@ func TestIndexSeesOtherProcesses(t *testing.T) {
 			ctx := context.Background()
 			dsn := storetest.DSN(t, engine)
 			open := func() *store.DB {
-				db, err := store.Open(ctx, dsn, t.TempDir())
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { db.Close() })
-				if err := db.Migrate(ctx); err != nil {
-					t.Fatal(err)
-				}
+				db := storetest.OpenDSN(t, dsn)
 				return db
 			}
 			writer, reader := open(), open()

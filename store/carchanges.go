@@ -274,6 +274,25 @@ func (q *quietProbe) changedSince(ctx context.Context, db *DB, since yard.CarPos
 	return changed, err
 }
 
+// CarsQuietSince reports, without a query, that nothing changed after
+// since: on SQLite, when the WAL index's header still reads as it did
+// before a probe that found nothing after since or an earlier position.
+// False says nothing; CarsChangedSince answers then.
+func (db *DB) CarsQuietSince(since yard.CarPosition) bool {
+	if db.engine != SQLite || since.IsZero() {
+		return false
+	}
+	q := &db.quiet
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shm == nil || q.at == 0 || since.Horizon < q.at {
+		return false
+	}
+	var now [walIndexHeader]byte
+	copy(now[:], q.shm)
+	return now == q.header
+}
+
 // open takes the probe's connection, reads through it once (which opens
 // the WAL index) and maps the index; it reports whether the mapping is
 // there. A failure is not tried again.

@@ -103,19 +103,15 @@ func TestCarsChangedSinceAcrossStores(t *testing.T) {
 			dsn := storetest.DSN(t, engine)
 			var dbs [2]*store.DB
 			for i := range dbs {
-				db, err := store.Open(ctx, dsn, t.TempDir())
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { db.Close() })
-				if err := db.Migrate(ctx); err != nil {
-					t.Fatal(err)
-				}
+				db := storetest.OpenDSN(t, dsn)
 				dbs[i] = db
 			}
 			a := dbs[0]
 			probe := func(at yard.CarPosition, want bool, what string) {
 				t.Helper()
+				if quiet := a.CarsQuietSince(at); quiet && want {
+					t.Fatalf("%s: quiet before the probe, want a change", what)
+				}
 				_, ran := a.QuietProbe()
 				for range 3 { // the first may run the statement, the others not
 					if changed, err := a.CarsChangedSince(ctx, at); err != nil || changed != want {
@@ -124,6 +120,9 @@ func TestCarsChangedSinceAcrossStores(t *testing.T) {
 				}
 				if mapped, now := a.QuietProbe(); engine == store.SQLite && (!mapped || !want && now-ran != 1) {
 					t.Fatalf("%s: WAL index mapped %v, %d statements for 3 probes of a quiet store, want 1", what, mapped, now-ran)
+				}
+				if quiet := a.CarsQuietSince(at); quiet != (engine == store.SQLite && !want) {
+					t.Fatalf("%s: quiet %v after the probes", what, quiet)
 				}
 			}
 			_, at := readCarIDs(t, a, yard.CarPosition{})

@@ -22,14 +22,7 @@ func TestLoginAttempts(t *testing.T) {
 			dsn := storetest.DSN(t, engine)
 			var dbs []*store.DB
 			for range 2 {
-				db, err := store.Open(ctx, dsn, t.TempDir())
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { db.Close() })
-				if err := db.Migrate(ctx); err != nil {
-					t.Fatal(err)
-				}
+				db := storetest.OpenDSN(t, dsn)
 				dbs = append(dbs, db)
 			}
 			now := time.UnixMilli(1_800_000_000_000)

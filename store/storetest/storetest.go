@@ -101,15 +101,21 @@ func ForEachEngine(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 // Open returns a fresh, migrated store of the engine, closed when t ends.
 func Open(t testing.TB, engine string) *store.DB {
 	t.Helper()
-	dsn := DSN(t, engine)
+	return OpenDSN(t, DSN(t, engine))
+}
+
+// OpenDSN opens and migrates the store at dsn (of DSN), closed when t
+// ends; two calls with one dsn are two processes on one database.
+func OpenDSN(t testing.TB, dsn string) *store.DB {
+	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dsn, t.TempDir())
 	if err != nil {
-		t.Fatalf("open %s store: %v", engine, err)
+		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { db.Close() })
 	if err := db.Migrate(ctx); err != nil {
-		t.Fatalf("migrate %s store: %v", engine, err)
+		t.Fatalf("migrate store: %v", err)
 	}
 	return db
 }
