@@ -405,16 +405,21 @@ func (s *Server) observe(r *http.Request, pattern string, status int, d time.Dur
 		level = slog.LevelError
 	}
 	if s.deps.Logger.Enabled(r.Context(), level) {
-		attrs := []slog.Attr{slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", logPath(r)),
+		// The record goes to the handler directly: Logger.LogAttrs would
+		// also take the caller's program counter (runtime.Callers, 2% of
+		// a GET /cars/{id}), which a request line, made here for every
+		// route, has no use for.
+		rec := slog.NewRecord(time.Now(), level, "request", 0)
+		rec.AddAttrs(slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", logPath(r)),
 			slog.String("route", label), slog.Int("status", status), slog.Duration("duration", d),
-			slog.String("remote", auth.ClientIP(r))}
+			slog.String("remote", auth.ClientIP(r)))
 		if s.tracer != nil {
 			// The request's trace, to go from the log to the trace.
 			if tid := tracing.TraceID(r.Context()); tid != "" {
-				attrs = append(attrs, slog.String("trace_id", tid))
+				rec.AddAttrs(slog.String("trace_id", tid))
 			}
 		}
-		s.deps.Logger.LogAttrs(r.Context(), level, "request", attrs...)
+		_ = s.deps.Logger.Handler().Handle(r.Context(), rec)
 	}
 }
 
