@@ -30,6 +30,15 @@ type probeCall struct {
 // does (a caller that gives up must not fail the others).
 const probeTimeout = 10 * time.Second
 
+// probeGap is the least time from one probe's start to the next one's. A
+// probe takes about as long as the requests arriving during it (a round
+// trip to PostgreSQL), so back to back each probe would serve one or two;
+// held apart by a fifth of a millisecond, a probe serves what arrived
+// during the gap too, and a busy server sends a few thousand probes a
+// second instead of one per request. A probe after a quiet spell starts at
+// once.
+const probeGap = 200 * time.Microsecond
+
 // read returns the answer of a probe that started after the call.
 func (vr *changeProbes) read(ctx context.Context, fn func(context.Context) (bool, error)) (bool, error) {
 	vr.mu.Lock()
@@ -52,7 +61,11 @@ func (vr *changeProbes) read(ctx context.Context, fn func(context.Context) (bool
 
 // loop runs the pending probe until none is pending.
 func (vr *changeProbes) loop(fn func(context.Context) (bool, error)) {
+	var last time.Time
 	for {
+		if wait := probeGap - time.Since(last); !last.IsZero() && wait > 0 {
+			time.Sleep(wait)
+		}
 		vr.mu.Lock()
 		c := vr.next
 		vr.next = nil
@@ -62,6 +75,7 @@ func (vr *changeProbes) loop(fn func(context.Context) (bool, error)) {
 			return
 		}
 		vr.mu.Unlock()
+		last = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 		c.changed, c.err = fn(ctx)
 		cancel()
