@@ -19,6 +19,7 @@ var textFields = [...]string{yard.FieldColor, yard.FieldType, yard.FieldMake, ya
 // another state touches one garage's bitmap, not its cars.
 type data struct {
 	ids     idList          // position → car id (kept after a deletion: a re-created id gets its position back)
+	byID    idTable         // car id → position
 	recs    []carRec        // position → fields
 	alive   *roaring.Bitmap // positions of existing cars
 	order   []uint32        // every position, sorted by car id; also the map from id to position
@@ -251,11 +252,16 @@ func (d *data) deleteGarage(id string) {
 	d.free = append(d.free, s)
 }
 
-// search returns where id is or belongs in the order, and whether it is
-// there: a binary search over the ids instead of a map from id to
-// position (which would cost some 40 bytes per car).
+// search returns where id belongs in the order: a binary search over the
+// ids, for a new id's place (position finds a known one).
 func (d *data) search(id string) (int, bool) {
 	return slices.BinarySearchFunc(d.order, id, func(q uint32, id string) int { return strings.Compare(d.ids.at(q), id) })
+}
+
+// position returns id's position, if the index has ever held it (a
+// deleted car keeps its position).
+func (d *data) position(id string) (uint32, bool) {
+	return d.byID.find(&d.ids, id)
 }
 
 // putCar adds a car or applies its new fields. building says the car is
@@ -265,14 +271,15 @@ func (d *data) putCar(c *yard.Car, building bool) {
 	var p uint32
 	at, known := len(d.order), false
 	if !building {
-		if at, known = d.search(c.ID); known {
-			p = d.order[at]
+		if p, known = d.position(c.ID); !known {
+			at, _ = d.search(c.ID)
 		}
 	}
 	switch {
 	case !known:
 		p = uint32(d.ids.len())
 		d.ids.add(c.ID)
+		d.byID.add(&d.ids, p)
 		d.recs = append(d.recs, carRec{})
 		for i := range d.keyCol {
 			d.keyCol[i].grow()
@@ -312,8 +319,8 @@ func (d *data) sortOrder() {
 }
 
 func (d *data) deleteCar(id string) {
-	if at, ok := d.search(id); ok && d.alive.Contains(d.order[at]) {
-		d.unindex(d.order[at])
+	if p, ok := d.position(id); ok && d.alive.Contains(p) {
+		d.unindex(p)
 	}
 }
 

@@ -273,10 +273,8 @@ func (ix *Index) FindCarByID(ctx context.Context, id string) (*yard.Car, error) 
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	if at, ok := ix.d.search(id); ok {
-		if p := ix.d.order[at]; ix.d.alive.Contains(p) {
-			return ix.d.car(p), nil
-		}
+	if p, ok := ix.d.position(id); ok && ix.d.alive.Contains(p) {
+		return ix.d.car(p), nil
 	}
 	return nil, yard.Errorf(yard.ENOTFOUND, "Car not found.")
 }
