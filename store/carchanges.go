@@ -31,7 +31,8 @@ func (db *DB) changedAfter(col string, since yard.CarPosition) (string, []any) {
 // after since: three index probes in one statement (on SQLite, one read of
 // the event clock when it has not moved). On SQLite, when no connection has
 // committed anything since a probe that found nothing after a position at
-// or before since, it answers from PRAGMA data_version alone (quietProbe).
+// or before since, it answers from the WAL index's header alone
+// (quietProbe).
 func (db *DB) CarsChangedSince(ctx context.Context, since yard.CarPosition) (bool, error) {
 	if since.IsZero() {
 		return true, nil
