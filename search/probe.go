@@ -18,6 +18,9 @@ type changeProbes struct {
 	mu      sync.Mutex
 	next    *probeCall // the read the queries arriving now will share
 	running bool
+	// started is when the last probe began: written by the one loop
+	// running (loops follow one another through mu), read by the probe.
+	started time.Time
 }
 
 type probeCall struct {
@@ -61,9 +64,8 @@ func (vr *changeProbes) read(ctx context.Context, fn func(context.Context) (bool
 
 // loop runs the pending probe until none is pending.
 func (vr *changeProbes) loop(fn func(context.Context) (bool, error)) {
-	var last time.Time
 	for {
-		if wait := probeGap - time.Since(last); !last.IsZero() && wait > 0 {
+		if wait := probeGap - time.Since(vr.started); wait > 0 {
 			time.Sleep(wait)
 		}
 		vr.mu.Lock()
@@ -75,7 +77,7 @@ func (vr *changeProbes) loop(fn func(context.Context) (bool, error)) {
 			return
 		}
 		vr.mu.Unlock()
-		last = time.Now()
+		vr.started = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 		c.changed, c.err = fn(ctx)
 		cancel()

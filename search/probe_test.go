@@ -22,7 +22,7 @@ func TestChangeProbes(t *testing.T) {
 		}
 		defer running.Add(-1)
 		mu.Lock()
-		starts = append(starts, time.Now())
+		starts = append(starts, vr.started) // the probe's start, as the loop took it
 		n := len(starts)
 		mu.Unlock()
 		time.Sleep(50 * time.Microsecond)
