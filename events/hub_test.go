@@ -126,7 +126,7 @@ func TestHubLimits(t *testing.T) {
 // reach subscribers by the poll alone.
 func TestHubPolls(t *testing.T) {
 	path := t.TempDir() + "/yard.db"
-	db, other := openDSN(t, "sqlite:"+path), openDSN(t, "sqlite:"+path)
+	db, other := storetest.OpenDSN(t, "sqlite:"+path), storetest.OpenDSN(t, "sqlite:"+path)
 	hub := run(t, db, events.Config{Poll: 50 * time.Millisecond})
 	sub, err := hub.Subscribe(context.Background(), "x", true, nil)
 	if err != nil {
@@ -144,19 +144,6 @@ func TestHubPolls(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("an event written through another handle was not delivered by the poll")
 	}
-}
-
-func openDSN(t *testing.T, dsn string) *store.DB {
-	t.Helper()
-	db, err := store.Open(context.Background(), dsn, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return db
 }
 
 // TestHubOwnedByAndWakeups: a subscription owned by a person gets only

@@ -268,18 +268,7 @@ func p99Of(ds []time.Duration) time.Duration {
 func TestLoginLimitAcrossProcesses(t *testing.T) {
 	gate := auth.NewHashGate(1, 32, time.Minute)
 	dsn := storetest.DSN(t, store.Postgres)
-	open := func() *store.DB {
-		db, err := store.Open(context.Background(), dsn, t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if err := db.Migrate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return db
-	}
-	dbA, dbB := open(), open()
+	dbA, dbB := storetest.OpenDSN(t, dsn), storetest.OpenDSN(t, dsn)
 	a := startAuth(t, dbA, func(c *auth.Config) { c.Limiter, c.Hashing = storeLimiter(dbA, 10), gate })
 	// The second server's users are the first's (one database).
 	clock := apitest.NewClock()

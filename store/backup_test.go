@@ -358,7 +358,7 @@ func TestRestoreRefusesBadCopies(t *testing.T) {
 	src.Close()
 	execSQLite(t, newer, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (99999, TRUE)`)
 	live := filepath.Join(dir, "live.db")
-	liveDB := openSQLiteAt(t, live)
+	liveDB := storetest.OpenDSN(t, "sqlite:"+live)
 	if err := liveDB.CreateUser(ctx, &yard.User{Name: "x", Roles: []string{yard.RoleUser}}, &yard.Credentials{PasswordHash: "x"}); err != nil {
 		t.Fatal(err)
 	}
@@ -493,17 +493,4 @@ func execSQLite(t *testing.T, path string, stmts ...string) {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
-}
-
-func openSQLiteAt(t *testing.T, path string) *store.DB {
-	t.Helper()
-	db, err := store.Open(context.Background(), "sqlite:"+path, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := db.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return db
 }
