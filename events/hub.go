@@ -128,13 +128,13 @@ type Item struct {
 // Frame returns the event as one Server-Sent Events frame ("id:", "event:",
 // "data: " render(Event), a blank line), computed once.
 func (it *Item) Frame(render func(*yard.Event) []byte) []byte {
-	it.once.Do(func() { it.frame = AppendFrame(nil, it.Event, render(it.Event)) })
+	it.once.Do(func() { it.frame = appendFrame(nil, it.Event, render(it.Event)) })
 	return it.frame
 }
 
-// AppendFrame appends e's Server-Sent Events frame with data as its data
+// appendFrame appends e's Server-Sent Events frame with data as its data
 // line (one line: data holds no newline, as JSON made by encoding/json).
-func AppendFrame(b []byte, e *yard.Event, data []byte) []byte {
+func appendFrame(b []byte, e *yard.Event, data []byte) []byte {
 	b = append(b, "id: "...)
 	b = e.ID.Append(b)
 	b = append(b, "\nevent: "...)

@@ -262,9 +262,8 @@ func (q *quietProbe) changedSince(ctx context.Context, db *DB, since yard.CarPos
 	if q.shm == nil && !q.open(ctx, db) {
 		return db.carsChangedSince(ctx, since)
 	}
-	var now [walIndexHeader]byte
-	copy(now[:], q.shm)
-	if q.at != 0 && now == q.header && since.Horizon >= q.at {
+	now, quiet := q.quietLocked(since)
+	if quiet {
 		return false, nil
 	}
 	q.ran++
@@ -286,12 +285,18 @@ func (db *DB) CarsQuietSince(since yard.CarPosition) bool {
 	q := &db.quiet
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.shm == nil || q.at == 0 || since.Horizon < q.at {
+	if q.shm == nil {
 		return false
 	}
-	var now [walIndexHeader]byte
+	_, quiet := q.quietLocked(since)
+	return quiet
+}
+
+// quietLocked reads the header now (the mapping is there; q.mu is held)
+// and reports whether it still says nothing changed after since.
+func (q *quietProbe) quietLocked(since yard.CarPosition) (now [walIndexHeader]byte, quiet bool) {
 	copy(now[:], q.shm)
-	return now == q.header
+	return now, q.at != 0 && since.Horizon >= q.at && now == q.header
 }
 
 // open takes the probe's connection, reads through it once (which opens
