@@ -37,9 +37,8 @@ const (
 	// streamWrite bounds one write to a stream: a client that reads
 	// nothing for this long is cut off.
 	streamWrite = 30 * time.Second
-	// streamBatch is about the most a stream writes at once from what
-	// waits for it; a buffer grown past it is let go after the write, so
-	// an idle stream holds little.
+	// streamBatch is about the most a stream writes between two flushes
+	// from what waits for it.
 	streamBatch = 16 << 10
 	// maxWait is the longest Prefer: wait honoured (RFC 7240 §4.3).
 	maxWait = 60
@@ -305,31 +304,49 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	var buf []byte
 	// The write deadline is moved on once a third of it has passed, not at
 	// every write (a system call on HTTP/1.1): a write still has at least
 	// 2/3·streamWrite, more than the heartbeat's interval, and a stream
 	// that cannot write for 2/3·streamWrite to streamWrite ends.
 	var deadline time.Time
-	send := func(b []byte) bool {
+	var werr error
+	write := func(b []byte) {
+		if werr != nil {
+			return
+		}
 		if now := time.Now(); deadline.Sub(now) < streamWrite*2/3 {
 			deadline = now.Add(streamWrite)
 			_ = rc.SetWriteDeadline(deadline)
 		}
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+		_, werr = w.Write(b)
 	}
-	// Events are appended to buf and go out in one write and flush per
-	// batch: what the hub handed over together, a page of the backlog.
+	// pending counts the bytes written since the last flush. Events are
+	// written as they come, each its frame shared by every stream
+	// (events.Item.Frame), into the response's buffer, and flushed once
+	// per batch: what the hub handed over together, a page of the
+	// backlog. A stream keeps no buffer of its own between batches.
+	pending := 0
 	add := func(e *events.Item) {
-		buf = append(buf, e.Frame(s.RenderEvent)...)
+		f := e.Frame(s.RenderEvent)
+		write(f)
+		pending += len(f)
 	}
-	// drain appends what is waiting on the subscription after cur, up to
+	flush := func() bool {
+		if pending > 0 && werr == nil {
+			werr = rc.Flush()
+		}
+		pending = 0
+		return werr == nil
+	}
+	send := func(b []byte) bool {
+		write(b)
+		pending += len(b)
+		return flush()
+	}
+	// drain writes what is waiting on the subscription after cur, up to
 	// a batch's size.
 	drain := func() {
-		for len(buf) < streamBatch {
+		for pending < streamBatch {
 			select {
 			case it := <-sub.C:
 				if cur.Less(it.Event.ID) {
@@ -341,13 +358,6 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 			}
 			return
 		}
-	}
-	sendBuf := func() bool {
-		ok := len(buf) == 0 || send(buf)
-		if buf = buf[:0]; cap(buf) > streamBatch {
-			buf = nil
-		}
-		return ok
 	}
 	if !send([]byte("retry: " + strconv.Itoa(int(sseRetry/time.Millisecond)) + "\n\n")) {
 		return
@@ -361,7 +371,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 		for _, e := range page.Events {
 			add(&events.Item{Event: e})
 		}
-		if !sendBuf() {
+		if !flush() {
 			return
 		}
 		prev := cur
@@ -384,8 +394,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 			return
 		case <-sub.Cut:
 			// Send what was handed over before the cut, then say why.
-			for drain(); len(buf) > 0; drain() {
-				if !sendBuf() {
+			for drain(); pending > 0; drain() {
+				if !flush() {
 					return
 				}
 			}
@@ -396,7 +406,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 				add(it)
 				cur = it.Event.ID
 			}
-			if drain(); !sendBuf() {
+			if drain(); !flush() {
 				return
 			}
 		case <-beat.C:

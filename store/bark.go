@@ -71,7 +71,7 @@ func (db *DB) FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, i
 	if limit <= 0 {
 		limit = yard.DefaultPageMax
 	}
-	rows, err := db.Query(ctx, `SELECT `+barkColumns+` FROM tasks WHERE dog_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
+	rows, err := db.Query(ctx, `SELECT `+barkColumns+` FROM tasks WHERE dog_id = $1 ORDER BY created_at DESC, id DESC LIMIT CAST($2 AS BIGINT) OFFSET $3`,
 		f.DogID, limit, f.Offset)
 	if err != nil {
 		return nil, 0, err
@@ -483,7 +483,7 @@ func (p preparedReader) QueryRowContext(ctx context.Context, q string, args ...a
 // previousBarks returns the times of the last scheduled barks, newest first.
 func (db *DB) previousBarks(ctx context.Context, dogID string) ([]time.Time, error) {
 	rows, err := db.Query(ctx, `SELECT slot_at FROM tasks WHERE dog_id = $1 AND source = 'schedule' AND status <> 'canceled'
-		ORDER BY slot_at DESC LIMIT $2`, dogID, yard.MaxPreviousBarks)
+		ORDER BY slot_at DESC LIMIT CAST($2 AS BIGINT)`, dogID, yard.MaxPreviousBarks)
 	if err != nil {
 		return nil, err
 	}
@@ -698,7 +698,7 @@ func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, er
 		fired = nil
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		rows, err := tx.QueryContext(ctx, `SELECT dog_id FROM bark_schedules WHERE frequency > 0 AND next_at <= $1
-			ORDER BY next_at LIMIT $2`, Millis(now), limit)
+			ORDER BY next_at LIMIT CAST($2 AS BIGINT)`, Millis(now), limit)
 		if err != nil {
 			return err
 		}

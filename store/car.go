@@ -170,7 +170,7 @@ func carPageSQL(engine, where string, args []any, page yard.Page) (string, []any
 		return head + ` LIMIT ` + itoa(page.Max) + ` OFFSET ` + itoa(page.Offset), args
 	}
 	n := len(args)
-	return head + ` LIMIT $` + itoa(n+1) + ` OFFSET $` + itoa(n+2), append(append(make([]any, 0, n+2), args...), page.Max, page.Offset)
+	return head + ` LIMIT CAST($` + itoa(n+1) + ` AS BIGINT) OFFSET $` + itoa(n+2), append(append(make([]any, 0, n+2), args...), page.Max, page.Offset)
 }
 
 // changeStamp returns the transaction's place in the commit order: the
@@ -459,7 +459,7 @@ func (db *DB) FindGarages(ctx context.Context, page yard.Page) ([]*yard.Garage, 
 	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages`).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	rows, err := db.read.QueryContext(ctx, `SELECT `+garageColumns+` FROM garages g ORDER BY g.id LIMIT $1 OFFSET $2`, page.Max, page.Offset)
+	rows, err := db.read.QueryContext(ctx, `SELECT `+garageColumns+` FROM garages g ORDER BY g.id LIMIT CAST($1 AS BIGINT) OFFSET $2`, page.Max, page.Offset)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -44,7 +44,7 @@ func (db *DB) FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int,
 	}
 	args = append(args, limit, f.Offset)
 	rows, err := db.Query(ctx, `SELECT `+dogColumns+` FROM dogs`+where+
-		` ORDER BY id LIMIT $`+itoa(len(args)-1)+` OFFSET $`+itoa(len(args)), args...)
+		` ORDER BY id LIMIT CAST($`+itoa(len(args)-1)+` AS BIGINT) OFFSET $`+itoa(len(args)), args...)
 	if err != nil {
 		return nil, 0, err
 	}

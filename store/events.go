@@ -133,7 +133,7 @@ func dogInTx(ctx context.Context, tx *Tx, id string) (*yard.Dog, error) {
 	}
 	if freq.Int64 > 0 {
 		rows, err := tx.QueryContext(ctx, `SELECT slot_at FROM tasks WHERE dog_id = $1 AND source = 'schedule' AND status <> 'canceled'
-			ORDER BY slot_at DESC LIMIT $2`, id, yard.MaxPreviousBarks)
+			ORDER BY slot_at DESC LIMIT CAST($2 AS BIGINT)`, id, yard.MaxPreviousBarks)
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +166,17 @@ const (
 	ownersAll = iota
 	ownersOne
 	ownersMany
+	ownersManyScan // SQLite: ownersMany through the log's order, $5 bounding tx
 )
+
+// ownersScanWindow is how many transactions behind the newest a read of
+// several people's events may start and still go through the log in
+// order (ownersManyScan), checking each event's owner, rather than probe
+// the owner index once per person and sort: a hub reads every few
+// milliseconds, a few dozen events behind, for up to thousands of
+// people. SQLite has no statistics to choose between the two plans (no
+// ANALYZE), and chooses the index.
+const ownersScanWindow = 256
 
 // eventsRead is the SQL of ReadEvents: visible events after ($1, $2), in
 // order, at most $3, filtered by owner; then one more row, whose seq is 0:
@@ -187,8 +197,14 @@ func (db *DB) eventsRead(owners int) string {
 		q += ` AND owner_id = ANY($4)`
 	case owners == ownersMany:
 		q += ` AND owner_id IN (SELECT value FROM json_each($4))`
+	case owners == ownersManyScan:
+		// The unary + keeps SQLite off the owner index; the window keeps
+		// the walk short if the log grew since the plan was chosen.
+		horizon = `min(` + horizon + `, $5)`
+		q = `SELECT tx, seq, type, subject, owner_id, at, data FROM events WHERE (tx, seq) > ($1, $2) AND tx < ` + horizon +
+			` AND +owner_id IN (SELECT value FROM json_each($4))`
 	}
-	return `SELECT * FROM (` + q + ` ORDER BY tx, seq LIMIT $3) e UNION ALL SELECT ` + horizon + `, 0, '', '', '', 0, ''`
+	return `SELECT * FROM (` + q + ` ORDER BY tx, seq LIMIT CAST($3 AS BIGINT)) e UNION ALL SELECT ` + horizon + `, 0, '', '', '', 0, ''`
 }
 
 // maxEventScan bounds the rows one ReadEvents reads when f.Scan is 0.
@@ -231,6 +247,15 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 			return nil, err
 		}
 		owners, ownerArg = ownersMany, string(list)
+		if len(f.Owners) > 1 {
+			var clock int64
+			if err := db.QueryRow(ctx, `SELECT tx FROM event_clock WHERE id = 1`).Scan(&clock); err != nil {
+				return nil, err
+			}
+			if clock-f.After.Tx < ownersScanWindow {
+				owners = ownersManyScan
+			}
+		}
 	}
 	q := db.eventsRead(owners)
 	read := 0
@@ -238,6 +263,9 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 		args := []any{page.Next.Tx, page.Next.Seq, min(chunk, scan-read)}
 		if owners != ownersAll {
 			args = append(args, ownerArg)
+		}
+		if owners == ownersManyScan {
+			args = append(args, f.After.Tx+ownersScanWindow)
 		}
 		rows, err := db.Query(ctx, q, args...)
 		if err != nil {
@@ -332,7 +360,7 @@ func (db *DB) PruneEvents(ctx context.Context, before time.Time, limit int) (int
 		// The oldest events first (their times grow with their ids, give
 		// or take a transaction's length): stop at the first one kept.
 		rows, err := tx.QueryContext(ctx, `DELETE FROM events WHERE (tx, seq) IN
-			(SELECT tx, seq FROM events ORDER BY tx, seq LIMIT $2) AND at < $1 RETURNING tx, seq`, Millis(before), limit)
+			(SELECT tx, seq FROM events ORDER BY tx, seq LIMIT CAST($2 AS BIGINT)) AND at < $1 RETURNING tx, seq`, Millis(before), limit)
 		if err != nil {
 			return err
 		}

@@ -45,7 +45,7 @@ func (db *DB) ListOAuthConsumers(ctx context.Context, page yard.Page) ([]*yard.O
 		return nil, 0, err
 	}
 	rows, err := db.read.QueryContext(ctx, `SELECT `+consumerColumns+` FROM oauth_consumers
-		ORDER BY created_at, consumer_key LIMIT $1 OFFSET $2`, page.Max, page.Offset)
+		ORDER BY created_at, consumer_key LIMIT CAST($1 AS BIGINT) OFFSET $2`, page.Max, page.Offset)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -82,7 +82,7 @@ func (db *DB) FindSearches(ctx context.Context, page yard.Page) ([]*yard.Search,
 	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM searches`).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	rows, err := db.read.QueryContext(ctx, `SELECT `+searchColumns+` FROM searches ORDER BY id LIMIT $1 OFFSET $2`, page.Max, page.Offset)
+	rows, err := db.read.QueryContext(ctx, `SELECT `+searchColumns+` FROM searches ORDER BY id LIMIT CAST($1 AS BIGINT) OFFSET $2`, page.Max, page.Offset)
 	if err != nil {
 		return nil, 0, err
 	}

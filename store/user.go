@@ -58,7 +58,7 @@ func (db *DB) FindUsers(ctx context.Context, f yard.UserFilter) ([]*yard.User, i
 	}
 	args = append(args, limit, f.Offset)
 	rows, err := db.Query(ctx, `SELECT `+userColumns+` FROM users`+where+
-		` ORDER BY id LIMIT $`+itoa(len(args)-1)+` OFFSET $`+itoa(len(args)), args...)
+		` ORDER BY id LIMIT CAST($`+itoa(len(args)-1)+` AS BIGINT) OFFSET $`+itoa(len(args)), args...)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -135,7 +135,7 @@ func (db *DB) FindWebhooks(ctx context.Context, f yard.WebhookFilter) ([]*yard.W
 	}
 	n := len(args)
 	rows, err := db.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks`+where+
-		fmt.Sprintf(` ORDER BY created_at, id LIMIT $%d OFFSET $%d`, n+1, n+2), append(args, limit, f.Offset)...)
+		fmt.Sprintf(` ORDER BY created_at, id LIMIT CAST($%d AS BIGINT) OFFSET $%d`, n+1, n+2), append(args, limit, f.Offset)...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -233,7 +233,7 @@ func (db *DB) FindWebhookDeliveries(ctx context.Context, webhookID string, offse
 		limit = yard.DefaultPageMax
 	}
 	rows, err := db.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE webhook_id = $1
-		ORDER BY shown_at DESC, event_tx DESC, event_seq DESC, attempt DESC LIMIT $2 OFFSET $3`, webhookID, limit, offset)
+		ORDER BY shown_at DESC, event_tx DESC, event_seq DESC, attempt DESC LIMIT CAST($2 AS BIGINT) OFFSET $3`, webhookID, limit, offset)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -299,7 +299,7 @@ func (db *DB) fanOutOnce(ctx context.Context, last yard.EventID, batch int) (cre
 		rows, err := tx.QueryContext(ctx, `SELECT w.id, w.owner_id, w.types, w.cursor_tx, w.cursor_seq, u.roles
 			FROM webhooks w JOIN users u ON u.id = w.owner_id
 			WHERE w.enabled = TRUE AND u.disabled = FALSE AND (w.cursor_tx, w.cursor_seq) < ($1, $2)
-			ORDER BY w.cursor_tx, w.cursor_seq, w.id LIMIT $3`+lock, last.Tx, last.Seq, batch)
+			ORDER BY w.cursor_tx, w.cursor_seq, w.id LIMIT CAST($3 AS BIGINT)`+lock, last.Tx, last.Seq, batch)
 		if err != nil {
 			return err
 		}
@@ -402,7 +402,7 @@ const claimDueSQL = `SELECT w.id, w.owner_id, w.url, w.secret,
 			ORDER BY d.due_at, d.id LIMIT 1) AS due,
 		(SELECT COUNT(*) FROM (SELECT 1 FROM webhook_deliveries d
 			WHERE d.webhook_id = w.id AND d.status = 'pending' AND d.due_at <= $1 AND d.lease_until < $1
-			ORDER BY d.due_at, d.id LIMIT $2) AS k) AS avail
+			ORDER BY d.due_at, d.id LIMIT CAST($2 AS BIGINT)) AS k) AS avail
 	FROM webhooks w WHERE w.enabled = TRUE`
 
 // claimBusySQL is what is in flight now: a few rows (at most the workers
@@ -434,7 +434,7 @@ var claimPG = `UPDATE webhook_deliveries d SET lease_token = $4 || d.id, lease_u
 const (
 	claimPickSQLite = `SELECT ` + deliveryColumns + ` FROM webhook_deliveries
 		WHERE webhook_id = $1 AND status = 'pending' AND due_at <= $2 AND lease_until < $2
-		ORDER BY due_at, id LIMIT $3`
+		ORDER BY due_at, id LIMIT CAST($3 AS BIGINT)`
 	claimLeaseSQLite = `UPDATE webhook_deliveries SET lease_token = $1, lease_until = $2 WHERE id = $3`
 )
 
@@ -958,7 +958,7 @@ func (db *DB) PruneWebhookDeliveries(ctx context.Context, before time.Time, limi
 	var n int64
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE id IN
-			(SELECT id FROM webhook_deliveries WHERE created_at < $1 AND lease_until < $2 LIMIT $3)`, Millis(before), Millis(tx.Now()), limit)
+			(SELECT id FROM webhook_deliveries WHERE created_at < $1 AND lease_until < $2 LIMIT CAST($3 AS BIGINT))`, Millis(before), Millis(tx.Now()), limit)
 		if err != nil {
 			return err
 		}

@@ -170,19 +170,24 @@ func eventsGroup(b *bench) error {
 		b.report(renamed)
 		return accepts, renamed
 	}
-	// Rounds alternate without and with the streams, so that a drift of
-	// the machine or of the store's size falls on both.
-	const rounds = 3
+	// Rounds alternate without and with the streams, and which comes
+	// first, so that a drift of the machine or of the store's size (it
+	// grows by every accept) falls on both.
+	const rounds = 4
 	var without, with, withoutWatched, withWatched []loadgen.Result
-	var heapGrowth, rssGrowth []float64
-	for round := range rounds {
-		fmt.Fprintf(b.out, "round %d\n", round+1)
+	var heapGrowth, anonGrowth, fileGrowth []float64
+	noStreams := func() {
 		a, _ := withRenames("async 202, no streams", acceptBy(false))
 		without = append(without, a)
 		withoutWatched = append(withoutWatched, b.report(loadgen.Run(b.ctx, "async 202 by the streams' people, no streams", client, b.concurrency, b.duration, 202, acceptBy(true))))
-
+	}
+	for round := range rounds {
+		fmt.Fprintf(b.out, "round %d\n", round+1)
+		if round%2 == 0 {
+			noStreams()
+		}
 		runtime.GC()
-		heap0, rss0 := memory()
+		m0 := memory()
 		// The streams are held by a child process (this program again),
 		// so that this process's memory is the server's alone (and its
 		// load clients). -streams http1 (the default): one connection
@@ -206,23 +211,28 @@ func eventsGroup(b *bench) error {
 		}
 		fmt.Fprintf(b.out, "  %s\n", lines.Text())
 		cpu0 := processCPU(child.Process.Pid)
-		a, _ = withRenames("async 202, streams open", acceptBy(false))
+		a, _ := withRenames("async 202, streams open", acceptBy(false))
 		with = append(with, a)
 		childCPU := processCPU(child.Process.Pid) - cpu0
 		withWatched = append(withWatched, b.report(loadgen.Run(b.ctx, "async 202 by the streams' people", client, b.concurrency, b.duration, 202, acceptBy(true))))
-		heap1, rss1 := memory()
-		heapGrowth, rssGrowth = append(heapGrowth, float64(heap1-heap0)/1e6), append(rssGrowth, float64(rss1-rss0)/1e6)
+		m1 := memory()
+		heapGrowth = append(heapGrowth, float64(m1.heap-m0.heap)/1e6)
+		anonGrowth = append(anonGrowth, float64(m1.anon-m0.anon)/1e6)
+		fileGrowth = append(fileGrowth, float64(m1.file-m0.file)/1e6)
 		time.Sleep(500 * time.Millisecond) // the last deliveries
 		stdin.Close()
 		for lines.Scan() {
 			fmt.Fprintf(b.out, "  %s\n", lines.Text())
 		}
 		_ = child.Wait()
-		fmt.Fprintf(b.out, "  the server's memory with the streams open and the writes done: Go heap %+.1f MB, resident %+.1f MB\n",
-			heapGrowth[round], rssGrowth[round])
+		fmt.Fprintf(b.out, "  the server's memory with the streams open and the writes done: Go heap %+.1f MB, resident %+.1f MB "+
+			"(anonymous %+.1f MB, file-backed %+.1f MB)\n", heapGrowth[round], anonGrowth[round]+fileGrowth[round], anonGrowth[round], fileGrowth[round])
 		fmt.Fprintf(b.out, "  CPU of the stream client (another process) while renames and accepts ran: %.0f%% of one core\n", 100*childCPU.Seconds()/b.duration.Seconds())
 		// Let the server close the streams before the next baseline.
 		time.Sleep(time.Second)
+		if round%2 == 1 {
+			noStreams()
+		}
 	}
 	stop()
 	median := func(rs []loadgen.Result) loadgen.Result {
@@ -230,30 +240,57 @@ func eventsGroup(b *bench) error {
 		slices.SortFunc(s, func(x, y loadgen.Result) int { return int(x.RPS - y.RPS) })
 		return s[len(s)/2]
 	}
+	// Each round's ratio, and the ratio of the rounds' sums, which weighs
+	// every round alike whichever way the machine drifted.
+	ratios := func(num, den []loadgen.Result) string {
+		var parts []string
+		var n, d float64
+		for i := range num {
+			parts = append(parts, fmt.Sprintf("%.1f%%", 100*num[i].RPS/den[i].RPS))
+			n, d = n+num[i].RPS, d+den[i].RPS
+		}
+		return fmt.Sprintf("rounds %s; all rounds %.1f%%", strings.Join(parts, ", "), 100*n/d)
+	}
 	fmt.Fprintf(b.out, "medians of %d rounds:\n", rounds)
 	b.ratio("bark accepts with 1,000 streams open, against none (500 renames/s in both)", median(with), median(without))
+	fmt.Fprintf(b.out, "    %s\n", ratios(with, without))
 	b.ratio("bark accepts by the streams' people (each event to 10 streams), against no streams", median(withWatched), median(withoutWatched))
-	slices.Sort(rssGrowth)
-	fmt.Fprintf(b.out, "  the server's resident growth with the streams open: median %+.1f MB\n", rssGrowth[len(rssGrowth)/2])
+	fmt.Fprintf(b.out, "    %s\n", ratios(withWatched, withoutWatched))
+	med := func(v []float64) float64 {
+		v = slices.Clone(v)
+		slices.Sort(v)
+		return (v[(len(v)-1)/2] + v[len(v)/2]) / 2
+	}
+	// Anonymous memory is the process's own; file-backed resident pages
+	// are the SQLite file mapped by the store (PRAGMA mmap_size), pages
+	// of the kernel's cache that grow with the store, streams or not.
+	fmt.Fprintf(b.out, "  the server's resident growth with the streams open: median anonymous %+.1f MB, file-backed %+.1f MB\n", med(anonGrowth), med(fileGrowth))
 	fmt.Fprintln(b.out)
 	return nil
 }
 
-// memory returns the Go heap in use and the process's resident size, in
-// bytes.
-func memory() (heap, rss int64) {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	heap = int64(m.HeapInuse)
+// mem is a process's memory: the Go heap in use, and its resident pages,
+// anonymous (its own) and file-backed (mapped files), in bytes.
+type mem struct{ heap, anon, file int64 }
+
+// memory returns this process's memory.
+func memory() mem {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m := mem{heap: int64(ms.HeapInuse)}
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-				rss = kb * 1024
+			k, v, _ := strings.Cut(line, ":")
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			switch k {
+			case "RssAnon":
+				m.anon = kb * 1024
+			case "RssFile":
+				m.file = kb * 1024
 			}
 		}
 	}
-	return heap, rss
+	return m
 }
 
 // streamClient is the child process of the events group: it opens
