@@ -164,16 +164,22 @@ func eventsGroup(b *bench) error {
 		go func() {
 			done <- loadgen.RunPaced(b.ctx, fmt.Sprintf("  dog renames at %.0f/s", rate), loadgen.Client(b.concurrency), b.concurrency, rate, b.duration, 204, rename)
 		}()
+		pg0, local := postgresCPUTime()
 		accepts = loadgen.Run(b.ctx, name, client, b.concurrency, b.duration, 202, accept)
+		pg1, _ := postgresCPUTime()
 		renamed = <-done
 		b.report(accepts)
 		b.report(renamed)
+		if local && b.db.Engine() == store.Postgres {
+			// What the phase cost the database on the same cores.
+			fmt.Fprintf(b.out, "  PostgreSQL's processes: %.0f%% of one core\n", 100*(pg1-pg0).Seconds()/b.duration.Seconds())
+		}
 		return accepts, renamed
 	}
 	// Rounds alternate without and with the streams, and which comes
 	// first, so that a drift of the machine or of the store's size (it
 	// grows by every accept) falls on both.
-	const rounds = 4
+	rounds := b.eventRounds
 	var without, with, withoutWatched, withWatched []loadgen.Result
 	// Memory is measured in the rounds that open the streams after the
 	// round's work without them (the first of each pair): the resident

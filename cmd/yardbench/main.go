@@ -43,6 +43,7 @@ type bench struct {
 	hashing *auth.HashGate
 	// streamProto is how the events group's streams connect: http1 or h2.
 	streamProto string
+	eventRounds int // events group: rounds, each with and without the streams
 }
 
 // groups is the table of scenario groups: -groups names them.
@@ -70,6 +71,7 @@ func main() {
 	dsn := flag.String("db", "sqlite", "store: sqlite (temporary file) or a postgres:// URL of an empty database")
 	which := flag.String("groups", "foundation", "comma-separated scenario groups: "+strings.Join(groupNames(), ", "))
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	eventRounds := flag.Int("event-rounds", 4, "events group: rounds, each with and without the streams (even: as many start with the streams as without)")
 	streamProto := flag.String("streams", "http1", "events group: http1 (a connection per stream) or h2 (a person's streams on one HTTP/2 connection)")
 	sqliteSync := flag.String("sqlite-sync", store.DefaultSQLiteSync, "SQLite's synchronous, as serve's --sqlite-sync: full or normal")
 	flag.Parse()
@@ -107,7 +109,10 @@ func main() {
 		go db.RunCheckpoints(ctx, 200*time.Millisecond)
 	}
 	b := &bench{ctx: ctx, db: db, dsn: *dsn, duration: *dur, concurrency: *conc, out: os.Stdout,
-		hashing: auth.NewHashGate(runtime.GOMAXPROCS(0), 1<<16, time.Hour), streamProto: *streamProto}
+		hashing: auth.NewHashGate(runtime.GOMAXPROCS(0), 1<<16, time.Hour), streamProto: *streamProto, eventRounds: *eventRounds}
+	if *eventRounds < 1 {
+		fail(fmt.Errorf("-event-rounds: at least 1, not %d", *eventRounds))
+	}
 	if *streamProto != "http1" && *streamProto != "h2" {
 		fail(fmt.Errorf("-streams: http1 or h2, not %q", *streamProto))
 	}
