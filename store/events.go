@@ -204,7 +204,11 @@ func (db *DB) eventsRead(owners int) string {
 		q = `SELECT tx, seq, type, subject, owner_id, at, data FROM events WHERE (tx, seq) > ($1, $2) AND tx < ` + horizon +
 			` AND +owner_id IN (SELECT value FROM json_each($4))`
 	}
-	return `SELECT * FROM (` + q + ` ORDER BY tx, seq LIMIT CAST($3 AS BIGINT)) e UNION ALL SELECT ` + horizon + `, 0, '', '', '', 0, ''`
+	// The horizon row also carries the newest event the retention removed
+	// (pruned_tx, pruned_seq), read in the same snapshot: a read from
+	// before it has missed events (gone).
+	return `SELECT e.*, 0, 0 FROM (` + q + ` ORDER BY tx, seq LIMIT CAST($3 AS BIGINT)) e` +
+		` UNION ALL SELECT ` + horizon + `, 0, '', '', '', 0, '', pruned_tx, pruned_seq FROM event_clock WHERE id = 1`
 }
 
 // maxEventScan bounds the rows one ReadEvents reads when f.Scan is 0.
@@ -216,11 +220,6 @@ const maxEventScan = 10000
 func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPage, error) {
 	ctx, span := db.span(ctx, "store.ReadEvents")
 	defer span.End()
-	if !f.After.IsZero() {
-		if err := db.checkHorizon(ctx, f.After); err != nil {
-			return nil, err
-		}
-	}
 	limit, scan := f.Limit, f.Scan
 	if limit <= 0 {
 		limit = 100
@@ -273,16 +272,18 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 		}
 		n, all := 0, true // all: every row was taken before the limit
 		var horizon int64
+		var pruned yard.EventID
 		for rows.Next() {
 			var e yard.Event
 			var at int64
 			var data string
-			if err := rows.Scan(&e.ID.Tx, &e.ID.Seq, &e.Type, &e.Subject, &e.Owner, &at, &data); err != nil {
+			var p yard.EventID
+			if err := rows.Scan(&e.ID.Tx, &e.ID.Seq, &e.Type, &e.Subject, &e.Owner, &at, &data, &p.Tx, &p.Seq); err != nil {
 				rows.Close()
 				return nil, err
 			}
 			if e.ID.Seq == 0 {
-				horizon = e.ID.Tx
+				horizon, pruned = e.ID.Tx, p
 				continue
 			}
 			n++
@@ -300,6 +301,9 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
+		if read == 0 && !f.After.IsZero() && f.After.Less(pruned) {
+			return nil, db.gone(ctx, f.After)
+		}
 		read += n
 		if n < args[2].(int) {
 			// Caught up: every event before the horizon was read. A
@@ -314,16 +318,9 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 	return page, nil
 }
 
-// checkHorizon answers EGONE when events after id were removed by the
-// retention.
-func (db *DB) checkHorizon(ctx context.Context, id yard.EventID) error {
-	var pruned yard.EventID
-	if err := db.QueryRow(ctx, `SELECT pruned_tx, pruned_seq FROM event_clock WHERE id = 1`).Scan(&pruned.Tx, &pruned.Seq); err != nil {
-		return err
-	}
-	if !id.Less(pruned) {
-		return nil
-	}
+// gone is the answer to a read after id when the retention has removed
+// events after it: EGONE, naming the oldest event kept.
+func (db *DB) gone(ctx context.Context, id yard.EventID) error {
 	e := yard.Errorf(yard.EGONE, "Events after %s are no longer kept (retention); the oldest one kept is in oldest.", id)
 	var oldest yard.EventID
 	err := db.QueryRow(ctx, `SELECT tx, seq FROM events ORDER BY tx, seq LIMIT 1`).Scan(&oldest.Tx, &oldest.Seq)

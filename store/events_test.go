@@ -383,6 +383,12 @@ func TestEventsRetention(t *testing.T) {
 		if yard.ErrorCode(err) != yard.EGONE || !errorAs(err, &e) || e.Oldest != ids[3].String() {
 			t.Fatalf("resume before the horizon: got %v, want gone with oldest %s", err, ids[3])
 		}
+		// The same through each filter by owner (each its own SQL).
+		for _, f := range []yard.EventFilter{{After: ids[0], Owner: &alice.ID}, {After: ids[1], Owners: []string{alice.ID, "nobody"}}} {
+			if _, err := db.ReadEvents(ctx, f); yard.ErrorCode(err) != yard.EGONE {
+				t.Fatalf("resume before the horizon, %+v: got %v, want gone", f, err)
+			}
+		}
 		// Resuming at the newest pruned event misses nothing.
 		p, err := db.ReadEvents(ctx, yard.EventFilter{After: ids[2]})
 		if err != nil || len(p.Events) != 2 || p.Events[0].ID != ids[3] {
