@@ -166,28 +166,46 @@ const (
 	ownersAll = iota
 	ownersOne
 	ownersMany
-	ownersManyScan // SQLite: ownersMany through the log's order, $5 bounding tx
+	ownersManyScan // SQLite: ownersMany through the log's order
 )
 
 // ownersScanWindow is how many transactions behind the newest a read of
-// several people's events may start and still go through the log in
-// order (ownersManyScan), checking each event's owner, rather than probe
-// the owner index once per person and sort: a hub reads every few
+// several people's events may start on SQLite and still go through the
+// log in order (ownersManyScan), checking each event's owner, rather than
+// probe the owner index once per person and sort: a hub reads every few
 // milliseconds, a few dozen events behind, for up to thousands of
 // people. SQLite has no statistics to choose between the two plans (no
 // ANALYZE), and chooses the index.
 const ownersScanWindow = 256
+
+// eventWindowPG is the span of transaction ids one statement of a read of
+// several people's events covers on PostgreSQL. Those reads (a hub's, a
+// hundred a second) run on connections that keep one generic plan
+// (openEventReader), which goes through the log in order; the window
+// bounds what one statement walks when the reader is far behind.
+var eventWindowPG int64 = 4096
 
 // eventsRead is the SQL of ReadEvents: visible events after ($1, $2), in
 // order, at most $3, filtered by owner; then one more row, whose seq is 0:
 // the horizon, the tx before which every event is visible, read in the
 // same statement (so the same snapshot). A read that returns fewer than $3
 // events has seen every event before the horizon, those of other owners
-// included, and the next one can start there.
+// included, and the next one can start there. A windowed read
+// (ownersManyScan, and ownersMany on PostgreSQL) stops at tx $5 too: its
+// horizon row holds the nearer of the two, and in at the visible horizon,
+// so that the reader knows whether to go on.
 func (db *DB) eventsRead(owners int) string {
 	horizon := `(SELECT tx + 1 FROM event_clock WHERE id = 1)`
+	least := `min`
 	if db.engine == Postgres {
-		horizon = horizonPG
+		horizon, least = horizonPG, `LEAST`
+	}
+	visible := horizon
+	switch {
+	case owners == ownersMany && db.engine == Postgres:
+		horizon = least + `(` + horizon + `, $5)`
+	case owners == ownersManyScan:
+		horizon = least + `(` + horizon + `, $5)`
 	}
 	q := `SELECT tx, seq, type, subject, owner_id, at, data FROM events WHERE (tx, seq) > ($1, $2) AND tx < ` + horizon
 	switch {
@@ -198,17 +216,14 @@ func (db *DB) eventsRead(owners int) string {
 	case owners == ownersMany:
 		q += ` AND owner_id IN (SELECT value FROM json_each($4))`
 	case owners == ownersManyScan:
-		// The unary + keeps SQLite off the owner index; the window keeps
-		// the walk short if the log grew since the plan was chosen.
-		horizon = `min(` + horizon + `, $5)`
-		q = `SELECT tx, seq, type, subject, owner_id, at, data FROM events WHERE (tx, seq) > ($1, $2) AND tx < ` + horizon +
-			` AND +owner_id IN (SELECT value FROM json_each($4))`
+		// The unary + keeps SQLite off the owner index.
+		q += ` AND +owner_id IN (SELECT value FROM json_each($4))`
 	}
 	// The horizon row also carries the newest event the retention removed
 	// (pruned_tx, pruned_seq), read in the same snapshot: a read from
 	// before it has missed events (gone).
 	return `SELECT e.*, 0, 0 FROM (` + q + ` ORDER BY tx, seq LIMIT CAST($3 AS BIGINT)) e` +
-		` UNION ALL SELECT ` + horizon + `, 0, '', '', '', 0, '', pruned_tx, pruned_seq FROM event_clock WHERE id = 1`
+		` UNION ALL SELECT ` + horizon + `, 0, '', '', '', ` + visible + `, '', pruned_tx, pruned_seq FROM event_clock WHERE id = 1`
 }
 
 // maxEventScan bounds the rows one ReadEvents reads when f.Scan is 0.
@@ -257,21 +272,33 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 		}
 	}
 	q := db.eventsRead(owners)
-	read := 0
+	// The window of a windowed read (eventsRead), in transactions.
+	var window int64
+	switch {
+	case owners == ownersManyScan:
+		window = ownersScanWindow
+	case owners == ownersMany && db.engine == Postgres:
+		window = eventWindowPG
+	}
+	query := db.Query
+	if db.eventRead != nil && owners == ownersMany {
+		query = db.eventRead.QueryContext
+	}
+	read, windows := 0, 0
 	for read < scan && len(page.Events) < limit {
 		args := []any{page.Next.Tx, page.Next.Seq, min(chunk, scan-read)}
 		if owners != ownersAll {
 			args = append(args, ownerArg)
 		}
-		if owners == ownersManyScan {
-			args = append(args, f.After.Tx+ownersScanWindow)
+		if window > 0 {
+			args = append(args, page.Next.Tx+window)
 		}
-		rows, err := db.Query(ctx, q, args...)
+		rows, err := query(ctx, q, args...)
 		if err != nil {
 			return nil, err
 		}
 		n, all := 0, true // all: every row was taken before the limit
-		var horizon int64
+		var horizon, visible int64
 		var pruned yard.EventID
 		for rows.Next() {
 			var e yard.Event
@@ -283,7 +310,7 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 				return nil, err
 			}
 			if e.ID.Seq == 0 {
-				horizon, pruned = e.ID.Tx, p
+				horizon, visible, pruned = e.ID.Tx, at, p
 				continue
 			}
 			n++
@@ -309,14 +336,24 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 			// Caught up: every event before the horizon was read. A
 			// hub's read (Owners) starts the next one there, past
 			// events of people it did not ask for.
-			if end := (yard.EventID{Tx: horizon}); f.Owners != nil && all && page.Next.Less(end) {
+			end := yard.EventID{Tx: horizon}
+			if f.Owners != nil && all && page.Next.Less(end) {
 				page.Next = end
+			}
+			// A window that ended before the visible horizon: the next
+			// one, up to maxEventWindows a call (the caller reads again).
+			if windows++; window > 0 && all && page.Next == end && horizon < visible && windows < maxEventWindows {
+				continue
 			}
 			break
 		}
 	}
 	return page, nil
 }
+
+// maxEventWindows bounds the statements of one windowed read that finds
+// nothing (eventsRead): a reader far behind catches up over several calls.
+const maxEventWindows = 64
 
 // gone is the answer to a read after id when the retention has removed
 // events after it: EGONE, naming the oldest event kept.

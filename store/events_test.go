@@ -496,8 +496,10 @@ func TestReadEventsOfPeople(t *testing.T) {
 			t.Fatalf("an empty list: %v, next %s, %v", eventTypes(none.Events), none.Next, err)
 		}
 		// Far behind (more transactions than a read walks in the log's
-		// order, ownersScanWindow): the same answer through the owner
-		// index.
+		// order, ownersScanWindow, on SQLite; many windows of 16
+		// transaction ids on PostgreSQL): the same answer through the
+		// owner index, and window by window.
+		defer store.SetEventWindowPG(16)()
 		from := p.Next
 		for i := range 300 {
 			owner := bob.ID
@@ -518,6 +520,31 @@ func TestReadEventsOfPeople(t *testing.T) {
 		near, err := db.ReadEvents(ctx, yard.EventFilter{After: far.Events[0].ID, Owners: people, Limit: 10})
 		if err != nil || len(near.Events) != 0 || near.Next.Less(far.Next) {
 			t.Fatalf("after alice's: %v, next %s, %v", eventTypes(near.Events), near.Next, err)
+		}
+		if db.Engine() != store.Postgres {
+			return
+		}
+		if v, err := db.EventReaderSetting(ctx, "plan_cache_mode"); err != nil || v != "force_generic_plan" {
+			t.Fatalf("the event reader's plan_cache_mode: %q, %v", v, err)
+		}
+		// Windows of 2 transaction ids: one read stops after its last
+		// window (maxEventWindows), and the next goes on from there.
+		defer store.SetEventWindowPG(2)()
+		var got []*yard.Event
+		reads := 0
+		for at := from; ; reads++ {
+			p, err := db.ReadEvents(ctx, yard.EventFilter{After: at, Owners: people, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, p.Events...)
+			if p.Next == at || reads > 100 {
+				break
+			}
+			at = p.Next
+		}
+		if len(got) != 1 || got[0].ID != far.Events[0].ID || reads < 2 {
+			t.Fatalf("window by window: %v in %d reads", eventTypes(got), reads)
 		}
 	})
 }

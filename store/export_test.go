@@ -48,3 +48,19 @@ func (db *DB) QuietProbe() (mapped bool, statements int) {
 	defer db.quiet.mu.Unlock()
 	return db.quiet.shm != nil, db.quiet.ran
 }
+
+// EventReaderSetting reads a setting on the connections of the reads of
+// several people's events on PostgreSQL.
+func (db *DB) EventReaderSetting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := db.eventRead.QueryRowContext(ctx, "SELECT current_setting($1)", name).Scan(&v)
+	return v, err
+}
+
+// SetEventWindowPG sets the span of one statement of a windowed read on
+// PostgreSQL and returns a function that restores it.
+func SetEventWindowPG(n int64) func() {
+	was := eventWindowPG
+	eventWindowPG = n
+	return func() { eventWindowPG = was }
+}

@@ -73,6 +73,10 @@ type DB struct {
 	// (openReplayWriter).
 	replayWrite *sql.DB
 
+	// eventRead reads several people's events on PostgreSQL (a hub's
+	// reads), on connections that keep one generic plan (openEventReader).
+	eventRead *sql.DB
+
 	// replay is the replay log of signed requests on SQLite
 	// (replaylog.go), opened on first use.
 	replay   *replayLog
@@ -126,6 +130,11 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 			pool.Close()
 			return nil, err
 		}
+		if db.eventRead, err = openEventReader(dsn); err != nil {
+			pool.Close()
+			db.replayWrite.Close()
+			return nil, err
+		}
 	case dsn == "", dsn == "sqlite", strings.HasPrefix(dsn, "sqlite:"), strings.HasPrefix(dsn, "file:"):
 		path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite"), ":")
 		path = strings.TrimPrefix(path, "file:")
@@ -172,19 +181,41 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 // of every batch made a signed request cost more than twice an
 // unauthenticated one.
 func openReplayWriter(dsn string) (*sql.DB, error) {
+	return openSessionPool(dsn, replayConns, "synchronous_commit", "off")
+}
+
+// openEventReader opens the PostgreSQL connections of the reads of several
+// people's events (a hub's, every few milliseconds; ReadEvents), with
+// plan_cache_mode force_generic_plan. PostgreSQL otherwise plans each run
+// of the prepared statement anew: the generic plan's estimate of the rows
+// after the reader's position (which the plan cannot know) is too high for
+// it to be chosen, though it is the same plan, the log's primary key in
+// order. Planning took 0.15-0.23 ms, the run 0.04 ms (docs/benchmarks.md,
+// "Events").
+func openEventReader(dsn string) (*sql.DB, error) {
+	return openSessionPool(dsn, eventReadConns, "plan_cache_mode", "force_generic_plan")
+}
+
+// eventReadConns bounds the connections of openEventReader: a process has
+// one hub, which reads one statement at a time.
+const eventReadConns = 2
+
+// openSessionPool opens a few PostgreSQL connections whose sessions set
+// name to value.
+func openSessionPool(dsn string, conns int, name, value string) (*sql.DB, error) {
 	u, err := url.Parse(dsn)
 	if err != nil { // the error would quote the URL, password and all
 		return nil, errors.New("open postgres: the connection URL does not parse")
 	}
 	q := u.Query()
-	q.Set("synchronous_commit", "off") // pgx sends unknown parameters as run-time settings
+	q.Set(name, value) // pgx sends unknown parameters as run-time settings
 	u.RawQuery = q.Encode()
 	pool, err := sql.Open("pgx", u.String())
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	pool.SetMaxOpenConns(replayConns)
-	pool.SetMaxIdleConns(replayConns)
+	pool.SetMaxOpenConns(conns)
+	pool.SetMaxIdleConns(conns)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
 	return pool, nil
 }
@@ -336,6 +367,9 @@ func (db *DB) Close() error {
 	}
 	if db.read != nil && db.read != db.write {
 		err = errors.Join(err, db.read.Close())
+	}
+	if db.eventRead != nil {
+		err = errors.Join(err, db.eventRead.Close())
 	}
 	if db.replayWrite != nil {
 		err = errors.Join(err, db.replayWrite.Close())
