@@ -285,6 +285,13 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 	if perUser <= 0 {
 		perUser = 1 << 40
 	}
+	claim := `UPDATE tasks SET status = 'running', lease_owner = $1, lease_token = $2, lease_until = $3,
+			attempts = attempts + 1, started_at = CASE WHEN started_at = 0 THEN $4 ELSE started_at END
+			WHERE id = COALESCE(
+				(SELECT t.id FROM tasks t WHERE t.status = 'running' AND t.lease_until < $4` + cond + ` ORDER BY t.lease_until LIMIT 1` + db.forUpdate(true) + `),
+				(SELECT t.id FROM tasks t WHERE t.status = 'pending' AND t.run_at <= $4` + cond + ` ORDER BY t.run_at LIMIT 1` + db.forUpdate(true) + `))
+			RETURNING ` + barkColumns + `, COALESCE(traceparent, '')`
+	db.prepareWrites(ctx, claim)
 	err = db.WithTx(ctx, func(tx *Tx) error {
 		if limits && db.engine == Postgres {
 			// The bounds read other claims; claims of fetch-code tasks
@@ -299,12 +306,7 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 		if limits {
 			args = append(args, perUser)
 		}
-		row := tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'running', lease_owner = $1, lease_token = $2, lease_until = $3,
-			attempts = attempts + 1, started_at = CASE WHEN started_at = 0 THEN $4 ELSE started_at END
-			WHERE id = COALESCE(
-				(SELECT t.id FROM tasks t WHERE t.status = 'running' AND t.lease_until < $4`+cond+` ORDER BY t.lease_until LIMIT 1`+db.forUpdate(true)+`),
-				(SELECT t.id FROM tasks t WHERE t.status = 'pending' AND t.run_at <= $4`+cond+` ORDER BY t.run_at LIMIT 1`+db.forUpdate(true)+`))
-			RETURNING `+barkColumns+`, COALESCE(traceparent, '')`, args...)
+		row := db.txQueryRow(ctx, tx, claim, args...)
 		var traceParent string
 		b, err = scanBark(row, &traceParent)
 		if b != nil {
@@ -362,6 +364,7 @@ func leaseResult(res sql.Result, err error) error {
 func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r yard.TaskResult) error {
 	ctx, span := db.span(ctx, "store.CompleteTask")
 	defer span.End()
+	db.prepareWrites(ctx, completeTaskSQL)
 	return db.WithTx(ctx, func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		changed := countsBark(b.Effect)
@@ -372,9 +375,7 @@ func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r ya
 			}
 			changed = old != *r.CodeRevision
 		}
-		done, err := scanBark(tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'succeeded', finished_at = $1, barked_at = $1, output = $2, error = '',
-			dog_changed = $3, lease_token = '', lease_until = 0 WHERE id = $4 AND lease_token = $5 AND status = 'running'
-			RETURNING `+barkColumns, Millis(now), r.Output, changed, b.ID, token))
+		done, err := scanBark(db.txQueryRow(ctx, tx, completeTaskSQL, Millis(now), r.Output, changed, b.ID, token))
 		if err := leaseRow(err); err != nil {
 			return err
 		}
@@ -393,6 +394,11 @@ func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r ya
 		return nil
 	})
 }
+
+// completeTaskSQL marks a running task succeeded (CompleteTask).
+var completeTaskSQL = `UPDATE tasks SET status = 'succeeded', finished_at = $1, barked_at = $1, output = $2, error = '',
+	dog_changed = $3, lease_token = '', lease_until = 0 WHERE id = $4 AND lease_token = $5 AND status = 'running'
+	RETURNING ` + barkColumns
 
 // RetryTask puts a running task back to pending, to run again after wait
 // (by the store's clock).

@@ -57,7 +57,7 @@ const (
 
 // eventWrites are the statements every write transaction may run on
 // SQLite; WithTx prepares them (once) before it begins.
-var eventWrites = []string{insertEventSQLite, insertEventOfDogSQLite, bumpEventClockSQLite}
+var eventWrites = []string{insertEventSQLite, insertEventOfDogSQLite, bumpEventClockSQLite, dogInTxSQL, previousBarksSQL}
 
 // appendEventOwnedBy appends an event whose owner is owner, or, when
 // ofDog is set, the owner of that dog (read in the same statement).
@@ -122,18 +122,25 @@ func dogEvent(ctx context.Context, tx *Tx, typ, id string) error {
 	return appendEvent(ctx, tx, typ, yard.DogPath(d.ID), d.Owner, d)
 }
 
+// The statements of dogInTx: the dog with its schedule, and the slots of
+// its previous scheduled barks.
+var (
+	dogInTxSQL = `SELECT ` + dogColumnsD + `, s.next_at, s.frequency, s.last_at
+		FROM dogs d LEFT JOIN bark_schedules s ON s.dog_id = d.id WHERE d.id = $1`
+	previousBarksSQL = `SELECT slot_at FROM tasks WHERE dog_id = $1 AND source = 'schedule' AND status <> 'canceled'
+			ORDER BY slot_at DESC LIMIT CAST($2 AS BIGINT)`
+)
+
 // dogInTx reads a dog with its schedule inside tx (findDogWithSchedule
 // reads outside any transaction).
 func dogInTx(ctx context.Context, tx *Tx, id string) (*yard.Dog, error) {
 	var next, last, freq sql.NullInt64
-	d, err := scanDog(withExtra{tx.QueryRowContext(ctx, `SELECT `+dogColumnsD+`, s.next_at, s.frequency, s.last_at
-		FROM dogs d LEFT JOIN bark_schedules s ON s.dog_id = d.id WHERE d.id = $1`, id), []any{&next, &freq, &last}})
+	d, err := scanDog(withExtra{tx.db.txQueryRow(ctx, tx, dogInTxSQL, id), []any{&next, &freq, &last}})
 	if err != nil {
 		return nil, notFound(err, "Dog")
 	}
 	if freq.Int64 > 0 {
-		rows, err := tx.QueryContext(ctx, `SELECT slot_at FROM tasks WHERE dog_id = $1 AND source = 'schedule' AND status <> 'canceled'
-			ORDER BY slot_at DESC LIMIT CAST($2 AS BIGINT)`, id, yard.MaxPreviousBarks)
+		rows, err := tx.db.txQuery(ctx, tx, previousBarksSQL, id, yard.MaxPreviousBarks)
 		if err != nil {
 			return nil, err
 		}
