@@ -486,10 +486,41 @@ func (p preparedReader) QueryRowContext(ctx context.Context, q string, args ...a
 	return p.db.QueryRow(ctx, q, args...)
 }
 
+func (p preparedReader) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return p.db.Query(ctx, q, args...)
+}
+
+// txReader reads inside tx, through the statements prepared on the SQLite
+// writer (prepareWrites) where there are.
+type txReader struct{ tx *Tx }
+
+func (r txReader) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return r.tx.db.txQueryRow(ctx, r.tx, q, args...)
+}
+
+func (r txReader) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return r.tx.db.txQuery(ctx, r.tx, q, args...)
+}
+
+// reader is what reads a dog with its schedule: preparedReader outside a
+// transaction, txReader inside one.
+type reader interface {
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+// The statements of dogWithSchedule: the dog with its schedule, and the
+// slots of its previous scheduled barks.
+var (
+	dogWithScheduleSQL = `SELECT ` + dogColumnsD + `, s.next_at, s.frequency, s.last_at
+		FROM dogs d LEFT JOIN bark_schedules s ON s.dog_id = d.id WHERE d.id = $1`
+	previousBarksSQL = `SELECT slot_at FROM tasks WHERE dog_id = $1 AND source = 'schedule' AND status <> 'canceled'
+		ORDER BY slot_at DESC LIMIT CAST($2 AS BIGINT)`
+)
+
 // previousBarks returns the times of the last scheduled barks, newest first.
-func (db *DB) previousBarks(ctx context.Context, dogID string) ([]time.Time, error) {
-	rows, err := db.Query(ctx, `SELECT slot_at FROM tasks WHERE dog_id = $1 AND source = 'schedule' AND status <> 'canceled'
-		ORDER BY slot_at DESC LIMIT CAST($2 AS BIGINT)`, dogID, yard.MaxPreviousBarks)
+func previousBarks(ctx context.Context, q reader, dogID string) ([]time.Time, error) {
+	rows, err := q.QueryContext(ctx, previousBarksSQL, dogID, yard.MaxPreviousBarks)
 	if err != nil {
 		return nil, err
 	}
@@ -514,7 +545,7 @@ func (db *DB) FindSchedule(ctx context.Context, dogID string) (*yard.BarkSchedul
 	if err != nil || !s.isRunning {
 		return nil, err
 	}
-	prev, err := db.previousBarks(ctx, dogID)
+	prev, err := previousBarks(ctx, preparedReader{db}, dogID)
 	if err != nil {
 		return nil, err
 	}
@@ -536,15 +567,18 @@ func (w withExtra) Scan(dest ...any) error { return w.row.Scan(append(dest, w.ex
 // a dog is the hottest request); the previous barks need a second one only
 // when a schedule runs.
 func (db *DB) findDogWithSchedule(ctx context.Context, id string) (*yard.Dog, error) {
-	var next, last sql.NullInt64
-	var freq sql.NullInt64
-	d, err := scanDog(withExtra{db.QueryRow(ctx, `SELECT `+dogColumnsD+`, s.next_at, s.frequency, s.last_at
-		FROM dogs d LEFT JOIN bark_schedules s ON s.dog_id = d.id WHERE d.id = $1`, id), []any{&next, &freq, &last}})
+	return dogWithSchedule(ctx, preparedReader{db}, id)
+}
+
+// dogWithSchedule reads a dog with its schedule through q.
+func dogWithSchedule(ctx context.Context, q reader, id string) (*yard.Dog, error) {
+	var next, last, freq sql.NullInt64
+	d, err := scanDog(withExtra{q.QueryRowContext(ctx, dogWithScheduleSQL, id), []any{&next, &freq, &last}})
 	if err != nil {
 		return nil, notFound(err, "Dog")
 	}
 	if freq.Int64 > 0 {
-		prev, err := db.previousBarks(ctx, id)
+		prev, err := previousBarks(ctx, q, id)
 		if err != nil {
 			return nil, err
 		}

@@ -57,7 +57,7 @@ const (
 
 // eventWrites are the statements every write transaction may run on
 // SQLite; WithTx prepares them (once) before it begins.
-var eventWrites = []string{insertEventSQLite, insertEventOfDogSQLite, bumpEventClockSQLite, dogInTxSQL, previousBarksSQL}
+var eventWrites = []string{insertEventSQLite, insertEventOfDogSQLite, bumpEventClockSQLite, dogWithScheduleSQL, previousBarksSQL}
 
 // appendEventOwnedBy appends an event whose owner is owner, or, when
 // ofDog is set, the owner of that dog (read in the same statement).
@@ -115,51 +115,11 @@ func (tx *Tx) flushDogs(ctx context.Context) error {
 // dogEvent appends a dog event with the dog (and its schedule) as tx holds
 // it; ENOTFOUND when the dog is gone.
 func dogEvent(ctx context.Context, tx *Tx, typ, id string) error {
-	d, err := dogInTx(ctx, tx, id)
+	d, err := dogWithSchedule(ctx, txReader{tx}, id)
 	if err != nil {
 		return err
 	}
 	return appendEvent(ctx, tx, typ, yard.DogPath(d.ID), d.Owner, d)
-}
-
-// The statements of dogInTx: the dog with its schedule, and the slots of
-// its previous scheduled barks.
-var (
-	dogInTxSQL = `SELECT ` + dogColumnsD + `, s.next_at, s.frequency, s.last_at
-		FROM dogs d LEFT JOIN bark_schedules s ON s.dog_id = d.id WHERE d.id = $1`
-	previousBarksSQL = `SELECT slot_at FROM tasks WHERE dog_id = $1 AND source = 'schedule' AND status <> 'canceled'
-			ORDER BY slot_at DESC LIMIT CAST($2 AS BIGINT)`
-)
-
-// dogInTx reads a dog with its schedule inside tx (findDogWithSchedule
-// reads outside any transaction).
-func dogInTx(ctx context.Context, tx *Tx, id string) (*yard.Dog, error) {
-	var next, last, freq sql.NullInt64
-	d, err := scanDog(withExtra{tx.db.txQueryRow(ctx, tx, dogInTxSQL, id), []any{&next, &freq, &last}})
-	if err != nil {
-		return nil, notFound(err, "Dog")
-	}
-	if freq.Int64 > 0 {
-		rows, err := tx.db.txQuery(ctx, tx, previousBarksSQL, id, yard.MaxPreviousBarks)
-		if err != nil {
-			return nil, err
-		}
-		prev := []time.Time{}
-		for rows.Next() {
-			var ms int64
-			if err := rows.Scan(&ms); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			prev = append(prev, FromMillis(ms))
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		d.Schedule = &yard.BarkSchedule{Next: FromMillis(next.Int64), Frequency: int(freq.Int64), Last: FromMillis(last.Int64), Previous: prev}
-	}
-	return d, nil
 }
 
 // deletedEvent appends a deletion event.
@@ -201,17 +161,13 @@ var eventWindowPG int64 = 4096
 // (ownersManyScan, and ownersMany on PostgreSQL) stops at tx $5 too: its
 // horizon row holds the nearer of the two, and in at the visible horizon,
 // so that the reader knows whether to go on.
-func (db *DB) eventsRead(owners int) string {
-	horizon := `(SELECT tx + 1 FROM event_clock WHERE id = 1)`
-	least := `min`
+func (db *DB) eventsRead(owners int, windowed bool) string {
+	horizon, least := `(SELECT tx + 1 FROM event_clock WHERE id = 1)`, `min`
 	if db.engine == Postgres {
 		horizon, least = horizonPG, `LEAST`
 	}
 	visible := horizon
-	switch {
-	case owners == ownersMany && db.engine == Postgres:
-		horizon = least + `(` + horizon + `, $5)`
-	case owners == ownersManyScan:
+	if windowed {
 		horizon = least + `(` + horizon + `, $5)`
 	}
 	q := `SELECT tx, seq, type, subject, owner_id, at, data FROM events WHERE (tx, seq) > ($1, $2) AND tx < ` + horizon
@@ -278,19 +234,17 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 			}
 		}
 	}
-	q := db.eventsRead(owners)
-	// The window of a windowed read (eventsRead), in transactions.
+	// The window of a windowed read (eventsRead), in transactions, and
+	// where it runs.
 	var window int64
+	query := db.Query
 	switch {
 	case owners == ownersManyScan:
 		window = ownersScanWindow
 	case owners == ownersMany && db.engine == Postgres:
-		window = eventWindowPG
+		window, query = eventWindowPG, db.eventRead.QueryContext
 	}
-	query := db.Query
-	if db.eventRead != nil && owners == ownersMany {
-		query = db.eventRead.QueryContext
-	}
+	q := db.eventsRead(owners, window > 0)
 	read, windows := 0, 0
 	for read < scan && len(page.Events) < limit {
 		args := []any{page.Next.Tx, page.Next.Seq, min(chunk, scan-read)}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/yard-api/yard/internal/batch"
 )
@@ -9,8 +10,12 @@ import (
 // ReplayWriterSetting reads a setting on the connections that record
 // signatures on PostgreSQL.
 func (db *DB) ReplayWriterSetting(ctx context.Context, name string) (string, error) {
+	return sessionSetting(ctx, db.replayWrite, name)
+}
+
+func sessionSetting(ctx context.Context, pool *sql.DB, name string) (string, error) {
 	var v string
-	err := db.replayWrite.QueryRowContext(ctx, "SELECT current_setting($1)", name).Scan(&v)
+	err := pool.QueryRowContext(ctx, "SELECT current_setting($1)", name).Scan(&v)
 	return v, err
 }
 
@@ -52,9 +57,7 @@ func (db *DB) QuietProbe() (mapped bool, statements int) {
 // EventReaderSetting reads a setting on the connections of the reads of
 // several people's events on PostgreSQL.
 func (db *DB) EventReaderSetting(ctx context.Context, name string) (string, error) {
-	var v string
-	err := db.eventRead.QueryRowContext(ctx, "SELECT current_setting($1)", name).Scan(&v)
-	return v, err
+	return sessionSetting(ctx, db.eventRead, name)
 }
 
 // SetEventWindowPG sets the span of one statement of a windowed read on

@@ -54,14 +54,6 @@ type DB struct {
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 
-	// stmts caches prepared read statements by SQL text, so hot reads skip
-	// SQLite's parser (pgx caches statements per connection on its own).
-	// A statement's LIMIT is written CAST($n AS BIGINT), never a bare $n:
-	// SQLite reads a bare parameter of LIMIT as the value bound when the
-	// statement was compiled, so each new binding expires the statement
-	// and every run compiles it again (a hub's read of events ran 3.4×
-	// slower). The cast keeps the plan free of the value
-	// (TestNoBoundLimit).
 	// carLoad gathers concurrent reads of cars by id on PostgreSQL
 	// (carload.go).
 	carLoad       *carLoader
@@ -82,6 +74,14 @@ type DB struct {
 	replay   *replayLog
 	replayMu sync.Mutex
 
+	// stmts caches prepared read statements by SQL text, so hot reads skip
+	// SQLite's parser (pgx caches statements per connection on its own).
+	// A statement's LIMIT is written CAST($n AS BIGINT), never a bare $n:
+	// SQLite reads a bare parameter of LIMIT as the value bound when the
+	// statement was compiled, so each new binding expires the statement
+	// and every run compiles it again (a hub's read of events ran 3.4×
+	// slower). The cast keeps the plan free of the value
+	// (TestNoBoundLimit).
 	stmts  sync.Map // string -> *sql.Stmt
 	nstmts atomic.Int64
 
