@@ -1,8 +1,10 @@
 package search
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,10 +29,15 @@ var (
 )
 
 func benchIndex(b *testing.B) *data {
-	if benchData != nil {
-		return benchData
+	if benchData == nil {
+		benchData = syntheticIndex(1_000_000, 10_000)
 	}
-	const cars, garages = 1_000_000, 10_000
+	return benchData
+}
+
+// syntheticIndex builds an index of cars in garages shaped like the
+// scripts/gencars data set, from a fixed seed.
+func syntheticIndex(cars, garages int) *data {
 	r := rand.New(rand.NewPCG(1, 2))
 	d := newData()
 	for g := 1; g <= garages; g++ {
@@ -48,8 +55,33 @@ func benchIndex(b *testing.B) *data {
 	}
 	d.sortOrder()
 	d.runOptimize()
-	benchData = d
 	return d
+}
+
+var indexCars = flag.Int("index-cars", 1_000_000, "cars in BenchmarkIndexHeap's index (a hundred to a garage)")
+
+// BenchmarkIndexHeap builds a synthetic index of -index-cars cars and
+// reports its live heap (after a collection) and the time the build took.
+// The 10M figure of docs/benchmarks.md:
+//
+//	go test ./search -run '^$' -bench IndexHeap -benchtime 1x -index-cars 10000000
+func BenchmarkIndexHeap(b *testing.B) {
+	for range b.N {
+		benchData = nil
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		d := syntheticIndex(*indexCars, max(1, *indexCars/100))
+		took := time.Since(start)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		b.ReportMetric(heap/(1<<20), "heap-MiB")
+		b.ReportMetric(heap/float64(*indexCars), "heap-B/car")
+		b.ReportMetric(took.Seconds(), "build-s")
+		runtime.KeepAlive(d)
+	}
 }
 
 // benchQuery draws the mix of loadgen.RandomCarQuery (internal/loadgen)

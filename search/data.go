@@ -14,9 +14,10 @@ import (
 var textFields = [...]string{yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel}
 
 // data is the index proper. A car has a dense position; every value of
-// every field has a bitmap of the positions holding it. Garages have a
-// slot and a bitmap of their cars, so renaming a garage or moving it to
-// another state touches one garage's bitmap, not its cars.
+// every field has a bitmap of the positions holding it (a garage and a
+// garage name a carSet, carset.go). Garages have a slot and the set of
+// their cars, so renaming a garage or moving it to another state touches
+// one garage's set, not its cars.
 type data struct {
 	ids     idList          // position → car id (kept after a deletion: a re-created id gets its position back)
 	byID    idTable         // car id → position
@@ -55,7 +56,7 @@ type data struct {
 	garages  []garageRec       // slot → garage; slot 0 is "no garage"
 	slotOf   map[string]uint32 // garage id → slot
 	free     []uint32          // slots of deleted garages
-	names    map[string]*roaring.Bitmap
+	names    map[string]*carSet
 	states   map[string]*roaring.Bitmap
 	noGarage *roaring.Bitmap
 
@@ -76,7 +77,7 @@ type carRec struct {
 type garageRec struct {
 	id                string
 	nameKey, stateKey string
-	cars              *roaring.Bitmap
+	cars              carSet
 }
 
 func newData() *data {
@@ -86,7 +87,7 @@ func newData() *data {
 		numID:   [2]map[int64]uint32{{}, {}},
 		keyID:   [len(textFields)]map[uint32]uint32{{}, {}, {}, {}},
 		garages: []garageRec{{}}, slotOf: map[string]uint32{},
-		names: map[string]*roaring.Bitmap{}, states: map[string]*roaring.Bitmap{}, noGarage: roaring.New(),
+		names: map[string]*carSet{}, states: map[string]*roaring.Bitmap{}, noGarage: roaring.New(),
 	}
 	for i := range d.text {
 		d.text[i] = map[uint32]*roaring.Bitmap{}
@@ -108,15 +109,25 @@ func (d *data) allBitmaps() []*roaring.Bitmap {
 			out = append(out, b)
 		}
 	}
-	for _, m := range []map[string]*roaring.Bitmap{d.names, d.states} {
-		for _, b := range m {
-			out = append(out, b)
+	for _, b := range d.states {
+		out = append(out, b)
+	}
+	for _, s := range d.carSets() {
+		if s.big != nil {
+			out = append(out, s.big)
 		}
 	}
-	for _, g := range d.garages {
-		if g.cars != nil {
-			out = append(out, g.cars)
-		}
+	return out
+}
+
+// carSets returns the sets of the garages and of their names.
+func (d *data) carSets() []*carSet {
+	out := make([]*carSet, 0, len(d.names)+len(d.garages))
+	for _, s := range d.names {
+		out = append(out, s)
+	}
+	for i := range d.garages {
+		out = append(out, &d.garages[i].cars)
 	}
 	return out
 }
@@ -130,6 +141,9 @@ func (d *data) runOptimize() {
 		if b != d.alive {
 			b.RunOptimize()
 		}
+	}
+	for _, s := range d.carSets() {
+		s.compact()
 	}
 }
 
@@ -194,28 +208,58 @@ func (d *data) putGarage(g *yard.Garage) {
 	slot := d.slot(g.ID)
 	gr := &d.garages[slot]
 	if gr.nameKey != name {
-		d.moveCars(d.names, gr.nameKey, name, gr.cars)
+		d.moveNamed(gr.nameKey, name, &gr.cars)
 		gr.nameKey = name
 	}
 	if gr.stateKey != state {
-		d.moveCars(d.states, gr.stateKey, state, gr.cars)
+		d.moveStated(gr.stateKey, state, &gr.cars)
 		gr.stateKey = state
 	}
 }
 
-// moveCars moves the cars from set m[from] to m[to].
-func (d *data) moveCars(m map[string]*roaring.Bitmap, from, to string, cars *roaring.Bitmap) {
-	if cars.IsEmpty() {
+// moveNamed moves a garage's cars from the set of name from to that of
+// name to.
+func (d *data) moveNamed(from, to string, cars *carSet) {
+	if cars.len() == 0 {
 		return
 	}
-	if b := m[from]; b != nil {
-		d.andNotFrom(b, cars)
+	if s := d.names[from]; s != nil {
+		d.setAndNot(s, cars)
+		if s.len() == 0 {
+			delete(d.names, from)
+			d.forget(s.big)
+		}
+	}
+	d.setOr(d.named(to), cars)
+}
+
+// moveStated moves a garage's cars from the bitmap of state from to that
+// of state to.
+func (d *data) moveStated(from, to string, cars *carSet) {
+	if cars.len() == 0 {
+		return
+	}
+	if b := d.states[from]; b != nil {
+		if cars.big != nil {
+			d.andNotFrom(b, cars.big)
+		} else {
+			for _, p := range cars.ps {
+				d.removeAt(b, p)
+			}
+		}
 		if b.IsEmpty() {
-			delete(m, from)
+			delete(d.states, from)
 			d.forget(b)
 		}
 	}
-	d.orInto(bitmapOf(m, to), cars)
+	b := bitmapOf(d.states, to)
+	if cars.big != nil {
+		d.orInto(b, cars.big)
+		return
+	}
+	for _, p := range cars.ps {
+		d.addTo(b, p)
+	}
 }
 
 // slot returns the slot of a garage id, making one when it is new.
@@ -230,7 +274,7 @@ func (d *data) slot(id string) uint32 {
 		s = uint32(len(d.garages))
 		d.garages = append(d.garages, garageRec{})
 	}
-	d.garages[s] = garageRec{id: id, cars: roaring.New()}
+	d.garages[s] = garageRec{id: id}
 	d.slotOf[id] = s
 	return s
 }
@@ -241,13 +285,13 @@ func (d *data) deleteGarage(id string) {
 	if !ok {
 		return
 	}
-	gr := d.garages[s]
-	if !gr.cars.IsEmpty() { // cannot happen: the store refuses it
-		d.moveCars(d.names, gr.nameKey, "", gr.cars)
-		d.moveCars(d.states, gr.stateKey, "", gr.cars)
+	gr := &d.garages[s]
+	if gr.cars.len() > 0 { // cannot happen: the store refuses it
+		d.moveNamed(gr.nameKey, "", &gr.cars)
+		d.moveStated(gr.stateKey, "", &gr.cars)
 	}
 	delete(d.slotOf, id)
-	d.forget(gr.cars)
+	d.forget(gr.cars.big)
 	d.garages[s] = garageRec{}
 	d.free = append(d.free, s)
 }
@@ -342,8 +386,8 @@ func (d *data) index(p uint32) {
 		d.addTo(d.noGarage, p)
 	} else {
 		g := &d.garages[r.garage]
-		d.addTo(g.cars, p)
-		d.addTo(bitmapOf(d.names, g.nameKey), p)
+		d.setAdd(&g.cars, p)
+		d.setAdd(d.named(g.nameKey), p)
 		d.addTo(bitmapOf(d.states, g.stateKey), p)
 	}
 	d.addTo(d.alive, p)
@@ -365,8 +409,14 @@ func (d *data) unindex(p uint32) {
 		d.removeAt(d.noGarage, p)
 	} else {
 		g := &d.garages[r.garage]
-		d.removeAt(g.cars, p)
-		removeFrom(d, d.names, g.nameKey, p)
+		d.setRemove(&g.cars, p)
+		if s := d.names[g.nameKey]; s != nil {
+			d.setRemove(s, p)
+			if s.len() == 0 {
+				delete(d.names, g.nameKey)
+				d.forget(s.big)
+			}
+		}
 		removeFrom(d, d.states, g.stateKey, p)
 	}
 	d.removeAt(d.alive, p)
@@ -382,4 +432,14 @@ func removeFrom[K comparable](d *data, m map[K]*roaring.Bitmap, k K, p uint32) {
 			d.forget(b)
 		}
 	}
+}
+
+// named returns the set of garage name key, making it when it is new.
+func (d *data) named(key string) *carSet {
+	s := d.names[key]
+	if s == nil {
+		s = &carSet{}
+		d.names[key] = s
+	}
+	return s
 }

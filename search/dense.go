@@ -226,10 +226,11 @@ func (d *data) dense(q yard.Query) (dq denseQuery, ok bool) {
 		return t
 	}
 	d.eachPart(q,
-		func(any []*roaring.Bitmap) {
+		func(any []*roaring.Bitmap, own bool) {
 			if len(any) == 0 {
 				dq.none = true
 			}
+			ok = ok && own
 			term := make([]*bitset, 0, len(any))
 			for _, b := range any {
 				if ok {
@@ -238,7 +239,8 @@ func (d *data) dense(q yard.Query) (dq denseQuery, ok bool) {
 			}
 			dq.terms = append(dq.terms, term)
 		},
-		func(b *roaring.Bitmap) {
+		func(b *roaring.Bitmap, own bool) {
+			ok = ok && own
 			if ok {
 				dq.excl = append(dq.excl, twin(b))
 			}

@@ -14,3 +14,12 @@ func (ix *Index) SetStrategy(opts ...Option) {
 		ix.d.force = ix.force
 	}
 }
+
+// SetCarSetBounds sets the sizes at which a garage's or a name's set of
+// cars becomes a bitmap and an array again (carset.go), for the rest of
+// the test. Not with t.Parallel: the bounds are the package's.
+func SetCarSetBounds(t interface{ Cleanup(func()) }, big, small int) {
+	oldBig, oldSmall := carSetBig, carSetSmall
+	carSetBig, carSetSmall = big, small
+	t.Cleanup(func() { carSetBig, carSetSmall = oldBig, oldSmall })
+}

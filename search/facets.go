@@ -94,7 +94,7 @@ func (d *data) facets(fields []string, set walker, complement bool, base *crossB
 			add("", true, count(slots[0], -1, 0, d.noGarage.GetCardinality))
 			keys := map[string]uint64{}
 			for id, s := range d.slotOf {
-				n := count(slots[s], -1, 0, d.garages[s].cars.GetCardinality)
+				n := count(slots[s], -1, 0, d.garages[s].cars.len)
 				switch c.field {
 				case yard.FieldGarageName:
 					keys[d.garages[s].nameKey] += n

@@ -16,29 +16,32 @@ import (
 // bitmaps of those values (the cars in no garage for null); out gets the
 // bitmap of each value excluded (the cars in no garage for not null), and
 // ranged each filter with bounds. Values no live car holds have no bitmap
-// and are left out. parts and dense (dense.go) read queries through it.
-func (d *data) eachPart(q yard.Query, in func(any []*roaring.Bitmap), out func(b *roaring.Bitmap), ranged func(f yard.Filter)) {
+// and are left out. own is false when a bitmap was made for this query
+// (valueBitmap). parts and dense (dense.go) read queries through it.
+func (d *data) eachPart(q yard.Query, in func(any []*roaring.Bitmap, own bool), out func(b *roaring.Bitmap, own bool), ranged func(f yard.Filter)) {
 	held := func(b *roaring.Bitmap) bool { return b != nil && !b.IsEmpty() }
 	for _, f := range q.Filters {
 		if len(f.In) > 0 || f.Null {
 			var any []*roaring.Bitmap
+			allOwn := true
 			for _, v := range f.In {
-				if b := d.valueBitmap(f.Field, v); held(b) {
+				if b, own := d.valueBitmap(f.Field, v); held(b) {
 					any = append(any, b)
+					allOwn = allOwn && own
 				}
 			}
 			if f.Null && isGarageField(f.Field) && held(d.noGarage) {
 				any = append(any, d.noGarage)
 			}
-			in(any)
+			in(any, allOwn)
 		}
 		for _, v := range f.NotIn {
-			if b := d.valueBitmap(f.Field, v); held(b) {
-				out(b)
+			if b, own := d.valueBitmap(f.Field, v); held(b) {
+				out(b, own)
 			}
 		}
 		if f.NotNull && isGarageField(f.Field) && held(d.noGarage) {
-			out(d.noGarage)
+			out(d.noGarage, true)
 		}
 		if len(f.Ranges) > 0 {
 			ranged(f)
@@ -50,8 +53,8 @@ func (d *data) eachPart(q yard.Query, in func(any []*roaring.Bitmap), out func(b
 // (incl) and those it removes from it (excl); none is to be changed.
 func (d *data) parts(q yard.Query) (incl, excl []*roaring.Bitmap) {
 	d.eachPart(q,
-		func(any []*roaring.Bitmap) { incl = append(incl, union(any)) },
-		func(b *roaring.Bitmap) { excl = append(excl, b) },
+		func(any []*roaring.Bitmap, _ bool) { incl = append(incl, union(any)) },
+		func(b *roaring.Bitmap, _ bool) { excl = append(excl, b) },
 		func(f yard.Filter) {
 			in, out := d.rangeBitmaps(f)
 			if in != nil {
@@ -116,35 +119,36 @@ func union(bs []*roaring.Bitmap) *roaring.Bitmap {
 }
 
 // valueBitmap returns the cars whose field holds value v (in its matching
-// form, as the parser gives it), or nil for none.
-func (d *data) valueBitmap(field, v string) *roaring.Bitmap {
+// form, as the parser gives it), or nil for none; own says the bitmap is
+// the index's own, not one made for this query from a small carSet (only
+// the index's own get twins, dense.go). The caller changes neither.
+func (d *data) valueBitmap(field, v string) (b *roaring.Bitmap, own bool) {
 	switch field {
 	case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
-		k, ok := d.strID[v]
-		if !ok {
-			return nil
+		if k, ok := d.strID[v]; ok {
+			return d.text[textIndex(field)][k], true
 		}
-		return d.text[textIndex(field)][k]
 	case yard.FieldDoors, yard.FieldYear:
 		n, ok := parseInt(v)
-		if !ok {
-			return nil
+		switch {
+		case !ok:
+		case field == yard.FieldDoors:
+			return d.doors[n], true
+		default:
+			return d.years[n], true
 		}
-		if field == yard.FieldDoors {
-			return d.doors[n]
-		}
-		return d.years[n]
 	case yard.FieldGarageID:
 		if s, ok := d.slotOf[v]; ok {
-			return d.garages[s].cars
+			return d.garages[s].cars.bitmap()
 		}
-		return nil
 	case yard.FieldGarageName:
-		return d.names[v]
+		if s := d.names[v]; s != nil {
+			return s.bitmap()
+		}
 	case yard.FieldGarageState:
-		return d.states[v]
+		return d.states[v], true
 	}
-	return nil
+	return nil, true
 }
 
 func textIndex(field string) int {
