@@ -21,7 +21,7 @@ var textFields = [...]string{yard.FieldColor, yard.FieldType, yard.FieldMake, ya
 type data struct {
 	ids     idList          // position → car id (kept after a deletion: a re-created id gets its position back)
 	byID    idTable         // car id → position
-	recs    []carRec        // position → fields
+	times   []carTimes      // position → times; the other fields are in columns (rec)
 	alive   *roaring.Bitmap // positions of existing cars
 	order   []uint32        // every position, sorted by car id; also the map from id to position
 	inOrder bool            // order[i] == i: positions are in id order
@@ -43,6 +43,12 @@ type data struct {
 	numCol [2]column                          // doors, year
 	numID  [2]map[int64]uint32
 	numVal [2][]int64
+	// And per position the value as written of each text field (an id
+	// into valIDs, which holds string indexes) and the garage's slot.
+	valCol    [len(textFields)]column
+	valID     [len(textFields)]map[uint32]uint32
+	valIDs    [len(textFields)][]uint32
+	garageCol column
 
 	// cum holds, per numeric field, the cars with a value up to each
 	// value (range-encoded bitmaps), built on the first range query after
@@ -65,7 +71,13 @@ type data struct {
 	force strategy
 }
 
-// carRec holds a car's fields; text values as string indexes.
+// carTimes holds a car's times, in Unix milliseconds (the zero time's too:
+// it comes back as the zero time).
+type carTimes struct{ created, updated int64 }
+
+// carRec holds a car's fields (text values as string indexes), as rec
+// reads them from the columns: a struct per car cost 48 bytes, the
+// columns of a car of the usual shape cost 8 besides its times.
 type carRec struct {
 	text             [len(textFields)]uint32
 	doors            int32
@@ -86,6 +98,7 @@ func newData() *data {
 		strID: map[string]uint32{}, doors: map[int64]*roaring.Bitmap{}, years: map[int64]*roaring.Bitmap{},
 		numID:   [2]map[int64]uint32{{}, {}},
 		keyID:   [len(textFields)]map[uint32]uint32{{}, {}, {}, {}},
+		valID:   [len(textFields)]map[uint32]uint32{{}, {}, {}, {}},
 		garages: []garageRec{{}}, slotOf: map[string]uint32{},
 		names: map[string]*carSet{}, states: map[string]*roaring.Bitmap{}, noGarage: roaring.New(),
 	}
@@ -324,10 +337,12 @@ func (d *data) putCar(c *yard.Car, building bool) {
 		p = uint32(d.ids.len())
 		d.ids.add(c.ID)
 		d.byID.add(&d.ids, p)
-		d.recs = append(d.recs, carRec{})
+		d.times = append(d.times, carTimes{})
 		for i := range d.keyCol {
 			d.keyCol[i].grow()
+			d.valCol[i].grow()
 		}
+		d.garageCol.grow()
 		for i := range d.numCol {
 			d.numCol[i].grow()
 		}
@@ -347,8 +362,35 @@ func (d *data) putCar(c *yard.Car, building bool) {
 	if c.Garage != "" {
 		r.garage = d.slot(c.Garage)
 	}
-	d.recs[p] = r
+	d.setRec(p, &r)
 	d.index(p)
+}
+
+// positions returns the number of positions.
+func (d *data) positions() int { return len(d.times) }
+
+// rec returns the fields of position p.
+func (d *data) rec(p uint32) carRec {
+	r := carRec{
+		doors: int32(d.numVal[0][d.numCol[0].get(p)]), year: int32(d.numVal[1][d.numCol[1].get(p)]),
+		garage: d.garageCol.get(p), created: d.times[p].created, updated: d.times[p].updated,
+	}
+	for i := range r.text {
+		r.text[i] = d.valIDs[i][d.valCol[i].get(p)]
+	}
+	return r
+}
+
+// setRec writes the fields of position p into the columns; index then
+// indexes them.
+func (d *data) setRec(p uint32, r *carRec) {
+	for i, s := range r.text {
+		d.valCol[i].set(p, columnID(d.valID[i], &d.valIDs[i], s))
+	}
+	d.numCol[0].set(p, d.numIDOf(0, int64(r.doors)))
+	d.numCol[1].set(p, d.numIDOf(1, int64(r.year)))
+	d.garageCol.set(p, r.garage)
+	d.times[p] = carTimes{r.created, r.updated}
 }
 
 // sortOrder sorts the order after a build, when the store's id order
@@ -370,7 +412,7 @@ func (d *data) deleteCar(id string) {
 
 // index adds position p to the bitmaps of its values.
 func (d *data) index(p uint32) {
-	r := &d.recs[p]
+	r := d.rec(p)
 	for i, s := range r.text {
 		d.addTo(bitmapOf(d.text[i], d.keyOf[s]), p)
 		d.keyCol[i].set(p, d.keyIDOf(i, d.keyOf[s]))
@@ -379,8 +421,6 @@ func (d *data) index(p uint32) {
 	d.addTo(bitmapOf(d.years, int64(r.year)), p)
 	d.cumChange(0, int64(r.doors), p, true)
 	d.cumChange(1, int64(r.year), p, true)
-	d.numCol[0].set(p, d.numIDOf(0, int64(r.doors)))
-	d.numCol[1].set(p, d.numIDOf(1, int64(r.year)))
 	d.cum = [2]*cumulative{}
 	if r.garage == 0 {
 		d.addTo(d.noGarage, p)
@@ -396,7 +436,7 @@ func (d *data) index(p uint32) {
 
 // unindex removes position p from every bitmap.
 func (d *data) unindex(p uint32) {
-	r := &d.recs[p]
+	r := d.rec(p)
 	for i, s := range r.text {
 		removeFrom(d, d.text[i], d.keyOf[s], p)
 	}

@@ -163,7 +163,7 @@ func (d *data) twinOf(b *roaring.Bitmap) *bitset {
 	if d.tw.of == nil {
 		d.tw.of = map[*roaring.Bitmap]*bitset{}
 	}
-	t := &bitset{w: make([]uint64, max(uint64(len(d.recs)+63)/64, b.DenseSize()))}
+	t := &bitset{w: make([]uint64, max(uint64(d.positions()+63)/64, b.DenseSize()))}
 	b.WriteDenseTo(t.w)
 	d.tw.of[b] = t
 	return t
@@ -190,7 +190,7 @@ func (d *data) cumOf(f int) *denseCum {
 		c.vals = append(c.vals, v)
 	}
 	slices.Sort(c.vals)
-	n := (len(d.recs) + 63) / 64
+	n := (d.positions() + 63) / 64
 	for i, v := range c.vals {
 		t := &bitset{w: make([]uint64, max(uint64(n), m[v].DenseSize()))}
 		m[v].WriteDenseTo(t.w)

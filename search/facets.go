@@ -50,9 +50,7 @@ func (d *data) facets(fields []string, set walker, complement bool, base *crossB
 			c.col.count(ps, c.counts)
 		}
 		if slots != nil {
-			for _, p := range ps {
-				slots[d.recs[p].garage]++
-			}
+			d.garageCol.count(ps, slots)
 		}
 	})
 	out := make([]yard.Facet, len(cs))

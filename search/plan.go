@@ -104,7 +104,7 @@ func (d *data) pageExcluding(u *roaring.Bitmap, total uint64, page yard.Page) []
 }
 
 func (d *data) car(p uint32) *yard.Car {
-	r := &d.recs[p]
+	r := d.rec(p)
 	c := &yard.Car{ID: d.ids.at(p), Color: d.strs[r.text[0]], Type: d.strs[r.text[1]], Make: d.strs[r.text[2]], Model: d.strs[r.text[3]],
 		Doors: int(r.doors), Year: int(r.year), CreatedAt: time.UnixMilli(r.created).UTC(), UpdatedAt: time.UnixMilli(r.updated).UTC()}
 	if r.garage != 0 {
