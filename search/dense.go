@@ -212,6 +212,12 @@ type denseQuery struct {
 	terms [][]*bitset
 	excl  []*bitset
 	none  bool // a term matches nothing: so does the query
+
+	// What roaring would do with a query of exclusions only
+	// (exclusionsOnRoaring): the cars the values excluded hold, and
+	// whether a range is excluded.
+	exclCars  uint64
+	exclRange bool
 }
 
 // dense returns q in twins (read through eachPart, as parts reads it),
@@ -243,6 +249,7 @@ func (d *data) dense(q yard.Query) (dq denseQuery, ok bool) {
 			ok = ok && own
 			if ok {
 				dq.excl = append(dq.excl, twin(b))
+				dq.exclCars += b.GetCardinality()
 			}
 		},
 		func(f yard.Filter) {
@@ -261,6 +268,7 @@ func (d *data) dense(q yard.Query) (dq denseQuery, ok bool) {
 				}
 				if out != nil {
 					dq.excl = append(dq.excl, out)
+					dq.exclRange = true
 				}
 			}
 		})
@@ -446,13 +454,35 @@ func andNotWords(blk []uint64, t *bitset, base int) {
 }
 
 // denseWorthIt reports whether a pass over twins beats roaring for dq:
-// roaring answers a match of one bitmap by itself, without a pass.
-func (dq *denseQuery) denseWorthIt() bool {
+// roaring answers a match of one bitmap by itself, without a pass, and
+// some queries of exclusions only from sizes (exclusionsOnRoaring).
+func (dq *denseQuery) denseWorthIt(alive uint64) bool {
+	if len(dq.terms) == 0 {
+		return !dq.exclusionsOnRoaring(alive)
+	}
 	n := len(dq.excl)
 	for _, t := range dq.terms {
 		n += len(t)
 	}
 	return n >= 2
+}
+
+// exclusionsOnRoaring reports whether roaring answers a query of
+// exclusions only (or of every car) without making a bitmap of the
+// matches: every car, or one value excluded that leaves most cars, whose
+// total is a difference of sizes and whose page a short walk (list).
+// Several exclusions roaring would first unite into a new bitmap, and
+// an exclusion of most cars it would take from every live car into
+// another: at 10M cars each is a megabyte or two made and written per
+// query, where a pass over the twins makes nothing.
+func (dq *denseQuery) exclusionsOnRoaring(alive uint64) bool {
+	switch len(dq.excl) {
+	case 0:
+		return true
+	case 1:
+		return !dq.exclRange && 2*dq.exclCars < alive
+	}
+	return false
 }
 
 // listDense answers a list from the twins, or returns false for the
@@ -465,15 +495,10 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 	if !ok {
 		return nil, false
 	}
-	if len(dq.terms) == 0 && d.force.match != "dense" {
-		// Exclusions only, or every car: the roaring path answers them
-		// from sizes and a short walk (list).
-		return nil, false
-	}
 	if dq.none {
 		return d.answer(nil, 0, facets, bitmapWalker(nil), false, nil), true
 	}
-	if d.force.match != "dense" && !dq.denseWorthIt() {
+	if d.force.match != "dense" && !dq.denseWorthIt(d.alive.GetCardinality()) {
 		return nil, false
 	}
 	alive := d.twinOf(d.alive)
