@@ -305,20 +305,34 @@ func (d *data) denseRange(f yard.Filter) (in, out *bitset, empty, has bool) {
 const denseBlock = 64
 
 // block puts into blk the words of dq's matches from word base on (alive
-// holds the live cars; or is scratch of blk's length).
+// holds the live cars; or is scratch of blk's length). A value's twin
+// holds live cars only, so the matches of a query with a term lie within
+// its first term: the live cars' twin is read only for a query of
+// exclusions only (at 10M cars each twin read is 1.25 MB a query).
 func (dq *denseQuery) block(alive *bitset, base int, blk, or []uint64) {
-	copy(blk, alive.w[base:])
-	for _, term := range dq.terms {
-		if len(term) == 1 {
+	if len(dq.terms) == 0 {
+		copy(blk, alive.w[base:])
+	}
+	for i, term := range dq.terms {
+		switch {
+		case len(term) == 1 && i == 0:
+			copyWords(blk, term[0], base)
+		case len(term) == 1:
 			andWords(blk, term[0], base)
-			continue
-		}
-		clear(or)
-		for _, t := range term {
-			orWords(or, t, base)
-		}
-		for i := range blk {
-			blk[i] &= or[i]
+		default:
+			dst := or
+			if i == 0 {
+				dst = blk
+			}
+			clear(dst)
+			for _, t := range term {
+				orWords(dst, t, base)
+			}
+			if i > 0 {
+				for j := range blk {
+					blk[j] &= or[j]
+				}
+			}
 		}
 	}
 	for _, t := range dq.excl {
@@ -338,6 +352,15 @@ func (dq *denseQuery) scan(alive *bitset, page yard.Page) (total uint64, ps []ui
 	for base := 0; base < n; base += denseBlock {
 		blk := buf[:min(denseBlock, n-base)]
 		dq.block(alive, base, blk, or[:len(blk)])
+		if len(ps) >= page.Max {
+			// The page is full: what is left is counting, without the
+			// test of each word below (a mispredicted branch on one word
+			// in two where matches are sparse).
+			for _, w := range blk {
+				total += uint64(bits.OnesCount64(w))
+			}
+			continue
+		}
 		for i, w := range blk {
 			if w == 0 {
 				continue
@@ -412,8 +435,18 @@ func (dq *denseQuery) walker(alive *bitset, complement bool, from []*bitset) wal
 	}
 }
 
-// andWords, orWords and andNotWords combine blk with t's words from base
-// (words past t's end are 0).
+// copyWords, andWords, orWords and andNotWords combine blk with t's words
+// from base (words past t's end are 0).
+func copyWords(blk []uint64, t *bitset, base int) {
+	if base+len(blk) <= len(t.w) {
+		copy(blk, t.w[base:])
+		return
+	}
+	for i := range blk {
+		blk[i] = t.word(base + i)
+	}
+}
+
 func andWords(blk []uint64, t *bitset, base int) {
 	if base+len(blk) <= len(t.w) {
 		src := t.w[base : base+len(blk)]
