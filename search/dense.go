@@ -351,16 +351,22 @@ func (dq *denseQuery) scan(alive *bitset, page yard.Page) (total uint64, ps []ui
 	var buf, or [denseBlock]uint64
 	for base := 0; base < n; base += denseBlock {
 		blk := buf[:min(denseBlock, n-base)]
-		dq.block(alive, base, blk, or[:len(blk)])
 		if len(ps) >= page.Max {
-			// The page is full: what is left is counting, without the
-			// test of each word below (a mispredicted branch on one word
-			// in two where matches are sparse).
+			// The page is full: what is left is counting, in one pass
+			// over the operands where it can, and without the test of
+			// each word below (a mispredicted branch on one word in two
+			// where matches are sparse).
+			if c, ok := dq.count(alive, base, len(blk), or[:len(blk)]); ok {
+				total += c
+				continue
+			}
+			dq.block(alive, base, blk, or[:len(blk)])
 			for _, w := range blk {
 				total += uint64(bits.OnesCount64(w))
 			}
 			continue
 		}
+		dq.block(alive, base, blk, or[:len(blk)])
 		for i, w := range blk {
 			if w == 0 {
 				continue
@@ -433,6 +439,92 @@ func (dq *denseQuery) walker(alive *bitset, complement bool, from []*bitset) wal
 			fn(ps[:k])
 		}
 	}
+}
+
+// count returns the matches in the n words from word base on, as block
+// and a count of its words would, but reading each operand once and
+// storing nothing (or is scratch of n words): the first term's words ANDed
+// with the other terms' less the exclusions', for up to three of each and
+// one term of several values. false when dq has more, or a twin ends
+// before the words asked for (block then answers).
+func (dq *denseQuery) count(alive *bitset, base, n int, or []uint64) (uint64, bool) {
+	var ops [7][]uint64 // the first, three ANDed, three excluded
+	k, orUsed := 0, false
+	words := func(t *bitset) []uint64 {
+		if base+n > len(t.w) {
+			return nil
+		}
+		return t.w[base : base+n]
+	}
+	if len(dq.terms) == 0 {
+		ops[0], k = alive.w[base:base+n], 1
+	}
+	if len(dq.terms)+k > 4 || len(dq.excl) > 3 {
+		return 0, false
+	}
+	for _, term := range dq.terms {
+		var w []uint64
+		if len(term) == 1 {
+			w = words(term[0])
+		} else if !orUsed {
+			orUsed = true
+			clear(or)
+			for _, t := range term {
+				orWords(or, t, base)
+			}
+			w = or
+		}
+		if w == nil {
+			return 0, false
+		}
+		ops[k], k = w, k+1
+	}
+	for ; k < 4; k++ {
+		ops[k] = onesBlock[:n]
+	}
+	for i := range 3 {
+		if i < len(dq.excl) {
+			if ops[4+i] = words(dq.excl[i]); ops[4+i] == nil {
+				return 0, false
+			}
+		} else {
+			ops[4+i] = zerosBlock[:n]
+		}
+	}
+	if len(dq.terms) <= 2 && len(dq.excl) <= 1 {
+		return countAndNot(ops[0], ops[1], ops[4]), true
+	}
+	return countAnd3Not3(ops), true
+}
+
+var onesBlock = func() (b [denseBlock]uint64) {
+	for i := range b {
+		b[i] = ^uint64(0)
+	}
+	return b
+}()
+
+var zerosBlock [denseBlock]uint64
+
+// countAndNot returns the bits of f & a &^ x; countAnd3Not3 those of
+// ops[0] & ops[1] & ops[2] & ops[3] &^ (ops[4] | ops[5] | ops[6]). Every
+// slice is as long as the first.
+func countAndNot(f, a, x []uint64) (c uint64) {
+	a, x = a[:len(f)], x[:len(f)]
+	for i, w := range f {
+		c += uint64(bits.OnesCount64(w & a[i] &^ x[i]))
+	}
+	return c
+}
+
+func countAnd3Not3(ops [7][]uint64) (c uint64) {
+	f := ops[0]
+	a1, a2, a3 := ops[1][:len(f)], ops[2][:len(f)], ops[3][:len(f)]
+	x1, x2, x3 := ops[4][:len(f)], ops[5][:len(f)], ops[6][:len(f)]
+	for i, w := range f {
+		c += uint64(bits.OnesCount64(w & a1[i] & a2[i] & a3[i] &^ (x1[i] | x2[i] | x3[i])))
+	}
+	return c
 }
 
 // copyWords, andWords, orWords and andNotWords combine blk with t's words
