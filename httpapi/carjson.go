@@ -43,12 +43,8 @@ func (v carView) MarshalJSON() ([]byte, error) { return v.appendJSON(make([]byte
 func (p carPage) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, '{')
 	if len(p.Facets) > 0 {
-		f, err := p.Facets.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
 		b = append(b, `"facets":`...)
-		b = append(b, f...)
+		b = p.Facets.appendJSON(b)
 		b = append(b, ',')
 	}
 	b = append(b, `"items":`...)

@@ -393,6 +393,9 @@ func (dq *denseQuery) scan(alive *bitset, page yard.Page) (total uint64, ps []ui
 	return total, ps
 }
 
+// walkPool holds the position buffers of walkers.
+var walkPool = sync.Pool{New: func() any { return new([1024]uint32) }}
+
 // walker returns a walker (for facets) of the matches; or when complement
 // of the live cars that do not match; or when from is set of the cars in
 // one of from that do not match (a cross-count base, cross.go).
@@ -401,8 +404,11 @@ func (dq *denseQuery) walker(alive *bitset, complement bool, from []*bitset) wal
 		n := len(alive.w)
 		var buf, or, fromBlk [denseBlock]uint64
 		// ps never passes len(ps)-64 before a word, and the mask spares
-		// the bounds check.
-		var ps [1024]uint32
+		// the bounds check. fn may keep no hold of it, so it comes from a
+		// pool (it would escape: 4 KB a walk).
+		pp := walkPool.Get().(*[1024]uint32)
+		defer walkPool.Put(pp)
+		ps := pp
 		k := 0
 		for base := 0; base < n; base += denseBlock {
 			blk := buf[:min(denseBlock, n-base)]

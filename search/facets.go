@@ -56,6 +56,9 @@ func (d *data) facets(fields []string, set walker, complement bool, base *crossB
 	out := make([]yard.Facet, len(cs))
 	for i, c := range cs {
 		fc := yard.Facet{Field: c.field}
+		if c.col != nil {
+			fc.Values = make([]yard.FacetValue, 0, len(c.counts)) // a value per column id at most
+		}
 		add := func(v string, null bool, n uint64) {
 			if n > 0 {
 				fc.Values = append(fc.Values, yard.FacetValue{Value: v, Null: null, Count: int(n)})
@@ -105,6 +108,9 @@ func (d *data) facets(fields []string, set walker, complement bool, base *crossB
 			for v, n := range keys {
 				add(v, false, n)
 			}
+		}
+		if len(fc.Values) == 0 {
+			fc.Values = nil // as the store answers
 		}
 		yard.SortFacet(&fc)
 		out[i] = fc
