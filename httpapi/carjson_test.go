@@ -24,10 +24,10 @@ type plainCar struct {
 
 type plainPage struct {
 	Facets plainFacets `json:"facets,omitempty"`
-	Items  []plainCar `json:"items"`
-	Max    int        `json:"max"`
-	Offset int        `json:"offset"`
-	Total  int        `json:"total"`
+	Items  []plainCar  `json:"items"`
+	Max    int         `json:"max"`
+	Offset int         `json:"offset"`
+	Total  int         `json:"total"`
 }
 
 // plainFacets is facetsView written through encoding/json string by
