@@ -19,7 +19,7 @@ import (
 // and twins shorter than the live cars' (made before cars were added).
 func TestDenseCountsMatchBitmaps(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	d := syntheticIndex(20_000, 200)
+	d := syntheticIndex(100_000, 1000) // past a countChunk of words after the first block
 	now := time.Now()
 	query := func() string {
 		var pairs []string
@@ -60,7 +60,7 @@ func TestDenseCountsMatchBitmaps(t *testing.T) {
 		}
 		return strings.Join(append(pairs, fmt.Sprintf("offset=%d&max=%d", r.IntN(300), r.IntN(21))), "&")
 	}
-	next := 20_000
+	next := 100_000
 	for round := range 4 {
 		for range 300 {
 			raw := query()
