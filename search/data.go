@@ -363,7 +363,7 @@ func (d *data) putCar(c *yard.Car, building bool) {
 		r.garage = d.slot(c.Garage)
 	}
 	d.setRec(p, &r)
-	d.index(p)
+	d.index(p, &r)
 }
 
 // positions returns the number of positions.
@@ -410,9 +410,9 @@ func (d *data) deleteCar(id string) {
 	}
 }
 
-// index adds position p to the bitmaps of its values.
-func (d *data) index(p uint32) {
-	r := d.rec(p)
+// index adds position p, whose fields r setRec has just written, to the
+// bitmaps of its values.
+func (d *data) index(p uint32, r *carRec) {
 	for i, s := range r.text {
 		d.addTo(bitmapOf(d.text[i], d.keyOf[s]), p)
 		d.keyCol[i].set(p, d.keyIDOf(i, d.keyOf[s]))

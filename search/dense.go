@@ -450,9 +450,9 @@ func (dq *denseQuery) walker(alive *bitset, complement bool, from []*bitset) wal
 // count returns the matches in the n words from word base on, as block
 // and a count of its words would, but reading each operand once and
 // storing nothing (or is scratch of n words): the first term's words ANDed
-// with the other terms' less the exclusions', for up to three of each and
-// one term of several values. false when dq has more, or a twin ends
-// before the words asked for (block then answers).
+// with up to three other terms' less up to three exclusions', one term at
+// most of several values. false when dq has more, or a twin ends before
+// the words asked for (block then answers).
 func (dq *denseQuery) count(alive *bitset, base, n int, or []uint64) (uint64, bool) {
 	var ops [7][]uint64 // the first, three ANDed, three excluded
 	k, orUsed := 0, false
@@ -462,11 +462,11 @@ func (dq *denseQuery) count(alive *bitset, base, n int, or []uint64) (uint64, bo
 		}
 		return t.w[base : base+n]
 	}
+	if len(dq.terms) > 4 || len(dq.excl) > 3 {
+		return 0, false
+	}
 	if len(dq.terms) == 0 {
 		ops[0], k = alive.w[base:base+n], 1
-	}
-	if len(dq.terms)+k > 4 || len(dq.excl) > 3 {
-		return 0, false
 	}
 	for _, term := range dq.terms {
 		var w []uint64
