@@ -15,6 +15,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/yard-api/yard"
 )
 
@@ -37,6 +40,10 @@ type ImportOptions struct {
 	// Progress, when set, is called after each batch is committed with
 	// the totals so far.
 	Progress func(ImportStats)
+	// KeepIndexes keeps every index of cars up to date during the load,
+	// even when the import starts on an empty cars table (where it would
+	// otherwise build cars_garage_idx once, after the load: bulkIndexes).
+	KeepIndexes bool
 }
 
 // ImportError is an input line that cannot be imported, or a batch of
@@ -93,12 +100,34 @@ func (db *DB) ImportCars(ctx context.Context, r io.Reader, batch int) (ImportSta
 // A car's garage must be defined on an earlier line or already stored.
 // Errors are *ImportError naming the line; the batches before it stay
 // written (the stats count them).
-func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions) (ImportStats, error) {
+//
+// An import that starts on an empty cars table builds cars_garage_idx
+// after the load rather than row by row (bulkIndexes), unless
+// opt.KeepIndexes. On PostgreSQL, when the store's role may set
+// session_replication_role, the cars skip the foreign key's trigger and
+// each batch checks its garages in one statement instead (checkGarages).
+func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions) (st ImportStats, err error) {
 	batch := opt.Batch
 	if batch <= 0 {
 		batch = DefaultImportBatch
 	}
-	im := &importer{db: db, states: map[string]string{}, seen: map[[sha256.Size]byte]int{}}
+	im := &importer{db: db, states: map[string]string{}, seen: map[[sha256.Size]byte]int{}, interned: interner{}}
+	if db.engine == Postgres {
+		im.skipFKTrigger = db.maySkipTriggers(ctx)
+	}
+	var deferred bool // cars_garage_idx left out until the end
+	if !opt.KeepIndexes {
+		if deferred, err = db.deferCarIndexes(ctx); err != nil {
+			return st, err
+		}
+		defer func() {
+			if deferred {
+				if ierr := db.ensureCarIndexes(context.WithoutCancel(ctx)); ierr != nil && err == nil {
+					err = fmt.Errorf("building cars_garage_idx after the import: %w", ierr)
+				}
+			}
+		}()
+	}
 	if db.engine == SQLite {
 		// A bigger page cache for the writer while it loads: index pages
 		// stay in memory instead of being read back from the file.
@@ -128,23 +157,18 @@ func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions
 	defer stop()
 	parsed := make(chan parsedBatch, 1)
 	go im.readBatches(ctx, r, batch, parsed)
-	var st ImportStats
 	for p := range parsed {
 		b := p.batch
 		if b != nil && b.lines > 0 {
-			if err := db.WithTx(ctx, func(tx *Tx) error {
-				v, err := changeStamp(ctx, tx)
-				if err != nil {
-					return err
+			if deferred && st.Cars > 0 && len(b.garages) > 0 {
+				// A garage changing state carries it to its cars, found
+				// by the index: build it now rather than scan the cars.
+				if err := db.ensureCarIndexes(ctx); err != nil {
+					return st, fmt.Errorf("building cars_garage_idx: %w", err)
 				}
-				if err := im.writeGarages(ctx, tx, b.garages, v); err != nil {
-					return err
-				}
-				if err := im.writeCars(ctx, tx, b, v); err != nil {
-					return err
-				}
-				return importEvent(ctx, tx, b)
-			}); err != nil {
+				deferred = false
+			}
+			if err := im.writeBatch(ctx, b); err != nil {
 				if ctx.Err() != nil {
 					return st, ctx.Err()
 				}
@@ -162,6 +186,56 @@ func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions
 		}
 	}
 	return st, ctx.Err()
+}
+
+// writeBatch writes one batch in its own transaction. The cars go in
+// with a plain INSERT until one of them is already stored; that batch is
+// then written again, and every batch after it, with INSERT … ON CONFLICT
+// DO UPDATE (on PostgreSQL the upsert made a load into an empty table
+// some 60% slower).
+func (im *importer) writeBatch(ctx context.Context, b *importBatch) error {
+	err := im.writeBatchTx(ctx, b)
+	if !im.upsert && isUniqueViolation(err) && ctx.Err() == nil {
+		im.upsert = true
+		err = im.writeBatchTx(ctx, b)
+	}
+	return err
+}
+
+func (im *importer) writeBatchTx(ctx context.Context, b *importBatch) error {
+	var conn *sql.Conn
+	if im.db.engine == Postgres && !im.upsert {
+		// The plain cars go in by COPY, on the transaction's connection.
+		c, err := im.db.write.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		conn = c
+	}
+	return im.db.withTxOn(ctx, conn, func(tx *Tx) error {
+		if im.skipFKTrigger {
+			if _, err := tx.ExecContext(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
+				return err
+			}
+		}
+		v, err := changeStamp(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := im.writeGarages(ctx, tx, b.garages, v); err != nil {
+			return err
+		}
+		if im.skipFKTrigger {
+			if err := checkGarages(ctx, tx, b.cars); err != nil {
+				return err
+			}
+		}
+		if err := im.writeCars(ctx, tx, b, v); err != nil {
+			return err
+		}
+		return importEvent(ctx, tx, b)
+	})
 }
 
 // parsedBatch is a batch of lines read and checked (readBatches), or
@@ -283,13 +357,18 @@ func putByID[T any](list []T, at map[string]int, id string, v T) []T {
 func (im *importer) parse(ctx context.Context, line []byte, b *importBatch) error {
 	b.lines++
 	var l importLine
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&l); err != nil {
-		return &ImportError{Msg: describeJSONError(err), Err: err}
-	}
-	if rest := bytes.TrimSpace(line[dec.InputOffset():]); len(rest) > 0 {
-		return &ImportError{Msg: fmt.Sprintf("not JSON: more after the object, at column %d", int(dec.InputOffset())+1)}
+	if !parseLineFast(line, &l, im.interned.intern) {
+		// Anything but the common shape goes through encoding/json, which
+		// decides and words the error.
+		l = importLine{}
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&l); err != nil {
+			return &ImportError{Msg: describeJSONError(err), Err: err}
+		}
+		if rest := bytes.TrimSpace(line[dec.InputOffset():]); len(rest) > 0 {
+			return &ImportError{Msg: fmt.Sprintf("not JSON: more after the object, at column %d", int(dec.InputOffset())+1)}
+		}
 	}
 	switch l.Kind {
 	case "garage":
@@ -428,6 +507,14 @@ type importer struct {
 	db     *DB
 	states map[string]string         // garage id → state key, for the cars' copy
 	seen   map[[sha256.Size]byte]int // id-less lines seen, by fields (newImportID)
+	// interned shares the strings of repeated field values (parseLineFast).
+	interned interner
+	// skipFKTrigger: on PostgreSQL, the batches run with
+	// session_replication_role = replica and check their garages
+	// themselves (checkGarages).
+	skipFKTrigger bool
+	// upsert: a car of the import was already stored (writeBatch).
+	upsert bool
 }
 
 // knowGarage reports whether garage id was defined by the import or is
@@ -486,12 +573,15 @@ func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage,
 func (im *importer) writeCars(ctx context.Context, tx *Tx, b *importBatch, v int64) error {
 	cs := b.cars
 	now := Millis(tx.Now())
+	conflict := ""
+	if im.upsert {
+		conflict = ` ON CONFLICT (id) DO UPDATE SET ` + carUpsertSet
+	}
 	if tx.DB().Engine() == Postgres {
-		return writeCarsPG(ctx, tx, b, now, v)
+		return writeCarsPG(ctx, tx, b, now, v, conflict)
 	}
 	return insertChunks(ctx, tx, len(cs), 16,
-		`INSERT INTO cars (`+carWriteColumns+`) VALUES `,
-		` ON CONFLICT (id) DO UPDATE SET `+carUpsertSet,
+		`INSERT INTO cars (`+carWriteColumns+`) VALUES `, conflict,
 		func(i int, args []any) []any {
 			c := cs[i]
 			state := c.stateKey
@@ -587,8 +677,13 @@ func writeGaragesPG(ctx context.Context, tx *Tx, gs []*yard.Garage, now, v int64
 	return nil
 }
 
-// writeCarsPG is writeCars on PostgreSQL, a chunk of cars per statement.
-func writeCarsPG(ctx context.Context, tx *Tx, b *importBatch, now, v int64) error {
+// writeCarsPG is writeCars on PostgreSQL, a chunk of cars per statement
+// (conflict: the statement's ON CONFLICT clause, if any), or one COPY when
+// there is none and the transaction has its connection (copyCarsPG).
+func writeCarsPG(ctx context.Context, tx *Tx, b *importBatch, now, v int64, conflict string) error {
+	if conflict == "" && tx.conn != nil {
+		return copyCarsPG(ctx, tx, b, now, v)
+	}
 	cs := b.cars
 	for from := 0; from < len(cs); from += pgImportChunk {
 		part := cs[from:min(from+pgImportChunk, len(cs))]
@@ -618,12 +713,52 @@ func writeCarsPG(ctx context.Context, tx *Tx, b *importBatch, now, v int64) erro
 			SELECT c.*, $14, $14, $15
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[],
 			  $9::text[], $10::text[], $11::int[], $12::text[], $13::text[])
-			  AS c(id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year, garage_id, garage_state_key)
-			ON CONFLICT (id) DO UPDATE SET `+carUpsertSet,
+			  AS c(id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year, garage_id, garage_state_key)`+conflict,
 			ids, colors, colorKeys, types, typeKeys, doors, makes, makeKeys, models, modelKeys, years, garages, stateKeys,
 			now, v); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// copyCarsColumns are the columns copyCarsPG writes, in carWriteColumns'
+// order.
+var copyCarsColumns = []string{"id", "color", "color_key", "type", "type_key", "doors", "make", "make_key",
+	"model", "model_key", "year", "garage_id", "garage_state_key", "created_at", "updated_at", "changed_version"}
+
+// copyCarsPG writes a batch's cars with COPY, in binary: some 40% less of
+// the server's time than INSERT … SELECT FROM unnest(…), which decodes an
+// array per column first. pgx encodes the rows in a goroutine of its own
+// while the server takes them in. COPY cannot resolve conflicts: a car
+// already stored fails it (writeBatch then writes the batch again as an
+// upsert).
+func copyCarsPG(ctx context.Context, tx *Tx, b *importBatch, now, v int64) error {
+	cs := b.cars
+	row := make([]any, len(copyCarsColumns))
+	i := -1
+	src := pgx.CopyFromFunc(func() ([]any, error) {
+		i++
+		if i >= len(cs) {
+			return nil, nil
+		}
+		c := cs[i]
+		var garage, state any
+		if c.Garage != "" {
+			garage = c.Garage
+			if g, ok := b.garageAt[c.Garage]; ok {
+				state = strings.ToLower(b.garages[g].State)
+			} else if s, ok := c.stateKey.(string); ok {
+				state = s
+			}
+		}
+		row[0], row[1], row[2], row[3], row[4] = c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type)
+		row[5], row[6], row[7], row[8], row[9] = int32(c.Doors), c.Make, strings.ToLower(c.Make), c.Model, strings.ToLower(c.Model)
+		row[10], row[11], row[12], row[13], row[14], row[15] = int32(c.Year), garage, state, now, now, v
+		return row, nil
+	})
+	return tx.conn.Raw(func(dc any) error {
+		_, err := dc.(*stdlib.Conn).Conn().CopyFrom(ctx, pgx.Identifier{"cars"}, copyCarsColumns, src)
+		return err
+	})
 }

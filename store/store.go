@@ -383,8 +383,9 @@ func (db *DB) Close() error {
 // Clock returns the store's time (Now).
 func (db *DB) Clock() time.Time { return db.Now() }
 
-// Migrate applies every pending migration. On PostgreSQL a session lock
-// keeps several processes from migrating at once.
+// Migrate applies every pending migration, and builds cars_garage_idx if
+// an import left it out and did not finish (carbulk.go). On PostgreSQL a
+// session lock keeps several processes from migrating at once.
 func (db *DB) Migrate(ctx context.Context) error {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
@@ -406,6 +407,11 @@ func (db *DB) Migrate(ctx context.Context) error {
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	// An import killed half-way may have left cars_garage_idx out
+	// (carbulk.go).
+	if err := db.ensureCarIndexes(ctx); err != nil {
+		return fmt.Errorf("migrate: cars_garage_idx: %w", err)
 	}
 	return db.checkStampClock(ctx)
 }
@@ -436,6 +442,8 @@ type Tx struct {
 	evTx      int64
 	evSeq     int64
 	dirtyDogs []string
+
+	conn *sql.Conn // the transaction's connection, when begun on one (withTxOn)
 }
 
 // Now returns the time the transaction began, by the store's clock.
@@ -446,12 +454,24 @@ func (tx *Tx) DB() *DB { return tx.db }
 
 // WithTx runs fn in a write transaction, committing when fn returns nil.
 func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
+	return db.withTxOn(ctx, nil, fn)
+}
+
+// withTxOn is WithTx on conn, a connection of the write pool, when not
+// nil: fn may then reach the driver's connection (Tx.Raw).
+func (db *DB) withTxOn(ctx context.Context, conn *sql.Conn, fn func(tx *Tx) error) error {
 	db.prepareWrites(ctx, eventWrites...)
-	sqlTx, err := db.write.BeginTx(ctx, nil)
+	var sqlTx *sql.Tx
+	var err error
+	if conn != nil {
+		sqlTx, err = conn.BeginTx(ctx, nil)
+	} else {
+		sqlTx, err = db.write.BeginTx(ctx, nil)
+	}
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	tx := &Tx{Tx: sqlTx, db: db, now: db.Now()}
+	tx := &Tx{Tx: sqlTx, db: db, now: db.Now(), conn: conn}
 	err = fn(tx)
 	if err == nil {
 		err = tx.flushDogs(ctx)

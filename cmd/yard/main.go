@@ -86,7 +86,7 @@ func commands() []command {
 				usage: "user passwd NAME [--data DIR] [--db URL]", run: runUserPasswd},
 		}},
 		{name: "import", summary: "bulk-load garages and cars from an NDJSON file (FILE - reads stdin)",
-			usage: "import FILE [--data DIR] [--db URL] [--batch N] [--progress auto|on|off]", run: runImport},
+			usage: "import FILE [--data DIR] [--db URL] [--batch N] [--progress auto|on|off] [--keep-indexes]", run: runImport},
 		{name: "backup", summary: "copy the SQLite store, consistent, while the server keeps serving (default DATA/backups/yard-TIME.db)",
 			usage: "backup [--data DIR] [--db URL] [--out FILE]", run: runBackup},
 		{name: "restore", summary: "replace the SQLite store by a backup: checked, migrated forward, the replaced store kept aside; refused while the store is in use",

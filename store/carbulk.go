@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// What a bulk import leaves out while it loads (docs/cars.md, "Import"):
+//
+//   - cars_garage_idx, when the import starts on an empty cars table. Its
+//     keys (garage, id) come in random order, so keeping it row by row cost
+//     more than half of a load; built once at the end it costs about a
+//     second per million cars. Until then a garage's cars are found by a
+//     scan (a garage's car count, a garage's deletion). The import builds it
+//     at its end, also after an error or an interrupt, and before a batch
+//     that changes garages once it has written cars; Migrate builds it when
+//     a store opens without it (an import killed half-way).
+//   - on PostgreSQL, the foreign key's trigger on each car row, when the
+//     store's role may set session_replication_role (a superuser, or a role
+//     granted SET ON PARAMETER session_replication_role). The batch then
+//     checks its cars' garages in one statement (checkGarages), taking the
+//     same lock the trigger takes, so that a garage deleted beside the
+//     import is refused as before. The constraint itself stays: every other
+//     session's writes are checked as always.
+
+// carIndexLock is the PostgreSQL advisory lock that dropping and building
+// cars_garage_idx take turns on (two imports, or an import and a server
+// opening the store).
+const carIndexLock = 7214003
+
+// createCarsGarageIndex is cars_garage_idx as the migrations define it.
+const createCarsGarageIndex = `CREATE INDEX IF NOT EXISTS cars_garage_idx ON cars (garage_id, id)`
+
+// deferCarIndexes drops cars_garage_idx when cars is empty, for a bulk
+// import to build it after the load, and reports whether it did.
+func (db *DB) deferCarIndexes(ctx context.Context) (bool, error) {
+	var dropped bool
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		if err := db.carIndexLock(ctx, tx); err != nil {
+			return err
+		}
+		var some bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM cars)`).Scan(&some); err != nil {
+			return err
+		}
+		if some {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, `DROP INDEX IF EXISTS cars_garage_idx`)
+		dropped = err == nil
+		return err
+	})
+	return dropped, err
+}
+
+// ensureCarIndexes builds cars_garage_idx when it is missing.
+func (db *DB) ensureCarIndexes(ctx context.Context) error {
+	return db.WithTx(ctx, func(tx *Tx) error {
+		if err := db.carIndexLock(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, createCarsGarageIndex)
+		return err
+	})
+}
+
+func (db *DB) carIndexLock(ctx context.Context, tx *Tx) error {
+	if db.engine != Postgres {
+		return nil // one writer at a time already
+	}
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(`+fmt.Sprint(carIndexLock)+`)`)
+	return err
+}
+
+// HasCarGarageIndex reports whether cars_garage_idx exists (tests and
+// diagnostics).
+func (db *DB) HasCarGarageIndex(ctx context.Context) (bool, error) {
+	q := `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'cars_garage_idx')`
+	if db.engine == Postgres {
+		q = `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'cars_garage_idx')`
+	}
+	var ok bool
+	err := db.read.QueryRowContext(ctx, q).Scan(&ok)
+	return ok, err
+}
+
+// maySkipTriggers reports whether the store's role may set
+// session_replication_role on PostgreSQL.
+func (db *DB) maySkipTriggers(ctx context.Context) bool {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return false
+	}
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, `SET LOCAL session_replication_role = replica`)
+	return err == nil
+}
+
+// checkGarages does, for a batch written without the foreign key's
+// trigger, what the trigger does for each row: it finds the cars' garages
+// and locks them FOR KEY SHARE until the transaction ends (a garage
+// deleted beside the import then waits for it, and is refused by the
+// constraint once the cars are committed). A garage that is not there
+// fails the batch.
+func checkGarages(ctx context.Context, tx *Tx, cars []importedCar) error {
+	seen := make(map[string]struct{}, 1024)
+	ids := make([]string, 0, 1024)
+	for _, c := range cars {
+		if c.Garage == "" {
+			continue
+		}
+		if _, ok := seen[c.Garage]; !ok {
+			seen[c.Garage] = struct{}{}
+			ids = append(ids, c.Garage)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids) // the same lock order in every batch
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM garages WHERE id = ANY($1::text[]) ORDER BY id FOR KEY SHARE`, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		delete(seen, id)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, missing := seen[id]; missing {
+			return fmt.Errorf("garage %q is not stored (deleted while the import ran?)", id)
+		}
+	}
+	return nil
+}
