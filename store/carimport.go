@@ -299,6 +299,9 @@ func (im *importer) readBatches(ctx context.Context, r io.Reader, batch int, out
 		if b.lines == 0 {
 			return
 		}
+		if im.db.engine == SQLite {
+			b.carArgs = b.sqliteCarArgs()
+		}
 		if !send(parsedBatch{batch: b, first: first, last: lineNo}) {
 			return
 		}
@@ -317,6 +320,7 @@ type importBatch struct {
 	cars                         []importedCar
 	garageAt, carAt              map[string]int
 	lines, garageLines, carLines int
+	carArgs                      []any // on SQLite: sqliteCarArgs, built by the reading goroutine
 }
 
 func newImportBatch() *importBatch {
@@ -547,14 +551,16 @@ func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage,
 	if tx.DB().Engine() == Postgres {
 		return writeGaragesPG(ctx, tx, gs, now, v)
 	}
-	return insertChunks(ctx, tx, len(gs), 8,
+	args := make([]any, 0, 5*len(gs))
+	for _, g := range gs {
+		args = append(args, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State))
+	}
+	return insertChunks(ctx, tx, 5, args,
 		`INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version) VALUES `,
+		stampValues(now, v),
 		` ON CONFLICT (id) DO UPDATE SET name = excluded.name, name_key = excluded.name_key, state = excluded.state,
 		  state_key = excluded.state_key, updated_at = excluded.updated_at, changed_version = excluded.changed_version`,
-		func(i int, args []any) []any {
-			g := gs[i]
-			return append(args, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now, now, v)
-		}, func(ctx context.Context, tx *Tx, from, to int) error {
+		func(ctx context.Context, tx *Tx, from, to int) error {
 			// A replaced garage may have changed state: carry it to its cars.
 			for _, g := range gs[from:to] {
 				if _, err := tx.ExecContext(ctx, `UPDATE cars SET garage_state_key = $2 WHERE garage_id = $1 AND garage_state_key <> $2`,
@@ -566,12 +572,16 @@ func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage,
 		})
 }
 
+// stampValues returns ", now, now, v": a row's created_at, updated_at and
+// changed_version, the same for every row of a batch, written into the
+// statement rather than bound row by row.
+func stampValues(now, v int64) string { return fmt.Sprintf(", %d, %d, %d", now, now, v) }
+
 // writeCars writes a batch's cars, stamped v. A car whose garage is
 // (re)defined in the same batch takes that garage's last state, as the
 // garage's other cars do (writeGarages); otherwise the state its garage
 // had when the car's line was read.
 func (im *importer) writeCars(ctx context.Context, tx *Tx, b *importBatch, v int64) error {
-	cs := b.cars
 	now := Millis(tx.Now())
 	conflict := ""
 	if im.upsert {
@@ -580,47 +590,59 @@ func (im *importer) writeCars(ctx context.Context, tx *Tx, b *importBatch, v int
 	if tx.DB().Engine() == Postgres {
 		return writeCarsPG(ctx, tx, b, now, v, conflict)
 	}
-	return insertChunks(ctx, tx, len(cs), 16,
-		`INSERT INTO cars (`+carWriteColumns+`) VALUES `, conflict,
-		func(i int, args []any) []any {
-			c := cs[i]
-			state := c.stateKey
-			if g, ok := b.garageAt[c.Garage]; ok && c.Garage != "" {
-				state = strings.ToLower(b.garages[g].State)
-			}
-			return append(carFieldArgs(args, c.Car), state, now, now, v)
-		}, nil)
+	args := b.carArgs
+	if args == nil {
+		args = b.sqliteCarArgs()
+	}
+	return insertChunks(ctx, tx, carArgCols, args, `INSERT INTO cars (`+carWriteColumns+`) VALUES `, stampValues(now, v), conflict, nil)
 }
 
-// insertChunks writes n rows with multi-row INSERTs of up to importChunk
-// rows, preparing the full-size statement once. row appends the cols
-// arguments of row i; after, when set, runs after each chunk.
-func insertChunks(ctx context.Context, tx *Tx, n, cols int, head, tail string,
-	row func(i int, args []any) []any, after func(ctx context.Context, tx *Tx, from, to int) error) error {
+// carArgCols is the number of arguments of one car in SQLite's INSERT:
+// carFieldArgs and the garage's state (the times and the stamp are in the
+// statement: stampValues).
+const carArgCols = 13
+
+// sqliteCarArgs returns the arguments of the batch's cars for SQLite's
+// INSERT, carArgCols a car. The reading goroutine builds them once the
+// batch is complete (readBatches), so that the writer only binds them.
+func (b *importBatch) sqliteCarArgs() []any {
+	args := make([]any, 0, carArgCols*len(b.cars))
+	for _, c := range b.cars {
+		state := c.stateKey
+		if g, ok := b.garageAt[c.Garage]; ok && c.Garage != "" {
+			state = strings.ToLower(b.garages[g].State)
+		}
+		args = append(carFieldArgs(args, c.Car), state)
+	}
+	return args
+}
+
+// insertChunks writes the rows of args, cols arguments a row, with
+// multi-row INSERTs of up to importChunk rows, preparing the full-size
+// statement once. rowTail ends each row's values (", 1, 2" for values
+// written into the statement); after, when set, runs after each chunk.
+func insertChunks(ctx context.Context, tx *Tx, cols int, args []any, head, rowTail, tail string,
+	after func(ctx context.Context, tx *Tx, from, to int) error) error {
 	var full *sql.Stmt
 	defer func() {
 		if full != nil {
 			full.Close()
 		}
 	}()
-	chunk := importChunk
-	args := make([]any, 0, chunk*cols)
+	chunk, n := importChunk, len(args)/cols
 	for from := 0; from < n; from += chunk {
 		to := min(from+chunk, n)
-		args = args[:0]
-		for i := from; i < to; i++ {
-			args = row(i, args)
-		}
+		part := args[from*cols : to*cols]
 		var err error
 		if to-from == chunk {
 			if full == nil {
-				if full, err = tx.PrepareContext(ctx, head+valuesList(chunk, cols)+tail); err != nil {
+				if full, err = tx.PrepareContext(ctx, head+valuesList(chunk, cols, rowTail)+tail); err != nil {
 					return err
 				}
 			}
-			_, err = full.ExecContext(ctx, args...)
+			_, err = full.ExecContext(ctx, part...)
 		} else {
-			_, err = tx.ExecContext(ctx, head+valuesList(to-from, cols)+tail, args...)
+			_, err = tx.ExecContext(ctx, head+valuesList(to-from, cols, rowTail)+tail, part...)
 		}
 		if err != nil {
 			return err
@@ -634,10 +656,10 @@ func insertChunks(ctx context.Context, tx *Tx, n, cols int, head, tail string,
 	return nil
 }
 
-// valuesList returns "(?, ..., ?), (...)": rows rows of cols positional
-// placeholders (SQLite).
-func valuesList(rows, cols int) string {
-	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
+// valuesList returns "(?, ..., ?<rowTail>), (...)": rows rows of cols
+// positional placeholders (SQLite).
+func valuesList(rows, cols int, rowTail string) string {
+	row := "(" + strings.Repeat("?, ", cols-1) + "?" + rowTail + ")"
 	return strings.Repeat(row+", ", rows-1) + row
 }
 

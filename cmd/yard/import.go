@@ -63,9 +63,9 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 
 	if getenv("GOGC") == "" {
 		// The import allocates a batch's lines and rows and keeps
-		// little: collecting a quarter as often cost 1.4 s less CPU in a
-		// million cars, for some 200 MB more (docs/cars.md, "Import").
-		defer debug.SetGCPercent(debug.SetGCPercent(400))
+		// little: collecting a third as often cost about 1 s less CPU in a
+		// million cars, for some 100 MB more (docs/cars.md, "Import").
+		defer debug.SetGCPercent(debug.SetGCPercent(200))
 	}
 	cr := &countingReader{r: in}
 	start := time.Now()
