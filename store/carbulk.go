@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 )
@@ -16,13 +18,15 @@ import (
 //     at its end, also after an error or an interrupt, and before a batch
 //     that changes garages once it has written cars; Migrate builds it when
 //     a store opens without it (an import killed half-way).
-//   - on PostgreSQL, the foreign key's trigger on each car row, when the
-//     store's role may set session_replication_role (a superuser, or a role
-//     granted SET ON PARAMETER session_replication_role). The batch then
-//     checks its cars' garages in one statement (checkGarages), taking the
-//     same lock the trigger takes, so that a garage deleted beside the
-//     import is refused as before. The constraint itself stays: every other
-//     session's writes are checked as always.
+//   - the foreign-key check of each car row. On SQLite the batch's
+//     connection turns foreign keys off for the batch; on PostgreSQL the
+//     batch skips the constraint's trigger when the store's role may set
+//     session_replication_role (a superuser, or a role granted SET ON
+//     PARAMETER session_replication_role). The batch then checks its cars'
+//     garages in one statement (checkGarages), on PostgreSQL taking the same
+//     lock the trigger takes, so that a garage deleted beside the import is
+//     refused as before. The constraint itself stays: every other write is
+//     checked as always.
 
 // carIndexLock is the PostgreSQL advisory lock that dropping and building
 // cars_garage_idx take turns on (two imports, or an import and a server
@@ -97,21 +101,19 @@ func (db *DB) maySkipTriggers(ctx context.Context) bool {
 	return err == nil
 }
 
-// checkGarages does, for a batch written without the foreign key's
-// trigger, what the trigger does for each row: it finds the cars' garages
-// and locks them FOR KEY SHARE until the transaction ends (a garage
+// checkGarages does, for a batch written without foreign-key checks, what
+// the checks do row by row: it finds the cars' garages, and fails the batch
+// when one is not stored. On PostgreSQL it also takes the lock the
+// trigger takes, FOR KEY SHARE until the transaction ends: a garage
 // deleted beside the import then waits for it, and is refused by the
-// constraint once the cars are committed). A garage that is not there
-// fails the batch.
+// constraint once the cars are committed. On SQLite the batch holds the
+// only write lock.
 func checkGarages(ctx context.Context, tx *Tx, cars []importedCar) error {
-	seen := make(map[string]struct{}, 1024)
+	seen := make(map[string]bool, 1024)
 	ids := make([]string, 0, 1024)
 	for _, c := range cars {
-		if c.Garage == "" {
-			continue
-		}
-		if _, ok := seen[c.Garage]; !ok {
-			seen[c.Garage] = struct{}{}
+		if c.Garage != "" && !seen[c.Garage] {
+			seen[c.Garage] = true
 			ids = append(ids, c.Garage)
 		}
 	}
@@ -119,7 +121,14 @@ func checkGarages(ctx context.Context, tx *Tx, cars []importedCar) error {
 		return nil
 	}
 	slices.Sort(ids) // the same lock order in every batch
-	rows, err := tx.QueryContext(ctx, `SELECT id FROM garages WHERE id = ANY($1::text[]) ORDER BY id FOR KEY SHARE`, ids)
+	var rows *sql.Rows
+	var err error
+	if tx.DB().Engine() == Postgres {
+		rows, err = tx.QueryContext(ctx, `SELECT id FROM garages WHERE id = ANY($1::text[]) ORDER BY id FOR KEY SHARE`, ids)
+	} else {
+		list, _ := json.Marshal(ids)
+		rows, err = tx.QueryContext(ctx, `SELECT id FROM garages WHERE id IN (SELECT value FROM json_each(?))`, string(list))
+	}
 	if err != nil {
 		return err
 	}
@@ -135,7 +144,7 @@ func checkGarages(ctx context.Context, tx *Tx, cars []importedCar) error {
 		return err
 	}
 	for _, id := range ids {
-		if _, missing := seen[id]; missing {
+		if seen[id] {
 			return fmt.Errorf("garage %q is not stored (deleted while the import ran?)", id)
 		}
 	}

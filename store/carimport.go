@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -204,14 +205,30 @@ func (im *importer) writeBatch(ctx context.Context, b *importBatch) error {
 
 func (im *importer) writeBatchTx(ctx context.Context, b *importBatch) error {
 	var conn *sql.Conn
-	if im.db.engine == Postgres && !im.upsert {
-		// The plain cars go in by COPY, on the transaction's connection.
+	if im.db.engine == SQLite || !im.upsert {
+		// On PostgreSQL the plain cars go in by COPY, on the
+		// transaction's connection; on SQLite the connection goes without
+		// foreign keys for the batch.
 		c, err := im.db.write.Conn(ctx)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
 		conn = c
+	}
+	if im.db.engine == SQLite {
+		// Foreign keys are a setting of SQLite's connection: off for this
+		// batch, whose garages checkGarages checks instead, and back on
+		// before the connection returns to the pool (or closed, when it
+		// cannot be set back).
+		if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+			return err
+		}
+		defer func() {
+			if _, err := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA foreign_keys = ON`); err != nil {
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+		}()
 	}
 	return im.db.withTxOn(ctx, conn, func(tx *Tx) error {
 		if im.skipFKTrigger {
@@ -226,7 +243,7 @@ func (im *importer) writeBatchTx(ctx context.Context, b *importBatch) error {
 		if err := im.writeGarages(ctx, tx, b.garages, v); err != nil {
 			return err
 		}
-		if im.skipFKTrigger {
+		if im.skipFKTrigger || im.db.engine == SQLite {
 			if err := checkGarages(ctx, tx, b.cars); err != nil {
 				return err
 			}

@@ -267,5 +267,18 @@ func TestImportGarageGone(t *testing.T) {
 		if _, total, _ := db.FindCars(ctx, yard.Query{}, yard.Page{Max: 1}); total != 0 {
 			t.Fatalf("%d cars written", total)
 		}
+		// The store checks foreign keys again after an import, failed or
+		// not (SQLite turns them off on the batch's connection).
+		// (ReplaceCar of a stored car leaves the garage to the foreign key.)
+		if err := db.CreateCar(ctx, &yard.Car{ID: "c9", Color: "red", Type: "sedan", Doors: 4, Make: "Ford", Model: "Focus", Year: 2010}); err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range []string{"{\n", `{"kind":"garage","id":"g1","name":"G","state":"CA"}`} {
+			_, _ = db.ImportCars(ctx, strings.NewReader(in), 10)
+			_, err := db.ReplaceCar(ctx, &yard.Car{ID: "c9", Color: "red", Type: "sedan", Doors: 4, Make: "Ford", Model: "Focus", Year: 2010, Garage: "nowhere"})
+			if yard.ErrorCode(err) != yard.EINVALID {
+				t.Fatalf("a car in no stored garage after an import: %v, want EINVALID", err)
+			}
+		}
 	})
 }
