@@ -244,7 +244,10 @@ func (im *importer) writeBatchTx(ctx context.Context, b *importBatch) error {
 			return err
 		}
 		if im.skipFKTrigger || im.db.engine == SQLite {
-			if err := checkGarages(ctx, tx, b.cars); err != nil {
+			if b.garageIDs == nil {
+				b.garageIDs = b.carGarages()
+			}
+			if err := checkGarages(ctx, tx, b.garageIDs); err != nil {
 				return err
 			}
 		}
@@ -316,6 +319,7 @@ func (im *importer) readBatches(ctx context.Context, r io.Reader, batch int, out
 		if b.lines == 0 {
 			return
 		}
+		b.garageIDs = b.carGarages()
 		if im.db.engine == SQLite {
 			b.carArgs = b.sqliteCarArgs()
 		}
@@ -337,7 +341,11 @@ type importBatch struct {
 	cars                         []importedCar
 	garageAt, carAt              map[string]int
 	lines, garageLines, carLines int
-	carArgs                      []any // on SQLite: sqliteCarArgs, built by the reading goroutine
+	// Built by the reading goroutine once the batch is complete: the
+	// cars' garages (carGarages) and, on SQLite, the cars' arguments
+	// (sqliteCarArgs).
+	garageIDs []string
+	carArgs   []any
 }
 
 func newImportBatch() *importBatch {
