@@ -9,12 +9,13 @@ import (
 	"slices"
 )
 
-// What a bulk import leaves out while it loads (docs/cars.md, "Import"):
+// What a bulk import leaves out while it loads (docs/cars.md, "How an
+// import is made fast"):
 //
 //   - cars_garage_idx, when the import starts on an empty cars table. Its
-//     keys (the cars' garages) come in random order, so keeping it row by row cost
-//     more than half of a load; built once at the end it costs about a
-//     second per million cars. Until then a garage's cars are found by a
+//     keys (the cars' garages) come in random order, so keeping it row by
+//     row cost more than half of a load; built once at the end it costs 1-2
+//     s per million cars. Until then a garage's cars are found by a
 //     scan (a garage's car count, a garage's deletion). The import builds it
 //     at its end, also after an error or an interrupt, and before a batch
 //     that changes garages once it has written cars; Migrate builds it when

@@ -151,7 +151,7 @@ func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions
 		}()
 	}
 	// One goroutine reads and checks the lines while this one writes the
-	// batch before (docs/cars.md, "Import"): the parse of batch n+1 runs
+	// batch before (docs/cars.md, "`yard import`"): the parse of batch n+1 runs
 	// beside the transaction of batch n. Batches are written in order, so
 	// an error in a line comes after every batch before it is committed.
 	ctx, stop := context.WithCancel(ctx)

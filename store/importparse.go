@@ -9,9 +9,9 @@ import (
 // exactly, with plain string values (no escapes), whole numbers of up to
 // nine digits, and null for garage. It reports false for anything else,
 // and the caller then decodes the line with encoding/json, which accepts
-// or refuses it and words the error (docs/cars.md, "Import"). When it
-// reports true, l is what encoding/json would have decoded, with
-// DisallowUnknownFields and nothing after the object
+// or refuses it and words the error (docs/cars.md, "How an import is made
+// fast"). When it reports true, l is what encoding/json would have
+// decoded, with DisallowUnknownFields and nothing after the object
 // (TestParseLineFastMatchesJSON).
 //
 // intern returns a string of the bytes, shared by equal values (colours,
