@@ -55,7 +55,10 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		in, name = f, file
 	}
-	db, err := openStore(ctx, sf)
+	// A batch job waits for SQLite's write lock longer than a request
+	// does: a server starting beside the import may hold it for a while
+	// to build an index (docs/cars.md, "How an import is made fast").
+	db, err := openStore(ctx, sf, store.WithSQLiteBusyTimeout(importBusyTimeout))
 	if err != nil {
 		return err
 	}
@@ -107,6 +110,9 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		importCounts(st), plural(st.Lines, "line"), name, db, took.Round(time.Millisecond), rate)
 	return nil
 }
+
+// importBusyTimeout is how long `yard import` waits for SQLite's write lock.
+const importBusyTimeout = 5 * time.Minute
 
 // importCounts says "1 garage and 2 cars".
 func importCounts(st store.ImportStats) string {
