@@ -2,9 +2,12 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -281,4 +284,66 @@ func TestImportGarageGone(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestImportRoleWithoutReplica: a PostgreSQL role that may not set
+// session_replication_role imports with the foreign key's trigger on
+// (COPY fires it too): the same rows, and a car whose garage is gone is
+// refused by the constraint.
+func TestImportRoleWithoutReplica(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.NewPostgresDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	role := "yard_plain_" + name
+	admin, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	for _, q := range []string{`CREATE ROLE ` + role + ` LOGIN PASSWORD 'plain'`, `ALTER DATABASE ` + name + ` OWNER TO ` + role} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			if os.Getenv("CI") != "true" && strings.Contains(err.Error(), "42501") { // YARD_TEST_POSTGRES_URL's role may not
+				t.Skipf("%s: %v", q, err)
+			}
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	t.Cleanup(func() {
+		u.Path = "/postgres"
+		if c, err := sql.Open("pgx", u.String()); err == nil {
+			_, _ = c.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`)
+			_, _ = c.Exec(`DROP ROLE IF EXISTS ` + role)
+			c.Close()
+		}
+	})
+	admin.Close()
+	plain := *u
+	plain.User = url.UserPassword(role, "plain")
+	db := storetest.OpenDSN(t, plain.String())
+	if db.MaySkipTriggers(ctx) {
+		t.Fatalf("role %s may set session_replication_role", role)
+	}
+	in := `{"kind":"garage","id":"g1","name":"G","state":"CA"}
+{"kind":"car","id":"c1","color":"red","type":"sedan","doors":4,"make":"Ford","model":"Focus","year":2010,"garage":"g1"}
+{"kind":"car","id":"c2","color":"blue","type":"sedan","doors":4,"make":"Ford","model":"Focus","year":2011}
+`
+	if st, err := db.ImportCars(ctx, strings.NewReader(in), 10); err != nil || st.Cars != 2 {
+		t.Fatalf("import: %+v %v", st, err)
+	}
+	rows, err := db.CarRowsForTest(ctx)
+	if err != nil || len(rows) != 3 || !strings.Contains(rows[1], "g1/ca") {
+		t.Fatalf("rows %q %v", rows, err)
+	}
+	if ok, err := db.HasCarGarageIndex(ctx); !ok || err != nil {
+		t.Fatalf("cars_garage_idx: %v %v", ok, err)
+	}
+	err = db.ImportKnowingGarage(ctx, "gone", "ca",
+		`{"kind":"car","id":"c3","color":"red","type":"sedan","doors":4,"make":"Ford","model":"Focus","year":2010,"garage":"gone"}`)
+	if err == nil || !strings.Contains(err.Error(), "23503") {
+		t.Fatalf("a car in a garage that is not stored: %v, want the foreign key's error", err)
+	}
 }
