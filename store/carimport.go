@@ -345,7 +345,7 @@ type importBatch struct {
 	// cars' garages (carGarages) and, on SQLite, the cars' arguments
 	// (sqliteCarArgs).
 	garageIDs []string
-	carArgs   []any
+	carArgs   []driver.NamedValue
 }
 
 func newImportBatch() *importBatch {
@@ -619,7 +619,66 @@ func (im *importer) writeCars(ctx context.Context, tx *Tx, b *importBatch, v int
 	if args == nil {
 		args = b.sqliteCarArgs()
 	}
-	return insertChunks(ctx, tx, carArgCols, args, `INSERT INTO cars (`+carWriteColumns+`) VALUES `, stampValues(now, v), conflict, nil)
+	return insertCarChunks(ctx, tx, args, `INSERT INTO cars (`+carWriteColumns+`) VALUES `, stampValues(now, v), conflict)
+}
+
+// insertCarChunks is insertChunks for the cars on SQLite, through the
+// driver's statement on the transaction's connection: the arguments are
+// driver values already (sqliteCarArgs), so database/sql's conversion of
+// each one, and its locking per statement, are skipped.
+func insertCarChunks(ctx context.Context, tx *Tx, args []driver.NamedValue, head, rowTail, tail string) error {
+	if tx.conn == nil {
+		return errors.New("insertCarChunks: the transaction has no connection of its own")
+	}
+	const cols = carArgCols
+	return tx.conn.Raw(func(dc any) error {
+		prep, ok := dc.(driver.ConnPrepareContext)
+		if !ok {
+			return fmt.Errorf("insertCarChunks: %T cannot prepare", dc)
+		}
+		exec := func(st driver.Stmt, part []driver.NamedValue) error {
+			ex, ok := st.(driver.StmtExecContext)
+			if !ok {
+				return fmt.Errorf("insertCarChunks: %T cannot execute", st)
+			}
+			_, err := ex.ExecContext(ctx, part)
+			return err
+		}
+		var full driver.Stmt
+		defer func() {
+			if full != nil {
+				full.Close()
+			}
+		}()
+		chunk, n := importChunk, len(args)/cols
+		for from := 0; from < n; from += chunk {
+			to := min(from+chunk, n)
+			part := args[from*cols : to*cols]
+			if to-from == chunk {
+				if full == nil {
+					st, err := prep.PrepareContext(ctx, head+valuesList(chunk, cols, rowTail)+tail)
+					if err != nil {
+						return err
+					}
+					full = st
+				}
+				if err := exec(full, part); err != nil {
+					return err
+				}
+				continue
+			}
+			st, err := prep.PrepareContext(ctx, head+valuesList(to-from, cols, rowTail)+tail)
+			if err != nil {
+				return err
+			}
+			err = exec(st, part)
+			st.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // carArgCols is the number of arguments of one car in SQLite's INSERT:
@@ -628,16 +687,27 @@ func (im *importer) writeCars(ctx context.Context, tx *Tx, b *importBatch, v int
 const carArgCols = 13
 
 // sqliteCarArgs returns the arguments of the batch's cars for SQLite's
-// INSERT, carArgCols a car. The reading goroutine builds them once the
-// batch is complete (readBatches), so that the writer only binds them.
-func (b *importBatch) sqliteCarArgs() []any {
-	args := make([]any, 0, carArgCols*len(b.cars))
+// INSERT, carArgCols a car, as the driver takes them (strings, int64s and
+// nils, numbered from 1 within each statement of importChunk cars:
+// insertCarChunks). The reading goroutine builds them once the batch is
+// complete (readBatches), so that the writer only binds them.
+func (b *importBatch) sqliteCarArgs() []driver.NamedValue {
+	args := make([]driver.NamedValue, 0, carArgCols*len(b.cars))
+	per := carArgCols * importChunk
 	for _, c := range b.cars {
-		state := c.stateKey
-		if g, ok := b.garageAt[c.Garage]; ok && c.Garage != "" {
-			state = strings.ToLower(b.garages[g].State)
+		var garage, state driver.Value
+		if c.Garage != "" {
+			garage = c.Garage
+			if g, ok := b.garageAt[c.Garage]; ok {
+				state = strings.ToLower(b.garages[g].State)
+			} else if s, ok := c.stateKey.(string); ok {
+				state = s
+			}
 		}
-		args = append(carFieldArgs(args, c.Car), state)
+		for _, v := range [carArgCols]driver.Value{c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type),
+			int64(c.Doors), c.Make, strings.ToLower(c.Make), c.Model, strings.ToLower(c.Model), int64(c.Year), garage, state} {
+			args = append(args, driver.NamedValue{Ordinal: len(args)%per + 1, Value: v})
+		}
 	}
 	return args
 }
