@@ -576,25 +576,25 @@ func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage,
 	if tx.DB().Engine() == Postgres {
 		return writeGaragesPG(ctx, tx, gs, now, v)
 	}
-	args := make([]any, 0, 5*len(gs))
+	args := make([]driver.NamedValue, 0, 5*len(gs))
 	for _, g := range gs {
-		args = append(args, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State))
+		args = appendRow(args, 5, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State))
 	}
-	return insertChunks(ctx, tx, 5, args,
+	if err := insertChunks(ctx, tx, 5, args,
 		`INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version) VALUES `,
 		stampValues(now, v),
 		` ON CONFLICT (id) DO UPDATE SET name = excluded.name, name_key = excluded.name_key, state = excluded.state,
-		  state_key = excluded.state_key, updated_at = excluded.updated_at, changed_version = excluded.changed_version`,
-		func(ctx context.Context, tx *Tx, from, to int) error {
-			// A replaced garage may have changed state: carry it to its cars.
-			for _, g := range gs[from:to] {
-				if _, err := tx.ExecContext(ctx, `UPDATE cars SET garage_state_key = $2 WHERE garage_id = $1 AND garage_state_key <> $2`,
-					g.ID, strings.ToLower(g.State)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		  state_key = excluded.state_key, updated_at = excluded.updated_at, changed_version = excluded.changed_version`); err != nil {
+		return err
+	}
+	// A replaced garage may have changed state: carry it to its cars.
+	for _, g := range gs {
+		if _, err := tx.ExecContext(ctx, `UPDATE cars SET garage_state_key = $2 WHERE garage_id = $1 AND garage_state_key <> $2`,
+			g.ID, strings.ToLower(g.State)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stampValues returns ", now, now, v": a row's created_at, updated_at and
@@ -619,27 +619,56 @@ func (im *importer) writeCars(ctx context.Context, tx *Tx, b *importBatch, v int
 	if args == nil {
 		args = b.sqliteCarArgs()
 	}
-	return insertCarChunks(ctx, tx, args, `INSERT INTO cars (`+carWriteColumns+`) VALUES `, stampValues(now, v), conflict)
+	return insertChunks(ctx, tx, carArgCols, args, `INSERT INTO cars (`+carWriteColumns+`) VALUES `, stampValues(now, v), conflict)
 }
 
-// insertCarChunks is insertChunks for the cars on SQLite, through the
-// driver's statement on the transaction's connection: the arguments are
-// driver values already (sqliteCarArgs), so database/sql's conversion of
-// each one, and its locking per statement, are skipped.
-func insertCarChunks(ctx context.Context, tx *Tx, args []driver.NamedValue, head, rowTail, tail string) error {
-	if tx.conn == nil {
-		return errors.New("insertCarChunks: the transaction has no connection of its own")
+// carArgCols is the number of arguments of one car in SQLite's INSERT:
+// carFieldArgs and the garage's state (the times and the stamp are in the
+// statement: stampValues).
+const carArgCols = 13
+
+// sqliteCarArgs returns the arguments of the batch's cars for SQLite's
+// INSERT, carArgCols a car, as the driver takes them (strings, int64s and
+// nils, numbered by appendRow). The reading goroutine builds them once the batch is
+// complete (readBatches), so that the writer only binds them.
+func (b *importBatch) sqliteCarArgs() []driver.NamedValue {
+	args := make([]driver.NamedValue, 0, carArgCols*len(b.cars))
+	for _, c := range b.cars {
+		var garage, state driver.Value
+		if c.Garage != "" {
+			garage = c.Garage
+			if g, ok := b.garageAt[c.Garage]; ok {
+				state = strings.ToLower(b.garages[g].State)
+			} else if s, ok := c.stateKey.(string); ok {
+				state = s
+			}
+		}
+		args = appendRow(args, carArgCols, c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type),
+			int64(c.Doors), c.Make, strings.ToLower(c.Make), c.Model, strings.ToLower(c.Model), int64(c.Year), garage, state)
 	}
-	const cols = carArgCols
+	return args
+}
+
+// insertChunks writes the rows of args, cols arguments a row, with
+// multi-row INSERTs of up to importChunk rows on SQLite, preparing the
+// full-size statement once; rowTail ends each row's values (", 1, 2" for
+// values written into the statement). It runs the driver's statements on
+// the transaction's connection: the arguments are driver values already
+// (appendRow), so database/sql's conversion of each one, and its locking
+// per statement, are skipped.
+func insertChunks(ctx context.Context, tx *Tx, cols int, args []driver.NamedValue, head, rowTail, tail string) error {
+	if tx.conn == nil {
+		return errors.New("insertChunks: the transaction has no connection of its own")
+	}
 	return tx.conn.Raw(func(dc any) error {
 		prep, ok := dc.(driver.ConnPrepareContext)
 		if !ok {
-			return fmt.Errorf("insertCarChunks: %T cannot prepare", dc)
+			return fmt.Errorf("insertChunks: %T cannot prepare", dc)
 		}
 		exec := func(st driver.Stmt, part []driver.NamedValue) error {
 			ex, ok := st.(driver.StmtExecContext)
 			if !ok {
-				return fmt.Errorf("insertCarChunks: %T cannot execute", st)
+				return fmt.Errorf("insertChunks: %T cannot execute", st)
 			}
 			_, err := ex.ExecContext(ctx, part)
 			return err
@@ -681,74 +710,15 @@ func insertCarChunks(ctx context.Context, tx *Tx, args []driver.NamedValue, head
 	})
 }
 
-// carArgCols is the number of arguments of one car in SQLite's INSERT:
-// carFieldArgs and the garage's state (the times and the stamp are in the
-// statement: stampValues).
-const carArgCols = 13
-
-// sqliteCarArgs returns the arguments of the batch's cars for SQLite's
-// INSERT, carArgCols a car, as the driver takes them (strings, int64s and
-// nils, numbered from 1 within each statement of importChunk cars:
-// insertCarChunks). The reading goroutine builds them once the batch is
-// complete (readBatches), so that the writer only binds them.
-func (b *importBatch) sqliteCarArgs() []driver.NamedValue {
-	args := make([]driver.NamedValue, 0, carArgCols*len(b.cars))
-	per := carArgCols * importChunk
-	for _, c := range b.cars {
-		var garage, state driver.Value
-		if c.Garage != "" {
-			garage = c.Garage
-			if g, ok := b.garageAt[c.Garage]; ok {
-				state = strings.ToLower(b.garages[g].State)
-			} else if s, ok := c.stateKey.(string); ok {
-				state = s
-			}
-		}
-		for _, v := range [carArgCols]driver.Value{c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type),
-			int64(c.Doors), c.Make, strings.ToLower(c.Make), c.Model, strings.ToLower(c.Model), int64(c.Year), garage, state} {
-			args = append(args, driver.NamedValue{Ordinal: len(args)%per + 1, Value: v})
-		}
+// appendRow appends one row of cols values to args, numbered as
+// insertChunks binds them: from 1 within each statement of importChunk
+// rows.
+func appendRow(args []driver.NamedValue, cols int, vals ...driver.Value) []driver.NamedValue {
+	per := cols * importChunk
+	for _, v := range vals {
+		args = append(args, driver.NamedValue{Ordinal: len(args)%per + 1, Value: v})
 	}
 	return args
-}
-
-// insertChunks writes the rows of args, cols arguments a row, with
-// multi-row INSERTs of up to importChunk rows, preparing the full-size
-// statement once. rowTail ends each row's values (", 1, 2" for values
-// written into the statement); after, when set, runs after each chunk.
-func insertChunks(ctx context.Context, tx *Tx, cols int, args []any, head, rowTail, tail string,
-	after func(ctx context.Context, tx *Tx, from, to int) error) error {
-	var full *sql.Stmt
-	defer func() {
-		if full != nil {
-			full.Close()
-		}
-	}()
-	chunk, n := importChunk, len(args)/cols
-	for from := 0; from < n; from += chunk {
-		to := min(from+chunk, n)
-		part := args[from*cols : to*cols]
-		var err error
-		if to-from == chunk {
-			if full == nil {
-				if full, err = tx.PrepareContext(ctx, head+valuesList(chunk, cols, rowTail)+tail); err != nil {
-					return err
-				}
-			}
-			_, err = full.ExecContext(ctx, part...)
-		} else {
-			_, err = tx.ExecContext(ctx, head+valuesList(to-from, cols, rowTail)+tail, part...)
-		}
-		if err != nil {
-			return err
-		}
-		if after != nil {
-			if err := after(ctx, tx, from, to); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // valuesList returns "(?, ..., ?<rowTail>), (...)": rows rows of cols
