@@ -627,22 +627,33 @@ func (im *importer) writeCars(ctx context.Context, tx *Tx, b *importBatch, v int
 // statement: stampValues).
 const carArgCols = 13
 
+// carGarage returns a car's garage and that garage's state key as
+// column values (nil without a garage): the state of the garage's last
+// line when the batch defines it, as the garage's other cars get
+// (writeGarages), otherwise the state its garage had when the car's line
+// was read.
+func (b *importBatch) carGarage(c importedCar) (garage, state any) {
+	if c.Garage == "" {
+		return nil, nil
+	}
+	if g, ok := b.garageAt[c.Garage]; ok {
+		return c.Garage, strings.ToLower(b.garages[g].State)
+	}
+	if s, ok := c.stateKey.(string); ok {
+		return c.Garage, s
+	}
+	return c.Garage, nil
+}
+
 // sqliteCarArgs returns the arguments of the batch's cars for SQLite's
 // INSERT, carArgCols a car, as the driver takes them (strings, int64s and
-// nils, numbered by appendRow). The reading goroutine builds them once the batch is
-// complete (readBatches), so that the writer only binds them.
+// nils, numbered by appendRow). The reading goroutine builds them once
+// the batch is complete (readBatches), so that the writer only binds
+// them.
 func (b *importBatch) sqliteCarArgs() []driver.NamedValue {
 	args := make([]driver.NamedValue, 0, carArgCols*len(b.cars))
 	for _, c := range b.cars {
-		var garage, state driver.Value
-		if c.Garage != "" {
-			garage = c.Garage
-			if g, ok := b.garageAt[c.Garage]; ok {
-				state = strings.ToLower(b.garages[g].State)
-			} else if s, ok := c.stateKey.(string); ok {
-				state = s
-			}
-		}
+		garage, state := b.carGarage(c)
 		args = appendRow(args, carArgCols, c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type),
 			int64(c.Doors), c.Make, strings.ToLower(c.Make), c.Model, strings.ToLower(c.Model), int64(c.Year), garage, state)
 	}
@@ -830,15 +841,7 @@ func copyCarsPG(ctx context.Context, tx *Tx, b *importBatch, now, v int64) error
 			return nil, nil
 		}
 		c := cs[i]
-		var garage, state any
-		if c.Garage != "" {
-			garage = c.Garage
-			if g, ok := b.garageAt[c.Garage]; ok {
-				state = strings.ToLower(b.garages[g].State)
-			} else if s, ok := c.stateKey.(string); ok {
-				state = s
-			}
-		}
+		garage, state := b.carGarage(c)
 		row[0], row[1], row[2], row[3], row[4] = c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type)
 		row[5], row[6], row[7], row[8], row[9] = int32(c.Doors), c.Make, strings.ToLower(c.Make), c.Model, strings.ToLower(c.Model)
 		row[10], row[11], row[12], row[13], row[14], row[15] = int32(c.Year), garage, state, now, now, v
