@@ -43,7 +43,7 @@ type ImportOptions struct {
 	Progress func(ImportStats)
 	// KeepIndexes keeps every index of cars up to date during the load,
 	// even when the import starts on an empty cars table (where it would
-	// otherwise build cars_garage_idx once, after the load: bulkIndexes).
+	// otherwise build cars_garage_idx once, after the load: carbulk.go).
 	KeepIndexes bool
 }
 
@@ -103,10 +103,10 @@ func (db *DB) ImportCars(ctx context.Context, r io.Reader, batch int) (ImportSta
 // written (the stats count them).
 //
 // An import that starts on an empty cars table builds cars_garage_idx
-// after the load rather than row by row (bulkIndexes), unless
-// opt.KeepIndexes. On PostgreSQL, when the store's role may set
-// session_replication_role, the cars skip the foreign key's trigger and
-// each batch checks its garages in one statement instead (checkGarages).
+// after the load rather than row by row, unless opt.KeepIndexes; the cars
+// skip the foreign key's check (on SQLite always, on PostgreSQL when the
+// store's role may set session_replication_role) and each batch checks
+// its garages in one statement instead (carbulk.go).
 func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions) (st ImportStats, err error) {
 	batch := opt.Batch
 	if batch <= 0 {
@@ -204,6 +204,7 @@ func (im *importer) writeBatch(ctx context.Context, b *importBatch) error {
 }
 
 func (im *importer) writeBatchTx(ctx context.Context, b *importBatch) error {
+	im.db.prepareWrites(ctx, eventWrites...) // before the connection is taken (withTxOn)
 	var conn *sql.Conn
 	if im.db.engine == SQLite || !im.upsert {
 		// On PostgreSQL the plain cars go in by COPY, on the

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/store"
@@ -346,4 +347,28 @@ func TestImportRoleWithoutReplica(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "23503") {
 		t.Fatalf("a car in a garage that is not stored: %v, want the foreign key's error", err)
 	}
+}
+
+// TestImportFirstWrite: an import that is the store's first write (no
+// write statement prepared yet, no index dropped first) does not wait on
+// the connection its batch holds (SQLite's write pool has one).
+func TestImportFirstWrite(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		db.ForgetWriteStatements()
+		done := make(chan error, 1)
+		go func() {
+			_, err := db.ImportCarsWith(context.Background(), strings.NewReader(
+				`{"kind":"car","id":"c1","color":"red","type":"sedan","doors":4,"make":"Ford","model":"Focus","year":2010}`),
+				store.ImportOptions{KeepIndexes: true})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the import's first batch is stuck")
+		}
+	})
 }

@@ -123,3 +123,13 @@ func (db *DB) ImportKnowingGarage(ctx context.Context, id, state, in string) err
 	}
 	return im.writeBatch(ctx, b)
 }
+
+// ForgetWriteStatements drops the prepared write statements, as a store
+// that has written nothing yet is (prepareWrites).
+func (db *DB) ForgetWriteStatements() {
+	db.writeStmts.Range(func(k, v any) bool {
+		v.(*sql.Stmt).Close()
+		db.writeStmts.Delete(k)
+		return true
+	})
+}

@@ -458,9 +458,14 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 }
 
 // withTxOn is WithTx on conn, a connection of the write pool, when not
-// nil: fn may then reach the driver's connection (Tx.Raw).
+// nil: fn may then reach the driver's connection (Tx.conn). The caller
+// then prepares the event writes before it takes conn (prepareWrites):
+// on SQLite conn is the pool's only connection, which a statement
+// prepared on the pool would wait for.
 func (db *DB) withTxOn(ctx context.Context, conn *sql.Conn, fn func(tx *Tx) error) error {
-	db.prepareWrites(ctx, eventWrites...)
+	if conn == nil {
+		db.prepareWrites(ctx, eventWrites...)
+	}
 	var sqlTx *sql.Tx
 	var err error
 	if conn != nil {
