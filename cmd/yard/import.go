@@ -66,8 +66,9 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 
 	if getenv("GOGC") == "" {
 		// The import allocates a batch's lines and rows and keeps
-		// little: collecting a third as often cost about 1 s less CPU in a
-		// million cars, for some 100 MB more (docs/cars.md, "How an import is made fast").
+		// little: collecting a third as often cost about 1 s less CPU in
+		// a million cars, for some 100 MB more (docs/cars.md, "How an
+		// import is made fast").
 		defer debug.SetGCPercent(debug.SetGCPercent(200))
 	}
 	cr := &countingReader{r: in}
