@@ -112,10 +112,7 @@ func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions
 	if batch <= 0 {
 		batch = DefaultImportBatch
 	}
-	im := &importer{db: db, states: map[string]string{}, seen: map[[sha256.Size]byte]int{}, interned: interner{}}
-	if db.engine == Postgres {
-		im.skipFKTrigger = db.maySkipTriggers(ctx)
-	}
+	im := db.newImporter(ctx)
 	var deferred bool // cars_garage_idx left out until the end
 	if !opt.KeepIndexes {
 		if deferred, err = db.deferCarIndexes(ctx); err != nil {
@@ -245,9 +242,6 @@ func (im *importer) writeBatchTx(ctx context.Context, b *importBatch) error {
 			return err
 		}
 		if im.skipFKTrigger || im.db.engine == SQLite {
-			if b.garageIDs == nil {
-				b.garageIDs = b.carGarages()
-			}
 			if err := checkGarages(ctx, tx, b.garageIDs); err != nil {
 				return err
 			}
@@ -320,10 +314,7 @@ func (im *importer) readBatches(ctx context.Context, r io.Reader, batch int, out
 		if b.lines == 0 {
 			return
 		}
-		b.garageIDs = b.carGarages()
-		if im.db.engine == SQLite {
-			b.carArgs = b.sqliteCarArgs()
-		}
+		b.complete(im.db.engine)
 		if !send(parsedBatch{batch: b, first: first, last: lineNo}) {
 			return
 		}
@@ -342,11 +333,19 @@ type importBatch struct {
 	cars                         []importedCar
 	garageAt, carAt              map[string]int
 	lines, garageLines, carLines int
-	// Built by the reading goroutine once the batch is complete: the
-	// cars' garages (carGarages) and, on SQLite, the cars' arguments
-	// (sqliteCarArgs).
+	// Built by complete, in the reading goroutine: the cars' garages
+	// (carGarages) and, on SQLite, the cars' arguments (sqliteCarArgs).
 	garageIDs []string
 	carArgs   []driver.NamedValue
+}
+
+// complete builds what the writer needs of a batch whose lines are all
+// read (readBatches does it in the reading goroutine).
+func (b *importBatch) complete(engine string) {
+	b.garageIDs = b.carGarages()
+	if engine == SQLite {
+		b.carArgs = b.sqliteCarArgs()
+	}
 }
 
 func newImportBatch() *importBatch {
@@ -547,6 +546,15 @@ type importer struct {
 	upsert bool
 }
 
+// newImporter returns an importer that knows no garage yet.
+func (db *DB) newImporter(ctx context.Context) *importer {
+	im := &importer{db: db, states: map[string]string{}, seen: map[[sha256.Size]byte]int{}, interned: interner{}}
+	if db.engine == Postgres {
+		im.skipFKTrigger = db.maySkipTriggers(ctx)
+	}
+	return im
+}
+
 // knowGarage reports whether garage id was defined by the import or is
 // stored, learning its state from the store in the second case.
 func (im *importer) knowGarage(ctx context.Context, id string) (bool, error) {
@@ -616,11 +624,7 @@ func (im *importer) writeCars(ctx context.Context, tx *Tx, b *importBatch, v int
 	if tx.DB().Engine() == Postgres {
 		return writeCarsPG(ctx, tx, b, now, v, conflict)
 	}
-	args := b.carArgs
-	if args == nil {
-		args = b.sqliteCarArgs()
-	}
-	return insertChunks(ctx, tx, carArgCols, args, `INSERT INTO cars (`+carWriteColumns+`) VALUES `, stampValues(now, v), conflict)
+	return insertChunks(ctx, tx, carArgCols, b.carArgs, `INSERT INTO cars (`+carWriteColumns+`) VALUES `, stampValues(now, v), conflict)
 }
 
 // carArgCols is the number of arguments of one car in SQLite's INSERT:
@@ -797,15 +801,12 @@ func writeCarsPG(ctx context.Context, tx *Tx, b *importBatch, now, v int64, conf
 			ids[i], colors[i], colorKeys[i], types[i], typeKeys[i] = c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type)
 			makes[i], makeKeys[i], models[i], modelKeys[i] = c.Make, strings.ToLower(c.Make), c.Model, strings.ToLower(c.Model)
 			doors[i], years[i] = int32(c.Doors), int32(c.Year)
-			if c.Garage != "" {
-				garage := c.Garage
-				garages[i] = &garage
+			garage, state := b.carGarage(c)
+			if g, ok := garage.(string); ok {
+				garages[i] = &g
 			}
-			if g, ok := b.garageAt[c.Garage]; ok && c.Garage != "" {
-				state := strings.ToLower(b.garages[g].State)
-				stateKeys[i] = &state
-			} else if state, ok := c.stateKey.(string); ok {
-				stateKeys[i] = &state
+			if st, ok := state.(string); ok {
+				stateKeys[i] = &st
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO cars (`+carWriteColumns+`)

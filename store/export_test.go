@@ -113,14 +113,13 @@ func (db *DB) MaySkipTriggers(ctx context.Context) bool { return db.maySkipTrigg
 // ImportKnowingGarage imports in, its importer believing that garage id is
 // stored with state: a garage deleted after the import read it.
 func (db *DB) ImportKnowingGarage(ctx context.Context, id, state, in string) error {
-	im := &importer{db: db, states: map[string]string{id: state}, seen: map[[32]byte]int{}, interned: interner{}}
-	if db.engine == Postgres {
-		im.skipFKTrigger = db.maySkipTriggers(ctx)
-	}
+	im := db.newImporter(ctx)
+	im.states[id] = state
 	b := newImportBatch()
 	if err := im.parse(ctx, []byte(in), b); err != nil {
 		return err
 	}
+	b.complete(db.engine)
 	return im.writeBatch(ctx, b)
 }
 
