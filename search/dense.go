@@ -349,23 +349,30 @@ func (dq *denseQuery) scan(alive *bitset, page yard.Page) (total uint64, ps []ui
 	}
 	skip := uint64(page.Offset)
 	var buf, or [denseBlock]uint64
+	var orc *[countChunk]uint64
 	for base := 0; base < n; base += denseBlock {
-		blk := buf[:min(denseBlock, n-base)]
 		if len(ps) >= page.Max {
 			// The page is full: what is left is counting, in one pass
-			// over the operands where it can, and without the test of
-			// each word below (a mispredicted branch on one word in two
-			// where matches are sparse).
-			if c, ok := dq.count(alive, base, len(blk), or[:len(blk)]); ok {
+			// over the operands where it can, countChunk words a call,
+			// and without the test of each word below (a mispredicted
+			// branch on one word in two where matches are sparse).
+			if orc == nil {
+				orc = countPool.Get().(*[countChunk]uint64)
+			}
+			span := min(countChunk, n-base)
+			if c, ok := dq.count(alive, base, span, orc[:span]); ok {
 				total += c
+				base += span - denseBlock
 				continue
 			}
+			blk := buf[:min(denseBlock, n-base)]
 			dq.block(alive, base, blk, or[:len(blk)])
 			for _, w := range blk {
 				total += uint64(bits.OnesCount64(w))
 			}
 			continue
 		}
+		blk := buf[:min(denseBlock, n-base)]
 		dq.block(alive, base, blk, or[:len(blk)])
 		for i, w := range blk {
 			if w == 0 {
@@ -390,8 +397,20 @@ func (dq *denseQuery) scan(alive *bitset, page yard.Page) (total uint64, ps []ui
 			total += c
 		}
 	}
+	if orc != nil {
+		countPool.Put(orc)
+	}
 	return total, ps
 }
+
+// countChunk is how many words a count once the page is full reads a
+// call: the vector counts (popcount_amd64.go) are quick enough that a
+// call's set-up matters at fewer.
+const countChunk = 1024
+
+// countPool holds the scratch of counts (a term of several values is
+// ORed into it): 8 KB, too much for a request's stack.
+var countPool = sync.Pool{New: func() any { return new([countChunk]uint64) }}
 
 // walkPool holds the position buffers of walkers.
 var walkPool = sync.Pool{New: func() any { return new([1024]uint32) }}
@@ -451,48 +470,57 @@ func (dq *denseQuery) walker(alive *bitset, complement bool, from []*bitset) wal
 // and a count of its words would, but reading each operand once and
 // storing nothing (or is scratch of n words): the first term's words ANDed
 // with up to three other terms' less up to three exclusions', one term at
-// most of several values. false when dq has more, or a twin ends before
-// the words asked for (block then answers).
+// most of several values. false when dq has more, or an exclusion's twin
+// ends before the words asked for (block then answers).
 func (dq *denseQuery) count(alive *bitset, base, n int, or []uint64) (uint64, bool) {
-	var ops [7][]uint64 // the first, three ANDed, three excluded
-	k, orUsed := 0, false
-	words := func(t *bitset) []uint64 {
-		if base+n > len(t.w) {
-			return nil
-		}
-		return t.w[base : base+n]
-	}
 	if len(dq.terms) > 4 || len(dq.excl) > 3 {
 		return 0, false
 	}
+	ors := 0
+	for _, term := range dq.terms {
+		if len(term) > 1 {
+			ors++
+		} else {
+			// Past the end of a term's only twin its words are 0, and
+			// so are the matches.
+			n = min(n, len(term[0].w)-base)
+		}
+	}
+	if ors > 1 {
+		return 0, false
+	}
+	if n <= 0 {
+		return 0, true
+	}
+	for _, t := range dq.excl {
+		if base+n > len(t.w) {
+			return 0, false
+		}
+	}
+	var ops [7][]uint64 // the first, three ANDed, three excluded
+	k := 0
 	if len(dq.terms) == 0 {
 		ops[0], k = alive.w[base:base+n], 1
 	}
 	for _, term := range dq.terms {
-		var w []uint64
 		if len(term) == 1 {
-			w = words(term[0])
-		} else if !orUsed {
-			orUsed = true
+			ops[k] = term[0].w[base : base+n]
+		} else {
+			or = or[:n]
 			clear(or)
 			for _, t := range term {
 				orWords(or, t, base)
 			}
-			w = or
+			ops[k] = or
 		}
-		if w == nil {
-			return 0, false
-		}
-		ops[k], k = w, k+1
+		k++
 	}
 	for ; k < 4; k++ {
 		ops[k] = onesBlock[:n]
 	}
 	for i := range 3 {
 		if i < len(dq.excl) {
-			if ops[4+i] = words(dq.excl[i]); ops[4+i] == nil {
-				return 0, false
-			}
+			ops[4+i] = dq.excl[i].w[base : base+n]
 		} else {
 			ops[4+i] = zerosBlock[:n]
 		}
@@ -500,38 +528,17 @@ func (dq *denseQuery) count(alive *bitset, base, n int, or []uint64) (uint64, bo
 	if len(dq.terms) <= 2 && len(dq.excl) <= 1 {
 		return countAndNot(ops[0], ops[1], ops[4]), true
 	}
-	return countAnd3Not3(ops), true
+	return countAnd3Not3(&ops), true
 }
 
-var onesBlock = func() (b [denseBlock]uint64) {
+var onesBlock = func() (b [countChunk]uint64) {
 	for i := range b {
 		b[i] = ^uint64(0)
 	}
 	return b
 }()
 
-var zerosBlock [denseBlock]uint64
-
-// countAndNot returns the bits of f & a &^ x; countAnd3Not3 those of
-// ops[0] & ops[1] & ops[2] & ops[3] &^ (ops[4] | ops[5] | ops[6]). Every
-// slice is as long as the first.
-func countAndNot(f, a, x []uint64) (c uint64) {
-	a, x = a[:len(f)], x[:len(f)]
-	for i, w := range f {
-		c += uint64(bits.OnesCount64(w & a[i] &^ x[i]))
-	}
-	return c
-}
-
-func countAnd3Not3(ops [7][]uint64) (c uint64) {
-	f := ops[0]
-	a1, a2, a3 := ops[1][:len(f)], ops[2][:len(f)], ops[3][:len(f)]
-	x1, x2, x3 := ops[4][:len(f)], ops[5][:len(f)], ops[6][:len(f)]
-	for i, w := range f {
-		c += uint64(bits.OnesCount64(w & a1[i] & a2[i] & a3[i] &^ (x1[i] | x2[i] | x3[i])))
-	}
-	return c
-}
+var zerosBlock [countChunk]uint64
 
 // copyWords, andWords, orWords and andNotWords combine blk with t's words
 // from base (words past t's end are 0).
@@ -547,10 +554,7 @@ func copyWords(blk []uint64, t *bitset, base int) {
 
 func andWords(blk []uint64, t *bitset, base int) {
 	if base+len(blk) <= len(t.w) {
-		src := t.w[base : base+len(blk)]
-		for i := range blk {
-			blk[i] &= src[i]
-		}
+		andInto(blk, t.w[base:base+len(blk)])
 		return
 	}
 	for i := range blk {
@@ -560,10 +564,7 @@ func andWords(blk []uint64, t *bitset, base int) {
 
 func orWords(blk []uint64, t *bitset, base int) {
 	if base+len(blk) <= len(t.w) {
-		src := t.w[base : base+len(blk)]
-		for i := range blk {
-			blk[i] |= src[i]
-		}
+		orInto(blk, t.w[base:base+len(blk)])
 		return
 	}
 	for i := range blk {
@@ -573,10 +574,7 @@ func orWords(blk []uint64, t *bitset, base int) {
 
 func andNotWords(blk []uint64, t *bitset, base int) {
 	if base+len(blk) <= len(t.w) {
-		src := t.w[base : base+len(blk)]
-		for i := range blk {
-			blk[i] &^= src[i]
-		}
+		andNotInto(blk, t.w[base:base+len(blk)])
 		return
 	}
 	for i := range blk {
