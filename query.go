@@ -223,7 +223,7 @@ func (b *queryBuilder) add(field string, fi fieldInfo, op, value string, negated
 	}
 	fs := b.filters[field]
 	if fs == nil {
-		fs = &filterSet{in: map[string]bool{}, notIn: map[string]bool{}, ranges: map[string]int64{}}
+		fs = &filterSet{} // its maps made on first use
 		b.filters[field] = fs
 	}
 	switch op {
@@ -245,8 +245,14 @@ func (b *queryBuilder) add(field string, fi fieldInfo, op, value string, negated
 			return fmt.Sprintf("a value is at most %d bytes", MaxValueLength)
 		}
 		if exclude {
+			if fs.notIn == nil {
+				fs.notIn = map[string]bool{}
+			}
 			fs.notIn[v] = true
 		} else {
+			if fs.in == nil {
+				fs.in = map[string]bool{}
+			}
 			fs.in[v] = true
 		}
 		return ""
@@ -260,6 +266,9 @@ func (b *queryBuilder) add(field string, fi fieldInfo, op, value string, negated
 		n, err := strconv.ParseInt(value, 10, 64)
 		if err != nil {
 			return fmt.Sprintf("%q is not a whole number", value)
+		}
+		if fs.ranges == nil {
+			fs.ranges = map[string]int64{}
 		}
 		old, seen := fs.ranges[op]
 		switch {
@@ -355,7 +364,7 @@ func ParseCarListQuery(raw string) (Query, Page, []string, error) {
 func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 	var b queryBuilder
 	page := Page{Offset: 0, Max: DefaultPageMax}
-	seenPage := map[string]bool{}
+	var seenOffset, seenMax bool
 	for _, pair := range splitPairs(raw) {
 		if pair == "" {
 			continue
@@ -386,10 +395,14 @@ func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 			}
 			continue
 		case lkey == "offset" || lkey == "max":
-			if seenPage[lkey] {
+			seen := &seenOffset
+			if lkey == "max" {
+				seen = &seenMax
+			}
+			if *seen {
 				return Query{}, Page{}, badPair(pair, key, "given more than once")
 			}
-			seenPage[lkey] = true
+			*seen = true
 			v, err := unescape(rawValue)
 			if err != nil {
 				return Query{}, Page{}, badPair(pair, key, "the value is not correctly percent-encoded")

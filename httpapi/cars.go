@@ -56,8 +56,7 @@ type carView struct {
 func newCarView(c *yard.Car) carView {
 	v := carView{ID: c.ID, Color: c.Color, Type: c.Type, Doors: c.Doors, Make: c.Make, Model: c.Model, Year: c.Year}
 	if c.Garage != "" {
-		g := c.Garage
-		v.Garage = &g
+		v.Garage = &c.Garage // c is the search's answer, not changed after
 	}
 	return v
 }

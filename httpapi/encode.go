@@ -351,7 +351,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeJSONBody writes body, a JSON document, with the status (and the
 // newline every JSON answer ends with).
 func writeJSONBody(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonValue
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
@@ -469,21 +469,36 @@ func (s *Server) pageLinks(r *http.Request, total int, p yard.Page) string {
 	if kept != "" {
 		kept += sep
 	}
-	link := func(offset int, rel string) string {
-		return "<" + s.url(r.URL.EscapedPath()) + "?" + kept + "offset=" + strconv.Itoa(offset) + sep + "max=" + strconv.Itoa(p.Max) + `>; rel="` + rel + `"`
+	// Up to four links of one prefix, appended to one buffer: the
+	// busiest answer's header, made with one allocation and one copy.
+	prefix := "<" + s.url(r.URL.EscapedPath()) + "?" + kept
+	b := make([]byte, 0, 4*(len(prefix)+64))
+	link := func(offset int, rel string) {
+		if len(b) > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, prefix...)
+		b = append(b, "offset="...)
+		b = strconv.AppendInt(b, int64(offset), 10)
+		b = append(b, sep...)
+		b = append(b, "max="...)
+		b = strconv.AppendInt(b, int64(p.Max), 10)
+		b = append(b, `>; rel="`...)
+		b = append(b, rel...)
+		b = append(b, '"')
 	}
 	size := max(p.Max, 1)
 	last := 0
 	if total > 0 {
 		last = ((total - 1) / size) * size
 	}
-	links := []string{link(0, "first")}
+	link(0, "first")
 	if p.Offset > 0 {
-		links = append(links, link(max(p.Offset-size, 0), "prev"))
+		link(max(p.Offset-size, 0), "prev")
 	}
 	if p.Offset+size < total {
-		links = append(links, link(p.Offset+size, "next"))
+		link(p.Offset+size, "next")
 	}
-	links = append(links, link(last, "last"))
-	return strings.Join(links, ", ")
+	link(last, "last")
+	return string(b)
 }
