@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // grammarQuery returns the raw query of r for an endpoint's own query
@@ -18,20 +19,74 @@ import (
 // kept, for the grammar to refuse.
 func (s *Server) grammarQuery(r *http.Request) string {
 	raw := r.URL.RawQuery
-	vars := s.deps.Auth.QueryVars()
+	s.queryVarsOnce.Do(func() { s.queryVars = s.deps.Auth.QueryVars() })
+	vars := s.queryVars
 	if raw == "" || len(vars) == 0 {
 		return raw
 	}
-	kept, dropped := dropPairs(raw, func(pair string) bool {
+	isVar := func(pair string) bool {
 		rawName, _, hasEq := strings.Cut(pair, "=")
-		name, err := url.QueryUnescape(rawName)
-		name = strings.ToLower(name)
-		return hasEq && err == nil && slices.ContainsFunc(vars, func(v string) bool { return strings.ToLower(v) == name })
-	})
-	if !dropped {
+		if !hasEq {
+			return false
+		}
+		name := rawName
+		if strings.ContainsAny(rawName, "%+") {
+			var err error
+			if name, err = url.QueryUnescape(rawName); err != nil {
+				return false
+			}
+		}
+		return slices.ContainsFunc(vars, func(v string) bool { return sameLower(v, name) })
+	}
+	// Most queries hold none: they are answered without a copy.
+	if !anyPair(raw, isVar) {
 		return raw
 	}
+	kept, _ := dropPairs(raw, isVar)
 	return kept
+}
+
+// sameLower reports whether strings.ToLower gives a and b alike, without
+// making the lower-case strings when b is ASCII (a, a variable's name,
+// always is).
+func sameLower(a, b string) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] >= utf8.RuneSelf {
+			return strings.ToLower(a) == strings.ToLower(b)
+		}
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// anyPair reports whether some pair of the raw query satisfies f.
+func anyPair(raw string, f func(pair string) bool) bool {
+	for raw != "" {
+		pair := raw
+		if i := strings.IndexAny(raw, "&;"); i >= 0 {
+			pair, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = ""
+		}
+		if pair != "" && f(pair) {
+			return true
+		}
+	}
+	return false
 }
 
 // dropPairs returns the raw query without its empty pairs and the pairs

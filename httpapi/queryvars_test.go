@@ -20,6 +20,9 @@ func TestGrammarQuery(t *testing.T) {
 		{"color=red&apiKey", "color=red&apiKey"},              // no '=': the grammar refuses it
 		{"color=red&api%4Bey=k&doors=4", "color=red&doors=4"}, // decoded name
 		{"color=red&&make=ford&signature=s", "color=red&make=ford"},
+		{"color=red&&make=ford", "color=red&&make=ford"},             // nothing dropped: as sent
+		{"color=red&api%E2%84%AAey=k", "color=red"},                  // KELVIN SIGN lower-cases to k
+		{"color=red&%C5%BFignature=s", "color=red&%C5%BFignature=s"}, // LONG S stays a field
 	} {
 		r := httptest.NewRequest("GET", "/cars?"+c.in, nil)
 		if got := s.grammarQuery(r); got != c.want {

@@ -136,6 +136,10 @@ type Server struct {
 	pagesVal *pages.Pages
 	// tracer starts request spans; nil without Deps.Tracing.
 	tracer trace.Tracer
+	// queryVars holds the query variables of the chain's schemes
+	// (grammarQuery), asked of the chain once.
+	queryVarsOnce sync.Once
+	queryVars     []string
 }
 
 type route struct {
