@@ -52,7 +52,10 @@ func (s *Server) grammarQuery(r *http.Request) string {
 func sameLower(a, b string) bool {
 	for i := 0; i < len(b); i++ {
 		if b[i] >= utf8.RuneSelf {
-			return strings.ToLower(a) == strings.ToLower(b)
+			// Not strings.EqualFold: it folds LATIN SMALL LETTER LONG S
+			// to s, so a look-alike name would be taken for a variable.
+			la := strings.ToLower(a)
+			return la == strings.ToLower(b)
 		}
 	}
 	if len(a) != len(b) {

@@ -21,7 +21,8 @@ func TestCountsMatchGo(t *testing.T) {
 		case 1:
 			return ^uint64(0)
 		case 2:
-			return r.Uint64() & r.Uint64() & r.Uint64()
+			a, b := r.Uint64(), r.Uint64()
+			return a & b & r.Uint64() // sparse
 		}
 		return r.Uint64()
 	}
