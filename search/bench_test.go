@@ -155,3 +155,26 @@ func BenchmarkRandomPageRoaring(b *testing.B) { benchList(b, "", WithMatch("roar
 func BenchmarkRandomPageFacetsRoaring(b *testing.B) {
 	benchList(b, "&facets=make,color,year", WithMatch("roaring"))
 }
+
+// BenchmarkWalk walks the matches of one twin of each density over 1M
+// positions, as facets do (dense.go, walker).
+func BenchmarkWalk(b *testing.B) {
+	for _, percent := range []int{1, 5, 30} {
+		r := rand.New(rand.NewPCG(1, 2))
+		alive, t := &bitset{}, &bitset{}
+		for p := range uint32(1 << 20) {
+			alive.set(p)
+			if r.IntN(100) < percent {
+				t.set(p)
+			}
+		}
+		dq := denseQuery{terms: [][]*bitset{{t}}}
+		walk := dq.walker(alive, false, nil)
+		b.Run(strconv.Itoa(percent)+"%", func(b *testing.B) {
+			for b.Loop() {
+				total := 0
+				walk(func(ps []uint32) { total += len(ps) })
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,6 +85,34 @@ func TestDenseCountsMatchBitmaps(t *testing.T) {
 			next++
 			d.putCar(&yard.Car{ID: fmt.Sprintf("car-%07d", next), Color: "mauve", Type: "van", Make: "Make0", Model: "Make0-1",
 				Doors: 3, Year: 2001, CreatedAt: now, UpdatedAt: now}, false)
+		}
+	}
+}
+
+// TestWalkerPositions holds a walk's positions to the bits of its set,
+// over blocks of every density, and sets of every length.
+func TestWalkerPositions(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for round := range 20 {
+		n := 1 + r.IntN(40*64*denseBlock)
+		alive, term := &bitset{}, &bitset{}
+		var want []uint32
+		density := 0.0
+		for p := range uint32(n) {
+			if p%(64*denseBlock) == 0 {
+				density = []float64{0, 0.005, 0.05, 0.2, 0.6, 1}[r.IntN(6)]
+			}
+			alive.set(p)
+			if r.Float64() < density {
+				term.set(p)
+				want = append(want, p)
+			}
+		}
+		dq := denseQuery{terms: [][]*bitset{{term}}}
+		var got []uint32
+		dq.walker(alive, false, nil)(func(ps []uint32) { got = append(got, ps...) })
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d, %d positions: walked %d positions, want %d (or others)", round, n, len(got), len(want))
 		}
 	}
 }
