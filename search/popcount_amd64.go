@@ -28,34 +28,19 @@ func andNotIntoAVX512(dst, src *uint64, n int)
 
 // orInto, andInto and andNotInto set dst to dst | src, dst & src and
 // dst &^ src; src is at least as long as dst.
-func orInto(dst, src []uint64) {
-	src = src[:len(dst)]
-	n := len(dst) &^ 7
-	if vectorCount && n > 0 {
-		orIntoAVX512(&dst[0], &src[0], n)
-		dst, src = dst[n:], src[n:]
-	}
-	orIntoGo(dst, src)
-}
+func orInto(dst, src []uint64)     { combine(dst, src, orIntoAVX512, orIntoGo) }
+func andInto(dst, src []uint64)    { combine(dst, src, andIntoAVX512, andIntoGo) }
+func andNotInto(dst, src []uint64) { combine(dst, src, andNotIntoAVX512, andNotIntoGo) }
 
-func andInto(dst, src []uint64) {
+// combine runs vec over dst's words eight at a time and rest over the
+// words left.
+func combine(dst, src []uint64, vec func(dst, src *uint64, n int), rest func(dst, src []uint64)) {
 	src = src[:len(dst)]
-	n := len(dst) &^ 7
-	if vectorCount && n > 0 {
-		andIntoAVX512(&dst[0], &src[0], n)
+	if n := len(dst) &^ 7; vectorCount && n > 0 {
+		vec(&dst[0], &src[0], n)
 		dst, src = dst[n:], src[n:]
 	}
-	andIntoGo(dst, src)
-}
-
-func andNotInto(dst, src []uint64) {
-	src = src[:len(dst)]
-	n := len(dst) &^ 7
-	if vectorCount && n > 0 {
-		andNotIntoAVX512(&dst[0], &src[0], n)
-		dst, src = dst[n:], src[n:]
-	}
-	andNotIntoGo(dst, src)
+	rest(dst, src)
 }
 
 func countAndNot(f, a, x []uint64) uint64 {
