@@ -2,6 +2,38 @@
 
 #include "textflag.h"
 
+// COMBINE is the body of the combines below: eight of dst's words at a
+// time in Z1 and src's in Z2, set to OP A, B, Z1 (Go's operand order).
+#define COMBINE(OP, A, B) \
+	MOVQ dst+0(FP), DI; \
+	MOVQ src+8(FP), SI; \
+	MOVQ n+16(FP), CX; \
+	SHLQ $3, CX; \
+	XORQ DX, DX; \
+loop: \
+	CMPQ DX, CX; \
+	JAE  done; \
+	VMOVDQU64 (DI)(DX*1), Z1; \
+	VMOVDQU64 (SI)(DX*1), Z2; \
+	OP A, B, Z1; \
+	VMOVDQU64 Z1, (DI)(DX*1); \
+	ADDQ $64, DX; \
+	JMP  loop; \
+done: \
+	VZEROUPPER; \
+	RET
+
+// SUMZ0 adds up the eight counts in Z0 into AX.
+#define SUMZ0 \
+	VEXTRACTI64X4 $1, Z0, Y1; \
+	VPADDQ Y1, Y0, Y0; \
+	VEXTRACTI128 $1, Y0, X1; \
+	VPADDQ X1, X0, X0; \
+	VPSHUFD $0x4e, X0, X1; \
+	VPADDQ X1, X0, X0; \
+	VMOVQ X0, AX; \
+	VZEROUPPER
+
 // Population counts of combined bitsets, eight words to a register
 // (popcount_amd64.go). n is a multiple of 8: the caller counts the rest.
 // In Go's operand order VPANDNQ B, A, D sets D to B &^ A.
@@ -29,14 +61,7 @@ loop:
 	JMP       loop
 
 done:
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDQ        Y1, Y0, Y0
-	VEXTRACTI128  $1, Y0, X1
-	VPADDQ        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDQ        X1, X0, X0
-	VMOVQ         X0, AX
-	VZEROUPPER
+	SUMZ0
 	MOVQ          AX, ret+32(FP)
 	RET
 
@@ -72,77 +97,18 @@ loop3:
 	JMP       loop3
 
 done3:
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDQ        Y1, Y0, Y0
-	VEXTRACTI128  $1, Y0, X1
-	VPADDQ        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VPADDQ        X1, X0, X0
-	VMOVQ         X0, AX
-	VZEROUPPER
+	SUMZ0
 	MOVQ          AX, ret+16(FP)
 	RET
 
 // func orIntoAVX512(dst, src *uint64, n int)
 TEXT ·orIntoAVX512(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	SHLQ $3, CX
-	XORQ DX, DX
-
-orloop:
-	CMPQ DX, CX
-	JAE  ordone
-	VMOVDQU64 (DI)(DX*1), Z1
-	VPORQ     (SI)(DX*1), Z1, Z1
-	VMOVDQU64 Z1, (DI)(DX*1)
-	ADDQ      $64, DX
-	JMP       orloop
-
-ordone:
-	VZEROUPPER
-	RET
+	COMBINE(VPORQ, Z2, Z1)
 
 // func andIntoAVX512(dst, src *uint64, n int)
 TEXT ·andIntoAVX512(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	SHLQ $3, CX
-	XORQ DX, DX
-
-andloop:
-	CMPQ DX, CX
-	JAE  anddone
-	VMOVDQU64 (DI)(DX*1), Z1
-	VPANDQ    (SI)(DX*1), Z1, Z1
-	VMOVDQU64 Z1, (DI)(DX*1)
-	ADDQ      $64, DX
-	JMP       andloop
-
-anddone:
-	VZEROUPPER
-	RET
+	COMBINE(VPANDQ, Z2, Z1)
 
 // func andNotIntoAVX512(dst, src *uint64, n int)
 TEXT ·andNotIntoAVX512(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	SHLQ $3, CX
-	XORQ DX, DX
-
-andnotloop:
-	CMPQ DX, CX
-	JAE  andnotdone
-	VMOVDQU64 (DI)(DX*1), Z1
-	VMOVDQU64 (SI)(DX*1), Z2
-	VPANDNQ   Z1, Z2, Z1
-	VMOVDQU64 Z1, (DI)(DX*1)
-	ADDQ      $64, DX
-	JMP       andnotloop
-
-andnotdone:
-	VZEROUPPER
-	RET
+	COMBINE(VPANDNQ, Z1, Z2) // Z1 &^ Z2
