@@ -304,12 +304,37 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 			// A window that ended before the visible horizon: the next
 			// one, up to maxEventWindows a call (the caller reads again).
 			if windows++; window > 0 && all && page.Next == end && horizon < visible && windows < maxEventWindows {
+				if n == 0 {
+					// An empty window far behind (a reader that
+					// started at the zero id on a database whose
+					// transaction ids are in the millions): the next
+					// one starts at the next event, not a window on.
+					next, err := db.nextEventTx(ctx, horizon, visible)
+					if err != nil {
+						return nil, err
+					}
+					page.Next = yard.EventID{Tx: next}
+				}
 				continue
 			}
 			break
 		}
 	}
 	return page, nil
+}
+
+// nextEventTx returns the transaction of the first event in [from, to),
+// or to when there is none: every event before to is visible, so none can
+// appear in the gap later.
+func (db *DB) nextEventTx(ctx context.Context, from, to int64) (int64, error) {
+	var next sql.NullInt64
+	if err := db.QueryRow(ctx, `SELECT MIN(tx) FROM events WHERE tx >= $1 AND tx < $2`, from, to).Scan(&next); err != nil {
+		return 0, err
+	}
+	if !next.Valid {
+		return to, nil
+	}
+	return next.Int64, nil
 }
 
 // maxEventWindows bounds the statements of one windowed read that finds

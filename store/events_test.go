@@ -546,6 +546,22 @@ func TestReadEventsOfPeople(t *testing.T) {
 		if len(got) != 1 || got[0].ID != far.Events[0].ID || reads < 2 {
 			t.Fatalf("window by window: %v in %d reads", eventTypes(got), reads)
 		}
+		// A gap of transaction ids without events, longer than a read's
+		// windows (a reader at the zero id on a database whose ids are in
+		// the millions): one read crosses it to the next event.
+		gapFrom, _ := db.LastEventID(ctx)
+		if err := db.BurnTransactionIDs(ctx, 400); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.CreateDog(ctx, &yard.Dog{Name: "after the gap", Email: "d@example.org", Owner: alice.ID}); err != nil {
+			t.Fatal(err)
+		}
+		for _, at := range []yard.EventID{gapFrom, {}} {
+			p, err := db.ReadEvents(ctx, yard.EventFilter{After: at, Owners: []string{alice.ID}, Limit: 1})
+			if err != nil || len(p.Events) != 1 || p.Events[0].Owner != alice.ID || (at.IsZero() && p.Events[0].Type != yard.EventDogCreated) {
+				t.Fatalf("across a gap of 400 transaction ids from %s: %v %v", at, eventTypes(p.Events), err)
+			}
+		}
 	})
 }
 

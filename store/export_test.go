@@ -132,3 +132,14 @@ func (db *DB) ForgetWriteStatements() {
 		return true
 	})
 }
+
+// BurnTransactionIDs commits n empty transactions that each take a
+// transaction id (PostgreSQL), leaving a gap in the ids events get.
+func (db *DB) BurnTransactionIDs(ctx context.Context, n int) error {
+	for range n {
+		if _, err := db.write.ExecContext(ctx, `SELECT pg_current_xact_id()`); err != nil {
+			return err
+		}
+	}
+	return nil
+}
