@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -269,7 +271,12 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 		s.error(w, r, subscribeError(err))
 		return
 	}
-	defer s.deps.Events.Unsubscribe(sub)
+	detached := false // the stream went on in a goroutine of its own
+	defer func() {
+		if !detached {
+			s.deps.Events.Unsubscribe(sub)
+		}
+	}()
 
 	// Start after the client's id, else after the newest event now (the
 	// hub may not have handed it out yet). Reading before the 200 goes
@@ -304,49 +311,63 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	// The write deadline is moved on once a third of it has passed, not at
-	// every write (a system call on HTTP/1.1): a write still has at least
-	// 2/3·streamWrite, more than the heartbeat's interval, and a stream
-	// that cannot write for 2/3·streamWrite to streamWrite ends.
-	var deadline time.Time
-	var werr error
-	write := func(b []byte) {
-		if werr != nil {
+
+	out := &streamOut{w: w, rc: rc}
+	if r.ProtoMajor == 1 && r.ProtoMinor == 1 && r.Method == http.MethodGet {
+		// HTTP/1.1: the stream leaves net/http (docs/events.md,
+		// "Streams"). The header goes out chunked, as for any flushed
+		// answer without a length; the chunks follow from here.
+		if err := rc.Flush(); err != nil {
 			return
 		}
-		if now := time.Now(); deadline.Sub(now) < streamWrite*2/3 {
-			deadline = now.Add(streamWrite)
-			_ = rc.SetWriteDeadline(deadline)
+		if conn, _, err := rc.Hijack(); err == nil {
+			// The connection's buffers and the request go with this
+			// goroutine; a fresh one writes the events, another notices
+			// the client leaving.
+			sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+			out = &streamOut{conn: conn}
+			s.streams.Add(1)
+			go func() {
+				defer s.streams.Done()
+				defer cancel()
+				go func() {
+					var b [64]byte
+					for {
+						if _, err := conn.Read(b[:]); err != nil {
+							cancel()
+							return
+						}
+					}
+				}()
+				s.sendEvents(sctx, sub, out, cur, f, first)
+				s.deps.Events.Unsubscribe(sub)
+				out.end()
+			}()
+			detached = true
+			return
 		}
-		_, werr = w.Write(b)
 	}
-	// pending counts the bytes written since the last flush. Events are
-	// written as they come, each its frame shared by every stream
-	// (events.Item.Frame), into the response's buffer, and flushed once
-	// per batch: what the hub handed over together, a page of the
-	// backlog. A stream keeps no buffer of its own between batches.
-	pending := 0
+	s.sendEvents(ctx, sub, out, cur, f, first)
+}
+
+// sendEvents writes a stream's body: the retry field, the backlog from
+// first on (read on with f), then the live events of sub after cur, until
+// ctx ends, the hub cuts sub off or out cannot write.
+func (s *Server) sendEvents(ctx context.Context, sub *events.Sub, out *streamOut, cur yard.EventID, f yard.EventFilter, first *yard.EventPage) {
+	// Events are written as they come, each its frame shared by every
+	// stream (events.Item.Frame), and flushed once per batch: what the hub
+	// handed over together, a page of the backlog.
 	add := func(e *events.Item) {
-		f := e.Frame(s.RenderEvent)
-		write(f)
-		pending += len(f)
-	}
-	flush := func() bool {
-		if pending > 0 && werr == nil {
-			werr = rc.Flush()
-		}
-		pending = 0
-		return werr == nil
+		out.write(e.Frame(s.RenderEvent))
 	}
 	send := func(b []byte) bool {
-		write(b)
-		pending += len(b)
-		return flush()
+		out.write(b)
+		return out.flush()
 	}
 	// drain writes what is waiting on the subscription after cur, up to
 	// a batch's size.
 	drain := func() {
-		for pending < streamBatch {
+		for out.pending < streamBatch {
 			select {
 			case it := <-sub.C:
 				if cur.Less(it.Event.ID) {
@@ -371,7 +392,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 		for _, e := range page.Events {
 			add(&events.Item{Event: e})
 		}
-		if !flush() {
+		if !out.flush() {
 			return
 		}
 		prev := cur
@@ -380,6 +401,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 			break
 		}
 		f.After = cur
+		var err error
 		if page, err = s.deps.DB.ReadEvents(ctx, f); err != nil {
 			_ = send([]byte(": the store cannot be read; reconnect with Last-Event-ID\n\n"))
 			return
@@ -391,11 +413,12 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 	for {
 		select {
 		case <-ctx.Done():
+			out.gone = true
 			return
 		case <-sub.Cut:
 			// Send what was handed over before the cut, then say why.
-			for drain(); pending > 0; drain() {
-				if !flush() {
+			for drain(); out.pending > 0; drain() {
+				if !out.flush() {
 					return
 				}
 			}
@@ -406,7 +429,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 				add(it)
 				cur = it.Event.ID
 			}
-			if drain(); !flush() {
+			if drain(); !out.flush() {
 				return
 			}
 		case <-beat.C:
@@ -415,6 +438,126 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 			}
 		}
 	}
+}
+
+// streamOut is where a stream's bytes go: the response (HTTP/2, and
+// HTTP/1.1 when the connection cannot be taken over), or the taken-over
+// HTTP/1.1 connection itself, in chunks of the chunked body its header
+// announced. Either way a stream keeps no buffer of its own between
+// batches.
+type streamOut struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+
+	conn  net.Conn
+	chunk *[]byte // the batch being written on conn, from chunkPool
+
+	pending  int // bytes written since the last flush
+	deadline time.Time
+	err      error
+	gone     bool // the client left
+}
+
+// chunkHead is the room left at the head of a chunk for its size line.
+const chunkHead = 18
+
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, chunkHead, 4<<10); return &b }}
+
+// setDeadline moves the write deadline on once a third of it has passed,
+// not at every write (a system call): a write still has at least
+// 2/3·streamWrite, more than the heartbeat's interval, and a stream that
+// cannot write for 2/3·streamWrite to streamWrite ends.
+func (o *streamOut) setDeadline() {
+	if now := time.Now(); o.deadline.Sub(now) < streamWrite*2/3 {
+		o.deadline = now.Add(streamWrite)
+		if o.conn != nil {
+			_ = o.conn.SetWriteDeadline(o.deadline)
+		} else {
+			_ = o.rc.SetWriteDeadline(o.deadline)
+		}
+	}
+}
+
+func (o *streamOut) write(b []byte) {
+	if o.err != nil {
+		return
+	}
+	o.pending += len(b)
+	if o.conn == nil {
+		o.setDeadline()
+		_, o.err = o.w.Write(b)
+		return
+	}
+	if o.chunk == nil {
+		o.chunk = chunkPool.Get().(*[]byte)
+		*o.chunk = (*o.chunk)[:chunkHead]
+	}
+	*o.chunk = append(*o.chunk, b...)
+}
+
+// flush sends what was written since the last flush; it reports whether
+// the stream can still write.
+func (o *streamOut) flush() bool {
+	n := o.pending
+	o.pending = 0
+	if o.err != nil {
+		return false
+	}
+	if o.conn == nil {
+		if n > 0 {
+			o.err = o.rc.Flush()
+		}
+		return o.err == nil
+	}
+	if o.chunk == nil {
+		return true
+	}
+	buf := *o.chunk
+	// The chunk's size line ends right before its data.
+	var hb [chunkHead]byte
+	head := strconv.AppendInt(hb[:0], int64(len(buf)-chunkHead), 16)
+	head = append(head, '\r', '\n')
+	start := chunkHead - len(head)
+	copy(buf[start:], head)
+	buf = append(buf, '\r', '\n')
+	o.setDeadline()
+	_, o.err = o.conn.Write(buf[start:])
+	*o.chunk = buf[:0]
+	if cap(buf) <= 64<<10 {
+		chunkPool.Put(o.chunk)
+	}
+	o.chunk = nil
+	return o.err == nil
+}
+
+// WaitStreams waits, up to ctx, for the HTTP/1.1 streams that left
+// net/http (streamEvents) to end: the server's Shutdown does not wait for
+// them, and the hub's Close cuts them off.
+func (s *Server) WaitStreams(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.streams.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// end closes a taken-over connection, after the last chunk unless the
+// client left or a write failed.
+func (o *streamOut) end() {
+	if o.conn == nil {
+		return
+	}
+	if o.err == nil && !o.gone {
+		_ = o.conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = o.conn.Write([]byte("0\r\n\r\n"))
+	}
+	_ = o.conn.Close()
 }
 
 // subscribeError maps a refused subscription to its answer: 429 past the

@@ -6,6 +6,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -409,5 +411,98 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 	}
 	if ev := s.next(t); ev.Type != "bark.created" {
 		t.Fatalf("after the read time-out: %+v", ev)
+	}
+}
+
+// TestStreamOverHTTP1: an HTTP/1.1 stream leaves net/http once its header
+// is out (docs/events.md, "Streams"). Its body is still a well-formed
+// chunked body; a client that leaves frees its place at once, not at the
+// next heartbeat; the hub's Close ends it with the cut-off comment and the
+// last chunk, and WaitStreams returns once it has.
+func TestStreamOverHTTP1(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	env, hub := startEvents(t, db, events.Config{PerPerson: 1})
+	env.CreateUser("alice", pw)
+	_, dogURI := env.dog(t, "alice", map[string]any{"name": "Rex", "email": "rex@example.org"})
+	srv := httptest.NewUnstartedServer(env.API.Handler())
+	srv.EnableHTTP2 = false
+	srv.StartTLS()
+	defer srv.Close()
+
+	open := func() (net.Conn, *bufio.Reader, *http.Response) {
+		t.Helper()
+		c, err := tls.Dial("tcp", srv.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/events", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.SetBasicAuth("alice", pw)
+		if err := req.Write(c); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, br, resp
+	}
+	c, _, resp := open()
+	if resp.StatusCode != 200 || len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked" ||
+		resp.Header.Get("Content-Type") != "text/event-stream" || resp.Close {
+		t.Fatalf("the stream's answer: %d %v %q close=%v", resp.StatusCode, resp.TransferEncoding, resp.Header.Get("Content-Type"), resp.Close)
+	}
+	// The body, read through Go's chunked reader: a malformed chunk is an
+	// error.
+	lines := bufio.NewReader(resp.Body)
+	readUntil := func(prefix string) {
+		t.Helper()
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			line, err := lines.ReadString('\n')
+			if err != nil {
+				t.Fatalf("reading the stream for %q: %v", prefix, err)
+			}
+			if strings.HasPrefix(line, prefix) {
+				return
+			}
+		}
+	}
+	readUntil("retry: ")
+	if r := env.Do(apitest.Request{Method: "POST", Path: dogURI + "barks", User: "alice", Password: pw}); r.StatusCode != 201 {
+		t.Fatalf("bark: %d", r.StatusCode)
+	}
+	readUntil("event: bark.created")
+	readUntil("event: bark.succeeded")
+
+	// The client leaves: its place (the only one alice has) is free
+	// within moments.
+	c.Close()
+	deadline := time.Now().Add(3 * time.Second)
+	var second *http.Response
+	for {
+		_, _, second = open()
+		if second.StatusCode == 200 || time.Now().After(deadline) {
+			break
+		}
+		second.Body.Close()
+		time.Sleep(50 * time.Millisecond)
+	}
+	if second.StatusCode != 200 {
+		t.Fatalf("a stream after the only one was closed: %d", second.StatusCode)
+	}
+
+	// The hub closes (the server stops): the cut-off comment, then the
+	// end of the body.
+	hub.Close()
+	body, err := io.ReadAll(second.Body)
+	if err != nil || !strings.Contains(string(body), ": cut off") {
+		t.Fatalf("the end of a stream cut off: %q, %v", body, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := env.API.WaitStreams(ctx); err != nil {
+		t.Fatalf("WaitStreams: %v", err)
 	}
 }

@@ -117,6 +117,9 @@ type Server struct {
 	// deps are the server's collaborators, fixed by New; nothing outside
 	// the package can change them.
 	deps Deps
+	// streams counts the HTTP/1.1 event streams that left net/http
+	// (streamEvents), for WaitStreams.
+	streams sync.WaitGroup
 	// basic is the chain's Basic scheme, or nil.
 	basic *auth.Basic
 

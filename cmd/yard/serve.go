@@ -429,6 +429,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx)
+	// The HTTP/1.1 event streams left the server (httpapi.Server.WaitStreams);
+	// Shutdown's hub Close has cut them off.
+	_ = a.api.WaitStreams(shutdownCtx)
 	if plain != nil {
 		_ = plain.Shutdown(shutdownCtx)
 	}
