@@ -112,9 +112,11 @@ func (db *DB) UpdateDog(ctx context.Context, id string, upd yard.DogUpdate) (*ya
 	ctx, span := db.span(ctx, "store.UpdateDog")
 	defer span.End()
 	var out *yard.Dog
-	// Group-committed (batch.go): on SQLite a rename shares its commit,
-	// and its fsync, with the other writes queued meanwhile.
-	err := db.WithBatchTx(ctx, id, func(tx *Tx) error {
+	// Group-committed on SQLite (batch.go): a rename shares its commit,
+	// and its fsync, with the other writes queued meanwhile. PostgreSQL
+	// has many writers and updates of one dog seldom meet: no key, no
+	// batch.
+	err := db.WithBatchTx(ctx, "", func(tx *Tx) error {
 		var err error
 		out, err = db.updateDogTx(ctx, tx, id, upd)
 		return err
