@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -330,6 +331,16 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 			go func() {
 				defer s.streams.Done()
 				defer cancel()
+				defer func() {
+					// Out of the handler, out of its recovery
+					// (serve): a panic ends this stream only.
+					if v := recover(); v != nil {
+						s.deps.Logger.Error("panic", slog.String("in", "event stream"), slog.Any("panic", v))
+						out.gone = true
+						s.deps.Events.Unsubscribe(sub)
+						out.end()
+					}
+				}()
 				go func() {
 					var b [64]byte
 					for {
