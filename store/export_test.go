@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/yard-api/yard/internal/batch"
 )
@@ -142,4 +143,42 @@ func (db *DB) BurnTransactionIDs(ctx context.Context, n int) error {
 		}
 	}
 	return nil
+}
+
+// ExplainPreviousBarks returns the engine's plan of the read of a dog's
+// last scheduled barks, after giving the dog n barks of requests and
+// refreshing the planner's statistics.
+func (db *DB) ExplainPreviousBarks(ctx context.Context, dogID string, n int) (string, error) {
+	if _, err := db.write.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2)
+		INSERT INTO tasks (id, dog_id, effect, status, async, source, slot_at, created_at, run_at)
+		SELECT 'request-' || i, $1, 'record', 'succeeded', FALSE, 'request', 0, i, i FROM n`, dogID, n); err != nil {
+		return "", err
+	}
+	if _, err := db.write.ExecContext(ctx, `ANALYZE`); err != nil {
+		return "", err
+	}
+	prefix := `EXPLAIN `
+	if db.engine == SQLite {
+		prefix = `EXPLAIN QUERY PLAN `
+	}
+	rows, err := db.read.QueryContext(ctx, prefix+previousBarksSQL, dogID, 10)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var b strings.Builder
+	for rows.Next() {
+		vals, err := scanValues(rows, len(cols))
+		if err != nil {
+			return "", err
+		}
+		if v, ok := vals[len(vals)-1].([]byte); ok {
+			b.Write(v)
+		} else {
+			fmt.Fprint(&b, vals[len(vals)-1])
+		}
+		b.WriteByte('\n')
+	}
+	return b.String(), rows.Err()
 }

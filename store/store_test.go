@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,6 +165,27 @@ func TestNewPasswordEndsSessionsAndRefreshFamilies(t *testing.T) {
 		}
 		if got, err := db.RotateRefresh(ctx, "f1", "j1", "j2", now.Add(time.Hour)); err != nil || got == yard.RotateOK {
 			t.Fatalf("refresh family still rotates after a new password: %v %v", got, err)
+		}
+	})
+}
+
+// TestPreviousBarksByIndex: the read of a dog's last scheduled barks (in
+// every dog.updated event) goes through the partial index of scheduled
+// barks, not through every bark of the dog.
+func TestPreviousBarksByIndex(t *testing.T) {
+	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u := mustUser(t, db, "alice")
+		d := &yard.Dog{Name: "Rex", Email: "rex@example.org", Owner: u.ID}
+		if err := db.CreateDog(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		plan, err := db.ExplainPreviousBarks(ctx, d.ID, 5000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(plan, "tasks_dog_slot_idx") {
+			t.Fatalf("the read of a dog's last scheduled barks, over 5,000 barks of requests:\n%s", plan)
 		}
 	})
 }
