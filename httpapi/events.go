@@ -337,9 +337,9 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 					if v := recover(); v != nil {
 						s.deps.Logger.Error("panic", slog.String("in", "event stream"), slog.Any("panic", v))
 						out.gone = true
-						s.deps.Events.Unsubscribe(sub)
-						out.end()
 					}
+					s.deps.Events.Unsubscribe(sub)
+					out.end()
 				}()
 				go func() {
 					var b [64]byte
@@ -351,8 +351,6 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 					}
 				}()
 				s.sendEvents(sctx, sub, out, cur, f, first)
-				s.deps.Events.Unsubscribe(sub)
-				out.end()
 			}()
 			detached = true
 			return
