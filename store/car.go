@@ -648,36 +648,45 @@ func (db *DB) ExplainCars(ctx context.Context, q yard.Query, page yard.Page) (st
 		args []any
 	}{{pageSQL, pageArgs}, {countSQL, args}} {
 		b.WriteString(strings.Join(strings.Fields(stmt.sql), " ") + "\n")
-		prefix := `EXPLAIN `
-		if db.engine == SQLite {
-			prefix = `EXPLAIN QUERY PLAN `
-		}
-		rows, err := db.read.QueryContext(ctx, prefix+stmt.sql, stmt.args...)
+		lines, err := db.explain(ctx, stmt.sql, stmt.args...)
 		if err != nil {
 			return "", err
 		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals, err := scanValues(rows, len(cols))
-			if err != nil {
-				rows.Close()
-				return "", err
-			}
-			// SQLite: id, parent, notused, detail; PostgreSQL: one text column.
-			line := vals[len(vals)-1]
-			switch v := line.(type) {
-			case []byte:
-				b.WriteString("  " + string(v) + "\n")
-			default:
-				b.WriteString("  " + strings.TrimSpace(fmtAny(v)) + "\n")
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return "", err
+		for _, line := range lines {
+			b.WriteString("  " + line + "\n")
 		}
 	}
 	return b.String(), nil
+}
+
+// explain returns the engine's plan of one statement, a line per row
+// (EXPLAIN QUERY PLAN on SQLite, EXPLAIN on PostgreSQL).
+func (db *DB) explain(ctx context.Context, query string, args ...any) ([]string, error) {
+	prefix := `EXPLAIN `
+	if db.engine == SQLite {
+		prefix = `EXPLAIN QUERY PLAN `
+	}
+	rows, err := db.read.QueryContext(ctx, prefix+query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var lines []string
+	for rows.Next() {
+		vals, err := scanValues(rows, len(cols))
+		if err != nil {
+			return nil, err
+		}
+		// SQLite: id, parent, notused, detail; PostgreSQL: one text column.
+		switch v := vals[len(vals)-1].(type) {
+		case []byte:
+			lines = append(lines, string(v))
+		default:
+			lines = append(lines, strings.TrimSpace(fmtAny(v)))
+		}
+	}
+	return lines, rows.Err()
 }
 
 // scanValues scans the current row of n columns of any types.

@@ -157,28 +157,6 @@ func (db *DB) ExplainPreviousBarks(ctx context.Context, dogID string, n int) (st
 	if _, err := db.write.ExecContext(ctx, `ANALYZE`); err != nil {
 		return "", err
 	}
-	prefix := `EXPLAIN `
-	if db.engine == SQLite {
-		prefix = `EXPLAIN QUERY PLAN `
-	}
-	rows, err := db.read.QueryContext(ctx, prefix+previousBarksSQL, dogID, 10)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var b strings.Builder
-	for rows.Next() {
-		vals, err := scanValues(rows, len(cols))
-		if err != nil {
-			return "", err
-		}
-		if v, ok := vals[len(vals)-1].([]byte); ok {
-			b.Write(v)
-		} else {
-			fmt.Fprint(&b, vals[len(vals)-1])
-		}
-		b.WriteByte('\n')
-	}
-	return b.String(), rows.Err()
+	lines, err := db.explain(ctx, previousBarksSQL, dogID, 10)
+	return strings.Join(lines, "\n"), err
 }
