@@ -128,6 +128,10 @@ type Server struct {
 	// that have an XML representation (handleXML, problemXML).
 	xmlPaths *http.ServeMux
 	routes   []route
+	// literals maps each path a route names without a wildcard to its
+	// routes' methods: a wildcard route never answers such a path for
+	// another method (/cars/search is not the car "search"), literalRoute.
+	literals map[string][]string
 	metrics  *metrics
 	openapi  []byte
 	// openapiMu guards openapi, built on first use by concurrent requests.
@@ -170,7 +174,7 @@ func New(d Deps) *Server {
 	if d.Version == "" {
 		d.Version = "dev"
 	}
-	s := &Server{deps: d, basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux()}
+	s := &Server{deps: d, basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{}}
 	s.metrics = newMetrics(s.deps.Registry)
 	if s.deps.Tracing != nil {
 		s.tracer = s.deps.Tracing.Tracer(tracing.Scope)
@@ -199,6 +203,9 @@ func (s *Server) handleXML(method, pattern string, h http.HandlerFunc) {
 
 func (s *Server) handle(method, pattern string, h http.HandlerFunc) {
 	s.routes = append(s.routes, route{Method: method, Pattern: pattern})
+	if path := strings.TrimSuffix(pattern, "{$}"); method != "" && !strings.Contains(path, "{") {
+		s.literals[path] = append(s.literals[path], method)
+	}
 	if method == "" {
 		s.mux.HandleFunc(pattern, h)
 		return
@@ -295,7 +302,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h, pattern := s.mux.Handler(r)
-	if pattern == "" {
+	if pattern == "" || s.literalRoute(r, pattern) != nil {
 		s.unrouted(sw, r, h)
 		return
 	}
@@ -339,7 +346,18 @@ func (w *muxRedirects) Write(b []byte) (int, error) {
 // the answer to OPTIONS (204 with Allow), each with a problem body.
 func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	rec := &recorder{header: http.Header{}, Code: http.StatusOK}
-	h.ServeHTTP(rec, r)
+	if methods := s.literals[r.URL.Path]; methods != nil {
+		// A path some route names as it is: only its own routes' methods.
+		allow := slices.Clone(methods)
+		if slices.Contains(allow, http.MethodGet) {
+			allow = append(allow, http.MethodHead)
+		}
+		slices.Sort(allow)
+		rec.Code = http.StatusMethodNotAllowed
+		rec.header.Set("Allow", strings.Join(slices.Compact(allow), ", "))
+	} else {
+		h.ServeHTTP(rec, r)
+	}
 	switch {
 	case rec.Code == http.StatusMethodNotAllowed:
 		allow := rec.header.Get("Allow")
@@ -363,6 +381,18 @@ func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler
 	default:
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
 	}
+}
+
+// literalRoute returns the methods of the routes that name the request's
+// path without a wildcard when the mux matched it to a pattern with one (for
+// another method): ServeMux would give DELETE /cars/search to DELETE
+// /cars/{car_id}, but /cars/search is a resource of its own that takes GET
+// only, so the answer is its 405. Nil otherwise.
+func (s *Server) literalRoute(r *http.Request, pattern string) []string {
+	if !strings.Contains(strings.TrimSuffix(pattern, "{$}"), "{") {
+		return nil
+	}
+	return s.literals[r.URL.Path]
 }
 
 // recorder captures the answer of the mux's own 404/405 handlers.
