@@ -84,6 +84,7 @@ func TestDogsAndPeople(t *testing.T) {
 			t.Fatalf("dog: got %v", dog)
 		}
 		dogURI := "/v1/dogs/" + id + "/"
+		createdValidators(t, env, resp, dogURI)
 		big := `{"name":"` + strings.Repeat("x", 2<<20) + `"}`
 
 		run(t, env, []scenario{
@@ -322,6 +323,25 @@ func TestPlainHTTPCredentialsRefused(t *testing.T) {
 	}
 }
 
+// createdValidators checks that a 201 carries the ETag and Last-Modified
+// that a GET of the new dog answers with (docs/api.md, "Dogs"): the ETag
+// of the 201 makes the GET conditional.
+func createdValidators(t *testing.T, env *apitest.Env, created *apitest.Response, path string) {
+	t.Helper()
+	etag, modified := created.Header.Get("ETag"), created.Header.Get("Last-Modified")
+	if etag == "" || modified == "" {
+		t.Fatalf("201 of %s: ETag %q, Last-Modified %q; want both", path, etag, modified)
+	}
+	got := env.Do(apitest.Request{Path: path, User: "alice", Password: pw})
+	if got.Header.Get("ETag") != etag || got.Header.Get("Last-Modified") != modified {
+		t.Fatalf("GET %s: ETag %q, Last-Modified %q; the 201 had %q, %q", path, got.Header.Get("ETag"), got.Header.Get("Last-Modified"), etag, modified)
+	}
+	got = env.Do(apitest.Request{Path: path, User: "alice", Password: pw, Headers: map[string]string{"If-None-Match": etag}})
+	if got.StatusCode != 304 {
+		t.Fatalf("GET %s with the 201's ETag: %d, want 304", path, got.StatusCode)
+	}
+}
+
 func TestDogsV2(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := apitest.Start(t, db)
@@ -336,6 +356,13 @@ func TestDogsV2(t *testing.T) {
 		if resp.Header.Get("Location") != env.URL+"/v2/dogs/"+id {
 			t.Fatalf("v2 Location: %q", resp.Header.Get("Location"))
 		}
+		createdValidators(t, env, resp, "/v2/dogs/"+id)
+		resp = env.Do(apitest.Request{Method: "PUT", Path: "/v1/dogs/chosen-id/", User: "alice", Password: pw,
+			Body: map[string]any{"name": "Max", "email": "max@example.org"}})
+		if resp.StatusCode != 201 {
+			t.Fatalf("PUT create: %d %s", resp.StatusCode, resp.Body)
+		}
+		createdValidators(t, env, resp, "/v1/dogs/chosen-id/")
 		owner := v2["owner"].(map[string]any)
 		if owner["id"] != alice.ID || owner["href"] != env.URL+"/v1/people/"+alice.ID {
 			t.Fatalf("v2 owner: %v", owner)
@@ -358,7 +385,7 @@ func TestDogsV2(t *testing.T) {
 			t.Fatalf("v2 owner without id: %d", resp.StatusCode)
 		}
 		resp = env.Do(apitest.Request{Path: "/v2/dogs", User: "alice", Password: pw})
-		if resp.Map(t)["total"] != 1.0 {
+		if resp.Map(t)["total"] != 2.0 { // Rex and the dog created by PUT
 			t.Fatalf("v2 list: %s", resp.Body)
 		}
 	})

@@ -384,6 +384,24 @@ func writeRepresentation(w http.ResponseWriter, r *http.Request, v any, modified
 	}
 }
 
+// writeCreated writes v, the representation of a resource just created,
+// as 201 with the ETag and Last-Modified a GET of it answers with (RFC 9110
+// §8.8.2, §8.8.3), so a client can make its next request conditional
+// without reading the resource again.
+func writeCreated(w http.ResponseWriter, v any, modified time.Time) {
+	body, err := marshalJSON(v)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "encoding"})
+		return
+	}
+	h := w.Header()
+	h.Set("ETag", etagOfBody(body))
+	if !modified.IsZero() {
+		h.Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
+	}
+	writeJSONBody(w, http.StatusCreated, body)
+}
+
 // etagOf returns the strong entity tag of v's JSON representation.
 func etagOf(v any) string {
 	body, _ := marshalJSON(v)
