@@ -152,21 +152,26 @@ func ValidateCodeURL(s string) error {
 	}
 	if u.User != nil {
 		// Credentials do not belong in a URL that readers of the dog see
-		// (RFC 3986 §3.2.1 deprecates them). ssh:// may name the login
-		// user, as git@host:path does, and nothing more.
-		_, hasPassword := u.User.Password()
-		if u.Scheme != "ssh" || hasPassword || !sshUserRe.MatchString(u.User.Username()) {
-			return codeURLError("must not hold user info (a user name or password); ssh:// may only name the login user, as in ssh://git@host/path")
+		// (RFC 3986 §3.2.1 deprecates them). ssh:// may name the user git,
+		// as the git@host:path form does, and nothing more.
+		if !sshGitUser(u) {
+			return codeURLError("must not hold user info (a user name or password); ssh:// may only name the user git, as in ssh://git@host/path")
 		}
 	}
 	return nil
 }
 
-var sshUserRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.]*$`)
+// sshGitUser reports whether u's user info is the one an ssh:// codeUrl
+// may hold: the user git, without a password (the user of the
+// git@host:path form).
+func sshGitUser(u *url.URL) bool {
+	_, hasPassword := u.User.Password()
+	return u.Scheme == "ssh" && !hasPassword && u.User.Username() == "git"
+}
 
 // DisplayCodeURL returns a codeUrl as it may be shown to readers of the
-// dog: without user info other than an ssh login name (a value stored
-// before user info was refused keeps its password out of every answer).
+// dog: without user info other than ssh://git@ (a value stored before
+// user info was refused keeps its user and password out of every answer).
 func DisplayCodeURL(s string) string {
 	if strings.HasPrefix(s, "git@") || !strings.Contains(s, "@") {
 		return s
@@ -178,7 +183,7 @@ func DisplayCodeURL(s string) string {
 	if u.User == nil {
 		return s
 	}
-	if _, hasPassword := u.User.Password(); u.Scheme == "ssh" && !hasPassword && sshUserRe.MatchString(u.User.Username()) {
+	if sshGitUser(u) {
 		return s
 	}
 	u.User = nil

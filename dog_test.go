@@ -40,6 +40,8 @@ func TestValidateCodeURL(t *testing.T) {
 		"https://user:secret@example.org/x.git",
 		"https://:secret@example.org/x.git",
 		"ssh://git:secret@example.org/x.git",
+		"ssh://root@example.org/x.git",
+		"ssh://alice@example.org/x.git",
 		"ssh://-oProxyCommand=x@example.org/x.git",
 		"file:relative/path",
 		"/plain/path",
@@ -94,6 +96,7 @@ func TestDisplayCodeURLHidesCredentials(t *testing.T) {
 		"https://token@example.org/x.git":       "https://example.org/x.git",
 		"ssh://git:secret@example.org/x.git":    "ssh://example.org/x.git",
 		"ssh://git@example.org/x.git":           "ssh://git@example.org/x.git",
+		"ssh://root@example.org/x.git":          "ssh://example.org/x.git",
 		"git@example.org:team/x.git":            "git@example.org:team/x.git",
 		"https://example.org/x.git":             "https://example.org/x.git",
 	} {
