@@ -51,6 +51,9 @@ type Error struct {
 	// Oldest, for EGONE, is the oldest event id the store still holds
 	// ("" when it holds none).
 	Oldest string
+	// AcceptPatch, for EUNSUPPORTED on a PATCH, lists the patch formats
+	// taken (the Accept-Patch header, RFC 5789 §3.1).
+	AcceptPatch string
 }
 
 func (e *Error) Error() string {

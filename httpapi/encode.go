@@ -303,13 +303,26 @@ func position(body []byte, off int64) (line, col int) {
 	return line, col
 }
 
-// requireJSON refuses a request body whose media type is not JSON.
+// mergePatch is the patch format every PATCH of the API takes (RFC 7396),
+// as its 415 answers say in Accept-Patch (RFC 5789 §3.1).
+const mergePatch = "application/merge-patch+json"
+
+// requireJSON refuses a request body whose media type is not JSON. A PATCH
+// body is a patch document whose media type says how to apply it (RFC 5789
+// §2): only a merge patch, sent as application/merge-patch+json or
+// application/json, is taken; another (application/json-patch+json) is
+// 415 rather than read as a merge patch.
 func requireJSON(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		return nil
 	}
 	mt, params, err := mime.ParseMediaType(ct)
+	if r.Method == http.MethodPatch && (err != nil || (mt != "application/json" && mt != mergePatch)) {
+		e := yard.Errorf(yard.EUNSUPPORTED, "A PATCH body is a JSON merge patch (RFC 7396), sent as %s or application/json, not %q.", mergePatch, ct)
+		e.AcceptPatch = mergePatch + ", application/json"
+		return e
+	}
 	if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
 		return yard.Errorf(yard.EUNSUPPORTED, "Send the body as application/json, not %q.", ct)
 	}

@@ -100,6 +100,9 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		for _, c := range e.Challenge {
 			w.Header().Add("WWW-Authenticate", c)
 		}
+		if e.AcceptPatch != "" {
+			w.Header().Set("Accept-Patch", e.AcceptPatch)
+		}
 	}
 	if code == yard.EINTERNAL {
 		s.deps.Logger.ErrorContext(r.Context(), "internal error", slog.String("request_id", p.RequestID),
