@@ -287,5 +287,11 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	s.Metrics().ServeHTTP(w, r)
+}
+
+// Metrics serves the process's Prometheus metrics without credentials,
+// for a listener only the host reaches (serve's --debug-addr).
+func (s *Server) Metrics() http.Handler {
+	return promhttp.HandlerFor(s.deps.Registry, promhttp.HandlerOpts{})
 }

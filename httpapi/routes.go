@@ -6,7 +6,7 @@ import "github.com/yard-api/yard/pages"
 // method and a path pattern; a known path with another method answers 405
 // with Allow, OPTIONS answers 204 with Allow, and GET also serves HEAD.
 func (s *Server) registerRoutes() {
-	// Discovery and operations (public).
+	// Discovery and operations (public but for the metrics).
 	s.handle("GET", "/{$}", s.handleIndex)
 	s.handle("GET", "/openapi.json", s.handleOpenAPI)
 	s.handle("GET", "/docs", s.handleDocs)
@@ -14,7 +14,10 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/problems/{slug}", s.handleProblem)
 	s.handle("GET", "/healthz", s.handleHealthz)
 	s.handle("GET", "/readyz", s.handleReadyz)
-	s.handle("GET", "/metrics", s.handleMetrics)
+	// Metrics are not public (docs/operations.md, "Metrics and traces"):
+	// any principal reads them here, and the loopback --debug-addr
+	// listener serves them without credentials.
+	s.handle("GET", "/metrics", s.authenticated(s.handleMetrics))
 
 	// People.
 	s.handle("POST", "/v1/people", s.adminOnly(s.handleCreatePerson))

@@ -230,7 +230,9 @@ func TestTwoServeProcessesOnePostgres(t *testing.T) {
 	// Their metrics add up to the same count.
 	total := 0.0
 	for _, s := range []*server{s1, s2} {
-		resp, err := insecure.Get(s.URL + "/metrics")
+		req, _ := http.NewRequest("GET", s.URL+"/metrics", nil)
+		req.SetBasicAuth("alice", "alice password 1")
+		resp, err := insecure.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,9 +29,13 @@ func debugListen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// debugServer serves the profiler's endpoints under /debug/pprof/.
-func debugServer() *http.Server {
+// debugServer serves the profiler's endpoints under /debug/pprof/, and
+// the metrics at /metrics without the credentials the API's /metrics
+// needs, for a scraper on the same host (docs/operations.md, "Metrics and
+// traces").
+func debugServer(metrics http.Handler) *http.Server {
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

@@ -507,6 +507,16 @@ func TestDebugAddr(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("/debug/pprof/cmdline: %d", resp.StatusCode)
 	}
+	// The metrics, without the credentials the API's /metrics needs.
+	resp, err = http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "yard_bark_tasks_pending") {
+		t.Fatalf("debug /metrics: %d %.200s", resp.StatusCode, body)
+	}
 }
 
 // dogWriters are clients creating dogs as the administrator, one after

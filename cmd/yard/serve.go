@@ -398,10 +398,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintf(stdout, "redirecting http://%s to %s\n", pln.Addr(), cfg.baseURL)
 	}
 	if dln != nil {
-		debug := debugServer()
+		debug := debugServer(a.api.Metrics())
 		go func() { _ = debug.Serve(dln) }()
 		defer debug.Close()
-		fmt.Fprintf(stdout, "profiler on http://%s/debug/pprof/\n", dln.Addr())
+		fmt.Fprintf(stdout, "profiler on http://%s/debug/pprof/, metrics on http://%[1]s/metrics\n", dln.Addr())
 	}
 
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
