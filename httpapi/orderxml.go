@@ -50,6 +50,9 @@ func decodeOrderXML(body []byte) (orderInput, error) {
 	}
 	dec := xml.NewDecoder(bytes.NewReader(body))
 	dec.Strict = true
+	dec.CharsetReader = func(charset string, _ io.Reader) (io.Reader, error) {
+		return nil, fmt.Errorf("only UTF-8 is read, and the document declares encoding %q", charset)
+	}
 	bad := func(format string, args ...any) error {
 		line, col := dec.InputPos()
 		return yard.Errorf(yard.EMALFORMED, "Malformed XML at line %d, column %d: %s.", line, col, fmt.Sprintf(format, args...))
