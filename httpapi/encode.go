@@ -500,23 +500,25 @@ func (s *Server) pageLinks(r *http.Request, total int, p yard.Page) string {
 	if kept != "" {
 		kept += sep
 	}
-	// Up to four links of one prefix, appended to one buffer: the
-	// busiest answer's header, made with one allocation and one copy.
+	// Up to four links of one prefix, written to one builder: the
+	// busiest answer's header, made with one allocation and no copy.
 	prefix := "<" + s.url(r.URL.EscapedPath()) + "?" + kept
-	b := make([]byte, 0, 4*(len(prefix)+64))
+	var b strings.Builder
+	b.Grow(4 * (len(prefix) + 64))
+	var num [20]byte
 	link := func(offset int, rel string) {
-		if len(b) > 0 {
-			b = append(b, ", "...)
+		if b.Len() > 0 {
+			b.WriteString(", ")
 		}
-		b = append(b, prefix...)
-		b = append(b, "offset="...)
-		b = strconv.AppendInt(b, int64(offset), 10)
-		b = append(b, sep...)
-		b = append(b, "max="...)
-		b = strconv.AppendInt(b, int64(p.Max), 10)
-		b = append(b, `>; rel="`...)
-		b = append(b, rel...)
-		b = append(b, '"')
+		b.WriteString(prefix)
+		b.WriteString("offset=")
+		b.Write(strconv.AppendInt(num[:0], int64(offset), 10))
+		b.WriteString(sep)
+		b.WriteString("max=")
+		b.Write(strconv.AppendInt(num[:0], int64(p.Max), 10))
+		b.WriteString(`>; rel="`)
+		b.WriteString(rel)
+		b.WriteByte('"')
 	}
 	size := max(p.Max, 1)
 	last := 0
@@ -531,5 +533,5 @@ func (s *Server) pageLinks(r *http.Request, total int, p yard.Page) string {
 		link(p.Offset+size, "next")
 	}
 	link(last, "last")
-	return string(b)
+	return b.String()
 }
