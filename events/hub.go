@@ -287,8 +287,8 @@ func (h *Hub) Run(ctx context.Context) error {
 		if err == nil {
 			h.mu.Lock()
 			h.pos = pos
+			h.readyLocked() // Close may have come first
 			h.mu.Unlock()
-			close(h.ready)
 			break
 		}
 		h.cfg.Logger.Warn("events: cannot read the store", slog.String("error", err.Error()))
@@ -544,6 +544,13 @@ func (h *Hub) close() {
 	for s := range h.subs {
 		h.dropLocked(s)
 	}
+	h.readyLocked()
+}
+
+// readyLocked closes ready, once: Run does when it knows its position,
+// close does when the hub stops, whichever comes first (a server stopped
+// while its hub still waited for the store's first answer).
+func (h *Hub) readyLocked() {
 	select {
 	case <-h.ready:
 	default:

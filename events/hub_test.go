@@ -329,3 +329,49 @@ func TestHubReadsItsPeople(t *testing.T) {
 		}
 	})
 }
+
+// slowStart is a store whose first LastEventID answers only once release
+// is closed.
+type slowStart struct {
+	*store.DB
+	asked   chan struct{}
+	release chan struct{}
+}
+
+func (s *slowStart) LastEventID(ctx context.Context) (yard.EventID, error) {
+	select {
+	case <-s.asked:
+	default:
+		close(s.asked)
+		<-s.release
+	}
+	return s.DB.LastEventID(ctx)
+}
+
+// TestHubClosedBeforeItsStart: a server stopped while its hub still waits
+// for the store's first answer (Close, then that answer) stops cleanly;
+// it once closed the hub's ready channel twice.
+func TestHubClosedBeforeItsStart(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	st := &slowStart{DB: db, asked: make(chan struct{}), release: make(chan struct{})}
+	hub := events.New(st, events.Config{Poll: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- hub.Run(ctx) }()
+	<-st.asked
+	hub.Close()
+	close(st.release)
+	time.Sleep(50 * time.Millisecond) // Run takes the answer, then polls
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not end")
+	}
+	if _, err := hub.Subscribe(context.Background(), "x", true, nil); err == nil {
+		t.Fatal("a closed hub took a subscription")
+	}
+}
