@@ -75,7 +75,7 @@ func TestBoundsKeepAnswers(t *testing.T) {
 		}
 		d.force.facets, d.force.page, d.force.match = "walk", "", "bitmaps"
 		want := d.list(q, page, facets)
-		for _, how := range [][2]string{{"", ""}, {"cross", ""}, {"complement", ""}, {"", "dense"}, {"cross", "dense"}, {"complement", "dense"}, {"", "roaring"}} {
+		for _, how := range [][2]string{{"", ""}, {"cross", ""}, {"complement", ""}, {"", "dense"}, {"cross", "dense"}, {"complement", "dense"}, {"", "roaring"}, {"cube", ""}, {"cube", "dense"}} {
 			d.force.facets, d.force.match = how[0], how[1]
 			if got := d.list(q, page, facets); !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s with facets %q, match %q:\n got %+v\nwant %+v", raw, how[0], how[1], got, want)

@@ -62,6 +62,7 @@ func (d *data) crossIDs(p uint32) (ids [len(crossFields)]uint32) {
 func (d *data) crossAdd(p uint32, remove bool) {
 	t := &d.cross
 	ids := d.crossIDs(p)
+	d.cube.add(&ids, remove)
 	for x, id := range ids {
 		if id >= maxCrossValues && !t.off[x] {
 			t.off[x] = true
@@ -103,11 +104,20 @@ type crossBase struct {
 	x    int
 	ids  []uint32
 	size uint64
+	// sums, when set, are the counts themselves, per crossFields index
+	// and column id (the facet cube's, cube.go): nothing is walked.
+	sums *[len(crossFields)][]uint64
 }
 
 // count returns the number of the base's cars whose field g has column
 // id j.
 func (b *crossBase) count(t *crossTabs, g int, j uint32) uint64 {
+	if b.sums != nil {
+		if s := b.sums[g]; int(j) < len(s) {
+			return s[j]
+		}
+		return 0
+	}
 	var n uint64
 	rows := t.n[b.x][g]
 	for _, i := range b.ids {

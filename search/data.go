@@ -58,6 +58,7 @@ type data struct {
 
 	tw    twins     // dense twins of the common values (dense.go)
 	cross crossTabs // cross counts of the column fields (cross.go)
+	cube  facetCube // counts of the few-valued fields' combinations (cube.go)
 
 	garages  []garageRec       // slot → garage; slot 0 is "no garage"
 	slotOf   map[string]uint32 // garage id → slot

@@ -644,6 +644,9 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 	// Facets walk the matches, or when most cars match the live cars that
 	// do not, as on the roaring path; or the cars of a cross-count base
 	// that do not match, with a second pass over the twins.
+	if b, ok := d.cubeFacets(q, facets, total); ok {
+		return d.answer(ps, total, facets, bitmapWalker(nil), false, b), true
+	}
 	all := d.alive.GetCardinality()
 	complement := total > all/2
 	if d.force.facets != "" {

@@ -32,6 +32,8 @@
 //     list strategy that scans them.
 //   - cross.go: cross counts, the start of a facet walk from a filter's
 //     cars.
+//   - cube.go: the facet cube, counts per combination of the few-valued
+//     fields, which answers their facets without a walk.
 //   - column.go, ids.go, probe.go: a field's value ids per car; the car
 //     ids end to end; the probe for changes that concurrent lists share.
 package search

@@ -235,7 +235,7 @@ func TestIndexMatchesSQL(t *testing.T) {
 		}
 		ix := build(t, db)
 		// Every strategy the index chooses between gives the same answer.
-		for _, facets := range []string{"", "walk", "complement", "cross"} {
+		for _, facets := range []string{"", "walk", "complement", "cross", "cube"} {
 			for _, page := range []string{"", "walk", "gather"} {
 				for _, match := range []string{"", "bitmaps", "dense"} {
 					ix.SetStrategy(search.WithStrategy(facets, page), search.WithMatch(match))
@@ -366,7 +366,7 @@ func TestIndexFollowsWrites(t *testing.T) {
 				what = "nothing"
 			}
 			t.Logf("step %d: %s", step, what)
-			facets, page := pick(r, []string{"", "walk", "complement", "cross"}), pick(r, []string{"", "walk", "gather"})
+			facets, page := pick(r, []string{"", "walk", "complement", "cross", "cube"}), pick(r, []string{"", "walk", "gather"})
 			ix.SetStrategy(search.WithStrategy(facets, page), search.WithMatch(pick(r, []string{"", "bitmaps", "dense", "dense"})))
 			for range 3 {
 				sameList(t, ctx, randomQuery(r), ix, db)

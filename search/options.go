@@ -7,7 +7,8 @@ package search
 type Option func(*strategy)
 
 // WithStrategy makes the index use one strategy for facets ("walk",
-// "complement", "cross" whenever a filter has cross counts) and pages
+// "complement", "cross" whenever a filter has cross counts, "cube"
+// whenever the facet cube can answer) and pages
 // ("walk", "gather", also when positions are in id order); "" lets it
 // choose.
 func WithStrategy(facets, page string) Option {

@@ -34,6 +34,9 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 		total = alive - u.GetCardinality()
 		if total > alive/2 {
 			ps = d.pageExcluding(u, total, page)
+			if b, ok := d.cubeFacets(q, facets, total); ok && len(facets) > 0 {
+				return d.answer(ps, total, facets, bitmapWalker(nil), false, b)
+			}
 			if len(facets) > 0 {
 				set, complement = u, true
 				if d.force.facets == "walk" {
@@ -50,6 +53,9 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 	m := d.combine(incl, excl)
 	total = m.GetCardinality()
 	ps = d.page(m, total, page)
+	if b, ok := d.cubeFacets(q, facets, total); ok && len(facets) > 0 {
+		return d.answer(ps, total, facets, bitmapWalker(nil), false, b)
+	}
 	if len(facets) > 0 {
 		complement = total > alive/2
 		if d.force.facets != "" {
