@@ -132,7 +132,9 @@ func (d *data) cubeFacets(q yard.Query, fields []string, total uint64) (*crossBa
 			prev, this := ok, d.allowedValue(x, f)
 			ok = func(i uint32) bool { return prev(i) && this(i) }
 		}
-		for i := range uint32(min(d.columnIDs(x), d.cube.size[k])) {
+		n := min(d.columnIDs(x), d.cube.size[k])
+		allowed[k] = make([]uint32, 0, n)
+		for i := range uint32(n) {
 			if ok(i) {
 				allowed[k] = append(allowed[k], i)
 			}
