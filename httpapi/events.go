@@ -214,6 +214,13 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := yard.PrincipalFromContext(r.Context())
+	if q.max == 0 {
+		// Like max=0 on every list (docs/api.md, "Paging"): no items; nothing
+		// is read, so next is the place asked for.
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, eventPage{Items: []json.RawMessage{}, Next: q.after.String()})
+		return
+	}
 	f := yard.EventFilter{After: q.after, Limit: q.max, Match: q.keep(p)}
 	if !p.IsAdmin() {
 		f.Owner = &p.UserID

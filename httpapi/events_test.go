@@ -113,6 +113,10 @@ func TestEventsPage(t *testing.T) {
 		if p3 := env.events(t, "alice", "?after="+p2.Next); len(p3.Items) != 0 || p3.Next != p2.Next {
 			t.Fatalf("past the end: %+v", p3)
 		}
+		// max=0 reads nothing: an empty page that keeps the place.
+		if p0 := env.events(t, "alice", "?max=0&after="+p1.Next); len(p0.Items) != 0 || p0.Next != p1.Next {
+			t.Fatalf("max=0: %+v, want no items and next %s", p0, p1.Next)
+		}
 		// Filters.
 		if got := typesOf(env.events(t, "alice", "?types=bark.*").Items); got != "bark.created bark.succeeded" {
 			t.Fatalf("types=bark.*: %q", got)
