@@ -192,25 +192,47 @@ func escapeValue(v string) string {
 	return b.String()
 }
 
-// queryBuilder gathers conditions into a Query, one filter per field.
+// queryBuilder gathers conditions into a Query, one filter per field. A
+// query holds a few fields and values (MaxQueryValues at most), so they
+// are kept in slices, sorted and deduplicated once in query: maps made for
+// every parsed query were most of its parse, the busiest route's
+// (docs/benchmarks.md, "Fewer allocations for a car list").
 type queryBuilder struct {
-	filters map[string]*filterSet
-	values  int
+	sets   []*filterSet // one per field, in the order first met
+	values int
 }
 
 type filterSet struct {
-	in, notIn     map[string]bool
+	field         string
+	in, notIn     []string
 	null, notNull bool
-	ranges        map[string]int64 // strongest bound per op
+	ranges        [len(rangeOps)]bound // the strongest bound per operator
+}
+
+// rangeOps are the comparison operators, in the order of a Filter's Ranges.
+var rangeOps = [...]string{OpGe, OpGt, OpLe, OpLt}
+
+type bound struct {
+	set bool
+	n   int64
+}
+
+// set returns the conditions of field, made on first use.
+func (b *queryBuilder) set(field string) *filterSet {
+	for _, fs := range b.sets {
+		if fs.field == field {
+			return fs
+		}
+	}
+	fs := &filterSet{field: field}
+	b.sets = append(b.sets, fs)
+	return fs
 }
 
 // add records one condition: field (canonical), operator, value (already
 // decoded) and whether the value was negated with '!'. It returns a
 // message saying why the condition is refused, or "".
 func (b *queryBuilder) add(field string, fi fieldInfo, op, value string, negated bool) string {
-	if b.filters == nil {
-		b.filters = map[string]*filterSet{}
-	}
 	b.values++
 	if b.values > MaxQueryValues {
 		return fmt.Sprintf("a query holds at most %d values", MaxQueryValues)
@@ -221,11 +243,7 @@ func (b *queryBuilder) add(field string, fi fieldInfo, op, value string, negated
 	if !utf8.ValidString(value) {
 		return "the value is not UTF-8 text"
 	}
-	fs := b.filters[field]
-	if fs == nil {
-		fs = &filterSet{} // its maps made on first use
-		b.filters[field] = fs
-	}
+	fs := b.set(field)
 	switch op {
 	case OpEq, OpNe:
 		exclude := (op == OpNe) != negated
@@ -245,15 +263,9 @@ func (b *queryBuilder) add(field string, fi fieldInfo, op, value string, negated
 			return fmt.Sprintf("a value is at most %d bytes", MaxValueLength)
 		}
 		if exclude {
-			if fs.notIn == nil {
-				fs.notIn = map[string]bool{}
-			}
-			fs.notIn[v] = true
+			fs.notIn = append(fs.notIn, v)
 		} else {
-			if fs.in == nil {
-				fs.in = map[string]bool{}
-			}
-			fs.in[v] = true
+			fs.in = append(fs.in, v)
 		}
 		return ""
 	case OpLt, OpLe, OpGt, OpGe:
@@ -267,15 +279,12 @@ func (b *queryBuilder) add(field string, fi fieldInfo, op, value string, negated
 		if err != nil {
 			return fmt.Sprintf("%q is not a whole number", value)
 		}
-		if fs.ranges == nil {
-			fs.ranges = map[string]int64{}
-		}
-		old, seen := fs.ranges[op]
+		r := &fs.ranges[slices.Index(rangeOps[:], op)]
 		switch {
-		case !seen:
-			fs.ranges[op] = n
-		case (op == OpLt || op == OpLe) && n < old, (op == OpGt || op == OpGe) && n > old:
-			fs.ranges[op] = n
+		case !r.set:
+			*r = bound{set: true, n: n}
+		case (op == OpLt || op == OpLe) && n < r.n, (op == OpGt || op == OpGe) && n > r.n:
+			r.n = n
 		}
 		return ""
 	}
@@ -299,13 +308,14 @@ func normalizeValue(kind FieldKind, v string) (string, string) {
 
 func (b *queryBuilder) query() Query {
 	var q Query
-	for field, fs := range b.filters {
-		f := Filter{Field: field, Null: fs.null, NotNull: fs.notNull}
-		f.In = sortedKeys(fs.in)
-		f.NotIn = sortedKeys(fs.notIn)
-		for _, op := range []string{OpGe, OpGt, OpLe, OpLt} {
-			if n, ok := fs.ranges[op]; ok {
-				f.Ranges = append(f.Ranges, Range{Op: op, Value: n})
+	if len(b.sets) > 0 {
+		q.Filters = make([]Filter, 0, len(b.sets))
+	}
+	for _, fs := range b.sets {
+		f := Filter{Field: fs.field, Null: fs.null, NotNull: fs.notNull, In: sortedSet(fs.in), NotIn: sortedSet(fs.notIn)}
+		for i, r := range fs.ranges {
+			if r.set {
+				f.Ranges = append(f.Ranges, Range{Op: rangeOps[i], Value: r.n})
 			}
 		}
 		q.Filters = append(q.Filters, f)
@@ -314,16 +324,13 @@ func (b *queryBuilder) query() Query {
 	return q
 }
 
-func sortedKeys(m map[string]bool) []string {
-	if len(m) == 0 {
+// sortedSet returns the values sorted, each once (nil for none).
+func sortedSet(vs []string) []string {
+	if len(vs) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+	slices.Sort(vs)
+	return slices.Compact(vs)
 }
 
 // ParseCarQuery parses a raw (still percent-encoded) query string in the
