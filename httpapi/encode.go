@@ -379,12 +379,8 @@ func writeRepresentation(w http.ResponseWriter, r *http.Request, v any, modified
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "encoding"})
 		return
 	}
-	etag := etagOfBody(body)
+	etag := setValidators(w.Header(), body, modified)
 	h := w.Header()
-	h.Set("ETag", etag)
-	if !modified.IsZero() {
-		h.Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
-	}
 	if notModified(r, etag, modified) {
 		w.WriteHeader(http.StatusNotModified)
 		return
@@ -407,12 +403,19 @@ func writeCreated(w http.ResponseWriter, v any, modified time.Time) {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "encoding"})
 		return
 	}
-	h := w.Header()
-	h.Set("ETag", etagOfBody(body))
+	setValidators(w.Header(), body, modified)
+	writeJSONBody(w, http.StatusCreated, body)
+}
+
+// setValidators sets the ETag of body and, unless modified is zero, its
+// Last-Modified; it returns the ETag.
+func setValidators(h http.Header, body []byte, modified time.Time) string {
+	etag := etagOfBody(body)
+	h.Set("ETag", etag)
 	if !modified.IsZero() {
 		h.Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
 	}
-	writeJSONBody(w, http.StatusCreated, body)
+	return etag
 }
 
 // etagOf returns the strong entity tag of v's JSON representation.

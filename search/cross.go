@@ -179,14 +179,7 @@ func (d *data) crossBaseOf(q yard.Query, fields []string) (best crossBase, ok bo
 		}
 		b := crossBase{x: x}
 		allowed := d.allowedValue(x, f)
-		n := len(d.numVal[0])
-		switch {
-		case x < len(textFields):
-			n = len(d.keyIDs[x])
-		case x == 5:
-			n = len(d.numVal[1])
-		}
-		for i := range uint32(n) {
+		for i := range uint32(d.columnIDs(x)) {
 			if !allowed(i) {
 				continue
 			}

@@ -1,6 +1,10 @@
 package search
 
-import "github.com/yard-api/yard"
+import (
+	"slices"
+
+	"github.com/yard-api/yard"
+)
 
 // The facet cube (docs/cars.md, "Facets", "The facet cube"). Cross counts (cross.go) start a
 // facet walk from one filter's cars; a query like `q.year.ge=2005&doors=!3`
@@ -107,14 +111,14 @@ func (d *data) cubeFacets(q yard.Query, fields []string, total uint64) (*crossBa
 	}
 	var want [len(cubeFields)]bool
 	for _, f := range fields {
-		k := cubeDim(crossField(f))
+		k := cubeDim(f)
 		if k < 0 {
 			return nil, false
 		}
 		want[k] = true
 	}
 	for _, f := range q.Filters {
-		if cubeDim(crossField(f.Field)) < 0 {
+		if cubeDim(f.Field) < 0 {
 			return nil, false // a filter on a field the cube does not have
 		}
 	}
@@ -123,7 +127,7 @@ func (d *data) cubeFacets(q yard.Query, fields []string, total uint64) (*crossBa
 	for k, x := range cubeFields {
 		ok := func(uint32) bool { return true }
 		for _, f := range q.Filters {
-			if cubeDim(crossField(f.Field)) != k {
+			if cubeDim(f.Field) != k {
 				continue
 			}
 			if f.Null || f.NotNull || (len(f.Ranges) > 0 && x < len(textFields)) {
@@ -160,17 +164,11 @@ func (d *data) cubeFacets(q yard.Query, fields []string, total uint64) (*crossBa
 	return b, true
 }
 
-// cubeDim returns the cube's dimension of the crossFields index x, or -1.
-func cubeDim(x int) int {
-	for k, f := range cubeFields {
-		if f == x {
-			return k
-		}
-	}
-	return -1
-}
+// cubeDim returns the cube's dimension of field, or -1.
+func cubeDim(field string) int { return slices.Index(cubeFields[:], crossField(field)) }
 
-// columnIDs returns how many column ids field x (a crossFields index) has.
+// columnIDs returns how many column ids field x (a crossFields index) has
+// (cross counts and the cube enumerate them).
 func (d *data) columnIDs(x int) int {
 	switch {
 	case x < len(textFields):

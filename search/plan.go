@@ -34,7 +34,7 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 		total = alive - u.GetCardinality()
 		if total > alive/2 {
 			ps = d.pageExcluding(u, total, page)
-			if b, ok := d.cubeFacets(q, facets, total); ok && len(facets) > 0 {
+			if b, ok := d.cubeFacets(q, facets, total); ok { // none without facets
 				return d.answer(ps, total, facets, bitmapWalker(nil), false, b)
 			}
 			if len(facets) > 0 {
@@ -53,7 +53,7 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 	m := d.combine(incl, excl)
 	total = m.GetCardinality()
 	ps = d.page(m, total, page)
-	if b, ok := d.cubeFacets(q, facets, total); ok && len(facets) > 0 {
+	if b, ok := d.cubeFacets(q, facets, total); ok { // none without facets
 		return d.answer(ps, total, facets, bitmapWalker(nil), false, b)
 	}
 	if len(facets) > 0 {
