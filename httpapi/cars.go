@@ -242,6 +242,19 @@ func (s *Server) writeCars(w http.ResponseWriter, r *http.Request, q yard.Query,
 	if s.deps.Cars != nil {
 		lister = s.deps.Cars
 	}
+	// A slot of the lists' gate from the search to the body's last byte,
+	// given back before the body is written.
+	client, err := admit(s.deps.Lists, r, "car searches")
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	held := true
+	defer func() {
+		if held {
+			s.deps.Lists.Release(client)
+		}
+	}()
 	ctx, span := tracing.Start(r.Context(), "car search")
 	if span.IsRecording() {
 		span.SetAttributes(tracing.CarsAnsweredBy.String(s.carSearchPath()))
@@ -282,6 +295,8 @@ func (s *Server) writeCars(w http.ResponseWriter, r *http.Request, q yard.Query,
 		s.error(w, r, err)
 		return
 	}
+	held = false
+	s.deps.Lists.Release(client)
 	writeJSONBody(w, http.StatusOK, b)
 }
 

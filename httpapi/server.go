@@ -21,6 +21,7 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/events"
+	"github.com/yard-api/yard/internal/fairgate"
 	"github.com/yard-api/yard/internal/framing"
 	"github.com/yard-api/yard/internal/outage"
 	"github.com/yard-api/yard/internal/tracing"
@@ -105,6 +106,11 @@ type Deps struct {
 	// against the delivery policy (package webhooks' *Service); nil
 	// applies the default policy (https:// to public addresses only).
 	Webhooks WebhookChecker
+	// Lists bounds the car lists and searches this process computes at
+	// once, and shares the waiting among client addresses in turn
+	// (docs/operations.md, "Fair shares"); nil takes a gate with
+	// fairgate's defaults.
+	Lists *fairgate.Gate
 	// Tracing, when set, traces every request (trace.go): a span named by
 	// its route, the child of the request's traceparent, with the store's
 	// and the car search's spans below it. nil traces nothing and costs
@@ -174,8 +180,12 @@ func New(d Deps) *Server {
 	if d.Version == "" {
 		d.Version = "dev"
 	}
+	if d.Lists == nil {
+		d.Lists = fairgate.New(fairgate.Config{})
+	}
 	s := &Server{deps: d, basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{}}
 	s.metrics = newMetrics(s.deps.Registry)
+	registerGateMetrics(s.deps.Registry, "yard_car_lists", "car lists and searches", s.deps.Lists)
 	if s.deps.Tracing != nil {
 		s.tracer = s.deps.Tracing.Tracer(tracing.Scope)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/httpapi"
+	"github.com/yard-api/yard/internal/fairgate"
 	"github.com/yard-api/yard/internal/framing"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/search"
@@ -64,6 +65,10 @@ type serveConfig struct {
 	webhookAllowHosts listFlag
 	// webhookWorkers is the delivery attempts this process makes at once.
 	webhookWorkers int
+	// searchSlots and searchQueue bound the car lists computed at once and
+	// those one client address may have waiting (docs/operations.md,
+	// "Fair shares").
+	searchSlots, searchQueue int
 	// auth holds the flags of the token and key schemes (authwire.go).
 	auth authFlags
 	// fetch holds the flags of fetch-code barks (barks.go).
@@ -102,6 +107,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.eventsPerProcess, "events-per-process", events.DefaultPerProcess, "event streams and bark waits this process holds (past it: 503)")
 	fs.IntVar(&c.webhookWorkers, "webhook-workers", webhooks.DefaultWorkers, "webhook delivery attempts this process makes at once")
 	fs.Var(&c.webhookAllowHosts, "webhook-allow-host", "HOST or HOST:PORT webhook deliveries may reach although it is not a public address, also by plain http:// (repeat or comma-separate; default none)")
+	fs.IntVar(&c.searchSlots, "search-slots", 0, "car lists and searches this process computes at once; when all are taken, client addresses wait in turn (0: four per core)")
+	fs.IntVar(&c.searchQueue, "search-queue", 64, "car lists and searches one client address may have waiting for a slot (past it: 429)")
 	fs.DurationVar(&c.storeWait, "store-wait", httpapi.DefaultStoreWait, "longest a request waits for the store (a free connection and its answers) before it is answered 503 (0: no bound)")
 	c.auth.register(fs)
 	c.fetch.register(fs)
@@ -228,6 +235,9 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	if cfg.webhookWorkers < 1 {
 		return nil, usageError("--webhook-workers must be at least 1")
 	}
+	if cfg.searchSlots < 0 || cfg.searchQueue < 1 {
+		return nil, usageError("--search-slots must be 0 (four per core) or more, --search-queue at least 1")
+	}
 	for _, h := range cfg.webhookAllowHosts {
 		if strings.ContainsAny(h, "/@ \t") {
 			return nil, usageError("--webhook-allow-host " + h + ": want HOST or HOST:PORT")
@@ -243,6 +253,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		DB: db, Kit: kit, OpenID: openID,
 		BaseURL: cfg.baseURL, Logger: logger, Registry: registry, Version: Version,
 		Barks: barks, Cars: index, StoreWait: cfg.storeWait, Events: hub, Webhooks: hooks,
+		Lists:   fairgate.New(fairgate.Config{Slots: cfg.searchSlots, PerClient: cfg.searchQueue}),
 		Tracing: tr.provider(),
 	})
 	hooks.Render = api.RenderEvent

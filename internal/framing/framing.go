@@ -116,10 +116,14 @@ func (l *Listener) end(addr string) {
 	}
 }
 
-// remoteHost is the client address of c without its port; an IPv6
-// address counts by its /64 network, which one client usually holds whole.
-func remoteHost(c net.Conn) string {
-	a := c.RemoteAddr().String()
+// remoteHost is the client address of c (ClientKey).
+func remoteHost(c net.Conn) string { return ClientKey(c.RemoteAddr().String()) }
+
+// ClientKey is the client of a remote address (host:port): its host
+// without the port; an IPv6 address counts by its /64 network, which one
+// client usually holds whole. The per-client bounds of the server count
+// by it (docs/operations.md, "Transport" and "Fair shares").
+func ClientKey(a string) string {
 	h, _, err := net.SplitHostPort(a)
 	if err != nil {
 		return a
