@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/internal/tracing"
@@ -172,7 +174,10 @@ func (s *Server) handleGetGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	writeRepresentation(w, r, newGarageView(g), g.UpdatedAt)
+	// No Last-Modified: carCount changes with the moves of cars, which do
+	// not touch the garage's row, so a date would make If-Modified-Since
+	// answer 304 for a changed count. The ETag covers the count.
+	writeRepresentation(w, r, newGarageView(g), time.Time{})
 }
 
 // handleListGarages answers GET /garages.
@@ -442,7 +447,11 @@ func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 	if !strings.Contains(segment, "=") {
 		se, err := s.deps.DB.FindSearchByName(r.Context(), r.PathValue("name"))
 		if yard.ErrorCode(err) == yard.ENOTFOUND {
-			err = yard.Errorf(yard.ENOTFOUND, "No saved search is named %q, and the segment is not a query (it has no '=').", r.PathValue("name"))
+			why := "it has no '='"
+			if strings.Contains(strings.ToLower(segment), "%3d") {
+				why = "its '=' is percent-encoded (%3D), which makes it data; write '=' as it is for a query"
+			}
+			err = yard.Errorf(yard.ENOTFOUND, "No saved search is named %q, and the segment is not a query (%s).", r.PathValue("name"), why)
 		}
 		if err != nil {
 			s.error(w, r, err)
@@ -456,8 +465,13 @@ func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if raw == "" || !hasPaging(raw) {
-		page = inPath // paging may sit in the path too
+	// Paging may sit in the path too; each of offset and max is taken
+	// from the query string when it is there, else from the path.
+	if !hasParam(raw, "offset") {
+		page.Offset = inPath.Offset
+	}
+	if !hasParam(raw, "max") {
+		page.Max = inPath.Max
 	}
 	for _, f := range facets { // facets may sit in either
 		if !slices.Contains(pathFacets, f) {
@@ -467,11 +481,11 @@ func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 	s.writeCars(w, r, q.And(extra), page, pathFacets)
 }
 
-// hasPaging reports whether a raw query holds offset or max.
-func hasPaging(raw string) bool {
+// hasParam reports whether a raw query holds the parameter name (in any
+// letter case).
+func hasParam(raw, name string) bool {
 	for _, pair := range strings.FieldsFunc(raw, func(c rune) bool { return c == '&' || c == ';' }) {
-		name, _, _ := strings.Cut(pair, "=")
-		if name = strings.ToLower(name); name == "offset" || name == "max" {
+		if n, _, _ := strings.Cut(pair, "="); strings.EqualFold(n, name) {
 			return true
 		}
 	}
@@ -480,6 +494,14 @@ func hasPaging(raw string) bool {
 
 // onlyPaging reads a raw query that may hold only offset and max.
 func onlyPaging(raw string) (yard.Query, yard.Page, error) {
+	for _, pair := range strings.FieldsFunc(raw, func(c rune) bool { return c == '&' || c == ';' }) {
+		if n, _, _ := strings.Cut(pair, "="); !strings.EqualFold(n, "offset") && !strings.EqualFold(n, "max") {
+			if u, err := url.QueryUnescape(n); err == nil {
+				n = u
+			}
+			return yard.Query{}, yard.Page{}, yard.Invalid("This list takes only offset and max.", yard.FieldError{Field: n, Message: "is not a parameter of this list"})
+		}
+	}
 	q, page, err := yard.ParseCarQuery(raw)
 	if err == nil && !q.IsZero() {
 		err = yard.Invalid("This list takes only offset and max.", yard.FieldError{Field: q.Filters[0].Field, Message: "is not a parameter of this list"})
@@ -650,7 +672,7 @@ func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeReplaced(w, true, "/cars/"+c.ID, newCarView(c))
+	s.writeReplaced(w, true, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
 }
 
 // checkBodyID refuses a body id that differs from the path's.
@@ -668,9 +690,47 @@ func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	if err := s.carPreconditions(r, c.ID, true); err != nil {
+		s.error(w, r, err)
+		return
+	}
 	in.update().Apply(c)
-	created, err := s.deps.DB.ReplaceCar(r.Context(), c)
-	s.writePut(w, r, created, err, "/cars/"+c.ID, newCarView(c))
+	created, err := s.deps.DB.ReplaceCar(r.Context(), c) // sets c's times
+	s.writePut(w, r, created, err, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
+}
+
+// carPreconditions evaluates a car write's preconditions when it has any
+// (writePreconditions). A car that does not exist answers as the write
+// would without them (RFC 9110 §13.2.1): 404, except for a PUT, which
+// creates it and so evaluates them.
+func (s *Server) carPreconditions(r *http.Request, id string, put bool) error {
+	if !conditional(r) {
+		return nil
+	}
+	c, err := s.deps.DB.FindCarByID(r.Context(), id)
+	switch {
+	case yard.ErrorCode(err) == yard.ENOTFOUND && put:
+		return writePreconditions(r, "", time.Time{}, "car")
+	case err != nil:
+		return err
+	}
+	return writePreconditions(r, etagOf(newCarView(c)), c.UpdatedAt, "car")
+}
+
+// garagePreconditions is carPreconditions for a garage, which has no
+// Last-Modified (see handleGetGarage).
+func (s *Server) garagePreconditions(r *http.Request, id string, put bool) error {
+	if !conditional(r) {
+		return nil
+	}
+	g, err := s.deps.DB.FindGarageByID(r.Context(), id)
+	switch {
+	case yard.ErrorCode(err) == yard.ENOTFOUND && put:
+		return writePreconditions(r, "", time.Time{}, "garage")
+	case err != nil:
+		return err
+	}
+	return writePreconditions(r, etagOf(newGarageView(g)), time.Time{}, "garage")
 }
 
 // handlePatchCar applies a JSON merge patch (RFC 7396) to a car: members
@@ -682,16 +742,29 @@ func (s *Server) handlePatchCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	if err := s.carPreconditions(r, id, false); err != nil {
+		s.error(w, r, err)
+		return
+	}
 	c, err := s.deps.DB.UpdateCar(r.Context(), id, in.update())
-	writePatched(s, w, r, c, err, newCarView)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeUpdated(w, newCarView(c), c.UpdatedAt)
 }
 
 func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
-	s.writeDeleted(w, r, s.deps.DB.DeleteCar(r.Context(), r.PathValue("car_id")))
+	id := r.PathValue("car_id")
+	if err := s.carPreconditions(r, id, false); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeDeleted(w, r, s.deps.DB.DeleteCar(r.Context(), id))
 }
 
 // garageWrite is the body of a garage write. carCount is read-only: it
-// may be sent back as read and is ignored.
+// may be sent back as read; another value is 409 (checkCarCount).
 type garageWrite struct {
 	ID       *string `json:"id"`
 	Name     *string `json:"name"`
@@ -719,12 +792,16 @@ func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	if in.CarCount != nil && *in.CarCount != 0 {
+		s.error(w, r, carCountConflict(0))
+		return
+	}
 	g := &yard.Garage{Name: *in.Name, State: *in.State}
 	if err := s.deps.DB.CreateGarage(r.Context(), g); err != nil {
 		s.error(w, r, err)
 		return
 	}
-	s.writeReplaced(w, true, "/garages/"+g.ID, newGarageView(g))
+	s.writeReplaced(w, true, "/garages/"+g.ID, newGarageView(g), time.Time{})
 }
 
 func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
@@ -734,9 +811,17 @@ func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	if err := s.garagePreconditions(r, id, true); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := s.checkCarCount(r, id, in.CarCount, true); err != nil {
+		s.error(w, r, err)
+		return
+	}
 	g := &yard.Garage{ID: id, Name: *in.Name, State: *in.State}
 	created, err := s.deps.DB.ReplaceGarage(r.Context(), g)
-	s.writePut(w, r, created, err, "/garages/"+g.ID, newGarageView(g))
+	s.writePut(w, r, created, err, "/garages/"+g.ID, newGarageView(g), time.Time{})
 }
 
 func (s *Server) handlePatchGarage(w http.ResponseWriter, r *http.Request) {
@@ -746,40 +831,73 @@ func (s *Server) handlePatchGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	if err := s.garagePreconditions(r, id, false); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := s.checkCarCount(r, id, in.CarCount, false); err != nil {
+		s.error(w, r, err)
+		return
+	}
 	g, err := s.deps.DB.UpdateGarage(r.Context(), id, yard.GarageUpdate{Name: in.Name, State: in.State})
-	writePatched(s, w, r, g, err, newGarageView)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeUpdated(w, newGarageView(g), time.Time{})
 }
 
 func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
-	s.writeDeleted(w, r, s.deps.DB.DeleteGarage(r.Context(), r.PathValue("garage_id")))
+	id := r.PathValue("garage_id")
+	if err := s.garagePreconditions(r, id, false); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeDeleted(w, r, s.deps.DB.DeleteGarage(r.Context(), id))
+}
+
+// checkCarCount refuses a carCount in a garage's body that is not the
+// garage's (0 for one a PUT creates): it is read-only, counted from the
+// cars (409, as for the read-only members of orders).
+func (s *Server) checkCarCount(r *http.Request, id string, sent *int, put bool) error {
+	if sent == nil {
+		return nil
+	}
+	g, err := s.deps.DB.FindGarageByID(r.Context(), id)
+	switch {
+	case yard.ErrorCode(err) == yard.ENOTFOUND && put:
+		g, err = &yard.Garage{}, nil
+	case err != nil:
+		return err
+	}
+	if *sent != g.CarCount {
+		return carCountConflict(g.CarCount)
+	}
+	return nil
+}
+
+func carCountConflict(n int) error {
+	return yard.Errorf(yard.ECONFLICT, "carCount is read-only: it counts the garage's cars (%d now); move cars to change it.", n)
 }
 
 // writePut answers a PUT (writeReplaced), or the error of replacing.
-func (s *Server) writePut(w http.ResponseWriter, r *http.Request, created bool, err error, path string, view any) {
+func (s *Server) writePut(w http.ResponseWriter, r *http.Request, created bool, err error, path string, view any, modified time.Time) {
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	s.writeReplaced(w, created, path, view)
-}
-
-// writePatched answers a PATCH: 200 with the new representation, or the
-// error of updating.
-func writePatched[T, V any](s *Server, w http.ResponseWriter, r *http.Request, v T, err error, view func(T) V) {
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, view(v))
+	s.writeReplaced(w, created, path, view, modified)
 }
 
 // writeReplaced answers a PUT: 201 with Location when it created the
-// resource at path, else 200 with the new representation (docs/api.md, HTTP).
-func (s *Server) writeReplaced(w http.ResponseWriter, created bool, path string, view any) {
+// resource at path, else 200 with the new representation (docs/api.md,
+// HTTP), both with the validators a GET answers with (modified zero: no
+// Last-Modified).
+func (s *Server) writeReplaced(w http.ResponseWriter, created bool, path string, view any, modified time.Time) {
 	if created {
 		w.Header().Set("Location", s.url(path))
-		writeJSON(w, http.StatusCreated, view)
+		writeCreated(w, view, modified)
 		return
 	}
-	writeJSON(w, http.StatusOK, view)
+	writeUpdated(w, view, modified)
 }

@@ -207,7 +207,8 @@ func jsonError(body []byte, err error) error {
 	case errors.As(err, &mbe):
 		return err
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return yard.Errorf(yard.EMALFORMED, "The JSON document ends too early.")
+		line, col := position(body, int64(len(body))+1)
+		return yard.Errorf(yard.EMALFORMED, "Malformed JSON at line %d, column %d (offset %d): the document ends too early.", line, col, len(body))
 	case errors.As(err, &syn) && errors.Is(syn.Err, jsontext.ErrDuplicateName):
 		field := pointerField(syn.JSONPointer)
 		line, col := position(body, syn.ByteOffset+1)
@@ -407,6 +408,19 @@ func writeCreated(w http.ResponseWriter, v any, modified time.Time) {
 	writeJSONBody(w, http.StatusCreated, body)
 }
 
+// writeUpdated writes v, the representation of a resource just changed,
+// as 200 with the validators a GET of it answers with (modified zero: no
+// Last-Modified).
+func writeUpdated(w http.ResponseWriter, v any, modified time.Time) {
+	body, err := marshalJSON(v)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "encoding"})
+		return
+	}
+	setValidators(w.Header(), body, modified)
+	writeJSONBody(w, http.StatusOK, body)
+}
+
 // setValidators sets the ETag of body and, unless modified is zero, its
 // Last-Modified; it returns the ETag.
 func setValidators(h http.Header, body []byte, modified time.Time) string {
@@ -529,11 +543,16 @@ func (s *Server) pageLinks(r *http.Request, total int, p yard.Page) string {
 		last = ((total - 1) / size) * size
 	}
 	link(0, "first")
-	if p.Offset > 0 {
-		link(max(p.Offset-size, 0), "prev")
+	// A page of max=0 holds nothing at any offset: it has no neighbours.
+	// Past the end, prev is the last page, not a page past the end.
+	if p.Offset > 0 && p.Max > 0 {
+		link(min(max(p.Offset-size, 0), last), "prev")
 	}
-	if p.Offset+size < total {
+	if p.Offset+size < total && p.Max > 0 {
 		link(p.Offset+size, "next")
+	}
+	if p.Max == 0 {
+		last = 0
 	}
 	link(last, "last")
 	return b.String()

@@ -311,6 +311,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.error(sw, r, err)
 		return
 	}
+	if r.Method == http.MethodOptions && r.RequestURI == "*" {
+		// RFC 9110 §9.3.7: the server as a whole; the methods some
+		// endpoint takes. (Its server must leave the request to this
+		// handler: http.Server.DisableGeneralOptionsHandler.)
+		sw.Header().Set("Allow", "DELETE, GET, HEAD, PATCH, POST, PUT, OPTIONS")
+		sw.WriteHeader(http.StatusNoContent)
+		return
+	}
 	h, pattern := s.mux.Handler(r)
 	if pattern == "" || s.literalRoute(r, pattern) != nil {
 		s.unrouted(sw, r, h)

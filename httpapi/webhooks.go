@@ -226,6 +226,9 @@ func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = s.checkWebhook(&in)
 	}
+	if err == nil {
+		err = writePreconditions(r, etagOf(newWebhookView(hook)), hook.UpdatedAt, "webhook")
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -235,7 +238,7 @@ func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newWebhookView(hook))
+	writeUpdated(w, newWebhookView(hook), hook.UpdatedAt)
 }
 
 // handleDeleteWebhook answers DELETE /v1/webhooks/{webhook_id}: 204; its
@@ -243,6 +246,10 @@ func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request) {
 	hook, err := s.loadWebhookFor(r)
 	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := writePreconditions(r, etagOf(newWebhookView(hook)), hook.UpdatedAt, "webhook"); err != nil {
 		s.error(w, r, err)
 		return
 	}

@@ -115,6 +115,26 @@ func TestWebhooksAPI(t *testing.T) {
 			}
 		}
 
+		// Conditional writes (RFC 9110 §13.1): 412 and nothing changed, or
+		// applied with the validators a GET gives; a patch that changes
+		// nothing leaves updatedAt and the tag.
+		cur := env.Do(as("alice", apitest.Request{Path: hook}))
+		tag := cur.Header.Get("ETag")
+		run(t, env, []scenario{
+			{"PATCH, If-Match of another tag", as("alice", apitest.Request{Method: "PATCH", Path: hook, Body: map[string]any{"enabled": false},
+				Headers: map[string]string{"If-Match": `"nope"`}}), 412, nil, []string{"/problems/precondition-failed", "webhook changed"}},
+			{"DELETE, If-Match of another tag", as("alice", apitest.Request{Method: "DELETE", Path: hook, Headers: map[string]string{"If-Match": `"nope"`}}), 412, nil, nil},
+			{"PATCH, If-Unmodified-Since before it", as("alice", apitest.Request{Method: "PATCH", Path: hook, Body: map[string]any{"enabled": false},
+				Headers: map[string]string{"If-Unmodified-Since": "Thu, 01 Jan 2015 00:00:00 GMT"}}), 412, nil, nil},
+			{"an empty patch changes nothing", as("alice", apitest.Request{Method: "PATCH", Path: hook, Body: map[string]any{}}), 200,
+				map[string]string{"ETag": "^" + regexp.QuoteMeta(tag) + "$", "Last-Modified": cur.Header.Get("Last-Modified")}, nil},
+			{"PATCH, If-Match of the current tag", as("alice", apitest.Request{Method: "PATCH", Path: hook, Body: map[string]any{"enabled": true},
+				Headers: map[string]string{"If-Match": tag}}), 200, map[string]string{"ETag": "^" + regexp.QuoteMeta(tag) + "$"}, nil},
+		})
+		if after := env.Do(as("alice", apitest.Request{Path: hook})); after.Header.Get("ETag") != tag || !strings.Contains(string(after.Body), `"enabled":true`) {
+			t.Fatalf("refused or empty writes changed the subscription: %s", after.Body)
+		}
+
 		// The bound: 20 per person, 409 past it.
 		for i := 1; i < yard.MaxWebhooksPerPerson; i++ {
 			if r := env.Do(as("alice", apitest.Request{Method: "POST", Path: "/v1/webhooks", Body: map[string]any{"url": "https://hooks.example.org/" + strconv.Itoa(i)}})); r.StatusCode != 201 {

@@ -551,7 +551,7 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 			created, typ = true, yard.EventGarageCreated
 			err = insertGarage(ctx, tx, g, v)
 		} else if err == nil {
-			g.CreatedAt = old.CreatedAt
+			g.CreatedAt, g.CarCount = old.CreatedAt, old.CarCount
 			err = updateGarageRow(ctx, tx, g, v)
 		}
 		if err != nil {
@@ -614,7 +614,7 @@ func (db *DB) DeleteGarage(ctx context.Context, id string) error {
 			return err
 		}
 		if held > 0 {
-			return yard.Errorf(yard.ECONFLICT, "The garage holds %d cars; move or delete them first.", held)
+			return yard.Errorf(yard.ECONFLICT, "The garage holds %d %s; move or delete them first.", held, map[bool]string{true: "car", false: "cars"}[held == 1])
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM garages WHERE id = $1`, id); err != nil {
 			return err

@@ -162,18 +162,22 @@ func (db *DB) UpdateWebhook(ctx context.Context, id string, up yard.WebhookUpdat
 		if err != nil {
 			return notFound(err, "Webhook")
 		}
-		if up.URL != nil {
-			w.URL = *up.URL
+		changed := false
+		if up.URL != nil && *up.URL != w.URL {
+			w.URL, changed = *up.URL, true
 		}
-		if up.Types != nil {
-			w.Types = slices.Clone(*up.Types)
+		if up.Types != nil && !slices.Equal(*up.Types, w.Types) {
+			w.Types, changed = slices.Clone(*up.Types), true
 			if w.Types == nil {
 				w.Types = []string{}
 			}
 		}
 		if up.Enabled != nil && *up.Enabled != w.Enabled {
-			w.Enabled = *up.Enabled
+			w.Enabled, changed = *up.Enabled, true
 			w.DisabledReason, w.FailingSince = "", time.Time{}
+		}
+		if !changed {
+			return nil // a patch that changes nothing leaves updatedAt
 		}
 		w.UpdatedAt = tx.Now().UTC().Truncate(time.Millisecond)
 		_, err = tx.ExecContext(ctx, `UPDATE webhooks SET url = $1, types = $2, enabled = $3, disabled_reason = $4, failing_since = $5, updated_at = $6

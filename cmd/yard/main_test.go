@@ -476,6 +476,16 @@ func TestServeClosesAfterAmbiguousLength(t *testing.T) {
 	if got[0].Header.Get("Strict-Transport-Security") == "" {
 		t.Error("HTTP/1.1 over TLS lost its Strict-Transport-Security header")
 	}
+	// OPTIONS * (RFC 9110 §9.3.7) is the API's, with its headers, not
+	// net/http's bare 200.
+	star := pipeline("OPTIONS * HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: star-1\r\nConnection: close\r\n\r\n")
+	if len(star) != 1 || star[0].StatusCode != 204 || star[0].Header.Get("Allow") == "" ||
+		star[0].Header.Get("X-Request-Id") != "star-1" || star[0].Header.Get("Strict-Transport-Security") == "" {
+		for _, r := range star {
+			t.Logf("%d %v", r.StatusCode, r.Header)
+		}
+		t.Errorf("OPTIONS *: want one 204 with Allow, the request id and HSTS")
+	}
 
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
 	resp, err := hc.Get(s.URL + "/healthz")

@@ -392,6 +392,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		ConnContext:       framing.ConnContext,
+		// OPTIONS * goes to the API, which answers it with its headers
+		// (httpapi.Server.serve), not to net/http's bare 200.
+		DisableGeneralOptionsHandler: true,
 	}
 	srv.RegisterOnShutdown(a.events.Close)
 	errc := make(chan error, 2)

@@ -1,0 +1,92 @@
+package httpapi_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/yard-api/yard/httpapi/apitest"
+	"github.com/yard-api/yard/store"
+	"github.com/yard-api/yard/store/storetest"
+)
+
+// TestCarWritesAreConditional: a write of a car or a garage with a
+// precondition that does not hold is 412 and changes nothing (RFC 9110
+// §13.1, §13.2.2); one that holds is applied, and its answer carries the
+// validators a GET gives.
+func TestCarWritesAreConditional(t *testing.T) {
+	env := carsEnv(t, storetest.Open(t, store.SQLite))
+	admin := func(method, path string, h map[string]string, body any) apitest.Request {
+		return apitest.Request{Method: method, Path: path, Headers: h, Body: body, User: "root", Password: pw}
+	}
+	get := func(path string) *apitest.Response {
+		r := env.Do(apitest.Request{Path: path})
+		if r.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", path, r.StatusCode, r.Body)
+		}
+		return r
+	}
+	car := get("/cars/c01")
+	etag, modified := car.Header.Get("ETag"), car.Header.Get("Last-Modified")
+	full := `{"color":"Red","type":"sedan","doors":4,"make":"Ford","model":"Focus","year":2011,"garage":"g-ca1"}`
+	run(t, env, []scenario{
+		{"PATCH, If-Match of another tag", admin("PATCH", "/cars/c01", map[string]string{"If-Match": `"nope"`}, `{"year":2009}`), 412, nil, []string{"/problems/precondition-failed", "car changed"}},
+		{"PATCH, a weak tag never matches strongly", admin("PATCH", "/cars/c01", map[string]string{"If-Match": "W/" + etag}, `{"year":2009}`), 412, nil, nil},
+		{"PUT, If-Unmodified-Since before the change", admin("PUT", "/cars/c01", map[string]string{"If-Unmodified-Since": "Sat, 01 Jan 2000 00:00:00 GMT"}, full), 412, nil, nil},
+		{"PUT, If-None-Match * on a car that exists", admin("PUT", "/cars/c01", map[string]string{"If-None-Match": "*"}, full), 412, nil, nil},
+		{"DELETE, If-Match of another tag", admin("DELETE", "/cars/c01", map[string]string{"If-Match": `"nope"`}, nil), 412, nil, nil},
+		{"PUT to a new id, If-Match", admin("PUT", "/cars/c99", map[string]string{"If-Match": "*"}, full), 412, nil, []string{"there is none"}},
+		{"PATCH of no car, If-Match: 404 as without it", admin("PATCH", "/cars/c98", map[string]string{"If-Match": `"nope"`}, `{"year":2009}`), 404, nil, nil},
+		{"an If-Unmodified-Since that is no date is ignored", admin("PATCH", "/cars/c02", map[string]string{"If-Unmodified-Since": "yesterday"}, `{"year":2018}`), 200, nil, nil},
+	})
+	if again := get("/cars/c01"); again.Header.Get("ETag") != etag || !strings.Contains(string(again.Body), `"year":2010`) {
+		t.Fatalf("refused writes changed the car: %s", again.Body)
+	}
+	run(t, env, []scenario{
+		{"PATCH, If-Match of the current tag", admin("PATCH", "/cars/c01", map[string]string{"If-Match": etag}, `{"year":2009}`), 200,
+			map[string]string{"ETag": `^"[0-9a-f]{24}"$`, "Last-Modified": ""}, []string{`"year":2009`}},
+		{"PUT, If-Unmodified-Since of the last GET", admin("PUT", "/cars/c01", map[string]string{"If-Unmodified-Since": modified, "If-Match": "*"}, full), 200, map[string]string{"ETag": ""}, []string{`"year":2011`}},
+		{"PUT, If-None-Match * creates", admin("PUT", "/cars/c99", map[string]string{"If-None-Match": "*"}, full), 201, map[string]string{"ETag": "", "Location": "/cars/c99$"}, nil},
+	})
+	now := get("/cars/c01")
+	if r := env.Do(admin("PATCH", "/cars/c01", map[string]string{"If-Match": etag}, `{"year":2012}`)); r.StatusCode != 412 {
+		t.Fatalf("the tag before the last change: %d, want 412", r.StatusCode)
+	}
+	if r := env.Do(admin("DELETE", "/cars/c01", map[string]string{"If-Match": now.Header.Get("ETag")}, nil)); r.StatusCode != 204 {
+		t.Fatalf("DELETE with the current tag: %d %s", r.StatusCode, r.Body)
+	}
+
+	// Garages: an ETag and no Last-Modified (their carCount moves with the
+	// cars, which do not touch the garage's row).
+	g := get("/garages/g-ca1")
+	if g.Header.Get("Last-Modified") != "" || g.Header.Get("ETag") == "" {
+		t.Fatalf("garage validators: ETag %q Last-Modified %q", g.Header.Get("ETag"), g.Header.Get("Last-Modified"))
+	}
+	gtag := g.Header.Get("ETag")
+	run(t, env, []scenario{
+		{"garage PATCH, If-Match of another tag", admin("PATCH", "/garages/g-ca1", map[string]string{"If-Match": `"nope"`}, `{"state":"ZY"}`), 412, nil, []string{"garage changed"}},
+		{"garage DELETE, If-Match of another tag", admin("DELETE", "/garages/g-empty", map[string]string{"If-Match": `"nope"`}, nil), 412, nil, nil},
+		{"garage PUT, If-None-Match *", admin("PUT", "/garages/g-ca1", map[string]string{"If-None-Match": "*"}, `{"name":"x","state":"CA"}`), 412, nil, nil},
+		{"garage PUT, a carCount not its own", admin("PUT", "/garages/g-ca1", nil, `{"name":"Main Street","state":"CA","carCount":99}`), 409, nil, []string{"carCount is read-only", "(2 now)"}},
+		{"garage PATCH, a carCount not its own", admin("PATCH", "/garages/g-ca1", nil, `{"carCount":0}`), 409, nil, nil},
+		{"garage POST, a carCount", admin("POST", "/garages", nil, `{"name":"New","state":"WA","carCount":3}`), 409, nil, nil},
+		{"garage PUT, its carCount sent back", admin("PUT", "/garages/g-ca1", map[string]string{"If-Match": gtag}, `{"name":"Main Street","state":"CA","carCount":2}`), 200,
+			map[string]string{"ETag": "", "Last-Modified": "-"}, []string{`"carCount":2`}},
+		{"a car out of it", admin("DELETE", "/cars/c99", nil, nil), 204, nil, nil},
+		{"garage of one car: 409 in the singular", admin("DELETE", "/garages/g-ca1", nil, nil), 409, nil, []string{"holds 1 car;"}},
+	})
+}
+
+// TestCarListEdges: the answers at the edges of paging and of the other
+// lists' parameters.
+func TestCarListEdges(t *testing.T) {
+	env := carsEnv(t, storetest.Open(t, store.SQLite))
+	run(t, env, []scenario{
+		{"max=0: no neighbours", apitest.Request{Path: "/cars?max=0"}, 200, map[string]string{"Link": `^<[^>]*offset=0&max=0>; rel="first", <[^>]*offset=0&max=0>; rel="last"$`}, []string{`"total":8`}},
+		{"past the end: prev is the last page", apitest.Request{Path: "/cars?offset=100&max=5"}, 200, map[string]string{"Link": `offset=5&max=5>; rel="prev"`}, nil},
+		{"path paging and query paging, each by name", apitest.Request{Path: "/search/color=red;max=1?offset=1"}, 200, nil, []string{`"offset":1`, `"max":1`}},
+		{"the other way round", apitest.Request{Path: "/search/color=red;offset=1?max=2"}, 200, nil, []string{`"offset":1`, `"max":2`}},
+		{"an encoded = is data", apitest.Request{Path: "/search/color%3Dred"}, 404, nil, []string{"percent-encoded"}},
+		{"garages take only paging", apitest.Request{Path: "/garages?facets=make"}, 400, nil, []string{"only offset and max", `"field":"facets"`}},
+		{"a body that ends early says where", apitest.Request{Method: "POST", Path: "/cars", Body: "{\"color\":\n\"red\",", User: "root", Password: pw}, 400, nil, []string{"line 2, column 7 (offset 16)"}},
+	})
+}
