@@ -129,6 +129,10 @@ func ParseEventID(s, field string) (EventID, error) {
 // EventFilter selects events after a point, in order.
 type EventFilter struct {
 	After EventID
+	// Resume says the client named After (also the zero id): when the
+	// retention removed events after it, the read is EGONE. Without it
+	// the zero id reads from the oldest event kept.
+	Resume bool
 	// Owner, when set, keeps the events that person may see.
 	Owner *string
 	// Owners, when not nil (and Owner is), keeps the events of these

@@ -256,6 +256,23 @@ func (h *Hub) dropLocked(s *Sub) {
 	close(s.cut)
 }
 
+// Room reports whether Subscribe would take a subscription of person now
+// (counted as Subscribe's): nil, or the error it would return (ErrClosed,
+// ErrFull, ErrTooMany). A HEAD of a stream answers as its GET would.
+func (h *Hub) Room(person string, counted bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.closed:
+		return ErrClosed
+	case len(h.subs) >= h.cfg.PerProcess:
+		return ErrFull
+	case counted && h.perPerson[person] >= h.cfg.PerPerson:
+		return ErrTooMany
+	}
+	return nil
+}
+
 // Subscribers returns the number of subscriptions (metrics, tests).
 func (h *Hub) Subscribers() int {
 	h.mu.Lock()

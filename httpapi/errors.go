@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -53,8 +54,9 @@ type Problem struct {
 	Instance  string            `json:"instance,omitempty"`
 	Errors    []yard.FieldError `json:"errors,omitempty"`
 	RequestID string            `json:"requestId,omitempty"`
-	// Oldest is the oldest event id kept, in a 410 (docs/events.md).
-	Oldest string `json:"oldest,omitempty"`
+	// Oldest is the oldest event id kept, in a 410 (docs/events.md): a
+	// JSON string, or null when no event is kept.
+	Oldest json.RawMessage `json:"oldest,omitempty"`
 	// Diagnostics are the members a refused signature adds: the OAuth
 	// Problem Reporting parameters, and what the server computed
 	// (docs/auth.md, "Diagnostics of a refused signature").
@@ -93,7 +95,12 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	var e *yard.Error
 	if errors.As(err, &e) {
 		p.Errors = e.Fields
-		p.Oldest = e.Oldest
+		if e.Code == yard.EGONE {
+			p.Oldest = json.RawMessage("null")
+			if e.Oldest != "" {
+				p.Oldest, _ = json.Marshal(e.Oldest)
+			}
+		}
 		if e.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 		}

@@ -127,9 +127,14 @@ func (s *Server) parseEventQuery(r *http.Request) (eventQuery, error) {
 			fields = append(fields, yard.FieldError{Field: name, Message: "is not a parameter of this resource"})
 		}
 	}
-	after, field := q.Get("after"), "after"
-	if !q.Has("after") {
-		after, field = r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	// Last-Event-ID wins over after=: an EventSource opened on ?after=X
+	// sends the URL unchanged on every reconnection, with the id it got
+	// to in the header (WHATWG HTML, "Server-sent events").
+	// An empty after= is no place, as if left out: a client's first
+	// request of a polling loop sends the cursor it has, none yet.
+	after, field := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	if after == "" {
+		after, field = q.Get("after"), "after"
 	}
 	if after != "" {
 		id, err := yard.ParseEventID(after, field)
@@ -163,12 +168,38 @@ func (s *Server) parseEventQuery(r *http.Request) (eventQuery, error) {
 		if !strings.HasPrefix(sub, "/") || yard.HasControl(sub) {
 			fields = append(fields, yard.FieldError{Field: "subject", Message: "must be a resource's URL or path"})
 		}
-		out.subject = sub
+		out.subject = canonicalSubject(sub)
 	}
 	if len(fields) > 0 {
 		return out, yard.Invalid("Bad event query.", fields...)
 	}
 	return out, nil
+}
+
+// subjectAliases map the other paths of a resource to the one its events
+// name (their subject): a dog by /v1/dogs/{id}/, a car by /cars/{id}, a
+// garage by /garages/{id}, an order by /order/{id}.
+var subjectAliases = []struct{ from, to string }{
+	{"/v2/dogs/", "/v1/dogs/"},
+	{"/car/", "/cars/"},
+	{"/garage/", "/garages/"},
+	{"/orders/", "/order/"},
+}
+
+// canonicalSubject is the subject events carry for a path of the same
+// resource (subjectAliases; a dog without its trailing slash).
+func canonicalSubject(p string) string {
+	for _, a := range subjectAliases {
+		if rest, ok := strings.CutPrefix(p, a.from); ok && rest != "" {
+			p = a.to + rest
+			break
+		}
+	}
+	// A dog's identity ends with a slash (/v1/dogs/{id} redirects there).
+	if rest, ok := strings.CutPrefix(p, "/v1/dogs/"); ok && rest != "" && !strings.Contains(rest, "/") {
+		p += "/"
+	}
+	return p
 }
 
 // keep returns the filter of the query and the principal: who may see an
@@ -202,9 +233,18 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Vary", "Accept")
-	if acceptsEventStream(r) {
+	switch negotiate(r.Header.Get("Accept"), "application/json", "text/event-stream") {
+	case "":
+		s.error(w, r, yard.Errorf(yard.ENOTACCEPTABLE, "This resource is application/json (a page of events) or text/event-stream (a stream)."))
+		return
+	case "text/event-stream":
 		if r.Method == http.MethodHead {
-			// What a GET would start with, without holding a stream.
+			// What a GET would start with, without holding a stream: the
+			// same refusal past the stream limits.
+			if err := s.canStream(r); err != nil {
+				s.error(w, r, err)
+				return
+			}
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("Cache-Control", "no-store")
 			w.WriteHeader(http.StatusOK)
@@ -221,7 +261,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, eventPage{Items: []json.RawMessage{}, Next: q.after.String()})
 		return
 	}
-	f := yard.EventFilter{After: q.after, Limit: q.max, Match: q.keep(p)}
+	f := yard.EventFilter{After: q.after, Resume: q.hasAfter, Limit: q.max, Match: q.keep(p)}
 	if !p.IsAdmin() {
 		f.Owner = &p.UserID
 	}
@@ -236,27 +276,6 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, body)
-}
-
-// acceptsEventStream reports whether the Accept header names
-// text/event-stream (with a non-zero weight) above JSON.
-func acceptsEventStream(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		media, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if !strings.EqualFold(strings.TrimSpace(media), "text/event-stream") {
-			continue
-		}
-		for _, p := range strings.Split(params, ";") {
-			name, val, _ := strings.Cut(strings.TrimSpace(p), "=")
-			if strings.EqualFold(name, "q") {
-				if w, err := strconv.ParseFloat(val, 64); err == nil && w <= 0 {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	return false
 }
 
 // streamEvents writes the principal's events as Server-Sent Events: those
@@ -296,7 +315,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 			return
 		}
 	}
-	f := yard.EventFilter{After: cur, Limit: defaultEventMax, Match: keep}
+	f := yard.EventFilter{After: cur, Resume: q.hasAfter, Limit: defaultEventMax, Match: keep}
 	if !p.IsAdmin() {
 		f.Owner = &p.UserID
 	}
@@ -576,6 +595,18 @@ func (o *streamOut) end() {
 	_ = o.conn.Close()
 }
 
+// canStream is what a stream of r's principal would be refused with now
+// (subscribeError), or nil.
+func (s *Server) canStream(r *http.Request) error {
+	if s.deps.Events == nil {
+		return yard.Errorf(yard.EUNAVAILABLE, "This server does not stream events.")
+	}
+	if err := s.deps.Events.Room(yard.PrincipalFromContext(r.Context()).UserID, true); err != nil {
+		return subscribeError(err)
+	}
+	return nil
+}
+
 // subscribeError maps a refused subscription to its answer: 429 past the
 // person's limit, 503 past the process's, both with Retry-After.
 func subscribeError(err error) error {
@@ -605,9 +636,14 @@ func preferredWait(r *http.Request) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	n, err := strconv.Atoi(val)
-	if err != nil || n < 0 {
+	// Digits only; a number too long for an int is still more than the
+	// cap.
+	if val == "" || strings.Trim(val, "0123456789") != "" {
 		return 0, false
+	}
+	n, err := strconv.Atoi(val)
+	if err != nil {
+		n = maxWait
 	}
 	return min(n, maxWait), true
 }

@@ -127,6 +127,45 @@ func TestEventsPage(t *testing.T) {
 		if got := typesOf(env.events(t, "alice", "?subject="+env.URL+dogURI+"&types=dog.*").Items); got != "dog.created dog.updated" {
 			t.Fatalf("subject: %q", got)
 		}
+		// A subject by another path of the same resource: the dog without
+		// its slash, its v2 path.
+		for _, alias := range []string{strings.TrimSuffix(dogURI, "/"), strings.Replace(dogURI, "/v1/", "/v2/", 1)} {
+			if got := typesOf(env.events(t, "alice", "?subject="+alias+"&types=dog.*").Items); got != "dog.created dog.updated" {
+				t.Fatalf("subject=%s: %q", alias, got)
+			}
+		}
+		// Last-Event-ID wins over after= (an EventSource reconnects with
+		// its first URL and the id it reached).
+		resp = env.Do(apitest.Request{Path: "/v1/events?after=" + p.Items[0].ID, User: "alice", Password: pw,
+			Headers: map[string]string{"Accept": "application/json", "Last-Event-ID": p.Items[2].ID}})
+		var resumed eventPageJSON
+		resp.JSON(t, &resumed)
+		if typesOf(resumed.Items) != "dog.updated" {
+			t.Fatalf("after= with Last-Event-ID: %q, want what follows Last-Event-ID", typesOf(resumed.Items))
+		}
+		// Negotiation: q-values count; nothing acceptable is 406.
+		for accept, want := range map[string]string{
+			"text/event-stream;q=0.1, application/json": "application/json",
+			"application/xml":                "",
+			"application/json;q=0":           "",
+			"*/*":                            "application/json",
+			"text/*, application/json;q=0.5": "HEAD:text/event-stream",
+		} {
+			method := "GET"
+			if strings.HasPrefix(want, "HEAD:") {
+				method, want = "HEAD", strings.TrimPrefix(want, "HEAD:")
+			}
+			resp := env.Do(apitest.Request{Method: method, Path: "/v1/events", User: "alice", Password: pw, Headers: map[string]string{"Accept": accept}})
+			if want == "" {
+				if resp.StatusCode != 406 {
+					t.Fatalf("Accept: %s: %d, want 406", accept, resp.StatusCode)
+				}
+				continue
+			}
+			if ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";"); resp.StatusCode != 200 || ct != want {
+				t.Fatalf("Accept: %s: %d %s, want 200 %s", accept, resp.StatusCode, ct, want)
+			}
+		}
 		// Refusals.
 		for _, q := range []string{"?after=nope", "?types=cat.*", "?max=-1", "?max=x", "?after=" + strings.Repeat("0", 31) + "G", "?color=red", "?max=1&max=2"} {
 			resp := env.Do(apitest.Request{Path: "/v1/events" + q, User: "alice", Password: pw})
@@ -151,6 +190,22 @@ func TestEventsPage(t *testing.T) {
 		resp.JSON(t, &prob)
 		if resp.StatusCode != 410 || prob.Oldest != p.Items[2].ID {
 			t.Fatalf("after a pruned id: %d %s (want oldest %s)", resp.StatusCode, resp.Body, p.Items[2].ID)
+		}
+		// The zero id, named, is a place too: what followed it is gone.
+		// Left out, the page starts with the oldest kept.
+		if resp := env.Do(apitest.Request{Path: "/v1/events?after=" + strings.Repeat("0", 32), User: "alice", Password: pw}); resp.StatusCode != 410 {
+			t.Fatalf("after the zero id, with events pruned: %d %s, want 410", resp.StatusCode, resp.Body)
+		}
+		if p := env.events(t, "alice", ""); len(p.Items) != 2 {
+			t.Fatalf("from the oldest kept: %q", typesOf(p.Items))
+		}
+		// Nothing kept: oldest is null.
+		if _, err := db.PruneEvents(context.Background(), time.Now().Add(time.Hour), 100); err != nil {
+			t.Fatal(err)
+		}
+		resp = env.Do(apitest.Request{Path: "/v1/events?after=" + old, User: "alice", Password: pw})
+		if resp.StatusCode != 410 || !strings.Contains(string(resp.Body), `"oldest":null`) {
+			t.Fatalf("nothing kept: %d %s, want 410 with oldest null", resp.StatusCode, resp.Body)
 		}
 	})
 }
@@ -290,12 +345,19 @@ func TestEventsStream(t *testing.T) {
 		if s, resp := openStream(t, env, "alice", nil); s != nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
 			t.Fatalf("second stream: %v", resp.Status)
 		}
+		// A HEAD answers as the GET would.
+		if r := env.Do(apitest.Request{Method: "HEAD", Path: "/v1/events", User: "alice", Password: pw, Headers: map[string]string{"Accept": "text/event-stream"}}); r.StatusCode != 429 {
+			t.Fatalf("HEAD past the limit: %d, want 429", r.StatusCode)
+		}
 
 		// Leave, miss two barks, resume by id: exactly what was missed.
 		alice.close()
 		bob.close()
 		for hub.Subscribers() > 0 {
 			time.Sleep(10 * time.Millisecond)
+		}
+		if r := env.Do(apitest.Request{Method: "HEAD", Path: "/v1/events", User: "alice", Password: pw, Headers: map[string]string{"Accept": "text/event-stream"}}); r.StatusCode != 200 {
+			t.Fatalf("HEAD with room: %d, want 200", r.StatusCode)
 		}
 		for range 2 {
 			if r := env.Do(apitest.Request{Method: "POST", Path: dogURI + "barks", User: "alice", Password: pw, Body: map[string]string{"effect": "email"}}); r.StatusCode != 200 {

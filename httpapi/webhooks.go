@@ -61,20 +61,23 @@ func newWebhookView(w *yard.Webhook) webhookView {
 
 // deliveryView is one delivery attempt.
 type deliveryView struct {
-	ID        string `json:"id"`
-	EventID   string `json:"eventId"`
-	EventType string `json:"eventType"`
-	Subject   string `json:"subject"`
-	Attempt   int    `json:"attempt"`
-	Status    string `json:"status"`
-	Code      *int   `json:"code"`
-	Error     string `json:"error"`
-	Time      string `json:"time"`
+	ID        string  `json:"id"`
+	EventID   string  `json:"eventId"`
+	EventType string  `json:"eventType"`
+	Subject   string  `json:"subject"`
+	Attempt   int     `json:"attempt"`
+	Status    string  `json:"status"`
+	Code      *int    `json:"code"`
+	Error     *string `json:"error"` // null when there is none
+	Time      string  `json:"time"`
 }
 
 func (s *Server) newDeliveryView(d *yard.WebhookDelivery) deliveryView {
 	v := deliveryView{ID: d.ID, EventID: d.Event.ID.String(), EventType: d.Event.Type, Subject: s.url(d.Event.Subject),
-		Attempt: d.Attempt, Status: d.Status, Error: d.Error, Time: Timestamp(d.Time)}
+		Attempt: d.Attempt, Status: d.Status, Time: Timestamp(d.Time)}
+	if d.Error != "" {
+		v.Error = &d.Error
+	}
 	if d.Code != 0 {
 		code := d.Code
 		v.Code = &code

@@ -332,9 +332,25 @@ func TestImportErrorsAndDemo(t *testing.T) {
 				t.Errorf("import %q: %v, want an error naming %s", tt.in, err, tt.want)
 			}
 		}
+		before, err := db.LastEventID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		seeded, err := db.SeedDemoCars(ctx)
 		if err != nil || !seeded {
 			t.Fatalf("seed: %v %v", seeded, err)
+		}
+		// Every garage and car it wrote has its created event.
+		seen, err := db.ReadEvents(ctx, yard.EventFilter{After: before, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds := map[string]int{}
+		for _, e := range seen.Events {
+			kinds[e.Type]++
+		}
+		if kinds[yard.EventGarageCreated] != 4 || kinds[yard.EventCarCreated] != 24 || len(seen.Events) != 28 {
+			t.Fatalf("the demo's events: %v", kinds)
 		}
 		if seeded, err := db.SeedDemoCars(ctx); err != nil || seeded {
 			t.Fatalf("second seed: %v %v, want nothing written", seeded, err)

@@ -10,7 +10,7 @@ import (
 // SeedDemoCars fills a store that holds no garages and no cars with a few
 // of each (serve --demo), so a new user has something to search. It does
 // nothing when there are garages or cars already, and reports whether it
-// wrote.
+// wrote. Each garage and car has its created event, as any write has.
 func (db *DB) SeedDemoCars(ctx context.Context) (bool, error) {
 	var n int
 	if err := db.read.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM garages) + (SELECT COUNT(*) FROM cars)`).Scan(&n); err != nil {
@@ -43,6 +43,9 @@ func (db *DB) SeedDemoCars(ctx context.Context) (bool, error) {
 			if err := insertGarage(ctx, tx, g, v); err != nil {
 				return err
 			}
+			if err := garageEvent(ctx, tx, yard.EventGarageCreated, g); err != nil {
+				return err
+			}
 		}
 		// 24 cars: 20 spread over the garages, 4 in no garage.
 		for i := 0; i < 24; i++ {
@@ -57,6 +60,9 @@ func (db *DB) SeedDemoCars(ctx context.Context) (bool, error) {
 				c.Garage = garages[i%len(garages)].ID
 			}
 			if err := insertCar(ctx, tx, c, v); err != nil {
+				return err
+			}
+			if err := carEvent(ctx, tx, yard.EventCarCreated, c); err != nil {
 				return err
 			}
 		}

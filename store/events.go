@@ -289,7 +289,7 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-		if read == 0 && !f.After.IsZero() && f.After.Less(pruned) {
+		if read == 0 && (!f.After.IsZero() || f.Resume) && f.After.Less(pruned) {
 			return nil, db.gone(ctx, f.After)
 		}
 		read += n
@@ -347,9 +347,12 @@ func (db *DB) gone(ctx context.Context, id yard.EventID) error {
 	e := yard.Errorf(yard.EGONE, "Events after %s are no longer kept (retention); the oldest one kept is in oldest.", id)
 	var oldest yard.EventID
 	err := db.QueryRow(ctx, `SELECT tx, seq FROM events ORDER BY tx, seq LIMIT 1`).Scan(&oldest.Tx, &oldest.Seq)
-	if err == nil {
+	switch {
+	case err == nil:
 		e.Oldest = oldest.String()
-	} else if !errors.Is(err, sql.ErrNoRows) {
+	case errors.Is(err, sql.ErrNoRows):
+		e.Message = fmt.Sprintf("Events after %s are no longer kept (retention), and no event is kept now (oldest is null): start again from now, without after or Last-Event-ID.", id)
+	default:
 		return err
 	}
 	return e
