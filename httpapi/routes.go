@@ -80,39 +80,39 @@ func (s *Server) registerRoutes() {
 	s.handle("PATCH", "/v1/webhooks/{webhook_id}", s.authenticated(s.handlePatchWebhook))
 	s.handle("DELETE", "/v1/webhooks/{webhook_id}", s.authenticated(s.handleDeleteWebhook))
 	s.handle("GET", "/v1/webhooks/{webhook_id}/deliveries", s.authenticated(s.handleListWebhookDeliveries))
-	// Cars, garages and searches (docs/cars.md). Reads are public; writes
-	// need an administrator. Every car list shares one grammar (cars.go).
-	s.handle("GET", "/car/{car_id}", s.handleGetCar)
-	s.handle("GET", "/cars/{car_id}", s.handleGetCar)
+	// Cars, garages and searches (docs/cars.md). Reads are public (and
+	// refuse wrong credentials, publicRead); writes need an administrator. Every car list shares one grammar (cars.go).
+	s.handle("GET", "/car/{car_id}", s.publicRead(s.handleGetCar))
+	s.handle("GET", "/cars/{car_id}", s.publicRead(s.handleGetCar))
 	s.handle("PUT", "/cars/{car_id}", s.adminOnly(s.handlePutCar))
 	s.handle("PATCH", "/cars/{car_id}", s.adminOnly(s.handlePatchCar))
 	s.handle("DELETE", "/cars/{car_id}", s.adminOnly(s.handleDeleteCar))
-	s.handle("GET", "/cars", s.handleListCars)
+	s.handle("GET", "/cars", s.publicRead(s.handleListCars))
 	s.handle("POST", "/cars", s.adminOnly(s.handleCreateCar))
-	s.handle("GET", "/cars/search", s.handleListCars)
-	s.handle("GET", "/cars/search/all", s.handleListCars)
-	s.handle("GET", "/cars/search/by-parameters", s.handleListCars)
-	s.handle("GET", "/cars/search/by-vendor", s.handleListCars)
-	s.handle("GET", "/garage/{garage_id}", s.handleGetGarage)
-	s.handle("GET", "/garages/{garage_id}", s.handleGetGarage)
+	s.handle("GET", "/cars/search", s.publicRead(s.handleListCars))
+	s.handle("GET", "/cars/search/all", s.publicRead(s.handleListCars))
+	s.handle("GET", "/cars/search/by-parameters", s.publicRead(s.handleListCars))
+	s.handle("GET", "/cars/search/by-vendor", s.publicRead(s.handleListCars))
+	s.handle("GET", "/garage/{garage_id}", s.publicRead(s.handleGetGarage))
+	s.handle("GET", "/garages/{garage_id}", s.publicRead(s.handleGetGarage))
 	s.handle("PUT", "/garages/{garage_id}", s.adminOnly(s.handlePutGarage))
 	s.handle("PATCH", "/garages/{garage_id}", s.adminOnly(s.handlePatchGarage))
 	s.handle("DELETE", "/garages/{garage_id}", s.adminOnly(s.handleDeleteGarage))
-	s.handle("GET", "/garages", s.handleListGarages)
+	s.handle("GET", "/garages", s.publicRead(s.handleListGarages))
 	s.handle("POST", "/garages", s.adminOnly(s.handleCreateGarage))
-	s.handle("GET", "/garage/{garage_id}/cars", s.handleGarageCars)
-	s.handle("GET", "/garages/{garage_id}/cars", s.handleGarageCars)
+	s.handle("GET", "/garage/{garage_id}/cars", s.publicRead(s.handleGarageCars))
+	s.handle("GET", "/garages/{garage_id}/cars", s.publicRead(s.handleGarageCars))
 	// GET /{garage_id}/cars/{car_id} and GET /garages/{garage_id}/cars both
 	// match /garages/cars/cars, which ServeMux refuses: the shape is served
 	// by a dispatcher (dispatch.go) behind a three-segment catch-all that
 	// every other three-segment pattern is more specific than.
 	s.dispatch("/{garage_id}/{segment}/{car_id}",
-		shape{"GET", "/{garage_id}/cars/{car_id}", s.handleGarageCar})
+		shape{"GET", "/{garage_id}/cars/{car_id}", s.publicRead(s.handleGarageCar)})
 	s.handle("POST", "/searches", s.authenticated(s.handleCreateSearch))
 	s.handle("GET", "/searches", s.adminOnly(s.handleListSearches))
-	s.handle("GET", "/searches/{search_id}", s.handleSearchResults)
+	s.handle("GET", "/searches/{search_id}", s.publicRead(s.handleSearchResults))
 	s.handle("DELETE", "/searches/{search_id}", s.adminOnly(s.handleDeleteSearch))
-	s.handle("GET", "/search/{name}", s.handleNamedSearch)
+	s.handle("GET", "/search/{name}", s.publicRead(s.handleNamedSearch))
 
 	// Orders (spec, Order; docs/api.md, Orders): JSON or XML, so handleXML:
 	// their errors are XML for a client that speaks it. The order's

@@ -530,6 +530,30 @@ func (s *Server) authenticated(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// publicRead wraps a public read. One that presents credentials (an
+// Authorization header, or credentials in the query) has them checked as
+// everywhere else: wrong ones are 401, never ignored (docs/auth.md, "Which
+// credentials count"); right ones put the principal in the context. A
+// session cookie, which a browser sends with every request, is not looked
+// at here. Without credentials nothing is checked.
+func (s *Server) publicRead(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" && s.grammarQuery(r) == r.URL.RawQuery {
+			h(w, r)
+			return
+		}
+		p, err := s.deps.Auth.Authenticate(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		if p != nil {
+			r = r.WithContext(yard.NewContextWithPrincipal(r.Context(), p))
+		}
+		h(w, r)
+	}
+}
+
 // adminOnly wraps a handler that needs an administrator.
 func (s *Server) adminOnly(h http.HandlerFunc) http.HandlerFunc {
 	return s.authenticated(func(w http.ResponseWriter, r *http.Request) {
