@@ -3,6 +3,7 @@ package yard
 import (
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -118,13 +119,22 @@ func ValidateCodeURL(s string) error {
 			return codeURLError("must not hold control characters or white space")
 		}
 	}
+	// Nor percent-encoded: git decodes them in ssh:// and file:// URLs.
+	for i := 0; i+2 < len(s); i++ {
+		if s[i] != '%' {
+			continue
+		}
+		if b, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil && (b < 0x21 || b == 0x7f) {
+			return codeURLError("must not hold control characters or white space, also percent-encoded")
+		}
+	}
 	if strings.HasPrefix(s, "git@") {
 		m := scpLikeRe.FindStringSubmatch(s)
 		if m == nil {
 			return codeURLError("git@host:path form is malformed")
 		}
-		if strings.HasPrefix(m[1], "-") || strings.HasPrefix(m[2], "-") {
-			return codeURLError("host and path must not start with '-'")
+		if strings.HasPrefix(m[1], "-") || strings.HasPrefix(m[2], "-") || strings.Contains(m[2], "/-") {
+			return codeURLError("host and path segments must not start with '-'")
 		}
 		return nil
 	}
@@ -132,10 +142,20 @@ func ValidateCodeURL(s string) error {
 	if err != nil {
 		return codeURLError("is not a URL")
 	}
+	// scheme://, as git reads it: "file:/path" is to git an ssh address
+	// of the host "file".
+	if !strings.HasPrefix(strings.ToLower(s), u.Scheme+"://") {
+		return codeURLError("must be scheme://host/path (https://, ssh://, file://) or the git@host:path form")
+	}
 	switch u.Scheme {
 	case "https", "ssh":
 		if u.Host == "" || strings.HasPrefix(u.Host, "-") || strings.HasPrefix(u.Hostname(), "-") {
 			return codeURLError("must name a host that does not start with '-'")
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return codeURLError("port must be a number from 1 to 65535")
+			}
 		}
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {

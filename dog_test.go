@@ -14,6 +14,8 @@ func TestValidateCodeURL(t *testing.T) {
 		"git@example.org:team/rex.git",
 		"file:///srv/git/rex.git",
 		"file://localhost/srv/git/rex.git",
+		"https://example.org/a%2Fb.git",
+		"HTTPS://example.org/rex.git",
 	}
 	for _, s := range good {
 		if err := yard.ValidateCodeURL(s); err != nil {
@@ -47,6 +49,22 @@ func TestValidateCodeURL(t *testing.T) {
 		"/plain/path",
 		"https:///nohost",
 		"https://user\x00@example.org/x",
+		// file: without //, which git reads as an ssh address of the host "file".
+		"file:/srv/git/rex.git",
+		"FILE:/srv/git/rex.git",
+		"https:example.org/a",
+		// Control characters and white space, percent-encoded: git decodes them.
+		"https://example.org/a%0a",
+		"https://example.org/a%00b",
+		"https://example.org/a%09b",
+		"https://example.org/a%20b",
+		"ssh://example.org/a%0Ab",
+		"file:///srv/a%7fb",
+		// A later path segment of the git@host:path form.
+		"git@example.org:/-a",
+		"git@example.org:a/-b",
+		"https://example.org:99999/a",
+		"https://example.org:0/a",
 		"",
 	}
 	for _, s := range bad {

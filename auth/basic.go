@@ -102,12 +102,16 @@ func (b *Basic) Authenticate(r *http.Request) (*yard.Principal, error) {
 	}
 	key := sha256.Sum256([]byte(username + "\x00" + password))
 	now := b.Now()
+	keys := Keys(r, username)
+	// Over the limit, the right password is refused too, remembered or not.
+	if err := b.Limiter.Blocked(keys...); err != nil {
+		return nil, err
+	}
 	if p, ok, err := b.cached(r.Context(), key, now); err != nil {
 		return nil, err
 	} else if ok {
 		return p, nil
 	}
-	keys := Keys(r, username)
 	v, err, _ := b.flights.Do(string(key[:]), func() (any, error) {
 		ctx, cancel := detach(r.Context())
 		defer cancel()

@@ -102,6 +102,14 @@ func TestLoginRateLimit(t *testing.T) {
 	if _, err := b.Authenticate(basicRequest("bob", "bob password")); err != nil {
 		t.Fatalf("after the window: %v", err)
 	}
+	// Remembered right credentials are refused too while their address
+	// is over the limit (another name's failures filled it).
+	for range 3 {
+		_, _ = b.Authenticate(basicRequest("mallory", "guess")) // from basicRequest's address
+	}
+	if _, err := b.Authenticate(basicRequest("bob", "bob password")); yard.ErrorCode(err) != yard.ERATELIMIT {
+		t.Fatalf("remembered credentials from an address over the limit: %v, want rate limited", err)
+	}
 }
 
 func TestPasswordHash(t *testing.T) {

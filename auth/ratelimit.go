@@ -148,6 +148,30 @@ func (l *LoginLimiter) forget(a *Attempt) {
 	}
 }
 
+// Blocked returns the 429 of keys this process knows to be full (its own
+// attempts in the window, a refusal by the store it remembers) without
+// asking the store or reserving a place: for credentials a cache vouches
+// for (Basic), which must still be refused while their address or name is
+// over the limit, "even for the right password" (docs/auth.md, "Login rate
+// limit"). Failures another process recorded in the store are seen by the
+// next check that goes to the store.
+func (l *LoginLimiter) Blocked(keys ...string) error {
+	if l == nil || l.Limit <= 0 {
+		return nil
+	}
+	now := l.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	wait := l.waitLocked(keys, now)
+	if r, ok := l.refused[strings.Join(keys, "\x00")]; ok && now.Before(r.until) {
+		wait = max(wait, r.retryAt.Sub(now))
+	}
+	if wait > 0 {
+		return l.refusal(wait)
+	}
+	return nil
+}
+
 // Check returns the 429 of a key that is full, without reserving a place.
 // Prefer Begin: checking and recording separately lets parallel attempts
 // through.

@@ -70,16 +70,23 @@ func HashKey(key string) string {
 
 // Create starts a session for a user and returns its key.
 func (s *Sessions) Create(ctx context.Context, userID string) (string, error) {
+	key, _, err := s.CreateAt(ctx, userID)
+	return key, err
+}
+
+// CreateAt is Create that also returns when the session began, as the
+// store keeps it (milliseconds), for an answer that shows it.
+func (s *Sessions) CreateAt(ctx context.Context, userID string) (string, time.Time, error) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
 	key := base64.RawURLEncoding.EncodeToString(b[:])
-	now := s.Now()
+	now := s.Now().UTC().Truncate(time.Millisecond)
 	if err := s.Store.CreateSession(ctx, &yard.Session{KeyHash: HashKey(key), UserID: userID, CreatedAt: now, LastSeen: now}); err != nil {
-		return "", err
+		return "", time.Time{}, err
 	}
-	return key, nil
+	return key, now, nil
 }
 
 // Delete ends the session with key and reports whether it existed.

@@ -274,7 +274,13 @@ func (b *Bearer) Match(r *http.Request) bool {
 }
 
 // Challenges implements Scheme (RFC 6750 §3).
-func (b *Bearer) Challenges(*http.Request) []string {
+// A request that presented a bearer token and is refused gets
+// error="invalid_token" (RFC 6750 §3.1): the token is malformed, badly
+// signed, or its user may not use the API.
+func (b *Bearer) Challenges(r *http.Request) []string {
+	if r != nil && b.Match(r) {
+		return []string{`Bearer realm="` + Realm + `", error="invalid_token"`}
+	}
 	return []string{`Bearer realm="` + Realm + `"`}
 }
 

@@ -275,6 +275,15 @@ func TestPeopleAdmin(t *testing.T) {
 	if r := env.Do(apitest.Request{Method: "DELETE", Path: "/v1/people/" + id, User: "root", Password: pw}); r.StatusCode != 204 {
 		t.Fatalf("delete person: got %d", r.StatusCode)
 	}
+	// The representation's members: disabled may be given on create, roles
+	// may not be empty there either, an id is the server's.
+	run(t, env, []scenario{
+		{"create disabled", apitest.Request{Method: "POST", Path: "/v1/people", User: "root", Password: pw, Body: map[string]any{"name": "erin", "disabled": true, "password": "erin password 1"}}, 201, nil, []string{`"disabled":true`}},
+		{"a person created disabled cannot authenticate", apitest.Request{Path: "/v1/dogs", User: "erin", Password: "erin password 1"}, 401, nil, nil},
+		{"no roles on create", apitest.Request{Method: "POST", Path: "/v1/people", User: "root", Password: pw, Body: map[string]any{"name": "dave", "roles": []string{}}}, 400, nil, []string{`"field":"roles"`}},
+		{"an id on create", apitest.Request{Method: "POST", Path: "/v1/people", User: "root", Password: pw, Body: map[string]any{"name": "dave", "id": "x"}}, 400, nil, []string{`"field":"id"`, "read-only"}},
+		{"roles left out: user", apitest.Request{Method: "POST", Path: "/v1/people", User: "root", Password: pw, Body: map[string]any{"name": "dave"}}, 201, nil, []string{`"roles":["user"]`}},
+	})
 }
 
 func TestOpenAPIMatchesRoutes(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -368,7 +369,7 @@ func TestSessionRefusals(t *testing.T) {
 		wantStatus(t, "logout twice", e.Do(apitest.Request{Method: "DELETE", Path: "/sessions/" + s3.Key()}).StatusCode, 404)
 		wantStatus(t, "made-up cookie", e.raw(t, "GET", e.dogURI, map[string]string{"Cookie": "sessionToken=" + strings.Repeat("A", 43)}).StatusCode, 401)
 		wantStatus(t, "wrong password", e.Do(apitest.Request{Method: "POST", Path: "/sessions", Body: map[string]string{"username": "alice", "password": "x"}}).StatusCode, 401)
-		wantStatus(t, "missing password", e.Do(apitest.Request{Method: "POST", Path: "/sessions", Body: map[string]string{"username": "alice"}}).StatusCode, 401)
+		wantStatus(t, "missing password", e.Do(apitest.Request{Method: "POST", Path: "/sessions", Body: map[string]string{"username": "alice"}}).StatusCode, 400)
 		wantStatus(t, "unknown field", e.Do(apitest.Request{Method: "POST", Path: "/sessions", Body: map[string]string{"username": "alice", "password": pw, "remember": "yes"}}).StatusCode, 400)
 	})
 }
@@ -487,12 +488,17 @@ func TestTokenPairRefusals(t *testing.T) {
 			{"garbage", "not-a-token", 401},
 			{"refresh token as access token", pair.RefreshToken, 401},
 		} {
-			wantStatus(t, tc.name, e.raw(t, "GET", e.dogURI, bearer(tc.tok)).StatusCode, tc.want)
+			resp := e.raw(t, "GET", e.dogURI, bearer(tc.tok))
+			wantStatus(t, tc.name, resp.StatusCode, tc.want)
+			// RFC 6750 §3.1: a presented token that is refused is named.
+			if !slices.Contains(resp.Header.Values("WWW-Authenticate"), `Bearer realm="yard", error="invalid_token"`) {
+				t.Errorf("%s: challenges %q, want the Bearer one with error=\"invalid_token\"", tc.name, resp.Header.Values("WWW-Authenticate"))
+			}
 		}
 		wantStatus(t, "access token at /auth/refresh", e.Do(apitest.Request{Method: "POST", Path: "/auth/refresh", Headers: bearer(pair.AccessToken)}).StatusCode, 400)
 		wantStatus(t, "garbage at /auth/refresh", e.Do(apitest.Request{Method: "POST", Path: "/auth/refresh", Headers: bearer("x.y.z")}).StatusCode, 400)
 		wantStatus(t, "no refresh token", e.Do(apitest.Request{Method: "POST", Path: "/auth/refresh"}).StatusCode, 401)
-		wantStatus(t, "missing credentials at login", e.Do(apitest.Request{Method: "POST", Path: "/auth/login", Body: map[string]string{}}).StatusCode, 401)
+		wantStatus(t, "missing credentials at login", e.Do(apitest.Request{Method: "POST", Path: "/auth/login", Body: map[string]string{}}).StatusCode, 400)
 		wantStatus(t, "wrong password at login", e.Do(apitest.Request{Method: "POST", Path: "/auth/login", Body: map[string]string{"username": "alice", "password": "nope"}}).StatusCode, 401)
 
 		// Roles are reloaded on refresh: alice becomes admin; her old
@@ -654,7 +660,9 @@ func TestSignedRequests(t *testing.T) {
 		wantStatus(t, "signed order list with filters", e.raw(t, "GET", sign("/orders", "canceled=false&status=placed", now+3), nil).StatusCode, 200)
 		wantStatus(t, "tampered filter", e.raw(t, "GET", strings.Replace(sign("/orders", "status=placed", now+4), "placed", "shipped", 1), nil).StatusCode, 401)
 		wantStatus(t, "signed car list with filters", e.raw(t, "GET", sign("/cars", "color=red&max=5", now+3), nil).StatusCode, 200)
-		wantStatus(t, "car list with other letter cases", e.raw(t, "GET", "/cars?color=red&APIKEY=k;Signature=ab&timestamp=1&method=GET&bodyhash=x", nil).StatusCode, 200)
+		// On a public list they are credentials too, in any letter case:
+		// wrong ones are refused, not read as filters nor ignored.
+		wantStatus(t, "car list with other letter cases", e.raw(t, "GET", "/cars?color=red&APIKEY=k;Signature=ab&timestamp=1&method=GET&bodyhash=x", nil).StatusCode, 401)
 		wantStatus(t, "a look-alike name is a field", e.raw(t, "GET", "/cars?%C5%BFignature=ab", nil).StatusCode, 400)
 		wantStatus(t, "a variable without a value", e.raw(t, "GET", "/cars?signature", nil).StatusCode, 400)
 		wantStatus(t, "tampered query", e.raw(t, "GET", strings.Replace(sign(e.dogURI, "a=1", now+1), "a=1", "a=2", 1), nil).StatusCode, 401)
@@ -771,7 +779,9 @@ func TestLoginRateLimitAndLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = e.client(signed).Get(ctx, e.dogURI, nil)
-	secrets = append(secrets, signed.Secret)
+	secrets = append(secrets, signed.Secret, signed.APIKey)
+	// A key in a path is masked too (GET and DELETE /apikeys/{apiKey}).
+	_ = e.raw(t, "GET", "/apikeys/"+signed.APIKey, nil)
 	pk, _ := client.NewPKToken(ctx, e.client(nil), "alice", pw, client.PKTokenOptions{})
 	_ = e.client(pk).Get(ctx, e.dogURI, nil)
 	secrets = append(secrets, pk.Token)

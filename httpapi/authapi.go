@@ -64,11 +64,17 @@ func signIn(r *http.Request, k *auth.Kit, allowPK bool, check func() error) (*lo
 	return in, u, err
 }
 
-// logPath is the path of r as logs may show it: a session key in the path
-// (/sessions/{key}) is a credential and is masked.
+// keyPaths are the paths whose last segment names a credential or a key:
+// a session key, an API key, an OAuth consumer key.
+var keyPaths = []string{"/sessions/", "/apikeys/", "/oauth/consumers/"}
+
+// logPath is the path of r as logs may show it: a key in the path
+// (keyPaths) is masked, as no credential, token or key is ever logged.
 func logPath(r *http.Request) string {
-	if rest, ok := strings.CutPrefix(r.URL.Path, "/sessions/"); ok && rest != "" {
-		return "/sessions/[redacted]"
+	for _, prefix := range keyPaths {
+		if rest, ok := strings.CutPrefix(r.URL.Path, prefix); ok && rest != "" {
+			return prefix + "[redacted]"
+		}
 	}
 	return r.URL.Path
 }
@@ -161,9 +167,18 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 			}
 		}
 	}
-	if in.Username == "" || in.Password == "" {
-		// Missing credentials are a 401 like wrong ones (spec: Errors).
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A user name and a password are required.")
+	// A body without a user name or a password is not a sign-in attempt
+	// (it guesses nothing, and the limiter does not count it): 400 naming
+	// what is missing, as for any body.
+	var missing []yard.FieldError
+	if in.Username == "" {
+		missing = append(missing, yard.FieldError{Field: "username", Message: "is required"})
+	}
+	if in.Password == "" {
+		missing = append(missing, yard.FieldError{Field: "password", Message: "is required"})
+	}
+	if len(missing) > 0 {
+		return nil, yard.Invalid("A user name and a password are required.", missing...)
 	}
 	return &in, nil
 }
@@ -248,14 +263,14 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	var key string
+	var now time.Time
 	if err == nil {
-		key, err = k.Sessions.Create(r.Context(), u.ID)
+		key, now, err = k.Sessions.CreateAt(r.Context(), u.ID)
 	}
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	now := k.Now()
 	http.SetCookie(w, k.Sessions.Cookie(key))
 	noStore(w)
 	loc := s.url("/sessions/" + key)

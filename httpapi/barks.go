@@ -403,7 +403,9 @@ func parseSchedule(in scheduleInput, now time.Time) (yard.ScheduleChange, bool, 
 		} else {
 			c.Next = t.Truncate(time.Millisecond)
 			n := bytes.TrimSpace(in.Next)
-			if n[0] != '"' || string(n) == `"0"` || !t.Equal(c.Next) {
+			// Stored otherwise than sent: 0, Unix seconds, finer than
+			// milliseconds, or another offset than Z (stored in UTC).
+			if n[0] != '"' || string(n) == `"0"` || !t.Equal(c.Next) || !bytes.HasSuffix(n, []byte(`Z"`)) {
 				differs = true
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -392,6 +391,12 @@ func (s *Server) createDogAt(w http.ResponseWriter, r *http.Request, v *dogVersi
 		s.error(w, r, yard.Invalid("The id in the URI cannot be used.", yard.FieldError{Field: "id", Message: "must be 1-64 letters, digits, '-', '_' or '.', and not a reserved word"}))
 		return
 	}
+	// A PUT that creates: If-Match names a dog there is not (412),
+	// If-None-Match: * holds.
+	if err := writePreconditions(r, "", time.Time{}, "dog"); err != nil {
+		s.error(w, r, err)
+		return
+	}
 	// The id of the body, if any, equals the URI's (see putDog).
 	in.ID = nil
 	s.insertDog(w, r, v, id, in)
@@ -433,7 +438,12 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 		}
 	}
 	if in.Barks != nil {
-		// The schedule has its own conditional rules (docs/barks.md).
+		// The schedule has its own rules for If-Unmodified-Since
+		// (docs/barks.md); entity tags hold as for any write.
+		if err := writePreconditions(r, etagOf(v.view(s, d)), time.Time{}, "dog"); err != nil {
+			s.error(w, r, err)
+			return
+		}
 		s.patchSchedule(w, r, v, d, in.body, in.Barks, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
 		return
 	}
@@ -447,6 +457,11 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 		return
 	}
 	v.headers(s, w, d)
+	// The validators a GET of the changed dog answers with, so the next
+	// write can be conditional without a read first.
+	if body, err := marshalJSON(v.view(s, d)); err == nil {
+		setValidators(w.Header(), body, d.UpdatedAt)
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -467,31 +482,9 @@ func (s *Server) deleteDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// checkPreconditions evaluates If-Match and If-Unmodified-Since against the
-// stored dog, whose entity tag in the version at hand is etag (RFC 9110
-// §13.1.1, §13.1.4): 412 when they do not hold.
+// checkPreconditions evaluates If-Match, If-Unmodified-Since and
+// If-None-Match against the stored dog, whose entity tag in the version at
+// hand is etag (writePreconditions): 412 when one does not hold.
 func checkPreconditions(r *http.Request, d *yard.Dog, etag string) error {
-	if im := r.Header.Get("If-Match"); im != "" {
-		ok := false
-		for _, t := range strings.Split(im, ",") {
-			t = strings.TrimSpace(t)
-			if t == "*" || t == etag {
-				ok = true
-			}
-		}
-		if !ok {
-			return yard.Errorf(yard.EPRECONDITION, "The dog changed since the ETag given in If-Match.")
-		}
-		return nil
-	}
-	if ius := r.Header.Get("If-Unmodified-Since"); ius != "" {
-		t, err := http.ParseTime(ius)
-		if err != nil {
-			return yard.Invalid("If-Unmodified-Since is not an HTTP date.", yard.FieldError{Field: "If-Unmodified-Since", Message: "must be an HTTP date (RFC 9110 §5.6.7)"})
-		}
-		if d.UpdatedAt.Truncate(1e9).After(t) {
-			return yard.Errorf(yard.EPRECONDITION, "The dog changed after %s.", ius)
-		}
-	}
-	return nil
+	return writePreconditions(r, etag, d.UpdatedAt, "dog")
 }

@@ -51,7 +51,8 @@ func ParseTimestamp(raw json.RawMessage, now time.Time) (time.Time, error) {
 		if s == "0" {
 			return now, nil
 		}
-		t, err := time.Parse(time.RFC3339Nano, s)
+		// RFC 3339 §5.6 allows a lower-case t and z.
+		t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s))
 		if err != nil {
 			return time.Time{}, errors.New("must be an RFC 3339 string or Unix seconds")
 		}

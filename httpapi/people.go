@@ -37,11 +37,13 @@ func newPersonView(u *yard.User) personView {
 }
 
 type personCreate struct {
-	Name     string   `json:"name"`
-	Email    string   `json:"email"`
-	Phone    string   `json:"phone"`
-	Roles    []string `json:"roles"`
-	Password string   `json:"password"`
+	ID       *string   `json:"id"` // read-only: refused (the server chooses)
+	Name     string    `json:"name"`
+	Email    string    `json:"email"`
+	Phone    string    `json:"phone"`
+	Roles    *[]string `json:"roles"` // absent: ["user"]; empty: refused
+	Disabled bool      `json:"disabled"`
+	Password string    `json:"password"`
 }
 
 // handleCreatePerson creates a person (admin). Without a password in the
@@ -52,6 +54,10 @@ func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	if in.ID != nil {
+		s.error(w, r, yard.Invalid("A person's id is chosen by the server.", yard.FieldError{Field: "id", Message: "is read-only; leave it out"}))
+		return
+	}
 	generated := in.Password == ""
 	if generated {
 		in.Password = auth.GeneratePassword()
@@ -59,10 +65,11 @@ func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if len(in.Roles) == 0 {
-		in.Roles = []string{yard.RoleUser}
+	roles := []string{yard.RoleUser}
+	if in.Roles != nil {
+		roles = *in.Roles // empty: refused by ValidateUser, as by a PATCH
 	}
-	u := &yard.User{Name: in.Name, Email: in.Email, Phone: in.Phone, Roles: in.Roles}
+	u := &yard.User{Name: in.Name, Email: in.Email, Phone: in.Phone, Roles: roles, Disabled: in.Disabled}
 	if err := yard.ValidateUser(u); err != nil {
 		s.error(w, r, err)
 		return
@@ -127,6 +134,7 @@ func (s *Server) handleGetPerson(w http.ResponseWriter, r *http.Request) {
 }
 
 type personPatch struct {
+	ID       *string   `json:"id"` // read-only: may be sent back as read
 	Name     *string   `json:"name"`
 	Email    *string   `json:"email"`
 	Phone    *string   `json:"phone"`
@@ -148,6 +156,10 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 	body, err := readJSON(r, &in)
 	if err != nil {
 		s.error(w, r, err)
+		return
+	}
+	if in.ID != nil && *in.ID != u.ID {
+		s.error(w, r, yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "is read-only: it must equal the id in the URI"}))
 		return
 	}
 	// A merge patch null removes a member (RFC 7396): e-mail and phone can

@@ -1,8 +1,11 @@
 package httpapi_test
 
 import (
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/yard-api/yard/httpapi/apitest"
 	"github.com/yard-api/yard/store"
@@ -93,4 +96,46 @@ func TestCarListEdges(t *testing.T) {
 		{"public, a session cookie is not looked at", apitest.Request{Path: "/search/color=red", Headers: map[string]string{"Cookie": "sessionToken=stale"}}, 200, nil, nil},
 		{"a body that ends early says where", apitest.Request{Method: "POST", Path: "/cars", Body: "{\"color\":\n\"red\",", User: "root", Password: pw}, 400, nil, []string{"line 2, column 7 (offset 16)"}},
 	})
+}
+
+// TestDogWritesAreConditional: the preconditions of a dog's writes, v1 and
+// v2, schedule changes included, and the validators of a PATCH's 204.
+func TestDogWritesAreConditional(t *testing.T) {
+	env := apitest.Start(t, storetest.Open(t, store.SQLite))
+	env.CreateUser("alice", pw)
+	as := func(method, path string, h map[string]string, body any) apitest.Request {
+		return apitest.Request{Method: method, Path: path, Headers: h, Body: body, User: "alice", Password: pw}
+	}
+	r := env.Do(as("POST", "/v1/dogs", nil, map[string]any{"name": "Rex", "email": "rex@example.org"}))
+	if r.StatusCode != 201 {
+		t.Fatalf("create: %d %s", r.StatusCode, r.Body)
+	}
+	dog := strings.TrimPrefix(r.Header.Get("Location"), env.URL)
+	id := strings.TrimSuffix(strings.TrimPrefix(dog, "/v1/dogs/"), "/")
+	tag := env.Do(as("GET", dog, nil, nil)).Header.Get("ETag")
+	soon := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	future := time.Now().Add(2 * time.Second).UTC().Format(http.TimeFormat)
+	run(t, env, []scenario{
+		{"PUT, If-None-Match * on a dog that exists", as("PUT", dog, map[string]string{"If-None-Match": "*"}, map[string]any{"name": "X", "email": "x@example.org"}), 412, nil, nil},
+		{"v2 PUT, If-None-Match *", as("PUT", "/v2/dogs/"+id, map[string]string{"If-None-Match": "*"}, map[string]any{"name": "X", "email": "x@example.org"}), 412, nil, nil},
+		{"PATCH, If-None-Match of its tag", as("PATCH", dog, map[string]string{"If-None-Match": tag}, map[string]any{"name": "X"}), 412, nil, nil},
+		{"DELETE, If-None-Match *", as("DELETE", dog, map[string]string{"If-None-Match": "*"}, nil), 412, nil, nil},
+		{"PUT to a new id with If-Match creates nothing", as("PUT", "/v1/dogs/im-absent-1/", map[string]string{"If-Match": `"abc"`}, map[string]any{"name": "A", "email": "a@example.org"}), 412, nil, nil},
+		{"a new id is still free", as("GET", "/v1/dogs/im-absent-1/", nil, nil), 404, nil, nil},
+		{"schedule PATCH, If-Match of another tag", as("PATCH", dog, map[string]string{"If-Match": `"bogus"`, "If-Unmodified-Since": future},
+			map[string]any{"name": "Renamed", "barks": map[string]any{"next": soon, "frequency": 45}}), 412, nil, nil},
+		{"nothing of it was written", as("GET", dog, nil, nil), 200, map[string]string{"ETag": "^" + regexp.QuoteMeta(tag) + "$"}, []string{`"name":"Rex"`}},
+		{"PATCH, If-Match of its tag: 204 with the new validators", as("PATCH", dog, map[string]string{"If-Match": tag}, map[string]any{"name": "Spot"}), 204,
+			map[string]string{"ETag": `^"[0-9a-f]{24}"$`, "Last-Modified": ""}, nil},
+		{"an If-Unmodified-Since that is no date is ignored", as("PATCH", dog, map[string]string{"If-Unmodified-Since": "garbage"}, map[string]any{"name": "Spot"}), 204, nil, nil},
+		{"a next with an offset is stored in UTC: 205", as("PATCH", dog, map[string]string{"If-Unmodified-Since": future},
+			map[string]any{"barks": map[string]any{"next": time.Now().Add(time.Hour).In(time.FixedZone("", 2*3600)).Format(time.RFC3339), "frequency": 45}}), 205, nil, nil},
+		{"a lower-case t and z are RFC 3339 too", as("PATCH", dog, map[string]string{"If-Unmodified-Since": time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat)},
+			map[string]any{"barks": map[string]any{"next": strings.ToLower(soon), "frequency": 50}}), 205, nil, nil},
+	})
+	// The 204's tag is the one a GET gives.
+	p := env.Do(as("PATCH", dog, nil, map[string]any{"email": "spot@example.org"}))
+	if g := env.Do(as("GET", dog, nil, nil)); p.Header.Get("ETag") != g.Header.Get("ETag") || p.Header.Get("Last-Modified") != g.Header.Get("Last-Modified") {
+		t.Fatalf("PATCH's validators %q %q, GET's %q %q", p.Header.Get("ETag"), p.Header.Get("Last-Modified"), g.Header.Get("ETag"), g.Header.Get("Last-Modified"))
+	}
 }
