@@ -573,8 +573,11 @@ func (s *Server) handleGetSchedule(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "The dog has no bark schedule."))
 		return
 	}
-	sc := d.Schedule
-	writeRepresentation(w, r, scheduleView{Last: TimestampPtr(sc.Last), Next: TimestampPtr(sc.Next), Frequency: sc.Frequency}, d.UpdatedAt)
+	writeRepresentation(w, r, newScheduleView(d.Schedule), d.UpdatedAt)
+}
+
+func newScheduleView(sc *yard.BarkSchedule) scheduleView {
+	return scheduleView{Last: TimestampPtr(sc.Last), Next: TimestampPtr(sc.Next), Frequency: sc.Frequency}
 }
 
 // handleDeleteSchedule stops the schedule: 204; 404 without one.
@@ -583,6 +586,13 @@ func (s *Server) handleDeleteSchedule(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.error(w, r, err)
 		return
+	}
+	if d.Schedule != nil {
+		// Against the validators of GET /bark-schedule.
+		if err := writePreconditions(r, etagOf(newScheduleView(d.Schedule)), d.UpdatedAt, "bark schedule"); err != nil {
+			s.error(w, r, err)
+			return
+		}
 	}
 	if err := s.deps.DB.StopSchedule(r.Context(), d.ID); err != nil {
 		s.error(w, r, err)

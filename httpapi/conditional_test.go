@@ -133,6 +133,12 @@ func TestDogWritesAreConditional(t *testing.T) {
 		{"a lower-case t and z are RFC 3339 too", as("PATCH", dog, map[string]string{"If-Unmodified-Since": time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat)},
 			map[string]any{"barks": map[string]any{"next": strings.ToLower(soon), "frequency": 50}}), 205, nil, nil},
 	})
+	// DELETE /bark-schedule against the validators of its GET.
+	stag := env.Do(as("GET", dog+"bark-schedule", nil, nil)).Header.Get("ETag")
+	run(t, env, []scenario{
+		{"stop the schedule, If-Match of another tag", as("DELETE", dog+"bark-schedule", map[string]string{"If-Match": `"bogus"`}, nil), 412, nil, nil},
+		{"stop the schedule, If-Match of its tag", as("DELETE", dog+"bark-schedule", map[string]string{"If-Match": stag}, nil), 204, nil, nil},
+	})
 	// The 204's tag is the one a GET gives.
 	p := env.Do(as("PATCH", dog, nil, map[string]any{"email": "spot@example.org"}))
 	if g := env.Do(as("GET", dog, nil, nil)); p.Header.Get("ETag") != g.Header.Get("ETag") || p.Header.Get("Last-Modified") != g.Header.Get("Last-Modified") {
