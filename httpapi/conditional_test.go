@@ -118,7 +118,9 @@ func TestDogWritesAreConditional(t *testing.T) {
 	run(t, env, []scenario{
 		{"PUT, If-None-Match * on a dog that exists", as("PUT", dog, map[string]string{"If-None-Match": "*"}, map[string]any{"name": "X", "email": "x@example.org"}), 412, nil, nil},
 		{"v2 PUT, If-None-Match *", as("PUT", "/v2/dogs/"+id, map[string]string{"If-None-Match": "*"}, map[string]any{"name": "X", "email": "x@example.org"}), 412, nil, nil},
-		{"PATCH, If-None-Match of its tag", as("PATCH", dog, map[string]string{"If-None-Match": tag}, map[string]any{"name": "X"}), 412, nil, nil},
+		{"PATCH, If-None-Match of its tag (v1 refusals link the successor too)", as("PATCH", dog, map[string]string{"If-None-Match": tag}, map[string]any{"name": "X"}), 412,
+			map[string]string{"Link": `/v2/dogs/` + id + `>; rel="successor-version"`}, nil},
+		{"another's dog: 404 with the link", apitest.Request{Path: "/v1/dogs/nope/", User: "alice", Password: pw}, 404, map[string]string{"Link": `rel="successor-version"`}, nil},
 		{"DELETE, If-None-Match *", as("DELETE", dog, map[string]string{"If-None-Match": "*"}, nil), 412, nil, nil},
 		{"PUT to a new id with If-Match creates nothing", as("PUT", "/v1/dogs/im-absent-1/", map[string]string{"If-Match": `"abc"`}, map[string]any{"name": "A", "email": "a@example.org"}), 412, nil, nil},
 		{"a new id is still free", as("GET", "/v1/dogs/im-absent-1/", nil, nil), 404, nil, nil},

@@ -141,9 +141,13 @@ func (s *Server) withDog(v *dogVersion, h func(http.ResponseWriter, *http.Reques
 	return func(w http.ResponseWriter, r *http.Request) {
 		d, err := s.loadDogFor(r)
 		if err != nil {
+			// The version link goes on every answer about the dog,
+			// refusals included.
+			v.headers(s, w, &yard.Dog{ID: r.PathValue("dog_id")})
 			s.error(w, r, err)
 			return
 		}
+		v.headers(s, w, d)
 		h(w, r, v, d)
 	}
 }
