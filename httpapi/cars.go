@@ -700,37 +700,40 @@ func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
 }
 
 // carPreconditions evaluates a car write's preconditions when it has any
-// (writePreconditions). A car that does not exist answers as the write
-// would without them (RFC 9110 §13.2.1): 404, except for a PUT, which
-// creates it and so evaluates them.
+// (storedPreconditions).
 func (s *Server) carPreconditions(r *http.Request, id string, put bool) error {
-	if !conditional(r) {
-		return nil
-	}
-	c, err := s.deps.DB.FindCarByID(r.Context(), id)
-	switch {
-	case yard.ErrorCode(err) == yard.ENOTFOUND && put:
-		return writePreconditions(r, "", time.Time{}, "car")
-	case err != nil:
-		return err
-	}
-	return writePreconditions(r, etagOf(newCarView(c)), c.UpdatedAt, "car")
+	return storedPreconditions(r, id, put, "car", s.deps.DB.FindCarByID, func(c *yard.Car) (string, time.Time) {
+		return etagOf(newCarView(c)), c.UpdatedAt
+	})
 }
 
 // garagePreconditions is carPreconditions for a garage, which has no
 // Last-Modified (see handleGetGarage).
 func (s *Server) garagePreconditions(r *http.Request, id string, put bool) error {
+	return storedPreconditions(r, id, put, "garage", s.deps.DB.FindGarageByID, func(g *yard.Garage) (string, time.Time) {
+		return etagOf(newGarageView(g)), time.Time{}
+	})
+}
+
+// storedPreconditions reads the resource id with find, only when the
+// request has preconditions, and evaluates them against the validators
+// its GET answers with (writePreconditions). A resource that does not
+// exist answers as the write would without them (RFC 9110 §13.2.1): 404,
+// except for a PUT, which creates it and so evaluates them.
+func storedPreconditions[T any](r *http.Request, id string, put bool, noun string,
+	find func(context.Context, string) (T, error), validators func(T) (string, time.Time)) error {
 	if !conditional(r) {
 		return nil
 	}
-	g, err := s.deps.DB.FindGarageByID(r.Context(), id)
+	v, err := find(r.Context(), id)
 	switch {
 	case yard.ErrorCode(err) == yard.ENOTFOUND && put:
-		return writePreconditions(r, "", time.Time{}, "garage")
+		return writePreconditions(r, "", time.Time{}, noun)
 	case err != nil:
 		return err
 	}
-	return writePreconditions(r, etagOf(newGarageView(g)), time.Time{}, "garage")
+	etag, modified := validators(v)
+	return writePreconditions(r, etag, modified, noun)
 }
 
 // handlePatchCar applies a JSON merge patch (RFC 7396) to a car: members

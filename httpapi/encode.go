@@ -400,26 +400,24 @@ func writeRepresentation(w http.ResponseWriter, r *http.Request, v any, modified
 // §8.8.2, §8.8.3), so a client can make its next request conditional
 // without reading the resource again.
 func writeCreated(w http.ResponseWriter, v any, modified time.Time) {
-	body, err := marshalJSON(v)
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "encoding"})
-		return
-	}
-	setValidators(w.Header(), body, modified)
-	writeJSONBody(w, http.StatusCreated, body)
+	writeWithValidators(w, http.StatusCreated, v, modified)
 }
 
 // writeUpdated writes v, the representation of a resource just changed,
 // as 200 with the validators a GET of it answers with (modified zero: no
 // Last-Modified).
 func writeUpdated(w http.ResponseWriter, v any, modified time.Time) {
+	writeWithValidators(w, http.StatusOK, v, modified)
+}
+
+func writeWithValidators(w http.ResponseWriter, status int, v any, modified time.Time) {
 	body, err := marshalJSON(v)
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "encoding"})
 		return
 	}
 	setValidators(w.Header(), body, modified)
-	writeJSONBody(w, http.StatusOK, body)
+	writeJSONBody(w, status, body)
 }
 
 // setValidators sets the ETag of body and, unless modified is zero, its
