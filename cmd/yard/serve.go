@@ -107,7 +107,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.eventsPerProcess, "events-per-process", events.DefaultPerProcess, "event streams and bark waits this process holds (past it: 503)")
 	fs.IntVar(&c.webhookWorkers, "webhook-workers", webhooks.DefaultWorkers, "webhook delivery attempts this process makes at once")
 	fs.Var(&c.webhookAllowHosts, "webhook-allow-host", "HOST or HOST:PORT webhook deliveries may reach although it is not a public address, also by plain http:// (repeat or comma-separate; default none)")
-	fs.IntVar(&c.searchSlots, "search-slots", 0, "car lists and searches this process computes at once; when all are taken, client addresses wait in turn (0: four per core)")
+	fs.IntVar(&c.searchSlots, "search-slots", 0, "car lists and searches this process computes at once; when all are taken, client addresses wait in turn (0: sixteen per core)")
 	fs.IntVar(&c.searchQueue, "search-queue", 64, "car lists and searches one client address may have waiting for a slot (past it: 429)")
 	fs.DurationVar(&c.storeWait, "store-wait", httpapi.DefaultStoreWait, "longest a request waits for the store (a free connection and its answers) before it is answered 503 (0: no bound)")
 	c.auth.register(fs)
@@ -236,7 +236,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		return nil, usageError("--webhook-workers must be at least 1")
 	}
 	if cfg.searchSlots < 0 || cfg.searchQueue < 1 {
-		return nil, usageError("--search-slots must be 0 (four per core) or more, --search-queue at least 1")
+		return nil, usageError("--search-slots must be 0 (sixteen per core) or more, --search-queue at least 1")
 	}
 	for _, h := range cfg.webhookAllowHosts {
 		if strings.ContainsAny(h, "/@ \t") {

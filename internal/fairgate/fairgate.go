@@ -40,10 +40,12 @@ type Config struct {
 	MaxWait   time.Duration // the longest a request waits for a slot (default 10 s)
 }
 
-// DefaultSlots is four per processor Go uses: enough that work waiting on
-// the store overlaps with work computing, few enough that a slot frees
-// within a few requests' time.
-func DefaultSlots() int { return 4 * runtime.GOMAXPROCS(0) }
+// DefaultSlots is sixteen per processor Go uses: enough that work waiting
+// on the store (on PostgreSQL a car search waits for a round trip, the
+// change probe) overlaps with work computing; four per core cost
+// PostgreSQL a fifth of its random pages (docs/benchmarks.md, "The car
+// lists' gate"). A slot still frees within a few requests' time.
+func DefaultSlots() int { return 16 * runtime.GOMAXPROCS(0) }
 
 // Gate admits work into a fixed number of slots, fairly among clients.
 // Build it with New; a nil Gate admits everything at once.
