@@ -108,7 +108,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.webhookWorkers, "webhook-workers", webhooks.DefaultWorkers, "webhook delivery attempts this process makes at once")
 	fs.Var(&c.webhookAllowHosts, "webhook-allow-host", "HOST or HOST:PORT webhook deliveries may reach although it is not a public address, also by plain http:// (repeat or comma-separate; default none)")
 	fs.IntVar(&c.searchSlots, "search-slots", 0, "car lists and searches this process computes at once; when all are taken, client addresses wait in turn (0: sixteen per core)")
-	fs.IntVar(&c.searchQueue, "search-queue", 64, "car lists and searches one client address may have waiting for a slot (past it: 429)")
+	fs.IntVar(&c.searchQueue, "search-queue", 256, "car lists and searches one client address may have waiting for a slot (past it: 429)")
 	fs.DurationVar(&c.storeWait, "store-wait", httpapi.DefaultStoreWait, "longest a request waits for the store (a free connection and its answers) before it is answered 503 (0: no bound)")
 	c.auth.register(fs)
 	c.fetch.register(fs)

@@ -35,8 +35,8 @@ var (
 // Config holds a Gate's bounds; zero values take the defaults.
 type Config struct {
 	Slots     int           // requests running at once (default: DefaultSlots)
-	PerClient int           // requests one client may have waiting (default 64)
-	Waiting   int           // requests all clients may have waiting (default 1024)
+	PerClient int           // requests one client may have waiting (default 256)
+	Waiting   int           // requests all clients may have waiting (default 4096)
 	MaxWait   time.Duration // the longest a request waits for a slot (default 10 s)
 }
 
@@ -85,10 +85,10 @@ func New(cfg Config) *Gate {
 		cfg.Slots = DefaultSlots()
 	}
 	if cfg.PerClient <= 0 {
-		cfg.PerClient = 64
+		cfg.PerClient = 256
 	}
 	if cfg.Waiting <= 0 {
-		cfg.Waiting = 1024
+		cfg.Waiting = 4096
 	}
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 10 * time.Second
