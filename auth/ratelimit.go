@@ -97,12 +97,8 @@ func (l *LoginLimiter) Begin(ctx context.Context, keys ...string) (*Attempt, err
 	a := &Attempt{l: l, id: hex.EncodeToString(b[:]), keys: keys}
 	now := l.Now()
 	l.mu.Lock()
-	wait := l.waitLocked(keys, now)
 	combo := strings.Join(keys, "\x00")
-	if r, ok := l.refused[combo]; ok && now.Before(r.until) {
-		wait = max(wait, r.retryAt.Sub(now))
-	}
-	if wait > 0 {
+	if wait := l.blockedLocked(keys, now); wait > 0 {
 		l.mu.Unlock()
 		return nil, l.refusal(wait)
 	}
@@ -162,14 +158,21 @@ func (l *LoginLimiter) Blocked(keys ...string) error {
 	now := l.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if wait := l.blockedLocked(keys, now); wait > 0 {
+		return l.refusal(wait)
+	}
+	return nil
+}
+
+// blockedLocked returns how long keys stay refused by what this process
+// knows: its own attempts, and a refusal by the store it remembers for
+// the same keys (0: not refused).
+func (l *LoginLimiter) blockedLocked(keys []string, now time.Time) time.Duration {
 	wait := l.waitLocked(keys, now)
 	if r, ok := l.refused[strings.Join(keys, "\x00")]; ok && now.Before(r.until) {
 		wait = max(wait, r.retryAt.Sub(now))
 	}
-	if wait > 0 {
-		return l.refusal(wait)
-	}
-	return nil
+	return wait
 }
 
 // Check returns the 429 of a key that is full, without reserving a place.

@@ -484,29 +484,32 @@ func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 // hasParam reports whether a raw query holds the parameter name (in any
 // letter case).
 func hasParam(raw, name string) bool {
-	for _, pair := range strings.FieldsFunc(raw, func(c rune) bool { return c == '&' || c == ';' }) {
-		if n, _, _ := strings.Cut(pair, "="); strings.EqualFold(n, name) {
-			return true
-		}
-	}
-	return false
+	return anyPair(raw, func(pair string) bool {
+		n, _, _ := strings.Cut(pair, "=")
+		return strings.EqualFold(n, name)
+	})
 }
 
 // onlyPaging reads a raw query that may hold only offset and max.
+// Any other parameter is refused by its name, before the car grammar
+// would read it as a car field (or refuse it listing the car fields).
 func onlyPaging(raw string) (yard.Query, yard.Page, error) {
-	for _, pair := range strings.FieldsFunc(raw, func(c rune) bool { return c == '&' || c == ';' }) {
-		if n, _, _ := strings.Cut(pair, "="); !strings.EqualFold(n, "offset") && !strings.EqualFold(n, "max") {
-			if u, err := url.QueryUnescape(n); err == nil {
-				n = u
-			}
-			return yard.Query{}, yard.Page{}, yard.Invalid("This list takes only offset and max.", yard.FieldError{Field: n, Message: "is not a parameter of this list"})
+	var other string
+	anyPair(raw, func(pair string) bool {
+		n, _, _ := strings.Cut(pair, "=")
+		if strings.EqualFold(n, "offset") || strings.EqualFold(n, "max") {
+			return false
 		}
+		other = n
+		if u, err := url.QueryUnescape(n); err == nil {
+			other = u
+		}
+		return true
+	})
+	if other != "" {
+		return yard.Query{}, yard.Page{}, yard.Invalid("This list takes only offset and max.", yard.FieldError{Field: other, Message: "is not a parameter of this list"})
 	}
-	q, page, err := yard.ParseCarQuery(raw)
-	if err == nil && !q.IsZero() {
-		err = yard.Invalid("This list takes only offset and max.", yard.FieldError{Field: q.Filters[0].Field, Message: "is not a parameter of this list"})
-	}
-	return q, page, err
+	return yard.ParseCarQuery(raw)
 }
 
 // --- writes (administrators) -------------------------------------------------
