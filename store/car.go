@@ -192,6 +192,13 @@ func changeStamp(ctx context.Context, tx *Tx) (int64, error) {
 	return tx.evTx, err
 }
 
+// carStamp is changeStamp for a transaction that writes cars or garages:
+// on PostgreSQL its commit is announced to the read leases (carlease.go).
+func carStamp(ctx context.Context, tx *Tx) (int64, error) {
+	tx.carsWritten = true
+	return changeStamp(ctx, tx)
+}
+
 // tombstone records the deletion of a car or garage by the transaction
 // stamped v.
 func tombstone(ctx context.Context, tx *Tx, kind, id string, v int64) error {
@@ -241,7 +248,7 @@ func (db *DB) CreateCar(ctx context.Context, c *yard.Car) error {
 
 // createCar is CreateCar in tx.
 func createCar(ctx context.Context, tx *Tx, c *yard.Car) error {
-	v, err := changeStamp(ctx, tx)
+	v, err := carStamp(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -315,7 +322,7 @@ func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 		created, err = db.replaceCarPostgres(ctx, c)
 	} else {
 		err = db.WithTx(ctx, func(tx *Tx) error {
-			v, err := changeStamp(ctx, tx)
+			v, err := carStamp(ctx, tx)
 			if err != nil {
 				return err
 			}
@@ -388,7 +395,7 @@ func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*ya
 	defer span.End()
 	var c *yard.Car
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := changeStamp(ctx, tx)
+		v, err := carStamp(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -413,7 +420,7 @@ func (db *DB) DeleteCar(ctx context.Context, id string) error {
 	ctx, span := db.span(ctx, "store.DeleteCar")
 	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := changeStamp(ctx, tx)
+		v, err := carStamp(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -486,7 +493,7 @@ func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
 		g.ID = yard.NewID()
 	}
 	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := changeStamp(ctx, tx)
+		v, err := carStamp(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -541,7 +548,7 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 	}
 	created := false
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := changeStamp(ctx, tx)
+		v, err := carStamp(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -568,7 +575,7 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 	defer span.End()
 	var g *yard.Garage
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := changeStamp(ctx, tx)
+		v, err := carStamp(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -598,7 +605,7 @@ func (db *DB) DeleteGarage(ctx context.Context, id string) error {
 	ctx, span := db.span(ctx, "store.DeleteGarage")
 	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := changeStamp(ctx, tx)
+		v, err := carStamp(ctx, tx)
 		if err != nil {
 			return err
 		}

@@ -40,7 +40,12 @@ func (db *DB) CarsChangedSince(ctx context.Context, since yard.CarPosition) (boo
 	if db.engine == SQLite {
 		return db.quiet.changedSince(ctx, db, since)
 	}
-	return db.carsChangedSince(ctx, since)
+	gen := db.leases.probeBegins()
+	changed, err := db.carsChangedSince(ctx, since)
+	if err == nil && !changed {
+		db.leases.probeFoundNothing(gen, since)
+	}
+	return changed, err
 }
 
 // carsChangedSince is CarsChangedSince's statement.
@@ -276,11 +281,16 @@ func (q *quietProbe) changedSince(ctx context.Context, db *DB, since yard.CarPos
 
 // CarsQuietSince reports, without a query, that nothing changed after
 // since: on SQLite, when the WAL index's header still reads as it did
-// before a probe that found nothing after since or an earlier position.
+// before a probe that found nothing after since or an earlier position;
+// on PostgreSQL, while this process holds a read lease and has heard of no
+// car write since such a probe (carlease.go).
 // False says nothing; CarsChangedSince answers then.
 func (db *DB) CarsQuietSince(since yard.CarPosition) bool {
-	if db.engine != SQLite || since.IsZero() {
+	if since.IsZero() {
 		return false
+	}
+	if db.engine == Postgres {
+		return db.leases.quiet(since)
 	}
 	q := &db.quiet
 	q.mu.Lock()

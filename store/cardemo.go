@@ -35,7 +35,7 @@ func (db *DB) SeedDemoCars(ctx context.Context) (bool, error) {
 		{"Subaru", "Outback", "wagon", 5}, {"BMW", "M3", "sedan", 4}, {"Mazda", "MX-5", "convertible", 2},
 	}
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := changeStamp(ctx, tx)
+		v, err := carStamp(ctx, tx)
 		if err != nil {
 			return err
 		}

@@ -234,7 +234,7 @@ func (im *importer) writeBatchTx(ctx context.Context, b *importBatch) error {
 				return err
 			}
 		}
-		v, err := changeStamp(ctx, tx)
+		v, err := carStamp(ctx, tx)
 		if err != nil {
 			return err
 		}

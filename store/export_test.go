@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/yard-api/yard/internal/batch"
 )
@@ -159,4 +160,26 @@ func (db *DB) ExplainPreviousBarks(ctx context.Context, dogID string, n int) (st
 	}
 	lines, err := db.explain(ctx, previousBarksSQL, dogID, 10)
 	return strings.Join(lines, "\n"), err
+}
+
+// CarLease reports the read lease's state: whether it is live, reads
+// answered without asking the store, and the backend of its listening
+// connection.
+func (db *DB) CarLease() (live bool, quietHits int, pid uint32) {
+	l := &db.leases
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.until.IsZero() && time.Now().Before(l.until), l.quietHits, l.pid
+}
+
+// Exec runs a statement on the store's write pool.
+func (db *DB) Exec(ctx context.Context, q string, args ...any) error {
+	_, err := db.write.ExecContext(ctx, q, args...)
+	return err
+}
+
+// LeaseStartedAfter reports whether a lease that began at the snapshot
+// started (as text) began after transaction xid committed.
+func LeaseStartedAfter(started string, xid int64) bool {
+	return readLease{started: started}.startedAfter(xid)
 }

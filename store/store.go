@@ -50,6 +50,9 @@ type DB struct {
 	// quiet spares SQLite's change probe its statement while nothing is
 	// committed (carchanges.go).
 	quiet quietProbe
+	// leases spare PostgreSQL's change probe while this process holds a
+	// read lease and hears of no car write (carlease.go).
+	leases carLeases
 
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -352,6 +355,7 @@ func (db *DB) prepared(ctx context.Context, query string) *sql.Stmt {
 
 // Close closes the store.
 func (db *DB) Close() error {
+	db.leases.close()
 	err := db.closeReplayLog()
 	db.quiet.mu.Lock()
 	db.quiet.close()
@@ -442,6 +446,8 @@ type Tx struct {
 	evTx      int64
 	evSeq     int64
 	dirtyDogs []string
+	// carsWritten: the transaction wrote cars or garages (carStamp).
+	carsWritten bool
 
 	conn *sql.Conn // the transaction's connection, when begun on one (withTxOn)
 }
@@ -486,7 +492,15 @@ func (db *DB) withTxOn(ctx context.Context, conn *sql.Conn, fn func(tx *Tx) erro
 		return err
 	}
 	if err := sqlTx.Commit(); err != nil {
+		if tx.carsWritten && db.engine == Postgres {
+			db.leases.bump() // committed or not, this process's reads ask the store
+		}
 		return fmt.Errorf("commit: %w", err)
+	}
+	if tx.carsWritten && db.engine == Postgres {
+		// Read leases (carlease.go): the answer waits for the other
+		// processes' acknowledgements.
+		db.leases.carWritten(ctx, db, tx.evTx)
 	}
 	if tx.evSeq > 0 {
 		db.eventsCommitted()

@@ -69,6 +69,9 @@ type serveConfig struct {
 	// those one client address may have waiting (docs/operations.md,
 	// "Fair shares").
 	searchSlots, searchQueue int
+	// carLease is the read lease of the car search index on PostgreSQL
+	// (docs/cars.md, "Read leases"); 0: none.
+	carLease time.Duration
 	// auth holds the flags of the token and key schemes (authwire.go).
 	auth authFlags
 	// fetch holds the flags of fetch-code barks (barks.go).
@@ -109,6 +112,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Var(&c.webhookAllowHosts, "webhook-allow-host", "HOST or HOST:PORT webhook deliveries may reach although it is not a public address, also by plain http:// (repeat or comma-separate; default none)")
 	fs.IntVar(&c.searchSlots, "search-slots", 0, "car lists and searches this process computes at once; when all are taken, client addresses wait in turn (0: sixteen per core)")
 	fs.IntVar(&c.searchQueue, "search-queue", 256, "car lists and searches one client address may have waiting for a slot (past it: 429)")
+	fs.DurationVar(&c.carLease, "car-read-lease", store.DefaultCarLease, "PostgreSQL: the read lease of the car search index, which spares car reads a round trip while no car is written (0: none; every process's car writes wait for the others' leases)")
 	fs.DurationVar(&c.storeWait, "store-wait", httpapi.DefaultStoreWait, "longest a request waits for the store (a free connection and its answers) before it is answered 503 (0: no bound)")
 	c.auth.register(fs)
 	c.fetch.register(fs)
@@ -235,6 +239,9 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	if cfg.webhookWorkers < 1 {
 		return nil, usageError("--webhook-workers must be at least 1")
 	}
+	if cfg.carLease < 0 || (cfg.carLease > 0 && cfg.carLease < 300*time.Millisecond) {
+		return nil, usageError("--car-read-lease must be 0 (none) or at least 300ms")
+	}
 	if cfg.searchSlots < 0 || cfg.searchQueue < 1 {
 		return nil, usageError("--search-slots must be 0 (sixteen per core) or more, --search-queue at least 1")
 	}
@@ -265,6 +272,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		// SQLite: checkpoint the WAL off the writer's path (see RunCheckpoints).
 		func(ctx context.Context) { db.RunCheckpoints(ctx, 200*time.Millisecond) },
 		index.Run,
+		func(ctx context.Context) { db.HoldCarLease(ctx, cfg.carLease, logger.With("component", "car-lease")) },
 		every(time.Minute, logger, "purging expired auth state", func(ctx context.Context, _ time.Time) error { return kit.Purge(ctx) }),
 		every(time.Minute, logger, "purging expired OpenID state", db.PurgeOpenID),
 	}}, nil

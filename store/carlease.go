@@ -1,0 +1,582 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/yard-api/yard"
+)
+
+// Read leases of the car search index on PostgreSQL (docs/cars.md, "Read
+// leases"). Without one, every car read asks the store whether cars
+// changed since the index's position (CarsChangedSince): a round trip per
+// few requests. A process that holds a lease answers without asking while
+// no car write was heard of since its last probe that found nothing:
+//
+//   - A process holding a lease has a row in car_readers (its name, when the
+//     lease ends by the store's clock, and the snapshot it began at), LISTENs
+//     on yard_cars and renews the row every third of the term from the
+//     same connection, so a process that cannot hear notifications stops
+//     renewing.
+//   - After a transaction that wrote cars or garages commits, before the
+//     write is answered, its id is sent on yard_cars and the writer waits
+//     until every other process whose lease is live and began before the
+//     commit has acknowledged that id (on yard_car_acks), or until its lease
+//     ends.
+//   - A holder counts what it hears (gen) before it acknowledges, and answers
+//     a read without asking only when gen has not moved since a probe that
+//     found nothing: so a read that starts after a write was answered
+//     either asks the store or follows a probe that saw the write.
+//   - A holder stops answering without asking, at once, when its listening
+//     connection fails, and by its own clock before the store's lease ends.
+//
+// On SQLite there is one process, and the WAL index's header does the same
+// without a lease (quietProbe).
+
+const (
+	carsChannel    = "yard_cars"
+	carAcksChannel = "yard_car_acks"
+	// DefaultCarLease is serve's --car-read-lease.
+	DefaultCarLease = 3 * time.Second
+	// carAckWaitMax bounds a writer's wait for the acknowledgements of one
+	// commit, for a holder that renews its lease but never answers.
+	carAckWaitMax = 10 * time.Second
+	// carAckGather is how long the listener waits for more notifications
+	// before it acknowledges those it has (one NOTIFY for all of them).
+	carAckGather = 100 * time.Microsecond
+	// notifyPayloadMax keeps a NOTIFY payload under PostgreSQL's 8,000
+	// bytes.
+	notifyPayloadMax = 7000
+)
+
+// nowMillisPG is the store's clock in Unix milliseconds.
+const nowMillisPG = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`
+
+type carLeases struct {
+	name   string // this process in car_readers and in notifications
+	once   sync.Once
+	ctx    context.Context // the listener's life: the store's
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the listener has stopped
+	logger *slog.Logger
+
+	mu        sync.Mutex
+	listening chan struct{} // closed while the listener listens; replaced when it stops
+	term      time.Duration // > 0: this process holds a lease of this length
+	gen       uint64        // car writes heard of, own commits and lease starts
+	until     time.Time     // the lease ends, by this process's clock; zero: no lease
+	quietGen  uint64        // gen when the last probe that found nothing began
+	quietAt   int64         // the horizon of that probe's position; 0: none
+	waits     map[int64]*carAckWait
+	announcer leaseAnnouncer
+	quietHits int   // reads answered without asking, for the tests
+	pid       uint32 // the listening connection's backend, for the tests
+}
+
+// carAckWait is a writer waiting for the acknowledgements of its commit.
+type carAckWait struct {
+	acked map[string]bool
+	woken chan struct{}
+}
+
+func (l *carLeases) init(db *DB) {
+	l.once.Do(func() {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		l.name = hex.EncodeToString(b[:])
+		l.mu.Lock()
+		l.ctx, l.cancel = context.WithCancel(context.Background())
+		l.done = make(chan struct{})
+		l.listening = make(chan struct{})
+		l.waits = map[int64]*carAckWait{}
+		l.mu.Unlock()
+		go l.run(db)
+	})
+}
+
+// HoldCarLease holds a read lease of term for this process's car search
+// index until ctx ends (PostgreSQL; a no-op on SQLite or with term 0). A
+// process that holds one answers car reads without asking the store while
+// no car was written, and every other process's car writes wait for its
+// acknowledgement (docs/cars.md, "Read leases").
+func (db *DB) HoldCarLease(ctx context.Context, term time.Duration, logger *slog.Logger) {
+	if db.engine != Postgres || term <= 0 {
+		return
+	}
+	l := &db.leases
+	l.mu.Lock()
+	if logger != nil {
+		l.logger = logger
+	}
+	l.term = term
+	l.mu.Unlock()
+	l.init(db)
+	select {
+	case <-ctx.Done():
+	case <-l.done:
+	}
+	l.mu.Lock()
+	l.term, l.until = 0, time.Time{}
+	l.mu.Unlock()
+	// Writers stop waiting for this process.
+	c, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _ = db.write.ExecContext(c, `DELETE FROM car_readers WHERE id = $1`, l.name)
+}
+
+// closeLeases stops the listener (Close).
+func (l *carLeases) close() {
+	l.mu.Lock()
+	cancel, done := l.cancel, l.done
+	l.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// log is where the lease's warnings go (HoldCarLease's logger).
+func (l *carLeases) log() *slog.Logger {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l.logger
+}
+
+// run keeps the listener up until the store closes.
+func (l *carLeases) run(db *DB) {
+	defer close(l.done)
+	for {
+		err := l.listen(db)
+		l.mu.Lock()
+		l.until = time.Time{}
+		l.listening = make(chan struct{})
+		for _, w := range l.waits {
+			wake(w.woken) // to read the leases again
+		}
+		l.mu.Unlock()
+		if l.ctx.Err() != nil {
+			return
+		}
+		l.log().Warn("car read lease: listening failed; car reads ask the store until it is back", slog.String("error", err.Error()))
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func wake(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// listen holds one connection: LISTEN on both channels, the lease's
+// renewals, the acknowledgements.
+func (l *carLeases) listen(db *DB) error {
+	conn, err := db.read.Conn(l.ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		pc := dc.(*stdlib.Conn).Conn()
+		if _, err := pc.Exec(l.ctx, `LISTEN `+carsChannel+`; LISTEN `+carAcksChannel); err != nil {
+			return err
+		}
+		defer func() {
+			c, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, _ = pc.Exec(c, `UNLISTEN *`)
+		}()
+		var renewAt time.Time
+		l.mu.Lock()
+		l.pid = pc.PgConn().PID()
+		close(l.listening)
+		l.mu.Unlock()
+		for {
+			l.mu.Lock()
+			term := l.term
+			l.mu.Unlock()
+			if term > 0 && !time.Now().Before(renewAt) {
+				if err := l.renew(pc, term, renewAt.IsZero()); err != nil {
+					return err
+				}
+				renewAt = time.Now().Add(term / 3)
+			} else if term == 0 {
+				renewAt = time.Time{}
+			}
+			wait := 250 * time.Millisecond // a lease taken meanwhile starts soon
+			if term > 0 {
+				wait = time.Until(renewAt)
+			}
+			wctx, cancel := context.WithTimeout(l.ctx, wait)
+			n, err := pc.WaitForNotification(wctx)
+			cancel()
+			if err != nil {
+				if l.ctx.Err() == nil && pgconn.Timeout(err) {
+					continue
+				}
+				return err
+			}
+			batch := []*pgconn.Notification{n}
+			for len(batch) < 512 {
+				gctx, cancel := context.WithTimeout(l.ctx, carAckGather)
+				n, err := pc.WaitForNotification(gctx)
+				cancel()
+				if err != nil {
+					if l.ctx.Err() == nil && pgconn.Timeout(err) {
+						break
+					}
+					return err
+				}
+				batch = append(batch, n)
+			}
+			if err := l.heard(pc, batch); err != nil {
+				return err
+			}
+		}
+	})
+}
+
+// renew takes (first) or extends the lease. Its end by this process's
+// clock is counted from before the statement, and a sixth of the term
+// earlier than the store's, so it never outlives the row writers read.
+func (l *carLeases) renew(pc *pgx.Conn, term time.Duration, first bool) error {
+	start := time.Now()
+	ms := term.Milliseconds()
+	if first {
+		// The row says which commits came before the lease: a writer
+		// does not wait for a lease that began after its commit, whose
+		// first read asks the store (gen moves below).
+		if _, err := pc.Exec(l.ctx, `INSERT INTO car_readers (id, expires_ms, started)
+			VALUES ($1, `+nowMillisPG+` + $2, pg_current_snapshot()::text)
+			ON CONFLICT (id) DO UPDATE SET expires_ms = excluded.expires_ms, started = excluded.started`, l.name, ms); err != nil {
+			return err
+		}
+		// Rows of processes gone for a minute.
+		_, _ = pc.Exec(l.ctx, `DELETE FROM car_readers WHERE expires_ms < `+nowMillisPG+` - 60000`)
+	} else {
+		tag, err := pc.Exec(l.ctx, `UPDATE car_readers SET expires_ms = `+nowMillisPG+` + $2 WHERE id = $1`, l.name, ms)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return errors.New("the lease's row is gone")
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.term == 0 {
+		l.until = time.Time{}
+		return nil
+	}
+	if first {
+		l.gen++
+	}
+	l.until = start.Add(term - term/6)
+	return nil
+}
+
+// heard takes a batch of notifications: writes (count them, then
+// acknowledge them, in that order) and acknowledgements (wake their
+// writers).
+func (l *carLeases) heard(pc *pgx.Conn, batch []*pgconn.Notification) error {
+	var ack []string
+	l.mu.Lock()
+	holder := l.term > 0
+	for _, n := range batch {
+		switch n.Channel {
+		case carsChannel: // "writer xid xid ..."
+			f := strings.Fields(n.Payload)
+			if len(f) < 2 {
+				continue
+			}
+			l.gen++
+			if holder && f[0] != l.name {
+				ack = append(ack, f[1:]...)
+			}
+		case carAcksChannel:
+			f := strings.Fields(n.Payload)
+			if len(f) < 2 {
+				continue
+			}
+			for _, s := range f[1:] {
+				xid, err := strconv.ParseInt(s, 10, 64)
+				if err != nil {
+					continue
+				}
+				if w := l.waits[xid]; w != nil {
+					w.acked[f[0]] = true
+					wake(w.woken)
+				}
+			}
+		}
+	}
+	l.mu.Unlock()
+	for len(ack) > 0 {
+		payload := l.name
+		for len(ack) > 0 && len(payload)+1+len(ack[0]) <= notifyPayloadMax {
+			payload += " " + ack[0]
+			ack = ack[1:]
+		}
+		if _, err := pc.Exec(l.ctx, `SELECT pg_notify('`+carAcksChannel+`', $1)`, payload); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// carWritten is the rest of a car write on PostgreSQL after its commit
+// (docs/cars.md, "Read leases"): this process's reads ask the store from
+// now on; the commit is announced on yard_cars, and the write waits until
+// every other holder of a live lease that began before the commit has
+// acknowledged it or lost its lease.
+func (l *carLeases) carWritten(ctx context.Context, db *DB, xid int64) {
+	l.init(db)
+	w := &carAckWait{acked: map[string]bool{}, woken: make(chan struct{}, 1)}
+	l.mu.Lock()
+	l.gen++
+	listening := l.listening
+	l.waits[xid] = w
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.waits, xid)
+		l.mu.Unlock()
+	}()
+	// Acknowledgements are heard from before the announcement.
+	t := time.NewTimer(time.Second)
+	select {
+	case <-listening:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
+	start := time.Now()
+	deadline := start.Add(carAckWaitMax)
+	announce := []int64{xid}
+	for {
+		leases, err := l.announcer.call(ctx, db, l, announce)
+		announce = nil // once; then the leases are only read again
+		if err != nil {
+			// Unknown whether it was heard, or who holds a lease: wait
+			// until every lease that could be live has ended.
+			l.mu.Lock()
+			term := max(l.term, DefaultCarLease)
+			l.mu.Unlock()
+			sleepCtx(ctx, time.Until(start.Add(term)))
+			return
+		}
+		// Read the leases again when the first pending one ends, or
+		// after 50 ms (a lease taken again after a failure).
+		left, pending := 50*time.Millisecond, false
+		l.mu.Lock()
+		for _, r := range leases {
+			if !w.acked[r.id] && !r.startedAfter(xid) {
+				left, pending = min(left, r.left), true
+			}
+		}
+		l.mu.Unlock()
+		if !pending {
+			return
+		}
+		if time.Now().After(deadline) {
+			l.log().Warn("car read lease: a reader did not acknowledge a car write", slog.Int64("xid", xid))
+			return
+		}
+		t := time.NewTimer(max(left, time.Millisecond))
+		select {
+		case <-w.woken:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		t.Stop()
+	}
+}
+
+// readLease is another process's live lease: its name, the time left by the
+// store's clock, and the snapshot it began at.
+type readLease struct {
+	id      string
+	left    time.Duration
+	started string
+}
+
+// startedAfter reports whether transaction xid, committed, is visible in
+// the snapshot the lease began at (pg_visible_in_snapshot, from the
+// snapshot's text xmin:xmax:xip,...): the lease's first read then asks the
+// store, which holds the commit.
+func (r readLease) startedAfter(xid int64) bool {
+	xmin, rest, ok1 := strings.Cut(r.started, ":")
+	xmax, xip, ok2 := strings.Cut(rest, ":")
+	lo, err1 := strconv.ParseInt(xmin, 10, 64)
+	hi, err2 := strconv.ParseInt(xmax, 10, 64)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil {
+		return false
+	}
+	if xid < lo {
+		return true
+	}
+	if xid >= hi {
+		return false
+	}
+	for _, s := range strings.Split(xip, ",") {
+		if s == strconv.FormatInt(xid, 10) {
+			return false
+		}
+	}
+	return true
+}
+
+// leaseAnnouncer shares the statements after car commits among concurrent
+// writers: one NOTIFY of every commit waiting, and one read of the live
+// leases, started after each of those commits (the pattern of the search
+// index's change probes).
+type leaseAnnouncer struct {
+	mu      sync.Mutex
+	next    *announceCall
+	running bool
+}
+
+type announceCall struct {
+	xids   []int64
+	done   chan struct{}
+	leases []readLease
+	err    error
+}
+
+func (a *leaseAnnouncer) call(ctx context.Context, db *DB, l *carLeases, xids []int64) ([]readLease, error) {
+	a.mu.Lock()
+	if a.next == nil {
+		a.next = &announceCall{done: make(chan struct{})}
+	}
+	c := a.next
+	c.xids = append(c.xids, xids...)
+	if !a.running {
+		a.running = true
+		go a.loop(db, l)
+	}
+	a.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.leases, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (a *leaseAnnouncer) loop(db *DB, l *carLeases) {
+	for {
+		a.mu.Lock()
+		c := a.next
+		a.next = nil
+		if c == nil {
+			a.running = false
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c.leases, c.err = l.announce(ctx, db, c.xids)
+		cancel()
+		close(c.done)
+	}
+}
+
+// announce sends xids on yard_cars (when there are any) and reads the
+// other processes' live leases.
+func (l *carLeases) announce(ctx context.Context, db *DB, xids []int64) ([]readLease, error) {
+	for len(xids) > 0 {
+		payload := l.name
+		for len(xids) > 0 && len(payload) < notifyPayloadMax {
+			payload += " " + strconv.FormatInt(xids[0], 10)
+			xids = xids[1:]
+		}
+		if _, err := db.write.ExecContext(ctx, `SELECT pg_notify('`+carsChannel+`', $1)`, payload); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := db.read.QueryContext(ctx, `SELECT id, expires_ms - `+nowMillisPG+`, started FROM car_readers
+		WHERE id <> $1 AND expires_ms > `+nowMillisPG, l.name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []readLease
+	for rows.Next() {
+		var r readLease
+		var ms int64
+		if err := rows.Scan(&r.id, &ms, &r.started); err != nil {
+			return nil, err
+		}
+		r.left = time.Duration(ms) * time.Millisecond
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// bump makes this process's next read ask the store.
+func (l *carLeases) bump() {
+	l.mu.Lock()
+	l.gen++
+	l.mu.Unlock()
+}
+
+// probeBegins returns what a probe of CarsChangedSince notes before its
+// statement; probeFoundNothing records that it found nothing after since.
+func (l *carLeases) probeBegins() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.gen
+}
+
+func (l *carLeases) probeFoundNothing(gen uint64, since yard.CarPosition) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.quietGen, l.quietAt = gen, since.Horizon
+}
+
+// quiet reports whether a read at since may go without asking the store:
+// the lease is live, and no car write was heard of since a probe that
+// found nothing after since or an earlier position.
+func (l *carLeases) quiet(since yard.CarPosition) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := !l.until.IsZero() && time.Now().Before(l.until) && l.quietAt != 0 &&
+		since.Horizon >= l.quietAt && l.gen == l.quietGen
+	if ok {
+		l.quietHits++
+	}
+	return ok
+}
