@@ -80,7 +80,7 @@ type carLeases struct {
 	quietAt   int64         // the horizon of that probe's position; 0: none
 	waits     map[int64]*carAckWait
 	announcer leaseAnnouncer
-	quietHits int   // reads answered without asking, for the tests
+	quietHits int    // reads answered without asking, for the tests
 	pid       uint32 // the listening connection's backend, for the tests
 }
 
