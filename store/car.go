@@ -359,7 +359,7 @@ func (db *DB) replaceCarPostgres(ctx context.Context, c *yard.Car) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	var createdAt int64
+	var createdAt, xid int64
 	var created bool
 	// The car's event is written by the same statement (store/events.go).
 	err = db.write.QueryRowContext(ctx, `WITH w AS (INSERT INTO cars (`+carWriteColumns+`)
@@ -370,13 +370,16 @@ func (db *DB) replaceCarPostgres(ctx context.Context, c *yard.Car) (bool, error)
 		e AS (INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
 			SELECT pg_current_xact_id()::text::bigint, 1, CASE WHEN w.created THEN 'car.created' ELSE 'car.updated' END,
 				$14, '', $13, $15 FROM w)
-		SELECT created_at, created FROM w`,
-		append(carFieldArgs(make([]any, 0, 15), c), now, yard.CarPath(c.ID), string(data))...).Scan(&createdAt, &created)
+		SELECT created_at, created, pg_current_xact_id()::text::bigint FROM w`,
+		append(carFieldArgs(make([]any, 0, 15), c), now, yard.CarPath(c.ID), string(data))...).Scan(&createdAt, &created, &xid)
 	if err != nil {
+		db.leases.bump() // committed or not, this process's reads ask the store
 		return false, carWriteError(err)
 	}
 	c.CreatedAt = FromMillis(createdAt)
 	db.eventsCommitted()
+	// Read leases (carlease.go): as withTxOn does after a car write.
+	db.leases.carWritten(ctx, db, xid)
 	return created, nil
 }
 

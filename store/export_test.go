@@ -169,7 +169,7 @@ func (db *DB) CarLease() (live bool, quietHits int, pid uint32) {
 	l := &db.leases
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.until.IsZero() && time.Now().Before(l.until), l.quietHits, l.pid
+	return !l.until.IsZero() && time.Now().Before(l.until), int(l.quietHits.Load()), l.pid
 }
 
 // Exec runs a statement on the store's write pool.

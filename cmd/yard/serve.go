@@ -228,6 +228,10 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	// The car search index (docs/cars.md, "The search index"): built in
 	// the background at start, car lists answered by SQL until it is ready.
 	index := search.New(db, logger)
+	registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "yard_car_reads_without_probe_total",
+		Help: "Car reads answered under the read lease without asking PostgreSQL whether cars changed (docs/cars.md, \"Read leases\").",
+	}, func() float64 { return float64(db.CarReadsWithoutProbe()) }))
 
 	// Events (docs/events.md): this process's streams and waits follow
 	// the store's event log through one hub.
