@@ -310,6 +310,11 @@ func TestCommands(t *testing.T) {
 	if err := run(context.Background(), []string{"serve", "--tls-cert", "x"}, env, nil, &out, &errb); exitCode(err) != 2 {
 		t.Fatalf("--tls-cert without --tls-key: %v", err)
 	}
+	for _, lease := range []string{"-1s", "100ms"} {
+		if err := run(context.Background(), []string{"serve", "--data", data, "--car-read-lease", lease}, env, nil, &out, &errb); exitCode(err) != 2 {
+			t.Fatalf("--car-read-lease %s: %v", lease, err)
+		}
+	}
 	// Signing in works with the password from stdin.
 	s := startInProcess(t, "--data", data)
 	if resp, _ := call(t, "GET", s.URL+"/v1/people", "dana", "dana's password", nil); resp.StatusCode != 200 {
