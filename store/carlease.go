@@ -227,25 +227,19 @@ func (l *carLeases) listen(db *DB) error {
 			if term > 0 {
 				wait = time.Until(renewAt)
 			}
-			wctx, cancel := context.WithTimeout(l.ctx, wait)
-			n, err := pc.WaitForNotification(wctx)
-			cancel()
+			n, err := l.notification(pc, wait)
 			if err != nil {
-				if l.ctx.Err() == nil && pgconn.Timeout(err) {
-					continue
-				}
 				return err
+			} else if n == nil {
+				continue
 			}
 			batch := []*pgconn.Notification{n}
 			for len(batch) < 512 {
-				gctx, cancel := context.WithTimeout(l.ctx, carAckGather)
-				n, err := pc.WaitForNotification(gctx)
-				cancel()
+				n, err := l.notification(pc, carAckGather)
 				if err != nil {
-					if l.ctx.Err() == nil && pgconn.Timeout(err) {
-						break
-					}
 					return err
+				} else if n == nil {
+					break
 				}
 				batch = append(batch, n)
 			}
@@ -254,6 +248,18 @@ func (l *carLeases) listen(db *DB) error {
 			}
 		}
 	})
+}
+
+// notification waits up to d for a notification on pc: nil, nil when none
+// came (the connection stays usable).
+func (l *carLeases) notification(pc *pgx.Conn, d time.Duration) (*pgconn.Notification, error) {
+	ctx, cancel := context.WithTimeout(l.ctx, d)
+	defer cancel()
+	n, err := pc.WaitForNotification(ctx)
+	if err != nil && l.ctx.Err() == nil && pgconn.Timeout(err) {
+		return nil, nil
+	}
+	return n, err
 }
 
 // renew takes (first) or extends the lease. Its end by this process's

@@ -21,19 +21,8 @@ func TestCarReadLeasesTwoProcesses(t *testing.T) {
 	s1 := startProcess(t, "--data", t.TempDir(), "--db", dsn, "--car-read-lease", "1s")
 	s2 := startProcess(t, "--data", t.TempDir(), "--db", dsn, "--car-read-lease", "1s")
 	admin := s1.Password
-	for _, s := range []*server{s1, s2} {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			_, ready := call(t, "GET", s.URL+"/readyz", "", "", nil)
-			if ready["carSearch"] == "index" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the search index of %s is not built: /readyz %v", s.URL, ready)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitCarIndex(t, s1)
+	waitCarIndex(t, s2)
 	withoutProbe := func(s *server) float64 {
 		req, _ := http.NewRequest("GET", s.URL+"/metrics", nil)
 		req.SetBasicAuth("admin", admin)

@@ -47,17 +47,7 @@ func TestImportAndDemoCars(t *testing.T) {
 		t.Fatalf("imported cars: %d %v", resp.StatusCode, page)
 	}
 	// The search index is built in the background; /readyz says when.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, ready := call(t, "GET", s.URL+"/readyz", "", "", nil)
-		if ready["carSearch"] == "index" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the search index is not built: /readyz %v", ready)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitCarIndex(t, s)
 	// An import by another store handle (as by another process) is seen by
 	// the next list, at once.
 	more := filepath.Join(t.TempDir(), "more.ndjson")
@@ -84,5 +74,22 @@ func TestImportAndDemoCars(t *testing.T) {
 	resp, page = call(t, "GET", d.URL+"/cars?max=1000", "", "", nil)
 	if resp.StatusCode != 200 || page["max"].(float64) != 100 || page["total"].(float64) != 24 {
 		t.Fatalf("demo cars: %d %v", resp.StatusCode, page)
+	}
+}
+
+// waitCarIndex waits until s answers car lists from its search index
+// (/readyz says "carSearch":"index").
+func waitCarIndex(t *testing.T, s *server) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, ready := call(t, "GET", s.URL+"/readyz", "", "", nil)
+		if ready["carSearch"] == "index" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the search index of %s is not built: /readyz %v", s.URL, ready)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
