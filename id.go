@@ -43,13 +43,19 @@ type Page struct {
 }
 
 // The one paging rule of every list (docs/api.md, "Paging"): offset and
-// max each at most once, each a whole number, 0 or more, written with one
-// to ten digits and nothing else (no sign, no space); max above MaxPageMax
-// is cut to it. Every parser of a list's query string uses these.
+// max each at most once, each a whole number, 0 or more, written in ASCII
+// digits and nothing else (no sign, no space); max above MaxPageMax is cut
+// to it, and a value above MaxCount reads as MaxCount (an offset that far
+// is past the end of any list). Every parser of a list's query string uses
+// these.
 
-// ParseCount reads a paging value: one to ten ASCII digits.
+// MaxCount is the largest paging value: larger ones read as it.
+const MaxCount = 1<<31 - 1
+
+// ParseCount reads a paging value: one or more ASCII digits, saturating
+// at MaxCount.
 func ParseCount(v string) (int, bool) {
-	if v == "" || len(v) > 10 {
+	if v == "" {
 		return 0, false
 	}
 	n := 0
@@ -57,7 +63,9 @@ func ParseCount(v string) (int, bool) {
 		if v[i] < '0' || v[i] > '9' {
 			return 0, false
 		}
-		n = n*10 + int(v[i]-'0')
+		if n = n*10 + int(v[i]-'0'); n > MaxCount {
+			n = MaxCount
+		}
 	}
 	return n, true
 }
