@@ -459,19 +459,40 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVer
 			return
 		}
 	}
-	sum := sha256.Sum256(body)
-	differs, err = s.deps.DB.ApplySchedulePatch(r.Context(), d.ID, yard.SchedulePatch{Date: date, Hash: hex.EncodeToString(sum[:]),
+	differs, err = s.deps.DB.ApplySchedulePatch(r.Context(), d.ID, yard.SchedulePatch{Date: date, Hash: requestHash(body),
 		Change: change, Received: now, Differs: differs, Fields: fields})
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	v.headers(s, w, d)
+	// The validators a GET of the dog now answers with, as any PATCH.
+	if after, err := s.loadDogFor(r); err == nil {
+		if b, err := marshalJSON(v.view(s, after)); err == nil {
+			setValidators(w.Header(), b, after.UpdatedAt)
+		}
+	}
 	if differs {
 		w.WriteHeader(http.StatusResetContent)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// requestHash identifies a schedule PATCH for its repeats (docs/barks.md):
+// the SHA-256 of its JSON body in a canonical form (keys sorted, white
+// space and the spelling of numbers not counted), so a client that
+// serialises the same request again is still recognised. The body was
+// decoded strictly before, so it parses.
+func requestHash(body []byte) string {
+	var v any
+	if err := json.Unmarshal(body, &v); err == nil {
+		if b, err := json.Marshal(v); err == nil {
+			body = b
+		}
+	}
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
 }
 
 // prefixField names the fields of a validation error inside an object.

@@ -286,7 +286,8 @@ func TestScheduleViews(t *testing.T) {
 			{"next in the past", as(apitest.Request{Method: "PATCH", Path: uri, Body: map[string]any{"barks": map[string]any{"next": "2001-01-01T00:00:00Z", "frequency": 5}}, Headers: iusFirst}), 403, nil,
 				[]string{"schedule-refused", "in the past"}},
 			{"not the owner", apitest.Request{Method: "PATCH", Path: uri, User: "bob", Password: pw, Body: body, Headers: iusFirst}, 403, nil, nil},
-			{"applied: 204", as(apitest.Request{Method: "PATCH", Path: uri, Body: body, Headers: iusFirst}), 204, nil, nil},
+			{"applied: 204, with the dog's validators", as(apitest.Request{Method: "PATCH", Path: uri, Body: body, Headers: iusFirst}), 204,
+				map[string]string{"ETag": `^"[^"]+"$`, "Last-Modified": "GMT$"}, nil},
 			{"the repeat is answered as the first", as(apitest.Request{Method: "PATCH", Path: uri, Body: body, Headers: iusFirst}), 204, nil, nil},
 			{"another change with an old date: 412", as(apitest.Request{Method: "PATCH", Path: uri, Body: map[string]any{"barks": map[string]any{"next": 0, "frequency": 1}},
 				Headers: map[string]string{"If-Unmodified-Since": httpDate(time.Now().Add(-time.Hour))}}), 412, nil, []string{"precondition-failed"}},
@@ -305,10 +306,22 @@ func TestScheduleViews(t *testing.T) {
 		second := map[string]string{"If-Unmodified-Since": httpDate(time.Now().Add(2 * time.Second))}
 		now0 := map[string]any{"barks": map[string]any{"next": 0, "frequency": 1}}
 		run(t, env.Env, []scenario{
-			{"next 0: 205", as(apitest.Request{Method: "PATCH", Path: uri, Body: now0, Headers: second}), 205, nil, nil},
+			{"next 0: 205", as(apitest.Request{Method: "PATCH", Path: uri, Body: now0, Headers: second}), 205,
+				map[string]string{"ETag": `^"[^"]+"$`, "Last-Modified": "GMT$"}, nil},
 			{"repeat: 205 again", as(apitest.Request{Method: "PATCH", Path: uri, Body: now0, Headers: second}), 205, nil, nil},
 			{"bark-schedule GET", as(apitest.Request{Path: sched}), 200, nil, []string{`"frequency":1`, `"last":null`}},
 		})
+		// The same request serialised again (other spacing, other key
+		// order) is a repeat too: next stays the first receive time.
+		before := env.Do(as(apitest.Request{Path: sched})).Map(t)["next"]
+		time.Sleep(5 * time.Millisecond)
+		run(t, env.Env, []scenario{
+			{"repeat serialised again: 205, nothing applied", as(apitest.Request{Method: "PATCH", Path: uri,
+				Body: `{ "barks" : { "frequency" : 1.0, "next" : 0 } }`, Headers: second}), 205, nil, nil},
+		})
+		if after := env.Do(as(apitest.Request{Path: sched})).Map(t)["next"]; after != before {
+			t.Fatalf("a repeat serialised again was applied: next %v, then %v", before, after)
+		}
 		// The repeat did not apply again: the scheduler fires one bark.
 		if n, err := env.svc.Tick(context.Background()); err != nil || n != 1 {
 			t.Fatalf("scheduled barks: got %d (%v), want 1", n, err)
