@@ -48,8 +48,10 @@ import (
 const (
 	carsChannel    = "yard_cars"
 	carAcksChannel = "yard_car_acks"
-	// DefaultCarLease is serve's --car-read-lease.
+	// DefaultCarLease is serve's --car-read-lease, MaxCarLease its
+	// largest value: a writer that cannot read the leases waits that long.
 	DefaultCarLease = 3 * time.Second
+	MaxCarLease     = 10 * time.Second
 	// carAckWaitMax bounds a writer's wait for the acknowledgements of one
 	// commit, for a holder that renews its lease but never answers.
 	carAckWaitMax = 10 * time.Second
@@ -382,14 +384,15 @@ func (l *carLeases) carWritten(ctx context.Context, db *DB, xid int64) {
 	start := time.Now()
 	deadline := start.Add(carAckWaitMax)
 	leases, err := l.announcer.call(ctx, db, l, []int64{xid})
+	for try := 1; err != nil && try < 3 && ctx.Err() == nil; try++ {
+		sleepCtx(ctx, 100*time.Millisecond)
+		leases, err = l.announcer.call(ctx, db, l, []int64{xid})
+	}
 	for {
 		if err != nil {
 			// Unknown whether it was heard, or who holds a lease: wait
 			// until every lease that could be live has ended.
-			l.mu.Lock()
-			term := max(l.term, DefaultCarLease)
-			l.mu.Unlock()
-			sleepCtx(ctx, time.Until(start.Add(term)))
+			sleepCtx(ctx, time.Until(start.Add(MaxCarLease)))
 			return
 		}
 		// Read the leases again when the first pending one ends, or

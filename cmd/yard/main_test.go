@@ -310,7 +310,7 @@ func TestCommands(t *testing.T) {
 	if err := run(context.Background(), []string{"serve", "--tls-cert", "x"}, env, nil, &out, &errb); exitCode(err) != 2 {
 		t.Fatalf("--tls-cert without --tls-key: %v", err)
 	}
-	for _, lease := range []string{"-1s", "100ms"} {
+	for _, lease := range []string{"-1s", "100ms", "11s"} {
 		if err := run(context.Background(), []string{"serve", "--data", data, "--car-read-lease", lease}, env, nil, &out, &errb); exitCode(err) != 2 {
 			t.Fatalf("--car-read-lease %s: %v", lease, err)
 		}

@@ -112,7 +112,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Var(&c.webhookAllowHosts, "webhook-allow-host", "HOST or HOST:PORT webhook deliveries may reach although it is not a public address, also by plain http:// (repeat or comma-separate; default none)")
 	fs.IntVar(&c.searchSlots, "search-slots", 0, "car lists and searches this process computes at once; when all are taken, client addresses wait in turn (0: sixteen per core)")
 	fs.IntVar(&c.searchQueue, "search-queue", 256, "car lists and searches one client address may have waiting for a slot (past it: 429)")
-	fs.DurationVar(&c.carLease, "car-read-lease", store.DefaultCarLease, "PostgreSQL: the read lease of the car search index, which spares car reads a round trip while no car is written (0: none; every process's car writes wait for the others' leases)")
+	fs.DurationVar(&c.carLease, "car-read-lease", store.DefaultCarLease, "PostgreSQL: the read lease of the car search index, which spares car reads a round trip while no car is written (0: none, else 300ms to 10s; every process's car writes wait for the others' leases)")
 	fs.DurationVar(&c.storeWait, "store-wait", httpapi.DefaultStoreWait, "longest a request waits for the store (a free connection and its answers) before it is answered 503 (0: no bound)")
 	c.auth.register(fs)
 	c.fetch.register(fs)
@@ -243,8 +243,8 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	if cfg.webhookWorkers < 1 {
 		return nil, usageError("--webhook-workers must be at least 1")
 	}
-	if cfg.carLease < 0 || (cfg.carLease > 0 && cfg.carLease < 300*time.Millisecond) {
-		return nil, usageError("--car-read-lease must be 0 (none) or at least 300ms")
+	if cfg.carLease < 0 || (cfg.carLease > 0 && cfg.carLease < 300*time.Millisecond) || cfg.carLease > store.MaxCarLease {
+		return nil, usageError("--car-read-lease must be 0 (none) or from 300ms to " + store.MaxCarLease.String())
 	}
 	if cfg.searchSlots < 0 || cfg.searchQueue < 1 {
 		return nil, usageError("--search-slots must be 0 (sixteen per core) or more, --search-queue at least 1")
