@@ -294,11 +294,14 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 		}
 		read += n
 		if n < args[2].(int) {
-			// Caught up: every event before the horizon was read. A
-			// hub's read (Owners) starts the next one there, past
-			// events of people it did not ask for.
+			// Caught up: every event before the horizon was read. The
+			// next read starts there, past events the reader does not
+			// see (another person's, a hub's people it did not ask for)
+			// or that were pruned: a page's next is a place to resume
+			// from while it is kept, not the id of an event the reader
+			// saw, which may be gone by then.
 			end := yard.EventID{Tx: horizon}
-			if f.Owners != nil && all && page.Next.Less(end) {
+			if all && page.Next.Less(end) {
 				page.Next = end
 			}
 			// A window that ended before the visible horizon: the next
