@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
@@ -92,6 +94,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		RequestID: w.Header().Get("X-Request-Id"),
 	}
 	p.Diagnostics = auth.DiagnosticsOf(err)
+	var own []string // the error's own challenges
 	var e *yard.Error
 	if errors.As(err, &e) {
 		p.Errors = e.Fields
@@ -104,9 +107,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		if e.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 		}
-		for _, c := range e.Challenge {
-			w.Header().Add("WWW-Authenticate", c)
-		}
+		own = e.Challenge
 		if e.AcceptPatch != "" {
 			w.Header().Set("Accept-Patch", e.AcceptPatch)
 		}
@@ -115,8 +116,24 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		s.deps.Logger.ErrorContext(r.Context(), "internal error", slog.String("request_id", p.RequestID),
 			slog.String("method", r.Method), slog.String("path", logPath(r)), slog.String("error", err.Error()))
 	}
+	// A 401 carries a challenge per scheme (docs/auth.md); a scheme's own
+	// challenge from the error (OAuth's oauth_problem) takes the place
+	// of that scheme's plain one.
 	if kind.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" && s.deps.Auth != nil {
+		used := make([]bool, len(own))
 		for _, c := range s.deps.Auth.Challenges(r) {
+			if i := slices.IndexFunc(own, func(o string) bool { return sameScheme(o, c) }); i >= 0 {
+				c, used[i] = own[i], true
+			}
+			w.Header().Add("WWW-Authenticate", c)
+		}
+		for i, c := range own {
+			if !used[i] {
+				w.Header().Add("WWW-Authenticate", c)
+			}
+		}
+	} else {
+		for _, c := range own {
 			w.Header().Add("WWW-Authenticate", c)
 		}
 	}
@@ -139,4 +156,19 @@ func writeProblem(w http.ResponseWriter, p Problem) {
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// sameScheme reports whether two challenges are of one authentication
+// scheme (their first token, case-insensitively, RFC 9110 §11.1), and for
+// Digest of one algorithm.
+func sameScheme(a, b string) bool {
+	sa, _, _ := strings.Cut(a, " ")
+	sb, _, _ := strings.Cut(b, " ")
+	if !strings.EqualFold(sa, sb) {
+		return false
+	}
+	if strings.EqualFold(sa, "Digest") {
+		return strings.Contains(a, "SHA-256") == strings.Contains(b, "SHA-256")
+	}
+	return true
 }

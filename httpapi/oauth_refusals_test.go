@@ -135,6 +135,12 @@ func TestOAuthRefusals(t *testing.T) {
 				if m := problemRE.FindStringSubmatch(challenge); m == nil || m[1] != tc.problem || !strings.Contains(challenge, `OAuth realm="yard"`) {
 					t.Errorf("%s: WWW-Authenticate %q, want OAuth realm=\"yard\" with oauth_problem=%q", tc.name, challenge, tc.problem)
 				}
+				// A challenge per scheme, OAuth's with its problem in
+				// place of the plain one (docs/auth.md).
+				if !strings.Contains(challenge, "Basic ") || !strings.Contains(challenge, "SHA-256") || !strings.Contains(challenge, "Bearer") ||
+					strings.Count(challenge, "OAuth ") != 1 {
+					t.Errorf("%s: WWW-Authenticate %q, want Basic, Digest, Bearer and one OAuth challenge", tc.name, challenge)
+				}
 			}
 			if !strings.Contains(body, `"status":`+strconv.Itoa(tc.status)) {
 				t.Errorf("%s: not a problem body: %s", tc.name, body)
