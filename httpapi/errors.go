@@ -162,12 +162,12 @@ func writeProblem(w http.ResponseWriter, p Problem) {
 // scheme (their first token, case-insensitively, RFC 9110 §11.1), and for
 // Digest of one algorithm.
 func sameScheme(a, b string) bool {
-	sa, _, _ := strings.Cut(a, " ")
-	sb, _, _ := strings.Cut(b, " ")
-	if !strings.EqualFold(sa, sb) {
+	sa, _ := auth.AuthScheme(a)
+	sb, _ := auth.AuthScheme(b)
+	if sa != sb {
 		return false
 	}
-	if strings.EqualFold(sa, "Digest") {
+	if sa == "digest" {
 		return strings.Contains(a, "SHA-256") == strings.Contains(b, "SHA-256")
 	}
 	return true

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/batch"
 )
 
 // Read leases of the car search index on PostgreSQL (docs/cars.md, "Read
@@ -82,7 +84,12 @@ type carLeases struct {
 	quietGen  uint64           // gen when the last probe that found nothing began
 	quietAt   yard.CarPosition // that probe's position; zero: none
 	waits     map[int64]*carAckWait
-	announcer leaseAnnouncer
+	// announcer shares the statements after car commits among
+	// concurrent writers (internal/batch): one read of the live leases,
+	// started after each of those commits, and one NOTIFY of the commits
+	// when a lease needs to hear of them. An item is a commit's
+	// transaction id, or 0 for a read of the leases alone.
+	announcer batch.Queue[int64, []readLease]
 	quietHits atomic.Int64 // reads answered without asking (CarReadsWithoutProbe)
 	pid       uint32       // the listening connection's backend, for the tests
 }
@@ -103,6 +110,14 @@ func (l *carLeases) init(db *DB) {
 		l.done = make(chan struct{})
 		l.listening = make(chan struct{})
 		l.waits = map[int64]*carAckWait{}
+		l.announcer.Run = func(xids []int64, res []batch.Result[[]readLease]) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			leases, err := l.announce(ctx, db, slices.DeleteFunc(slices.Clone(xids), func(x int64) bool { return x == 0 }))
+			for i := range res {
+				res[i] = batch.Result[[]readLease]{Val: leases, Err: err}
+			}
+		}
 		l.mu.Unlock()
 		go l.run(db)
 	})
@@ -383,10 +398,10 @@ func (l *carLeases) carWritten(ctx context.Context, db *DB, xid int64) {
 	t.Stop()
 	start := time.Now()
 	deadline := start.Add(carAckWaitMax)
-	leases, err := l.announcer.call(ctx, db, l, []int64{xid})
+	leases, err := l.announcer.Do(ctx, xid)
 	for try := 1; err != nil && try < 3 && ctx.Err() == nil; try++ {
 		sleepCtx(ctx, 100*time.Millisecond)
-		leases, err = l.announcer.call(ctx, db, l, []int64{xid})
+		leases, err = l.announcer.Do(ctx, xid)
 	}
 	for {
 		if err != nil {
@@ -426,7 +441,7 @@ func (l *carLeases) carWritten(ctx context.Context, db *DB, xid int64) {
 			}
 			break
 		}
-		leases, err = l.announcer.call(ctx, db, l, nil)
+		leases, err = l.announcer.Do(ctx, 0)
 	}
 }
 
@@ -462,61 +477,6 @@ func (r readLease) startedAfter(xid int64) bool {
 		}
 	}
 	return true
-}
-
-// leaseAnnouncer shares the statements after car commits among concurrent
-// writers: one read of the live leases, started after each of those
-// commits, and one NOTIFY of the commits when a lease needs to hear of
-// them (the pattern of the search index's change probes).
-type leaseAnnouncer struct {
-	mu      sync.Mutex
-	next    *announceCall
-	running bool
-}
-
-type announceCall struct {
-	xids   []int64
-	done   chan struct{}
-	leases []readLease
-	err    error
-}
-
-func (a *leaseAnnouncer) call(ctx context.Context, db *DB, l *carLeases, xids []int64) ([]readLease, error) {
-	a.mu.Lock()
-	if a.next == nil {
-		a.next = &announceCall{done: make(chan struct{})}
-	}
-	c := a.next
-	c.xids = append(c.xids, xids...)
-	if !a.running {
-		a.running = true
-		go a.loop(db, l)
-	}
-	a.mu.Unlock()
-	select {
-	case <-c.done:
-		return c.leases, c.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (a *leaseAnnouncer) loop(db *DB, l *carLeases) {
-	for {
-		a.mu.Lock()
-		c := a.next
-		a.next = nil
-		if c == nil {
-			a.running = false
-			a.mu.Unlock()
-			return
-		}
-		a.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		c.leases, c.err = l.announce(ctx, db, c.xids)
-		cancel()
-		close(c.done)
-	}
 }
 
 // announce reads the other processes' live leases and, when one of them
