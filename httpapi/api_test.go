@@ -424,6 +424,13 @@ func TestRateLimitAndMetrics(t *testing.T) {
 	if r.StatusCode != 429 || r.Header.Get("Retry-After") == "" || !strings.Contains(string(r.Body), "/problems/rate-limited") {
 		t.Fatalf("past the limit with the right password: got %d %q %s, want 429 with Retry-After", r.StatusCode, r.Header.Get("Retry-After"), r.Body)
 	}
+	// Any token is a method (RFC 9110 §9.1); those the API does not know
+	// are counted together, so a client cannot grow the metrics at will.
+	for _, m := range []string{"BREW", "X-ONE", "X-TWO"} {
+		if r := env.Do(apitest.Request{Method: m, Path: "/v1/dogs"}); r.StatusCode != 405 {
+			t.Fatalf("%s /v1/dogs: %d, want 405", m, r.StatusCode)
+		}
+	}
 	// The metrics need a principal; this client is locked out by now, so
 	// they are read from the server's own handler.
 	if r := env.Do(apitest.Request{Path: "/metrics"}); r.StatusCode != 401 || r.Header.Get("WWW-Authenticate") == "" {
@@ -436,9 +443,13 @@ func TestRateLimitAndMetrics(t *testing.T) {
 		`yard_http_requests_total{method="GET",route="GET /v1/dogs",status="401"} 3`,
 		`yard_http_requests_total{method="GET",route="GET /v1/dogs",status="429"} 1`,
 		`yard_http_request_duration_seconds_bucket{method="GET",route="GET /v1/dogs"`,
+		`yard_http_requests_total{method="other",route="unmatched",status="405"} 3`,
 	} {
 		if !strings.Contains(string(m.Body), want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+	if strings.Contains(string(m.Body), `method="BREW"`) {
+		t.Error("an unknown method is a label of its own")
 	}
 }

@@ -5,9 +5,10 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -253,9 +254,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	id := r.Header.Get("X-Request-Id")
 	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		id = hex.EncodeToString(b[:])
+		id = newRequestID()
 	}
 	hdr := w.Header()
 	hdr["X-Request-Id"] = []string{id}
@@ -270,9 +269,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		// A request that waits this long for the store (every pooled
 		// connection busy, or a store that does not answer) ends with 503
 		// rather than holding its client until the write time-out.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.deps.StoreWait)
-		defer cancel()
+		var release func()
+		ctx, release = withLazyDeadline(ctx, s.deps.StoreWait)
+		defer release()
 	}
 	r = r.WithContext(ctx)
 	sw := &statusWriter{ResponseWriter: w, status: 200}
@@ -303,7 +302,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.error(sw, r, yard.Errorf(yard.ETOOLARGE, "The request body is larger than %d bytes.", MaxBodyBytes))
 		return
 	}
-	if r.Body != nil {
+	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(sw, r.Body, MaxBodyBytes)
 	}
 	if err := auth.SingleAuthorization(r); err != nil {
@@ -450,6 +449,16 @@ func (w *statusWriter) Flush() {
 	}
 }
 
+// newRequestID returns 24 random hex digits. A request ID names a request
+// in logs and traces and needs no secrecy, so it comes from the runtime's
+// fast generator (math/rand/v2, seeded by the system), not crypto/rand.
+func newRequestID() string {
+	var b [12]byte
+	binary.LittleEndian.PutUint64(b[:8], mrand.Uint64())
+	binary.LittleEndian.PutUint32(b[8:], mrand.Uint32())
+	return hex.EncodeToString(b[:])
+}
+
 // observe logs a request and counts it. Only the path is logged, never the
 // query (signed requests carry credentials there) or any header.
 func (s *Server) observe(r *http.Request, pattern string, status int, d time.Duration, id string) {
@@ -458,8 +467,7 @@ func (s *Server) observe(r *http.Request, pattern string, status int, d time.Dur
 		label = "unmatched"
 	}
 	if s.metrics != nil {
-		s.metrics.requests.WithLabelValues(r.Method, label, strconv.Itoa(status)).Inc()
-		s.metrics.latency.WithLabelValues(r.Method, label).Observe(d.Seconds())
+		s.metrics.observe(r.Method, label, status, d)
 	}
 	level := slog.LevelInfo
 	switch {
@@ -491,6 +499,50 @@ func (s *Server) observe(r *http.Request, pattern string, status int, d time.Dur
 type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+
+	// series holds each (method, route, status)'s counter and histogram,
+	// so that a request finds them with one lookup instead of hashing its
+	// labels into both vectors (WithLabelValues). Its keys are bounded:
+	// methodLabel folds unknown methods, routes are the registered
+	// patterns, and statuses are the API's own.
+	series sync.Map // seriesKey → *series
+}
+
+type seriesKey struct {
+	method, route string
+	status        int
+}
+
+type series struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
+}
+
+func (m *metrics) observe(method, route string, status int, d time.Duration) {
+	k := seriesKey{methodLabel(method), route, status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &series{
+			requests: m.requests.WithLabelValues(k.method, route, strconv.Itoa(status)),
+			latency:  m.latency.WithLabelValues(k.method, route),
+		})
+	}
+	ss := v.(*series)
+	ss.requests.Inc()
+	ss.latency.Observe(d.Seconds())
+}
+
+// methodLabel is a request method as a metric label: a client may send any
+// token as its method (RFC 9110 §9.1), and each would be a new series kept
+// for the life of the process, so methods the API does not know are
+// counted together as "other".
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "other"
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {

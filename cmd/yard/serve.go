@@ -26,6 +26,7 @@ import (
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/internal/fairgate"
 	"github.com/yard-api/yard/internal/framing"
+	"github.com/yard-api/yard/internal/jsonlog"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/search"
 	"github.com/yard-api/yard/store"
@@ -140,7 +141,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	return slog.New(jsonlog.New(w, &slog.HandlerOptions{Level: l}))
 }
 
 // openStore opens and migrates the store named by the flags.
