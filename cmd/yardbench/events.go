@@ -87,7 +87,7 @@ func eventsGroup(b *bench) error {
 	}
 	urlA, _ := start(b.db)
 	urls := []string{urlA}
-	if b.db.Engine() == store.Postgres {
+	if b.db.Engine() == store.Postgres && b.otherServer {
 		// A second server over its own connections: what another process
 		// sees of the same store.
 		db2, err := store.Open(b.ctx, b.dsn, os.TempDir())

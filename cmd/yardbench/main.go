@@ -44,6 +44,9 @@ type bench struct {
 	hashing *auth.HashGate
 	// streamProto is how the events group's streams connect: http1 or h2.
 	streamProto string
+	// otherServer: on PostgreSQL, the events group serves half the streams
+	// from a second server, as another process would.
+	otherServer bool
 	eventRounds int // events group: rounds, each with and without the streams
 }
 
@@ -74,6 +77,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	eventRounds := flag.Int("event-rounds", 4, "events group: rounds, each with and without the streams (even: as many start with the streams as without)")
 	streamProto := flag.String("streams", "http1", "events group: http1 (a connection per stream) or h2 (a person's streams on one HTTP/2 connection)")
+	otherServer := flag.Bool("event-other-server", true, "events group on PostgreSQL: half the streams on a second server over its own connections, as another process (false: all on the one server the writes and accepts go to)")
 	sqliteSync := flag.String("sqlite-sync", store.DefaultSQLiteSync, "SQLite's synchronous, as serve's --sqlite-sync: full or normal")
 	flag.Parse()
 	// The argon2id baselines measure the hash itself: one slot per core
@@ -110,7 +114,7 @@ func main() {
 		go db.RunCheckpoints(ctx, 200*time.Millisecond)
 	}
 	b := &bench{ctx: ctx, db: db, dsn: *dsn, duration: *dur, concurrency: *conc, out: os.Stdout,
-		hashing: auth.NewHashGate(runtime.GOMAXPROCS(0), 1<<16, time.Hour), streamProto: *streamProto, eventRounds: *eventRounds}
+		hashing: auth.NewHashGate(runtime.GOMAXPROCS(0), 1<<16, time.Hour), streamProto: *streamProto, otherServer: *otherServer, eventRounds: *eventRounds}
 	if *eventRounds < 1 {
 		fail(fmt.Errorf("-event-rounds: at least 1, not %d", *eventRounds))
 	}
