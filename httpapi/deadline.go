@@ -10,7 +10,7 @@ import (
 // lazyDeadline is a request's store wait (Deps.StoreWait): a context whose
 // deadline is known at once but whose timer is armed only when something
 // waits on it. context.WithTimeout arms a runtime timer for every request
-// and stops it at the end, which took 3% of a car page's CPU
+// and stops it at the end, which took 2% of a car page's CPU
 // (docs/benchmarks.md, "The request path, lighter"); most reads never wait
 // on their context (the car search index answers from memory), and those
 // that do (database/sql, pgx, a gate's queue) call Done, which arms the
