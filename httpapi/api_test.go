@@ -443,7 +443,7 @@ func TestRateLimitAndMetrics(t *testing.T) {
 		`yard_http_requests_total{method="GET",route="GET /v1/dogs",status="401"} 3`,
 		`yard_http_requests_total{method="GET",route="GET /v1/dogs",status="429"} 1`,
 		`yard_http_request_duration_seconds_bucket{method="GET",route="GET /v1/dogs"`,
-		`yard_http_requests_total{method="other",route="unmatched",status="405"} 3`,
+		`yard_http_requests_total{method="_OTHER",route="unmatched",status="405"} 3`,
 	} {
 		if !strings.Contains(string(m.Body), want) {
 			t.Errorf("metrics lack %s", want)

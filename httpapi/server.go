@@ -503,7 +503,9 @@ type metrics struct {
 	// series holds each (method, route, status)'s counter and histogram,
 	// so that a request finds them with one lookup instead of hashing its
 	// labels into both vectors (WithLabelValues). Its keys are bounded:
-	// methodLabel folds unknown methods, routes are the registered
+	// methods the API does not know are "_OTHER" (spanMethod: a client may
+	// send any token as its method, RFC 9110 §9.1, and each would be a
+	// series kept for the life of the process), routes are the registered
 	// patterns, and statuses are the API's own.
 	series sync.Map // seriesKey → *series
 }
@@ -519,7 +521,7 @@ type series struct {
 }
 
 func (m *metrics) observe(method, route string, status int, d time.Duration) {
-	k := seriesKey{methodLabel(method), route, status}
+	k := seriesKey{spanMethod(method), route, status}
 	v, ok := m.series.Load(k)
 	if !ok {
 		v, _ = m.series.LoadOrStore(k, &series{
@@ -532,18 +534,6 @@ func (m *metrics) observe(method, route string, status int, d time.Duration) {
 	ss.latency.Observe(d.Seconds())
 }
 
-// methodLabel is a request method as a metric label: a client may send any
-// token as its method (RFC 9110 §9.1), and each would be a new series kept
-// for the life of the process, so methods the API does not know are
-// counted together as "other".
-func methodLabel(m string) string {
-	switch m {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
-		http.MethodPatch, http.MethodDelete, http.MethodOptions:
-		return m
-	}
-	return "other"
-}
 
 func newMetrics(reg *prometheus.Registry) *metrics {
 	m := &metrics{

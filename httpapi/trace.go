@@ -57,8 +57,9 @@ func spanRoute(pattern string) string {
 	return strings.TrimSuffix(pattern, "{$}")
 }
 
-// spanMethod is the method as the span names it: a method of HTTP, or
-// "_OTHER", so a client cannot choose span names.
+// spanMethod is the method as spans and metrics name it: a method of HTTP,
+// or "_OTHER" (OpenTelemetry's word), so a client cannot choose span names
+// nor make metric series.
 func spanMethod(m string) string {
 	switch m {
 	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,

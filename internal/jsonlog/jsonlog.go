@@ -165,6 +165,8 @@ const hex = "0123456789abcdef"
 // appendString appends s quoted as slog's JSON handler quotes it: control
 // characters, '"' and '\\' escaped, invalid UTF-8 as \ufffd, U+2028 and
 // U+2029 escaped; '<', '>' and '&' as they are.
+// It is not httpapi's appendJSONString, which follows encoding/json
+// (\b and \f where slog writes \u0008 and \u000c).
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
