@@ -534,7 +534,6 @@ func (m *metrics) observe(method, route string, status int, d time.Duration) {
 	ss.latency.Observe(d.Seconds())
 }
 
-
 func newMetrics(reg *prometheus.Registry) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
