@@ -431,6 +431,19 @@ func TestRateLimitAndMetrics(t *testing.T) {
 			t.Fatalf("%s /v1/dogs: %d, want 405", m, r.StatusCode)
 		}
 	}
+	// A client-chosen path or method is cut in the log line.
+	long := "/v1/" + strings.Repeat("é", 3000)
+	if r := env.Do(apitest.Request{Method: "X" + strings.Repeat("Y", 200), Path: long}); r.StatusCode != 404 && r.StatusCode != 405 {
+		t.Fatalf("a long path: %d, want 404 or 405", r.StatusCode)
+	}
+	for _, line := range strings.Split(env.Logs(), "\n") {
+		if strings.Contains(line, `"msg":"request"`) && len(line) > 1500 {
+			t.Fatalf("a request's log line of %d bytes: %.200s…", len(line), line)
+		}
+	}
+	if logs := env.Logs(); !strings.Contains(logs, `é…","route"`) || !strings.Contains(logs, `"method":"X`+strings.Repeat("Y", 31)+`…"`) {
+		t.Fatal("the long path and method are not cut in the log line")
+	}
 	// The metrics need a principal; this client is locked out by now, so
 	// they are read from the server's own handler.
 	if r := env.Do(apitest.Request{Path: "/metrics"}); r.StatusCode != 401 || r.Header.Get("WWW-Authenticate") == "" {

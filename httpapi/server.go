@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
@@ -449,6 +450,28 @@ func (w *statusWriter) Flush() {
 	}
 }
 
+// A request's log line holds at most this much of the strings its client
+// chose (the method, the path), so that the line stays short whatever the
+// request: a client sending 64 KiB paths cannot fill the log 64 KiB a
+// request (docs/configuration.md, "Logs and metrics").
+const (
+	maxLoggedPath   = 1024
+	maxLoggedMethod = 32
+)
+
+// logCut returns s, or when it is longer than max bytes its first ones
+// (cut before a character) and "…".
+func logCut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
 // newRequestID returns 24 random hex digits. A request ID names a request
 // in logs and traces and needs no secrecy, so it comes from the runtime's
 // fast generator (math/rand/v2, seeded by the system), not crypto/rand.
@@ -483,7 +506,7 @@ func (s *Server) observe(r *http.Request, pattern string, status int, d time.Dur
 		// a GET /cars/{id}), which a request line, made here for every
 		// route, has no use for.
 		rec := slog.NewRecord(time.Now(), level, "request", 0)
-		rec.AddAttrs(slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", logPath(r)),
+		rec.AddAttrs(slog.String("request_id", id), slog.String("method", logCut(r.Method, maxLoggedMethod)), slog.String("path", logCut(logPath(r), maxLoggedPath)),
 			slog.String("route", label), slog.Int("status", status), slog.Duration("duration", d),
 			slog.String("remote", auth.ClientIP(r)))
 		if s.tracer != nil {
