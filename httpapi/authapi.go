@@ -69,15 +69,19 @@ func signIn(r *http.Request, k *auth.Kit, allowPK bool, check func() error) (*lo
 var keyPaths = []string{"/sessions/", "/apikeys/", "/oauth/consumers/"}
 
 // logPath is the path of r as logs may show it: a key in the path
-// (keyPaths) is masked, as no credential, token or key is ever logged.
+// (keyPaths) is masked, as no credential, token or key is ever logged, and
+// a long path is cut (logCut).
 func logPath(r *http.Request) string {
 	for _, prefix := range keyPaths {
 		if rest, ok := strings.CutPrefix(r.URL.Path, prefix); ok && rest != "" {
 			return prefix + "[redacted]"
 		}
 	}
-	return r.URL.Path
+	return logCut(r.URL.Path, maxLoggedPath)
 }
+
+// logMethod is the method of r as logs show it: cut when long (logCut).
+func logMethod(r *http.Request) string { return logCut(r.Method, maxLoggedMethod) }
 
 // loginBody is the body of POST /sessions, /auth/login and /auth/pk-token.
 type loginBody struct {

@@ -158,7 +158,7 @@ func (s *Server) openidDirectError(w http.ResponseWriter, r *http.Request, err e
 // body, with the request id, as s.error does.
 func (s *Server) logInternal(w http.ResponseWriter, r *http.Request, err error) {
 	s.deps.Logger.ErrorContext(r.Context(), "internal error", slog.String("request_id", w.Header().Get("X-Request-Id")),
-		slog.String("method", logCut(r.Method, maxLoggedMethod)), slog.String("path", logCut(logPath(r), maxLoggedPath)), slog.String("error", err.Error()))
+		slog.String("method", logMethod(r)), slog.String("path", logPath(r)), slog.String("error", err.Error()))
 }
 
 // readOpenIDForm reads the openid.* fields of a POST body.

@@ -506,7 +506,7 @@ func (s *Server) observe(r *http.Request, pattern string, status int, d time.Dur
 		// a GET /cars/{id}), which a request line, made here for every
 		// route, has no use for.
 		rec := slog.NewRecord(time.Now(), level, "request", 0)
-		rec.AddAttrs(slog.String("request_id", id), slog.String("method", logCut(r.Method, maxLoggedMethod)), slog.String("path", logCut(logPath(r), maxLoggedPath)),
+		rec.AddAttrs(slog.String("request_id", id), slog.String("method", logMethod(r)), slog.String("path", logPath(r)),
 			slog.String("route", label), slog.Int("status", status), slog.Duration("duration", d),
 			slog.String("remote", auth.ClientIP(r)))
 		if s.tracer != nil {
