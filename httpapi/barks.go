@@ -466,11 +466,9 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVer
 		return
 	}
 	v.headers(s, w, d)
-	// The validators a GET of the dog now answers with, as any PATCH.
+	// The store does not return the dog the schedule changed: read it.
 	if after, err := s.loadDogFor(r); err == nil {
-		if b, err := marshalJSON(v.view(s, after)); err == nil {
-			setValidators(w.Header(), b, after.UpdatedAt)
-		}
+		s.dogValidators(w, v, after)
 	}
 	if differs {
 		w.WriteHeader(http.StatusResetContent)

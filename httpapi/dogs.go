@@ -461,12 +461,16 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 		return
 	}
 	v.headers(s, w, d)
-	// The validators a GET of the changed dog answers with, so the next
-	// write can be conditional without a read first.
+	s.dogValidators(w, v, d)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// dogValidators sets the validators a GET of d answers with, so that the
+// next write after a PATCH can be conditional without a read first.
+func (s *Server) dogValidators(w http.ResponseWriter, v *dogVersion, d *yard.Dog) {
 	if body, err := marshalJSON(v.view(s, d)); err == nil {
 		setValidators(w.Header(), body, d.UpdatedAt)
 	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) handleDeleteDog(v *dogVersion) http.HandlerFunc {
