@@ -200,6 +200,18 @@ func TestDigestRefusals(t *testing.T) {
 		if !strings.Contains(strings.Join(resp.Header.Values("WWW-Authenticate"), "|"), "stale=true") {
 			t.Errorf("stale nonce: challenges %q lack stale=true", resp.Header.Values("WWW-Authenticate"))
 		}
+		// One Digest challenge per algorithm, each the stale one in place
+		// of the plain one (docs/auth.md).
+		digests = digests[:0]
+		for _, c := range resp.Header.Values("WWW-Authenticate") {
+			if strings.HasPrefix(c, "Digest ") {
+				digests = append(digests, c)
+			}
+		}
+		if len(digests) != 2 || !strings.Contains(digests[0], "algorithm=SHA-256") || !strings.Contains(digests[1], "algorithm=MD5") ||
+			!strings.Contains(digests[0], "stale=true") || !strings.Contains(digests[1], "stale=true") {
+			t.Errorf("stale nonce: Digest challenges %q, want one per algorithm, each stale", digests)
+		}
 		if err := c.Get(ctx, e.dogURI, nil); err != nil {
 			t.Errorf("client after a stale nonce: %v", err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/internal/authparam"
 	"github.com/yard-api/yard/store"
 )
 
@@ -162,13 +163,22 @@ func writeProblem(w http.ResponseWriter, p Problem) {
 // scheme (their first token, case-insensitively, RFC 9110 §11.1), and for
 // Digest of one algorithm.
 func sameScheme(a, b string) bool {
-	sa, _ := auth.AuthScheme(a)
-	sb, _ := auth.AuthScheme(b)
+	sa, pa := auth.AuthScheme(a)
+	sb, pb := auth.AuthScheme(b)
 	if sa != sb {
 		return false
 	}
-	if sa == "digest" {
-		return strings.Contains(a, "SHA-256") == strings.Contains(b, "SHA-256")
+	return sa != "digest" || digestAlgorithm(pa) == digestAlgorithm(pb)
+}
+
+// digestAlgorithm returns the algorithm parameter of a Digest challenge's
+// parameters, upper-cased; MD5 when it has none (RFC 7616 §3.3).
+func digestAlgorithm(params string) string {
+	ps, _ := authparam.Parse(params, false)
+	for _, p := range ps {
+		if strings.EqualFold(p.Name, "algorithm") {
+			return strings.ToUpper(p.Value)
+		}
 	}
-	return true
+	return "MD5"
 }
