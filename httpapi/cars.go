@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -561,13 +560,18 @@ func (in carWrite) update() yard.CarUpdate {
 // be valid JSON. Every write body with required fields goes through it
 // (cars, garages, dogs, people).
 func nullFields(body []byte, allowed ...string) error {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
+	nulls, err := scanJSON(body)
+	if err != nil {
 		return nil
 	}
+	return refuseNulls(nulls, allowed)
+}
+
+// refuseNulls is nullFields for the null members scanJSON found.
+func refuseNulls(nulls, allowed []string) error {
 	var f []yard.FieldError
-	for k, v := range m {
-		if string(bytes.TrimSpace(v)) == "null" && !slices.Contains(allowed, k) {
+	for _, k := range nulls {
+		if !slices.Contains(allowed, k) {
 			f = append(f, yard.FieldError{Field: k, Message: "cannot be null"})
 		}
 	}
@@ -580,12 +584,8 @@ func nullFields(body []byte, allowed ...string) error {
 
 // nullMember reports whether body's top-level member name is null.
 func nullMember(body []byte, name string) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
-		return false
-	}
-	v, ok := m[name]
-	return ok && string(bytes.TrimSpace(v)) == "null"
+	nulls, err := scanJSON(body)
+	return err == nil && slices.Contains(nulls, name)
 }
 
 // writeBody is the body of a car or garage write.
@@ -599,14 +599,22 @@ type writeBody interface {
 // decodeWrite reads a write body into v strictly and refuses null members
 // other than the allowed ones.
 func decodeWrite(r *http.Request, v any, allowed ...string) error {
-	body, err := readJSONBody(r)
+	if err := requireJSON(r); err != nil {
+		return err
+	}
+	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	if err := unmarshalStrict(body, v); err != nil {
+	// One strict pass over the body, which also finds its null members.
+	nulls, err := scanJSON(body)
+	if err != nil {
 		return err
 	}
-	return nullFields(body, allowed...)
+	if err := unmarshalChecked(body, v); err != nil {
+		return err
+	}
+	return refuseNulls(nulls, allowed)
 }
 
 // decodeCreate reads the body of a POST that makes a kind ("car"): no id

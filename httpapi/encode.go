@@ -12,8 +12,10 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -124,6 +126,11 @@ func unmarshalStrict(body []byte, v any) error {
 	if err := checkJSON(body); err != nil {
 		return err
 	}
+	return unmarshalChecked(body, v)
+}
+
+// unmarshalChecked is unmarshalStrict for a body scanJSON has checked.
+func unmarshalChecked(body []byte, v any) error {
 	if err := jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return jsonError(body, err)
 	}
@@ -134,46 +141,134 @@ func unmarshalStrict(body []byte, v any) error {
 // unmarshalStrict) without decoding it into anything, for parsers that read
 // the body themselves.
 func checkJSON(body []byte) error {
+	_, err := scanJSON(body)
+	return err
+}
+
+// scanJSON checks body as checkJSON does and, in the same pass, returns the
+// names of the top-level object's members whose value is null (for
+// nullFields): a write body is read once, not once per question asked of it.
+func scanJSON(body []byte) (nulls []string, err error) {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return yard.Errorf(yard.EMALFORMED, "The request body is empty; a JSON document is required.")
+		return nil, yard.Errorf(yard.EMALFORMED, "The request body is empty; a JSON document is required.")
 	}
-	dec := jsontext.NewDecoder(bytes.NewReader(body))
-	// names holds, for each open object, its member names folded to lower
-	// case; nil for an open array.
-	var names []map[string]bool
+	sc := scanners.Get().(*scanner)
+	defer sc.release()
+	sc.in = *bytes.NewBuffer(body) // the decoder reads a bytes.Buffer in place
+	sc.dec.Reset(&sc.in)
+	dec := &sc.dec
+	// The open objects' member names, folded to lower case: names[i] for
+	// the i-th open container (nil for an array).
+	depth := 0
+	topName := "" // the top-level object's member whose value comes next
 	for {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return jsonError(body, err)
+			return nil, jsonError(body, err)
 		}
-		switch tok.Kind() {
-		case '{':
-			names = append(names, map[string]bool{})
-		case '[':
-			names = append(names, nil)
-		case '}', ']':
-			names = names[:len(names)-1]
-		case '"':
+		kind := tok.Kind()
+		if kind == '"' && depth > 0 && sc.levels[depth-1].object {
 			// A string token at an odd position of an object is a name.
-			if n := len(names); n > 0 && names[n-1] != nil {
-				if _, length := dec.StackIndex(dec.StackDepth()); length%2 == 1 {
-					name := tok.String()
-					key := strings.ToLower(name)
-					if names[n-1][key] {
-						return duplicateMember(body, dec, name)
-					}
-					names[n-1][key] = true
+			if _, length := dec.StackIndex(dec.StackDepth()); length%2 == 1 {
+				name := tok.String()
+				if !sc.levels[depth-1].add(name) {
+					return nil, duplicateMember(body, dec, name)
 				}
+				if depth == 1 {
+					topName = name
+				}
+				continue
 			}
 		}
-		if len(names) == 0 {
+		if depth == 1 && sc.levels[0].object && kind == 'n' {
+			nulls = append(nulls, topName)
+		}
+		switch kind {
+		case '{', '[':
+			if depth == len(sc.levels) {
+				sc.levels = append(sc.levels, memberNames{})
+			}
+			sc.levels[depth].reset(kind == '{')
+			depth++
+		case '}', ']':
+			depth--
+		}
+		if depth == 0 {
 			break
 		}
 	}
 	if _, err := dec.ReadToken(); err != io.EOF {
-		return yard.Errorf(yard.EMALFORMED, "The request body holds data after the JSON document (offset %d).", dec.InputOffset())
+		return nil, yard.Errorf(yard.EMALFORMED, "The request body holds data after the JSON document (offset %d).", dec.InputOffset())
 	}
-	return nil
+	return nulls, nil
+}
+
+// scanner is scanJSON's reusable state: a request body's check allocates
+// no decoder and, for the small objects of a write, no map. The decoder
+// reads the body where it is, so a scanner keeps no copy of one.
+type scanner struct {
+	in     bytes.Buffer
+	dec    jsontext.Decoder
+	levels []memberNames
+}
+
+var scanners = sync.Pool{New: func() any { return new(scanner) }}
+
+// release returns the scanner to the pool, dropping what it refers to.
+func (sc *scanner) release() {
+	if len(sc.levels) > 64 {
+		return // a deep document's levels are not kept
+	}
+	sc.in = bytes.Buffer{}
+	sc.dec.Reset(&sc.in)
+	for i := range sc.levels {
+		sc.levels[i].reset(false)
+	}
+	scanners.Put(sc)
+}
+
+// memberNames are an open object's member names folded to lower case: a
+// list while the object is small, a set past memberListMax members (a
+// hostile object of many members costs no more than a map).
+type memberNames struct {
+	object bool
+	list   []string
+	set    map[string]bool
+}
+
+const memberListMax = 16
+
+func (m *memberNames) reset(object bool) {
+	m.object = object
+	clear(m.list)
+	m.list = m.list[:0]
+	m.set = nil
+}
+
+// add records name; false when the object already has a member of that
+// name, ignoring case.
+func (m *memberNames) add(name string) bool {
+	key := strings.ToLower(name) // no copy for a name without upper case
+	if m.set != nil {
+		if m.set[key] {
+			return false
+		}
+		m.set[key] = true
+		return true
+	}
+	if slices.Contains(m.list, key) {
+		return false
+	}
+	if len(m.list) < memberListMax {
+		m.list = append(m.list, key)
+		return true
+	}
+	m.set = make(map[string]bool, 2*memberListMax)
+	for _, k := range m.list {
+		m.set[k] = true
+	}
+	m.set[key] = true
+	return true
 }
 
 // duplicateMember is the error for a member whose name, ignoring case,
