@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
@@ -448,28 +447,6 @@ func (w *statusWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
-}
-
-// A request's log line holds at most this much of the strings its client
-// chose (the method, the path), so that the line stays short whatever the
-// request: a client sending 64 KiB paths cannot fill the log 64 KiB a
-// request (docs/configuration.md, "Logs and metrics").
-const (
-	maxLoggedPath   = 1024
-	maxLoggedMethod = 32
-)
-
-// logCut returns s, or when it is longer than max bytes its first ones
-// (cut before a character) and "…".
-func logCut(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	i := max
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
 }
 
 // newRequestID returns 24 random hex digits. A request ID names a request

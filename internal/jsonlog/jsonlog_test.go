@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // randomString mixes what JSON quoting treats apart: plain ASCII, quotes,
@@ -154,3 +155,27 @@ func BenchmarkRequestLine(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestCut checks that a cut string keeps at most max bytes, is marked, and
+// stays UTF-8 when the limit falls inside a character.
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		max  int
+		want string
+	}{
+		{"/cars", 1024, "/cars"},
+		{"abcdef", 6, "abcdef"},
+		{"abcdef", 4, "abcd…"},
+		{"ab€def", 3, "ab…"}, // € is 3 bytes: the cut moves before it
+		{"ab€def", 5, "ab€…"},
+		{"€", 2, "…"},
+	} {
+		if got := Cut(tc.s, tc.max); got != tc.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tc.s, tc.max, got, tc.want)
+		}
+		if got := Cut(tc.s, tc.max); !utf8.ValidString(got) {
+			t.Errorf("Cut(%q, %d) = %q: not UTF-8", tc.s, tc.max, got)
+		}
+	}
+}
