@@ -64,6 +64,16 @@ func (c *lazyDeadline) Deadline() (time.Time, bool) {
 	return c.deadline, true
 }
 
+// AfterFunc runs f when the context ends, as context.AfterFunc does. The
+// context package asks it of a parent that is not one of its own: without
+// it, each context derived from this one (database/sql and pgx derive one
+// for every statement) would start a goroutine to wait on Done. With it,
+// the derived context hangs on the armed one, as on a context.WithDeadline.
+func (c *lazyDeadline) AfterFunc(f func()) (stop func() bool) {
+	c.arm()
+	return context.AfterFunc(c.armed, f)
+}
+
 func (c *lazyDeadline) Done() <-chan struct{} {
 	c.arm()
 	return c.armed.Done()
