@@ -153,12 +153,12 @@ func scanJSON(body []byte) (nulls []string, err error) {
 		return nil, yard.Errorf(yard.EMALFORMED, "The request body is empty; a JSON document is required.")
 	}
 	sc := scanners.Get().(*scanner)
-	defer sc.release()
+	defer sc.release(len(body))
 	sc.in = *bytes.NewBuffer(body) // the decoder reads a bytes.Buffer in place
 	sc.dec.Reset(&sc.in)
 	dec := &sc.dec
-	// The open objects' member names, folded to lower case: names[i] for
-	// the i-th open container (nil for an array).
+	// sc.levels[i] is the i-th open container (its member names when it
+	// is an object); depth is how many are open.
 	depth := 0
 	topName := "" // the top-level object's member whose value comes next
 	for {
@@ -214,10 +214,12 @@ type scanner struct {
 
 var scanners = sync.Pool{New: func() any { return new(scanner) }}
 
-// release returns the scanner to the pool, dropping what it refers to.
-func (sc *scanner) release() {
-	if len(sc.levels) > 64 {
-		return // a deep document's levels are not kept
+// release returns the scanner to the pool, dropping what it refers to,
+// unless it read a large or deep document: the decoder's own state grows
+// with the objects it read, and the pool keeps only what a write needs.
+func (sc *scanner) release(size int) {
+	if size > 64<<10 || len(sc.levels) > 64 {
+		return
 	}
 	sc.in = bytes.Buffer{}
 	sc.dec.Reset(&sc.in)
