@@ -19,6 +19,7 @@ import (
 // (nil: an administrator).
 func readAllEvents(t *testing.T, db *store.DB, after yard.EventID, owner *string) []*yard.Event {
 	t.Helper()
+	settleEvents(t, db)
 	var out []*yard.Event
 	for {
 		p, err := db.ReadEvents(context.Background(), yard.EventFilter{After: after, Owner: owner, Limit: 7})
@@ -30,6 +31,38 @@ func readAllEvents(t *testing.T, db *store.DB, after yard.EventID, owner *string
 			return out
 		}
 		after = p.Next
+	}
+}
+
+// settleEvents waits, on PostgreSQL, until every transaction that began
+// before it was called has ended. A reader sees events only up to the
+// oldest transaction still running anywhere on the server (docs/events.md,
+// "Order and commit"), and other packages' tests run beside these on the same
+// server: without the wait, a read right after a write may stop short of
+// it.
+func settleEvents(t *testing.T, db *store.DB) {
+	t.Helper()
+	if db.Engine() != store.Postgres {
+		return
+	}
+	ctx := context.Background()
+	var next int64
+	if err := db.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&next); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var oldest int64
+		if err := db.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&oldest); err != nil {
+			t.Fatal(err)
+		}
+		if oldest >= next {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a transaction older than %d is still running after 30 s", next)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
