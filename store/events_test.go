@@ -15,11 +15,18 @@ import (
 	"github.com/yard-api/yard/store/storetest"
 )
 
-// readAllEvents reads every visible event after `after`, as owner sees them
-// (nil: an administrator).
+// readAllEvents reads every event after `after` committed before it was
+// called, as owner sees them (nil: an administrator).
 func readAllEvents(t *testing.T, db *store.DB, after yard.EventID, owner *string) []*yard.Event {
 	t.Helper()
 	settleEvents(t, db)
+	return readVisibleEvents(t, db, after, owner)
+}
+
+// readVisibleEvents is readAllEvents without the wait: what a reader sees
+// now, while older transactions may still run.
+func readVisibleEvents(t *testing.T, db *store.DB, after yard.EventID, owner *string) []*yard.Event {
+	t.Helper()
 	var out []*yard.Event
 	for {
 		p, err := db.ReadEvents(context.Background(), yard.EventFilter{After: after, Owner: owner, Limit: 7})
@@ -301,7 +308,7 @@ func TestEventsNeverAppearBehindTheReader(t *testing.T) {
 			if err := db.CreateDog(ctx, dog); err != nil {
 				t.Fatal(err)
 			}
-			if evs := readAllEvents(t, db, start, nil); len(evs) != 0 {
+			if evs := readVisibleEvents(t, db, start, nil); len(evs) != 0 {
 				t.Fatalf("read %q while an older transaction runs; want nothing yet", eventTypes(evs))
 			}
 			if err := slow.Commit(); err != nil {
