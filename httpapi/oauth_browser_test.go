@@ -43,6 +43,7 @@ func chromium(t *testing.T) context.Context {
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(t.TempDir()),
+		chromiumTempDir(t),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
@@ -195,4 +196,19 @@ func TestOAuthPagesInChromium(t *testing.T) {
 			_ = os.CopyFS(filepath.Join(os.Getenv("YARD_KEEP_SCREENSHOTS"), filepath.Base(t.Name())), os.DirFS(dir))
 		}
 	})
+}
+
+// chromiumTempDir points Chromium's own temporary files (the directory of
+// its singleton socket, which a browser stopped rather than closed leaves
+// behind) at a directory of the test's, removed after the browser's end:
+// a run of the suite leaves nothing in /tmp.
+func chromiumTempDir(t *testing.T) chromedp.ExecAllocatorOption {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "yard-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered before the browser's cleanups, so it runs after them.
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return chromedp.Env("TMPDIR=" + dir)
 }

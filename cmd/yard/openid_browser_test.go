@@ -185,6 +185,7 @@ func startOpenIDBrowser(t *testing.T) *openidBrowser {
 		// Both servers have self-signed certificates.
 		chromedp.Flag("ignore-certificate-errors", true),
 		chromedp.UserDataDir(t.TempDir()),
+		chromiumTempDir(t),
 		chromedp.WindowSize(1000, 800),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -359,4 +360,19 @@ func TestOpenIDWrongUserInChromium(t *testing.T) {
 		t.Fatalf("bob: the relying party says %q", outcome)
 	}
 	o.shot("wronguser-result.png")
+}
+
+// chromiumTempDir points Chromium's own temporary files (the directory of
+// its singleton socket, which a browser stopped rather than closed leaves
+// behind) at a directory of the test's, removed after the browser's end:
+// a run of the suite leaves nothing in /tmp.
+func chromiumTempDir(t *testing.T) chromedp.ExecAllocatorOption {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "yard-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered before the browser's cleanups, so it runs after them.
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return chromedp.Env("TMPDIR=" + dir)
 }
