@@ -19,9 +19,9 @@ import (
 // kept, for the grammar to refuse.
 func (s *Server) grammarQuery(r *http.Request) string {
 	raw := r.URL.RawQuery
-	s.queryVarsOnce.Do(func() { s.queryVars = s.deps.Auth.QueryVars() })
+	s.queryVarsOnce.Do(func() { s.queryVars = newQueryVarSet(s.deps.Auth.QueryVars()) })
 	vars := s.queryVars
-	if raw == "" || len(vars) == 0 {
+	if raw == "" || len(vars.names) == 0 {
 		return raw
 	}
 	isVar := func(pair string) bool {
@@ -36,7 +36,10 @@ func (s *Server) grammarQuery(r *http.Request) string {
 				return false
 			}
 		}
-		return slices.ContainsFunc(vars, func(v string) bool { return sameLower(v, name) })
+		if !vars.mayHold(name) {
+			return false
+		}
+		return slices.ContainsFunc(vars.names, func(v string) bool { return sameLower(v, name) })
 	}
 	// Most queries hold none: they are answered without a copy.
 	if !anyPair(raw, isVar) {
@@ -44,6 +47,55 @@ func (s *Server) grammarQuery(r *http.Request) string {
 	}
 	kept, _ := dropPairs(raw, isVar)
 	return kept
+}
+
+// queryVarSet is the chain's query variables, with what turns most of a
+// query's pairs away at once: a grammar query (color, make, max…) is
+// checked against some fifteen names twice a request.
+type queryVarSet struct {
+	names   []string
+	lengths uint64    // bit n: a name n bytes long
+	first   [256]bool // a name's first byte, in lower case
+	all     bool      // a name the two above cannot describe: mayHold is always true
+}
+
+func newQueryVarSet(names []string) *queryVarSet {
+	v := &queryVarSet{names: names}
+	for _, n := range names {
+		if n == "" || len(n) >= 64 || !isASCII(n) {
+			v.all = true
+			continue
+		}
+		v.lengths |= 1 << len(n)
+		v.first[asciiLower(n[0])] = true
+	}
+	return v
+}
+
+// mayHold reports whether name may be one of the names, as sameLower
+// compares them; false only when it cannot be. A name that is not ASCII
+// always may: its lower case can differ in length (KELVIN SIGN is k).
+func (v *queryVarSet) mayHold(name string) bool {
+	if v.all || !isASCII(name) {
+		return true
+	}
+	return len(name) < 64 && v.lengths&(1<<len(name)) != 0 && v.first[asciiLower(name[0])]
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func asciiLower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // sameLower reports whether strings.ToLower gives a and b alike, without

@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"math/rand/v2"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/yard-api/yard/auth"
@@ -27,6 +30,47 @@ func TestGrammarQuery(t *testing.T) {
 		r := httptest.NewRequest("GET", "/cars?"+c.in, nil)
 		if got := s.grammarQuery(r); got != c.want {
 			t.Errorf("grammarQuery(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// mayHold turns a name away only when no variable matches it: every
+// variable in any case passes, and no random name it refuses matches one.
+func TestQueryVarSetMayHold(t *testing.T) {
+	chain := &auth.Chain{Query: []auth.Scheme{&auth.Signed{}}}
+	vars := newQueryVarSet(append(chain.QueryVars(), "oauth_consumer_key", "oauth_nonce"))
+	r := rand.New(rand.NewPCG(25, 2))
+	flip := func(s string) string {
+		b := []byte(s)
+		for i := range b {
+			if r.IntN(2) == 0 {
+				b[i] = asciiLower(b[i])
+			} else if 'a' <= b[i] && b[i] <= 'z' {
+				b[i] -= 'a' - 'A'
+			}
+		}
+		return string(b)
+	}
+	for _, v := range vars.names {
+		for range 20 {
+			if name := flip(v); !vars.mayHold(name) {
+				t.Fatalf("mayHold(%q) = false for the variable %q", name, v)
+			}
+		}
+	}
+	const letters = "aAbBcCdkKmMoOsStTyY_.\u212a\u017f"
+	for range 50000 {
+		var b strings.Builder
+		for range r.IntN(12) {
+			l := []rune(letters)
+			b.WriteRune(l[r.IntN(len(l))])
+		}
+		name := b.String()
+		if r.IntN(4) == 0 {
+			name = flip(vars.names[r.IntN(len(vars.names))])[:r.IntN(6)] + name
+		}
+		if !vars.mayHold(name) && slices.ContainsFunc(vars.names, func(v string) bool { return sameLower(v, name) }) {
+			t.Fatalf("mayHold(%q) = false, but it is a variable", name)
 		}
 	}
 }

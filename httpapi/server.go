@@ -153,7 +153,7 @@ type Server struct {
 	// queryVars holds the query variables of the chain's schemes
 	// (grammarQuery), asked of the chain once.
 	queryVarsOnce sync.Once
-	queryVars     []string
+	queryVars     *queryVarSet
 }
 
 type route struct {
