@@ -198,8 +198,11 @@ func escapeValue(v string) string {
 // every parsed query were most of its parse, the busiest route's
 // (docs/benchmarks.md, "Fewer allocations for a car list").
 type queryBuilder struct {
-	sets   []*filterSet // one per field, in the order first met
+	sets   []filterSet // one per field, in the order first met
 	values int
+	// first holds the sets of a query of up to four fields, the common
+	// case, without an allocation of their own.
+	first [4]filterSet
 }
 
 type filterSet struct {
@@ -218,15 +221,18 @@ type bound struct {
 }
 
 // set returns the conditions of field, made on first use.
+// The set is the builder's until the next call: do not keep it.
 func (b *queryBuilder) set(field string) *filterSet {
-	for _, fs := range b.sets {
-		if fs.field == field {
-			return fs
+	for i := range b.sets {
+		if b.sets[i].field == field {
+			return &b.sets[i]
 		}
 	}
-	fs := &filterSet{field: field}
-	b.sets = append(b.sets, fs)
-	return fs
+	if b.sets == nil {
+		b.sets = b.first[:0]
+	}
+	b.sets = append(b.sets, filterSet{field: field})
+	return &b.sets[len(b.sets)-1]
 }
 
 // add records one condition: field (canonical), operator, value (already
@@ -311,7 +317,8 @@ func (b *queryBuilder) query() Query {
 	if len(b.sets) > 0 {
 		q.Filters = make([]Filter, 0, len(b.sets))
 	}
-	for _, fs := range b.sets {
+	for i := range b.sets {
+		fs := &b.sets[i]
 		f := Filter{Field: fs.field, Null: fs.null, NotNull: fs.notNull, In: sortedSet(fs.in), NotIn: sortedSet(fs.notIn)}
 		for i, r := range fs.ranges {
 			if r.set {

@@ -38,6 +38,10 @@ func TestParseCarQuery(t *testing.T) {
 		{"numbers normalised", "doors=04", "doors=4", yard.Page{Max: 20}},
 		{"ranges keep the strongest", "q.year.gt=2000&q.year.gt=2005&q.year.le=2020", "q.year.gt=2005&q.year.le=2020", yard.Page{Max: 20}},
 		{"range and eq", "q.doors.ge=2&doors=4", "doors=4&q.doors.ge=2", yard.Page{Max: 20}},
+		// More fields than the builder holds without growing, then values
+		// for the first fields again.
+		{"many fields", "color=red&type=suv&doors=4&make=ford&model=f-150&year=2010&garage.name=north&garage.state=ca&color=blue&q.year.ge=2001&make=!kia&garage=g1",
+			"color=blue,red&doors=4&garage.id=g1&garage.name=north&garage.state=ca&make=ford,!kia&model=f-150&type=suv&year=2010&q.year.ge=2001", yard.Page{Max: 20}},
 		{"max cut", "max=1000", "", yard.Page{Max: 100}},
 		{"offset", "offset=40&max=10", "", yard.Page{Offset: 40, Max: 10}},
 		{"max zero", "max=0", "", yard.Page{Max: 0}},
