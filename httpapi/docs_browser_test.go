@@ -24,6 +24,7 @@ import (
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/httpapi/apitest"
+	"github.com/yard-api/yard/internal/browsertest"
 	"github.com/yard-api/yard/jobs"
 	"github.com/yard-api/yard/notify"
 	"github.com/yard-api/yard/store"
@@ -38,7 +39,7 @@ import (
 // password; every scheme of the credentials box authenticates; a long Link
 // header wraps inside the answer.
 func TestDocsTryItInChromium(t *testing.T) {
-	ctx := chromium(t)
+	ctx := browsertest.Start(t)
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		data := t.TempDir()
 		svc := jobs.New(jobs.Config{DB: db, Effects: &jobs.Effects{

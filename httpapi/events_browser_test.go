@@ -19,6 +19,7 @@ import (
 	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/httpapi/apitest"
+	"github.com/yard-api/yard/internal/browsertest"
 	"github.com/yard-api/yard/store"
 	"github.com/yard-api/yard/store/storetest"
 )
@@ -73,7 +74,7 @@ func eval[T any](t *testing.T, tab context.Context, js string) T {
 // the events of a bark made through the API (type and subject, as text)
 // as they arrive.
 func TestDocsLiveEventsInChromium(t *testing.T) {
-	ctx := chromium(t)
+	ctx := browsertest.Start(t)
 	env, dogURI := startLiveEvents(t)
 	tab := newTab(t, ctx)
 	do(t, tab, chromedp.Navigate(env.URL+"/docs"), chromedp.WaitVisible(chromedp.ID("op-getEvents")))
@@ -166,7 +167,7 @@ func TestDocsLiveEventsInChromium(t *testing.T) {
 // server gave (set as the browser would keep it: Secure, HttpOnly),
 // receives a bark's events, ids and CloudEvent data included.
 func TestEventSourceWithSessionCookieInChromium(t *testing.T) {
-	ctx := chromium(t)
+	ctx := browsertest.Start(t)
 	env, dogURI := startLiveEvents(t)
 	signin := env.Do(apitest.Request{Method: "POST", Path: "/sessions", Body: map[string]string{"username": "alice", "password": pw}})
 	var key string
@@ -245,7 +246,7 @@ func TestEventSourceWithSessionCookieInChromium(t *testing.T) {
 // shows its text, and the live events panel says what it needs and
 // offers nothing to press.
 func TestDocsWithoutJavaScriptInChromium(t *testing.T) {
-	ctx := chromium(t)
+	ctx := browsertest.Start(t)
 	env, _ := startLiveEvents(t)
 	tab := newTab(t, ctx)
 	if _, err := browse(t, tab, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"html"
@@ -9,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,53 +16,10 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/yard-api/yard/client"
+	"github.com/yard-api/yard/internal/browsertest"
 	"github.com/yard-api/yard/store"
 	"github.com/yard-api/yard/store/storetest"
 )
-
-// chromium returns a browser context running Debian's headless Chromium
-// with a fresh profile. Without Chromium the test is skipped, except under
-// CI=true, where it fails (scripts/test installs it).
-func chromium(t *testing.T) context.Context {
-	t.Helper()
-	var path string
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("Chromium is not installed (scripts/test installs Debian's chromium)")
-		}
-		t.Skip("Chromium is not installed; scripts/test installs it")
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.UserDataDir(t.TempDir()),
-		chromiumTempDir(t),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		// The test server's certificate is its own; every name but the
-		// loopback address resolves to nothing.
-		chromedp.Flag("ignore-certificate-errors", true),
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"),
-		chromedp.WindowSize(1000, 800),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	// The first call starts the browser; it takes no time limit, or the
-	// limit would stop the browser too.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start Chromium: %v", err)
-	}
-	return ctx
-}
 
 // browse runs one action with a time limit.
 func browse[T any](t *testing.T, ctx context.Context, a chromedp.Action[T]) (T, error) {
@@ -102,27 +57,22 @@ func location(t *testing.T, ctx context.Context) string {
 	return s
 }
 
-// shot saves a screenshot of the page in dir and checks it is a PNG with
-// something in it.
+// shot saves a full screenshot of the page in dir and checks it shows a
+// rendered page.
 func shot(t *testing.T, ctx context.Context, dir, name string) {
 	t.Helper()
 	png, err := browse(t, ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
-	if len(png) < 1000 || !bytes.HasPrefix(png, []byte("\x89PNG")) {
-		t.Fatalf("screenshot %s: %d bytes, not a rendered PNG", name, len(png))
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	browsertest.CheckScreenshot(t, dir, name+".png", png)
 }
 
 // TestOAuthPagesInChromium: a person in a real browser signs in, sees the
 // consumer's name, allows, and lands on the consumer's callback with a
 // verifier that the consumer exchanges; then denies a second request.
 func TestOAuthPagesInChromium(t *testing.T) {
-	ctx := chromium(t)
+	ctx := browsertest.Start(t)
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		// The consumer's own site, on the loopback address.
 		consumer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -196,19 +146,4 @@ func TestOAuthPagesInChromium(t *testing.T) {
 			_ = os.CopyFS(filepath.Join(os.Getenv("YARD_KEEP_SCREENSHOTS"), filepath.Base(t.Name())), os.DirFS(dir))
 		}
 	})
-}
-
-// chromiumTempDir points Chromium's own temporary files (the directory of
-// its singleton socket, which a browser stopped rather than closed leaves
-// behind) at a directory of the test's, removed after the browser's end:
-// a run of the suite leaves nothing in /tmp.
-func chromiumTempDir(t *testing.T) chromedp.ExecAllocatorOption {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "yard-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Registered before the browser's cleanups, so it runs after them.
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return chromedp.Env("TMPDIR=" + dir)
 }

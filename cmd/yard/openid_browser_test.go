@@ -1,69 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"html"
 	"image"
-	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	openidgo "github.com/yohcop/openid-go"
+
+	"github.com/yard-api/yard/internal/browsertest"
 )
-
-// chromium returns the path of the Chromium binary. Without one the test
-// is skipped, except under CI=true, where it fails.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("Chromium is required under CI=true (apt-get install chromium)")
-	}
-	t.Skip("SKIPPING BROWSER TEST: no Chromium (apt-get install chromium)")
-	return ""
-}
-
-// checkScreenshot decodes a PNG screenshot, saves it in dir and checks
-// that it shows a rendered page: a real size and more than a few colours.
-func checkScreenshot(t *testing.T, dir, name string, buf []byte) image.Image {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, name), buf, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	img, err := png.Decode(bytes.NewReader(buf))
-	if err != nil {
-		t.Fatalf("%s: not a PNG: %v", name, err)
-	}
-	b := img.Bounds()
-	if b.Dx() < 300 || b.Dy() < 200 {
-		t.Fatalf("%s: %dx%d is too small for a page", name, b.Dx(), b.Dy())
-	}
-	colours := map[uint32]bool{}
-	for y := b.Min.Y; y < b.Max.Y; y += 3 {
-		for x := b.Min.X; x < b.Max.X; x += 3 {
-			r, g, bl, _ := img.At(x, y).RGBA()
-			colours[r>>8<<16|g>>8<<8|bl>>8] = true
-		}
-	}
-	if len(colours) < 8 {
-		t.Fatalf("%s: only %d colours: a blank page?", name, len(colours))
-	}
-	return img
-}
 
 // brandPixels counts the pixels of the pages' brand colour (#2f5bd3, the
 // primary button): present only when the stylesheet was allowed and
@@ -112,7 +65,6 @@ type openidBrowser struct {
 // identifier when not given) and redirects there; /back verifies the
 // answer and shows the outcome in the element with id "result".
 func startOpenIDBrowser(t *testing.T) *openidBrowser {
-	exe := chromium(t)
 	data := t.TempDir()
 	port := freePort(t)
 	base := fmt.Sprintf("https://127.0.0.1:%d", port)
@@ -173,25 +125,7 @@ func startOpenIDBrowser(t *testing.T) *openidBrowser {
 	t.Cleanup(rpSrv.Close)
 	rpURL = rpSrv.URL
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(exe),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		// Both servers have self-signed certificates.
-		chromedp.Flag("ignore-certificate-errors", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromiumTempDir(t),
-		chromedp.WindowSize(1000, 800),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	t.Cleanup(cancelCtx)
+	ctx := browsertest.Start(t)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
 	t.Cleanup(cancelTimeout)
 	return &openidBrowser{t: t, base: base, rpURL: rpURL, ctx: ctx, shots: t.TempDir(), server: s}
@@ -217,7 +151,7 @@ func (o *openidBrowser) shot(name string) image.Image {
 	if err != nil {
 		o.t.Fatalf("screenshot %s: %v", name, err)
 	}
-	return checkScreenshot(o.t, o.shots, name, buf)
+	return browsertest.CheckScreenshot(o.t, o.shots, name, buf)
 }
 
 // location is the address Chromium shows.
@@ -360,19 +294,4 @@ func TestOpenIDWrongUserInChromium(t *testing.T) {
 		t.Fatalf("bob: the relying party says %q", outcome)
 	}
 	o.shot("wronguser-result.png")
-}
-
-// chromiumTempDir points Chromium's own temporary files (the directory of
-// its singleton socket, which a browser stopped rather than closed leaves
-// behind) at a directory of the test's, removed after the browser's end:
-// a run of the suite leaves nothing in /tmp.
-func chromiumTempDir(t *testing.T) chromedp.ExecAllocatorOption {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "yard-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Registered before the browser's cleanups, so it runs after them.
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return chromedp.Env("TMPDIR=" + dir)
 }
