@@ -251,15 +251,37 @@ func (e *Env) CreateUser(name, password string, roles ...string) *yard.User {
 	if len(roles) == 0 {
 		roles = []string{yard.RoleUser}
 	}
-	creds, err := auth.NewCredentials(name, password)
+	h, err := passwordHash(password)
 	if err != nil {
 		e.T.Fatal(err)
 	}
+	creds := &yard.Credentials{PasswordHash: h,
+		HA1MD5: auth.HA1("MD5", name, auth.Realm, password), HA1SHA256: auth.HA1("SHA-256", name, auth.Realm, password)}
 	u := &yard.User{Name: name, Email: name + "@example.org", Phone: "+14155550100", Roles: roles}
 	if err := e.DB.CreateUser(context.Background(), u, creds); err != nil {
 		e.T.Fatalf("create user %s: %v", name, err)
 	}
 	return u
+}
+
+// hashes holds the argon2id hash of each password CreateUser was given,
+// made once per test process: a hash takes about 0.1 s under the race
+// detector, and the tests create hundreds of users with a few passwords.
+// The hash is a real one (its own salt, the server's parameters), shared
+// by the users of one password; signing in still checks it in full.
+var hashes sync.Map // password → *hashOnce
+
+type hashOnce struct {
+	once sync.Once
+	hash string
+	err  error
+}
+
+func passwordHash(password string) (string, error) {
+	v, _ := hashes.LoadOrStore(password, &hashOnce{})
+	h := v.(*hashOnce)
+	h.once.Do(func() { h.hash, h.err = auth.HashPassword(password) })
+	return h.hash, h.err
 }
 
 type lockedWriter struct {
