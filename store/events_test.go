@@ -101,6 +101,14 @@ func TestEventsOfEveryWrite(t *testing.T) {
 		if err := db.CreateDog(ctx, &yard.Dog{ID: dog.ID, Name: "Rex", Email: "rex@example.org", Owner: alice.ID}); yard.ErrorCode(err) != yard.ECONFLICT {
 			t.Fatalf("duplicate dog: got %v", err)
 		}
+		// A bark of a dog that is not there is refused whole: no task,
+		// no event.
+		if err := db.EnqueueBark(ctx, &yard.Bark{DogID: "no-such-dog", Effect: yard.EffectRecord}); err == nil {
+			t.Fatal("a bark of a dog that does not exist was stored")
+		}
+		if n, err := db.PendingTasks(ctx); err != nil || n != 0 {
+			t.Fatalf("pending tasks after a refused bark: %d, %v", n, err)
+		}
 		sync1 := &yard.Bark{DogID: dog.ID, Effect: yard.EffectRecord}
 		if err := db.RecordSyncBark(ctx, sync1); err != nil {
 			t.Fatal(err)
