@@ -13,7 +13,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -160,14 +162,17 @@ func eventsGroup(b *bench) error {
 		resp.Body.Close()
 	}
 	// withRenames runs accepts while renames are written at the rate.
-	withRenames := func(name string, accept func(w, i int) *http.Request) (accepts, renamed loadgen.Result) {
+	withRenames := func(name, profile string, accept func(w, i int) *http.Request) (accepts, renamed loadgen.Result) {
 		done := make(chan loadgen.Result, 1)
 		go func() {
 			done <- loadgen.RunPaced(b.ctx, fmt.Sprintf("  dog renames at %.0f/s", rate), loadgen.Client(b.concurrency), b.concurrency, rate, b.duration, 204, rename)
 		}()
+		settle(b)
+		stopProfile := startProfile(b, profile)
 		pg0, local := postgresCPUTime()
 		accepts = loadgen.Run(b.ctx, name, client, b.concurrency, b.duration, 202, accept)
 		pg1, _ := postgresCPUTime()
+		stopProfile()
 		renamed = <-done
 		b.report(accepts)
 		b.report(renamed)
@@ -190,8 +195,9 @@ func eventsGroup(b *bench) error {
 	// comparison.
 	var heapGrowth, anonGrowth, fileGrowth, fileControl []float64
 	noStreams := func() {
-		a, _ := withRenames("async 202, no streams", acceptBy(false))
+		a, _ := withRenames("async 202, no streams", fmt.Sprintf("without-%d.prof", len(without)+1), acceptBy(false))
 		without = append(without, a)
+		settle(b)
 		withoutWatched = append(withoutWatched, b.report(loadgen.Run(b.ctx, "async 202 by the streams' people, no streams", client, b.concurrency, b.duration, 202, acceptBy(true))))
 	}
 	for round := range rounds {
@@ -227,9 +233,10 @@ func eventsGroup(b *bench) error {
 		}
 		fmt.Fprintf(b.out, "  %s\n", lines.Text())
 		cpu0 := processCPU(child.Process.Pid)
-		a, _ := withRenames("async 202, streams open", acceptBy(false))
+		a, _ := withRenames("async 202, streams open", fmt.Sprintf("with-%d.prof", len(with)+1), acceptBy(false))
 		with = append(with, a)
 		childCPU := processCPU(child.Process.Pid) - cpu0
+		settle(b)
 		withWatched = append(withWatched, b.report(loadgen.Run(b.ctx, "async 202 by the streams' people", client, b.concurrency, b.duration, 202, acceptBy(true))))
 		m1 := memory()
 		if measured {
@@ -291,6 +298,45 @@ func eventsGroup(b *bench) error {
 		med(anonGrowth), med(fileGrowth), med(fileControl))
 	fmt.Fprintln(b.out)
 	return nil
+}
+
+// settle brings a PostgreSQL store to the same state before each phase of
+// the events group: its tables vacuumed and analysed and a checkpoint
+// taken, so that neither an autovacuum of the growing tasks and events
+// tables (seconds of a core each, at 20% more rows) nor the first writes
+// after a checkpoint (whole pages into the WAL) fall on one phase and not
+// on the other. CHECKPOINT needs a superuser or pg_checkpoint; without
+// them the phase runs as it is.
+func settle(b *bench) {
+	if b.db.Engine() != store.Postgres {
+		return
+	}
+	for _, q := range []string{"VACUUM (ANALYZE) tasks, events, dogs", "CHECKPOINT"} {
+		if _, err := b.db.Read().ExecContext(b.ctx, q); err != nil && !b.settleWarned {
+			b.settleWarned = true
+			fmt.Fprintf(b.out, "  (before the phase, %s: %v)\n", q, err)
+		}
+	}
+}
+
+// startProfile starts a CPU profile of this process into name in
+// b.eventProfiles, when set; the function returned stops it.
+func startProfile(b *bench, name string) (stop func()) {
+	if b.eventProfiles == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(b.eventProfiles, name))
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(b.out, "  no profile %s: %v\n", name, err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // mem is a process's memory: the Go heap in use, and its resident pages,

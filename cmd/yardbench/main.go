@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -48,6 +49,10 @@ type bench struct {
 	// from a second server, as another process would.
 	otherServer bool
 	eventRounds int // events group: rounds, each with and without the streams
+	// eventProfiles: a directory where the events group writes a CPU
+	// profile of each round's accepts without and with the streams.
+	eventProfiles string
+	settleWarned  bool // settle said once why it could not
 }
 
 // groups is the table of scenario groups: -groups names them.
@@ -77,6 +82,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	eventRounds := flag.Int("event-rounds", 4, "events group: rounds, each with and without the streams (even: as many start with the streams as without)")
 	streamProto := flag.String("streams", "http1", "events group: http1 (a connection per stream) or h2 (a person's streams on one HTTP/2 connection)")
+	eventProfiles := flag.String("event-profiles", "", "events group: write a CPU profile of each round's accepts (beside the renames) without and with the streams into this directory, as without-N.prof and with-N.prof (not with -cpuprofile)")
 	otherServer := flag.Bool("event-other-server", true, "events group on PostgreSQL: half the streams on a second server over its own connections, as another process (false: all on the one server the writes and accepts go to)")
 	sqliteSync := flag.String("sqlite-sync", store.DefaultSQLiteSync, "SQLite's synchronous, as serve's --sqlite-sync: full or normal")
 	flag.Parse()
@@ -114,7 +120,10 @@ func main() {
 		go db.RunCheckpoints(ctx, 200*time.Millisecond)
 	}
 	b := &bench{ctx: ctx, db: db, dsn: *dsn, duration: *dur, concurrency: *conc, out: os.Stdout,
-		hashing: auth.NewHashGate(runtime.GOMAXPROCS(0), 1<<16, time.Hour), streamProto: *streamProto, otherServer: *otherServer, eventRounds: *eventRounds}
+		hashing: auth.NewHashGate(runtime.GOMAXPROCS(0), 1<<16, time.Hour), streamProto: *streamProto, otherServer: *otherServer, eventRounds: *eventRounds, eventProfiles: *eventProfiles}
+	if *eventProfiles != "" && *cpuprofile != "" {
+		fail(errors.New("-event-profiles and -cpuprofile: one profile at a time"))
+	}
 	if *eventRounds < 1 {
 		fail(fmt.Errorf("-event-rounds: at least 1, not %d", *eventRounds))
 	}
