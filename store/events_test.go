@@ -538,6 +538,36 @@ func TestReadEventsOfPeople(t *testing.T) {
 		if err != nil || len(p.Events) != 1 || p.Events[0].Owner != carol.ID {
 			t.Fatalf("after a new event: %v %v", eventTypes(p.Events), err)
 		}
+		// A long list (hashed on PostgreSQL: people who wrote nothing
+		// beside alice and carol) reads what the short one read, page by
+		// page.
+		long := slices.Clone(people)
+		for i := range 40 {
+			long = append(long, fmt.Sprintf("nobody-%d", i))
+		}
+		for _, limit := range []int{1, 2, 10} {
+			var short, hashed []string
+			for _, list := range [][]string{people, long} {
+				var ids []string
+				for at := start; ; {
+					page, err := db.ReadEvents(ctx, yard.EventFilter{After: at, Owners: list, Limit: limit})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, e := range page.Events {
+						ids = append(ids, e.Owner+" "+e.ID.String())
+					}
+					if len(page.Events) == 0 {
+						break
+					}
+					at = page.Next
+				}
+				short, hashed = hashed, ids
+			}
+			if len(short) != 4 || !slices.Equal(short, hashed) {
+				t.Fatalf("pages of %d: %d people's events %q, %d people's %q", limit, len(people), short, len(long), hashed)
+			}
+		}
 		// Nobody's list reads nothing, and still moves past everything.
 		none, err := db.ReadEvents(ctx, yard.EventFilter{After: start, Owners: []string{}, Limit: 10})
 		if err != nil || len(none.Events) != 0 || none.Next.Less(p.Events[0].ID) {
@@ -574,6 +604,9 @@ func TestReadEventsOfPeople(t *testing.T) {
 		}
 		if v, err := db.EventReaderSetting(ctx, "plan_cache_mode"); err != nil || v != "force_generic_plan" {
 			t.Fatalf("the event reader's plan_cache_mode: %q, %v", v, err)
+		}
+		if v, err := db.EventReaderSetting(ctx, "enable_nestloop"); err != nil || v != "off" {
+			t.Fatalf("the event reader's enable_nestloop: %q, %v", v, err)
 		}
 		// Windows of 2 transaction ids: one read stops after its last
 		// window (maxEventWindows), and the next goes on from there.

@@ -194,9 +194,12 @@ func openReplayWriter(dsn string) (*sql.DB, error) {
 // after the reader's position (which the plan cannot know) is too high for
 // it to be chosen, though it is the same plan, the log's primary key in
 // order. Planning took 0.15-0.23 ms, the run 0.04 ms (docs/benchmarks.md,
-// "Events").
+// "Events"). They also plan no nested loops (enable_nestloop off): a
+// read for a long list of people joins the log with the list, and a
+// generic plan, which cannot know the list's length, would otherwise
+// compare each event with each person (ownersManyHashed).
 func openEventReader(dsn string) (*sql.DB, error) {
-	return openSessionPool(dsn, eventReadConns, "plan_cache_mode", "force_generic_plan")
+	return openSessionPool(dsn, eventReadConns, "plan_cache_mode", "force_generic_plan", "enable_nestloop", "off")
 }
 
 // eventReadConns bounds the connections of openEventReader: a process has
@@ -204,14 +207,16 @@ func openEventReader(dsn string) (*sql.DB, error) {
 const eventReadConns = 2
 
 // openSessionPool opens a few PostgreSQL connections whose sessions set
-// name to value.
-func openSessionPool(dsn string, conns int, name, value string) (*sql.DB, error) {
+// each setting (name, value, name, value, …).
+func openSessionPool(dsn string, conns int, settings ...string) (*sql.DB, error) {
 	u, err := url.Parse(dsn)
 	if err != nil { // the error would quote the URL, password and all
 		return nil, errors.New("open postgres: the connection URL does not parse")
 	}
 	q := u.Query()
-	q.Set(name, value) // pgx sends unknown parameters as run-time settings
+	for i := 0; i+1 < len(settings); i += 2 {
+		q.Set(settings[i], settings[i+1]) // pgx sends unknown parameters as run-time settings
+	}
 	u.RawQuery = q.Encode()
 	pool, err := sql.Open("pgx", u.String())
 	if err != nil {
