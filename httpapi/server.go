@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"io"
 	"log/slog"
 	mrand "math/rand/v2"
 	"net/http"
@@ -299,6 +300,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.ContentLength > MaxBodyBytes {
+		lingerHTTP2(sw, r)
 		s.error(sw, r, yard.Errorf(yard.ETOOLARGE, "The request body is larger than %d bytes.", MaxBodyBytes))
 		return
 	}
@@ -604,4 +606,24 @@ func (s *Server) adminOnly(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	})
+}
+
+// Before it answers an HTTP/2 request whose declared body is over the
+// limit (413), the server reads and drops what the client is still sending,
+// up to lingerBytes or for lingerTime, as nginx's lingering close does.
+// A client that gets an error in the middle of its upload may stop and
+// drop the answer: curl over HTTP/2 does, and then shows a 413 without
+// its problem body. Over HTTP/1.1 the answer is written first and the
+// connection closes after it (net/http), which clients read whole.
+const (
+	lingerBytes = 4 << 20
+	lingerTime  = time.Second
+)
+
+func lingerHTTP2(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 2 || r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.CopyN(io.Discard, r.Body, lingerBytes)
 }
