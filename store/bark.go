@@ -250,9 +250,7 @@ func (db *DB) enqueueBarkPG(ctx context.Context, b *yard.Bark) error {
 // enqueueBarkPG inserts a task ($1-$18, as insertBarkSQL) and its event
 // ($19 type, $20 subject, $21 data; the owner is the dog's, the time the
 // task's creation): see DB.enqueueBarkPG.
-const enqueueBarkPG = `WITH task AS (` + insertBarkSQL + `)
-	INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
-	SELECT pg_current_xact_id()::text::bigint, 1, $19, $20, owner_id, $9, $21 FROM dogs WHERE id = $2`
+var enqueueBarkPG = `WITH task AS (` + insertBarkSQL + `) ` + eventOfDogPG("1", "$19", "$20", "$2", "$9", "$21")
 
 // CancelBark answers a DELETE of a bark (docs/barks.md): a pending or running
 // bark is canceled; a finished record is deleted (barkCount unchanged);

@@ -42,8 +42,6 @@ func appendEvent(ctx context.Context, tx *Tx, typ, subject, owner string, data a
 const (
 	insertEventPG = `INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
 		VALUES (pg_current_xact_id()::text::bigint, $1, $2, $3, $4, $5, $6)`
-	insertEventOfDogPG = `INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
-		SELECT pg_current_xact_id()::text::bigint, $1, $2, $3, owner_id, $5, $6 FROM dogs WHERE id = $4`
 	insertEventSQLite = `INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
 		VALUES ($7, $1, $2, $3, $4, $5, $6)`
 	insertEventOfDogSQLite = `INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
@@ -54,6 +52,18 @@ const (
 	// older has ended, so nothing can commit behind what it read.
 	horizonPG = `pg_snapshot_xmin(pg_current_snapshot())::text::bigint`
 )
+
+// insertEventOfDogPG appends an event owned by the owner of dog $4.
+var insertEventOfDogPG = eventOfDogPG("$1", "$2", "$3", "$4", "$5", "$6")
+
+// eventOfDogPG is the SQL that appends an event owned by a dog's owner on
+// PostgreSQL, stamped with the writing transaction's id, from the SQL
+// expressions (placeholders) of its fields.
+func eventOfDogPG(seq, typ, subject, dog, at, data string) string {
+	return `INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
+		SELECT pg_current_xact_id()::text::bigint, ` + seq + `, ` + typ + `, ` + subject + `, owner_id, ` + at + `, ` + data +
+		` FROM dogs WHERE id = ` + dog
+}
 
 // eventWrites are the statements every write transaction may run on
 // SQLite; WithTx prepares them (once) before it begins.
