@@ -103,11 +103,18 @@ func (g *HashGate) Credentials(ctx context.Context, username, password string) (
 	if err != nil {
 		return nil, err
 	}
+	return CredentialsWithHash(username, password, h), nil
+}
+
+// CredentialsWithHash is the stored forms of a password whose argon2id
+// hash (HashPassword) is already made: the hash, and the HA1 values of
+// username (Credentials).
+func CredentialsWithHash(username, password, hash string) *yard.Credentials {
 	return &yard.Credentials{
-		PasswordHash: h,
+		PasswordHash: hash,
 		HA1MD5:       HA1("MD5", username, Realm, password),
 		HA1SHA256:    HA1("SHA-256", username, Realm, password),
-	}, nil
+	}
 }
 
 // HA1 computes H(username:realm:password) with the Digest algorithm named.

@@ -255,8 +255,7 @@ func (e *Env) CreateUser(name, password string, roles ...string) *yard.User {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	creds := &yard.Credentials{PasswordHash: h,
-		HA1MD5: auth.HA1("MD5", name, auth.Realm, password), HA1SHA256: auth.HA1("SHA-256", name, auth.Realm, password)}
+	creds := auth.CredentialsWithHash(name, password, h)
 	u := &yard.User{Name: name, Email: name + "@example.org", Phone: "+14155550100", Roles: roles}
 	if err := e.DB.CreateUser(context.Background(), u, creds); err != nil {
 		e.T.Fatalf("create user %s: %v", name, err)
