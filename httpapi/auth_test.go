@@ -228,10 +228,7 @@ func TestDigestRefusals(t *testing.T) {
 // TestSchemesWithCurl uses each scheme as a new user would, with curl, a
 // client written by others.
 func TestSchemesWithCurl(t *testing.T) {
-	curlBin, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("curl is not installed")
-	}
+	curlBin := needCurl(t)
 	db := storetest.Open(t, store.SQLite)
 	e := startAuth(t, db, nil)
 	dir := t.TempDir()

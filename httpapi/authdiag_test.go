@@ -262,10 +262,7 @@ func apitestReqOf(method, path, user string) apitestReq {
 // and its answer to the challenge, so that curl's first answer carries an
 // expired nonce.
 func TestDigestStaleNonceWithCurl(t *testing.T) {
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("curl is not installed")
-	}
+	curl := needCurl(t)
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, func(c *auth.Config) { c.NonceTTL = time.Minute })
 		var mu sync.Mutex

@@ -17,13 +17,7 @@ import (
 // what is still coming of a body declared over 1 MiB (up to 4 MiB) before
 // it answers 413, so curl gets the problem body every time.
 func TestTooLargeBodyAnswerReachesCurlOverHTTP2(t *testing.T) {
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("curl is not installed (scripts/test installs it)")
-		}
-		t.Skip("curl is not installed")
-	}
+	curl := needCurl(t)
 	env := apitest.Start(t, storetest.Open(t, "sqlite"))
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.json")
