@@ -178,9 +178,11 @@ func (d *data) crossBaseOf(q yard.Query, fields []string) (best crossBase, ok bo
 			continue
 		}
 		b := crossBase{x: x}
-		allowed := d.allowedValue(x, f)
-		for i := range uint32(d.columnIDs(x)) {
-			if !allowed(i) {
+		n := d.columnIDs(x)
+		allowed := make([]uint64, (n+63)/64)
+		d.allowedMask(x, []yard.Filter{f}, allowed, n)
+		for i := range uint32(n) {
+			if allowed[i/64]&(1<<(i%64)) == 0 {
 				continue
 			}
 			if m := d.idBitmap(x, i); m != nil {
@@ -193,53 +195,6 @@ func (d *data) crossBaseOf(q yard.Query, fields []string) (best crossBase, ok bo
 		}
 	}
 	return best, ok
-}
-
-// allowedValue returns whether field x's value of column id i passes f.
-func (d *data) allowedValue(x int, f yard.Filter) func(i uint32) bool {
-	if x < len(textFields) {
-		keys := func(vs []string) map[uint32]bool {
-			m := map[uint32]bool{}
-			for _, v := range vs {
-				if k, ok := d.strID[v]; ok {
-					m[k] = true
-				}
-			}
-			return m
-		}
-		in, out := keys(f.In), keys(f.NotIn)
-		return func(i uint32) bool {
-			k := d.keyIDs[x][i]
-			return (len(f.In) == 0 || in[k]) && !out[k]
-		}
-	}
-	nums := func(vs []string) map[int64]bool {
-		m := map[int64]bool{}
-		for _, v := range vs {
-			if n, ok := parseInt(v); ok {
-				m[n] = true
-			}
-		}
-		return m
-	}
-	in, out := nums(f.In), nums(f.NotIn)
-	vals := d.numVal[x-4]
-	return func(i uint32) bool {
-		v := vals[i]
-		if len(f.In) > 0 && !in[v] || out[v] {
-			return false
-		}
-		for _, r := range f.Ranges {
-			switch {
-			case r.Op == yard.OpLt && !(v < r.Value),
-				r.Op == yard.OpLe && !(v <= r.Value),
-				r.Op == yard.OpGt && !(v > r.Value),
-				r.Op == yard.OpGe && !(v >= r.Value):
-				return false
-			}
-		}
-		return true
-	}
 }
 
 // crossChoice returns the base of q for facets when it is closer to the

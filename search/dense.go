@@ -341,8 +341,10 @@ func (dq *denseQuery) block(alive *bitset, base int, blk, or []uint64) {
 }
 
 // scan runs dq over the live cars (alive's twin): it returns the total
-// and the positions of the page (positions are in id order).
-func (dq *denseQuery) scan(alive *bitset, page yard.Page) (total uint64, ps []uint32) {
+// and the positions of the page (positions are in id order). Unless
+// count is set it stops once the page is full, and the total it returns
+// is only of the cars up to there.
+func (dq *denseQuery) scan(alive *bitset, page yard.Page, count bool) (total uint64, ps []uint32) {
 	n := len(alive.w)
 	if page.Max > 0 {
 		ps = make([]uint32, 0, page.Max)
@@ -352,6 +354,9 @@ func (dq *denseQuery) scan(alive *bitset, page yard.Page) (total uint64, ps []ui
 	var orc *[countChunk]uint64
 	for base := 0; base < n; base += denseBlock {
 		if len(ps) >= page.Max {
+			if !count {
+				break
+			}
 			// The page is full: what is left is counting, in one pass
 			// over the operands where it can, countChunk words a call,
 			// and without the test of each word below (a mispredicted
@@ -634,7 +639,18 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 	if alive == nil {
 		return nil, false
 	}
-	total, ps := dq.scan(alive, page)
+	// The total of a query on the cube's fields is a sum over a few of its
+	// counts when that reads fewer of them than a count reads words of
+	// the twins (a count's word is cheaper than a count of the cube read
+	// at random, hence the quarter); the scan then stops at a full page.
+	total, known := d.cubeTotal(q, uint64(len(alive.w)/4))
+	var ps []uint32
+	switch {
+	case !known:
+		total, ps = dq.scan(alive, page, true)
+	case page.Max > 0 && uint64(page.Offset) < total:
+		_, ps = dq.scan(alive, page, false)
+	}
 	if page.Max <= 0 || uint64(page.Offset) >= total {
 		ps = nil
 	}
