@@ -34,6 +34,16 @@ const maxCrossValues = 256
 type crossTabs struct {
 	off [len(crossFields)]bool
 	n   [len(crossFields)][len(crossFields)][][]uint32
+	// tally holds, per garage state, the counts of its live cars per
+	// column id of each field: a state's facet counts (a state as a base).
+	tally map[string]*stateTally
+}
+
+// stateTally is a garage state's counts: of its live cars, and per
+// crossFields field and column id.
+type stateTally struct {
+	cars uint64
+	n    [len(crossFields)][]uint32
 }
 
 // crossField returns the index of field in crossFields, or -1.
@@ -63,6 +73,9 @@ func (d *data) crossAdd(p uint32, remove bool) {
 	t := &d.cross
 	ids := d.crossIDs(p)
 	d.cube.add(&ids, remove)
+	if slot := d.garageCol.get(p); slot != 0 {
+		d.tallyIDs(d.garages[slot].stateKey, &ids, remove)
+	}
 	for x, id := range ids {
 		if id >= maxCrossValues && !t.off[x] {
 			t.off[x] = true
@@ -98,12 +111,50 @@ func (d *data) crossAdd(p uint32, remove bool) {
 	}
 }
 
+// tally adds the car at position p to the counts of garage state key
+// (remove: takes it out); under the write lock.
+func (d *data) tally(key string, p uint32, remove bool) {
+	ids := d.crossIDs(p)
+	d.tallyIDs(key, &ids, remove)
+}
+
+func (d *data) tallyIDs(key string, ids *[len(crossFields)]uint32, remove bool) {
+	if d.cross.tally == nil {
+		d.cross.tally = map[string]*stateTally{}
+	}
+	t := d.cross.tally[key]
+	if t == nil {
+		t = new(stateTally)
+		d.cross.tally[key] = t
+	}
+	for x, i := range ids {
+		if int(i) >= len(t.n[x]) {
+			t.n[x] = append(t.n[x], make([]uint32, int(i)+1-len(t.n[x]))...)
+		}
+		if remove {
+			t.n[x][i]--
+		} else {
+			t.n[x][i]++
+		}
+	}
+	if remove {
+		if t.cars--; t.cars == 0 {
+			delete(d.cross.tally, key) // as its bitmap is
+		}
+	} else {
+		t.cars++
+	}
+}
+
 // crossBase is a filter's cars as a start for facets: field x's values
-// of column ids ids, held by size cars.
+// of column ids ids, held by size cars; or (states set) the cars of
+// garages in those states (a state as a base: its counts are the state's
+// tally, data.stateTally).
 type crossBase struct {
-	x    int
-	ids  []uint32
-	size uint64
+	x      int
+	ids    []uint32
+	states []string
+	size   uint64
 	// sums, when set, are the counts themselves, per crossFields index
 	// and column id (the facet cube's, cube.go): nothing is walked.
 	sums *[len(crossFields)][]uint64
@@ -119,6 +170,14 @@ func (b *crossBase) count(t *crossTabs, g int, j uint32) uint64 {
 		return 0
 	}
 	var n uint64
+	if b.states != nil {
+		for _, v := range b.states {
+			if c := t.tally[v]; c != nil && int(j) < len(c.n[g]) {
+				n += uint64(c.n[g][j])
+			}
+		}
+		return n
+	}
 	rows := t.n[b.x][g]
 	for _, i := range b.ids {
 		if int(i) < len(rows) && int(j) < len(rows[i]) {
@@ -128,17 +187,32 @@ func (b *crossBase) count(t *crossTabs, g int, j uint32) uint64 {
 	return n
 }
 
-// baseBitmap returns the base's cars (a stored bitmap when the base is
-// one value: not to be changed).
-func (d *data) baseBitmap(b *crossBase) *roaring.Bitmap {
-	if len(b.ids) == 1 {
-		return d.idBitmap(b.x, b.ids[0])
+// baseBitmaps returns the bitmaps whose union is the base's cars (stored
+// bitmaps: not to be changed).
+func (d *data) baseBitmaps(b *crossBase) []*roaring.Bitmap {
+	var bs []*roaring.Bitmap
+	if b.states != nil {
+		for _, v := range b.states {
+			if m := d.states[v]; m != nil {
+				bs = append(bs, m)
+			}
+		}
+		return bs
 	}
-	bs := make([]*roaring.Bitmap, 0, len(b.ids))
 	for _, i := range b.ids {
 		if m := d.idBitmap(b.x, i); m != nil {
 			bs = append(bs, m)
 		}
+	}
+	return bs
+}
+
+// baseBitmap returns the base's cars (a stored bitmap when the base is
+// one: not to be changed).
+func (d *data) baseBitmap(b *crossBase) *roaring.Bitmap {
+	bs := d.baseBitmaps(b)
+	if len(bs) == 1 {
+		return bs[0]
 	}
 	return roaring.FastOr(bs...)
 }
@@ -187,6 +261,22 @@ func (d *data) crossBaseOf(q yard.Query, fields []string) (best crossBase, ok bo
 			}
 			if m := d.idBitmap(x, i); m != nil {
 				b.ids = append(b.ids, i)
+				b.size += m.GetCardinality()
+			}
+		}
+		if !ok || b.size < best.size {
+			best, ok = b, true
+		}
+	}
+	// A state as a base: the cars of garages in the states a filter
+	// names (only those: an exclusion's base would be most cars).
+	for _, f := range q.Filters {
+		if f.Field != yard.FieldGarageState || len(f.In) == 0 || len(f.NotIn) > 0 || f.Null || f.NotNull || len(f.Ranges) > 0 {
+			continue
+		}
+		b := crossBase{states: f.In}
+		for _, v := range f.In {
+			if m := d.states[v]; m != nil {
 				b.size += m.GetCardinality()
 			}
 		}

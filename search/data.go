@@ -253,6 +253,12 @@ func (d *data) moveStated(from, to string, cars *carSet) {
 	if cars.len() == 0 {
 		return
 	}
+	cars.each(func(ps []uint32) {
+		for _, p := range ps {
+			d.tally(from, p, true)
+			d.tally(to, p, false)
+		}
+	})
 	if b := d.states[from]; b != nil {
 		if cars.big != nil {
 			d.andNotFrom(b, cars.big)

@@ -670,8 +670,8 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 	}
 	if b, ok := d.crossChoice(q, facets, total); ok {
 		var from []*bitset
-		for _, id := range b.ids {
-			t := d.twinOf(d.idBitmap(b.x, id))
+		for _, m := range d.baseBitmaps(b) {
+			t := d.twinOf(m)
 			if t == nil {
 				from = nil
 				break
