@@ -453,6 +453,9 @@ func (dq *denseQuery) walker(alive *bitset, complement bool, from []*bitset) wal
 				}
 			}
 			for i, w := range blk {
+				if w == 0 {
+					continue
+				}
 				at := uint32((base + i) * 64)
 				for w != 0 {
 					ps[k&(len(ps)-1)] = at + uint32(bits.TrailingZeros64(w))
