@@ -228,7 +228,7 @@ func TestDigestRefusals(t *testing.T) {
 // TestSchemesWithCurl uses each scheme as a new user would, with curl, a
 // client written by others.
 func TestSchemesWithCurl(t *testing.T) {
-	curlBin := needCurl(t)
+	curlBin := needTool(t, "curl")
 	db := storetest.Open(t, store.SQLite)
 	e := startAuth(t, db, nil)
 	dir := t.TempDir()

@@ -262,7 +262,7 @@ func apitestReqOf(method, path, user string) apitestReq {
 // and its answer to the challenge, so that curl's first answer carries an
 // expired nonce.
 func TestDigestStaleNonceWithCurl(t *testing.T) {
-	curl := needCurl(t)
+	curl := needTool(t, "curl")
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, func(c *auth.Config) { c.NonceTTL = time.Minute })
 		var mu sync.Mutex

@@ -25,13 +25,7 @@ const eventsourcePkg = "eventsource@5.1.5"
 // npm the test is skipped, except under CI=true (scripts/test installs it).
 func npmInstall(t *testing.T, pkgs ...string) string {
 	t.Helper()
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("npm is not installed (scripts/test installs Debian's npm)")
-		}
-		t.Skip("npm is not installed; scripts/test installs it")
-	}
+	npm := needTool(t, "npm")
 	dir := t.TempDir()
 	cmd := exec.Command(npm, append([]string{"install", "--silent", "--no-audit", "--no-fund", "--prefix", dir}, pkgs...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {

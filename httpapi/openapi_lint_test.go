@@ -50,13 +50,7 @@ var (
 // npm) and the npm registry or a warm npm cache; without npx it is skipped,
 // except under CI=true, where it fails (scripts/test installs npm).
 func TestOpenAPILint(t *testing.T) {
-	npx, err := exec.LookPath("npx")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("npx is not installed (scripts/test installs Debian's npm)")
-		}
-		t.Skip("npx is not installed; scripts/test installs npm")
-	}
+	npx := needTool(t, "npx")
 	// The document as serve publishes it: its chain reads the query
 	// variables of OAuth 1.0a and of signed requests, which the document
 	// lists (credentialParams).
