@@ -198,11 +198,22 @@ func escapeValue(v string) string {
 // every parsed query were most of its parse, the busiest route's
 // (docs/benchmarks.md, "Fewer allocations for a car list").
 type queryBuilder struct {
-	sets   []filterSet // one per field, in the order first met
+	// The sets, one per field, in the order first met: the first four in
+	// first (the common case, without an allocation of their own), all of
+	// them in more past four. No pointer into the builder is kept in it,
+	// so that a builder stays on its caller's stack.
+	first  [4]filterSet
+	n      int
+	more   []filterSet
 	values int
-	// first holds the sets of a query of up to four fields, the common
-	// case, without an allocation of their own.
-	first [4]filterSet
+}
+
+// sets returns the sets so far.
+func (b *queryBuilder) sets() []filterSet {
+	if b.more != nil {
+		return b.more
+	}
+	return b.first[:b.n]
 }
 
 type filterSet struct {
@@ -223,16 +234,22 @@ type bound struct {
 // set returns the conditions of field, made on first use.
 // The set is the builder's until the next call: do not keep it.
 func (b *queryBuilder) set(field string) *filterSet {
-	for i := range b.sets {
-		if b.sets[i].field == field {
-			return &b.sets[i]
+	sets := b.sets()
+	for i := range sets {
+		if sets[i].field == field {
+			return &sets[i]
 		}
 	}
-	if b.sets == nil {
-		b.sets = b.first[:0]
+	if b.more == nil && b.n < len(b.first) {
+		b.first[b.n] = filterSet{field: field}
+		b.n++
+		return &b.first[b.n-1]
 	}
-	b.sets = append(b.sets, filterSet{field: field})
-	return &b.sets[len(b.sets)-1]
+	if b.more == nil {
+		b.more = append(make([]filterSet, 0, 2*len(b.first)), b.first[:]...)
+	}
+	b.more = append(b.more, filterSet{field: field})
+	return &b.more[len(b.more)-1]
 }
 
 // add records one condition: field (canonical), operator, value (already
@@ -314,11 +331,12 @@ func normalizeValue(kind FieldKind, v string) (string, string) {
 
 func (b *queryBuilder) query() Query {
 	var q Query
-	if len(b.sets) > 0 {
-		q.Filters = make([]Filter, 0, len(b.sets))
+	sets := b.sets()
+	if len(sets) > 0 {
+		q.Filters = make([]Filter, 0, len(sets))
 	}
-	for i := range b.sets {
-		fs := &b.sets[i]
+	for i := range sets {
+		fs := &sets[i]
 		f := Filter{Field: fs.field, Null: fs.null, NotNull: fs.notNull, In: sortedSet(fs.in), NotIn: sortedSet(fs.notIn)}
 		for i, r := range fs.ranges {
 			if r.set {
@@ -379,7 +397,13 @@ func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 	var b queryBuilder
 	page := Page{Offset: 0, Max: DefaultPageMax}
 	var seenOffset, seenMax bool
-	for _, pair := range splitPairs(raw) {
+	for rest := raw; rest != ""; {
+		var pair string
+		if i := strings.IndexAny(rest, "&;"); i >= 0 {
+			pair, rest = rest[:i], rest[i+1:]
+		} else {
+			pair, rest = rest, ""
+		}
 		if pair == "" {
 			continue
 		}
@@ -434,11 +458,10 @@ func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 		if !ok {
 			return Query{}, Page{}, badPair(pair, key, fmt.Sprintf("unknown field %q (use %s, vendor or garage)", field, strings.Join(QueryFields(), ", ")))
 		}
-		items := strings.Split(rawValue, ",")
-		if op != OpEq && op != OpNe && len(items) > 1 {
+		if op != OpEq && op != OpNe && strings.Contains(rawValue, ",") {
 			return Query{}, Page{}, badPair(pair, key, "operator "+op+" takes one value")
 		}
-		for _, item := range items {
+		for item := range strings.SplitSeq(rawValue, ",") {
 			negated := strings.HasPrefix(item, "!")
 			if negated {
 				item = item[1:]
