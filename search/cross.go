@@ -149,7 +149,7 @@ func (d *data) tallyIDs(key string, ids *[len(crossFields)]uint32, remove bool) 
 // crossBase is a filter's cars as a start for facets: field x's values
 // of column ids ids, held by size cars; or (states set) the cars of
 // garages in those states (a state as a base: its counts are the state's
-// tally, data.stateTally).
+// tally, crossTabs.tally).
 type crossBase struct {
 	x      int
 	ids    []uint32
