@@ -334,8 +334,13 @@ func (d *data) cubeFacets(q yard.Query, fields []string, total uint64) (*crossBa
 		if cells > walk {
 			return nil, false
 		}
-		if b, ok := d.crossChoice(q, fields, total); ok && cells > b.size-total {
-			return nil, false
+		// A cross base's walk makes a pass over its twins' words at
+		// least (or a roaring difference of as many cars): fewer counts
+		// than that need no base weighed.
+		if cells > uint64(d.positions()/64) {
+			if b, ok := d.crossChoice(q, fields, total); ok && cells > b.size-total {
+				return nil, false
+			}
 		}
 	}
 	b := &crossBase{sums: new([len(crossFields)][]uint64)}
