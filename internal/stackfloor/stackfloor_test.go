@@ -1,0 +1,83 @@
+package stackfloor
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// shallow parks n goroutines with little stack in use, as a server's idle
+// workers are, until the test ends.
+func shallow(t *testing.T, n int) {
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	for range n {
+		go func() { <-done }()
+	}
+}
+
+// settle runs two collections, so that the starting size reflects the
+// goroutines as they are now.
+func settle() uint64 {
+	runtime.GC()
+	runtime.GC()
+	return Size()
+}
+
+// TestKeepLiftsStartingSize: among many shallow goroutines new ones start
+// at 2 KiB; with Keep running they start at 4 KiB, and no more.
+func TestKeepLiftsStartingSize(t *testing.T) {
+	shallow(t, 300)
+	if got := settle(); got >= Floor {
+		t.Fatalf("starting size %d before Keep: the shallow goroutines did not lower it under %d", got, Floor)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { Keep(ctx, 5*time.Millisecond); close(stopped) }()
+	defer func() { cancel(); <-stopped }()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := settle()
+		if got == Floor {
+			break
+		}
+		if got > Floor {
+			t.Fatalf("starting size %d: Keep lifted it past %d", got, Floor)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("starting size still %d after 10 s of Keep (%d goroutines)", got, runtime.NumGoroutine())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > 300+MaxHolders+10 {
+		t.Errorf("%d goroutines: Keep parked more than %d", n, MaxHolders)
+	}
+}
+
+// TestKeepReleases: the holding goroutines return when Keep's context ends.
+func TestKeepReleases(t *testing.T) {
+	shallow(t, 300)
+	settle()
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { Keep(ctx, time.Millisecond); close(stopped) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() < before+batch && time.Now().Before(deadline) {
+		settle()
+		time.Sleep(time.Millisecond)
+	}
+	if runtime.NumGoroutine() < before+batch {
+		t.Fatal("Keep parked no goroutine")
+	}
+	cancel()
+	<-stopped
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after Keep returned, %d before", n, before)
+	}
+}
