@@ -24,7 +24,9 @@ package stackfloor
 
 import (
 	"context"
+	"os"
 	"runtime/metrics"
+	"strings"
 	"time"
 )
 
@@ -54,8 +56,13 @@ func Size() uint64 {
 
 // Keep looks at the starting stack size every interval and parks more
 // holding goroutines while it is under Floor, until ctx ends, when they
-// all return. It returns when ctx ends.
+// all return. It returns when ctx ends, or at once when the runtime's
+// adaptive start is off (GODEBUG adaptivestackstart=0: every goroutine
+// starts at 2 KiB whatever the average).
 func Keep(ctx context.Context, interval time.Duration) {
+	if !adaptive(os.Getenv("GODEBUG")) {
+		return
+	}
 	release := make(chan struct{})
 	defer close(release)
 	t := time.NewTicker(interval)
@@ -74,6 +81,19 @@ func Keep(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// adaptive reports whether the GODEBUG setting godebug leaves the
+// runtime's adaptive stack start on (the last adaptivestackstart= wins,
+// as the runtime reads it).
+func adaptive(godebug string) bool {
+	on := true
+	for kv := range strings.SplitSeq(godebug, ",") {
+		if v, ok := strings.CutPrefix(kv, "adaptivestackstart="); ok {
+			on = v != "0"
+		}
+	}
+	return on
 }
 
 // holdBytes is the stack a holding goroutine keeps in use: well over the

@@ -81,3 +81,18 @@ func TestKeepReleases(t *testing.T) {
 		t.Errorf("%d goroutines after Keep returned, %d before", n, before)
 	}
 }
+
+func TestAdaptive(t *testing.T) {
+	for godebug, want := range map[string]bool{
+		"":                               true,
+		"adaptivestackstart=0":           false,
+		"adaptivestackstart=1":           true,
+		"gctrace=1,adaptivestackstart=0": false,
+		"adaptivestackstart=0,adaptivestackstart=1": true,
+		"xadaptivestackstart=0":                     true,
+	} {
+		if got := adaptive(godebug); got != want {
+			t.Errorf("adaptive(%q) = %v, want %v", godebug, got, want)
+		}
+	}
+}
