@@ -27,6 +27,7 @@ import (
 	"os"
 	"runtime/metrics"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -101,10 +102,15 @@ func adaptive(godebug string) bool {
 // stack is 4 KiB and no more.
 const holdBytes = 2400
 
+// holders counts the holding goroutines of every Keep running.
+var holders atomic.Int64
+
 // hold parks until release is closed with holdBytes of its frame in use.
 //
 //go:noinline
 func hold(release <-chan struct{}) {
+	holders.Add(1)
+	defer holders.Add(-1)
 	var pad [holdBytes]byte
 	pad[0] = 1
 	<-release
