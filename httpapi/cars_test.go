@@ -170,6 +170,8 @@ func TestCarPaths(t *testing.T) {
 			{"garage cars filtered", apitest.Request{Path: "/garages/g-ca1/cars?color=blue"}, 200, nil, []string{`"id":"c03"`, `"total":1`}},
 			{"garages", apitest.Request{Path: "/garages?max=2"}, 200, map[string]string{"Link": "next"}, []string{`"total":4`}},
 			{"page with links", apitest.Request{Path: "/cars?color=red&max=2"}, 200, map[string]string{"Link": link}, []string{`"total":4`, `"max":2`, `"offset":0`}},
+			{"unaligned offset: next keeps the step, last is on the grid from 0", apitest.Request{Path: "/cars?color=red&max=2&offset=1"}, 200,
+				map[string]string{"Link": `offset=0&max=2>; rel="first", <[^>]+offset=0&max=2>; rel="prev", <[^>]+offset=3&max=2>; rel="next", <[^>]+offset=2&max=2>; rel="last"$`}, []string{`"total":4`, `"offset":1`}},
 			{"max cut to 100", apitest.Request{Path: "/cars?max=1000"}, 200, nil, []string{`"max":100`, `"total":8`}},
 			{"offset past the end", apitest.Request{Path: "/cars?offset=50"}, 200, nil, []string{`"items":[]`, `"total":8`}},
 			{"unknown field", apitest.Request{Path: "/cars?colour=red"}, 400, nil, []string{`colour=red`, `"field":"colour"`, "validation"}},
