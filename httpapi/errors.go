@@ -45,7 +45,11 @@ var problemKinds = map[string]problemKind{
 	yard.EPRECONDREQUIRED: {428, "precondition-required", "Precondition required", "This change must be conditional: send If-Unmodified-Since (or If-Match)."},
 	yard.ERATELIMIT:       {429, "rate-limited", "Too many requests", "Too many requests: failed sign-in attempts from this address or for this user name, event streams of one person, or car searches waiting from one client address. Retry-After says when to try again."},
 	yard.EUNAVAILABLE:     {503, "unavailable", "Service unavailable", "The server cannot answer now; try again later."},
-	yard.EINTERNAL:        {500, "internal", "Internal server error", "Something went wrong on the server. The request id identifies it in the server's log."},
+	// Answers to HTTP/1.1 requests the server could not read (UnreadableAnswer).
+	"header_too_large":      {431, "header-too-large", "Request header fields too large", "The request's header fields, its URL among them, are larger than the server reads (64 KiB). The connection is closed."},
+	"not_implemented":       {501, "not-implemented", "Not implemented", "The request's Transfer-Encoding is not one the server reads: only chunked is. The connection is closed."},
+	"version_not_supported": {505, "http-version-not-supported", "HTTP version not supported", "The request's HTTP version is not one the server speaks: HTTP/1.1 and HTTP/2 are. The connection is closed."},
+	yard.EINTERNAL:          {500, "internal", "Internal server error", "Something went wrong on the server. The request id identifies it in the server's log."},
 }
 
 // Problem is an RFC 9457 problem details object.

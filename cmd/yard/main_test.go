@@ -491,8 +491,51 @@ func TestServeClosesAfterAmbiguousLength(t *testing.T) {
 		}
 		t.Errorf("OPTIONS *: want one 204 with Allow, the request id and HSTS")
 	}
+	// What Go's server cannot read, it answers before the API sees it;
+	// the answer is still a problem with the headers of every answer, and
+	// the connection closes (docs/operations.md, "Transport").
+	for _, tc := range []struct {
+		name, raw, slug string
+		status          int
+		detail          string
+	}{
+		{"bad escape in the URL", "GET /cars/%zz HTTP/1.1\r\nHost: localhost\r\n\r\n" + health, "malformed", 400, "could not be read as HTTP/1.1"},
+		{"no Host", "GET /cars HTTP/1.1\r\n\r\n" + health, "malformed", 400, "missing required Host header"},
+		{"headers over 64 KiB", "GET /cars HTTP/1.1\r\nHost: localhost\r\nX-Big: " + strings.Repeat("a", 70<<10) + "\r\n\r\n", "header-too-large", 431, "larger than the server reads"},
+		{"a transfer coding other than chunked", "POST /sessions HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\n\r\n" + health, "not-implemented", 501, "only chunked"},
+		{"HTTP/3.0 on an HTTP/1.1 connection", "GET /cars HTTP/3.0\r\nHost: localhost\r\n\r\n" + health, "http-version-not-supported", 505, "HTTP version"},
+	} {
+		got := pipeline(tc.raw)
+		if len(got) != 1 {
+			t.Errorf("%s: %d responses, want 1 and the connection closed", tc.name, len(got))
+			continue
+		}
+		r := got[0]
+		b, _ := io.ReadAll(r.Body)
+		var p struct {
+			Type, Detail, RequestID string
+			Status                  int
+		}
+		if err := json.Unmarshal(b, &p); err != nil || r.StatusCode != tc.status || p.Status != tc.status ||
+			!strings.HasSuffix(p.Type, "/problems/"+tc.slug) || !strings.Contains(p.Detail, tc.detail) ||
+			r.Header.Get("Content-Type") != "application/problem+json" || !r.Close ||
+			r.Header.Get("Strict-Transport-Security") == "" || r.Header.Get("X-Content-Type-Options") != "nosniff" ||
+			p.RequestID == "" || r.Header.Get("X-Request-Id") != p.RequestID {
+			t.Errorf("%s: %d %v %s; want %d, a %s problem saying %q, Connection: close and the usual headers", tc.name, r.StatusCode, r.Header, b, tc.status, tc.slug, tc.detail)
+		}
+	}
 
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
+	for _, slug := range []string{"header-too-large", "not-implemented", "http-version-not-supported"} {
+		page, err := hc.Get(s.URL + "/problems/" + slug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page.Body.Close()
+		if page.StatusCode != 200 {
+			t.Errorf("/problems/%s: %d, want the page that explains it", slug, page.StatusCode)
+		}
+	}
 	resp, err := hc.Get(s.URL + "/healthz")
 	if err != nil {
 		t.Fatal(err)

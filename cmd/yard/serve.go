@@ -421,8 +421,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	srv.RegisterOnShutdown(a.events.Close)
 	errc := make(chan error, 2)
 	// The listener does the TLS handshakes, so that HTTP/1.1 connections
-	// are watched for ambiguous framing (docs/operations.md, "Transport").
-	go func() { errc <- srv.Serve(framing.NewListener(ln, tlsConfig, srv.ReadHeaderTimeout)) }()
+	// are watched for ambiguous framing, and net/http's own answers to
+	// requests it cannot read are problems (docs/operations.md, "Transport").
+	go func() {
+		errc <- srv.Serve(framing.NewListener(ln, tlsConfig, srv.ReadHeaderTimeout, a.api.UnreadableAnswer))
+	}()
 
 	var plain *http.Server
 	if pln != nil {

@@ -16,14 +16,23 @@
 // *tls.Conn it expects, and HTTP/1.x connections as a Conn that watches
 // them. A Conn is not a *tls.Conn, so the server does not fill in
 // Request.TLS for it: Handler does.
+//
+// A Conn also sees what the server writes. Go's server answers a request
+// it cannot read (a bad request line or header, headers past its limit, a
+// transfer coding it does not know) itself, before any handler, in a fixed
+// text/plain form; a Conn hands that answer to the Listener's Unreadable,
+// which writes it in the API's own form instead (docs/operations.md,
+// "Transport").
 package framing
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,12 +47,20 @@ const (
 	MaxHandshakesPerAddr = 256
 )
 
+// Unreadable renders the server's answer to an HTTP/1.x request it could
+// not read: code is the status Go's server chose (400, 431, 501 or 505)
+// and text what it said (its fixed words, never the client's bytes). It
+// returns the whole response to write instead, status line to body; the
+// connection closes after it.
+type Unreadable func(code int, text string) []byte
+
 // Listener accepts TCP connections from an inner listener, completes their
 // TLS handshakes and returns them ready to serve.
 type Listener struct {
-	inner   net.Listener
-	config  *tls.Config
-	timeout time.Duration
+	inner      net.Listener
+	config     *tls.Config
+	timeout    time.Duration
+	unreadable Unreadable
 
 	conns   chan net.Conn
 	errs    chan error
@@ -56,16 +73,19 @@ type Listener struct {
 }
 
 // NewListener returns a Listener serving TLS with config over inner. A
-// handshake not done within timeout closes its connection.
-func NewListener(inner net.Listener, config *tls.Config, timeout time.Duration) *Listener {
+// handshake not done within timeout closes its connection. unreadable, if
+// not nil, writes the answers to HTTP/1.x requests the server could not
+// read.
+func NewListener(inner net.Listener, config *tls.Config, timeout time.Duration, unreadable Unreadable) *Listener {
 	l := &Listener{
-		inner:   inner,
-		config:  config,
-		timeout: timeout,
-		conns:   make(chan net.Conn),
-		errs:    make(chan error),
-		done:    make(chan struct{}),
-		perAddr: map[string]int{},
+		inner:      inner,
+		config:     config,
+		timeout:    timeout,
+		unreadable: unreadable,
+		conns:      make(chan net.Conn),
+		errs:       make(chan error),
+		done:       make(chan struct{}),
+		perAddr:    map[string]int{},
 	}
 	go l.run()
 	return l
@@ -148,7 +168,7 @@ func (l *Listener) handshake(c net.Conn, addr string) {
 	_ = c.SetDeadline(time.Time{})
 	var out net.Conn = tc
 	if state := tc.ConnectionState(); state.NegotiatedProtocol != "h2" {
-		out = &Conn{Conn: tc, state: &state}
+		out = &Conn{Conn: tc, state: &state, unreadable: l.unreadable}
 	}
 	select {
 	case l.conns <- out:
@@ -182,7 +202,8 @@ func (l *Listener) Addr() net.Addr { return l.inner.Addr() }
 // followed as the server reads it.
 type Conn struct {
 	*tls.Conn
-	state *tls.ConnectionState
+	state      *tls.ConnectionState
+	unreadable Unreadable
 
 	scan    scanner // only the server's reads touch it, one at a time
 	flagged atomic.Int64
@@ -199,6 +220,47 @@ func (c *Conn) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// Write writes p to the TLS connection, except the server's own answer
+// to a request it could not read, which goes out as the Listener's
+// Unreadable renders it.
+func (c *Conn) Write(p []byte) (int, error) {
+	if c.unreadable != nil {
+		if code, text, ok := refusal(p); ok {
+			if _, err := c.Conn.Write(c.unreadable(code, text)); err != nil {
+				return 0, err
+			}
+			return len(p), nil
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+// refusalHeaders are the header fields of every answer Go's server gives
+// a request it could not read (net/http's conn.serve), right after the
+// status line. No other response starts that way: a handler's header
+// fields come first, sorted, then Connection, Date and the length.
+const refusalHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
+
+// refusal reports whether p is such an answer, written whole in one
+// Write ("HTTP/1.1 431 Request Header Fields Too Large" + refusalHeaders +
+// text), and returns its status and text.
+func refusal(p []byte) (code int, text string, ok bool) {
+	const proto = "HTTP/1.1 "
+	if !bytes.HasPrefix(p, []byte(proto)) || len(p) < len(proto)+4 || p[len(proto)+3] != ' ' {
+		return 0, "", false
+	}
+	// The status line is short: look for its end in its first bytes only.
+	end := bytes.IndexByte(p[:min(len(p), 128)], '\n')
+	if end < 1 || !bytes.HasPrefix(p[end-1:], []byte(refusalHeaders)) {
+		return 0, "", false
+	}
+	code, err := strconv.Atoi(string(p[len(proto) : len(proto)+3]))
+	if err != nil || code < 400 || code > 599 {
+		return 0, "", false
+	}
+	return code, string(p[end-1+len(refusalHeaders):]), true
 }
 
 type connKey struct{}

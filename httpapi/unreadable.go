@@ -1,0 +1,71 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+// UnreadableAnswer renders the answer to an HTTP/1.1 request that Go's
+// server could not read, and so never handed to the API: a bad request
+// line, URL or header field (400), header fields past the server's limit
+// (431), a transfer coding other than chunked (501), an HTTP version other
+// than 1.x (505). code and text are what the server chose to say
+// (framing.Unreadable); the answer is a problem like every other error,
+// with the headers every answer carries, and the connection closes after
+// it (docs/operations.md, "Transport").
+func (s *Server) UnreadableAnswer(code int, text string) []byte {
+	kind := problemKinds[yard.EMALFORMED]
+	detail := "The request could not be read as HTTP/1.1: its request line, its URL or a header field is malformed."
+	switch code {
+	case http.StatusRequestHeaderFieldsTooLarge:
+		kind = problemKinds["header_too_large"]
+		detail = "The request's header fields, its URL among them, are larger than the server reads."
+	case http.StatusNotImplemented:
+		kind = problemKinds["not_implemented"]
+		detail = "The request's Transfer-Encoding is not one the server reads: only chunked is."
+	case http.StatusHTTPVersionNotSupported:
+		kind = problemKinds["version_not_supported"]
+		detail = "The request's HTTP version is not one the server speaks."
+	case http.StatusBadRequest:
+		// Go's server names what it found in a few cases ("400 Bad
+		// Request: missing required Host header"); its words, never
+		// the client's bytes.
+		if _, why, ok := strings.Cut(text, ": "); ok && why != "" {
+			detail = "The request could not be read as HTTP/1.1: " + why + "."
+		}
+	default:
+		kind.Status = code
+	}
+	id := newRequestID()
+	body, _ := marshalJSON(Problem{Type: s.deps.BaseURL + "/problems/" + kind.Slug, Title: kind.Title, Status: kind.Status,
+		Detail: detail, RequestID: id})
+	b := make([]byte, 0, 320+len(body))
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(kind.Status), 10)
+	b = append(b, ' ')
+	b = append(b, http.StatusText(kind.Status)...)
+	b = append(b, "\r\nConnection: close\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = append(b, "\r\nContent-Type: application/problem+json\r\nDate: "...)
+	b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
+	b = append(b, "\r\nStrict-Transport-Security: "...)
+	b = append(b, hstsValue[0]...)
+	b = append(b, "\r\nX-Content-Type-Options: "...)
+	b = append(b, nosniffValue[0]...)
+	b = append(b, "\r\nX-Request-Id: "...)
+	b = append(b, id...)
+	b = append(b, "\r\n\r\n"...)
+	b = append(b, body...)
+	if s.metrics != nil {
+		s.metrics.observe("", "unreadable", kind.Status, 0)
+	}
+	s.deps.Logger.LogAttrs(context.Background(), slog.LevelInfo, "request", slog.String("request_id", id),
+		slog.String("route", "unreadable"), slog.Int("status", kind.Status), slog.String("error", text))
+	return b
+}
