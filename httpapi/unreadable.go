@@ -9,13 +9,16 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/framing"
 )
 
 // UnreadableAnswer renders the answer to an HTTP/1.1 request that Go's
 // server could not read, and so never handed to the API: a bad request
 // line, URL or header field (400), header fields past the server's limit
 // (431), a transfer coding other than chunked (501), an HTTP version other
-// than 1.x (505). code and text are what the server chose to say
+// than 1.x (505), plain HTTP sent to the TLS port (400, text
+// framing.PlainHTTP; sent in plain HTTP, so without HSTS). code and text
+// are what the server chose to say
 // (framing.Unreadable); the answer is a problem like every other error,
 // with the headers every answer carries, and the connection closes after
 // it (docs/operations.md, "Transport").
@@ -33,6 +36,10 @@ func (s *Server) UnreadableAnswer(code int, text string) []byte {
 		kind = problemKinds["version_not_supported"]
 		detail = "The request's HTTP version is not one the server speaks."
 	case http.StatusBadRequest:
+		if text == framing.PlainHTTP {
+			detail = "This address speaks HTTPS only: send the request to " + s.deps.BaseURL + " (the same path, https://)."
+			break
+		}
 		// Go's server names what it found in a few cases ("400 Bad
 		// Request: missing required Host header"); its words, never
 		// the client's bytes.
@@ -54,8 +61,10 @@ func (s *Server) UnreadableAnswer(code int, text string) []byte {
 	b = strconv.AppendInt(b, int64(len(body)), 10)
 	b = append(b, "\r\nContent-Type: application/problem+json\r\nDate: "...)
 	b = time.Now().UTC().AppendFormat(b, http.TimeFormat)
-	b = append(b, "\r\nStrict-Transport-Security: "...)
-	b = append(b, hstsValue[0]...)
+	if text != framing.PlainHTTP { // HSTS only over TLS (RFC 6797 §7.2)
+		b = append(b, "\r\nStrict-Transport-Security: "...)
+		b = append(b, hstsValue[0]...)
+	}
 	b = append(b, "\r\nX-Content-Type-Options: "...)
 	b = append(b, nosniffValue[0]...)
 	b = append(b, "\r\nX-Request-Id: "...)

@@ -525,6 +525,18 @@ func TestServeClosesAfterAmbiguousLength(t *testing.T) {
 		}
 	}
 
+	// Plain HTTP to the TLS port: a problem in plain HTTP, without HSTS.
+	plainResp, err := http.Get(strings.Replace(s.URL, "https://", "http://", 1) + "/cars")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := io.ReadAll(plainResp.Body)
+	plainResp.Body.Close()
+	if plainResp.StatusCode != 400 || plainResp.Header.Get("Content-Type") != "application/problem+json" ||
+		plainResp.Header.Get("Strict-Transport-Security") != "" || !bytes.Contains(pb, []byte("speaks HTTPS only")) {
+		t.Errorf("plain HTTP to the TLS port: %d %v %s", plainResp.StatusCode, plainResp.Header, pb)
+	}
+
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
 	for _, slug := range []string{"header-too-large", "not-implemented", "http-version-not-supported"} {
 		page, err := hc.Get(s.URL + "/problems/" + slug)

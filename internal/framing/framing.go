@@ -54,6 +54,21 @@ const (
 // connection closes after it.
 type Unreadable func(code int, text string) []byte
 
+// PlainHTTP is the text Unreadable gets for a request sent in plain HTTP
+// to the TLS port. Its answer goes out unencrypted, since the client
+// speaks no TLS.
+const PlainHTTP = "client sent an HTTP request to an HTTPS server"
+
+// looksLikeHTTP reports whether the first bytes of a TLS record are the
+// start of an HTTP/1.x request instead (net/http's test of the same).
+func looksLikeHTTP(hdr [5]byte) bool {
+	switch string(hdr[:]) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO", "PATCH", "DELET":
+		return true
+	}
+	return false
+}
+
 // Listener accepts TCP connections from an inner listener, completes their
 // TLS handshakes and returns them ready to serve.
 type Listener struct {
@@ -162,6 +177,13 @@ func (l *Listener) handshake(c net.Conn, addr string) {
 	err := tc.HandshakeContext(ctx)
 	cancel()
 	if err != nil {
+		// Plain HTTP sent to the TLS port (http:// for https://): say so,
+		// as Go's server does when it does the handshake itself, rather
+		// than close without a word. Nothing of the request is read.
+		var re tls.RecordHeaderError
+		if errors.As(err, &re) && re.Conn != nil && l.unreadable != nil && looksLikeHTTP(re.RecordHeader) {
+			_, _ = re.Conn.Write(l.unreadable(http.StatusBadRequest, PlainHTTP))
+		}
 		c.Close()
 		return
 	}

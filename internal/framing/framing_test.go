@@ -163,6 +163,17 @@ func TestUnreadableAnswers(t *testing.T) {
 	if got := send("GET / HTTP/1.1\r\nHost: x\r\n\r\n"); !strings.HasSuffix(got, "from the handler") || strings.Contains(got, "rendered") {
 		t.Errorf("the handler's answer: got %q", got)
 	}
+	// Plain HTTP to the TLS port.
+	c, err := net.Dial("tcp", inner.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if b, _ := io.ReadAll(c); !strings.Contains(string(b), fmt.Sprintf("rendered 400 %q", PlainHTTP)) {
+		t.Errorf("plain HTTP: got %q", b)
+	}
 }
 
 func TestRefusal(t *testing.T) {
