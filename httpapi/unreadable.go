@@ -17,12 +17,12 @@ import (
 // line, URL or header field (400), header fields past the server's limit
 // (431), a transfer coding other than chunked (501), an HTTP version other
 // than 1.x (505), plain HTTP sent to the TLS port (400, text
-// framing.PlainHTTP; sent in plain HTTP, so without HSTS). code and text
-// are what the server chose to say
+// framing.PlainHTTP; sent in plain HTTP, so without HSTS). remote, code
+// and text are the client's host and what the server chose to say
 // (framing.Unreadable); the answer is a problem like every other error,
 // with the headers every answer carries, and the connection closes after
 // it (docs/operations.md, "Transport").
-func (s *Server) UnreadableAnswer(code int, text string) []byte {
+func (s *Server) UnreadableAnswer(remote string, code int, text string) []byte {
 	kind := problemKinds[yard.EMALFORMED]
 	detail := "The request could not be read as HTTP/1.1: its request line, its URL or a header field is malformed."
 	switch code {
@@ -75,6 +75,6 @@ func (s *Server) UnreadableAnswer(code int, text string) []byte {
 		s.metrics.observe("", "unreadable", kind.Status, 0)
 	}
 	s.deps.Logger.LogAttrs(context.Background(), slog.LevelInfo, "request", slog.String("request_id", id),
-		slog.String("route", "unreadable"), slog.Int("status", kind.Status), slog.String("error", text))
+		slog.String("route", "unreadable"), slog.Int("status", kind.Status), slog.String("remote", remote), slog.String("error", text))
 	return b
 }

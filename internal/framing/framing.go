@@ -48,11 +48,12 @@ const (
 )
 
 // Unreadable renders the server's answer to an HTTP/1.x request it could
-// not read: code is the status Go's server chose (400, 431, 501 or 505)
-// and text what it said (its fixed words, never the client's bytes). It
-// returns the whole response to write instead, status line to body; the
-// connection closes after it.
-type Unreadable func(code int, text string) []byte
+// not read: remote is the client's host (without the port), code the
+// status Go's server chose (400, 431, 501 or 505) and text what it said
+// (its fixed words, never the client's bytes). It returns the whole
+// response to write instead, status line to body; the connection closes
+// after it.
+type Unreadable func(remote string, code int, text string) []byte
 
 // PlainHTTP is the text Unreadable gets for a request sent in plain HTTP
 // to the TLS port. Its answer goes out unencrypted, since the client
@@ -151,6 +152,15 @@ func (l *Listener) end(addr string) {
 	}
 }
 
+// addrHost is the host of a connection's remote address.
+func addrHost(a net.Addr) string {
+	h, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return h
+}
+
 // remoteHost is the client address of c (ClientKey).
 func remoteHost(c net.Conn) string { return ClientKey(c.RemoteAddr().String()) }
 
@@ -182,7 +192,7 @@ func (l *Listener) handshake(c net.Conn, addr string) {
 		// than close without a word. Nothing of the request is read.
 		var re tls.RecordHeaderError
 		if errors.As(err, &re) && re.Conn != nil && l.unreadable != nil && looksLikeHTTP(re.RecordHeader) {
-			_, _ = re.Conn.Write(l.unreadable(http.StatusBadRequest, PlainHTTP))
+			_, _ = re.Conn.Write(l.unreadable(addrHost(c.RemoteAddr()), http.StatusBadRequest, PlainHTTP))
 		}
 		c.Close()
 		return
@@ -250,7 +260,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 func (c *Conn) Write(p []byte) (int, error) {
 	if c.unreadable != nil {
 		if code, text, ok := refusal(p); ok {
-			if _, err := c.Conn.Write(c.unreadable(code, text)); err != nil {
+			if _, err := c.Conn.Write(c.unreadable(addrHost(c.RemoteAddr()), code, text)); err != nil {
 				return 0, err
 			}
 			return len(p), nil

@@ -114,7 +114,10 @@ func TestUnreadableAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	render := func(code int, text string) []byte {
+	render := func(remote string, code int, text string) []byte {
+		if remote != "127.0.0.1" {
+			t.Errorf("remote %q, want 127.0.0.1", remote)
+		}
 		body := fmt.Sprintf("rendered %d %q", code, text)
 		return fmt.Appendf(nil, "HTTP/1.1 %d X\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", code, len(body), body)
 	}
