@@ -70,6 +70,11 @@ type Problem struct {
 	*auth.Diagnostics
 }
 
+// problemOf is the problem of a kind, its type the page that explains it.
+func (s *Server) problemOf(kind problemKind) Problem {
+	return Problem{Type: s.deps.BaseURL + "/problems/" + kind.Slug, Title: kind.Title, Status: kind.Status}
+}
+
 // error renders err as a problem. Internal errors are logged with the
 // request id and shown only as a fixed message.
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
@@ -90,14 +95,10 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	if !ok {
 		kind = problemKinds[yard.EINTERNAL]
 	}
-	p := Problem{
-		Type:      s.deps.BaseURL + "/problems/" + kind.Slug,
-		Title:     kind.Title,
-		Status:    kind.Status,
-		Detail:    yard.ErrorMessage(err),
-		Instance:  r.URL.Path,
-		RequestID: w.Header().Get("X-Request-Id"),
-	}
+	p := s.problemOf(kind)
+	p.Detail = yard.ErrorMessage(err)
+	p.Instance = r.URL.Path
+	p.RequestID = w.Header().Get("X-Request-Id")
 	p.Diagnostics = auth.DiagnosticsOf(err)
 	var own []string // the error's own challenges
 	var e *yard.Error

@@ -50,8 +50,9 @@ func (s *Server) UnreadableAnswer(remote string, code int, text string) []byte {
 		kind.Status = code
 	}
 	id := newRequestID()
-	body, _ := marshalJSON(Problem{Type: s.deps.BaseURL + "/problems/" + kind.Slug, Title: kind.Title, Status: kind.Status,
-		Detail: detail, RequestID: id})
+	p := s.problemOf(kind)
+	p.Detail, p.RequestID = detail, id
+	body, _ := marshalJSON(p)
 	b := make([]byte, 0, 320+len(body))
 	b = append(b, "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(kind.Status), 10)
