@@ -196,7 +196,7 @@ func escapeValue(v string) string {
 // query holds a few fields and values (MaxQueryValues at most), so they
 // are kept in slices, sorted and deduplicated once in query: maps made for
 // every parsed query were most of its parse, the busiest route's
-// (docs/benchmarks.md, "Fewer allocations for a car list").
+// (docs/benchmark-journal.md, "Fewer allocations for a car list").
 type queryBuilder struct {
 	// The sets, one per field, in the order first met: the first four in
 	// first (the common case, without an allocation of their own), all of

@@ -30,7 +30,7 @@ const maxSignatureBatch = 256
 // request (the one that arrived first after the other write began), so
 // it made smaller batches, more commits and more round trips for the same
 // requests: 3.3 rows a batch against 5.0 with one write at 16 clients,
-// and a lower rate (docs/benchmarks.md, "OAuth 1.0a and signed requests:
+// and a lower rate (docs/benchmark-journal.md, "OAuth 1.0a and signed requests:
 // cheaper signing and nonce writes"). SQLite has one writer anyway.
 func newSignatureBatcher(store yard.AuthStateService) *signatureBatcher {
 	return &signatureBatcher{q: batch.Queue[sigUse, bool]{

@@ -74,7 +74,7 @@ func appendCarViews(out []carView, cars []*yard.Car) []carView {
 // listScratch is what answering one car list needs and lets go once the
 // body is written: the cars' views and the body's bytes. They come from
 // listScratches, since at busy rates they were a third of what a list
-// allocated (docs/benchmarks.md, "Fewer allocations for a car list").
+// allocated (docs/benchmark-journal.md, "Fewer allocations for a car list").
 // A Write never keeps the bytes it is given (io.Writer), so both are free
 // again when writeCars returns.
 type listScratch struct {

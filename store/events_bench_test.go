@@ -14,7 +14,7 @@ import (
 // BenchmarkReadEventsOfPeople: a hub's read (events.Hub) of the events of
 // the 100 people who hold streams, a few dozen events behind the newest,
 // in a log where most events are somebody else's (docs/benchmarks.md,
-// "Events"). The position behind the newest is seeded random.
+// "Events and webhooks"). The position behind the newest is seeded random.
 func BenchmarkReadEventsOfPeople(b *testing.B) {
 	for _, engine := range storetest.Engines {
 		b.Run(engine, func(b *testing.B) {

@@ -193,7 +193,7 @@ func openReplayWriter(dsn string) (*sql.DB, error) {
 // of the prepared statement anew: the generic plan's estimate of the rows
 // after the reader's position (which the plan cannot know) is too high for
 // it to be chosen, though it is the same plan, the log's primary key in
-// order. Planning took 0.15-0.23 ms, the run 0.04 ms (docs/benchmarks.md,
+// order. Planning took 0.15-0.23 ms, the run 0.04 ms (docs/benchmark-journal.md,
 // "Events"). They also plan no nested loops (enable_nestloop off): a
 // read for a long list of people joins the log with the list, and a
 // generic plan, which cannot know the list's length, would otherwise

@@ -10,7 +10,7 @@ import (
 
 // debugListen opens the --debug-addr listener: Go's profiler
 // (net/http/pprof) over plain HTTP, for measuring where a running server
-// spends its time (docs/benchmarks.md, "Where a request's time goes"). It
+// spends its time (docs/benchmark-journal.md, "Where a request's time goes"). It
 // serves loopback addresses only: a profile shows the process's code
 // paths and the trace endpoint its requests' timings, which are nobody
 // else's business.

@@ -43,7 +43,7 @@ type Config struct {
 // DefaultSlots is sixteen per processor Go uses: enough that work waiting
 // on the store (on PostgreSQL a car search waits for a round trip, the
 // change probe) overlaps with work computing; four per core cost
-// PostgreSQL a fifth of its random pages (docs/benchmarks.md, "The car
+// PostgreSQL a fifth of its random pages (docs/benchmark-journal.md, "The car
 // lists' gate"). A slot still frees within a few requests' time.
 func DefaultSlots() int { return 16 * runtime.GOMAXPROCS(0) }
 

@@ -3,7 +3,7 @@
 -- index"); SQL answers them only while a process builds its index at
 -- start. The per-field indexes of 00020 served that SQL path, and every
 -- write of a car moved an entry in each of them: without them PUT
--- /cars/{id} ran about 50% faster on SQLite (docs/benchmarks.md), while a
+-- /cars/{id} ran about 50% faster on SQLite (docs/benchmark-journal.md), while a
 -- list through the SQL path (a COUNT(*) and a page) went from about 80 to
 -- 130 ms on a million cars. cars_garage_idx stays: a garage's change of
 -- state and its deletion find its cars by it.
