@@ -27,7 +27,6 @@ import (
 	"github.com/yard-api/yard/internal/fairgate"
 	"github.com/yard-api/yard/internal/framing"
 	"github.com/yard-api/yard/internal/jsonlog"
-	"github.com/yard-api/yard/internal/stackfloor"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/search"
 	"github.com/yard-api/yard/store"
@@ -222,10 +221,6 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		return nil, err
 	}
 	registry := prometheus.NewRegistry()
-	registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "yard_goroutine_starting_stack_bytes",
-		Help: "The stack a new goroutine starts with, as the Go runtime last sized it (docs/operations.md, \"Goroutine stacks\").",
-	}, func() float64 { return float64(stackfloor.Size()) }))
 	barks, err := newJobRunner(cfg, db, newBarkEffects(cfg, db, mailer, texter, fetcher), registry, logger)
 	if err != nil {
 		return nil, err
@@ -285,10 +280,6 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		func(ctx context.Context) { db.HoldCarLease(ctx, cfg.carLease, logger.With("component", "car-lease")) },
 		every(time.Minute, logger, "purging expired auth state", func(ctx context.Context, _ time.Time) error { return kit.Purge(ctx) }),
 		every(time.Minute, logger, "purging expired OpenID state", db.PurgeOpenID),
-		// New goroutines (one per HTTP/1.1 request in net/http) start
-		// with the 4 KiB stack they need (docs/operations.md, "Goroutine
-		// stacks").
-		func(ctx context.Context) { stackfloor.Keep(ctx, time.Second) },
 	}}, nil
 }
 
