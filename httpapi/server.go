@@ -270,9 +270,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		// A request that waits this long for the store (every pooled
 		// connection busy, or a store that does not answer) ends with 503
 		// rather than holding its client until the write time-out.
-		var release func()
-		ctx, release = withLazyDeadline(ctx, s.deps.StoreWait)
-		defer release()
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.deps.StoreWait)
+		defer cancel()
 	}
 	r = r.WithContext(ctx)
 	sw := &statusWriter{ResponseWriter: w, status: 200}
