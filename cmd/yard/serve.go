@@ -26,7 +26,6 @@ import (
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/internal/fairgate"
 	"github.com/yard-api/yard/internal/framing"
-	"github.com/yard-api/yard/internal/jsonlog"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/search"
 	"github.com/yard-api/yard/store"
@@ -141,7 +140,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(jsonlog.New(w, &slog.HandlerOptions{Level: l}))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
 // openStore opens and migrates the store named by the flags.
@@ -333,9 +332,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := cfg.auth.check(); err != nil {
 		return err
 	}
-	logOut := newLogWriter(stderr)
-	defer logOut.Close()
-	logger := newLogger(logOut, cfg.logLevel)
+	logger := newLogger(stderr, cfg.logLevel)
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
