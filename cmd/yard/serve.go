@@ -25,7 +25,6 @@ import (
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/internal/fairgate"
-	"github.com/yard-api/yard/internal/framing"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/search"
 	"github.com/yard-api/yard/store"
@@ -393,7 +392,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 
 	srv := &http.Server{
-		Handler:           framing.Handler(a.api.Handler()),
+		Handler:           a.api.Handler(),
 		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
@@ -401,19 +400,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		ConnContext:       framing.ConnContext,
 		// OPTIONS * goes to the API, which answers it with its headers
 		// (httpapi.Server.serve), not to net/http's bare 200.
 		DisableGeneralOptionsHandler: true,
 	}
 	srv.RegisterOnShutdown(a.events.Close)
 	errc := make(chan error, 2)
-	// The listener does the TLS handshakes, so that HTTP/1.1 connections
-	// are watched for ambiguous framing, and net/http's own answers to
-	// requests it cannot read are problems (docs/operations.md, "Transport").
-	go func() {
-		errc <- srv.Serve(framing.NewListener(ln, tlsConfig, srv.ReadHeaderTimeout, a.api.UnreadableAnswer))
-	}()
+	// The server does each TLS handshake on the connection's own
+	// goroutine, bounded by its shortest time-out (docs/operations.md,
+	// "Transport").
+	go func() { errc <- srv.Serve(tls.NewListener(ln, tlsConfig)) }()
 
 	var plain *http.Server
 	if pln != nil {
