@@ -15,7 +15,7 @@ import (
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
-	"github.com/yard-api/yard/internal/jsonlog"
+	"github.com/yard-api/yard/pages"
 )
 
 // The endpoints of the first-party authentication schemes (docs/auth.md):
@@ -71,18 +71,18 @@ var keyPaths = []string{"/sessions/", "/apikeys/", "/oauth/consumers/"}
 
 // logPath is the path of r as logs may show it: a key in the path
 // (keyPaths) is masked, as no credential, token or key is ever logged, and
-// a long path is cut (jsonlog.Cut).
+// a long path is cut (pages.LogCut).
 func logPath(r *http.Request) string {
 	for _, prefix := range keyPaths {
 		if rest, ok := strings.CutPrefix(r.URL.Path, prefix); ok && rest != "" {
 			return prefix + "[redacted]"
 		}
 	}
-	return jsonlog.Cut(r.URL.Path, jsonlog.MaxPath)
+	return pages.LogCut(r.URL.Path, pages.MaxLogPath)
 }
 
-// logMethod is the method of r as logs show it: cut when long (jsonlog.Cut).
-func logMethod(r *http.Request) string { return jsonlog.Cut(r.Method, jsonlog.MaxMethod) }
+// logMethod is the method of r as logs show it: cut when long (pages.LogCut).
+func logMethod(r *http.Request) string { return pages.LogCut(r.Method, pages.MaxLogMethod) }
 
 // loginBody is the body of POST /sessions, /auth/login and /auth/pk-token.
 type loginBody struct {

@@ -45,11 +45,7 @@ var problemKinds = map[string]problemKind{
 	yard.EPRECONDREQUIRED: {428, "precondition-required", "Precondition required", "This change must be conditional: send If-Unmodified-Since (or If-Match)."},
 	yard.ERATELIMIT:       {429, "rate-limited", "Too many requests", "Too many requests: failed sign-in attempts from this address or for this user name, event streams of one person, or car searches waiting from one client address. Retry-After says when to try again."},
 	yard.EUNAVAILABLE:     {503, "unavailable", "Service unavailable", "The server cannot answer now; try again later."},
-	// Answers to HTTP/1.1 requests the server could not read (UnreadableAnswer).
-	"header_too_large":      {431, "header-too-large", "Request header fields too large", "The request's header fields, its URL among them, are larger than the server reads (64 KiB). The connection is closed."},
-	"not_implemented":       {501, "not-implemented", "Not implemented", "The request's Transfer-Encoding is not one the server reads: only chunked is. The connection is closed."},
-	"version_not_supported": {505, "http-version-not-supported", "HTTP version not supported", "The request's HTTP version is not one the server speaks: HTTP/1.1 and HTTP/2 are. The connection is closed."},
-	yard.EINTERNAL:          {500, "internal", "Internal server error", "Something went wrong on the server. The request id identifies it in the server's log."},
+	yard.EINTERNAL:        {500, "internal", "Internal server error", "Something went wrong on the server. The request id identifies it in the server's log."},
 }
 
 // Problem is an RFC 9457 problem details object.
@@ -68,11 +64,6 @@ type Problem struct {
 	// Problem Reporting parameters, and what the server computed
 	// (docs/auth.md, "Diagnostics of a refused signature").
 	*auth.Diagnostics
-}
-
-// problemOf is the problem of a kind, its type the page that explains it.
-func (s *Server) problemOf(kind problemKind) Problem {
-	return Problem{Type: s.deps.BaseURL + "/problems/" + kind.Slug, Title: kind.Title, Status: kind.Status}
 }
 
 // error renders err as a problem. Internal errors are logged with the
@@ -95,10 +86,14 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	if !ok {
 		kind = problemKinds[yard.EINTERNAL]
 	}
-	p := s.problemOf(kind)
-	p.Detail = yard.ErrorMessage(err)
-	p.Instance = r.URL.Path
-	p.RequestID = w.Header().Get("X-Request-Id")
+	p := Problem{
+		Type:      s.deps.BaseURL + "/problems/" + kind.Slug,
+		Title:     kind.Title,
+		Status:    kind.Status,
+		Detail:    yard.ErrorMessage(err),
+		Instance:  r.URL.Path,
+		RequestID: w.Header().Get("X-Request-Id"),
+	}
 	p.Diagnostics = auth.DiagnosticsOf(err)
 	var own []string // the error's own challenges
 	var e *yard.Error

@@ -3,13 +3,13 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/internal/fairgate"
-	"github.com/yard-api/yard/internal/framing"
 )
 
 // admit takes a slot of gate for r's client (its address, an IPv6 one by
@@ -19,7 +19,7 @@ import (
 // slot with gate.Release(client) once the work is done and before the
 // answer is written, so that a client that reads slowly holds no slot.
 func admit(gate *fairgate.Gate, r *http.Request, what string) (client string, err error) {
-	client = framing.ClientKey(r.RemoteAddr)
+	client = clientKey(r.RemoteAddr)
 	err = gate.Acquire(r.Context(), client)
 	switch {
 	case err == nil:
@@ -32,6 +32,20 @@ func admit(gate *fairgate.Gate, r *http.Request, what string) (client string, er
 			Message: "The server is busy with " + what + "; try again shortly."}
 	}
 	return "", err
+}
+
+// clientKey is the client of a remote address (host:port): its host
+// without the port; an IPv6 address counts by its /64 network, which one
+// client usually holds whole (docs/operations.md, "Fair shares").
+func clientKey(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(h); ip != nil && ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return h
 }
 
 // registerGateMetrics exports a gate's state as name_running,

@@ -24,7 +24,6 @@ import (
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/internal/fairgate"
-	"github.com/yard-api/yard/internal/framing"
 	"github.com/yard-api/yard/internal/outage"
 	"github.com/yard-api/yard/internal/tracing"
 	"github.com/yard-api/yard/openid"
@@ -270,9 +269,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		// A request that waits this long for the store (every pooled
 		// connection busy, or a store that does not answer) ends with 503
 		// rather than holding its client until the write time-out.
-		var release func()
-		ctx, release = withLazyDeadline(ctx, s.deps.StoreWait)
-		defer release()
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.deps.StoreWait)
+		defer cancel()
 	}
 	r = r.WithContext(ctx)
 	sw := &statusWriter{ResponseWriter: w, status: 200}
@@ -292,12 +291,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	if framing.Refused(r) {
-		// RFC 9112 §6.1: both Content-Length and Transfer-Encoding; the
-		// connection closes after the answer (docs/operations.md, "Transport").
+	if len(r.TransferEncoding) > 0 || !r.ProtoAtLeast(1, 1) {
+		// RFC 9112 §6.1: a request framed by Transfer-Encoding may also
+		// have carried a Content-Length (which Go's server drops), and an
+		// HTTP/1.0 one's Transfer-Encoding is ignored; the connection
+		// closes after the answer, so nothing sent behind the request on
+		// it is read as a request (docs/operations.md, "Transport").
 		sw.Header().Set("Connection", "close")
-		s.error(sw, r, yard.Errorf(yard.EMALFORMED, "The request carries both Content-Length and Transfer-Encoding; its length is ambiguous (RFC 9112 §6.1). The connection is closed."))
-		return
 	}
 	if r.ContentLength > MaxBodyBytes {
 		lingerHTTP2(sw, r)

@@ -78,7 +78,6 @@ import (
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
-	"github.com/yard-api/yard/internal/jsonlog"
 )
 
 //go:embed templates/*.html
@@ -550,6 +549,6 @@ func (p *Pages) Internal(w http.ResponseWriter, r *http.Request, err error) { p.
 
 func (p *Pages) internal(w http.ResponseWriter, r *http.Request, err error) {
 	p.Logger.ErrorContext(r.Context(), "internal error", slog.String("request_id", w.Header().Get("X-Request-Id")),
-		slog.String("path", jsonlog.Cut(r.URL.Path, jsonlog.MaxPath)), slog.String("error", err.Error()))
+		slog.String("path", LogCut(r.URL.Path, MaxLogPath)), slog.String("error", err.Error()))
 	p.Error(w, r, http.StatusInternalServerError, "Something went wrong", "The server could not answer this page. Try again later.")
 }

@@ -25,9 +25,6 @@ import (
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/internal/fairgate"
-	"github.com/yard-api/yard/internal/framing"
-	"github.com/yard-api/yard/internal/jsonlog"
-	"github.com/yard-api/yard/internal/stackfloor"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/search"
 	"github.com/yard-api/yard/store"
@@ -142,7 +139,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(jsonlog.New(w, &slog.HandlerOptions{Level: l}))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
 // openStore opens and migrates the store named by the flags.
@@ -222,10 +219,6 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		return nil, err
 	}
 	registry := prometheus.NewRegistry()
-	registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "yard_goroutine_starting_stack_bytes",
-		Help: "The stack a new goroutine starts with, as the Go runtime last sized it (docs/operations.md, \"Goroutine stacks\").",
-	}, func() float64 { return float64(stackfloor.Size()) }))
 	barks, err := newJobRunner(cfg, db, newBarkEffects(cfg, db, mailer, texter, fetcher), registry, logger)
 	if err != nil {
 		return nil, err
@@ -285,10 +278,6 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		func(ctx context.Context) { db.HoldCarLease(ctx, cfg.carLease, logger.With("component", "car-lease")) },
 		every(time.Minute, logger, "purging expired auth state", func(ctx context.Context, _ time.Time) error { return kit.Purge(ctx) }),
 		every(time.Minute, logger, "purging expired OpenID state", db.PurgeOpenID),
-		// New goroutines (one per HTTP/1.1 request in net/http) start
-		// with the 4 KiB stack they need (docs/operations.md, "Goroutine
-		// stacks").
-		func(ctx context.Context) { stackfloor.Keep(ctx, time.Second) },
 	}}, nil
 }
 
@@ -342,9 +331,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := cfg.auth.check(); err != nil {
 		return err
 	}
-	logOut := newLogWriter(stderr)
-	defer logOut.Close()
-	logger := newLogger(logOut, cfg.logLevel)
+	logger := newLogger(stderr, cfg.logLevel)
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -405,7 +392,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 
 	srv := &http.Server{
-		Handler:           framing.Handler(a.api.Handler()),
+		Handler:           a.api.Handler(),
 		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
@@ -413,19 +400,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		ConnContext:       framing.ConnContext,
 		// OPTIONS * goes to the API, which answers it with its headers
 		// (httpapi.Server.serve), not to net/http's bare 200.
 		DisableGeneralOptionsHandler: true,
 	}
 	srv.RegisterOnShutdown(a.events.Close)
 	errc := make(chan error, 2)
-	// The listener does the TLS handshakes, so that HTTP/1.1 connections
-	// are watched for ambiguous framing, and net/http's own answers to
-	// requests it cannot read are problems (docs/operations.md, "Transport").
-	go func() {
-		errc <- srv.Serve(framing.NewListener(ln, tlsConfig, srv.ReadHeaderTimeout, a.api.UnreadableAnswer))
-	}()
+	// The server does each TLS handshake on the connection's own
+	// goroutine, bounded by its shortest time-out (docs/operations.md,
+	// "Transport").
+	go func() { errc <- srv.Serve(tls.NewListener(ln, tlsConfig)) }()
 
 	var plain *http.Server
 	if pln != nil {

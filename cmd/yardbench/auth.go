@@ -20,7 +20,6 @@ import (
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/client"
 	"github.com/yard-api/yard/httpapi"
-	"github.com/yard-api/yard/internal/jsonlog"
 	"github.com/yard-api/yard/internal/loadgen"
 	"github.com/yard-api/yard/store"
 )
@@ -58,7 +57,7 @@ func authGroup(b *bench) error {
 	}
 	kit.Chain.Cookie = append(kit.Chain.Cookie, fixedPrincipal{yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}})
 	api := httpapi.New(httpapi.Deps{DB: b.db, Kit: kit, BaseURL: srv.URL,
-		Logger: slog.New(jsonlog.New(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait})
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait})
 	srv.Config.Handler = api.Handler()
 
 	hc := loadgen.Client(b.concurrency)

@@ -16,7 +16,6 @@ import (
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/httpapi"
-	"github.com/yard-api/yard/internal/jsonlog"
 	"github.com/yard-api/yard/internal/loadgen"
 	"github.com/yard-api/yard/jobs"
 	"github.com/yard-api/yard/notify"
@@ -54,7 +53,7 @@ func barks(b *bench, all bool) error {
 	srv.StartTLS()
 	defer srv.Close()
 	api := httpapi.New(httpapi.Deps{DB: b.db, Auth: &auth.Chain{Header: []auth.Scheme{basic}}, Barks: svc, BaseURL: srv.URL,
-		Logger: slog.New(jsonlog.New(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait})
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait})
 	srv.Config.Handler = api.Handler()
 	url := srv.URL
 

@@ -18,7 +18,6 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/httpapi"
-	"github.com/yard-api/yard/internal/jsonlog"
 	"github.com/yard-api/yard/internal/loadgen"
 	"github.com/yard-api/yard/search"
 )
@@ -108,7 +107,7 @@ func carSearchGroup(b *bench) error {
 	}))
 	defer stopBare()
 
-	logger := slog.New(jsonlog.New(io.Discard, nil))
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	srv := httptest.NewUnstartedServer(nil)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()

@@ -28,7 +28,6 @@ import (
 	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/httpapi"
-	"github.com/yard-api/yard/internal/jsonlog"
 	"github.com/yard-api/yard/internal/loadgen"
 	"github.com/yard-api/yard/jobs"
 	"github.com/yard-api/yard/notify"
@@ -83,7 +82,7 @@ func eventsGroup(b *bench) error {
 		srv.StartTLS()
 		go func() { <-ctx.Done(); srv.Close() }()
 		api := httpapi.New(httpapi.Deps{DB: db, Auth: &auth.Chain{Header: []auth.Scheme{basic}}, BaseURL: srv.URL,
-			Logger: slog.New(jsonlog.New(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait, Events: hub, Barks: svc})
+			Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait, Events: hub, Barks: svc})
 		srv.Config.Handler = api.Handler()
 		return srv.URL, hub
 	}

@@ -26,7 +26,6 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/httpapi"
-	"github.com/yard-api/yard/internal/jsonlog"
 	"github.com/yard-api/yard/internal/loadgen"
 	"github.com/yard-api/yard/store"
 )
@@ -223,7 +222,7 @@ func (u uncachedBasic) Authenticate(r *http.Request) (*yard.Principal, error) {
 
 // apiServer starts the API over the bench store with the given chain.
 func (b *bench) apiServer(chain *auth.Chain, basic *auth.Basic) (string, func()) {
-	logger := slog.New(jsonlog.New(io.Discard, nil))
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	srv := httptest.NewUnstartedServer(nil)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()

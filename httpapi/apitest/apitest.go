@@ -25,7 +25,6 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/httpapi"
-	"github.com/yard-api/yard/internal/jsonlog"
 	"github.com/yard-api/yard/store"
 )
 
@@ -58,7 +57,7 @@ func Start(t testing.TB, db *store.DB, opts ...Option) *Env {
 	t.Helper()
 	registerBodyDecoders()
 	logs := &lockedWriter{w: &bytes.Buffer{}}
-	logger := slog.New(jsonlog.New(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv := httptest.NewUnstartedServer(nil)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
