@@ -31,17 +31,17 @@ import (
 // 60000) holding 40-byte records: the expiry in Unix milliseconds
 // (big-endian) and the SHA-256 of the signature. A file is deleted when its
 // minute has passed: its signatures are outside the window. The directory is
-// locked (flock) by the one process that uses it; a second process on the
-// same SQLite store cannot verify signed requests, and `yard serve` stops
-// at start with an error saying so. Several handles in one process share
-// one log.
+// locked (flock) by the one store handle that uses it (DB.replay, opened
+// on first use and closed with the store): a second process on the same
+// SQLite store cannot verify signed requests, nor can a second handle on
+// it in the same process, and `yard serve` stops at start with an error
+// saying so.
 
 const replayRecord = 8 + sha256.Size
 
 type replayLog struct {
 	dir  string
 	lock *os.File
-	refs int // handles using it; guarded by replayLogsMu
 
 	mu     sync.Mutex
 	seen   map[int64]map[[sha256.Size]byte]struct{} // by minute of expiry
@@ -52,11 +52,6 @@ type replayLog struct {
 	stop   chan struct{}
 	done   chan struct{}
 }
-
-var (
-	replayLogsMu sync.Mutex
-	replayLogs   = map[string]*replayLog{}
-)
 
 // replayLogDir is the directory of the replay log of the SQLite file path.
 func replayLogDir(path string) string { return path + "-signatures" }
@@ -80,22 +75,15 @@ func (db *DB) replayLog() (*replayLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := replayLogDir(abs)
-	replayLogsMu.Lock()
-	defer replayLogsMu.Unlock()
-	l := replayLogs[dir]
-	if l == nil {
-		if l, err = openReplayLog(dir, db.Now()); err != nil {
-			return nil, err
-		}
-		replayLogs[dir] = l
+	l, err := openReplayLog(replayLogDir(abs), db.Now())
+	if err != nil {
+		return nil, err
 	}
-	l.refs++
 	db.replay = l
 	return l, nil
 }
 
-// closeReplayLog lets go of the store's replay log; the last handle closes it.
+// closeReplayLog closes the store's replay log, if it was opened.
 func (db *DB) closeReplayLog() error {
 	db.replayMu.Lock()
 	l := db.replay
@@ -104,12 +92,6 @@ func (db *DB) closeReplayLog() error {
 	if l == nil {
 		return nil
 	}
-	replayLogsMu.Lock()
-	defer replayLogsMu.Unlock()
-	if l.refs--; l.refs > 0 {
-		return nil
-	}
-	delete(replayLogs, l.dir)
 	return l.close()
 }
 
@@ -123,7 +105,7 @@ func openReplayLog(dir string, now time.Time) (*replayLog, error) {
 	}
 	if err := lockFile(lock); err != nil {
 		lock.Close()
-		return nil, fmt.Errorf("the signed-request replay log %s is held by another process (%v): "+
+		return nil, fmt.Errorf("the signed-request replay log %s is held by another process, or by another handle on the store in this one (%v): "+
 			"on a SQLite store one process verifies signed requests; run several processes on PostgreSQL", dir, err)
 	}
 	l := &replayLog{
