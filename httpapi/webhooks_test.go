@@ -232,8 +232,8 @@ func TestWebhookDeliveriesPage(t *testing.T) {
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("claim: %v %v", cs, err)
 	}
-	if _, err := db.FinishWebhookDelivery(ctx, cs[0], yard.DeliveryOutcome{Code: 502, Error: "answered 502", RetryIn: time.Minute}); err != nil {
-		t.Fatal(err)
+	if _, lost, err := db.FinishWebhookDeliveries(ctx, cs, []yard.DeliveryOutcome{{Code: 502, Error: "answered 502", RetryIn: time.Minute}}); err != nil || lost[0] {
+		t.Fatalf("finish: lost %v, %v", lost, err)
 	}
 	top, _ := page("?max=2")
 	if top[0].Attempt != 2 || top[0].Status != "pending" || top[0].EventID != cs[0].Delivery.Event.ID.String() ||

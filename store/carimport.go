@@ -314,7 +314,7 @@ func (im *importer) readBatches(ctx context.Context, r io.Reader, batch int, out
 		if b.lines == 0 {
 			return
 		}
-		b.complete(im.db.engine)
+		im.complete(b)
 		if !send(parsedBatch{batch: b, first: first, last: lineNo}) {
 			return
 		}
@@ -341,10 +341,10 @@ type importBatch struct {
 
 // complete builds what the writer needs of a batch whose lines are all
 // read (readBatches does it in the reading goroutine).
-func (b *importBatch) complete(engine string) {
+func (im *importer) complete(b *importBatch) {
 	b.garageIDs = b.carGarages()
-	if engine == SQLite {
-		b.carArgs = b.sqliteCarArgs()
+	if im.db.engine == SQLite {
+		b.carArgs = b.sqliteCarArgs(im.db.tuning.importChunk)
 	}
 }
 
@@ -572,12 +572,13 @@ func (im *importer) knowGarage(ctx context.Context, id string) (bool, error) {
 	return true, nil
 }
 
-// importChunk is the number of rows in one multi-row INSERT on SQLite
-// (PostgreSQL takes arrays instead: writeCarsPG). Its placeholders are
-// "?": modernc looks up a named placeholder ($N) by a linear scan of the
-// statement's names when it binds, so with names the cost per row grew with
-// the rows per statement; positional ones it binds in place.
-var importChunk = 64
+// defaultImportChunk is the number of rows in one multi-row INSERT on
+// SQLite, unless WithImportChunks says otherwise (PostgreSQL takes arrays
+// instead: writeCarsPG). Its placeholders are "?": modernc looks up a
+// named placeholder ($N) by a linear scan of the statement's names when it
+// binds, so with names the cost per row grew with the rows per statement;
+// positional ones it binds in place.
+const defaultImportChunk = 64
 
 // writeGarages writes a batch's garages, stamped v.
 func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage, v int64) error {
@@ -587,7 +588,7 @@ func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage,
 	}
 	args := make([]driver.NamedValue, 0, 5*len(gs))
 	for _, g := range gs {
-		args = appendRow(args, 5, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State))
+		args = appendRow(args, 5, tx.db.tuning.importChunk, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State))
 	}
 	if err := insertChunks(ctx, tx, 5, args,
 		`INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version) VALUES `,
@@ -652,21 +653,22 @@ func (b *importBatch) carGarage(c importedCar) (garage, state any) {
 
 // sqliteCarArgs returns the arguments of the batch's cars for SQLite's
 // INSERT, carArgCols a car, as the driver takes them (strings, int64s and
-// nils, numbered by appendRow). The reading goroutine builds them once
-// the batch is complete (readBatches), so that the writer only binds
-// them.
-func (b *importBatch) sqliteCarArgs() []driver.NamedValue {
+// nils, numbered by appendRow for statements of chunk rows). The reading
+// goroutine builds them once the batch is complete (readBatches), so that
+// the writer only binds them.
+func (b *importBatch) sqliteCarArgs(chunk int) []driver.NamedValue {
 	args := make([]driver.NamedValue, 0, carArgCols*len(b.cars))
 	for _, c := range b.cars {
 		garage, state := b.carGarage(c)
-		args = appendRow(args, carArgCols, c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type),
+		args = appendRow(args, carArgCols, chunk, c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type),
 			int64(c.Doors), c.Make, strings.ToLower(c.Make), c.Model, strings.ToLower(c.Model), int64(c.Year), garage, state)
 	}
 	return args
 }
 
 // insertChunks writes the rows of args, cols arguments a row, with
-// multi-row INSERTs of up to importChunk rows on SQLite, preparing the
+// multi-row INSERTs of up to the store's importChunk rows on SQLite (as
+// appendRow numbered them), preparing the
 // full-size statement once; rowTail ends each row's values (", 1, 2" for
 // values written into the statement). It runs the driver's statements on
 // the transaction's connection: the arguments are driver values already
@@ -695,7 +697,7 @@ func insertChunks(ctx context.Context, tx *Tx, cols int, args []driver.NamedValu
 				full.Close()
 			}
 		}()
-		chunk, n := importChunk, len(args)/cols
+		chunk, n := tx.db.tuning.importChunk, len(args)/cols
 		for from := 0; from < n; from += chunk {
 			to := min(from+chunk, n)
 			part := args[from*cols : to*cols]
@@ -727,10 +729,9 @@ func insertChunks(ctx context.Context, tx *Tx, cols int, args []driver.NamedValu
 }
 
 // appendRow appends one row of cols values to args, numbered as
-// insertChunks binds them: from 1 within each statement of importChunk
-// rows.
-func appendRow(args []driver.NamedValue, cols int, vals ...driver.Value) []driver.NamedValue {
-	per := cols * importChunk
+// insertChunks binds them: from 1 within each statement of chunk rows.
+func appendRow(args []driver.NamedValue, cols, chunk int, vals ...driver.Value) []driver.NamedValue {
+	per := cols * chunk
 	for _, v := range vals {
 		args = append(args, driver.NamedValue{Ordinal: len(args)%per + 1, Value: v})
 	}
@@ -744,18 +745,19 @@ func valuesList(rows, cols int, rowTail string) string {
 	return strings.Repeat(row+", ", rows-1) + row
 }
 
-// pgImportChunk is the rows of one INSERT … SELECT FROM unnest(…) on
-// PostgreSQL: a column is one array parameter, so a statement costs the
-// same to send and plan whatever its rows, and pgx sends the arrays in
-// binary. A variable for the tests, which make it small.
-var pgImportChunk = 10000
+// defaultPGImportChunk is the rows of one INSERT … SELECT FROM unnest(…)
+// on PostgreSQL, unless WithImportChunks says otherwise: a column is one
+// array parameter, so a statement costs the same to send and plan
+// whatever its rows, and pgx sends the arrays in binary.
+const defaultPGImportChunk = 10000
 
 // writeGaragesPG is writeGarages on PostgreSQL: the garages of a chunk in
 // one statement, then the state of the replaced ones carried to their cars
 // in one more.
 func writeGaragesPG(ctx context.Context, tx *Tx, gs []*yard.Garage, now, v int64) error {
-	for from := 0; from < len(gs); from += pgImportChunk {
-		part := gs[from:min(from+pgImportChunk, len(gs))]
+	chunk := tx.db.tuning.pgImportChunk
+	for from := 0; from < len(gs); from += chunk {
+		part := gs[from:min(from+chunk, len(gs))]
 		ids, names, nameKeys, states, stateKeys := make([]string, len(part)), make([]string, len(part)),
 			make([]string, len(part)), make([]string, len(part)), make([]string, len(part))
 		for i, g := range part {
@@ -787,9 +789,9 @@ func writeCarsPG(ctx context.Context, tx *Tx, b *importBatch, now, v int64, conf
 	if conflict == "" && tx.conn != nil {
 		return copyCarsPG(ctx, tx, b, now, v)
 	}
-	cs := b.cars
-	for from := 0; from < len(cs); from += pgImportChunk {
-		part := cs[from:min(from+pgImportChunk, len(cs))]
+	cs, chunk := b.cars, tx.db.tuning.pgImportChunk
+	for from := 0; from < len(cs); from += chunk {
+		part := cs[from:min(from+chunk, len(cs))]
 		n := len(part)
 		var (
 			ids, colors, colorKeys, types, typeKeys = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)

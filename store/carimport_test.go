@@ -103,8 +103,9 @@ func TestImportRerunAndRepeatedIDs(t *testing.T) {
 
 		// 452 lines, ids repeating across the 64-row statements (SQLite)
 		// and the 100-row arrays (PostgreSQL, whose default is larger) of
-		// one batch, and right next to each other.
-		defer store.SetImportChunks(64, 100)()
+		// one batch, and right next to each other, into a store that cuts
+		// its statements so.
+		db = storetest.Open(t, db.Engine(), store.WithImportChunks(64, 100))
 		var b strings.Builder
 		b.WriteString(`{"kind":"garage","id":"gdup","name":"First","state":"WA"}` + "\n")
 		b.WriteString(`{"kind":"garage","id":"gdup","name":"Second","state":"ID"}` + "\n")

@@ -25,7 +25,7 @@ import (
 // requests queue and share them (on two cores, 2 flights served 23% more
 // reads than 4, whose batches averaged 2 cars instead of 3), one per core
 // the server has, since a busier server makes bigger batches anyway.
-var carLoadFlights = max(2, runtime.GOMAXPROCS(0))
+func carLoadFlights() int { return max(2, runtime.GOMAXPROCS(0)) }
 
 // carLoadTimeout bounds one batch query, which no caller's context does.
 const carLoadTimeout = 30 * time.Second
@@ -38,7 +38,7 @@ type carLoader = batch.Queue[string, *yard.Car]
 // carLoaderOf returns the store's loader, made on first use.
 func (db *DB) carLoaderOf() *carLoader {
 	db.carLoaderOnce.Do(func() {
-		db.carLoad = &carLoader{Flights: carLoadFlights, Max: maxCarLoad, Run: db.loadCars}
+		db.carLoad = &carLoader{Flights: carLoadFlights(), Max: maxCarLoad, Run: db.loadCars}
 	})
 	return db.carLoad
 }

@@ -164,12 +164,13 @@ const hashedOwners = 16
 // ANALYZE), and chooses the index.
 const ownersScanWindow = 256
 
-// eventWindowPG is the span of transaction ids one statement of a read of
-// several people's events covers on PostgreSQL. Those reads (a hub's, a
-// hundred a second) run on connections that keep one generic plan
+// defaultEventWindowPG is the span of transaction ids one statement of a
+// read of several people's events covers on PostgreSQL, unless
+// WithEventWindow says otherwise. Those reads (a hub's, a hundred a
+// second) run on connections that keep one generic plan
 // (openEventReader), which goes through the log in order; the window
 // bounds what one statement walks when the reader is far behind.
-var eventWindowPG int64 = 4096
+const defaultEventWindowPG = 4096
 
 // eventsRead is the SQL of ReadEvents: visible events after ($1, $2), in
 // order, at most $3, filtered by owner; then one more row, whose seq is 0:
@@ -269,7 +270,7 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 	case owners == ownersManyScan:
 		window = ownersScanWindow
 	case owners == ownersManyHashed || (owners == ownersMany && db.engine == Postgres):
-		window, query = eventWindowPG, db.eventRead.QueryContext
+		window, query = db.tuning.eventWindow, db.eventRead.QueryContext
 	}
 	q := db.eventsRead(owners, window > 0)
 	read, windows := 0, 0

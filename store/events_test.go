@@ -575,9 +575,10 @@ func TestReadEventsOfPeople(t *testing.T) {
 		}
 		// Far behind (more transactions than a read walks in the log's
 		// order, ownersScanWindow, on SQLite; many windows of 16
-		// transaction ids on PostgreSQL): the same answer through the
-		// owner index, and window by window.
-		defer store.SetEventWindowPG(16)()
+		// transaction ids on PostgreSQL, read by a store handle that cuts
+		// its reads so): the same answer through the owner index, and
+		// window by window.
+		win16 := storetest.OpenDSN(t, db.DSN(), store.WithEventWindow(16))
 		from := p.Next
 		for i := range 300 {
 			owner := bob.ID
@@ -588,14 +589,14 @@ func TestReadEventsOfPeople(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		far, err := db.ReadEvents(ctx, yard.EventFilter{After: from, Owners: people, Limit: 10})
+		far, err := win16.ReadEvents(ctx, yard.EventFilter{After: from, Owners: people, Limit: 10})
 		if err != nil || len(far.Events) != 1 || far.Events[0].Owner != alice.ID {
 			t.Fatalf("far behind: %v %v", eventTypes(far.Events), err)
 		}
 		if last, _ := db.LastEventID(ctx); far.Next.Less(last) {
 			t.Fatalf("a caught-up read from far behind ends at %s, before bob's last event %s", far.Next, last)
 		}
-		near, err := db.ReadEvents(ctx, yard.EventFilter{After: far.Events[0].ID, Owners: people, Limit: 10})
+		near, err := win16.ReadEvents(ctx, yard.EventFilter{After: far.Events[0].ID, Owners: people, Limit: 10})
 		if err != nil || len(near.Events) != 0 || near.Next.Less(far.Next) {
 			t.Fatalf("after alice's: %v, next %s, %v", eventTypes(near.Events), near.Next, err)
 		}
@@ -610,11 +611,11 @@ func TestReadEventsOfPeople(t *testing.T) {
 		}
 		// Windows of 2 transaction ids: one read stops after its last
 		// window (maxEventWindows), and the next goes on from there.
-		defer store.SetEventWindowPG(2)()
+		win2 := storetest.OpenDSN(t, db.DSN(), store.WithEventWindow(2))
 		var got []*yard.Event
 		reads := 0
 		for at := from; ; reads++ {
-			p, err := db.ReadEvents(ctx, yard.EventFilter{After: at, Owners: people, Limit: 10})
+			p, err := win2.ReadEvents(ctx, yard.EventFilter{After: at, Owners: people, Limit: 10})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -638,7 +639,7 @@ func TestReadEventsOfPeople(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, at := range []yard.EventID{gapFrom, {}} {
-			p, err := db.ReadEvents(ctx, yard.EventFilter{After: at, Owners: []string{alice.ID}, Limit: 1})
+			p, err := win2.ReadEvents(ctx, yard.EventFilter{After: at, Owners: []string{alice.ID}, Limit: 1})
 			if err != nil || len(p.Events) != 1 || p.Events[0].Owner != alice.ID || (at.IsZero() && p.Events[0].Type != yard.EventDogCreated) {
 				t.Fatalf("across a gap of 400 transaction ids from %s: %v %v", at, eventTypes(p.Events), err)
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/internal/batch"
 )
 
@@ -23,7 +24,7 @@ func sessionSetting(ctx context.Context, pool *sql.DB, name string) (string, err
 }
 
 // CreateCarInTx writes a new car in tx as CreateCar does in its own.
-var CreateCarInTx = createCar
+func CreateCarInTx(ctx context.Context, tx *Tx, c *yard.Car) error { return createCar(ctx, tx, c) }
 
 // RunBatch runs fns as one group-commit batch (runBatch), each in its own
 // savepoint, and returns their errors.
@@ -41,14 +42,6 @@ func (db *DB) RunBatch(fns ...func(tx *Tx) error) []error {
 	return errs
 }
 
-// SetImportChunks sets the rows per statement of an import on each engine
-// and returns a function that restores them.
-func SetImportChunks(sqlite, pg int) func() {
-	was := [2]int{importChunk, pgImportChunk}
-	importChunk, pgImportChunk = sqlite, pg
-	return func() { importChunk, pgImportChunk = was[0], was[1] }
-}
-
 // QuietProbe reports whether SQLite's change probe reads the WAL index's
 // header, and how many times it has run its statement.
 func (db *DB) QuietProbe() (mapped bool, statements int) {
@@ -63,12 +56,13 @@ func (db *DB) EventReaderSetting(ctx context.Context, name string) (string, erro
 	return sessionSetting(ctx, db.eventRead, name)
 }
 
-// SetEventWindowPG sets the span of one statement of a windowed read on
-// PostgreSQL and returns a function that restores it.
-func SetEventWindowPG(n int64) func() {
-	was := eventWindowPG
-	eventWindowPG = n
-	return func() { eventWindowPG = was }
+// DSN returns what Open took to open db, for another handle on its
+// database.
+func (db *DB) DSN() string {
+	if db.engine == SQLite {
+		return "sqlite:" + db.dsn
+	}
+	return db.dsn
 }
 
 // CarRowsForTest returns every garage and car row as text, times left out,
@@ -121,7 +115,7 @@ func (db *DB) ImportKnowingGarage(ctx context.Context, id, state, in string) err
 	if err := im.parse(ctx, []byte(in), b); err != nil {
 		return err
 	}
-	b.complete(db.engine)
+	im.complete(b)
 	return im.writeBatch(ctx, b)
 }
 
@@ -182,4 +176,18 @@ func (db *DB) Exec(ctx context.Context, q string, args ...any) error {
 // started (as text) began after transaction xid committed.
 func LeaseStartedAfter(started string, xid int64) bool {
 	return readLease{started: started}.startedAfter(xid)
+}
+
+// FinishWebhookDelivery records how a claimed attempt ended: it is
+// FinishWebhookDeliveries of one, and a claim no longer held is
+// yard.ErrLeaseLost.
+func (db *DB) FinishWebhookDelivery(ctx context.Context, c *yard.WebhookClaim, out yard.DeliveryOutcome) (disabled bool, err error) {
+	dis, lost, err := db.FinishWebhookDeliveries(ctx, []*yard.WebhookClaim{c}, []yard.DeliveryOutcome{out})
+	switch {
+	case err != nil:
+		return false, err
+	case lost[0]:
+		return false, yard.ErrLeaseLost
+	}
+	return dis[0], nil
 }

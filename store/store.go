@@ -98,6 +98,9 @@ type DB struct {
 	// (EventsWritten).
 	eventWake chan struct{}
 
+	// tuning is how the bigger statements are cut (tuning.go).
+	tuning tuning
+
 	// held is the shared lock on an SQLite store's lock file (backup.go,
 	// holdStore), kept while the store is open so that yard restore
 	// never replaces a store in use.
@@ -117,6 +120,7 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 		opt(&o)
 	}
 	db := &DB{Now: time.Now, eventWake: make(chan struct{}, 1)}
+	db.tuning = o.tuning.withDefaults()
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		db.engine, db.dsn = Postgres, dsn
@@ -244,6 +248,7 @@ type Option func(*options)
 type options struct {
 	busyTimeout time.Duration
 	sync        string // SyncFull or SyncNormal (durability.go)
+	tuning      tuning // WithImportChunks, WithEventWindow (tuning.go)
 }
 
 // WithSQLiteBusyTimeout replaces DefaultSQLiteBusyTimeout.

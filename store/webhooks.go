@@ -625,21 +625,6 @@ func prefixed(p, cols string) string {
 	return strings.Join(parts, ", ")
 }
 
-// FinishWebhookDelivery records how a claimed attempt ended: it is
-// FinishWebhookDeliveries of one, and a claim no longer held (its lease
-// expired and another worker took it, or the subscription is gone) is
-// yard.ErrLeaseLost and changes nothing.
-func (db *DB) FinishWebhookDelivery(ctx context.Context, c *yard.WebhookClaim, out yard.DeliveryOutcome) (disabled bool, err error) {
-	dis, lost, err := db.FinishWebhookDeliveries(ctx, []*yard.WebhookClaim{c}, []yard.DeliveryOutcome{out})
-	switch {
-	case err != nil:
-		return false, err
-	case lost[0]:
-		return false, yard.ErrLeaseLost
-	}
-	return dis[0], nil
-}
-
 // finishPG records many attempts' outcomes in one statement; it returns
 // those whose lease held.
 const finishPG = `UPDATE webhook_deliveries d SET status = v.status, code = v.code, error = v.error, attempted_at = v.at, shown_at = v.at,

@@ -98,18 +98,19 @@ func ForEachEngine(t *testing.T, fn func(t *testing.T, db *store.DB)) {
 	}
 }
 
-// Open returns a fresh, migrated store of the engine, closed when t ends.
-func Open(t testing.TB, engine string) *store.DB {
+// Open returns a fresh, migrated store of the engine, opened with opts and
+// closed when t ends.
+func Open(t testing.TB, engine string, opts ...store.Option) *store.DB {
 	t.Helper()
-	return OpenDSN(t, DSN(t, engine))
+	return OpenDSN(t, DSN(t, engine), opts...)
 }
 
-// OpenDSN opens and migrates the store at dsn (of DSN), closed when t
-// ends; two calls with one dsn are two processes on one database.
-func OpenDSN(t testing.TB, dsn string) *store.DB {
+// OpenDSN opens (with opts) and migrates the store at dsn (of DSN), closed
+// when t ends; two calls with one dsn are two processes on one database.
+func OpenDSN(t testing.TB, dsn string, opts ...store.Option) *store.DB {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dsn, t.TempDir())
+	db, err := store.Open(ctx, dsn, t.TempDir(), opts...)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

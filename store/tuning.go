@@ -1,0 +1,44 @@
+package store
+
+// tuning is how the store cuts its bigger statements, fixed when it is
+// opened (WithImportChunks, WithEventWindow); a zero or negative field
+// means its default.
+type tuning struct {
+	// importChunk is the rows of one multi-row INSERT of an import on
+	// SQLite (defaultImportChunk); pgImportChunk those of one INSERT …
+	// SELECT FROM unnest(…) on PostgreSQL (defaultPGImportChunk).
+	importChunk, pgImportChunk int
+	// eventWindow is the span of transaction ids one statement of a read
+	// of several people's events covers on PostgreSQL
+	// (defaultEventWindowPG).
+	eventWindow int64
+}
+
+// withDefaults returns t with each field left unset at its default.
+func (t tuning) withDefaults() tuning {
+	if t.importChunk <= 0 {
+		t.importChunk = defaultImportChunk
+	}
+	if t.pgImportChunk <= 0 {
+		t.pgImportChunk = defaultPGImportChunk
+	}
+	if t.eventWindow <= 0 {
+		t.eventWindow = defaultEventWindowPG
+	}
+	return t
+}
+
+// WithImportChunks sets the rows of one statement of an import
+// (ImportCarsWith): a multi-row INSERT on SQLite (64 by default), an
+// INSERT … SELECT FROM unnest(…) on PostgreSQL (10,000 by default). 0
+// keeps an engine's default.
+func WithImportChunks(sqlite, postgres int) Option {
+	return func(o *options) { o.tuning.importChunk, o.tuning.pgImportChunk = sqlite, postgres }
+}
+
+// WithEventWindow sets the span of transaction ids one statement of a
+// read of several people's events covers on PostgreSQL (ReadEvents; 4096
+// by default).
+func WithEventWindow(n int64) Option {
+	return func(o *options) { o.tuning.eventWindow = n }
+}
