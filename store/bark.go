@@ -63,29 +63,8 @@ func (db *DB) FindBark(ctx context.Context, dogID, id string) (*yard.Bark, error
 func (db *DB) FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, int, error) {
 	ctx, span := db.span(ctx, "store.FindBarks")
 	defer span.End()
-	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE dog_id = $1`, f.DogID).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = yard.DefaultPageMax
-	}
-	rows, err := db.Query(ctx, `SELECT `+barkColumns+` FROM tasks WHERE dog_id = $1 ORDER BY created_at DESC, id DESC LIMIT CAST($2 AS BIGINT) OFFSET $3`,
-		f.DogID, limit, f.Offset)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	var out []*yard.Bark
-	for rows.Next() {
-		b, err := scanBark(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, b)
-	}
-	return out, total, rows.Err()
+	return findPage(ctx, db, barkColumns, `tasks WHERE dog_id = $1`, `created_at DESC, id DESC`, []any{f.DogID},
+		pageMax(f.Limit), f.Offset, func(row rowScanner) (*yard.Bark, error) { return scanBark(row) })
 }
 
 // LastBark returns when the dog last barked (any effect, any source), or

@@ -29,38 +29,14 @@ func (db *DB) FindDogByID(ctx context.Context, id string) (*yard.Dog, error) {
 func (db *DB) FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int, error) {
 	ctx, span := db.span(ctx, "store.FindDogs")
 	defer span.End()
-	where, args := "", []any{}
+	from, args := `dogs`, []any{}
 	if f.Owner != nil {
-		where = ` WHERE owner_id = $1`
-		args = append(args, *f.Owner)
+		from, args = `dogs WHERE owner_id = $1`, append(args, *f.Owner)
 	}
-	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM dogs`+where, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = yard.DefaultPageMax
-	}
-	args = append(args, limit, f.Offset)
-	rows, err := db.Query(ctx, `SELECT `+dogColumns+` FROM dogs`+where+
-		` ORDER BY id LIMIT CAST($`+itoa(len(args)-1)+` AS BIGINT) OFFSET $`+itoa(len(args)), args...)
+	out, total, err := findPage(ctx, db, dogColumns, from, `id`, args, pageMax(f.Limit), f.Offset, scanDog)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	var out []*yard.Dog
-	for rows.Next() {
-		d, err := scanDog(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, err
-	}
-	rows.Close()
 	return out, total, db.attachSchedules(ctx, out...)
 }
 

@@ -40,25 +40,7 @@ func (db *DB) FindOAuthConsumer(ctx context.Context, key string) (*yard.OAuthCon
 
 // ListOAuthConsumers returns a page of consumers, oldest first.
 func (db *DB) ListOAuthConsumers(ctx context.Context, page yard.Page) ([]*yard.OAuthConsumer, int, error) {
-	var total int
-	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM oauth_consumers`).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := db.read.QueryContext(ctx, `SELECT `+consumerColumns+` FROM oauth_consumers
-		ORDER BY created_at, consumer_key LIMIT CAST($1 AS BIGINT) OFFSET $2`, page.Max, page.Offset)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	var out []*yard.OAuthConsumer
-	for rows.Next() {
-		c, err := scanConsumer(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, c)
-	}
-	return out, total, rows.Err()
+	return findPage(ctx, db, consumerColumns, `oauth_consumers`, `created_at, consumer_key`, nil, page.Max, page.Offset, scanConsumer)
 }
 
 // DeleteOAuthConsumer deletes a consumer and its tokens.

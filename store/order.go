@@ -75,33 +75,11 @@ func (db *DB) FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order
 			conds = append(conds, "canceled = "+arg(f.Canceled[0]))
 		}
 	}
-	where := ""
+	from := `orders`
 	if len(conds) > 0 {
-		where = " WHERE " + strings.Join(conds, " AND ")
+		from += " WHERE " + strings.Join(conds, " AND ")
 	}
-	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM orders`+where, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = yard.DefaultPageMax
-	}
-	lim, off := arg(limit), arg(f.Offset)
-	rows, err := db.Query(ctx, `SELECT `+orderColumns+` FROM orders`+where+` ORDER BY id LIMIT `+lim+` OFFSET `+off, args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	var out []*yard.Order
-	for rows.Next() {
-		o, err := scanOrder(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, o)
-	}
-	return out, total, rows.Err()
+	return findPage(ctx, db, orderColumns, from, `id`, args, pageMax(f.Limit), f.Offset, scanOrder)
 }
 
 // CreateOrder validates and stores o, setting its id and timestamps. An

@@ -78,24 +78,7 @@ func (db *DB) FindSearchByName(ctx context.Context, name string) (*yard.Search, 
 func (db *DB) FindSearches(ctx context.Context, page yard.Page) ([]*yard.Search, int, error) {
 	ctx, span := db.span(ctx, "store.FindSearches")
 	defer span.End()
-	var total int
-	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM searches`).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := db.read.QueryContext(ctx, `SELECT `+searchColumns+` FROM searches ORDER BY id LIMIT CAST($1 AS BIGINT) OFFSET $2`, page.Max, page.Offset)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []*yard.Search{}
-	for rows.Next() {
-		s, err := scanSearch(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, s)
-	}
-	return out, total, rows.Err()
+	return findPage(ctx, db, searchColumns, `searches`, `id`, nil, page.Max, page.Offset, scanSearch)
 }
 
 // DeleteSearch removes a search, or answers ENOTFOUND.

@@ -43,35 +43,11 @@ func (db *DB) FindUserByName(ctx context.Context, name string) (*yard.User, erro
 func (db *DB) FindUsers(ctx context.Context, f yard.UserFilter) ([]*yard.User, int, error) {
 	ctx, span := db.span(ctx, "store.FindUsers")
 	defer span.End()
-	where, args := "", []any{}
+	from, args := `users`, []any{}
 	if f.Name != nil {
-		where = ` WHERE name_key = $1`
-		args = append(args, strings.ToLower(*f.Name))
+		from, args = `users WHERE name_key = $1`, append(args, strings.ToLower(*f.Name))
 	}
-	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM users`+where, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = yard.DefaultPageMax
-	}
-	args = append(args, limit, f.Offset)
-	rows, err := db.Query(ctx, `SELECT `+userColumns+` FROM users`+where+
-		` ORDER BY id LIMIT CAST($`+itoa(len(args)-1)+` AS BIGINT) OFFSET $`+itoa(len(args)), args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	var out []*yard.User
-	for rows.Next() {
-		u, err := scanUser(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, u)
-	}
-	return out, total, rows.Err()
+	return findPage(ctx, db, userColumns, from, `id`, args, pageMax(f.Limit), f.Offset, scanUser)
 }
 
 // CountUsers returns how many users exist.

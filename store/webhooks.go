@@ -121,34 +121,11 @@ func (db *DB) FindWebhook(ctx context.Context, id string) (*yard.Webhook, error)
 // FindWebhooks returns a page of subscriptions, oldest first, and their
 // count.
 func (db *DB) FindWebhooks(ctx context.Context, f yard.WebhookFilter) ([]*yard.Webhook, int, error) {
-	where, args := ``, []any{}
+	from, args := `webhooks`, []any{}
 	if f.Owner != nil {
-		where, args = ` WHERE owner_id = $1`, append(args, *f.Owner)
+		from, args = `webhooks WHERE owner_id = $1`, append(args, *f.Owner)
 	}
-	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM webhooks`+where, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = yard.DefaultPageMax
-	}
-	n := len(args)
-	rows, err := db.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks`+where+
-		fmt.Sprintf(` ORDER BY created_at, id LIMIT CAST($%d AS BIGINT) OFFSET $%d`, n+1, n+2), append(args, limit, f.Offset)...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	var out []*yard.Webhook
-	for rows.Next() {
-		w, err := scanWebhook(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, w)
-	}
-	return out, total, rows.Err()
+	return findPage(ctx, db, webhookColumns, from, `created_at, id`, args, pageMax(f.Limit), f.Offset, scanWebhook)
 }
 
 // UpdateWebhook changes a subscription and returns it. Enabling a disabled
@@ -229,29 +206,15 @@ func scanDelivery(row interface{ Scan(...any) error }, extra ...any) (*yard.Webh
 // attempts, newest first (by their Time: when they were made, or are
 // due), and their count.
 func (db *DB) FindWebhookDeliveries(ctx context.Context, webhookID string, offset, limit int) ([]*yard.WebhookDelivery, int, error) {
-	var total int
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM webhook_deliveries WHERE webhook_id = $1`, webhookID).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	if limit <= 0 {
-		limit = yard.DefaultPageMax
-	}
-	rows, err := db.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE webhook_id = $1
-		ORDER BY shown_at DESC, event_tx DESC, event_seq DESC, attempt DESC LIMIT CAST($2 AS BIGINT) OFFSET $3`, webhookID, limit, offset)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	var out []*yard.WebhookDelivery
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		d.Event.Data = nil
-		out = append(out, d)
-	}
-	return out, total, rows.Err()
+	return findPage(ctx, db, deliveryColumns, `webhook_deliveries WHERE webhook_id = $1`,
+		`shown_at DESC, event_tx DESC, event_seq DESC, attempt DESC`, []any{webhookID}, pageMax(limit), offset,
+		func(row rowScanner) (*yard.WebhookDelivery, error) {
+			d, err := scanDelivery(row)
+			if d != nil {
+				d.Event.Data = nil
+			}
+			return d, err
+		})
 }
 
 // fanOutRead bounds the events one subscription reads per transaction.
