@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/retention"
 )
 
 // Store is what a Hub needs of the store (store.DB).
@@ -530,24 +531,13 @@ func (h *Hub) listen(ctx context.Context) {
 
 // prune removes events past the retention, once a minute.
 func (h *Hub) prune(ctx context.Context) {
-	t := time.NewTicker(pruneEvery)
-	defer t.Stop()
-	for {
-		for {
-			n, err := h.store.PruneEvents(ctx, h.cfg.Now().Add(-h.cfg.Retention), pruneBatch)
-			if err != nil && ctx.Err() == nil {
-				h.cfg.Logger.Warn("events: pruning failed", slog.String("error", err.Error()))
-			}
-			if err != nil || n < pruneBatch {
-				break
-			}
+	retention.Run(ctx, pruneEvery, pruneBatch, func(ctx context.Context, limit int) (int, error) {
+		return h.store.PruneEvents(ctx, h.cfg.Now().Add(-h.cfg.Retention), limit)
+	}, func(err error) {
+		if err != nil {
+			h.cfg.Logger.Warn("events: pruning failed", slog.String("error", err.Error()))
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // Close cuts every subscriber off and refuses new ones (the server is

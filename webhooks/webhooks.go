@@ -40,6 +40,7 @@ import (
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/internal/batch"
 	"github.com/yard-api/yard/internal/outage"
+	"github.com/yard-api/yard/internal/retention"
 )
 
 // Store is what deliveries need of the store (package store's *DB). Its
@@ -470,24 +471,9 @@ func (s *Service) observe(outcome string, start time.Time) {
 
 // prune removes delivery rows older than the retention, once a minute.
 func (s *Service) prune(ctx context.Context) {
-	t := time.NewTicker(pruneEvery)
-	defer t.Stop()
-	for {
-		for {
-			n, err := s.DB.PruneWebhookDeliveries(ctx, s.Now().Add(-s.Retention), pruneBatch)
-			if ctx.Err() == nil {
-				s.logLoopError("webhook pruning", err)
-			}
-			if err != nil || n < pruneBatch {
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	retention.Run(ctx, pruneEvery, pruneBatch, func(ctx context.Context, limit int) (int, error) {
+		return s.DB.PruneWebhookDeliveries(ctx, s.Now().Add(-s.Retention), limit)
+	}, func(err error) { s.logLoopError("webhook pruning", err) })
 }
 
 // logLoopError logs an error of a loop; an unreachable store is logged
