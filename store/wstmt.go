@@ -52,3 +52,12 @@ func (db *DB) txExec(ctx context.Context, tx *Tx, query string, args ...any) (sq
 	}
 	return tx.ExecContext(ctx, query, args...)
 }
+
+// txQuery runs a query inside tx through its prepared statement when
+// prepareWrites made one (SQLite), else as plain SQL.
+func (db *DB) txQuery(ctx context.Context, tx *Tx, query string, args ...any) (*sql.Rows, error) {
+	if st, ok := db.writeStmts.Load(query); ok {
+		return tx.StmtContext(ctx, st.(*sql.Stmt)).QueryContext(ctx, args...)
+	}
+	return tx.QueryContext(ctx, query, args...)
+}

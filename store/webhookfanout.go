@@ -1,0 +1,262 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+// The fan-out of events into webhook deliveries, and the delivery rows
+// (webhooks.go says how deliveries go).
+
+const deliveryColumns = `id, webhook_id, event_tx, event_seq, event_type, event_subject, event_owner, event_at, data,
+	attempt, status, code, error, due_at, attempted_at, first_at`
+
+func scanDelivery(row interface{ Scan(...any) error }, extra ...any) (*yard.WebhookDelivery, error) {
+	var d yard.WebhookDelivery
+	var at, due, attempted, first int64
+	var data string
+	dest := []any{&d.ID, &d.WebhookID, &d.Event.ID.Tx, &d.Event.ID.Seq, &d.Event.Type, &d.Event.Subject, &d.Event.Owner, &at, &data,
+		&d.Attempt, &d.Status, &d.Code, &d.Error, &due, &attempted, &first}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
+		return nil, err
+	}
+	d.Event.Time, d.FirstAttempt = FromMillis(at), FromMillis(first)
+	if data != "" {
+		d.Event.Data = json.RawMessage(data)
+	}
+	d.Time = FromMillis(attempted)
+	if d.Status == yard.DeliveryPending {
+		d.Time = FromMillis(due)
+	}
+	return &d, nil
+}
+
+// FindWebhookDeliveries returns a page of a subscription's delivery
+// attempts, newest first (by their Time: when they were made, or are
+// due), and their count.
+func (db *DB) FindWebhookDeliveries(ctx context.Context, webhookID string, offset, limit int) ([]*yard.WebhookDelivery, int, error) {
+	return findPage(ctx, db, deliveryColumns, `webhook_deliveries WHERE webhook_id = $1`,
+		`shown_at DESC, event_tx DESC, event_seq DESC, attempt DESC`, []any{webhookID}, pageMax(limit), offset,
+		func(row rowScanner) (*yard.WebhookDelivery, error) {
+			d, err := scanDelivery(row)
+			if d != nil {
+				d.Event.Data = nil
+			}
+			return d, err
+		})
+}
+
+// fanOutRead bounds the events one subscription reads per transaction.
+const fanOutRead = 500
+
+// FanOutWebhooks turns the events committed since each enabled
+// subscription's cursor into pending deliveries, up to the newest event
+// visible when it starts, batch subscriptions per transaction. It returns
+// how many deliveries it created. Processes may run it at once: each
+// subscription's events are turned into deliveries once.
+func (db *DB) FanOutWebhooks(ctx context.Context, batch int) (int, error) {
+	last, err := db.LastEventID(ctx)
+	if err != nil || last.IsZero() {
+		return 0, err
+	}
+	if batch <= 0 {
+		batch = 20
+	}
+	// A read first, so that a process with nothing to do takes no write
+	// transaction.
+	var one int
+	err = db.QueryRow(ctx, `SELECT 1 FROM webhooks w JOIN users u ON u.id = w.owner_id
+		WHERE w.enabled = TRUE AND u.disabled = FALSE AND (w.cursor_tx, w.cursor_seq) < ($1, $2) LIMIT 1`, last.Tx, last.Seq).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	created := 0
+	for {
+		n, more, err := db.fanOutOnce(ctx, last, batch)
+		created += n
+		if err != nil || !more {
+			return created, err
+		}
+	}
+}
+
+// fanOutOnce moves at most batch subscriptions that are behind last; more
+// reports that some may still be behind.
+func (db *DB) fanOutOnce(ctx context.Context, last yard.EventID, batch int) (created int, more bool, err error) {
+	lock := ""
+	if db.engine == Postgres {
+		lock = ` FOR UPDATE OF w SKIP LOCKED`
+	}
+	db.prepareWrites(ctx, insertDeliverySQLite)
+	err = db.WithTx(ctx, func(tx *Tx) error {
+		created, more = 0, false
+		rows, err := tx.QueryContext(ctx, `SELECT w.id, w.owner_id, w.types, w.cursor_tx, w.cursor_seq, u.roles
+			FROM webhooks w JOIN users u ON u.id = w.owner_id
+			WHERE w.enabled = TRUE AND u.disabled = FALSE AND (w.cursor_tx, w.cursor_seq) < ($1, $2)
+			ORDER BY w.cursor_tx, w.cursor_seq, w.id LIMIT CAST($3 AS BIGINT)`+lock, last.Tx, last.Seq, batch)
+		if err != nil {
+			return err
+		}
+		type sub struct {
+			w     yard.Webhook
+			cur   yard.EventID
+			admin bool
+		}
+		var subs []sub
+		for rows.Next() {
+			var s sub
+			var types, roles string
+			if err := rows.Scan(&s.w.ID, &s.w.Owner, &types, &s.cur.Tx, &s.cur.Seq, &roles); err != nil {
+				rows.Close()
+				return err
+			}
+			s.w.Types = splitTypes(types)
+			s.admin = slices.Contains(strings.Split(roles, ","), yard.RoleAdmin)
+			subs = append(subs, s)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		more = len(subs) == batch
+		now := Millis(tx.Now())
+		for _, s := range subs {
+			f := yard.EventFilter{After: s.cur, Limit: fanOutRead}
+			if !s.admin {
+				f.Owner = &s.w.Owner
+			}
+			page, err := db.ReadEvents(ctx, f)
+			if yard.ErrorCode(err) == yard.EGONE {
+				// The retention removed events the subscription had
+				// not reached (it was disabled that long): go on from
+				// the oldest kept.
+				if err := tx.QueryRowContext(ctx, `SELECT pruned_tx, pruned_seq FROM event_clock WHERE id = 1`).Scan(&f.After.Tx, &f.After.Seq); err != nil {
+					return err
+				}
+				page, err = db.ReadEvents(ctx, f)
+			}
+			if err != nil {
+				return err
+			}
+			var rows [][]any
+			for _, e := range page.Events {
+				if s.w.Wants(e.Type) {
+					rows = append(rows, []any{yard.NewID(), s.w.ID, s.w.Owner, e.ID.Tx, e.ID.Seq, e.Type, e.Subject,
+						e.Owner, Millis(e.Time), string(e.Data), 1, now, now, 0})
+				}
+			}
+			k, err := insertDeliveries(ctx, tx, rows)
+			created += k
+			if err != nil {
+				return err
+			}
+			next := page.Next
+			if len(page.Events) < fanOutRead {
+				// Caught up: every event up to last was visible to the
+				// read, so none the owner may see lies between.
+				if next.Less(last) {
+					next = last
+				}
+			} else {
+				more = true
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE webhooks SET cursor_tx = $1, cursor_seq = $2 WHERE id = $3`, next.Tx, next.Seq, s.w.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return created, more, err
+}
+
+const insertDeliverySQLite = `INSERT INTO webhook_deliveries (id, webhook_id, owner_id, event_tx, event_seq, event_type, event_subject,
+	event_owner, event_at, data, attempt, status, created_at, due_at, shown_at, first_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13, $13, $14) ON CONFLICT DO NOTHING`
+
+// insertDeliveryRows bounds the rows of one INSERT of insertDeliveries.
+const insertDeliveryRows = 100
+
+// insertDeliveries inserts pending deliveries, up to insertDeliveryRows
+// in one statement (a round trip each on PostgreSQL), skipping any that
+// exists (webhook, event, attempt); it returns how many were new. A row
+// is id, webhook_id, owner_id, event_tx, event_seq, event_type,
+// event_subject, event_owner, event_at, data, attempt, created_at,
+// due_at (also its shown_at) and first_at.
+func insertDeliveries(ctx context.Context, tx *Tx, rows [][]any) (int, error) {
+	created := 0
+	if tx.db.engine != Postgres {
+		// No round trips to save: one prepared statement per row parses
+		// nothing, where a long VALUES list is parsed every time (it made
+		// a fan-out of 10,000 deliveries take 1.0 s instead of 0.4 s).
+		for _, row := range rows {
+			res, err := tx.db.txExec(ctx, tx, insertDeliverySQLite, row...)
+			if err != nil {
+				return created, err
+			}
+			n, _ := res.RowsAffected()
+			created += int(n)
+		}
+		return created, nil
+	}
+	for chunk := range slices.Chunk(rows, insertDeliveryRows) {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO webhook_deliveries (id, webhook_id, owner_id, event_tx, event_seq, event_type, event_subject,
+	event_owner, event_at, data, attempt, status, created_at, due_at, shown_at, first_at) VALUES `)
+		args := make([]any, 0, len(chunk)*14)
+		for r, row := range chunk {
+			if r > 0 {
+				q.WriteString(", ")
+			}
+			b := len(args)
+			fmt.Fprintf(&q, "(%s, 'pending', $%d, $%d, $%d, $%d)", placeholders(b+1, 11), b+12, b+13, b+13, b+14)
+			args = append(args, row...)
+		}
+		q.WriteString(" ON CONFLICT DO NOTHING")
+		res, err := tx.ExecContext(ctx, q.String(), args...)
+		if err != nil {
+			return created, err
+		}
+		n, _ := res.RowsAffected()
+		created += int(n)
+	}
+	return created, nil
+}
+
+// placeholders is "$from, …" for n arguments.
+func placeholders(from, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "$%d", from+i)
+	}
+	return b.String()
+}
+
+// PruneWebhookDeliveries removes delivery rows created before before (the
+// events retention), at most limit of them, none in flight, and returns
+// how many it removed.
+func (db *DB) PruneWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	var n int64
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE id IN
+			(SELECT id FROM webhook_deliveries WHERE created_at < $1 AND lease_until < $2 LIMIT CAST($3 AS BIGINT))`, Millis(before), Millis(tx.Now()), limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
