@@ -1,0 +1,367 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+// Bark schedules (docs/barks.md): a dog's schedule in bark_schedules, read
+// with the dog, changed by PATCH, POST or DELETE, and fired by the workers'
+// tick (FireDueSchedules) into pending bark tasks.
+
+// schedule is a stored bark_schedules row.
+type schedule struct {
+	next, last        int64
+	frequency         int
+	changeDate        int64
+	changeHash        string
+	changeStatus      int
+	exists, isRunning bool
+}
+
+func loadSchedule(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, dogID string) (schedule, error) {
+	var s schedule
+	err := q.QueryRowContext(ctx, `SELECT next_at, last_at, frequency, change_date, change_hash, change_status FROM bark_schedules WHERE dog_id = $1`, dogID).
+		Scan(&s.next, &s.last, &s.frequency, &s.changeDate, &s.changeHash, &s.changeStatus)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, nil
+	}
+	s.exists, s.isRunning = err == nil, err == nil && s.frequency > 0
+	return s, err
+}
+
+// preparedReader reads outside a transaction through the store's cache of
+// prepared statements.
+type preparedReader struct{ db *DB }
+
+func (p preparedReader) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return p.db.QueryRow(ctx, q, args...)
+}
+
+func (p preparedReader) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return p.db.Query(ctx, q, args...)
+}
+
+// txReader reads inside tx, through the statements prepared on the SQLite
+// writer (prepareWrites) where there are.
+type txReader struct{ tx *Tx }
+
+func (r txReader) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return r.tx.db.txQueryRow(ctx, r.tx, q, args...)
+}
+
+func (r txReader) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return r.tx.db.txQuery(ctx, r.tx, q, args...)
+}
+
+// reader is what reads a dog with its schedule: preparedReader outside a
+// transaction, txReader inside one.
+type reader interface {
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+// The statements of dogWithSchedule: the dog with its schedule, and the
+// slots of its previous scheduled barks.
+var (
+	dogWithScheduleSQL = `SELECT ` + dogColumnsD + `, s.next_at, s.frequency, s.last_at
+		FROM dogs d LEFT JOIN bark_schedules s ON s.dog_id = d.id WHERE d.id = $1`
+	previousBarksSQL = `SELECT slot_at FROM tasks WHERE dog_id = $1 AND source = 'schedule' AND status <> 'canceled'
+		ORDER BY slot_at DESC LIMIT CAST($2 AS BIGINT)`
+)
+
+// previousBarks returns the times of the last scheduled barks, newest first.
+func previousBarks(ctx context.Context, q reader, dogID string) ([]time.Time, error) {
+	rows, err := q.QueryContext(ctx, previousBarksSQL, dogID, yard.MaxPreviousBarks)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []time.Time{}
+	for rows.Next() {
+		var ms int64
+		if err := rows.Scan(&ms); err != nil {
+			return nil, err
+		}
+		out = append(out, FromMillis(ms))
+	}
+	return out, rows.Err()
+}
+
+// FindSchedule returns the dog's running bark schedule, or nil when none is
+// set.
+func (db *DB) FindSchedule(ctx context.Context, dogID string) (*yard.BarkSchedule, error) {
+	ctx, span := db.span(ctx, "store.FindSchedule")
+	defer span.End()
+	s, err := loadSchedule(ctx, preparedReader{db}, dogID)
+	if err != nil || !s.isRunning {
+		return nil, err
+	}
+	prev, err := previousBarks(ctx, preparedReader{db}, dogID)
+	if err != nil {
+		return nil, err
+	}
+	return &yard.BarkSchedule{Next: FromMillis(s.next), Frequency: s.frequency, Last: FromMillis(s.last), Previous: prev}, nil
+}
+
+// dogColumnsD are the dog columns qualified by the alias d.
+var dogColumnsD = "d." + strings.ReplaceAll(dogColumns, ", ", ", d.")
+
+// withExtra scans a row's first columns with scan and the rest into extra.
+type withExtra struct {
+	row   interface{ Scan(...any) error }
+	extra []any
+}
+
+func (w withExtra) Scan(dest ...any) error { return w.row.Scan(append(dest, w.extra...)...) }
+
+// findDogWithSchedule reads a dog and its schedule in one query (a read of
+// a dog is the hottest request); the previous barks need a second one only
+// when a schedule runs.
+func (db *DB) findDogWithSchedule(ctx context.Context, id string) (*yard.Dog, error) {
+	return dogWithSchedule(ctx, preparedReader{db}, id)
+}
+
+// dogWithSchedule reads a dog with its schedule through q.
+func dogWithSchedule(ctx context.Context, q reader, id string) (*yard.Dog, error) {
+	var next, last, freq sql.NullInt64
+	d, err := scanDog(withExtra{q.QueryRowContext(ctx, dogWithScheduleSQL, id), []any{&next, &freq, &last}})
+	if err != nil {
+		return nil, notFound(err, "Dog")
+	}
+	if freq.Int64 > 0 {
+		prev, err := previousBarks(ctx, q, id)
+		if err != nil {
+			return nil, err
+		}
+		d.Schedule = &yard.BarkSchedule{Next: FromMillis(next.Int64), Frequency: int(freq.Int64), Last: FromMillis(last.Int64), Previous: prev}
+	}
+	return d, nil
+}
+
+// attachSchedules fills in the Schedule of each dog.
+func (db *DB) attachSchedules(ctx context.Context, dogs ...*yard.Dog) error {
+	for _, d := range dogs {
+		sc, err := db.FindSchedule(ctx, d.ID)
+		if err != nil {
+			return err
+		}
+		d.Schedule = sc
+	}
+	return nil
+}
+
+// lockDog reads a dog inside a write transaction, locking its row on
+// PostgreSQL so that schedule changes of one dog are serialised.
+func (db *DB) lockDog(ctx context.Context, tx *Tx, id string) (*yard.Dog, error) {
+	d, err := scanDog(tx.QueryRowContext(ctx, `SELECT `+dogColumns+` FROM dogs WHERE id = $1`+db.forUpdate(false), id))
+	return d, notFound(err, "Dog")
+}
+
+func writeSchedule(ctx context.Context, tx *Tx, dogID string, c yard.ScheduleChange, now time.Time) error {
+	next := Millis(c.Next)
+	if c.Frequency == 0 {
+		next = 0
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO bark_schedules (dog_id, next_at, frequency, updated_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (dog_id) DO UPDATE SET next_at = excluded.next_at, frequency = excluded.frequency, updated_at = excluded.updated_at`,
+		dogID, next, c.Frequency, Millis(now))
+	if err != nil {
+		return err
+	}
+	return touchDog(ctx, tx, dogID, 0, now)
+}
+
+// The change_status column of bark_schedules keeps, for the last applied
+// PATCH, whether the stored representation differed from what was sent,
+// as the status first answered (204 or 205, its encoding since migration
+// 00010); 0 when no PATCH was applied.
+const (
+	changeSame    = 204
+	changeDiffers = 205
+)
+
+// ApplySchedulePatch applies a schedule PATCH once (RFC 9110 §13.1.4): a
+// repeat of the last applied request applies nothing and reports what the
+// first one did; a request whose date is older than the dog's last change
+// is EPRECONDITION; a refused schedule is ESCHEDULEREFUSED. It reports
+// whether the stored representation differs from what was sent
+// (p.Differs, or that of the repeated request).
+func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p yard.SchedulePatch) (differs bool, err error) {
+	ctx, span := db.span(ctx, "store.ApplySchedulePatch")
+	defer span.End()
+	err = db.WithTx(ctx, func(tx *Tx) error {
+		d, err := db.lockDog(ctx, tx, dogID)
+		if err != nil {
+			return err
+		}
+		s, err := loadSchedule(ctx, tx, dogID)
+		if err != nil {
+			return err
+		}
+		if s.exists && s.changeDate == p.Date.Unix() && s.changeHash == p.Hash && s.changeStatus != 0 {
+			differs = s.changeStatus == changeDiffers
+			return nil
+		}
+		if d.UpdatedAt.Truncate(time.Second).After(p.Date) {
+			return yard.Errorf(yard.EPRECONDITION, "The dog changed after %s; read it again before changing its schedule.", p.Date.UTC().Format(time.RFC1123))
+		}
+		if err := yard.ValidateSchedule(p.Change, p.Received); err != nil {
+			return err
+		}
+		if p.Fields != (yard.DogUpdate{}) {
+			if _, err := db.updateDogTx(ctx, tx, dogID, p.Fields); err != nil {
+				return err
+			}
+		}
+		now := tx.Now()
+		if err := writeSchedule(ctx, tx, dogID, p.Change, now); err != nil {
+			return err
+		}
+		change := changeSame
+		if p.Differs {
+			change = changeDiffers
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE bark_schedules SET change_date = $1, change_hash = $2, change_status = $3 WHERE dog_id = $4`,
+			p.Date.Unix(), p.Hash, change, dogID)
+		differs = p.Differs
+		return err
+	})
+	return differs, err
+}
+
+// SetScheduleByToken applies a POST of the bark-schedule resource. A token
+// already applied to this dog changes nothing (applied is false).
+func (db *DB) SetScheduleByToken(ctx context.Context, dogID, token string, c yard.ScheduleChange, received time.Time) (applied bool, err error) {
+	ctx, span := db.span(ctx, "store.SetScheduleByToken")
+	defer span.End()
+	err = db.WithTx(ctx, func(tx *Tx) error {
+		if _, err := db.lockDog(ctx, tx, dogID); err != nil {
+			return err
+		}
+		now := tx.Now()
+		res, err := tx.ExecContext(ctx, `INSERT INTO bark_schedule_tokens (dog_id, token, created_at) VALUES ($1, $2, $3)
+			ON CONFLICT (dog_id, token) DO NOTHING`, dogID, token, Millis(now))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		if err := yard.ValidateSchedule(c, received); err != nil {
+			return err
+		}
+		applied = true
+		return writeSchedule(ctx, tx, dogID, c, now)
+	})
+	return applied, err
+}
+
+// StopSchedule stops the dog's schedule; ENOTFOUND when none is running.
+func (db *DB) StopSchedule(ctx context.Context, dogID string) error {
+	ctx, span := db.span(ctx, "store.StopSchedule")
+	defer span.End()
+	return db.WithTx(ctx, func(tx *Tx) error {
+		if _, err := db.lockDog(ctx, tx, dogID); err != nil {
+			return err
+		}
+		s, err := loadSchedule(ctx, tx, dogID)
+		if err != nil {
+			return err
+		}
+		if !s.isRunning {
+			return yard.Errorf(yard.ENOTFOUND, "The dog has no bark schedule.")
+		}
+		return writeSchedule(ctx, tx, dogID, yard.ScheduleChange{}, tx.Now())
+	})
+}
+
+// FireDueSchedules fires every schedule slot due at the store's clock, at
+// most limit of them: for each it stores one pending bark task for the
+// latest due slot (a slot missed during downtime fires once, not once per
+// missed interval) and moves the schedule to the following slot, in one
+// transaction. The slot key is unique and the move is guarded by the old
+// slot, so each slot fires once across processes. Rows are locked in the
+// order the other writers use (dog, then schedule); on PostgreSQL a dog
+// another transaction holds is skipped until the next tick.
+func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, error) {
+	var fired []*yard.Bark
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		fired = nil
+		now := tx.Now().UTC().Truncate(time.Millisecond)
+		rows, err := tx.QueryContext(ctx, `SELECT dog_id FROM bark_schedules WHERE frequency > 0 AND next_at <= $1
+			ORDER BY next_at LIMIT CAST($2 AS BIGINT)`, Millis(now), limit)
+		if err != nil {
+			return err
+		}
+		var due []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			due = append(due, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, dogID := range due {
+			var effect string
+			err := tx.QueryRowContext(ctx, `SELECT bark_effect FROM dogs WHERE id = $1`+db.forUpdate(true), dogID).Scan(&effect)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // locked by another transaction, or deleted
+			} else if err != nil {
+				return err
+			}
+			var next, freq int64
+			err = tx.QueryRowContext(ctx, `SELECT next_at, frequency FROM bark_schedules WHERE dog_id = $1 AND frequency > 0 AND next_at <= $2`+db.forUpdate(false),
+				dogID, Millis(now)).Scan(&next, &freq)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // another process fired it meanwhile
+			} else if err != nil {
+				return err
+			}
+			period := freq * int64(time.Minute/time.Millisecond)
+			slot := next + (Millis(now)-next)/period*period
+			res, err := tx.ExecContext(ctx, `UPDATE bark_schedules SET next_at = $1, last_at = $2 WHERE dog_id = $3 AND next_at = $4`,
+				slot+period, slot, dogID, next)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				continue
+			}
+			b := &yard.Bark{ID: yard.NewID(), DogID: dogID, Effect: effect, Status: yard.BarkPending, Async: true,
+				Source: yard.BarkSourceSchedule, Slot: FromMillis(slot), CreatedAt: now}
+			// A schedule set again to a slot that already fired does not
+			// fire it twice.
+			res, err = tx.ExecContext(ctx, `INSERT INTO tasks (id, dog_id, effect, status, async, source, slot_key, slot_at, created_at, run_at)
+				VALUES ($1, $2, $3, 'pending', TRUE, 'schedule', $4, $5, $6, $6) ON CONFLICT (slot_key) DO NOTHING`,
+				b.ID, dogID, effect, dogID+"@"+strconv.FormatInt(slot, 10), slot, Millis(now))
+			if err != nil {
+				return err
+			}
+			if err := touchDog(ctx, tx, dogID, 0, now); err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				fired = append(fired, b)
+				if err := barkEvent(ctx, tx, yard.EventBarkCreated, b); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return fired, err
+}
