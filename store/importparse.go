@@ -1,8 +1,209 @@
 package store
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/yard-api/yard"
 )
+
+// Reading one line of an import: the line parsed (parseLineFast, or
+// encoding/json for anything but the common shape), checked, given an id
+// when it has none, and added to its batch; what is wrong said in words.
+
+// importLine is one NDJSON line of `yard import`.
+type importLine struct {
+	Kind   string  `json:"kind"`
+	ID     string  `json:"id"`
+	Name   string  `json:"name"`  // garage
+	State  string  `json:"state"` // garage
+	Color  string  `json:"color"`
+	Type   string  `json:"type"`
+	Doors  int     `json:"doors"`
+	Make   string  `json:"make"`
+	Model  string  `json:"model"`
+	Year   int     `json:"year"`
+	Garage *string `json:"garage"`
+}
+
+// parse reads one non-empty line into the batch. Its errors are
+// *ImportError without the line number, or errors of the store.
+func (im *importer) parse(ctx context.Context, line []byte, b *importBatch) error {
+	b.lines++
+	var l importLine
+	if !parseLineFast(line, &l, im.interned.intern) {
+		// Anything but the common shape goes through encoding/json, which
+		// decides and words the error.
+		l = importLine{}
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&l); err != nil {
+			return &ImportError{Msg: describeJSONError(err), Err: err}
+		}
+		if rest := bytes.TrimSpace(line[dec.InputOffset():]); len(rest) > 0 {
+			return &ImportError{Msg: fmt.Sprintf("not JSON: more after the object, at column %d", int(dec.InputOffset())+1)}
+		}
+	}
+	switch l.Kind {
+	case "garage":
+		if l.Color != "" || l.Type != "" || l.Doors != 0 || l.Make != "" || l.Model != "" || l.Year != 0 || l.Garage != nil {
+			return &ImportError{Msg: describeLine("garage", l.ID) + "only kind, id, name and state belong on a garage line"}
+		}
+		g := &yard.Garage{ID: l.ID, Name: l.Name, State: l.State}
+		if err := g.Validate(); err != nil {
+			return &ImportError{Msg: describeLine("garage", l.ID) + describeInvalid(err), Err: err}
+		}
+		if g.ID == "" {
+			g.ID = im.newImportID("garage", l.Name, l.State)
+		}
+		b.addGarage(g)
+		im.states[g.ID] = strings.ToLower(g.State)
+	case "car":
+		if l.Name != "" || l.State != "" {
+			return &ImportError{Msg: describeLine("car", l.ID) + "name and state belong on a garage line"}
+		}
+		c := &yard.Car{ID: l.ID, Color: l.Color, Type: l.Type, Doors: l.Doors, Make: l.Make, Model: l.Model, Year: l.Year}
+		if l.Garage != nil {
+			c.Garage = *l.Garage
+		}
+		if err := c.Validate(); err != nil {
+			return &ImportError{Msg: describeLine("car", l.ID) + describeInvalid(err), Err: err}
+		}
+		if c.Garage != "" {
+			known, err := im.knowGarage(ctx, c.Garage)
+			if err != nil {
+				return err
+			}
+			if !known {
+				return &ImportError{Msg: describeLine("car", l.ID) + fmt.Sprintf("garage %q is unknown: define it on an earlier line or import it first", c.Garage)}
+			}
+		}
+		if c.ID == "" {
+			c.ID = im.newImportID("car", c.Color, c.Type, strconv.Itoa(c.Doors), c.Make, c.Model, strconv.Itoa(c.Year), c.Garage)
+		}
+		ic := importedCar{Car: c}
+		if c.Garage != "" {
+			ic.stateKey = im.states[c.Garage]
+		}
+		b.addCar(ic)
+	case "":
+		return &ImportError{Msg: `no "kind": it must be "garage" or "car"`}
+	default:
+		return &ImportError{Msg: fmt.Sprintf("kind must be \"garage\" or \"car\", not %q", l.Kind)}
+	}
+	return nil
+}
+
+// newImportID returns the id of an id-less line of the kind with these
+// field values: "car-" or "garage-" and 20 hex digits of a SHA-256 over
+// the kind, the values and how many identical id-less lines the import
+// has seen before this one. The same file imported again gives the same
+// ids; so does any file holding the same id-less lines in any order.
+func (im *importer) newImportID(kind string, values ...string) string {
+	h := sha256.New()
+	h.Write([]byte(kind))
+	for _, v := range values {
+		h.Write([]byte{0})
+		h.Write([]byte(v))
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	n := im.seen[key]
+	im.seen[key] = n + 1
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(n)))
+	return kind + "-" + hex.EncodeToString(h.Sum(nil))[:20]
+}
+
+// describeLine starts the message about a line: `car "c1": ` or `car: `.
+func describeLine(kind, id string) string {
+	if id == "" || !yard.ValidClientID(id) {
+		return kind + ": "
+	}
+	return fmt.Sprintf("%s %q: ", kind, id)
+}
+
+// describeInvalid says in words what a validation error found wrong:
+// "year must be ...; doors must be ...".
+func describeInvalid(err error) string {
+	var ye *yard.Error
+	if !errors.As(err, &ye) {
+		return err.Error()
+	}
+	if len(ye.Fields) == 0 {
+		return ye.Message
+	}
+	parts := make([]string, len(ye.Fields))
+	for i, f := range ye.Fields {
+		parts[i] = f.Field + " " + f.Message
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describeJSONError says in words why a line is not the JSON object an
+// import expects.
+func describeJSONError(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	msg := err.Error()
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return "not JSON: the line ends inside the object"
+	case errors.As(err, &syn):
+		what := "unexpected input"
+		if _, rest, ok := strings.Cut(syn.Error(), "invalid character "); ok {
+			// 'o' in literal null (expecting 'u') → unexpected 'o'
+			if i := strings.LastIndex(rest, "' "); i > 0 && rest[0] == '\'' {
+				what = "unexpected " + rest[:i+1]
+			}
+		}
+		return fmt.Sprintf("not JSON: %s at column %d", what, syn.Offset)
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return "not a JSON object (each line is one garage or car object)"
+		}
+		want := "a string"
+		switch typ.Type.Kind() {
+		case reflect.Int:
+			want = "a whole number"
+		case reflect.Pointer:
+			want = "a string or null"
+		}
+		return fmt.Sprintf("%s must be %s, not %s", typ.Field, want, typ.Value)
+	case strings.HasPrefix(msg, "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(msg, "json: unknown field ") +
+			" (a garage line has kind, id, name, state; a car line has kind, id, color, type, doors, make, model, year, garage)"
+	}
+	return "not JSON: " + strings.TrimPrefix(msg, "json: ")
+}
+
+// knowGarage reports whether garage id was defined by the import or is
+// stored, learning its state from the store in the second case.
+func (im *importer) knowGarage(ctx context.Context, id string) (bool, error) {
+	if _, ok := im.states[id]; ok {
+		return true, nil
+	}
+	var state string
+	err := im.db.read.QueryRowContext(ctx, `SELECT state_key FROM garages WHERE id = $1`, id).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	im.states[id] = state
+	return true, nil
+}
 
 // parseLineFast reads an import line of the common shape into l without
 // encoding/json's reflection: one object of the known keys, spelled
