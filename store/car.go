@@ -51,7 +51,7 @@ func scanCar(row interface{ Scan(...any) error }) (*yard.Car, error) {
 func (db *DB) FindCarByID(ctx context.Context, id string) (*yard.Car, error) {
 	ctx, span := db.span(ctx, "store.FindCarByID")
 	defer span.End()
-	if db.engine == Postgres && !db.noCarBatch.Load() {
+	if db.engine == Postgres && !db.tuning.noCarBatch {
 		return db.carLoaderOf().Do(ctx, id)
 	}
 	c, err := scanCar(db.QueryRow(ctx, `SELECT `+carColumns+` FROM cars WHERE id = $1`, id))

@@ -43,10 +43,6 @@ func (db *DB) carLoaderOf() *carLoader {
 	return db.carLoad
 }
 
-// SetCarReadBatching turns the batching of reads by id on (the default)
-// or off. Benchmarks use it to show what it saves.
-func (db *DB) SetCarReadBatching(on bool) { db.noCarBatch.Store(!on) }
-
 // loadCars answers every request of one batch with one query.
 func (db *DB) loadCars(ids []string, res []batch.Result[*yard.Car]) {
 	found, err := db.carsByID(ids) // a repeated id matches its row once

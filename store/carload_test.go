@@ -23,8 +23,7 @@ func TestFindCarByIDConcurrent(t *testing.T) {
 		loadFixture(t, db)
 		for _, batching := range []bool{true, false} {
 			t.Run(fmt.Sprintf("batching=%v", batching), func(t *testing.T) {
-				db.SetCarReadBatching(batching)
-				defer db.SetCarReadBatching(true)
+				db := storetest.OpenDSN(t, db.DSN(), store.WithCarReadBatching(batching))
 				ctx := context.Background()
 				ids := []string{"c01", "c02", "c03", "c04", "c05", "c06", "c07", "c08", "c01", "nope", "c05", ""}
 				var wg sync.WaitGroup

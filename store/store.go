@@ -61,7 +61,6 @@ type DB struct {
 	// (carload.go).
 	carLoad       *carLoader
 	carLoaderOnce sync.Once
-	noCarBatch    atomic.Bool
 
 	// replayWrite records signed-request signatures on PostgreSQL: a few
 	// connections that commit without waiting for the WAL flush

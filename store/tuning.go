@@ -1,8 +1,9 @@
 package store
 
-// tuning is how the store cuts its bigger statements, fixed when it is
-// opened (WithImportChunks, WithEventWindow); a zero or negative field
-// means its default.
+// tuning is how the store cuts its bigger statements, and gathers its
+// reads of cars, fixed when it is opened (WithImportChunks,
+// WithEventWindow, WithCarReadBatching); a zero or negative field means its
+// default.
 type tuning struct {
 	// importChunk is the rows of one multi-row INSERT of an import on
 	// SQLite (defaultImportChunk); pgImportChunk those of one INSERT …
@@ -12,6 +13,9 @@ type tuning struct {
 	// of several people's events covers on PostgreSQL
 	// (defaultEventWindowPG).
 	eventWindow int64
+	// noCarBatch: each read of a car by id is its own query on
+	// PostgreSQL, not gathered with others (carload.go).
+	noCarBatch bool
 }
 
 // withDefaults returns t with each field left unset at its default.
@@ -41,4 +45,11 @@ func WithImportChunks(sqlite, postgres int) Option {
 // by default).
 func WithEventWindow(n int64) Option {
 	return func(o *options) { o.tuning.eventWindow = n }
+}
+
+// WithCarReadBatching turns the gathering of concurrent reads of cars by
+// id into one query on PostgreSQL (carload.go) on, the default, or off.
+// Benchmarks turn it off to show what it saves.
+func WithCarReadBatching(on bool) Option {
+	return func(o *options) { o.tuning.noCarBatch = !on }
 }

@@ -56,7 +56,6 @@ func carsGroup(b *bench) error {
 		b.db.Read().SetMaxOpenConns(*carsPool)
 		b.db.Read().SetMaxIdleConns(*carsPool)
 	}
-	b.db.SetCarReadBatching(*carsBatch)
 	fmt.Fprintf(b.out, "## cars: %d cars in the store, read pool %s, reads by id batched: %v\n\n", total, poolName(*carsPool), *carsBatch)
 
 	// How the queries run on the SQL path, and what a count costs.

@@ -104,7 +104,7 @@ func main() {
 		fail(err)
 	}
 	defer os.RemoveAll(dir)
-	db, err := store.Open(ctx, *dsn, dir, store.WithSQLiteSync(*sqliteSync))
+	db, err := store.Open(ctx, *dsn, dir, store.WithSQLiteSync(*sqliteSync), store.WithCarReadBatching(*carsBatch))
 	if err != nil {
 		fail(err)
 	}
