@@ -2,18 +2,15 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
-
-	"github.com/pressly/goose/v3"
 )
 
 // Backups and restore of an SQLite store (docs/operations.md, "Backups and
@@ -58,16 +55,54 @@ func SQLitePath(dsn, dataDir string) (string, bool) {
 // holdStore takes the shared lock of the SQLite store at path, which the
 // caller keeps open while it uses the store.
 func holdStore(path string) (*os.File, error) {
-	f, err := os.OpenFile(path+storeLockSuffix, os.O_CREATE|os.O_RDWR, 0o600)
+	f, _, err := openPrivate(path + storeLockSuffix)
 	if err != nil {
-		return nil, fmt.Errorf("open sqlite: %w", err)
+		return nil, storeOpenError(path, err)
 	}
 	if err := lockFileShared(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("open sqlite: %s is being restored (yard restore holds %s: %v): start again once it is done",
+		return nil, fmt.Errorf("open store %s: it is being restored (yard restore holds %s: %v): start again once it is done",
 			path, path+storeLockSuffix, err)
 	}
 	return f, nil
+}
+
+// notePid writes this process's id into the lock file f, which it holds
+// exclusively, so that a process refused the lock can name it (lockHolder).
+func notePid(f *os.File) {
+	if f.Truncate(0) == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+}
+
+// lockHolder returns the process id the holder of the lock file f wrote
+// (notePid), 0 when it wrote none.
+func lockHolder(f *os.File) int {
+	b := make([]byte, 20)
+	n, _ := f.ReadAt(b, 0)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
+}
+
+// byPid names a process by its id, when known: " (pid 1234)".
+func byPid(pid int) string {
+	if pid == 0 {
+		return ""
+	}
+	return " (pid " + strconv.Itoa(pid) + ")"
+}
+
+// replayLogHeld is the refusal of a second process on one SQLite store:
+// another process holds the replay log of signed requests dir, whose
+// lock file is lock (replaylog.go).
+func replayLogHeld(dir string, lock *os.File, err error) error {
+	return fmt.Errorf("the store %s is in use by another process%s: a SQLite store is served by one process, "+
+		"which alone keeps its signed-request replay log (%s, held by another process, or by another handle on the store in this one: %v); "+
+		"stop that process first, or run several processes on PostgreSQL",
+		strings.TrimSuffix(dir, "-signatures"), byPid(lockHolder(lock)), dir, err)
 }
 
 // BackupProgress is what a running backup reports.
@@ -112,6 +147,11 @@ func (db *DB) Backup(ctx context.Context, dest string, progress func(BackupProgr
 			removeSQLiteFiles(tmpName)
 		}
 	}()
+	// 0600 whatever the umask, owned as the directory (files.go); VACUUM
+	// INTO keeps the file.
+	if err := makePrivate(tmpName); err != nil {
+		return BackupStats{}, fmt.Errorf("backup: %w", err)
+	}
 
 	// A connection of its own, not one of the pool that serves reads:
 	// the copy holds it for as long as it takes.
@@ -230,14 +270,15 @@ func Backups(dir string) ([]string, error) {
 	return names, nil
 }
 
-// lockBackups takes the lock of the backups directory dir, creating both.
-// With wait it waits for the lock (until ctx ends); without, it returns
-// nil and no error when another process holds it.
+// lockBackups takes the lock of the backups directory dir, creating both
+// (files.go: mode 0700 and 0600, owned as the data directory). With wait
+// it waits for the lock (until ctx ends); without, it returns nil and no
+// error when another process holds it.
 func lockBackups(ctx context.Context, dir string, wait bool) (*os.File, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if _, err := privateDir(dir); err != nil {
 		return nil, fmt.Errorf("backups: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, backupsLock), os.O_CREATE|os.O_RDWR, 0o600)
+	f, _, err := openPrivate(filepath.Join(dir, backupsLock))
 	if err != nil {
 		return nil, fmt.Errorf("backups: %w", err)
 	}
@@ -260,7 +301,8 @@ func lockBackups(ctx context.Context, dir string, wait bool) (*os.File, error) {
 
 // BackupInto takes a backup into the backups directory dir, named by the
 // store's clock (BackupName). It waits while another process takes one
-// into the same directory.
+// into the same directory, and for the next second while a backup of this
+// second is there (newBackupPath).
 func (db *DB) BackupInto(ctx context.Context, dir string, progress func(BackupProgress)) (BackupStats, error) {
 	if db.engine != SQLite {
 		return BackupStats{}, ErrNotSQLite
@@ -270,7 +312,33 @@ func (db *DB) BackupInto(ctx context.Context, dir string, progress func(BackupPr
 		return BackupStats{}, err
 	}
 	defer lock.Close()
-	return db.Backup(ctx, filepath.Join(dir, BackupName(db.Now())), progress)
+	dest, err := db.newBackupPath(ctx, dir)
+	if err != nil {
+		return BackupStats{}, err
+	}
+	return db.Backup(ctx, dest, progress)
+}
+
+// newBackupPath names a backup begun now in dir, whose lock the caller
+// holds. Names are to the second: while a backup of the store clock's
+// second is there (two backups begun within one second), it waits for the
+// next second, for at most a few seconds of a clock that stands still.
+func (db *DB) newBackupPath(ctx context.Context, dir string) (string, error) {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		dest := filepath.Join(dir, BackupName(db.Now()))
+		if _, err := os.Lstat(dest); errors.Is(err, fs.ErrNotExist) {
+			return dest, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("backup: %s exists", dest)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // ScheduledBackup is the result of one ScheduledBackup call.
@@ -323,7 +391,11 @@ func (db *DB) ScheduledBackup(ctx context.Context, dir string, every time.Durati
 		}
 	}
 	if res.Skipped == "" {
-		st, err := db.Backup(ctx, filepath.Join(dir, BackupName(now)), nil)
+		dest, err := db.newBackupPath(ctx, dir)
+		if err != nil {
+			return res, err
+		}
+		st, err := db.Backup(ctx, dest, nil)
 		if err != nil {
 			return res, err
 		}
@@ -341,257 +413,6 @@ func (db *DB) ScheduledBackup(ctx context.Context, dir string, every time.Durati
 		}
 	}
 	return res, nil
-}
-
-// RestoreReport describes a finished restore.
-type RestoreReport struct {
-	// Path is the store file the copy now is.
-	Path string
-	// From is the copy's schema version; To the version after migrating
-	// it forward (the binary's).
-	From, To int64
-	// Aside lists the files of the replaced store, renamed
-	// PATH.replaced-TIME (with -wal and -shm when they were there).
-	Aside []string
-	// Released counts the bark tasks recorded as running in the copy,
-	// handed back to run again once.
-	Released int
-}
-
-// Restore replaces the SQLite store named by dsn and dataDir (as Open
-// names it) by the backup src. It refuses with ErrStoreInUse, changing
-// nothing, while any process has the store open. It checks a staged copy
-// of src (PRAGMA integrity_check and foreign_key_check; a goose version
-// no newer than the binary's), migrates it forward, hands back the bark
-// tasks it records as running (their processes are gone: each runs again
-// once), renames the current store's files aside (PATH.replaced-TIME,
-// -wal and -shm with it) and moves the copy into place. src itself is
-// never written. say, when not nil, is told each step.
-func Restore(ctx context.Context, src, dsn, dataDir string, now time.Time, say func(string)) (rep RestoreReport, err error) {
-	if say == nil {
-		say = func(string) {}
-	}
-	path, ok := SQLitePath(dsn, dataDir)
-	if !ok {
-		return rep, ErrNotSQLite
-	}
-	rep.Path = path
-	fi, err := os.Stat(src)
-	if err != nil {
-		return rep, fmt.Errorf("restore: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return rep, fmt.Errorf("restore: %s is not a file", src)
-	}
-	if same, _ := sameFile(src, path); same {
-		return rep, fmt.Errorf("restore: %s is the store itself", src)
-	}
-	if wal, err := os.Stat(src + "-wal"); err == nil && wal.Size() > 0 {
-		return rep, fmt.Errorf("restore: %s has a write-ahead log beside it (%s): it is a live database or a file copy of one, not a backup", src, src+"-wal")
-	}
-	if dsn == "" || dsn == "sqlite" || dsn == "sqlite:" {
-		if err := os.MkdirAll(dataDir, 0o700); err != nil {
-			return rep, fmt.Errorf("data directory: %w", err)
-		}
-	}
-
-	// Nobody may have the store open: its own lock, and the replay log's
-	// for a serve process of a binary older than the lock.
-	lock, err := os.OpenFile(path+storeLockSuffix, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return rep, fmt.Errorf("restore: %w", err)
-	}
-	defer lock.Close()
-	if err := lockFile(lock); err != nil {
-		return rep, fmt.Errorf("%w: a process has %s open (a running yard serve, or another yard command); stop it and run yard restore again. Nothing was changed", ErrStoreInUse, path)
-	}
-	if _, err := os.Stat(replayLogDir(path)); err == nil {
-		replay, err := os.OpenFile(filepath.Join(replayLogDir(path), "lock"), os.O_CREATE|os.O_RDWR, 0o600)
-		if err != nil {
-			return rep, fmt.Errorf("restore: %w", err)
-		}
-		defer replay.Close()
-		if err := lockFile(replay); err != nil {
-			return rep, fmt.Errorf("%w: a yard serve holds %s; stop it and run yard restore again. Nothing was changed", ErrStoreInUse, replayLogDir(path))
-		}
-	}
-
-	// Staged copies of restores that did not finish (the process died):
-	// no one else restores while the lock is held.
-	for _, f := range filesWithPrefix(filepath.Dir(path), filepath.Base(path)+".restore-") {
-		removeSQLiteFiles(f)
-	}
-	stamp := now.UTC().Format(backupStamp)
-	staged := path + ".restore-" + stamp
-	say("copying " + src + " to " + staged)
-	if err := copyFile(src, staged); err != nil {
-		removeSQLiteFiles(staged)
-		return rep, fmt.Errorf("restore: %w", err)
-	}
-	installed := false
-	defer func() {
-		if !installed {
-			removeSQLiteFiles(staged)
-		}
-	}()
-	if rep.From, rep.To, rep.Released, err = prepareRestore(ctx, staged, now, say); err != nil {
-		return rep, err
-	}
-
-	// Swap: the current store's files aside, then the copy in.
-	aside := path + ".replaced-" + stamp
-	var moved [][2]string
-	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-		from, to := path+suffix, aside+suffix
-		if _, err := os.Lstat(from); errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err := os.Rename(from, to); err != nil {
-			for _, m := range slices.Backward(moved) {
-				_ = os.Rename(m[1], m[0])
-			}
-			return rep, fmt.Errorf("restore: keeping the current store aside: %w", err)
-		}
-		moved = append(moved, [2]string{from, to})
-		rep.Aside = append(rep.Aside, to)
-	}
-	if err := os.Rename(staged, path); err != nil {
-		for _, m := range slices.Backward(moved) {
-			_ = os.Rename(m[1], m[0])
-		}
-		return rep, fmt.Errorf("restore: %w", err)
-	}
-	installed = true
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return rep, fmt.Errorf("restore: %w", err)
-	}
-	return rep, nil
-}
-
-// prepareRestore checks the staged copy at path, migrates it forward,
-// hands back its running tasks and leaves it a single file.
-func prepareRestore(ctx context.Context, path string, now time.Time, say func(string)) (from, to int64, released int, err error) {
-	conn, err := openSQLite(path, true, DefaultSQLiteBusyTimeout, "FULL")
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	db := &DB{engine: SQLite, dsn: path, write: conn, read: conn, Now: func() time.Time { return now }, eventWake: make(chan struct{}, 1)}
-	defer db.Close()
-
-	say("checking " + path + ": PRAGMA integrity_check")
-	if err := checkRows(ctx, conn, `PRAGMA integrity_check`, "ok"); err != nil {
-		return 0, 0, 0, fmt.Errorf("restore: the copy fails PRAGMA integrity_check: %w", err)
-	}
-	if err := checkRows(ctx, conn, `PRAGMA foreign_key_check`, ""); err != nil {
-		return 0, 0, 0, fmt.Errorf("restore: the copy fails PRAGMA foreign_key_check: %w", err)
-	}
-	var tables int
-	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version'`).Scan(&tables); err != nil {
-		return 0, 0, 0, fmt.Errorf("restore: %w", err)
-	}
-	if tables == 0 {
-		return 0, 0, 0, errors.New("restore: the copy is not a yard store (it has no goose_db_version table)")
-	}
-	p, err := migrationProvider(conn)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	if from, err = p.GetDBVersion(ctx); err != nil {
-		return 0, 0, 0, fmt.Errorf("restore: schema version of the copy: %w", err)
-	}
-	sources := p.ListSources()
-	to = sources[len(sources)-1].Version
-	if from > to {
-		return 0, 0, 0, fmt.Errorf("restore: the copy's schema (version %d) is newer than this binary's (%d): restore it with the yard that made it", from, to)
-	}
-	if from < to {
-		say(fmt.Sprintf("migrating the copy from schema version %d to %d", from, to))
-		if err := db.Migrate(ctx); err != nil {
-			return 0, 0, 0, fmt.Errorf("restore: %w", err)
-		}
-	}
-	// The processes that held these leases are gone: no one runs these
-	// tasks. Pending again now, each runs once on the restored server
-	// (the interrupted run counts as an attempt, as after a crash).
-	res, err := conn.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, lease_owner = '', lease_token = '', lease_until = 0
-		WHERE status = 'running'`, Millis(now))
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("restore: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	released = int(n)
-	// One self-contained file to move into place; serve turns WAL back on.
-	if _, err := conn.ExecContext(ctx, `PRAGMA journal_mode = DELETE`); err != nil {
-		return 0, 0, 0, fmt.Errorf("restore: %w", err)
-	}
-	return from, to, released, nil
-}
-
-// migrationProvider is goose over the embedded migrations on an SQLite
-// connection pool.
-func migrationProvider(conn *sql.DB) (*goose.Provider, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, conn, sub)
-	if err != nil {
-		return nil, fmt.Errorf("migrations: %w", err)
-	}
-	return p, nil
-}
-
-// checkRows runs a checking pragma and fails unless it answers exactly one
-// row want, or no row when want is "".
-func checkRows(ctx context.Context, conn *sql.DB, query, want string) error {
-	rows, err := conn.QueryContext(ctx, query)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return err
-	}
-	var got []string
-	for rows.Next() {
-		vals, err := scanValues(rows, len(cols))
-		if err != nil {
-			return err
-		}
-		if len(got) < 10 {
-			got = append(got, strings.TrimSpace(fmt.Sprintln(vals...)))
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if (want == "" && len(got) == 0) || (len(got) == 1 && got[0] == want) {
-		return nil
-	}
-	return errors.New(strings.Join(got, "; "))
-}
-
-// copyFile copies src into the new file dst (mode 0600) and syncs it.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // filesWithPrefix lists the files of dir whose names start with prefix.

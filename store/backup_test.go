@@ -332,8 +332,8 @@ func TestRestoreRefusesStoreInUse(t *testing.T) {
 	}
 }
 
-// TestRestoreRefusesBadCopies: a file that is not a database, a database
-// that is not a yard store, a store of a newer schema, and a live database
+// TestRestoreRefusesBadCopies: a file that is not a database, a damaged
+// one, a database that is not a yard store, a store of a newer schema, and a live database
 // with its write-ahead log are refused, and the store is left as it was.
 func TestRestoreRefusesBadCopies(t *testing.T) {
 	ctx := context.Background()
@@ -343,6 +343,10 @@ func TestRestoreRefusesBadCopies(t *testing.T) {
 
 	garbage := filepath.Join(dir, "garbage.db")
 	if err := os.WriteFile(garbage, []byte(strings.Repeat("not a database ", 500)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := filepath.Join(dir, "corrupt.db") // an SQLite header, then garbage
+	if err := os.WriteFile(corrupt, []byte("SQLite format 3\x00"+strings.Repeat("not a page ", 500)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	foreign := filepath.Join(dir, "foreign.db")
@@ -367,7 +371,8 @@ func TestRestoreRefusesBadCopies(t *testing.T) {
 	for _, tc := range []struct {
 		file, want string
 	}{
-		{garbage, "integrity_check"},
+		{garbage, "not an SQLite database"},
+		{corrupt, "integrity_check"},
 		{foreign, "not a yard store"},
 		{newer, "newer than this binary"},
 		{live, "write-ahead log"},

@@ -104,10 +104,11 @@ func openReplayLog(dir string, now time.Time) (*replayLog, error) {
 		return nil, fmt.Errorf("replay log: %w", err)
 	}
 	if err := lockFile(lock); err != nil {
+		err = replayLogHeld(dir, lock, err) // backup.go: names the store and the process holding it
 		lock.Close()
-		return nil, fmt.Errorf("the signed-request replay log %s is held by another process, or by another handle on the store in this one (%v): "+
-			"on a SQLite store one process verifies signed requests; run several processes on PostgreSQL", dir, err)
+		return nil, err
 	}
+	notePid(lock)
 	l := &replayLog{
 		dir: dir, lock: lock,
 		seen:  map[int64]map[[sha256.Size]byte]struct{}{},

@@ -145,8 +145,8 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 		path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite"), ":")
 		path = strings.TrimPrefix(path, "file:")
 		if path == "" {
-			if err := os.MkdirAll(dataDir, 0o700); err != nil {
-				return nil, fmt.Errorf("data directory: %w", err)
+			if err := DataDir(dataDir); err != nil {
+				return nil, err
 			}
 			path = filepath.Join(dataDir, "yard.db")
 		}
@@ -157,6 +157,11 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 		}
 		if db.held, err = holdStore(path); err != nil {
 			return nil, err
+		}
+		// The file (files.go): created 0600, or a refusal naming it.
+		if err := openStoreFile(path); err != nil {
+			db.held.Close()
+			return nil, storeOpenError(path, err)
 		}
 		if db.write, err = openSQLite(path, true, o.busyTimeout, sync); err != nil {
 			db.held.Close()
@@ -172,9 +177,25 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 	}
 	if err := db.read.PingContext(ctx); err != nil {
 		db.Close()
+		if db.engine == SQLite {
+			if cause := sqliteOpenCause(db.dsn); cause != nil {
+				err = fmt.Errorf("%w: %w", err, cause)
+			}
+			return nil, storeOpenError(db.dsn, err)
+		}
 		return nil, fmt.Errorf("connect to %s: %w", db.engine, err)
 	}
 	return db, nil
+}
+
+// storeOpenError says that the SQLite store at path did not open, and why:
+// "open store data/yard.db: permission denied".
+func storeOpenError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		err = pe.Err
+	}
+	return fmt.Errorf("open store %s: %w", path, err)
 }
 
 // openReplayWriter opens the PostgreSQL connections that record

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -14,14 +15,16 @@ import (
 	"github.com/yard-api/yard/store"
 )
 
-// Backups, restore and durability (docs/operations.md, "Backups and
-// restore" and "Durability").
+// Backups, restore, and what serve reports of durability and traces at
+// start (docs/operations.md, "Backups and restore", "Durability" and
+// "Metrics and traces").
 
 // pgBackupHelp is what yard backup and yard restore say of PostgreSQL.
 const pgBackupHelp = "yard backup and yard restore copy SQLite stores; back up PostgreSQL with pg_dump -Fc and restore with pg_restore (docs/operations.md, \"Backups and restore\")"
 
 // runBackup is "yard backup": a consistent copy of the SQLite store, taken
-// while a server keeps serving, into --out or DATA/backups/yard-TIME.db.
+// while a server keeps serving, into --out or DATA/backups/yard-TIME.db,
+// whose path it prints.
 func runBackup(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var sf storeFlags
 	fs := newFlagSet("backup", stderr)
@@ -58,7 +61,10 @@ func runBackup(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "backed up %s into %s (%.1f MB in %s)\n", path, st.Path, mb(st.Bytes), st.Took.Round(time.Millisecond))
+	// The file alone on standard output (BACKUP=$(yard backup)), the
+	// sentence on standard error.
+	fmt.Fprintf(stderr, "backed up %s into %s (%.1f MB in %s)\n", path, st.Path, mb(st.Bytes), st.Took.Round(time.Millisecond))
+	fmt.Fprintln(stdout, st.Path)
 	return nil
 }
 
@@ -212,4 +218,22 @@ func reportDurability(ctx context.Context, db *store.DB, stdout io.Writer, logge
 			slog.String("note", "answered writes of the last moments before a power failure may be lost (docs/operations.md, Durability)"))
 	}
 	return nil
+}
+
+// reportTraces prints and logs, at start, whether traces go out and where:
+// "traces: off", or "traces: https://collector:4318/v1/traces" (the
+// endpoint without user information or query, which may hold credentials).
+func reportTraces(f traceFlags, stdout io.Writer, logger *slog.Logger) {
+	if f.url == "" {
+		fmt.Fprintln(stdout, "traces: off")
+		logger.Info("traces", slog.Bool("on", false))
+		return
+	}
+	shown := "(an endpoint that does not parse)"
+	if u, err := url.Parse(f.url); err == nil {
+		u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+		shown = u.String()
+	}
+	fmt.Fprintf(stdout, "traces: %s\n", shown)
+	logger.Info("traces", slog.Bool("on", true), slog.String("endpoint", shown))
 }

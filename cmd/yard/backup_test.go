@@ -209,11 +209,10 @@ func TestBackupUnderWritesRestores(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`into (\S+) \(`).FindStringSubmatch(out.String())
-	if m == nil || !strings.Contains(errb.String(), "backing up") {
+	backup := strings.TrimSuffix(out.String(), "\n")
+	if strings.ContainsAny(backup, " \n") || !strings.Contains(errb.String(), "backing up") || !strings.Contains(errb.String(), "into "+backup) {
 		t.Fatalf("yard backup printed\n%s\n%s", out.String(), errb.String())
 	}
-	backup := m[1]
 	if filepath.Dir(backup) != filepath.Join(data, "backups") || !regexp.MustCompile(`^yard-\d{8}T\d{6}Z\.db$`).MatchString(filepath.Base(backup)) {
 		t.Fatalf("backup file %s: want DATA/backups/yard-TIME.db", backup)
 	}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -362,8 +361,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		defer dln.Close()
 	}
-	if err := os.MkdirAll(cfg.data, 0o700); err != nil {
-		return fmt.Errorf("data directory: %w", err)
+	if err := store.DataDir(cfg.data); err != nil { // mode 0700 (docs/operations.md)
+		return err
 	}
 	tlsConfig, httpHandler, err := tlsSetup(cfg, stdout)
 	if err != nil {
@@ -379,6 +378,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := reportDurability(ctx, a.db, stdout, logger); err != nil {
 		return err
 	}
+	reportTraces(cfg.otel, stdout, logger)
 	if cfg.backup.every > 0 {
 		a.background = append(a.background, scheduledBackups(a.db, filepath.Join(cfg.data, "backups"), cfg.backup.every, cfg.backup.keep, logger))
 	}
