@@ -322,7 +322,7 @@ func (s *Server) handleDeleteBark(w http.ResponseWriter, r *http.Request) {
 
 // handleListBarks pages a dog's barks, newest first.
 func (s *Server) handleListBarks(w http.ResponseWriter, r *http.Request) {
-	pg, err := pageOf(r)
+	pg, err := s.pageOf(r)
 	if err != nil {
 		s.error(w, r, err)
 		return

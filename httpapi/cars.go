@@ -188,7 +188,7 @@ func (s *Server) handleListGarages(w http.ResponseWriter, r *http.Request) {
 // the page, view renders each item.
 func writePagedList[T, V any](s *Server, w http.ResponseWriter, r *http.Request,
 	find func(context.Context, yard.Page) ([]T, int, error), view func(T) V) {
-	_, page, err := onlyPaging(s.grammarQuery(r))
+	page, err := s.pageOf(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -480,35 +480,16 @@ func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 	s.writeCars(w, r, q.And(extra), page, pathFacets)
 }
 
-// hasParam reports whether a raw query holds the parameter name (in any
-// letter case).
+// hasParam reports whether a raw query holds the parameter name (names
+// are case-sensitive, docs/api.md).
 func hasParam(raw, name string) bool {
 	return anyPair(raw, func(pair string) bool {
 		n, _, _ := strings.Cut(pair, "=")
-		return strings.EqualFold(n, name)
-	})
-}
-
-// onlyPaging reads a raw query that may hold only offset and max.
-// Any other parameter is refused by its name, before the car grammar
-// would read it as a car field (or refuse it listing the car fields).
-func onlyPaging(raw string) (yard.Query, yard.Page, error) {
-	var other string
-	anyPair(raw, func(pair string) bool {
-		n, _, _ := strings.Cut(pair, "=")
-		if strings.EqualFold(n, "offset") || strings.EqualFold(n, "max") {
-			return false
-		}
-		other = n
 		if u, err := url.QueryUnescape(n); err == nil {
-			other = u
+			n = u
 		}
-		return true
+		return n == name
 	})
-	if other != "" {
-		return yard.Query{}, yard.Page{}, yard.Invalid("This list takes only offset and max.", yard.FieldError{Field: other, Message: "is not a parameter of this list"})
-	}
-	return yard.ParseCarQuery(raw)
 }
 
 // --- writes (administrators) -------------------------------------------------

@@ -271,7 +271,7 @@ func (s *Server) handleListDogs(v *dogVersion) http.HandlerFunc {
 }
 
 func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion) {
-	pg, err := pageOf(r)
+	pg, err := s.pageOf(r)
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -559,9 +559,13 @@ func notModified(r *http.Request, etag string, modified time.Time) bool {
 	return false
 }
 
-// pageOf reads offset and max by the one paging rule (yard.ParsePage,
-// docs/api.md "Paging").
-func pageOf(r *http.Request) (yard.Page, error) { return yard.ParsePage(r.URL.Query()) }
+// pageOf reads the query of a list whose only parameters are offset and
+// max, by the one reader of a list's query (yard.ReadQuery, docs/api.md
+// "Query parameters of lists"), without the authentication schemes'
+// variables (grammarQuery).
+func (s *Server) pageOf(r *http.Request) (yard.Page, error) {
+	return yard.ReadQuery(s.grammarQuery(r), yard.Paging{}, nil)
+}
 
 // PageBody is the body of every collection page (docs/api.md, HTTP).
 type PageBody[T any] struct {

@@ -112,21 +112,17 @@ type eventQuery struct {
 	subject  string
 }
 
-// parseEventQuery reads after (or Last-Event-ID), max, types and subject.
+// parseEventQuery reads after (or Last-Event-ID), max, types and subject
+// by the one reader of a list's query (yard.ReadParams), with the paging
+// of the events (docs/events.md): max default 100, at most 1000, and the
+// cursor after instead of offset.
 func (s *Server) parseEventQuery(r *http.Request) (eventQuery, error) {
-	q := r.URL.Query()
-	out := eventQuery{max: defaultEventMax}
-	var fields []yard.FieldError
-	for name, vals := range q {
-		if len(vals) > 1 {
-			fields = append(fields, yard.FieldError{Field: name, Message: "must be given once"})
-		}
-		switch name {
-		case "after", "max", "types", "subject":
-		default:
-			fields = append(fields, yard.FieldError{Field: name, Message: "is not a parameter of this resource"})
-		}
+	paging := yard.Paging{DefaultMax: defaultEventMax, Limit: maxEventMax, NoOffset: true}
+	page, q, err := yard.ReadParams(s.grammarQuery(r), paging, "after", "types", "subject")
+	if err != nil {
+		return eventQuery{}, err
 	}
+	out := eventQuery{max: page.Max}
 	// Last-Event-ID wins over after=: an EventSource opened on ?after=X
 	// sends the URL unchanged on every reconnection, with the id it got
 	// to in the header (WHATWG HTML, "Server-sent events").
@@ -134,44 +130,29 @@ func (s *Server) parseEventQuery(r *http.Request) (eventQuery, error) {
 	// request of a polling loop sends the cursor it has, none yet.
 	after, field := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
 	if after == "" {
-		after, field = q.Get("after"), "after"
+		after, field = q["after"], "after"
 	}
 	if after != "" {
-		id, err := yard.ParseEventID(after, field)
-		if err != nil {
-			var e *yard.Error
-			errors.As(err, &e)
-			fields = append(fields, e.Fields...)
+		if out.after, err = yard.ParseEventID(after, field); err != nil {
+			return out, err
 		}
-		out.after, out.hasAfter = id, true
+		out.hasAfter = true
 	}
-	if q.Has("max") {
-		n, ok := yard.ParseCount(q.Get("max"))
-		if !ok {
-			fields = append(fields, yard.FieldError{Field: "max", Message: "must be a whole number, 0 or more"})
-		} else {
-			out.max = min(n, maxEventMax)
-		}
-	}
-	if q.Has("types") {
-		for _, t := range strings.Split(q.Get("types"), ",") {
+	if types, ok := q["types"]; ok {
+		for t := range strings.SplitSeq(types, ",") {
 			t = strings.TrimSpace(t)
 			if !yard.KnownEventPattern(t) {
-				fields = append(fields, yard.FieldError{Field: "types", Message: "unknown event type " + strconv.Quote(t)})
-				continue
+				return out, yard.ParamError("types", "unknown event type "+strconv.Quote(t))
 			}
 			out.types = append(out.types, t)
 		}
 	}
-	if q.Has("subject") {
-		sub := strings.TrimPrefix(q.Get("subject"), s.deps.BaseURL)
+	if subject, ok := q["subject"]; ok {
+		sub := strings.TrimPrefix(subject, s.deps.BaseURL)
 		if !strings.HasPrefix(sub, "/") || yard.HasControl(sub) {
-			fields = append(fields, yard.FieldError{Field: "subject", Message: "must be a resource's URL or path"})
+			return out, yard.ParamError("subject", "must be a resource's URL or path")
 		}
 		out.subject = canonicalSubject(sub)
-	}
-	if len(fields) > 0 {
-		return out, yard.Invalid("Bad event query.", fields...)
 	}
 	return out, nil
 }

@@ -122,7 +122,7 @@ func (s *Server) handleListConsumers(w http.ResponseWriter, r *http.Request) {
 	}
 	var page yard.Page
 	if err == nil {
-		page, err = pageOf(r)
+		page, err = s.pageOf(r)
 	}
 	var list []*yard.OAuthConsumer
 	var total int
@@ -393,12 +393,12 @@ func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request
 		s.error(w, r, err)
 		return
 	}
+	page, params, err := yard.ReadParams(s.grammarQuery(r), yard.Paging{}, "userId")
 	p := yard.PrincipalFromContext(r.Context())
 	user := p.UserID
 	if p.IsAdmin() {
-		user = r.URL.Query().Get("userId")
+		user = params["userId"]
 	}
-	page, err := pageOf(r)
 	var list []*yard.OAuthToken
 	if err == nil {
 		list, err = o.Store.ListOAuthAccess(r.Context(), user)

@@ -93,7 +93,7 @@ func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListPeople(w http.ResponseWriter, r *http.Request) {
-	p, err := pageOf(r)
+	p, err := s.pageOf(r)
 	if err != nil {
 		s.error(w, r, err)
 		return

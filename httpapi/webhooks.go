@@ -157,7 +157,7 @@ func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request) {
 // handleListWebhooks answers GET /v1/webhooks: a page of the caller's
 // subscriptions (every one for an administrator), oldest first.
 func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
-	pg, err := pageOf(r)
+	pg, err := s.pageOf(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -272,7 +272,7 @@ func (s *Server) handleListWebhookDeliveries(w http.ResponseWriter, r *http.Requ
 		s.error(w, r, err)
 		return
 	}
-	pg, err := pageOf(r)
+	pg, err := s.pageOf(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
