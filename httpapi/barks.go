@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"html/template"
-	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -101,21 +100,6 @@ func (s *Server) barksReady(w http.ResponseWriter, r *http.Request) bool {
 // barkRequest is the optional body of POST /barks.
 type barkRequest struct {
 	Effect *string `json:"effect"`
-}
-
-// readOptionalJSON decodes a body that may be absent.
-func readOptionalJSON(r *http.Request, v any) error {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return jsonError(nil, err)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
-	}
-	if err := requireJSON(r); err != nil {
-		return err
-	}
-	return unmarshalStrict(body, v)
 }
 
 // prefers reports whether the request's Prefer header (RFC 7240 §2) holds
@@ -217,8 +201,8 @@ func (s *Server) bark(w http.ResponseWriter, r *http.Request, mayAsync bool) {
 		s.error(w, r, err)
 		return
 	}
-	var in barkRequest
-	if err := readOptionalJSON(r, &in); err != nil {
+	in, err := decodeOptional[barkRequest](r)
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -444,8 +428,8 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVer
 	var change yard.ScheduleChange
 	differs := true
 	if string(bytes.TrimSpace(barks)) != "null" { // null removes the schedule (RFC 7396)
-		var in scheduleInput
-		if err := unmarshalStrict(barks, &in); err != nil {
+		in, err := unmarshalStrict[scheduleInput](barks)
+		if err != nil {
 			s.error(w, r, prefixField(err, field))
 			return
 		}
@@ -514,8 +498,8 @@ func (s *Server) handlePostSchedule(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	var in scheduleInput
-	if err := decodeJSON(r, &in); err != nil {
+	in, err := decode[scheduleInput](r)
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/internal/tracing"
 )
@@ -376,7 +378,8 @@ func (s *Server) handleGarageCar(w http.ResponseWriter, r *http.Request) {
 
 // handleCreateSearch answers POST /searches in either body shape.
 func (s *Server) handleCreateSearch(w http.ResponseWriter, r *http.Request) {
-	body, err := readJSONBody(r)
+	// The search body has a parser of its own; decode checks it first.
+	body, err := decode[jsontext.Value](r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -514,6 +517,7 @@ func (o *optString) UnmarshalJSON(b []byte) error {
 // carWrite is the body of a car write; id may be sent back as read but
 // must then match.
 type carWrite struct {
+	sent   `json:"-"`
 	ID     *string   `json:"id"`
 	Color  *string   `json:"color"`
 	Type   *string   `json:"type"`
@@ -535,98 +539,51 @@ func (in carWrite) update() yard.CarUpdate {
 	return u
 }
 
-// nullFields refuses null for members other than the allowed (optional)
-// ones: a merge patch (RFC 7396) null removes a member, and a required
-// field cannot be removed. body is the raw request body, already known to
-// be valid JSON. Every write body with required fields goes through it
-// (cars, garages, dogs, people).
-func nullFields(body []byte, allowed ...string) error {
-	nulls, err := scanJSON(body)
-	if err != nil {
-		return nil
-	}
-	return refuseNulls(nulls, allowed)
-}
-
-// refuseNulls is nullFields for the null members scanJSON found.
-func refuseNulls(nulls, allowed []string) error {
-	var f []yard.FieldError
-	for _, k := range nulls {
-		if !slices.Contains(allowed, k) {
-			f = append(f, yard.FieldError{Field: k, Message: "cannot be null"})
-		}
-	}
-	if len(f) > 0 {
-		sortFields(f)
-		return yard.Invalid("A required field cannot be null (in a merge patch, null removes a member).", f...)
-	}
-	return nil
-}
-
-// nullMember reports whether body's top-level member name is null.
-func nullMember(body []byte, name string) bool {
-	nulls, err := scanJSON(body)
-	return err == nil && slices.Contains(nulls, name)
-}
-
 // writeBody is the body of a car or garage write.
 type writeBody interface {
 	// bodyID is the id the body carries, nil when it has none.
 	bodyID() *string
 	// full checks that every required field is present (POST, PUT).
 	full() error
-}
-
-// decodeWrite reads a write body into v strictly and refuses null members
-// other than the allowed ones.
-func decodeWrite(r *http.Request, v any, allowed ...string) error {
-	if err := requireJSON(r); err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	// One strict pass over the body, which also finds its null members.
-	nulls, err := scanJSON(body)
-	if err != nil {
-		return err
-	}
-	if err := unmarshalChecked(body, v); err != nil {
-		return err
-	}
-	return refuseNulls(nulls, allowed)
+	// refuseNulls refuses null members but the allowed ones (sent).
+	refuseNulls(allowed ...string) error
 }
 
 // decodeCreate reads the body of a POST that makes a kind ("car"): no id
-// (the server chooses it), every required field.
-func decodeCreate(r *http.Request, in writeBody, kind string, allowed ...string) error {
-	if err := decodeWrite(r, in, allowed...); err != nil {
-		return err
+// (the server chooses it), every required field, no null member but the
+// allowed ones.
+func decodeCreate[T writeBody](r *http.Request, kind string, allowed ...string) (T, error) {
+	in, err := decode[T](r)
+	if err == nil {
+		err = in.refuseNulls(allowed...)
 	}
-	if in.bodyID() != nil {
-		return yard.Invalid("The id of a new "+kind+" is chosen by the server (or by the URI of a PUT).", yard.FieldError{Field: "id", Message: "is chosen by the server"})
+	if err == nil && in.bodyID() != nil {
+		err = yard.Invalid("The id of a new "+kind+" is chosen by the server (or by the URI of a PUT).", yard.FieldError{Field: "id", Message: "is chosen by the server"})
 	}
-	return in.full()
+	if err == nil {
+		err = in.full()
+	}
+	return in, err
 }
 
 // decodeAt reads the body of a PUT (full) or a PATCH of the resource whose
 // id is id: the body's id, when it has one, must be id.
-func decodeAt(r *http.Request, in writeBody, id string, full bool, allowed ...string) error {
-	if err := decodeWrite(r, in, allowed...); err != nil {
-		return err
+func decodeAt[T writeBody](r *http.Request, id string, full bool, allowed ...string) (T, error) {
+	in, err := decode[T](r)
+	if err == nil {
+		err = in.refuseNulls(allowed...)
 	}
-	if err := checkBodyID(in.bodyID(), id); err != nil {
-		return err
+	if err == nil {
+		err = checkBodyID(in.bodyID(), id)
 	}
-	if full {
-		return in.full()
+	if err == nil && full {
+		err = in.full()
 	}
-	return nil
+	return in, err
 }
 
-func (in *carWrite) bodyID() *string    { return in.ID }
-func (in *garageWrite) bodyID() *string { return in.ID }
+func (in carWrite) bodyID() *string    { return in.ID }
+func (in garageWrite) bodyID() *string { return in.ID }
 
 // full checks that every required field is present (POST, PUT).
 func (in carWrite) full() error {
@@ -653,8 +610,8 @@ func sortFields(f []yard.FieldError) {
 }
 
 func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
-	var in carWrite
-	if err := decodeCreate(r, &in, "car", "garage"); err != nil {
+	in, err := decodeCreate[carWrite](r, "car", "garage")
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -677,8 +634,8 @@ func checkBodyID(body *string, path string) error {
 
 func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
 	c := &yard.Car{ID: r.PathValue("car_id")}
-	var in carWrite
-	if err := decodeAt(r, &in, c.ID, true, "garage"); err != nil {
+	in, err := decodeAt[carWrite](r, c.ID, true, "garage")
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -732,8 +689,8 @@ func storedPreconditions[T any](r *http.Request, id string, put bool, noun strin
 // present replace, "garage": null takes the car out of its garage.
 func (s *Server) handlePatchCar(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("car_id")
-	var in carWrite
-	if err := decodeAt(r, &in, id, false, "garage"); err != nil {
+	in, err := decodeAt[carWrite](r, id, false, "garage")
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -761,6 +718,7 @@ func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
 // garageWrite is the body of a garage write. carCount is read-only: it
 // may be sent back as read; another value is 409 (checkCarCount).
 type garageWrite struct {
+	sent     `json:"-"`
 	ID       *string `json:"id"`
 	Name     *string `json:"name"`
 	State    *string `json:"state"`
@@ -782,8 +740,8 @@ func (in garageWrite) full() error {
 }
 
 func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
-	var in garageWrite
-	if err := decodeCreate(r, &in, "garage"); err != nil {
+	in, err := decodeCreate[garageWrite](r, "garage")
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -801,8 +759,8 @@ func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("garage_id")
-	var in garageWrite
-	if err := decodeAt(r, &in, id, true); err != nil {
+	in, err := decodeAt[garageWrite](r, id, true)
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -821,8 +779,8 @@ func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handlePatchGarage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("garage_id")
-	var in garageWrite
-	if err := decodeAt(r, &in, id, false); err != nil {
+	in, err := decodeAt[garageWrite](r, id, false)
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}

@@ -89,14 +89,9 @@ type dogVersion struct {
 }
 
 var dogV1 = &dogVersion{
-	path: dogPath,
-	view: func(_ *Server, d *yard.Dog) any { return newDogView(d) },
-	decode: func(r *http.Request) (dogWrite, error) {
-		var in dogWrite
-		body, err := readJSON(r, &in)
-		in.body = body
-		return in, err
-	},
+	path:   dogPath,
+	view:   func(_ *Server, d *yard.Dog) any { return newDogView(d) },
+	decode: decode[dogWrite],
 	headers: func(s *Server, w http.ResponseWriter, d *yard.Dog) {
 		w.Header().Set("Link", "<"+s.url("/v2/dogs/"+d.ID)+`>; rel="successor-version"`)
 	},
@@ -109,6 +104,8 @@ var dogV1 = &dogVersion{
 // representation (id, barkCount, codeRevision) are accepted so that a
 // representation read with GET can be sent back, and must not differ.
 type dogWrite struct {
+	// sent is the body as received and its null members.
+	sent         `json:"-"`
 	ID           *string `json:"id"`
 	Name         *string `json:"name"`
 	Email        *string `json:"email"`
@@ -119,8 +116,6 @@ type dogWrite struct {
 	CodeRevision *string `json:"codeRevision"`
 	// Barks is the schedule (PATCH; see patchSchedule), "schedule" in v2.
 	Barks json.RawMessage `json:"barks"`
-	// body is the request body as received.
-	body []byte
 }
 
 // loadDogFor loads the dog of the path for the caller: its owner or an admin.
@@ -419,11 +414,11 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 	}
 	// A merge patch null removes a member (RFC 7396): codeUrl and the
 	// schedule can be removed, the other fields cannot.
-	if err := nullFields(in.body, "codeUrl", "barks", "schedule"); err != nil {
+	if err := in.refuseNulls("codeUrl", "barks", "schedule"); err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if in.CodeURL == nil && nullMember(in.body, "codeUrl") {
+	if in.CodeURL == nil && in.isNull("codeUrl") {
 		none := ""
 		in.CodeURL = &none
 	}
@@ -448,7 +443,7 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 			s.error(w, r, err)
 			return
 		}
-		s.patchSchedule(w, r, v, d, in.body, in.Barks, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
+		s.patchSchedule(w, r, v, d, in.raw, in.Barks, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
 		return
 	}
 	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {

@@ -67,18 +67,21 @@ func validName(s string) bool {
 	return !strings.ContainsFunc(s, unicode.IsControl)
 }
 
+// consumerWrite is the body of POST /oauth/consumers.
+type consumerWrite struct {
+	Name        *string `json:"name"`
+	CallbackURL *string `json:"callbackUrl"`
+}
+
 // handleCreateConsumer is POST /oauth/consumers (admin).
 func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request) {
 	o, err := s.oauth()
 	if err == nil {
 		err = notDelegated(r)
 	}
-	var in struct {
-		Name        *string `json:"name"`
-		CallbackURL *string `json:"callbackUrl"`
-	}
+	var in consumerWrite
 	if err == nil {
-		err = decodeJSON(r, &in)
+		in, err = decode[consumerWrite](r)
 	}
 	if err == nil {
 		var fields []yard.FieldError

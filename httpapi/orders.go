@@ -67,28 +67,27 @@ func readOrderRequest(r *http.Request) (string, orderInput, error) {
 // readOrder reads an order body: XML (application/xml or text/xml, UTF-8)
 // or JSON (application/json, the default without Content-Type).
 func readOrder(r *http.Request) (orderInput, error) {
-	var in orderInput
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
-		return in, decodeJSON(r, &in)
+		return decode[orderInput](r)
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	switch {
 	case err != nil:
-		return in, yard.Errorf(yard.EUNSUPPORTED, "The Content-Type %q does not parse.", ct)
+		return orderInput{}, yard.Errorf(yard.EUNSUPPORTED, "The Content-Type %q does not parse.", ct)
 	case mt == mediaXML || mt == mediaTextXML:
 		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-			return in, yard.Errorf(yard.EUNSUPPORTED, "Send XML in UTF-8, not %q.", cs)
+			return orderInput{}, yard.Errorf(yard.EUNSUPPORTED, "Send XML in UTF-8, not %q.", cs)
 		}
 		body, err := readBody(r)
 		if err != nil {
-			return in, err
+			return orderInput{}, err
 		}
 		return decodeOrderXML(body)
 	case mt == mediaJSON || strings.HasSuffix(mt, "+json"):
-		return in, decodeJSON(r, &in)
+		return decode[orderInput](r)
 	}
-	return in, yard.Errorf(yard.EUNSUPPORTED, "Send the order as application/json or application/xml, not %q.", ct)
+	return orderInput{}, yard.Errorf(yard.EUNSUPPORTED, "Send the order as application/json or application/xml, not %q.", ct)
 }
 
 // parseOrderTime reads a timestamp field of an order body; nil when it was
@@ -410,8 +409,8 @@ func readCanceled(r *http.Request) (bool, error) {
 	if ct != "" && (err != nil || !(mt == mediaJSON || strings.HasSuffix(mt, "+json"))) {
 		return false, yard.Errorf(yard.EUNSUPPORTED, "Send true as application/json or text/plain, not %q.", ct)
 	}
-	var v *bool
-	if err := decodeJSON(r, &v); err != nil {
+	v, err := decode[*bool](r)
+	if err != nil {
 		if yard.ErrorCode(err) == yard.EINVALID {
 			return false, yard.Invalid("The body must be true or false.", yard.FieldError{Field: "canceled", Message: "must be true or false"})
 		}

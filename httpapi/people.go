@@ -49,8 +49,8 @@ type personCreate struct {
 // handleCreatePerson creates a person (admin). Without a password in the
 // body one is generated and returned once.
 func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
-	var in personCreate
-	if err := decodeJSON(r, &in); err != nil {
+	in, err := decode[personCreate](r)
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -134,6 +134,7 @@ func (s *Server) handleGetPerson(w http.ResponseWriter, r *http.Request) {
 }
 
 type personPatch struct {
+	sent     `json:"-"`
 	ID       *string   `json:"id"` // read-only: may be sent back as read
 	Name     *string   `json:"name"`
 	Email    *string   `json:"email"`
@@ -152,8 +153,7 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	var in personPatch
-	body, err := readJSON(r, &in)
+	in, err := decode[personPatch](r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -164,15 +164,15 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 	}
 	// A merge patch null removes a member (RFC 7396): e-mail and phone can
 	// be removed, the other fields cannot.
-	if err := nullFields(body, "email", "phone"); err != nil {
+	if err := in.refuseNulls("email", "phone"); err != nil {
 		s.error(w, r, err)
 		return
 	}
 	none := ""
-	if in.Email == nil && nullMember(body, "email") {
+	if in.Email == nil && in.isNull("email") {
 		in.Email = &none
 	}
-	if in.Phone == nil && nullMember(body, "phone") {
+	if in.Phone == nil && in.isNull("phone") {
 		in.Phone = &none
 	}
 	p := yard.PrincipalFromContext(r.Context())

@@ -88,6 +88,7 @@ func (s *Server) newDeliveryView(d *yard.WebhookDelivery) deliveryView {
 // webhookWrite is the body of POST /v1/webhooks and of a PATCH (a JSON
 // merge patch, RFC 7396; enabled only there).
 type webhookWrite struct {
+	sent    `json:"-"`
 	URL     *string   `json:"url"`
 	Types   *[]string `json:"types"`
 	Enabled *bool     `json:"enabled"`
@@ -118,13 +119,9 @@ func (s *Server) checkWebhook(in *webhookWrite) error {
 // handleCreateWebhook answers POST /v1/webhooks: 201 with the subscription
 // and, this once, its secret.
 func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request) {
-	var in webhookWrite
-	body, err := readJSONBody(r)
+	in, err := decode[webhookWrite](r)
 	if err == nil {
-		err = nullFields(body, "types")
-	}
-	if err == nil {
-		err = unmarshalStrict(body, &in)
+		err = in.refuseNulls("types")
 	}
 	if err == nil && in.Enabled != nil {
 		err = yard.Invalid("A subscription is created enabled.", yard.FieldError{Field: "enabled", Message: "is set with PATCH once the subscription exists"})
@@ -215,15 +212,11 @@ func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	var in webhookWrite
-	body, err := readJSONBody(r)
+	in, err := decode[webhookWrite](r)
 	if err == nil {
-		err = nullFields(body, "types")
+		err = in.refuseNulls("types")
 	}
-	if err == nil {
-		err = unmarshalStrict(body, &in)
-	}
-	if err == nil && in.Types == nil && nullMember(body, "types") {
+	if err == nil && in.Types == nil && in.isNull("types") {
 		in.Types = &[]string{}
 	}
 	if err == nil {
