@@ -29,7 +29,6 @@ import (
 	"github.com/yard-api/yard/internal/tracing"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/pages"
-	"github.com/yard-api/yard/store"
 )
 
 // MaxBodyBytes is the largest request body accepted (docs/api.md, HTTP).
@@ -48,14 +47,13 @@ type Store interface {
 	eventStore
 	approvalStore
 	opsStore
+	outageStore
 	orderStore
 	personStore
 	webhookStore
 	// Clock returns the store's time (tests set it).
 	Clock() time.Time
 }
-
-var _ Store = (*store.DB)(nil)
 
 // Deps are the collaborators of a Server. They are all given to New and
 // never changed afterwards: reading the Deps a server was built with tells
