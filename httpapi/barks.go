@@ -20,6 +20,8 @@ import (
 // store; *store.DB is one.
 type barkStore interface {
 	ApplySchedulePatch(ctx context.Context, dogID string, p yard.SchedulePatch) (differs bool, err error)
+	// Clock returns the store's time (tests set it).
+	Clock() time.Time
 	FindBark(ctx context.Context, dogID, id string) (*yard.Bark, error)
 	FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, int, error)
 	FindDogCore(ctx context.Context, id string) (*yard.Dog, error)
@@ -193,7 +195,7 @@ func (s *Server) bark(w http.ResponseWriter, r *http.Request, mayAsync bool) {
 	if !s.barksReady(w, r) {
 		return
 	}
-	d, err := s.deps.DB.FindDogCore(r.Context(), r.PathValue("dog_id"))
+	d, err := s.db.barks.FindDogCore(r.Context(), r.PathValue("dog_id"))
 	if err == nil {
 		err = canUseDog(r, d)
 	}
@@ -251,7 +253,7 @@ func (s *Server) handleGetBark(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	b, err := s.deps.DB.FindBark(r.Context(), d.ID, r.PathValue("bark_id"))
+	b, err := s.db.barks.FindBark(r.Context(), d.ID, r.PathValue("bark_id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -316,7 +318,7 @@ func (s *Server) handleListBarks(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	barks, total, err := s.deps.DB.FindBarks(r.Context(), yard.BarkFilter{DogID: d.ID, Offset: pg.Offset, Limit: pg.Max})
+	barks, total, err := s.db.barks.FindBarks(r.Context(), yard.BarkFilter{DogID: d.ID, Offset: pg.Offset, Limit: pg.Max})
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -338,7 +340,7 @@ func (s *Server) handleLastBark(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	t, err := s.deps.DB.LastBark(r.Context(), d.ID)
+	t, err := s.db.barks.LastBark(r.Context(), d.ID)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -420,7 +422,7 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVer
 		s.error(w, r, yard.Invalid("If-Unmodified-Since is not an HTTP date.", yard.FieldError{Field: "If-Unmodified-Since", Message: "must be an HTTP date (RFC 9110 §5.6.7)"}))
 		return
 	}
-	now := s.deps.DB.Clock()
+	now := s.db.barks.Clock()
 	field := "barks."
 	if v == dogV2 {
 		field = "schedule."
@@ -443,7 +445,7 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVer
 			return
 		}
 	}
-	differs, err = s.deps.DB.ApplySchedulePatch(r.Context(), d.ID, yard.SchedulePatch{Date: date, Hash: requestHash(body),
+	differs, err = s.db.barks.ApplySchedulePatch(r.Context(), d.ID, yard.SchedulePatch{Date: date, Hash: requestHash(body),
 		Change: change, Received: now, Differs: differs, Fields: fields})
 	if err != nil {
 		s.error(w, r, err)
@@ -512,13 +514,13 @@ func (s *Server) handlePostSchedule(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, yard.Invalid("The bark schedule is malformed.", yard.FieldError{Field: "previous", Message: "is read-only"}))
 		return
 	}
-	now := s.deps.DB.Clock()
+	now := s.db.barks.Clock()
 	change, _, err := parseSchedule(in, now)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if _, err := s.deps.DB.SetScheduleByToken(r.Context(), d.ID, token, change, now); err != nil {
+	if _, err := s.db.barks.SetScheduleByToken(r.Context(), d.ID, token, change, now); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -597,7 +599,7 @@ func (s *Server) handleDeleteSchedule(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.deps.DB.StopSchedule(r.Context(), d.ID); err != nil {
+	if err := s.db.barks.StopSchedule(r.Context(), d.ID); err != nil {
 		s.error(w, r, err)
 		return
 	}

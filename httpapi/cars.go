@@ -156,7 +156,7 @@ func (s *Server) findCar(ctx context.Context, id string) (*yard.Car, error) {
 	if f, ok := s.deps.Cars.(carFinder); ok {
 		return f.FindCarByID(ctx, id)
 	}
-	return s.deps.DB.FindCarByID(ctx, id)
+	return s.db.cars.FindCarByID(ctx, id)
 }
 
 // writeCar answers a read of one car, or the error of finding it.
@@ -170,7 +170,7 @@ func (s *Server) writeCar(w http.ResponseWriter, r *http.Request, c *yard.Car, e
 
 // handleGetGarage answers /garage/{garage_id} and /garages/{garage_id}.
 func (s *Server) handleGetGarage(w http.ResponseWriter, r *http.Request) {
-	g, err := s.deps.DB.FindGarageByID(r.Context(), r.PathValue("garage_id"))
+	g, err := s.db.cars.FindGarageByID(r.Context(), r.PathValue("garage_id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -183,7 +183,7 @@ func (s *Server) handleGetGarage(w http.ResponseWriter, r *http.Request) {
 
 // handleListGarages answers GET /garages.
 func (s *Server) handleListGarages(w http.ResponseWriter, r *http.Request) {
-	writePagedList(s, w, r, s.deps.DB.FindGarages, newGarageView)
+	writePagedList(s, w, r, s.db.cars.FindGarages, newGarageView)
 }
 
 // writePagedList answers a list that takes only offset and max: find reads
@@ -224,7 +224,7 @@ func (s *Server) handleListCars(w http.ResponseWriter, r *http.Request) {
 // query applied too.
 func (s *Server) handleGarageCars(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("garage_id")
-	if _, err := s.deps.DB.FindGarageByID(r.Context(), id); err != nil {
+	if _, err := s.db.cars.FindGarageByID(r.Context(), id); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -244,7 +244,7 @@ func inGarage(id string) yard.Query {
 // writeCars answers a car list: the page, its total and the facets asked
 // for ("facets" is in the body only then).
 func (s *Server) writeCars(w http.ResponseWriter, r *http.Request, q yard.Query, page yard.Page, facets []string) {
-	var lister yard.CarLister = s.deps.DB
+	var lister yard.CarLister = s.db.cars
 	if s.deps.Cars != nil {
 		lister = s.deps.Cars
 	}
@@ -390,7 +390,7 @@ func (s *Server) handleCreateSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	se := &yard.Search{Name: req.Name, Query: req.Query, CreatedBy: yard.PrincipalFromContext(r.Context()).UserID}
-	if err := s.deps.DB.CreateSearch(r.Context(), se); err != nil {
+	if err := s.db.cars.CreateSearch(r.Context(), se); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -400,14 +400,14 @@ func (s *Server) handleCreateSearch(w http.ResponseWriter, r *http.Request) {
 
 // handleListSearches answers GET /searches (administrators).
 func (s *Server) handleListSearches(w http.ResponseWriter, r *http.Request) {
-	writePagedList(s, w, r, s.deps.DB.FindSearches, s.newSearchView)
+	writePagedList(s, w, r, s.db.cars.FindSearches, s.newSearchView)
 }
 
 // handleSearchResults answers GET /searches/{search_id}: the current page
 // of its results (the query runs again). Filters in the request's query
 // narrow the results further.
 func (s *Server) handleSearchResults(w http.ResponseWriter, r *http.Request) {
-	se, err := s.deps.DB.FindSearchByID(r.Context(), r.PathValue("search_id"))
+	se, err := s.db.cars.FindSearchByID(r.Context(), r.PathValue("search_id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -422,7 +422,7 @@ func (s *Server) handleSearchResults(w http.ResponseWriter, r *http.Request) {
 
 // handleDeleteSearch answers DELETE /searches/{search_id} (administrators).
 func (s *Server) handleDeleteSearch(w http.ResponseWriter, r *http.Request) {
-	s.writeDeleted(w, r, s.deps.DB.DeleteSearch(r.Context(), r.PathValue("search_id")))
+	s.writeDeleted(w, r, s.db.cars.DeleteSearch(r.Context(), r.PathValue("search_id")))
 }
 
 // writeDeleted answers a DELETE: 204, or the error of deleting.
@@ -447,7 +447,7 @@ func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !strings.Contains(segment, "=") {
-		se, err := s.deps.DB.FindSearchByName(r.Context(), r.PathValue("name"))
+		se, err := s.db.cars.FindSearchByName(r.Context(), r.PathValue("name"))
 		if yard.ErrorCode(err) == yard.ENOTFOUND {
 			why := "it has no '='"
 			if strings.Contains(strings.ToLower(segment), "%3d") {
@@ -617,7 +617,7 @@ func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &yard.Car{}
 	in.update().Apply(c)
-	if err := s.deps.DB.CreateCar(r.Context(), c); err != nil {
+	if err := s.db.cars.CreateCar(r.Context(), c); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -644,14 +644,14 @@ func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.update().Apply(c)
-	created, err := s.deps.DB.ReplaceCar(r.Context(), c) // sets c's times
+	created, err := s.db.cars.ReplaceCar(r.Context(), c) // sets c's times
 	s.writePut(w, r, created, err, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
 }
 
 // carPreconditions evaluates a car write's preconditions when it has any
 // (storedPreconditions).
 func (s *Server) carPreconditions(r *http.Request, id string, put bool) error {
-	return storedPreconditions(r, id, put, "car", s.deps.DB.FindCarByID, func(c *yard.Car) (string, time.Time) {
+	return storedPreconditions(r, id, put, "car", s.db.cars.FindCarByID, func(c *yard.Car) (string, time.Time) {
 		return etagOf(newCarView(c)), c.UpdatedAt
 	})
 }
@@ -659,7 +659,7 @@ func (s *Server) carPreconditions(r *http.Request, id string, put bool) error {
 // garagePreconditions is carPreconditions for a garage, which has no
 // Last-Modified (see handleGetGarage).
 func (s *Server) garagePreconditions(r *http.Request, id string, put bool) error {
-	return storedPreconditions(r, id, put, "garage", s.deps.DB.FindGarageByID, func(g *yard.Garage) (string, time.Time) {
+	return storedPreconditions(r, id, put, "garage", s.db.cars.FindGarageByID, func(g *yard.Garage) (string, time.Time) {
 		return etagOf(newGarageView(g)), time.Time{}
 	})
 }
@@ -698,7 +698,7 @@ func (s *Server) handlePatchCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	c, err := s.deps.DB.UpdateCar(r.Context(), id, in.update())
+	c, err := s.db.cars.UpdateCar(r.Context(), id, in.update())
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -712,7 +712,7 @@ func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeDeleted(w, r, s.deps.DB.DeleteCar(r.Context(), id))
+	s.writeDeleted(w, r, s.db.cars.DeleteCar(r.Context(), id))
 }
 
 // garageWrite is the body of a garage write. carCount is read-only: it
@@ -750,7 +750,7 @@ func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := &yard.Garage{Name: *in.Name, State: *in.State}
-	if err := s.deps.DB.CreateGarage(r.Context(), g); err != nil {
+	if err := s.db.cars.CreateGarage(r.Context(), g); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -773,7 +773,7 @@ func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := &yard.Garage{ID: id, Name: *in.Name, State: *in.State}
-	created, err := s.deps.DB.ReplaceGarage(r.Context(), g)
+	created, err := s.db.cars.ReplaceGarage(r.Context(), g)
 	s.writePut(w, r, created, err, "/garages/"+g.ID, newGarageView(g), time.Time{})
 }
 
@@ -792,7 +792,7 @@ func (s *Server) handlePatchGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	g, err := s.deps.DB.UpdateGarage(r.Context(), id, yard.GarageUpdate{Name: in.Name, State: in.State})
+	g, err := s.db.cars.UpdateGarage(r.Context(), id, yard.GarageUpdate{Name: in.Name, State: in.State})
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -806,7 +806,7 @@ func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeDeleted(w, r, s.deps.DB.DeleteGarage(r.Context(), id))
+	s.writeDeleted(w, r, s.db.cars.DeleteGarage(r.Context(), id))
 }
 
 // checkCarCount refuses a carCount in a garage's body that is not the
@@ -816,7 +816,7 @@ func (s *Server) checkCarCount(r *http.Request, id string, sent *int, put bool) 
 	if sent == nil {
 		return nil
 	}
-	g, err := s.deps.DB.FindGarageByID(r.Context(), id)
+	g, err := s.db.cars.FindGarageByID(r.Context(), id)
 	switch {
 	case yard.ErrorCode(err) == yard.ENOTFOUND && put:
 		g, err = &yard.Garage{}, nil

@@ -120,7 +120,7 @@ type dogWrite struct {
 
 // loadDogFor loads the dog of the path for the caller: its owner or an admin.
 func (s *Server) loadDogFor(r *http.Request) (*yard.Dog, error) {
-	d, err := s.deps.DB.FindDogByID(r.Context(), r.PathValue("dog_id"))
+	d, err := s.db.dogs.FindDogByID(r.Context(), r.PathValue("dog_id"))
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 		return
 	}
 	d := &yard.Dog{ID: id, Name: deref(in.Name), Email: deref(in.Email), Owner: owner, BarkEffect: deref(in.BarkEffect), CodeURL: deref(in.CodeURL)}
-	if err := s.deps.DB.CreateDog(r.Context(), d); err != nil {
+	if err := s.db.dogs.CreateDog(r.Context(), d); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -276,7 +276,7 @@ func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion)
 	if !p.IsAdmin() {
 		f.Owner = &p.UserID
 	}
-	dogs, total, err := s.deps.DB.FindDogs(r.Context(), f)
+	dogs, total, err := s.db.dogs.FindDogs(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -331,7 +331,7 @@ func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 		s.error(w, r, yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"}))
 		return
 	}
-	d, err := s.deps.DB.FindDogByID(r.Context(), id)
+	d, err := s.db.dogs.FindDogByID(r.Context(), id)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
 		s.createDogAt(w, r, v, id, in)
 		return
@@ -376,7 +376,7 @@ func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 	if in.Email == nil {
 		upd.Email = new(string)
 	}
-	d, err = s.deps.DB.UpdateDog(r.Context(), id, upd)
+	d, err = s.db.dogs.UpdateDog(r.Context(), id, upd)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -450,7 +450,7 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 		s.error(w, r, err)
 		return
 	}
-	d, err = s.deps.DB.UpdateDog(r.Context(), d.ID, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
+	d, err = s.db.dogs.UpdateDog(r.Context(), d.ID, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -477,7 +477,7 @@ func (s *Server) deleteDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 		s.error(w, r, err)
 		return
 	}
-	if err := s.deps.DB.DeleteDog(r.Context(), d.ID); err != nil {
+	if err := s.db.dogs.DeleteDog(r.Context(), d.ID); err != nil {
 		s.error(w, r, err)
 		return
 	}

@@ -81,7 +81,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	if code == yard.EINTERNAL {
 		// A store that cannot be reached is a temporary condition, not a
 		// bug: 503 with Retry-After, logged once per episode.
-		if ue := s.deps.DB.Unavailable(err); ue != nil {
+		if ue := s.db.outage.Unavailable(err); ue != nil {
 			s.storeUnavailable(err)
 			code, err = yard.EUNAVAILABLE, ue
 		}

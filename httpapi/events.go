@@ -16,9 +16,10 @@ import (
 	"github.com/yard-api/yard/events"
 )
 
-// eventStore is what the event endpoints need of the store; *store.DB is
-// one.
+// eventStore is what the event endpoints and Prefer: wait need of the
+// store; *store.DB is one.
 type eventStore interface {
+	FindBark(ctx context.Context, dogID, id string) (*yard.Bark, error)
 	LastEventID(ctx context.Context) (yard.EventID, error)
 	ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPage, error)
 }
@@ -246,7 +247,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if !p.IsAdmin() {
 		f.Owner = &p.UserID
 	}
-	page, err := s.deps.DB.ReadEvents(r.Context(), f)
+	page, err := s.db.events.ReadEvents(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -291,7 +292,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 	// out checks the id against the retention.
 	cur := q.after
 	if !q.hasAfter {
-		if cur, err = s.deps.DB.LastEventID(ctx); err != nil {
+		if cur, err = s.db.events.LastEventID(ctx); err != nil {
 			s.error(w, r, err)
 			return
 		}
@@ -300,7 +301,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 	if !p.IsAdmin() {
 		f.Owner = &p.UserID
 	}
-	first, err := s.deps.DB.ReadEvents(ctx, f)
+	first, err := s.db.events.ReadEvents(ctx, f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -418,7 +419,7 @@ func (s *Server) sendEvents(ctx context.Context, sub *events.Sub, out *streamOut
 		}
 		f.After = cur
 		var err error
-		if page, err = s.deps.DB.ReadEvents(ctx, f); err != nil {
+		if page, err = s.db.events.ReadEvents(ctx, f); err != nil {
 			_ = send([]byte(": the store cannot be read; reconnect with Last-Event-ID\n\n"))
 			return
 		}
@@ -648,7 +649,7 @@ func (s *Server) waitForBark(w http.ResponseWriter, r *http.Request, b *yard.Bar
 	}
 	defer s.deps.Events.Unsubscribe(sub)
 	// It may have finished before the subscription.
-	if b, err = s.deps.DB.FindBark(ctx, b.DogID, b.ID); err != nil || b.Finished() {
+	if b, err = s.db.events.FindBark(ctx, b.DogID, b.ID); err != nil || b.Finished() {
 		return b, true, err
 	}
 	timer := time.NewTimer(time.Duration(wait) * time.Second)
@@ -662,6 +663,6 @@ func (s *Server) waitForBark(w http.ResponseWriter, r *http.Request, b *yard.Bar
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	b, err = s.deps.DB.FindBark(rctx, b.DogID, b.ID)
+	b, err = s.db.events.FindBark(rctx, b.DogID, b.ID)
 	return b, true, err
 }

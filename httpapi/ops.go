@@ -266,14 +266,14 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if s.outage.Down() {
 		// In an outage: ready again only once the store answers reads and
 		// can begin a write.
-		if err := s.deps.DB.Reachable(ctx); err != nil {
+		if err := s.db.ops.Reachable(ctx); err != nil {
 			s.error(w, r, s.unreachable(err))
 			return
 		}
 		s.storeBack()
 	}
 	// Reading the migration state is the reachability check too.
-	pending, err := s.deps.DB.Pending(ctx)
+	pending, err := s.db.ops.Pending(ctx)
 	if err != nil {
 		s.error(w, r, s.unreachable(err))
 		return
@@ -282,7 +282,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, yard.Errorf(yard.EUNAVAILABLE, "Migrations are not done."))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.deps.DB.Engine(), "carSearch": s.carSearchPath()})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.db.ops.Engine(), "carSearch": s.carSearchPath()})
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {

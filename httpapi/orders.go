@@ -15,6 +15,8 @@ import (
 // orderStore is what the order endpoints need of the store; *store.DB is
 // one.
 type orderStore interface {
+	// Clock returns the store's time (tests set it).
+	Clock() time.Time
 	CreateOrder(ctx context.Context, o *yard.Order) error
 	FindOrderByID(ctx context.Context, id string) (*yard.Order, error)
 	FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order, int, error)
@@ -229,7 +231,7 @@ func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 		}
 		o.CustomerID = *in.CustomerID
 	}
-	if err := s.deps.DB.CreateOrder(r.Context(), o); err != nil {
+	if err := s.db.orders.CreateOrder(r.Context(), o); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -253,7 +255,7 @@ func (s *Server) handleListOrders(w http.ResponseWriter, r *http.Request) {
 	if !p.IsAdmin() {
 		f.Customer = &p.UserID
 	}
-	orders, total, err := s.deps.DB.FindOrders(r.Context(), f)
+	orders, total, err := s.db.orders.FindOrders(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -275,7 +277,7 @@ func (s *Server) handleGetOrder(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	o, err := s.deps.DB.FindOrderByID(r.Context(), r.PathValue("order_id"))
+	o, err := s.db.orders.FindOrderByID(r.Context(), r.PathValue("order_id"))
 	if err == nil && !visible(yard.PrincipalFromContext(r.Context()), o) {
 		err = orderNotFound()
 	}
@@ -301,7 +303,7 @@ func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, statusField(*in.Status))
 		return
 	}
-	now := s.deps.DB.Clock()
+	now := s.db.orders.Clock()
 	created, err := parseOrderTime(in.CreatedAt, "createdAt", now)
 	if err != nil {
 		s.error(w, r, err)
@@ -369,7 +371,7 @@ func (s *Server) handleCancelOrder(w http.ResponseWriter, r *http.Request) {
 // see it and the request's preconditions hold, and answers the order.
 func (s *Server) updateOrder(w http.ResponseWriter, r *http.Request, media string, change func(*yard.Order) error) {
 	p := yard.PrincipalFromContext(r.Context())
-	o, err := s.deps.DB.UpdateOrder(r.Context(), r.PathValue("order_id"), func(o *yard.Order) error {
+	o, err := s.db.orders.UpdateOrder(r.Context(), r.PathValue("order_id"), func(o *yard.Order) error {
 		if !visible(p, o) {
 			return orderNotFound()
 		}

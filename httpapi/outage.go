@@ -25,11 +25,11 @@ type outageStore interface {
 // unreachable is the 503 of a store that did not answer a check (err),
 // with the Retry-After the store gives its outages.
 func (s *Server) unreachable(err error) *yard.Error {
-	ue := s.deps.DB.Unavailable(err)
+	ue := s.db.outage.Unavailable(err)
 	if ue == nil {
 		// The check failed otherwise (its own time-out): ask the store
 		// for the answer it gives an outage.
-		ue = s.deps.DB.Unavailable(yard.Errorf(yard.EUNAVAILABLE, "The store is not reachable."))
+		ue = s.db.outage.Unavailable(yard.Errorf(yard.EUNAVAILABLE, "The store is not reachable."))
 	}
 	return &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store is not reachable.", RetryAfter: ue.RetryAfter}
 }
@@ -62,7 +62,7 @@ func (s *Server) watchStore() {
 	for {
 		time.Sleep(storeDownInterval)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := s.deps.DB.Reachable(ctx)
+		err := s.db.outage.Reachable(ctx)
 		cancel()
 		if err != nil && strings.Contains(err.Error(), "database is closed") {
 			return // the server is shutting down

@@ -38,21 +38,42 @@ const MaxBodyBytes = 1 << 20
 // --store-wait says otherwise (Deps.StoreWait).
 const DefaultStoreWait = 30 * time.Second
 
-// Store is what the API needs of the store: the interfaces each group of
-// endpoints declares where it uses them, and the store's clock.
+// Store is the store the API is given (Deps.DB): every interface a group
+// of endpoints declares where it uses it, and nothing else. New hands each
+// group the store as its own interface (stores); no handler reaches it as
+// a Store.
 type Store interface {
 	dogStore
 	barkStore
 	carStore
 	eventStore
-	approvalStore
+	openidStore
 	opsStore
 	outageStore
 	orderStore
 	personStore
 	webhookStore
-	// Clock returns the store's time (tests set it).
-	Clock() time.Time
+}
+
+// stores are the one store of Deps.DB as each group of endpoints sees it,
+// through the interface declared in its file: a handler reaches the
+// methods its group asks for, and no other.
+type stores struct {
+	dogs     dogStore     // dogs.go, dogs_v2.go
+	barks    barkStore    // barks.go
+	cars     carStore     // cars, garages and searches
+	events   eventStore   // events.go
+	openid   openidStore  // openid.go, openid_pages.go
+	ops      opsStore     // ops.go
+	outage   outageStore  // errors.go, outage.go
+	orders   orderStore   // orders.go
+	people   personStore  // people.go
+	webhooks webhookStore // webhooks.go
+}
+
+func storesOf(db Store) stores {
+	return stores{dogs: db, barks: db, cars: db, events: db, openid: db, ops: db, outage: db,
+		orders: db, people: db, webhooks: db}
 }
 
 // Deps are the collaborators of a Server. They are all given to New and
@@ -123,6 +144,8 @@ type Server struct {
 	// deps are the server's collaborators, fixed by New; nothing outside
 	// the package can change them.
 	deps Deps
+	// db is deps.DB as each group of endpoints sees it.
+	db stores
 	// streams counts the HTTP/1.1 event streams that left net/http
 	// (streamEvents), for WaitStreams.
 	streams sync.WaitGroup
@@ -183,7 +206,7 @@ func New(d Deps) *Server {
 	if d.Lists == nil {
 		d.Lists = fairgate.New(fairgate.Config{})
 	}
-	s := &Server{deps: d, basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{}}
+	s := &Server{deps: d, db: storesOf(d.DB), basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{}}
 	s.metrics = newMetrics(s.deps.Registry)
 	registerGateMetrics(s.deps.Registry, "yard_car_lists", "car lists and searches", s.deps.Lists)
 	if s.deps.Tracing != nil {

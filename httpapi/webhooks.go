@@ -140,7 +140,7 @@ func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request) {
 	if in.Types != nil {
 		hook.Types = *in.Types
 	}
-	if err := s.deps.DB.CreateWebhook(r.Context(), hook); err != nil {
+	if err := s.db.webhooks.CreateWebhook(r.Context(), hook); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -164,7 +164,7 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
 	if !p.IsAdmin() {
 		f.Owner = &p.UserID
 	}
-	hooks, total, err := s.deps.DB.FindWebhooks(r.Context(), f)
+	hooks, total, err := s.db.webhooks.FindWebhooks(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -182,7 +182,7 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
 // owner or an administrator. Anyone else's is ENOTFOUND, as if it did not
 // exist.
 func (s *Server) loadWebhookFor(r *http.Request) (*yard.Webhook, error) {
-	hook, err := s.deps.DB.FindWebhook(r.Context(), r.PathValue("webhook_id"))
+	hook, err := s.db.webhooks.FindWebhook(r.Context(), r.PathValue("webhook_id"))
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +229,7 @@ func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	hook, err = s.deps.DB.UpdateWebhook(r.Context(), hook.ID, yard.WebhookUpdate{URL: in.URL, Types: in.Types, Enabled: in.Enabled})
+	hook, err = s.db.webhooks.UpdateWebhook(r.Context(), hook.ID, yard.WebhookUpdate{URL: in.URL, Types: in.Types, Enabled: in.Enabled})
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -249,7 +249,7 @@ func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.deps.DB.DeleteWebhook(r.Context(), hook.ID); err != nil {
+	if err := s.db.webhooks.DeleteWebhook(r.Context(), hook.ID); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -273,9 +273,9 @@ func (s *Server) handleListWebhookDeliveries(w http.ResponseWriter, r *http.Requ
 	var ds []*yard.WebhookDelivery
 	total := 0
 	if pg.Max > 0 {
-		ds, total, err = s.deps.DB.FindWebhookDeliveries(r.Context(), hook.ID, pg.Offset, pg.Max)
+		ds, total, err = s.db.webhooks.FindWebhookDeliveries(r.Context(), hook.ID, pg.Offset, pg.Max)
 	} else {
-		_, total, err = s.deps.DB.FindWebhookDeliveries(r.Context(), hook.ID, 0, 1)
+		_, total, err = s.db.webhooks.FindWebhookDeliveries(r.Context(), hook.ID, 0, 1)
 	}
 	if err != nil {
 		s.error(w, r, err)
