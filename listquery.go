@@ -2,6 +2,7 @@ package yard
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -160,11 +161,7 @@ func readCount(n *int, seen *bool, rawValue string) string {
 func ReadParams(raw string, paging Paging, names ...string) (Page, map[string]string, error) {
 	vals := map[string]string{}
 	page, err := ReadQuery(raw, paging, func(name, rawValue string) string {
-		known := false
-		for _, n := range names {
-			known = known || n == name
-		}
-		if !known {
+		if !slices.Contains(names, name) {
 			return UnknownParam
 		}
 		if _, ok := vals[name]; ok {
