@@ -94,49 +94,24 @@ func statusRank(s string) int { return slices.Index(OrderStatuses, s) }
 var orderQueryFields = []string{"status", "canceled", "customerId"}
 
 // ParseOrderQuery parses the raw (still percent-encoded) query of the order
-// list in the car list's grammar (docs/cars.md): pairs split on '&' or ';',
-// field=a,b means a OR b, a leading '!' excludes a value, repeating a field
-// adds values, q.<field>.eq and q.<field>.ne; fields status, canceled and
-// customerId; offset and max page. Errors are EINVALID naming the pair.
+// list in the car list's grammar (docs/cars.md): pairs read by ReadQuery
+// (split on '&' or ';', offset and max page), field=a,b means a OR b, a
+// leading '!' excludes a value, repeating a field adds values,
+// q.<field>.eq and q.<field>.ne; fields status, canceled and customerId
+// (in any case). Errors are ParamError, naming the parameter.
 func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 	f := OrderFilter{}
-	page := Page{Offset: 0, Max: DefaultPageMax}
-	seenPage := map[string]bool{}
 	type set struct{ in, out []string }
 	sets := map[string]*set{}
 	values := 0
-	for _, pair := range splitPairs(raw) {
-		rawKey, rawValue, hasEq := strings.Cut(pair, "=")
-		key, err := unescape(rawKey)
-		if err != nil {
-			return f, page, badPair(pair, rawKey, "the name is not correctly percent-encoded")
-		}
-		if !hasEq {
-			return f, page, badPair(pair, key, "a pair needs the form name=value")
-		}
-		lkey := strings.ToLower(key)
-		switch {
-		case lkey == "offset" || lkey == "max":
-			if seenPage[lkey] {
-				return f, page, badPair(pair, key, "given more than once")
-			}
-			seenPage[lkey] = true
-			v, err := unescape(rawValue)
-			if err != nil {
-				return f, page, badPair(pair, key, "the value is not correctly percent-encoded")
-			}
-			if fe := page.SetValue(lkey, v); fe != nil {
-				return f, page, badPair(pair, key, fe.Message)
-			}
-			continue
-		}
+	page, err := ReadQuery(raw, Paging{}, func(key, rawValue string) string {
 		field, op, msg := filterKey(key, "field", OpEq, OpNe)
 		if msg != "" {
-			return f, page, badPair(pair, key, msg)
+			return msg
 		}
 		i := slices.IndexFunc(orderQueryFields, func(n string) bool { return strings.EqualFold(n, field) })
 		if i < 0 {
-			return f, page, badPair(pair, key, fmt.Sprintf("unknown field %q (use %s)", field, strings.Join(orderQueryFields, ", ")))
+			return UnknownParam
 		}
 		field = orderQueryFields[i]
 		s := sets[field]
@@ -144,10 +119,10 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 			s = &set{}
 			sets[field] = s
 		}
-		for _, item := range strings.Split(rawValue, ",") {
+		for item := range strings.SplitSeq(rawValue, ",") {
 			values++
 			if values > MaxQueryValues {
-				return f, page, badPair(pair, key, fmt.Sprintf("a query holds at most %d values", MaxQueryValues))
+				return fmt.Sprintf("a query holds at most %d values", MaxQueryValues)
 			}
 			negated := strings.HasPrefix(item, "!")
 			if negated {
@@ -155,22 +130,22 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 			}
 			v, err := unescape(item)
 			if err != nil {
-				return f, page, badPair(pair, key, "the value is not correctly percent-encoded")
+				return BadValueEscape
 			}
 			switch {
 			case v == "":
-				return f, page, badPair(pair, key, "empty value")
+				return "empty value"
 			case len(v) > MaxValueLength:
-				return f, page, badPair(pair, key, fmt.Sprintf("a value is at most %d bytes", MaxValueLength))
+				return fmt.Sprintf("a value is at most %d bytes", MaxValueLength)
 			case field == "status":
 				v = strings.ToLower(v)
 				if !ValidOrderStatus(v) {
-					return f, page, badPair(pair, key, fmt.Sprintf("unknown status %q (use placed, shipped or delivered)", v))
+					return fmt.Sprintf("unknown status %q (use placed, shipped or delivered)", v)
 				}
 			case field == "canceled":
 				v = strings.ToLower(v)
 				if v != "true" && v != "false" {
-					return f, page, badPair(pair, key, fmt.Sprintf("%q is not true or false", v))
+					return fmt.Sprintf("%q is not true or false", v)
 				}
 			}
 			if negated != (op == OpNe) {
@@ -179,6 +154,10 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 				s.in = append(s.in, v)
 			}
 		}
+		return ""
+	})
+	if err != nil {
+		return f, page, err
 	}
 	// allowed returns the values of all that the conditions on a field let
 	// through: those named (all, when none is), less those excluded.

@@ -361,7 +361,8 @@ func sortedSet(vs []string) []string {
 // ParseCarQuery parses a raw (still percent-encoded) query string in the
 // car query grammar of docs/cars.md into a Query and a page:
 //
-//   - pairs are separated by '&' or ';';
+//   - pairs are read by ReadQuery, the reader of every list's query
+//     (separated by '&' or ';'; offset and max page by its rule);
 //   - field=a,b means a OR b; the split is on literal commas before
 //     percent-decoding, so %2C is a comma inside a value;
 //   - a value with a leading literal '!' is excluded;
@@ -369,10 +370,9 @@ func sortedSet(vs []string) []string {
 //   - q.<path>.<op>=v with op eq or ne, and lt, le, gt, ge on numbers;
 //   - paths: color, type, doors, make (alias vendor), model, year,
 //     garage.id (alias garage), garage.name, garage.state; on the garage
-//     paths the value null means "in no garage";
-//   - offset and max page (docs/api.md, HTTP: max above 100 is cut to 100).
+//     paths the value null means "in no garage"; paths ignore case.
 //
-// Errors are EINVALID, naming the offending pair.
+// Errors are ParamError: EINVALID, naming the offending parameter.
 func ParseCarQuery(raw string) (Query, Page, error) {
 	return parseCarQuery(raw, nil)
 }
@@ -392,74 +392,37 @@ func ParseCarListQuery(raw string) (Query, Page, []string, error) {
 }
 
 // parseCarQuery parses the grammar; facets, when not nil, receives the
-// fields of facets pairs (which are otherwise an unknown field).
+// fields of facets pairs (which are otherwise an unknown parameter). The
+// pairs and the paging are read by ReadQuery, the reader of every list.
 func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 	var b queryBuilder
-	page := Page{Offset: 0, Max: DefaultPageMax}
-	var seenOffset, seenMax bool
-	for rest := raw; rest != ""; {
-		var pair string
-		if i := strings.IndexAny(rest, "&;"); i >= 0 {
-			pair, rest = rest[:i], rest[i+1:]
-		} else {
-			pair, rest = rest, ""
-		}
-		if pair == "" {
-			continue
-		}
-		rawKey, rawValue, hasEq := strings.Cut(pair, "=")
-		key, err := unescape(rawKey)
-		if err != nil {
-			return Query{}, Page{}, badPair(pair, rawKey, "the name is not correctly percent-encoded")
-		}
-		if !hasEq {
-			return Query{}, Page{}, badPair(pair, key, "a pair needs the form name=value")
-		}
-		lkey := strings.ToLower(key)
-		switch {
-		case lkey == "facets" && facets != nil:
-			for _, item := range strings.Split(rawValue, ",") {
+	page, err := ReadQuery(raw, Paging{}, func(key, rawValue string) string {
+		if key == "facets" && facets != nil {
+			for item := range strings.SplitSeq(rawValue, ",") {
 				name, err := unescape(item)
 				if err != nil {
-					return Query{}, Page{}, badPair(pair, key, "the value is not correctly percent-encoded")
+					return BadValueEscape
 				}
 				path, _, ok := canonicalField(name)
 				if !ok {
-					return Query{}, Page{}, badPair(pair, key, fmt.Sprintf("unknown facet field %q (use %s, vendor or garage)", name, strings.Join(QueryFields(), ", ")))
+					return fmt.Sprintf("unknown facet field %q (use %s, vendor or garage)", name, strings.Join(QueryFields(), ", "))
 				}
 				if !slices.Contains(*facets, path) {
 					*facets = append(*facets, path)
 				}
 			}
-			continue
-		case lkey == "offset" || lkey == "max":
-			seen := &seenOffset
-			if lkey == "max" {
-				seen = &seenMax
-			}
-			if *seen {
-				return Query{}, Page{}, badPair(pair, key, "given more than once")
-			}
-			*seen = true
-			v, err := unescape(rawValue)
-			if err != nil {
-				return Query{}, Page{}, badPair(pair, key, "the value is not correctly percent-encoded")
-			}
-			if fe := page.SetValue(lkey, v); fe != nil {
-				return Query{}, Page{}, badPair(pair, key, fe.Message)
-			}
-			continue
+			return ""
 		}
 		field, op, msg := filterKey(key, "path", OpEq, OpNe, OpLt, OpLe, OpGt, OpGe)
 		if msg != "" {
-			return Query{}, Page{}, badPair(pair, key, msg)
+			return msg
 		}
 		path, fi, ok := canonicalField(field)
 		if !ok {
-			return Query{}, Page{}, badPair(pair, key, fmt.Sprintf("unknown field %q (use %s, vendor or garage)", field, strings.Join(QueryFields(), ", ")))
+			return UnknownParam
 		}
 		if op != OpEq && op != OpNe && strings.Contains(rawValue, ",") {
-			return Query{}, Page{}, badPair(pair, key, "operator "+op+" takes one value")
+			return "operator " + op + " takes one value"
 		}
 		for item := range strings.SplitSeq(rawValue, ",") {
 			negated := strings.HasPrefix(item, "!")
@@ -468,19 +431,18 @@ func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 			}
 			v, err := unescape(item)
 			if err != nil {
-				return Query{}, Page{}, badPair(pair, key, "the value is not correctly percent-encoded")
+				return BadValueEscape
 			}
 			if msg := b.add(path, fi, op, v, negated); msg != "" {
-				return Query{}, Page{}, badPair(pair, key, msg)
+				return msg
 			}
 		}
+		return ""
+	})
+	if err != nil {
+		return Query{}, Page{}, err
 	}
 	return b.query(), page, nil
-}
-
-// splitPairs splits a raw query on '&' and ';'.
-func splitPairs(raw string) []string {
-	return strings.FieldsFunc(raw, func(r rune) bool { return r == '&' || r == ';' })
 }
 
 // unescape percent-decodes s, reading '+' as a space (HTML form encoding).
@@ -520,8 +482,6 @@ func unhex(c byte) byte {
 	return c - 'A' + 10
 }
 
-// badPair is the error for one refused query pair. The field error names
-// the parameter, the message quotes the whole pair.
 // filterKey reads the name of a filter parameter: a bare field (operator
 // eq), or q.<what>.<op> with op one of ops (any case). msg says what is
 // wrong with it, "" when nothing is.
@@ -539,16 +499,4 @@ func filterKey(key, what string, ops ...string) (field, op, msg string) {
 		return "", "", fmt.Sprintf("unknown operator %q (use %s)", key[i+1:], use)
 	}
 	return key[2:i], op, ""
-}
-
-func badPair(pair, name, why string) error {
-	shown := pair
-	if len(shown) > 100 {
-		shown = shown[:100] + "..."
-	}
-	return &Error{
-		Code:    EINVALID,
-		Message: fmt.Sprintf("Bad query pair %q: %s.", shown, why),
-		Fields:  []FieldError{{Field: name, Message: why}},
-	}
 }

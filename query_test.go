@@ -73,7 +73,7 @@ func TestParseCarQueryErrors(t *testing.T) {
 	tests := []struct {
 		raw, field, inMessage string
 	}{
-		{"colour=red", "colour", `"colour=red"`},
+		{"colour=red", "colour", `"colour": unknown parameter`},
 		{"color", "color", "name=value"},
 		{"color=", "color", "empty value"},
 		{"color=red,", "color", "empty value"},
@@ -83,7 +83,7 @@ func TestParseCarQueryErrors(t *testing.T) {
 		{"q.color.lt=red", "q.color.lt", "numbers only"},
 		{"q.color.like=red", "q.color.like", "unknown operator"},
 		{"q.color=red", "q.color", "q.<path>.<op>"},
-		{"q.garage.owner.eq=x", "q.garage.owner.eq", "unknown field"},
+		{"q.garage.owner.eq=x", "q.garage.owner.eq", "unknown parameter"},
 		{"q.year.gt=1,2", "q.year.gt", "one value"},
 		{"q.year.gt=!1", "q.year.gt", "'!'"},
 		{"doors=null", "doors", "whole number"},
@@ -92,7 +92,11 @@ func TestParseCarQueryErrors(t *testing.T) {
 		{"offset=-5", "offset", "whole number"},
 		{"offset=1&offset=2", "offset", "more than once"},
 		{"color=%zz", "color", "percent-encoded"},
-		{"id=x", "id", "unknown field"},
+		{"id=x", "id", "unknown parameter"},
+		{"MAX=5", "MAX", "unknown parameter"},
+		{"Offset=5", "Offset", "unknown parameter"},
+		{"max=1;max=2", "max", "given more than once"},
+		{"facets=make", "facets", "unknown parameter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {

@@ -18,6 +18,11 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
+// *store.DB is the store cmd/yard gives the API (Deps.DB): it has every
+// method the groups of endpoints ask for. httpapi itself does not import
+// the store.
+var _ httpapi.Store = (*store.DB)(nil)
+
 const pw = "correct horse battery"
 
 // scenario is one request and what the answer must be.

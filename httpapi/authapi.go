@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -133,7 +132,7 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 	}
 	var in loginBody
 	if asJSON {
-		if err := unmarshalStrict(raw, &in); err != nil {
+		if in, err = unmarshalStrict[loginBody](raw); err != nil {
 			return nil, loginDecodeError(err, allowPK)
 		}
 		if !allowPK && (in.BindIP != nil || in.IncludePasswordHash != nil) {
@@ -511,21 +510,10 @@ func (s *Server) handleCreateAPIKey(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	raw, err := io.ReadAll(r.Body)
-	if err != nil {
+	// The body may be left out; when sent it is an empty object.
+	if _, err := decodeOptional[struct{}](r); err != nil {
 		s.error(w, r, err)
 		return
-	}
-	if len(strings.TrimSpace(string(raw))) > 0 {
-		var in struct{}
-		if err := requireJSON(r); err != nil {
-			s.error(w, r, err)
-			return
-		}
-		if err := unmarshalStrict(raw, &in); err != nil {
-			s.error(w, r, err)
-			return
-		}
 	}
 	p := yard.PrincipalFromContext(r.Context())
 	var idb, secret [24]byte

@@ -2,12 +2,8 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -110,28 +106,6 @@ func newGarageView(g *yard.Garage) garageView {
 	return garageView{ID: g.ID, Name: g.Name, State: g.State, CarCount: g.CarCount}
 }
 
-// searchView is the representation of a stored search. query is the
-// canonical form of its criteria in the car query grammar.
-type searchView struct {
-	ID        string  `json:"id"`
-	Name      *string `json:"name"`
-	Class     string  `json:"$class"`
-	Query     string  `json:"query"`
-	CreatedBy string  `json:"createdBy"`
-	CreatedAt string  `json:"createdAt"`
-	Results   string  `json:"results"`
-}
-
-func (s *Server) newSearchView(se *yard.Search) searchView {
-	v := searchView{ID: se.ID, Class: yard.SearchClassCar, Query: se.Query.String(), CreatedBy: se.CreatedBy,
-		CreatedAt: Timestamp(se.CreatedAt), Results: s.url("/searches/" + se.ID)}
-	if se.Name != "" {
-		n := se.Name
-		v.Name = &n
-	}
-	return v
-}
-
 // --- reads -----------------------------------------------------------------
 
 // handleGetCar answers /car/{car_id} and /cars/{car_id}: the car, garaged
@@ -154,7 +128,7 @@ func (s *Server) findCar(ctx context.Context, id string) (*yard.Car, error) {
 	if f, ok := s.deps.Cars.(carFinder); ok {
 		return f.FindCarByID(ctx, id)
 	}
-	return s.deps.DB.FindCarByID(ctx, id)
+	return s.db.cars.FindCarByID(ctx, id)
 }
 
 // writeCar answers a read of one car, or the error of finding it.
@@ -168,7 +142,7 @@ func (s *Server) writeCar(w http.ResponseWriter, r *http.Request, c *yard.Car, e
 
 // handleGetGarage answers /garage/{garage_id} and /garages/{garage_id}.
 func (s *Server) handleGetGarage(w http.ResponseWriter, r *http.Request) {
-	g, err := s.deps.DB.FindGarageByID(r.Context(), r.PathValue("garage_id"))
+	g, err := s.db.cars.FindGarageByID(r.Context(), r.PathValue("garage_id"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -181,14 +155,14 @@ func (s *Server) handleGetGarage(w http.ResponseWriter, r *http.Request) {
 
 // handleListGarages answers GET /garages.
 func (s *Server) handleListGarages(w http.ResponseWriter, r *http.Request) {
-	writePagedList(s, w, r, s.deps.DB.FindGarages, newGarageView)
+	writePagedList(s, w, r, s.db.cars.FindGarages, newGarageView)
 }
 
 // writePagedList answers a list that takes only offset and max: find reads
 // the page, view renders each item.
 func writePagedList[T, V any](s *Server, w http.ResponseWriter, r *http.Request,
 	find func(context.Context, yard.Page) ([]T, int, error), view func(T) V) {
-	_, page, err := onlyPaging(s.grammarQuery(r))
+	page, err := s.pageOf(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -222,7 +196,7 @@ func (s *Server) handleListCars(w http.ResponseWriter, r *http.Request) {
 // query applied too.
 func (s *Server) handleGarageCars(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("garage_id")
-	if _, err := s.deps.DB.FindGarageByID(r.Context(), id); err != nil {
+	if _, err := s.db.cars.FindGarageByID(r.Context(), id); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -242,7 +216,7 @@ func inGarage(id string) yard.Query {
 // writeCars answers a car list: the page, its total and the facets asked
 // for ("facets" is in the body only then).
 func (s *Server) writeCars(w http.ResponseWriter, r *http.Request, q yard.Query, page yard.Page, facets []string) {
-	var lister yard.CarLister = s.deps.DB
+	var lister yard.CarLister = s.db.cars
 	if s.deps.Cars != nil {
 		lister = s.deps.Cars
 	}
@@ -370,548 +344,4 @@ func (s *Server) handleGarageCar(w http.ResponseWriter, r *http.Request) {
 		err = yard.Errorf(yard.ENOTFOUND, "Car not found in this garage.")
 	}
 	s.writeCar(w, r, c, err)
-}
-
-// --- searches ----------------------------------------------------------------
-
-// handleCreateSearch answers POST /searches in either body shape.
-func (s *Server) handleCreateSearch(w http.ResponseWriter, r *http.Request) {
-	body, err := readJSONBody(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	req, err := yard.ParseSearchBody(body)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	se := &yard.Search{Name: req.Name, Query: req.Query, CreatedBy: yard.PrincipalFromContext(r.Context()).UserID}
-	if err := s.deps.DB.CreateSearch(r.Context(), se); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.Header().Set("Location", s.url("/searches/"+se.ID))
-	writeJSON(w, http.StatusCreated, s.newSearchView(se))
-}
-
-// handleListSearches answers GET /searches (administrators).
-func (s *Server) handleListSearches(w http.ResponseWriter, r *http.Request) {
-	writePagedList(s, w, r, s.deps.DB.FindSearches, s.newSearchView)
-}
-
-// handleSearchResults answers GET /searches/{search_id}: the current page
-// of its results (the query runs again). Filters in the request's query
-// narrow the results further.
-func (s *Server) handleSearchResults(w http.ResponseWriter, r *http.Request) {
-	se, err := s.deps.DB.FindSearchByID(r.Context(), r.PathValue("search_id"))
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	extra, page, facets, err := yard.ParseCarListQuery(s.grammarQuery(r))
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writeCars(w, r, se.Query.And(extra), page, facets)
-}
-
-// handleDeleteSearch answers DELETE /searches/{search_id} (administrators).
-func (s *Server) handleDeleteSearch(w http.ResponseWriter, r *http.Request) {
-	s.writeDeleted(w, r, s.deps.DB.DeleteSearch(r.Context(), r.PathValue("search_id")))
-}
-
-// writeDeleted answers a DELETE: 204, or the error of deleting.
-func (s *Server) writeDeleted(w http.ResponseWriter, r *http.Request, err error) {
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// handleNamedSearch answers GET /search/{name}: the saved search of that
-// name, or, when the segment holds '=', a query in the grammar
-// (/search/color=red;doors=4). Names never hold '=' (yard.ValidSearchName).
-// Filters and paging in the request's query apply too.
-func (s *Server) handleNamedSearch(w http.ResponseWriter, r *http.Request) {
-	segment := strings.TrimPrefix(r.URL.EscapedPath(), "/search/")
-	raw := s.grammarQuery(r)
-	extra, page, facets, err := yard.ParseCarListQuery(raw)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if !strings.Contains(segment, "=") {
-		se, err := s.deps.DB.FindSearchByName(r.Context(), r.PathValue("name"))
-		if yard.ErrorCode(err) == yard.ENOTFOUND {
-			why := "it has no '='"
-			if strings.Contains(strings.ToLower(segment), "%3d") {
-				why = "its '=' is percent-encoded (%3D), which makes it data; write '=' as it is for a query"
-			}
-			err = yard.Errorf(yard.ENOTFOUND, "No saved search is named %q, and the segment is not a query (%s).", r.PathValue("name"), why)
-		}
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		s.writeCars(w, r, se.Query.And(extra), page, facets)
-		return
-	}
-	q, inPath, pathFacets, err := yard.ParseCarListQuery(segment)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	// Paging may sit in the path too; each of offset and max is taken
-	// from the query string when it is there, else from the path.
-	if !hasParam(raw, "offset") {
-		page.Offset = inPath.Offset
-	}
-	if !hasParam(raw, "max") {
-		page.Max = inPath.Max
-	}
-	for _, f := range facets { // facets may sit in either
-		if !slices.Contains(pathFacets, f) {
-			pathFacets = append(pathFacets, f)
-		}
-	}
-	s.writeCars(w, r, q.And(extra), page, pathFacets)
-}
-
-// hasParam reports whether a raw query holds the parameter name (in any
-// letter case).
-func hasParam(raw, name string) bool {
-	return anyPair(raw, func(pair string) bool {
-		n, _, _ := strings.Cut(pair, "=")
-		return strings.EqualFold(n, name)
-	})
-}
-
-// onlyPaging reads a raw query that may hold only offset and max.
-// Any other parameter is refused by its name, before the car grammar
-// would read it as a car field (or refuse it listing the car fields).
-func onlyPaging(raw string) (yard.Query, yard.Page, error) {
-	var other string
-	anyPair(raw, func(pair string) bool {
-		n, _, _ := strings.Cut(pair, "=")
-		if strings.EqualFold(n, "offset") || strings.EqualFold(n, "max") {
-			return false
-		}
-		other = n
-		if u, err := url.QueryUnescape(n); err == nil {
-			other = u
-		}
-		return true
-	})
-	if other != "" {
-		return yard.Query{}, yard.Page{}, yard.Invalid("This list takes only offset and max.", yard.FieldError{Field: other, Message: "is not a parameter of this list"})
-	}
-	return yard.ParseCarQuery(raw)
-}
-
-// --- writes (administrators) -------------------------------------------------
-
-// optString is a JSON field that may be absent, null or a string.
-type optString struct {
-	Set   bool
-	Null  bool
-	Value string
-}
-
-// UnmarshalJSON records that the member was present, and whether it was null.
-func (o *optString) UnmarshalJSON(b []byte) error {
-	o.Set = true
-	if string(b) == "null" {
-		o.Null = true
-		return nil
-	}
-	return json.Unmarshal(b, &o.Value)
-}
-
-// carWrite is the body of a car write; id may be sent back as read but
-// must then match.
-type carWrite struct {
-	ID     *string   `json:"id"`
-	Color  *string   `json:"color"`
-	Type   *string   `json:"type"`
-	Doors  *int      `json:"doors"`
-	Make   *string   `json:"make"`
-	Model  *string   `json:"model"`
-	Year   *int      `json:"year"`
-	Garage optString `json:"garage"`
-}
-
-// update turns a body into a partial update (garage null takes the car
-// out of its garage).
-func (in carWrite) update() yard.CarUpdate {
-	u := yard.CarUpdate{Color: in.Color, Type: in.Type, Doors: in.Doors, Make: in.Make, Model: in.Model, Year: in.Year}
-	if in.Garage.Set {
-		g := in.Garage.Value
-		u.Garage = &g
-	}
-	return u
-}
-
-// nullFields refuses null for members other than the allowed (optional)
-// ones: a merge patch (RFC 7396) null removes a member, and a required
-// field cannot be removed. body is the raw request body, already known to
-// be valid JSON. Every write body with required fields goes through it
-// (cars, garages, dogs, people).
-func nullFields(body []byte, allowed ...string) error {
-	nulls, err := scanJSON(body)
-	if err != nil {
-		return nil
-	}
-	return refuseNulls(nulls, allowed)
-}
-
-// refuseNulls is nullFields for the null members scanJSON found.
-func refuseNulls(nulls, allowed []string) error {
-	var f []yard.FieldError
-	for _, k := range nulls {
-		if !slices.Contains(allowed, k) {
-			f = append(f, yard.FieldError{Field: k, Message: "cannot be null"})
-		}
-	}
-	if len(f) > 0 {
-		sortFields(f)
-		return yard.Invalid("A required field cannot be null (in a merge patch, null removes a member).", f...)
-	}
-	return nil
-}
-
-// nullMember reports whether body's top-level member name is null.
-func nullMember(body []byte, name string) bool {
-	nulls, err := scanJSON(body)
-	return err == nil && slices.Contains(nulls, name)
-}
-
-// writeBody is the body of a car or garage write.
-type writeBody interface {
-	// bodyID is the id the body carries, nil when it has none.
-	bodyID() *string
-	// full checks that every required field is present (POST, PUT).
-	full() error
-}
-
-// decodeWrite reads a write body into v strictly and refuses null members
-// other than the allowed ones.
-func decodeWrite(r *http.Request, v any, allowed ...string) error {
-	if err := requireJSON(r); err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	// One strict pass over the body, which also finds its null members.
-	nulls, err := scanJSON(body)
-	if err != nil {
-		return err
-	}
-	if err := unmarshalChecked(body, v); err != nil {
-		return err
-	}
-	return refuseNulls(nulls, allowed)
-}
-
-// decodeCreate reads the body of a POST that makes a kind ("car"): no id
-// (the server chooses it), every required field.
-func decodeCreate(r *http.Request, in writeBody, kind string, allowed ...string) error {
-	if err := decodeWrite(r, in, allowed...); err != nil {
-		return err
-	}
-	if in.bodyID() != nil {
-		return yard.Invalid("The id of a new "+kind+" is chosen by the server (or by the URI of a PUT).", yard.FieldError{Field: "id", Message: "is chosen by the server"})
-	}
-	return in.full()
-}
-
-// decodeAt reads the body of a PUT (full) or a PATCH of the resource whose
-// id is id: the body's id, when it has one, must be id.
-func decodeAt(r *http.Request, in writeBody, id string, full bool, allowed ...string) error {
-	if err := decodeWrite(r, in, allowed...); err != nil {
-		return err
-	}
-	if err := checkBodyID(in.bodyID(), id); err != nil {
-		return err
-	}
-	if full {
-		return in.full()
-	}
-	return nil
-}
-
-func (in *carWrite) bodyID() *string    { return in.ID }
-func (in *garageWrite) bodyID() *string { return in.ID }
-
-// full checks that every required field is present (POST, PUT).
-func (in carWrite) full() error {
-	var f []yard.FieldError
-	for name, missing := range map[string]bool{"color": in.Color == nil, "type": in.Type == nil, "doors": in.Doors == nil,
-		"make": in.Make == nil, "model": in.Model == nil, "year": in.Year == nil} {
-		if missing {
-			f = append(f, yard.FieldError{Field: name, Message: "is required"})
-		}
-	}
-	if len(f) > 0 {
-		sortFields(f)
-		return yard.Invalid("The car is missing fields.", f...)
-	}
-	return nil
-}
-
-func sortFields(f []yard.FieldError) {
-	for i := 1; i < len(f); i++ {
-		for j := i; j > 0 && f[j].Field < f[j-1].Field; j-- {
-			f[j], f[j-1] = f[j-1], f[j]
-		}
-	}
-}
-
-func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
-	var in carWrite
-	if err := decodeCreate(r, &in, "car", "garage"); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	c := &yard.Car{}
-	in.update().Apply(c)
-	if err := s.deps.DB.CreateCar(r.Context(), c); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writeReplaced(w, true, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
-}
-
-// checkBodyID refuses a body id that differs from the path's.
-func checkBodyID(body *string, path string) error {
-	if body != nil && *body != path {
-		return yard.Invalid("The id in the body differs from the id in the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"})
-	}
-	return nil
-}
-
-func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
-	c := &yard.Car{ID: r.PathValue("car_id")}
-	var in carWrite
-	if err := decodeAt(r, &in, c.ID, true, "garage"); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.carPreconditions(r, c.ID, true); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	in.update().Apply(c)
-	created, err := s.deps.DB.ReplaceCar(r.Context(), c) // sets c's times
-	s.writePut(w, r, created, err, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
-}
-
-// carPreconditions evaluates a car write's preconditions when it has any
-// (storedPreconditions).
-func (s *Server) carPreconditions(r *http.Request, id string, put bool) error {
-	return storedPreconditions(r, id, put, "car", s.deps.DB.FindCarByID, func(c *yard.Car) (string, time.Time) {
-		return etagOf(newCarView(c)), c.UpdatedAt
-	})
-}
-
-// garagePreconditions is carPreconditions for a garage, which has no
-// Last-Modified (see handleGetGarage).
-func (s *Server) garagePreconditions(r *http.Request, id string, put bool) error {
-	return storedPreconditions(r, id, put, "garage", s.deps.DB.FindGarageByID, func(g *yard.Garage) (string, time.Time) {
-		return etagOf(newGarageView(g)), time.Time{}
-	})
-}
-
-// storedPreconditions reads the resource id with find, only when the
-// request has preconditions, and evaluates them against the validators
-// its GET answers with (writePreconditions). A resource that does not
-// exist answers as the write would without them (RFC 9110 §13.2.1): 404,
-// except for a PUT, which creates it and so evaluates them.
-func storedPreconditions[T any](r *http.Request, id string, put bool, noun string,
-	find func(context.Context, string) (T, error), validators func(T) (string, time.Time)) error {
-	if !conditional(r) {
-		return nil
-	}
-	v, err := find(r.Context(), id)
-	switch {
-	case yard.ErrorCode(err) == yard.ENOTFOUND && put:
-		return writePreconditions(r, "", time.Time{}, noun)
-	case err != nil:
-		return err
-	}
-	etag, modified := validators(v)
-	return writePreconditions(r, etag, modified, noun)
-}
-
-// handlePatchCar applies a JSON merge patch (RFC 7396) to a car: members
-// present replace, "garage": null takes the car out of its garage.
-func (s *Server) handlePatchCar(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("car_id")
-	var in carWrite
-	if err := decodeAt(r, &in, id, false, "garage"); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.carPreconditions(r, id, false); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	c, err := s.deps.DB.UpdateCar(r.Context(), id, in.update())
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	writeUpdated(w, newCarView(c), c.UpdatedAt)
-}
-
-func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("car_id")
-	if err := s.carPreconditions(r, id, false); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writeDeleted(w, r, s.deps.DB.DeleteCar(r.Context(), id))
-}
-
-// garageWrite is the body of a garage write. carCount is read-only: it
-// may be sent back as read; another value is 409 (checkCarCount).
-type garageWrite struct {
-	ID       *string `json:"id"`
-	Name     *string `json:"name"`
-	State    *string `json:"state"`
-	CarCount *int    `json:"carCount"`
-}
-
-func (in garageWrite) full() error {
-	var f []yard.FieldError
-	if in.Name == nil {
-		f = append(f, yard.FieldError{Field: "name", Message: "is required"})
-	}
-	if in.State == nil {
-		f = append(f, yard.FieldError{Field: "state", Message: "is required"})
-	}
-	if len(f) > 0 {
-		return yard.Invalid("The garage is missing fields.", f...)
-	}
-	return nil
-}
-
-func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
-	var in garageWrite
-	if err := decodeCreate(r, &in, "garage"); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if in.CarCount != nil && *in.CarCount != 0 {
-		s.error(w, r, carCountConflict(0))
-		return
-	}
-	g := &yard.Garage{Name: *in.Name, State: *in.State}
-	if err := s.deps.DB.CreateGarage(r.Context(), g); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writeReplaced(w, true, "/garages/"+g.ID, newGarageView(g), time.Time{})
-}
-
-func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("garage_id")
-	var in garageWrite
-	if err := decodeAt(r, &in, id, true); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.garagePreconditions(r, id, true); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.checkCarCount(r, id, in.CarCount, true); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	g := &yard.Garage{ID: id, Name: *in.Name, State: *in.State}
-	created, err := s.deps.DB.ReplaceGarage(r.Context(), g)
-	s.writePut(w, r, created, err, "/garages/"+g.ID, newGarageView(g), time.Time{})
-}
-
-func (s *Server) handlePatchGarage(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("garage_id")
-	var in garageWrite
-	if err := decodeAt(r, &in, id, false); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.garagePreconditions(r, id, false); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.checkCarCount(r, id, in.CarCount, false); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	g, err := s.deps.DB.UpdateGarage(r.Context(), id, yard.GarageUpdate{Name: in.Name, State: in.State})
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	writeUpdated(w, newGarageView(g), time.Time{})
-}
-
-func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("garage_id")
-	if err := s.garagePreconditions(r, id, false); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writeDeleted(w, r, s.deps.DB.DeleteGarage(r.Context(), id))
-}
-
-// checkCarCount refuses a carCount in a garage's body that is not the
-// garage's (0 for one a PUT creates): it is read-only, counted from the
-// cars (409, as for the read-only members of orders).
-func (s *Server) checkCarCount(r *http.Request, id string, sent *int, put bool) error {
-	if sent == nil {
-		return nil
-	}
-	g, err := s.deps.DB.FindGarageByID(r.Context(), id)
-	switch {
-	case yard.ErrorCode(err) == yard.ENOTFOUND && put:
-		g, err = &yard.Garage{}, nil
-	case err != nil:
-		return err
-	}
-	if *sent != g.CarCount {
-		return carCountConflict(g.CarCount)
-	}
-	return nil
-}
-
-func carCountConflict(n int) error {
-	return yard.Errorf(yard.ECONFLICT, "carCount is read-only: it counts the garage's cars (%d now); move cars to change it.", n)
-}
-
-// writePut answers a PUT (writeReplaced), or the error of replacing.
-func (s *Server) writePut(w http.ResponseWriter, r *http.Request, created bool, err error, path string, view any, modified time.Time) {
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writeReplaced(w, created, path, view, modified)
-}
-
-// writeReplaced answers a PUT: 201 with Location when it created the
-// resource at path, else 200 with the new representation (docs/api.md,
-// HTTP), both with the validators a GET answers with (modified zero: no
-// Last-Modified).
-func (s *Server) writeReplaced(w http.ResponseWriter, created bool, path string, view any, modified time.Time) {
-	if created {
-		w.Header().Set("Location", s.url(path))
-		writeCreated(w, view, modified)
-		return
-	}
-	writeUpdated(w, view, modified)
 }

@@ -89,14 +89,9 @@ type dogVersion struct {
 }
 
 var dogV1 = &dogVersion{
-	path: dogPath,
-	view: func(_ *Server, d *yard.Dog) any { return newDogView(d) },
-	decode: func(r *http.Request) (dogWrite, error) {
-		var in dogWrite
-		body, err := readJSON(r, &in)
-		in.body = body
-		return in, err
-	},
+	path:   dogPath,
+	view:   func(_ *Server, d *yard.Dog) any { return newDogView(d) },
+	decode: decode[dogWrite],
 	headers: func(s *Server, w http.ResponseWriter, d *yard.Dog) {
 		w.Header().Set("Link", "<"+s.url("/v2/dogs/"+d.ID)+`>; rel="successor-version"`)
 	},
@@ -109,6 +104,8 @@ var dogV1 = &dogVersion{
 // representation (id, barkCount, codeRevision) are accepted so that a
 // representation read with GET can be sent back, and must not differ.
 type dogWrite struct {
+	// sent is the body as received and its null members.
+	sent         `json:"-"`
 	ID           *string `json:"id"`
 	Name         *string `json:"name"`
 	Email        *string `json:"email"`
@@ -119,13 +116,11 @@ type dogWrite struct {
 	CodeRevision *string `json:"codeRevision"`
 	// Barks is the schedule (PATCH; see patchSchedule), "schedule" in v2.
 	Barks json.RawMessage `json:"barks"`
-	// body is the request body as received.
-	body []byte
 }
 
 // loadDogFor loads the dog of the path for the caller: its owner or an admin.
 func (s *Server) loadDogFor(r *http.Request) (*yard.Dog, error) {
-	d, err := s.deps.DB.FindDogByID(r.Context(), r.PathValue("dog_id"))
+	d, err := s.db.dogs.FindDogByID(r.Context(), r.PathValue("dog_id"))
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +206,7 @@ func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 		return
 	}
 	d := &yard.Dog{ID: id, Name: deref(in.Name), Email: deref(in.Email), Owner: owner, BarkEffect: deref(in.BarkEffect), CodeURL: deref(in.CodeURL)}
-	if err := s.deps.DB.CreateDog(r.Context(), d); err != nil {
+	if err := s.db.dogs.CreateDog(r.Context(), d); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -271,7 +266,7 @@ func (s *Server) handleListDogs(v *dogVersion) http.HandlerFunc {
 }
 
 func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion) {
-	pg, err := pageOf(r)
+	pg, err := s.pageOf(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -281,7 +276,7 @@ func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion)
 	if !p.IsAdmin() {
 		f.Owner = &p.UserID
 	}
-	dogs, total, err := s.deps.DB.FindDogs(r.Context(), f)
+	dogs, total, err := s.db.dogs.FindDogs(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -336,7 +331,7 @@ func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 		s.error(w, r, yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"}))
 		return
 	}
-	d, err := s.deps.DB.FindDogByID(r.Context(), id)
+	d, err := s.db.dogs.FindDogByID(r.Context(), id)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
 		s.createDogAt(w, r, v, id, in)
 		return
@@ -381,7 +376,7 @@ func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 	if in.Email == nil {
 		upd.Email = new(string)
 	}
-	d, err = s.deps.DB.UpdateDog(r.Context(), id, upd)
+	d, err = s.db.dogs.UpdateDog(r.Context(), id, upd)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -419,11 +414,11 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 	}
 	// A merge patch null removes a member (RFC 7396): codeUrl and the
 	// schedule can be removed, the other fields cannot.
-	if err := nullFields(in.body, "codeUrl", "barks", "schedule"); err != nil {
+	if err := in.refuseNulls("codeUrl", "barks", "schedule"); err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if in.CodeURL == nil && nullMember(in.body, "codeUrl") {
+	if in.CodeURL == nil && in.isNull("codeUrl") {
 		none := ""
 		in.CodeURL = &none
 	}
@@ -448,14 +443,14 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 			s.error(w, r, err)
 			return
 		}
-		s.patchSchedule(w, r, v, d, in.body, in.Barks, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
+		s.patchSchedule(w, r, v, d, in.raw, in.Barks, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
 		return
 	}
 	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
 		s.error(w, r, err)
 		return
 	}
-	d, err = s.deps.DB.UpdateDog(r.Context(), d.ID, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
+	d, err = s.db.dogs.UpdateDog(r.Context(), d.ID, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -482,7 +477,7 @@ func (s *Server) deleteDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 		s.error(w, r, err)
 		return
 	}
-	if err := s.deps.DB.DeleteDog(r.Context(), d.ID); err != nil {
+	if err := s.db.dogs.DeleteDog(r.Context(), d.ID); err != nil {
 		s.error(w, r, err)
 		return
 	}

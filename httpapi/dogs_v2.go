@@ -36,6 +36,7 @@ type dogV2View struct {
 // dogV2Write is the writable part of a v2 dog: owner is a link object
 // ({"id": ...}) or a plain id.
 type dogV2Write struct {
+	sent         `json:"-"`
 	ID           *string         `json:"id"`
 	Name         *string         `json:"name"`
 	Email        *string         `json:"email"`
@@ -67,21 +68,20 @@ var dogV2 = &dogVersion{
 		}
 	},
 	decode: func(r *http.Request) (dogWrite, error) {
-		var in dogV2Write
-		body, err := readJSON(r, &in)
+		in, err := decode[dogV2Write](r)
 		if err != nil {
 			return dogWrite{}, err
 		}
-		out := dogWrite{ID: in.ID, Name: in.Name, Email: in.Email, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL,
-			BarkCount: in.BarkCount, CodeRevision: in.CodeRevision, Barks: in.Schedule, body: body}
+		out := dogWrite{sent: in.sent, ID: in.ID, Name: in.Name, Email: in.Email, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL,
+			BarkCount: in.BarkCount, CodeRevision: in.CodeRevision, Barks: in.Schedule}
 		if raw := bytes.TrimSpace(in.Owner); len(raw) > 0 && string(raw) != "null" {
 			var id string
 			if raw[0] == '{' {
-				var o struct {
+				o, err := unmarshalStrict[struct {
 					ID   string `json:"id"`
 					Href string `json:"href"`
-				}
-				if err := unmarshalStrict(raw, &o); err != nil || o.ID == "" {
+				}](raw)
+				if err != nil || o.ID == "" {
 					return out, yard.Invalid("The owner is malformed.", yard.FieldError{Field: "owner", Message: `must be {"id": "<person id>"} or a person id`})
 				}
 				id = o.ID

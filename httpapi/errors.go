@@ -12,7 +12,6 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/internal/authparam"
-	"github.com/yard-api/yard/store"
 )
 
 // problemKind is one row of the error table: a status, a problem type slug
@@ -73,7 +72,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	if code == yard.EINTERNAL {
 		// A store that cannot be reached is a temporary condition, not a
 		// bug: 503 with Retry-After, logged once per episode.
-		if ue := store.Unavailable(err); ue != nil {
+		if ue := s.db.outage.Unavailable(err); ue != nil {
 			s.storeUnavailable(err)
 			code, err = yard.EUNAVAILABLE, ue
 		}

@@ -67,18 +67,21 @@ func validName(s string) bool {
 	return !strings.ContainsFunc(s, unicode.IsControl)
 }
 
+// consumerWrite is the body of POST /oauth/consumers.
+type consumerWrite struct {
+	Name        *string `json:"name"`
+	CallbackURL *string `json:"callbackUrl"`
+}
+
 // handleCreateConsumer is POST /oauth/consumers (admin).
 func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request) {
 	o, err := s.oauth()
 	if err == nil {
 		err = notDelegated(r)
 	}
-	var in struct {
-		Name        *string `json:"name"`
-		CallbackURL *string `json:"callbackUrl"`
-	}
+	var in consumerWrite
 	if err == nil {
-		err = decodeJSON(r, &in)
+		in, err = decode[consumerWrite](r)
 	}
 	if err == nil {
 		var fields []yard.FieldError
@@ -122,7 +125,7 @@ func (s *Server) handleListConsumers(w http.ResponseWriter, r *http.Request) {
 	}
 	var page yard.Page
 	if err == nil {
-		page, err = pageOf(r)
+		page, err = s.pageOf(r)
 	}
 	var list []*yard.OAuthConsumer
 	var total int
@@ -393,12 +396,12 @@ func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request
 		s.error(w, r, err)
 		return
 	}
+	page, params, err := yard.ReadParams(s.grammarQuery(r), yard.Paging{}, "userId")
 	p := yard.PrincipalFromContext(r.Context())
 	user := p.UserID
 	if p.IsAdmin() {
-		user = r.URL.Query().Get("userId")
+		user = params["userId"]
 	}
-	page, err := pageOf(r)
 	var list []*yard.OAuthToken
 	if err == nil {
 		list, err = o.Store.ListOAuthAccess(r.Context(), user)

@@ -111,7 +111,7 @@ func (s *Server) handleOpenIDDiscovery(w http.ResponseWriter, r *http.Request) {
 // identifier. Its XRDS names the same endpoint with the identifier as
 // LocalID, so a relying party can verify an assertion about it.
 func (s *Server) handleOpenIDIdentity(w http.ResponseWriter, r *http.Request) {
-	u, err := s.deps.DB.FindUserByName(r.Context(), r.PathValue("name"))
+	u, err := s.db.openid.FindUserByName(r.Context(), r.PathValue("name"))
 	if err == nil && u.Disabled {
 		err = yard.Errorf(yard.ENOTFOUND, "No such OpenID identifier.")
 	}

@@ -14,10 +14,13 @@ import (
 	"github.com/yard-api/yard/pages"
 )
 
-// approvalStore is what the OpenID pages need of the store; *store.DB is
-// one.
-type approvalStore interface {
+// openidStore is what the OpenID provider's endpoints and pages need of
+// the store (its associations and nonces are the provider's own,
+// openid.Provider.Store); *store.DB is one.
+type openidStore interface {
 	FindOpenIDApproval(ctx context.Context, userID, realm string) (*yard.OpenIDApproval, error)
+	FindUserByID(ctx context.Context, id string) (*yard.User, error)
+	FindUserByName(ctx context.Context, name string) (*yard.User, error)
 	SaveOpenIDApproval(ctx context.Context, a *yard.OpenIDApproval) error
 }
 
@@ -96,7 +99,7 @@ func (s *Server) openidUser(p *pages.Pages, w http.ResponseWriter, r *http.Reque
 		s.openidSignIn(p, w, r, req, "")
 		return nil
 	}
-	u, err := s.deps.DB.FindUserByID(r.Context(), pr.UserID)
+	u, err := s.db.openid.FindUserByID(r.Context(), pr.UserID)
 	if err != nil {
 		p.Internal(w, r, err)
 		return nil
@@ -232,7 +235,7 @@ func (s *Server) handleOpenIDCheckID(p *pages.Pages, w http.ResponseWriter, r *h
 	if u == nil {
 		return
 	}
-	approval, err := s.deps.DB.FindOpenIDApproval(r.Context(), u.ID, req.Realm.String())
+	approval, err := s.db.openid.FindOpenIDApproval(r.Context(), u.ID, req.Realm.String())
 	switch {
 	case err == nil:
 		s.assertTo(p, w, r, req, u, sregShare(u, req, func(f string) bool { return slices.Contains(approval.SReg, f) }))
@@ -326,7 +329,7 @@ func (s *Server) handleOpenIDConfirm(p *pages.Pages, w http.ResponseWriter, r *h
 				shared = append(shared, f)
 			}
 		}
-		if err := s.deps.DB.SaveOpenIDApproval(r.Context(), &yard.OpenIDApproval{UserID: u.ID, Realm: req.Realm.String(),
+		if err := s.db.openid.SaveOpenIDApproval(r.Context(), &yard.OpenIDApproval{UserID: u.ID, Realm: req.Realm.String(),
 			SReg: shared, CreatedAt: s.deps.Kit.Now()}); err != nil {
 			p.Internal(w, r, err)
 			return

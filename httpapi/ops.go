@@ -20,11 +20,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/yard-api/yard"
-	"github.com/yard-api/yard/store"
 )
 
-// opsStore is what the operations endpoints and the outage watcher need of
-// the store; *store.DB is one.
+// opsStore is what the operations endpoints need of the store; *store.DB
+// is one.
 type opsStore interface {
 	Engine() string
 	Pending(ctx context.Context) (bool, error)
@@ -267,23 +266,23 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if s.outage.Down() {
 		// In an outage: ready again only once the store answers reads and
 		// can begin a write.
-		if err := s.deps.DB.Reachable(ctx); err != nil {
-			s.error(w, r, &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store is not reachable.", RetryAfter: store.UnavailableRetryAfter})
+		if err := s.db.ops.Reachable(ctx); err != nil {
+			s.error(w, r, s.unreachable(err))
 			return
 		}
 		s.storeBack()
 	}
 	// Reading the migration state is the reachability check too.
-	pending, err := s.deps.DB.Pending(ctx)
+	pending, err := s.db.ops.Pending(ctx)
 	if err != nil {
-		s.error(w, r, &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store is not reachable.", RetryAfter: store.UnavailableRetryAfter})
+		s.error(w, r, s.unreachable(err))
 		return
 	}
 	if pending {
 		s.error(w, r, yard.Errorf(yard.EUNAVAILABLE, "Migrations are not done."))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.deps.DB.Engine(), "carSearch": s.carSearchPath()})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.db.ops.Engine(), "carSearch": s.carSearchPath()})
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {

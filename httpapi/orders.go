@@ -15,6 +15,8 @@ import (
 // orderStore is what the order endpoints need of the store; *store.DB is
 // one.
 type orderStore interface {
+	// Clock returns the store's time (tests set it).
+	Clock() time.Time
 	CreateOrder(ctx context.Context, o *yard.Order) error
 	FindOrderByID(ctx context.Context, id string) (*yard.Order, error)
 	FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order, int, error)
@@ -67,28 +69,27 @@ func readOrderRequest(r *http.Request) (string, orderInput, error) {
 // readOrder reads an order body: XML (application/xml or text/xml, UTF-8)
 // or JSON (application/json, the default without Content-Type).
 func readOrder(r *http.Request) (orderInput, error) {
-	var in orderInput
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
-		return in, decodeJSON(r, &in)
+		return decode[orderInput](r)
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	switch {
 	case err != nil:
-		return in, yard.Errorf(yard.EUNSUPPORTED, "The Content-Type %q does not parse.", ct)
+		return orderInput{}, yard.Errorf(yard.EUNSUPPORTED, "The Content-Type %q does not parse.", ct)
 	case mt == mediaXML || mt == mediaTextXML:
 		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-			return in, yard.Errorf(yard.EUNSUPPORTED, "Send XML in UTF-8, not %q.", cs)
+			return orderInput{}, yard.Errorf(yard.EUNSUPPORTED, "Send XML in UTF-8, not %q.", cs)
 		}
 		body, err := readBody(r)
 		if err != nil {
-			return in, err
+			return orderInput{}, err
 		}
 		return decodeOrderXML(body)
 	case mt == mediaJSON || strings.HasSuffix(mt, "+json"):
-		return in, decodeJSON(r, &in)
+		return decode[orderInput](r)
 	}
-	return in, yard.Errorf(yard.EUNSUPPORTED, "Send the order as application/json or application/xml, not %q.", ct)
+	return orderInput{}, yard.Errorf(yard.EUNSUPPORTED, "Send the order as application/json or application/xml, not %q.", ct)
 }
 
 // parseOrderTime reads a timestamp field of an order body; nil when it was
@@ -230,7 +231,7 @@ func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 		}
 		o.CustomerID = *in.CustomerID
 	}
-	if err := s.deps.DB.CreateOrder(r.Context(), o); err != nil {
+	if err := s.db.orders.CreateOrder(r.Context(), o); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -254,7 +255,7 @@ func (s *Server) handleListOrders(w http.ResponseWriter, r *http.Request) {
 	if !p.IsAdmin() {
 		f.Customer = &p.UserID
 	}
-	orders, total, err := s.deps.DB.FindOrders(r.Context(), f)
+	orders, total, err := s.db.orders.FindOrders(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -276,7 +277,7 @@ func (s *Server) handleGetOrder(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	o, err := s.deps.DB.FindOrderByID(r.Context(), r.PathValue("order_id"))
+	o, err := s.db.orders.FindOrderByID(r.Context(), r.PathValue("order_id"))
 	if err == nil && !visible(yard.PrincipalFromContext(r.Context()), o) {
 		err = orderNotFound()
 	}
@@ -302,7 +303,7 @@ func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, statusField(*in.Status))
 		return
 	}
-	now := s.deps.DB.Clock()
+	now := s.db.orders.Clock()
 	created, err := parseOrderTime(in.CreatedAt, "createdAt", now)
 	if err != nil {
 		s.error(w, r, err)
@@ -370,7 +371,7 @@ func (s *Server) handleCancelOrder(w http.ResponseWriter, r *http.Request) {
 // see it and the request's preconditions hold, and answers the order.
 func (s *Server) updateOrder(w http.ResponseWriter, r *http.Request, media string, change func(*yard.Order) error) {
 	p := yard.PrincipalFromContext(r.Context())
-	o, err := s.deps.DB.UpdateOrder(r.Context(), r.PathValue("order_id"), func(o *yard.Order) error {
+	o, err := s.db.orders.UpdateOrder(r.Context(), r.PathValue("order_id"), func(o *yard.Order) error {
 		if !visible(p, o) {
 			return orderNotFound()
 		}
@@ -410,8 +411,8 @@ func readCanceled(r *http.Request) (bool, error) {
 	if ct != "" && (err != nil || !(mt == mediaJSON || strings.HasSuffix(mt, "+json"))) {
 		return false, yard.Errorf(yard.EUNSUPPORTED, "Send true as application/json or text/plain, not %q.", ct)
 	}
-	var v *bool
-	if err := decodeJSON(r, &v); err != nil {
+	v, err := decode[*bool](r)
+	if err != nil {
 		if yard.ErrorCode(err) == yard.EINVALID {
 			return false, yard.Invalid("The body must be true or false.", yard.FieldError{Field: "canceled", Message: "must be true or false"})
 		}

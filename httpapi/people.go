@@ -14,7 +14,6 @@ type personStore interface {
 	CreateUser(ctx context.Context, u *yard.User, creds *yard.Credentials) error
 	DeleteUser(ctx context.Context, id string) error
 	FindUserByID(ctx context.Context, id string) (*yard.User, error)
-	FindUserByName(ctx context.Context, name string) (*yard.User, error)
 	FindUsers(ctx context.Context, f yard.UserFilter) ([]*yard.User, int, error)
 	SetCredentials(ctx context.Context, userID string, c *yard.Credentials) error
 	UpdateUser(ctx context.Context, id string, upd yard.UserUpdate) (*yard.User, error)
@@ -49,8 +48,8 @@ type personCreate struct {
 // handleCreatePerson creates a person (admin). Without a password in the
 // body one is generated and returned once.
 func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
-	var in personCreate
-	if err := decodeJSON(r, &in); err != nil {
+	in, err := decode[personCreate](r)
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -79,7 +78,7 @@ func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.deps.DB.CreateUser(r.Context(), u, creds); err != nil {
+	if err := s.db.people.CreateUser(r.Context(), u, creds); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -93,12 +92,12 @@ func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListPeople(w http.ResponseWriter, r *http.Request) {
-	p, err := pageOf(r)
+	p, err := s.pageOf(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	users, total, err := s.deps.DB.FindUsers(r.Context(), yard.UserFilter{Offset: p.Offset, Limit: max(p.Max, 0)})
+	users, total, err := s.db.people.FindUsers(r.Context(), yard.UserFilter{Offset: p.Offset, Limit: max(p.Max, 0)})
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -121,7 +120,7 @@ func (s *Server) personFor(r *http.Request) (*yard.User, error) {
 	if id != p.UserID && !p.IsAdmin() {
 		return nil, yard.Errorf(yard.EFORBIDDEN, "A person may read and change only their own record.")
 	}
-	return s.deps.DB.FindUserByID(r.Context(), id)
+	return s.db.people.FindUserByID(r.Context(), id)
 }
 
 func (s *Server) handleGetPerson(w http.ResponseWriter, r *http.Request) {
@@ -134,6 +133,7 @@ func (s *Server) handleGetPerson(w http.ResponseWriter, r *http.Request) {
 }
 
 type personPatch struct {
+	sent     `json:"-"`
 	ID       *string   `json:"id"` // read-only: may be sent back as read
 	Name     *string   `json:"name"`
 	Email    *string   `json:"email"`
@@ -152,8 +152,7 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	var in personPatch
-	body, err := readJSON(r, &in)
+	in, err := decode[personPatch](r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -164,15 +163,15 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 	}
 	// A merge patch null removes a member (RFC 7396): e-mail and phone can
 	// be removed, the other fields cannot.
-	if err := nullFields(body, "email", "phone"); err != nil {
+	if err := in.refuseNulls("email", "phone"); err != nil {
 		s.error(w, r, err)
 		return
 	}
 	none := ""
-	if in.Email == nil && nullMember(body, "email") {
+	if in.Email == nil && in.isNull("email") {
 		in.Email = &none
 	}
-	if in.Phone == nil && nullMember(body, "phone") {
+	if in.Phone == nil && in.isNull("phone") {
 		in.Phone = &none
 	}
 	p := yard.PrincipalFromContext(r.Context())
@@ -217,13 +216,13 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	updated, err := s.deps.DB.UpdateUser(r.Context(), u.ID, upd)
+	updated, err := s.db.people.UpdateUser(r.Context(), u.ID, upd)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	if creds != nil {
-		if err := s.deps.DB.SetCredentials(r.Context(), u.ID, creds); err != nil {
+		if err := s.db.people.SetCredentials(r.Context(), u.ID, creds); err != nil {
 			s.error(w, r, err)
 			return
 		}
@@ -243,7 +242,7 @@ func (s *Server) handleDeletePerson(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, yard.Errorf(yard.ECONFLICT, "An administrator cannot delete their own record."))
 		return
 	}
-	if err := s.deps.DB.DeleteUser(r.Context(), id); err != nil {
+	if err := s.db.people.DeleteUser(r.Context(), id); err != nil {
 		s.error(w, r, err)
 		return
 	}

@@ -5,14 +5,10 @@ package httpapi
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/hex"
 	"io"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +24,6 @@ import (
 	"github.com/yard-api/yard/internal/tracing"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/pages"
-	"github.com/yard-api/yard/store"
 )
 
 // MaxBodyBytes is the largest request body accepted (docs/api.md, HTTP).
@@ -38,23 +33,43 @@ const MaxBodyBytes = 1 << 20
 // --store-wait says otherwise (Deps.StoreWait).
 const DefaultStoreWait = 30 * time.Second
 
-// Store is what the API needs of the store: the interfaces each group of
-// endpoints declares where it uses them, and the store's clock.
+// Store is the store the API is given (Deps.DB): every interface a group
+// of endpoints declares where it uses it, and nothing else. New hands each
+// group the store as its own interface (stores); no handler reaches it as
+// a Store.
 type Store interface {
 	dogStore
 	barkStore
 	carStore
 	eventStore
-	approvalStore
+	openidStore
 	opsStore
+	outageStore
 	orderStore
 	personStore
 	webhookStore
-	// Clock returns the store's time (tests set it).
-	Clock() time.Time
 }
 
-var _ Store = (*store.DB)(nil)
+// stores are the one store of Deps.DB as each group of endpoints sees it,
+// through the interface declared in its file: a handler reaches the
+// methods its group asks for, and no other.
+type stores struct {
+	dogs     dogStore     // dogs.go, dogs_v2.go
+	barks    barkStore    // barks.go
+	cars     carStore     // cars, garages and searches
+	events   eventStore   // events.go
+	openid   openidStore  // openid.go, openid_pages.go
+	ops      opsStore     // ops.go
+	outage   outageStore  // errors.go, outage.go
+	orders   orderStore   // orders.go
+	people   personStore  // people.go
+	webhooks webhookStore // webhooks.go
+}
+
+func storesOf(db Store) stores {
+	return stores{dogs: db, barks: db, cars: db, events: db, openid: db, ops: db, outage: db,
+		orders: db, people: db, webhooks: db}
+}
 
 // Deps are the collaborators of a Server. They are all given to New and
 // never changed afterwards: reading the Deps a server was built with tells
@@ -124,6 +139,8 @@ type Server struct {
 	// deps are the server's collaborators, fixed by New; nothing outside
 	// the package can change them.
 	deps Deps
+	// db is deps.DB as each group of endpoints sees it.
+	db stores
 	// streams counts the HTTP/1.1 event streams that left net/http
 	// (streamEvents), for WaitStreams.
 	streams sync.WaitGroup
@@ -184,7 +201,7 @@ func New(d Deps) *Server {
 	if d.Lists == nil {
 		d.Lists = fairgate.New(fairgate.Config{})
 	}
-	s := &Server{deps: d, basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{}}
+	s := &Server{deps: d, db: storesOf(d.DB), basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{}}
 	s.metrics = newMetrics(s.deps.Registry)
 	registerGateMetrics(s.deps.Registry, "yard_car_lists", "car lists and searches", s.deps.Lists)
 	if s.deps.Tracing != nil {
@@ -327,229 +344,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	info.pattern = pattern
 	s.mux.ServeHTTP(&muxRedirects{statusWriter: sw, s: s}, r)
-}
-
-// muxRedirects makes the mux's own redirects absolute. The mux answers a
-// path it cleans (dot segments, "//") or completes (a missing trailing
-// slash) with a redirect to a relative path and an HTML body, under the
-// pattern of the new path; every Location of the API is absolute (built
-// from the base URL) and every redirect permanent, so a redirect with a
-// relative Location is rewritten: 308, absolute, no body. The handlers of
-// the API never set a relative Location.
-type muxRedirects struct {
-	*statusWriter
-	s       *Server
-	swallow bool
-}
-
-func (w *muxRedirects) WriteHeader(code int) {
-	if code >= 300 && code < 400 && !w.wrote {
-		if loc := w.Header().Get("Location"); strings.HasPrefix(loc, "/") {
-			// One leading slash, so the path can never name another host.
-			w.Header().Set("Location", w.s.url("/"+strings.TrimLeft(loc, "/")))
-			w.Header().Del("Content-Type")
-			code, w.swallow = http.StatusPermanentRedirect, true
-		}
-	}
-	w.statusWriter.WriteHeader(code)
-}
-
-func (w *muxRedirects) Write(b []byte) (int, error) {
-	if w.swallow {
-		return len(b), nil
-	}
-	return w.statusWriter.Write(b)
-}
-
-// unrouted answers a request no endpoint matched: 404, 405 with Allow, or
-// the answer to OPTIONS (204 with Allow), each with a problem body.
-func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler) {
-	rec := &recorder{header: http.Header{}, Code: http.StatusOK}
-	if methods := s.literals[r.URL.Path]; methods != nil {
-		// A path some route names as it is: only its own routes' methods.
-		allow := slices.Clone(methods)
-		if slices.Contains(allow, http.MethodGet) {
-			allow = append(allow, http.MethodHead)
-		}
-		slices.Sort(allow)
-		rec.Code = http.StatusMethodNotAllowed
-		rec.header.Set("Allow", strings.Join(slices.Compact(allow), ", "))
-	} else {
-		h.ServeHTTP(rec, r)
-	}
-	switch {
-	case rec.Code == http.StatusMethodNotAllowed:
-		allow := rec.header.Get("Allow")
-		if !strings.Contains(allow, "OPTIONS") {
-			allow += ", OPTIONS"
-		}
-		w.Header().Set("Allow", allow)
-		if r.Method == http.MethodOptions {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		s.error(w, r, &yard.Error{Code: "method_not_allowed", Message: "This resource takes " + allow + "."})
-	case rec.Code == http.StatusMovedPermanently || rec.Code == http.StatusTemporaryRedirect || rec.Code == http.StatusPermanentRedirect:
-		// The mux cleaned the path (e.g. "//", "/./" or "/.."): redirect
-		// permanently, to an absolute URL under the base URL like every
-		// other Location. The mux answers a path (with the query); one
-		// leading slash is kept so it can never name another host.
-		loc := "/" + strings.TrimLeft(rec.header.Get("Location"), "/")
-		w.Header().Set("Location", s.url(loc))
-		w.WriteHeader(http.StatusPermanentRedirect)
-	default:
-		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
-	}
-}
-
-// literalRoute returns the methods of the routes that name the request's
-// path without a wildcard when the mux matched it to a pattern with one (for
-// another method): ServeMux would give DELETE /cars/search to DELETE
-// /cars/{car_id}, but /cars/search is a resource of its own that takes GET
-// only, so the answer is its 405. Nil otherwise.
-func (s *Server) literalRoute(r *http.Request, pattern string) []string {
-	if !strings.Contains(strings.TrimSuffix(pattern, "{$}"), "{") {
-		return nil
-	}
-	return s.literals[r.URL.Path]
-}
-
-// recorder captures the answer of the mux's own 404/405 handlers.
-type recorder struct {
-	header http.Header
-	Code   int
-}
-
-func (r *recorder) Header() http.Header         { return r.header }
-func (r *recorder) Write(b []byte) (int, error) { return len(b), nil }
-func (r *recorder) WriteHeader(code int)        { r.Code = code }
-
-// statusWriter remembers the status of a response.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	wrote  bool
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if !w.wrote {
-		w.status, w.wrote = code, true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	w.wrote = true
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// newRequestID returns 24 random hex digits. A request ID names a request
-// in logs and traces and needs no secrecy, so it comes from the runtime's
-// fast generator (math/rand/v2, seeded by the system), not crypto/rand.
-func newRequestID() string {
-	var b [12]byte
-	binary.LittleEndian.PutUint64(b[:8], mrand.Uint64())
-	binary.LittleEndian.PutUint32(b[8:], mrand.Uint32())
-	return hex.EncodeToString(b[:])
-}
-
-// observe logs a request and counts it. Only the path is logged, never the
-// query (signed requests carry credentials there) or any header.
-func (s *Server) observe(r *http.Request, pattern string, status int, d time.Duration, id string) {
-	label := pattern
-	if label == "" {
-		label = "unmatched"
-	}
-	if s.metrics != nil {
-		s.metrics.observe(r.Method, label, status, d)
-	}
-	level := slog.LevelInfo
-	switch {
-	case status == http.StatusServiceUnavailable:
-		// An unreachable store is logged once per episode (outage.go).
-		level = slog.LevelWarn
-	case status >= 500:
-		level = slog.LevelError
-	}
-	if s.deps.Logger.Enabled(r.Context(), level) {
-		// The record goes to the handler directly: Logger.LogAttrs would
-		// also take the caller's program counter (runtime.Callers, 2% of
-		// a GET /cars/{id}), which a request line, made here for every
-		// route, has no use for.
-		rec := slog.NewRecord(time.Now(), level, "request", 0)
-		rec.AddAttrs(slog.String("request_id", id), slog.String("method", logMethod(r)), slog.String("path", logPath(r)),
-			slog.String("route", label), slog.Int("status", status), slog.Duration("duration", d),
-			slog.String("remote", auth.ClientIP(r)))
-		if s.tracer != nil {
-			// The request's trace, to go from the log to the trace.
-			if tid := tracing.TraceID(r.Context()); tid != "" {
-				rec.AddAttrs(slog.String("trace_id", tid))
-			}
-		}
-		_ = s.deps.Logger.Handler().Handle(r.Context(), rec)
-	}
-}
-
-type metrics struct {
-	requests *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
-
-	// series holds each (method, route, status)'s counter and histogram,
-	// so that a request finds them with one lookup instead of hashing its
-	// labels into both vectors (WithLabelValues). Its keys are bounded:
-	// methods the API does not know are "_OTHER" (spanMethod: a client may
-	// send any token as its method, RFC 9110 §9.1, and each would be a
-	// series kept for the life of the process), routes are the registered
-	// patterns, and statuses are the API's own.
-	series sync.Map // seriesKey → *series
-}
-
-type seriesKey struct {
-	method, route string
-	status        int
-}
-
-type series struct {
-	requests prometheus.Counter
-	latency  prometheus.Observer
-}
-
-func (m *metrics) observe(method, route string, status int, d time.Duration) {
-	k := seriesKey{spanMethod(method), route, status}
-	v, ok := m.series.Load(k)
-	if !ok {
-		v, _ = m.series.LoadOrStore(k, &series{
-			requests: m.requests.WithLabelValues(k.method, route, strconv.Itoa(status)),
-			latency:  m.latency.WithLabelValues(k.method, route),
-		})
-	}
-	ss := v.(*series)
-	ss.requests.Inc()
-	ss.latency.Observe(d.Seconds())
-}
-
-func newMetrics(reg *prometheus.Registry) *metrics {
-	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "yard_http_requests_total", Help: "HTTP requests by method, route pattern and status.",
-		}, []string{"method", "route", "status"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "yard_http_request_duration_seconds", Help: "HTTP request latency by method and route pattern.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
-		}, []string{"method", "route"}),
-	}
-	if reg != nil {
-		reg.MustRegister(m.requests, m.latency)
-	}
-	return m
 }
 
 // url returns the absolute URL of a path under the base URL.

@@ -88,6 +88,7 @@ func (s *Server) newDeliveryView(d *yard.WebhookDelivery) deliveryView {
 // webhookWrite is the body of POST /v1/webhooks and of a PATCH (a JSON
 // merge patch, RFC 7396; enabled only there).
 type webhookWrite struct {
+	sent    `json:"-"`
 	URL     *string   `json:"url"`
 	Types   *[]string `json:"types"`
 	Enabled *bool     `json:"enabled"`
@@ -118,13 +119,9 @@ func (s *Server) checkWebhook(in *webhookWrite) error {
 // handleCreateWebhook answers POST /v1/webhooks: 201 with the subscription
 // and, this once, its secret.
 func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request) {
-	var in webhookWrite
-	body, err := readJSONBody(r)
+	in, err := decode[webhookWrite](r)
 	if err == nil {
-		err = nullFields(body, "types")
-	}
-	if err == nil {
-		err = unmarshalStrict(body, &in)
+		err = in.refuseNulls("types")
 	}
 	if err == nil && in.Enabled != nil {
 		err = yard.Invalid("A subscription is created enabled.", yard.FieldError{Field: "enabled", Message: "is set with PATCH once the subscription exists"})
@@ -143,7 +140,7 @@ func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request) {
 	if in.Types != nil {
 		hook.Types = *in.Types
 	}
-	if err := s.deps.DB.CreateWebhook(r.Context(), hook); err != nil {
+	if err := s.db.webhooks.CreateWebhook(r.Context(), hook); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -157,7 +154,7 @@ func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request) {
 // handleListWebhooks answers GET /v1/webhooks: a page of the caller's
 // subscriptions (every one for an administrator), oldest first.
 func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
-	pg, err := pageOf(r)
+	pg, err := s.pageOf(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -167,7 +164,7 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
 	if !p.IsAdmin() {
 		f.Owner = &p.UserID
 	}
-	hooks, total, err := s.deps.DB.FindWebhooks(r.Context(), f)
+	hooks, total, err := s.db.webhooks.FindWebhooks(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -185,7 +182,7 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
 // owner or an administrator. Anyone else's is ENOTFOUND, as if it did not
 // exist.
 func (s *Server) loadWebhookFor(r *http.Request) (*yard.Webhook, error) {
-	hook, err := s.deps.DB.FindWebhook(r.Context(), r.PathValue("webhook_id"))
+	hook, err := s.db.webhooks.FindWebhook(r.Context(), r.PathValue("webhook_id"))
 	if err != nil {
 		return nil, err
 	}
@@ -215,15 +212,11 @@ func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	var in webhookWrite
-	body, err := readJSONBody(r)
+	in, err := decode[webhookWrite](r)
 	if err == nil {
-		err = nullFields(body, "types")
+		err = in.refuseNulls("types")
 	}
-	if err == nil {
-		err = unmarshalStrict(body, &in)
-	}
-	if err == nil && in.Types == nil && nullMember(body, "types") {
+	if err == nil && in.Types == nil && in.isNull("types") {
 		in.Types = &[]string{}
 	}
 	if err == nil {
@@ -236,7 +229,7 @@ func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	hook, err = s.deps.DB.UpdateWebhook(r.Context(), hook.ID, yard.WebhookUpdate{URL: in.URL, Types: in.Types, Enabled: in.Enabled})
+	hook, err = s.db.webhooks.UpdateWebhook(r.Context(), hook.ID, yard.WebhookUpdate{URL: in.URL, Types: in.Types, Enabled: in.Enabled})
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -256,7 +249,7 @@ func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.deps.DB.DeleteWebhook(r.Context(), hook.ID); err != nil {
+	if err := s.db.webhooks.DeleteWebhook(r.Context(), hook.ID); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -272,7 +265,7 @@ func (s *Server) handleListWebhookDeliveries(w http.ResponseWriter, r *http.Requ
 		s.error(w, r, err)
 		return
 	}
-	pg, err := pageOf(r)
+	pg, err := s.pageOf(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -280,9 +273,9 @@ func (s *Server) handleListWebhookDeliveries(w http.ResponseWriter, r *http.Requ
 	var ds []*yard.WebhookDelivery
 	total := 0
 	if pg.Max > 0 {
-		ds, total, err = s.deps.DB.FindWebhookDeliveries(r.Context(), hook.ID, pg.Offset, pg.Max)
+		ds, total, err = s.db.webhooks.FindWebhookDeliveries(r.Context(), hook.ID, pg.Offset, pg.Max)
 	} else {
-		_, total, err = s.deps.DB.FindWebhookDeliveries(r.Context(), hook.ID, 0, 1)
+		_, total, err = s.db.webhooks.FindWebhookDeliveries(r.Context(), hook.ID, 0, 1)
 	}
 	if err != nil {
 		s.error(w, r, err)

@@ -1,0 +1,380 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/yard-api/yard"
+)
+
+// The writes of cars and garages (administrators, docs/cars.md): merge
+// patches, PUT that creates or replaces, and the preconditions of each.
+
+// optString is a JSON field that may be absent, null or a string.
+type optString struct {
+	Set   bool
+	Null  bool
+	Value string
+}
+
+// UnmarshalJSON records that the member was present, and whether it was null.
+func (o *optString) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	if string(b) == "null" {
+		o.Null = true
+		return nil
+	}
+	return json.Unmarshal(b, &o.Value)
+}
+
+// carWrite is the body of a car write; id may be sent back as read but
+// must then match.
+type carWrite struct {
+	sent   `json:"-"`
+	ID     *string   `json:"id"`
+	Color  *string   `json:"color"`
+	Type   *string   `json:"type"`
+	Doors  *int      `json:"doors"`
+	Make   *string   `json:"make"`
+	Model  *string   `json:"model"`
+	Year   *int      `json:"year"`
+	Garage optString `json:"garage"`
+}
+
+// update turns a body into a partial update (garage null takes the car
+// out of its garage).
+func (in carWrite) update() yard.CarUpdate {
+	u := yard.CarUpdate{Color: in.Color, Type: in.Type, Doors: in.Doors, Make: in.Make, Model: in.Model, Year: in.Year}
+	if in.Garage.Set {
+		g := in.Garage.Value
+		u.Garage = &g
+	}
+	return u
+}
+
+// writeBody is the body of a car or garage write.
+type writeBody interface {
+	// bodyID is the id the body carries, nil when it has none.
+	bodyID() *string
+	// full checks that every required field is present (POST, PUT).
+	full() error
+	// refuseNulls refuses null members but the allowed ones (sent).
+	refuseNulls(allowed ...string) error
+}
+
+// decodeCreate reads the body of a POST that makes a kind ("car"): no id
+// (the server chooses it), every required field, no null member but the
+// allowed ones.
+func decodeCreate[T writeBody](r *http.Request, kind string, allowed ...string) (T, error) {
+	in, err := decode[T](r)
+	if err == nil {
+		err = in.refuseNulls(allowed...)
+	}
+	if err == nil && in.bodyID() != nil {
+		err = yard.Invalid("The id of a new "+kind+" is chosen by the server (or by the URI of a PUT).", yard.FieldError{Field: "id", Message: "is chosen by the server"})
+	}
+	if err == nil {
+		err = in.full()
+	}
+	return in, err
+}
+
+// decodeAt reads the body of a PUT (full) or a PATCH of the resource whose
+// id is id: the body's id, when it has one, must be id.
+func decodeAt[T writeBody](r *http.Request, id string, full bool, allowed ...string) (T, error) {
+	in, err := decode[T](r)
+	if err == nil {
+		err = in.refuseNulls(allowed...)
+	}
+	if err == nil {
+		err = checkBodyID(in.bodyID(), id)
+	}
+	if err == nil && full {
+		err = in.full()
+	}
+	return in, err
+}
+
+func (in carWrite) bodyID() *string    { return in.ID }
+func (in garageWrite) bodyID() *string { return in.ID }
+
+// full checks that every required field is present (POST, PUT).
+func (in carWrite) full() error {
+	var f []yard.FieldError
+	for name, missing := range map[string]bool{"color": in.Color == nil, "type": in.Type == nil, "doors": in.Doors == nil,
+		"make": in.Make == nil, "model": in.Model == nil, "year": in.Year == nil} {
+		if missing {
+			f = append(f, yard.FieldError{Field: name, Message: "is required"})
+		}
+	}
+	if len(f) > 0 {
+		sortFields(f)
+		return yard.Invalid("The car is missing fields.", f...)
+	}
+	return nil
+}
+
+func sortFields(f []yard.FieldError) {
+	for i := 1; i < len(f); i++ {
+		for j := i; j > 0 && f[j].Field < f[j-1].Field; j-- {
+			f[j], f[j-1] = f[j-1], f[j]
+		}
+	}
+}
+
+func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
+	in, err := decodeCreate[carWrite](r, "car", "garage")
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	c := &yard.Car{}
+	in.update().Apply(c)
+	if err := s.db.cars.CreateCar(r.Context(), c); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeReplaced(w, true, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
+}
+
+// checkBodyID refuses a body id that differs from the path's.
+func checkBodyID(body *string, path string) error {
+	if body != nil && *body != path {
+		return yard.Invalid("The id in the body differs from the id in the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"})
+	}
+	return nil
+}
+
+func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
+	c := &yard.Car{ID: r.PathValue("car_id")}
+	in, err := decodeAt[carWrite](r, c.ID, true, "garage")
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := s.carPreconditions(r, c.ID, true); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	in.update().Apply(c)
+	created, err := s.db.cars.ReplaceCar(r.Context(), c) // sets c's times
+	s.writePut(w, r, created, err, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
+}
+
+// carPreconditions evaluates a car write's preconditions when it has any
+// (storedPreconditions).
+func (s *Server) carPreconditions(r *http.Request, id string, put bool) error {
+	return storedPreconditions(r, id, put, "car", s.db.cars.FindCarByID, func(c *yard.Car) (string, time.Time) {
+		return etagOf(newCarView(c)), c.UpdatedAt
+	})
+}
+
+// garagePreconditions is carPreconditions for a garage, which has no
+// Last-Modified (see handleGetGarage).
+func (s *Server) garagePreconditions(r *http.Request, id string, put bool) error {
+	return storedPreconditions(r, id, put, "garage", s.db.cars.FindGarageByID, func(g *yard.Garage) (string, time.Time) {
+		return etagOf(newGarageView(g)), time.Time{}
+	})
+}
+
+// storedPreconditions reads the resource id with find, only when the
+// request has preconditions, and evaluates them against the validators
+// its GET answers with (writePreconditions). A resource that does not
+// exist answers as the write would without them (RFC 9110 §13.2.1): 404,
+// except for a PUT, which creates it and so evaluates them.
+func storedPreconditions[T any](r *http.Request, id string, put bool, noun string,
+	find func(context.Context, string) (T, error), validators func(T) (string, time.Time)) error {
+	if !conditional(r) {
+		return nil
+	}
+	v, err := find(r.Context(), id)
+	switch {
+	case yard.ErrorCode(err) == yard.ENOTFOUND && put:
+		return writePreconditions(r, "", time.Time{}, noun)
+	case err != nil:
+		return err
+	}
+	etag, modified := validators(v)
+	return writePreconditions(r, etag, modified, noun)
+}
+
+// handlePatchCar applies a JSON merge patch (RFC 7396) to a car: members
+// present replace, "garage": null takes the car out of its garage.
+func (s *Server) handlePatchCar(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("car_id")
+	in, err := decodeAt[carWrite](r, id, false, "garage")
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := s.carPreconditions(r, id, false); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	c, err := s.db.cars.UpdateCar(r.Context(), id, in.update())
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeUpdated(w, newCarView(c), c.UpdatedAt)
+}
+
+func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("car_id")
+	if err := s.carPreconditions(r, id, false); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeDeleted(w, r, s.db.cars.DeleteCar(r.Context(), id))
+}
+
+// garageWrite is the body of a garage write. carCount is read-only: it
+// may be sent back as read; another value is 409 (checkCarCount).
+type garageWrite struct {
+	sent     `json:"-"`
+	ID       *string `json:"id"`
+	Name     *string `json:"name"`
+	State    *string `json:"state"`
+	CarCount *int    `json:"carCount"`
+}
+
+func (in garageWrite) full() error {
+	var f []yard.FieldError
+	if in.Name == nil {
+		f = append(f, yard.FieldError{Field: "name", Message: "is required"})
+	}
+	if in.State == nil {
+		f = append(f, yard.FieldError{Field: "state", Message: "is required"})
+	}
+	if len(f) > 0 {
+		return yard.Invalid("The garage is missing fields.", f...)
+	}
+	return nil
+}
+
+func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
+	in, err := decodeCreate[garageWrite](r, "garage")
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if in.CarCount != nil && *in.CarCount != 0 {
+		s.error(w, r, carCountConflict(0))
+		return
+	}
+	g := &yard.Garage{Name: *in.Name, State: *in.State}
+	if err := s.db.cars.CreateGarage(r.Context(), g); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeReplaced(w, true, "/garages/"+g.ID, newGarageView(g), time.Time{})
+}
+
+func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("garage_id")
+	in, err := decodeAt[garageWrite](r, id, true)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := s.garagePreconditions(r, id, true); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := s.checkCarCount(r, id, in.CarCount, true); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	g := &yard.Garage{ID: id, Name: *in.Name, State: *in.State}
+	created, err := s.db.cars.ReplaceGarage(r.Context(), g)
+	s.writePut(w, r, created, err, "/garages/"+g.ID, newGarageView(g), time.Time{})
+}
+
+func (s *Server) handlePatchGarage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("garage_id")
+	in, err := decodeAt[garageWrite](r, id, false)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := s.garagePreconditions(r, id, false); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if err := s.checkCarCount(r, id, in.CarCount, false); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	g, err := s.db.cars.UpdateGarage(r.Context(), id, yard.GarageUpdate{Name: in.Name, State: in.State})
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeUpdated(w, newGarageView(g), time.Time{})
+}
+
+func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("garage_id")
+	if err := s.garagePreconditions(r, id, false); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeDeleted(w, r, s.db.cars.DeleteGarage(r.Context(), id))
+}
+
+// checkCarCount refuses a carCount in a garage's body that is not the
+// garage's (0 for one a PUT creates): it is read-only, counted from the
+// cars (409, as for the read-only members of orders).
+func (s *Server) checkCarCount(r *http.Request, id string, sent *int, put bool) error {
+	if sent == nil {
+		return nil
+	}
+	g, err := s.db.cars.FindGarageByID(r.Context(), id)
+	switch {
+	case yard.ErrorCode(err) == yard.ENOTFOUND && put:
+		g, err = &yard.Garage{}, nil
+	case err != nil:
+		return err
+	}
+	if *sent != g.CarCount {
+		return carCountConflict(g.CarCount)
+	}
+	return nil
+}
+
+func carCountConflict(n int) error {
+	return yard.Errorf(yard.ECONFLICT, "carCount is read-only: it counts the garage's cars (%d now); move cars to change it.", n)
+}
+
+// writePut answers a PUT (writeReplaced), or the error of replacing.
+func (s *Server) writePut(w http.ResponseWriter, r *http.Request, created bool, err error, path string, view any, modified time.Time) {
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writeReplaced(w, created, path, view, modified)
+}
+
+// writeReplaced answers a PUT: 201 with Location when it created the
+// resource at path, else 200 with the new representation (docs/api.md,
+// HTTP), both with the validators a GET answers with (modified zero: no
+// Last-Modified).
+func (s *Server) writeReplaced(w http.ResponseWriter, created bool, path string, view any, modified time.Time) {
+	if created {
+		w.Header().Set("Location", s.url(path))
+		writeCreated(w, view, modified)
+		return
+	}
+	writeUpdated(w, view, modified)
+}
+
+// writeDeleted answers a DELETE: 204, or the error of deleting.
+func (s *Server) writeDeleted(w http.ResponseWriter, r *http.Request, err error) {
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/yard-api/yard"
+)
+
+// What the mux answers by itself, made to answer as the API does: its
+// redirects absolute and permanent, its 404 and 405 problems with Allow;
+// and the writers that keep the status of an answer.
+
+// muxRedirects makes the mux's own redirects absolute. The mux answers a
+// path it cleans (dot segments, "//") or completes (a missing trailing
+// slash) with a redirect to a relative path and an HTML body, under the
+// pattern of the new path; every Location of the API is absolute (built
+// from the base URL) and every redirect permanent, so a redirect with a
+// relative Location is rewritten: 308, absolute, no body. The handlers of
+// the API never set a relative Location.
+type muxRedirects struct {
+	*statusWriter
+	s       *Server
+	swallow bool
+}
+
+func (w *muxRedirects) WriteHeader(code int) {
+	if code >= 300 && code < 400 && !w.wrote {
+		if loc := w.Header().Get("Location"); strings.HasPrefix(loc, "/") {
+			// One leading slash, so the path can never name another host.
+			w.Header().Set("Location", w.s.url("/"+strings.TrimLeft(loc, "/")))
+			w.Header().Del("Content-Type")
+			code, w.swallow = http.StatusPermanentRedirect, true
+		}
+	}
+	w.statusWriter.WriteHeader(code)
+}
+
+func (w *muxRedirects) Write(b []byte) (int, error) {
+	if w.swallow {
+		return len(b), nil
+	}
+	return w.statusWriter.Write(b)
+}
+
+// unrouted answers a request no endpoint matched: 404, 405 with Allow, or
+// the answer to OPTIONS (204 with Allow), each with a problem body.
+func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	rec := &recorder{header: http.Header{}, Code: http.StatusOK}
+	if methods := s.literals[r.URL.Path]; methods != nil {
+		// A path some route names as it is: only its own routes' methods.
+		allow := slices.Clone(methods)
+		if slices.Contains(allow, http.MethodGet) {
+			allow = append(allow, http.MethodHead)
+		}
+		slices.Sort(allow)
+		rec.Code = http.StatusMethodNotAllowed
+		rec.header.Set("Allow", strings.Join(slices.Compact(allow), ", "))
+	} else {
+		h.ServeHTTP(rec, r)
+	}
+	switch {
+	case rec.Code == http.StatusMethodNotAllowed:
+		allow := rec.header.Get("Allow")
+		if !strings.Contains(allow, "OPTIONS") {
+			allow += ", OPTIONS"
+		}
+		w.Header().Set("Allow", allow)
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		s.error(w, r, &yard.Error{Code: "method_not_allowed", Message: "This resource takes " + allow + "."})
+	case rec.Code == http.StatusMovedPermanently || rec.Code == http.StatusTemporaryRedirect || rec.Code == http.StatusPermanentRedirect:
+		// The mux cleaned the path (e.g. "//", "/./" or "/.."): redirect
+		// permanently, to an absolute URL under the base URL like every
+		// other Location. The mux answers a path (with the query); one
+		// leading slash is kept so it can never name another host.
+		loc := "/" + strings.TrimLeft(rec.header.Get("Location"), "/")
+		w.Header().Set("Location", s.url(loc))
+		w.WriteHeader(http.StatusPermanentRedirect)
+	default:
+		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
+	}
+}
+
+// literalRoute returns the methods of the routes that name the request's
+// path without a wildcard when the mux matched it to a pattern with one (for
+// another method): ServeMux would give DELETE /cars/search to DELETE
+// /cars/{car_id}, but /cars/search is a resource of its own that takes GET
+// only, so the answer is its 405. Nil otherwise.
+func (s *Server) literalRoute(r *http.Request, pattern string) []string {
+	if !strings.Contains(strings.TrimSuffix(pattern, "{$}"), "{") {
+		return nil
+	}
+	return s.literals[r.URL.Path]
+}
+
+// recorder captures the answer of the mux's own 404/405 handlers.
+type recorder struct {
+	header http.Header
+	Code   int
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *recorder) WriteHeader(code int)        { r.Code = code }
+
+// statusWriter remembers the status of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
