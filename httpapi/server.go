@@ -77,11 +77,11 @@ func storesOf(db Store) stores {
 type Deps struct {
 	// DB is the store; required. *store.DB is one.
 	DB Store
-	// Auth is the authentication chain every authenticated endpoint runs,
-	// for a server without a Kit (whose chain is used otherwise; giving
-	// both is an error New reports by panicking); nil without a Kit is no
-	// scheme at all. Its Basic scheme (auth.Chain.Basic) is told when a
-	// person's password changes or the person is deleted.
+	// Auth is the authentication chain every authenticated endpoint runs
+	// (with a Kit, the kit's Chain); nil is no scheme at all, so every
+	// authenticated endpoint answers 401. Its Basic scheme
+	// (auth.Chain.Basic) is told when a person's password changes or the
+	// person is deleted.
 	Auth *auth.Chain
 	// Kit holds the other first-party schemes (Digest, sessions, tokens,
 	// signed requests, OAuth 1.0a) behind the /sessions, /auth and
@@ -181,12 +181,7 @@ type route struct {
 // New returns a server over its collaborators with its routes registered.
 func New(d Deps) *Server {
 	d.BaseURL = strings.TrimRight(d.BaseURL, "/")
-	switch {
-	case d.Kit != nil && d.Auth != nil && d.Auth != d.Kit.Chain:
-		panic("httpapi: Deps has both a Kit and another Auth chain")
-	case d.Kit != nil:
-		d.Auth = d.Kit.Chain
-	case d.Auth == nil:
+	if d.Auth == nil {
 		d.Auth = &auth.Chain{}
 	}
 	if d.Logger == nil {

@@ -259,7 +259,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 
 	// The HTTP API over all of them.
 	api := httpapi.New(httpapi.Deps{
-		DB: db, Kit: kit, OpenID: openID,
+		DB: db, Auth: kit.Chain, Kit: kit, OpenID: openID,
 		BaseURL: cfg.baseURL, Logger: logger, Registry: registry, Version: Version,
 		Barks: barks, Cars: index, StoreWait: cfg.storeWait, Events: hub, Webhooks: hooks,
 		Lists:   fairgate.New(fairgate.Config{Slots: cfg.searchSlots, PerClient: cfg.searchQueue}),

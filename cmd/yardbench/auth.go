@@ -56,7 +56,7 @@ func authGroup(b *bench) error {
 		return err
 	}
 	kit.Chain.Cookie = append(kit.Chain.Cookie, fixedPrincipal{yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}})
-	api := httpapi.New(httpapi.Deps{DB: b.db, Kit: kit, BaseURL: srv.URL,
+	api := httpapi.New(httpapi.Deps{DB: b.db, Auth: kit.Chain, Kit: kit, BaseURL: srv.URL,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait})
 	srv.Config.Handler = api.Handler()
 

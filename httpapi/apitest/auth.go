@@ -58,7 +58,7 @@ func WithAuthKit(t testing.TB, db *store.DB, out **auth.Kit, mod func(*auth.Conf
 		if err != nil {
 			t.Fatalf("auth kit: %v", err)
 		}
-		d.Auth, d.Kit = nil, kit // the kit's chain
+		d.Auth, d.Kit = kit.Chain, kit
 		d.OpenID = &openid.Provider{Store: db, Box: kit.Box, Endpoint: d.BaseURL + httpapi.OpenIDEndpoint, Now: kit.Now}
 		if out != nil {
 			*out = kit
