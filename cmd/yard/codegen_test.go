@@ -118,7 +118,7 @@ func TestGeneratedClients(t *testing.T) {
 				dir := filepath.Join(modules, c.name)
 				writeFiles(t, dir, map[string][]byte{"openapi.json": doc, "main.ts": source(t, c.name+".ts"), "tsconfig.json": source(t, "tsconfig.json")})
 				runIn(t, dir, env, filepath.Join(modules, "node_modules", ".bin", c.gen[0]), c.gen[1:]...)
-				runIn(t, dir, env, tsc, "-p", ".")
+				runIn(t, dir, env, tsc, "-p", ".", "--strict")
 				out, _ := runIn(t, dir, env, "node", filepath.Join("out", "main.js"))
 				checkFiveCalls(t, out)
 			})
