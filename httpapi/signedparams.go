@@ -9,9 +9,10 @@ import (
 // credentialParams returns the component parameters (their keys in
 // components/parameters) of the query variables the authentication chain
 // reads (auth.QueryCredentials, asked of each scheme): each a query
-// parameter of that name, except the one an apiKey security scheme in the
-// query already names. A variable with no parameter is an error, so a
-// scheme that reads a new variable cannot go undocumented.
+// parameter of that name, except those an apiKey security scheme in the
+// query describes, as its name or in its x-yard-query-variables (the other
+// variables of its credentials). A variable with no parameter is an error,
+// so a scheme that reads a new variable cannot go undocumented.
 func credentialParams(vars []string, components map[string]any) ([]string, error) {
 	params, _ := components["parameters"].(map[string]any)
 	schemes, _ := components["securitySchemes"].(map[string]any)
@@ -21,7 +22,12 @@ func credentialParams(vars []string, components map[string]any) ([]string, error
 			name, _ := m["name"].(string)
 			return m["in"] == "query" && strings.EqualFold(name, v)
 		}
-		if slices.ContainsFunc(mapsOf(schemes), func(m map[string]any) bool { return m["type"] == "apiKey" && named(m) }) {
+		described := func(m map[string]any) bool {
+			others, _ := m["x-yard-query-variables"].([]any)
+			return m["type"] == "apiKey" && m["in"] == "query" && (named(m) ||
+				slices.ContainsFunc(others, func(o any) bool { s, _ := o.(string); return strings.EqualFold(s, v) }))
+		}
+		if slices.ContainsFunc(mapsOf(schemes), described) {
 			continue
 		}
 		key := ""
@@ -48,7 +54,9 @@ func addCredentialParams(op map[string]any, params []string) {
 	for _, key := range params {
 		list = append(list, map[string]any{"$ref": "#/components/parameters/" + key})
 	}
-	op["parameters"] = list
+	if len(list) > 0 { // never "parameters": null
+		op["parameters"] = list
+	}
 	if resp, ok := op["responses"].(map[string]any); ok {
 		if _, ok := resp["429"]; !ok {
 			resp["429"] = map[string]any{"$ref": "#/components/responses/TooManyRequests"}

@@ -25,4 +25,10 @@ func TestCredentialParams(t *testing.T) {
 	if _, err := credentialParams([]string{"signature", "nonce"}, components); err == nil {
 		t.Fatal("an undocumented credential variable was accepted")
 	}
+	// A scheme that lists its other variables documents them.
+	components["securitySchemes"].(map[string]any)["signedRequest"].(map[string]any)["x-yard-query-variables"] = []any{"signature", "BodyHash"}
+	got, err = credentialParams([]string{"apiKey", "signature", "bodyHash"}, components)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("credentialParams with x-yard-query-variables = %v, %v; want none", got, err)
+	}
 }

@@ -1,14 +1,36 @@
 // Shared by the Node.js client scripts of TestThirdPartyClients (see
-// ../python/yardtest.py: the same environment and the same result lines).
+// ../python/yardtest.py: the same environment, with the same defaults, and
+// the same result lines).
 // The scripts run from the directory npm installed the packages into, so
 // that their imports resolve; NODE_EXTRA_CA_CERTS names yard's certificate.
 import { readFileSync } from 'node:fs';
 
-export const BASE = process.env.YARD_URL; // https://localhost:PORT
-export const USER = process.env.YARD_USER;
-export const PASSWORD = process.env.YARD_PASSWORD;
-export const DOG = process.env.YARD_DOG; // /v1/dogs/ID/
-export const TOKEN_ALG = process.env.YARD_TOKEN_ALG;
+/** A variable without a safe default (docs/clients.md, "Running the scripts by hand"). */
+export function need(name) {
+  if (!process.env[name]) {
+    console.error(`${process.argv[1]}: set ${name} (docs/clients.md, "Running the scripts by hand")`);
+    process.exit(1);
+  }
+  return process.env[name];
+}
+
+export const BASE = process.env.YARD_URL || 'https://localhost:8443'; // the server's base URL
+export const USER = need('YARD_USER');
+export const PASSWORD = need('YARD_PASSWORD');
+// The server's --token-alg: what the access tokens are signed with, and what
+// the JWKS lets a library verify (the default HS256 cannot be).
+export const TOKEN_ALG = process.env.YARD_TOKEN_ALG || 'EdDSA';
+export const DOG = process.env.YARD_DOG || (await firstDog()); // /v1/dogs/ID/, a dog of USER (default: the first one)
+
+async function firstDog() {
+  const resp = await fetch(BASE + '/v1/dogs?max=1', { headers: { Authorization: 'Basic ' + Buffer.from(`${USER}:${PASSWORD}`).toString('base64') } });
+  const page = resp.ok ? await resp.json() : null;
+  if (!page?.items?.length) {
+    console.error(`${process.argv[1]}: no YARD_DOG, and GET /v1/dogs as ${USER} answered ${resp.status}`);
+    process.exit(1);
+  }
+  return `/v1/dogs/${page.items[0].id}/`;
+}
 
 let failed = false;
 

@@ -3,7 +3,8 @@
 The Go test (cmd/yard/clients_test.go) starts a real `yard serve` and runs
 each script with the server's address and a user's credentials in the
 environment, and REQUESTS_CA_BUNDLE / SSL_CERT_FILE naming the server's
-certificate. A script prints one JSON line per flow it ran:
+certificate; docs/clients.md says how to run one by hand, and which of
+these variables have defaults. A script prints one JSON line per flow it ran:
 
     {"library": "requests", "language": "Python", "version": "2.28.1",
      "scheme": "Basic", "flow": "...", "ok": true}
@@ -23,11 +24,30 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
-BASE = os.environ["YARD_URL"]  # https://localhost:PORT, the server's base URL
-USER = os.environ["YARD_USER"]
-PASSWORD = os.environ["YARD_PASSWORD"]
-DOG = os.environ["YARD_DOG"]  # /v1/dogs/ID/, a dog of USER
-TOKEN_ALG = os.environ["YARD_TOKEN_ALG"]  # the server's --token-alg: what the access tokens are signed with
+def need(name):
+    """A variable without a safe default (docs/clients.md, "Running the
+    scripts by hand")."""
+    if not os.environ.get(name):
+        sys.exit("%s: set %s (docs/clients.md, \"Running the scripts by hand\")" % (sys.argv[0], name))
+    return os.environ[name]
+
+
+BASE = os.environ.get("YARD_URL", "https://localhost:8443")  # the server's base URL
+USER = need("YARD_USER")
+PASSWORD = need("YARD_PASSWORD")
+# The server's --token-alg: what the access tokens are signed with, and what
+# the JWKS lets a library verify (the default HS256 cannot be).
+TOKEN_ALG = os.environ.get("YARD_TOKEN_ALG", "EdDSA")
+
+
+def _first_dog():
+    r = requests.get(BASE + "/v1/dogs", params={"max": 1}, auth=(USER, PASSWORD))
+    if r.status_code != 200 or not r.json()["items"]:
+        sys.exit("%s: no YARD_DOG, and GET /v1/dogs as %s answered %d %s" % (sys.argv[0], USER, r.status_code, r.text[:300]))
+    return "/v1/dogs/%s/" % r.json()["items"][0]["id"]
+
+
+DOG = os.environ.get("YARD_DOG") or _first_dog()  # /v1/dogs/ID/, a dog of USER (default: the first one)
 
 _failed = False
 
