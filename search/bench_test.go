@@ -152,7 +152,7 @@ func BenchmarkRandomPageFacetsRoaring(b *testing.B) {
 }
 
 // BenchmarkWalk walks the matches of one twin of each density over 1M
-// positions, as facets do (dense.go, walker).
+// positions, as facets do (densescan.go, walker).
 func BenchmarkWalk(b *testing.B) {
 	for _, percent := range []int{1, 5, 30} {
 		r := rand.New(rand.NewPCG(1, 2))
