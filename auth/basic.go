@@ -215,7 +215,7 @@ func verifyUserPassword(ctx context.Context, hashing *HashGate, users Users, use
 	refused := yard.Errorf(yard.EUNAUTHORIZED, "The user name or password is wrong.")
 	u, err := users.FindUserByName(ctx, username)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		if _, err := hashing.Check(ctx, dummyHash, password); err != nil {
+		if _, err := hashing.Check(ctx, unknownUserHash(), password); err != nil {
 			return nil, "", err
 		}
 		return nil, "", refused
@@ -238,8 +238,6 @@ func verifyUserPassword(ctx context.Context, hashing *HashGate, users Users, use
 	}
 	return &yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}, creds.PasswordHash, nil
 }
-
-var dummyHash, _ = HashPassword("not a real password")
 
 func foldName(s string) string { return strings.ToLower(s) }
 

@@ -137,6 +137,24 @@ func TestPasswordHash(t *testing.T) {
 	}
 }
 
+// TestUnknownUserHashed checks that a password sent with a name no user
+// has is hashed as a known user's is (one argon2id run through the gate),
+// so timing does not tell which names exist.
+func TestUnknownUserHashed(t *testing.T) {
+	db, _ := newUserStore(t, "ida", "ida password")
+	g := auth.NewHashGate(1, 0, time.Minute)
+	for _, name := range []string{"nobody", "ida"} {
+		before := g.Runs()
+		_, err := auth.VerifyUserPassword(context.Background(), g, db, name, "wrong password")
+		if yard.ErrorCode(err) != yard.EUNAUTHORIZED {
+			t.Fatalf("%s: got %v, want EUNAUTHORIZED", name, err)
+		}
+		if n := g.Runs() - before; n != 1 {
+			t.Fatalf("%s: the gate ran %d hashes, want 1", name, n)
+		}
+	}
+}
+
 // TestBasicBurstVerifiesOnce sends a burst of requests with the same
 // credentials at a cold cache: they share one argon2id verification.
 func TestBasicBurstVerifiesOnce(t *testing.T) {

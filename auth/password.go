@@ -47,9 +47,24 @@ func (g *HashGate) Hash(ctx context.Context, password string) (string, error) {
 	}); err != nil {
 		return "", err
 	}
+	return phcString(salt, key), nil
+}
+
+// phcString is the PHC string of an argon2id key made with this
+// package's parameters.
+func phcString(salt, key []byte) string {
 	b64 := base64.RawStdEncoding
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
-		b64.EncodeToString(salt), b64.EncodeToString(key)), nil
+		b64.EncodeToString(salt), b64.EncodeToString(key))
+}
+
+// unknownUserHash is what a password given with a user name no user has
+// is checked against: a PHC string of HashPassword's parameters, so the
+// check costs what a real one does and timing does not tell which names
+// exist. Its key is no password's hash that anyone knows (all zeros), and
+// it is made when needed, not kept.
+func unknownUserHash() string {
+	return phcString(make([]byte, 16), make([]byte, argonKeyLen))
 }
 
 // Check reports whether password matches the argon2id PHC string,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 
@@ -43,7 +44,9 @@ func Permanent(err error) error { return &permanentError{err} }
 
 // isTemporary reports whether err is worth retrying: errors that say so
 // (notify, fetch) are believed, permanent ones and domain errors are not,
-// anything else is.
+// anything else is. A network error's own word is not taken: net.Error's
+// Temporary is deprecated, and *net.OpError says false for a reset
+// connection or a refused dial, which a later attempt may well get past.
 func isTemporary(err error) bool {
 	var p *permanentError
 	if errors.As(err, &p) {
@@ -55,9 +58,39 @@ func isTemporary(err error) bool {
 	}
 	var t interface{ Temporary() bool }
 	if errors.As(err, &t) {
-		return t.Temporary()
+		if _, ok := t.(net.Error); !ok {
+			return t.Temporary()
+		}
 	}
 	return true
+}
+
+// storeError marks the error of a store call made by an attempt (the
+// dog's, its owner's), so that runTask asks the store whether it means the
+// store was away (storeAway) of those errors only: an SMTP server's
+// refused connection says nothing of the store.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
+
+// fromStore marks err, from a store call, as the store's (nil stays nil).
+func fromStore(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &storeError{err}
+}
+
+// storeAway returns the store's EUNAVAILABLE when err came from one of
+// the attempt's store calls and means the store could not be reached (a
+// reset connection, a refused dial: Store.Unavailable); nil otherwise.
+func storeAway(db Store, err error) *yard.Error {
+	var se *storeError
+	if errors.As(err, &se) {
+		return db.Unavailable(se.err)
+	}
+	return nil
 }
 
 // timedOut reports whether err ended on a time limit (a fetch that stalled
@@ -136,7 +169,7 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (yar
 	owner, err := e.Users.FindUserByID(ctx, d.Owner)
 	switch {
 	case err != nil:
-		return yard.TaskResult{Output: out.String()}, err
+		return yard.TaskResult{Output: out.String()}, fromStore(err)
 	case owner.Phone == "":
 		out.WriteString("the owner has no phone number: no text message sent\n")
 	case e.Texter == nil:

@@ -416,6 +416,18 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 		log.Info("bark handed back at shutdown")
 		observe("released")
 		return nil
+	case storeAway(s.DB, err) != nil:
+		// The store was away (a connection reset under a query, a refused
+		// dial): the attempt says nothing of the effect. The task is
+		// handed back, the attempt not counted, and never failed for it;
+		// the error makes the worker wait a poll (and the outage is
+		// logged once) before it claims again.
+		log.Warn("bark interrupted: the store cannot be reached; handed back", slog.String("error", err.Error()))
+		observe("released")
+		if rerr := s.DB.ReleaseTask(wctx, b.ID, token); rerr != nil && !errors.Is(rerr, yard.ErrLeaseLost) {
+			return rerr
+		}
+		return err
 	case timedOut(err) && b.Attempts < s.TimeoutAttempts:
 		wait := s.TimeoutBackoff(b.Attempts)
 		log.Warn("bark timed out; will retry", slog.String("error", err.Error()), slog.Duration("wait", wait))
@@ -469,7 +481,7 @@ func (s *Service) execute(ctx context.Context, b *yard.Bark) (res yard.TaskResul
 		if yard.ErrorCode(err) == yard.ENOTFOUND {
 			return res, Permanent(errors.New("the dog no longer exists"))
 		}
-		return res, err
+		return res, fromStore(err)
 	}
 	return s.Effects.Run(ctx, b, d)
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,21 +26,16 @@ var (
 	benchStates = []string{"AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS", "KY",
 		"LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY", "NC", "ND", "OH", "OK",
 		"OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV", "WI", "WY"}
-	benchData *data
 )
 
-func benchIndex(b *testing.B) *data {
-	if benchData == nil {
-		benchData = syntheticIndex(1_000_000, 10_000)
-	}
-	return benchData
-}
+// benchIndex is the index the query benchmarks share, built once.
+var benchIndex = sync.OnceValue(func() *data { return syntheticIndex(1_000_000, 10_000) })
 
 // syntheticIndex builds an index of cars in garages shaped like the
 // scripts/gencars data set, from a fixed seed.
 func syntheticIndex(cars, garages int) *data {
 	r := rand.New(rand.NewPCG(1, 2))
-	d := newData()
+	d := newData(defaultOptions())
 	for g := 1; g <= garages; g++ {
 		d.putGarage(&yard.Garage{ID: fmt.Sprintf("garage-%05d", g), Name: fmt.Sprintf("Street Garage %d", g), State: benchStates[r.IntN(len(benchStates))]})
 	}
@@ -67,7 +63,6 @@ var indexCars = flag.Int("index-cars", 1_000_000, "cars in BenchmarkIndexHeap's 
 //	go test ./search -run '^$' -bench IndexHeap -benchtime 1x -index-cars 10000000
 func BenchmarkIndexHeap(b *testing.B) {
 	for range b.N {
-		benchData = nil
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -125,10 +120,10 @@ func benchQuery(r *rand.Rand) string {
 // benchList runs the queries on the benchmark index, forced to opts'
 // strategies (none: it chooses).
 func benchList(b *testing.B, suffix string, opts ...Option) {
-	d := benchIndex(b)
-	d.force = strategy{}
+	d := benchIndex()
+	d.opts = defaultOptions()
 	for _, o := range opts {
-		o(&d.force)
+		o(&d.opts)
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	qs := make([]string, 4096)
@@ -157,7 +152,7 @@ func BenchmarkRandomPageFacetsRoaring(b *testing.B) {
 }
 
 // BenchmarkWalk walks the matches of one twin of each density over 1M
-// positions, as facets do (dense.go, walker).
+// positions, as facets do (densescan.go, walker).
 func BenchmarkWalk(b *testing.B) {
 	for _, percent := range []int{1, 5, 30} {
 		r := rand.New(rand.NewPCG(1, 2))

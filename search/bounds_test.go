@@ -19,7 +19,7 @@ import (
 // and walked), which the tests against SQL hold to the store.
 func TestBoundsKeepAnswers(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	d := newData()
+	d := newData(defaultOptions())
 	for g := range 40 {
 		d.putGarage(&yard.Garage{ID: fmt.Sprintf("g%02d", g), Name: fmt.Sprintf("Lot %d", g%7), State: []string{"CA", "NY", "TX"}[g%3]})
 	}
@@ -73,10 +73,10 @@ func TestBoundsKeepAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.force.facets, d.force.page, d.force.match = "walk", "", "bitmaps"
+		d.opts.facets, d.opts.page, d.opts.match = "walk", "", "bitmaps"
 		want := d.list(q, page, facets)
 		for _, how := range [][2]string{{"", ""}, {"cross", ""}, {"complement", ""}, {"", "dense"}, {"cross", "dense"}, {"complement", "dense"}, {"", "roaring"}, {"cube", ""}, {"cube", "dense"}} {
-			d.force.facets, d.force.match = how[0], how[1]
+			d.opts.facets, d.opts.match = how[0], how[1]
 			if got := d.list(q, page, facets); !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s with facets %q, match %q:\n got %+v\nwant %+v", raw, how[0], how[1], got, want)
 			}

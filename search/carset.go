@@ -12,19 +12,23 @@ import (
 // roaring each of its cars is a container of its own once the index has
 // more than a few million positions (some 60 bytes and two objects for
 // the collector per car, 860 MiB for the garages and names of 10M cars);
-// an array costs 4 bytes a car. A set past carSetBig positions becomes a
-// bitmap, which queries then use (and may twin, dense.go) as they use a
-// colour's; a bitmap back under carSetSmall becomes an array again.
+// an array costs 4 bytes a car. A set past options.setBig positions
+// becomes a bitmap, which queries then use (and may twin, dense.go) as
+// they use a colour's; a bitmap back under options.setSmall becomes an
+// array again.
 type carSet struct {
 	ps  []uint32        // sorted positions, while big is nil
 	big *roaring.Bitmap // the positions, for a large set
 }
 
-// carSetBig and carSetSmall bound a set's array: past carSetBig positions
-// it becomes a bitmap (an array of 4,096 is 16 KB; spread over 10M
-// positions, a roaring bitmap of as many costs about the same), and
-// under carSetSmall an array again. Variables for the tests.
-var carSetBig, carSetSmall = 4096, 2048
+// defaultSetBig and defaultSetSmall bound a set's array (options.setBig,
+// setSmall): past defaultSetBig positions it becomes a bitmap (an array
+// of 4,096 is 16 KB; spread over 10M positions, a roaring bitmap of as
+// many costs about the same), and under defaultSetSmall an array again.
+const (
+	defaultSetBig   = 4096
+	defaultSetSmall = 2048
+)
 
 func (s *carSet) len() uint64 {
 	if s.big != nil {
@@ -126,17 +130,17 @@ func (d *data) setAndNot(s, from *carSet) {
 	}
 }
 
-// setGrown makes a set past carSetBig a bitmap.
+// setGrown makes a set past setBig positions a bitmap.
 func (d *data) setGrown(s *carSet) {
-	if s.big == nil && len(s.ps) > carSetBig {
+	if s.big == nil && len(s.ps) > d.opts.setBig {
 		s.big, s.ps = roaring.BitmapOf(s.ps...), nil
 	}
 }
 
-// setShrunk makes a bitmap under carSetSmall an array again, dropping its
-// twin.
+// setShrunk makes a bitmap under setSmall positions an array again,
+// dropping its twin.
 func (d *data) setShrunk(s *carSet) {
-	if s.big != nil && s.big.GetCardinality() < uint64(carSetSmall) {
+	if s.big != nil && s.big.GetCardinality() < uint64(d.opts.setSmall) {
 		d.forget(s.big)
 		s.ps, s.big = s.big.ToArray(), nil
 	}

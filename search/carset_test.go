@@ -10,10 +10,8 @@ import (
 // unions and differences, with bounds small enough that sets go from
 // arrays to bitmaps and back, some of them with twins.
 func TestCarSet(t *testing.T) {
-	carSetBig, carSetSmall = 16, 8
-	t.Cleanup(func() { carSetBig, carSetSmall = 4096, 2048 })
 	r := rand.New(rand.NewPCG(5, 6))
-	d := newData()
+	d := newData(options{setBig: 16, setSmall: 8})
 	sets := make([]carSet, 6)
 	want := make([]map[uint32]bool, len(sets))
 	for i := range want {
@@ -49,9 +47,9 @@ func TestCarSet(t *testing.T) {
 		sawBig = sawBig || s.big != nil
 		sawShrunk = sawShrunk || wasBig && s.big == nil
 		if s.big != nil && r.IntN(50) == 0 {
-			d.force.match = "dense" // a twin, kept by every write after
+			d.opts.match = "dense" // a twin, kept by every write after
 			d.twinOf(s.big)
-			d.force.match = ""
+			d.opts.match = ""
 		}
 		var wantPs []uint32
 		for p := range want[i] {

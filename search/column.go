@@ -81,3 +81,32 @@ func (c *column) count(ps []uint32, counts []uint64) {
 		}
 	}
 }
+
+// valueColumn is a column with the values its ids stand for: col holds
+// each position's id, ids maps a value to its id and vals an id to its
+// value. Ids are given in the order values first come and never taken
+// back, so they stay few and small (a column of a field of up to 256
+// values is a byte per car).
+type valueColumn[V comparable] struct {
+	col  column
+	ids  map[V]uint32
+	vals []V
+}
+
+// idOf returns the id of v, giving v the next one when the column does
+// not have it yet.
+func (c *valueColumn[V]) idOf(v V) uint32 {
+	if id, ok := c.ids[v]; ok {
+		return id
+	}
+	if c.ids == nil {
+		c.ids = map[V]uint32{}
+	}
+	id := uint32(len(c.vals))
+	c.vals = append(c.vals, v)
+	c.ids[v] = id
+	return id
+}
+
+// at returns the value of position p.
+func (c *valueColumn[V]) at(p uint32) V { return c.vals[c.col.get(p)] }

@@ -59,11 +59,11 @@ func crossField(field string) int {
 // crossIDs returns the column ids of the car at position p, as index
 // set them in the columns (unindex finds them there still).
 func (d *data) crossIDs(p uint32) (ids [len(crossFields)]uint32) {
-	for i := range d.keyCol {
-		ids[i] = d.keyCol[i].get(p)
+	for i := range d.cols.key {
+		ids[i] = d.cols.key[i].col.get(p)
 	}
-	ids[4] = d.numCol[0].get(p)
-	ids[5] = d.numCol[1].get(p)
+	ids[4] = d.cols.num[0].col.get(p)
+	ids[5] = d.cols.num[1].col.get(p)
 	return ids
 }
 
@@ -73,8 +73,8 @@ func (d *data) crossAdd(p uint32, remove bool) {
 	t := &d.cross
 	ids := d.crossIDs(p)
 	d.cube.add(&ids, remove)
-	if slot := d.garageCol.get(p); slot != 0 {
-		d.tallyIDs(d.garages[slot].stateKey, &ids, remove)
+	if slot := d.cols.garage.get(p); slot != 0 {
+		d.tallyIDs(d.garages.slots[slot].stateKey, &ids, remove)
 	}
 	for x, id := range ids {
 		if id >= maxCrossValues && !t.off[x] {
@@ -193,7 +193,7 @@ func (d *data) baseBitmaps(b *crossBase) []*roaring.Bitmap {
 	var bs []*roaring.Bitmap
 	if b.states != nil {
 		for _, v := range b.states {
-			if m := d.states[v]; m != nil {
+			if m := d.garages.states[v]; m != nil {
 				bs = append(bs, m)
 			}
 		}
@@ -221,17 +221,17 @@ func (d *data) baseBitmap(b *crossBase) *roaring.Bitmap {
 // column id i, or nil.
 func (d *data) idBitmap(x int, i uint32) *roaring.Bitmap {
 	if x < len(textFields) {
-		if int(i) < len(d.keyIDs[x]) {
-			return d.text[x][d.keyIDs[x][i]]
+		if int(i) < len(d.cols.key[x].vals) {
+			return d.values.text[x][d.cols.key[x].vals[i]]
 		}
 		return nil
 	}
-	f, m := 0, d.doors
+	f, m := 0, d.values.doors
 	if x == 5 {
-		f, m = 1, d.years
+		f, m = 1, d.values.years
 	}
-	if int(i) < len(d.numVal[f]) {
-		return m[d.numVal[f][i]]
+	if int(i) < len(d.cols.num[f].vals) {
+		return m[d.cols.num[f].vals[i]]
 	}
 	return nil
 }
@@ -276,7 +276,7 @@ func (d *data) crossBaseOf(q yard.Query, fields []string) (best crossBase, ok bo
 		}
 		b := crossBase{states: f.In}
 		for _, v := range f.In {
-			if m := d.states[v]; m != nil {
+			if m := d.garages.states[v]; m != nil {
 				b.size += m.GetCardinality()
 			}
 		}
@@ -291,17 +291,17 @@ func (d *data) crossBaseOf(q yard.Query, fields []string) (best crossBase, ok bo
 // matches (total of them) than both walks of list (the matches; the live
 // cars that do not match): making its walk costs a union and a difference
 // on the roaring path, a second pass on the dense one, so it is taken only
-// when it saves half of the shorter walk (d.force.facets "cross": whenever
+// when it saves half of the shorter walk (d.opts.facets "cross": whenever
 // there is one).
 func (d *data) crossChoice(q yard.Query, fields []string, total uint64) (*crossBase, bool) {
-	if d.force.facets != "" && d.force.facets != "cross" {
+	if d.opts.facets != "" && d.opts.facets != "cross" {
 		return nil, false
 	}
 	b, ok := d.crossBaseOf(q, fields)
 	if !ok {
 		return nil, false
 	}
-	if other := min(total, d.alive.GetCardinality()-total); d.force.facets != "cross" && (b.size-total)*2 > other {
+	if other := min(total, d.cars.alive.GetCardinality()-total); d.opts.facets != "cross" && (b.size-total)*2 > other {
 		return nil, false
 	}
 	return &b, true

@@ -240,18 +240,18 @@ func (d *data) allowedMask(x int, filters []yard.Filter, mask []uint64, n int) {
 	// has had it.
 	id := func(v string) (uint32, bool) {
 		if x < len(textFields) {
-			k, ok := d.strID[v]
+			k, ok := d.strs.index[v]
 			if !ok {
 				return 0, false
 			}
-			i, ok := d.keyID[x][k]
+			i, ok := d.cols.key[x].ids[k]
 			return i, ok
 		}
 		v64, ok := parseInt(v)
 		if !ok {
 			return 0, false
 		}
-		i, ok := d.numID[x-len(textFields)][v64]
+		i, ok := d.cols.num[x-len(textFields)].ids[v64]
 		return i, ok
 	}
 	for _, f := range filters {
@@ -279,7 +279,7 @@ func (d *data) allowedMask(x int, filters []yard.Filter, mask []uint64, n int) {
 			}
 		}
 		if len(f.Ranges) > 0 {
-			vals := d.numVal[x-len(textFields)]
+			vals := d.cols.num[x-len(textFields)].vals
 			for i := range n {
 				v := vals[i]
 				for _, r := range f.Ranges {
@@ -296,12 +296,12 @@ func (d *data) allowedMask(x int, filters []yard.Filter, mask []uint64, n int) {
 // cubeTotal returns q's number of matches summed from the cube, when the
 // cube can answer q in at most most cells (any number when forced).
 func (d *data) cubeTotal(q yard.Query, most uint64) (uint64, bool) {
-	if f := d.force.facets; f != "" && f != "cube" {
+	if f := d.opts.facets; f != "" && f != "cube" {
 		return 0, false
 	}
 	var want [cubeDims]bool
 	plan, cells, ok := d.cubePlan(q, &want)
-	if !ok || (cells > most && d.force.facets != "cube") {
+	if !ok || (cells > most && d.opts.facets != "cube") {
 		return 0, false
 	}
 	total, _ := d.cube.sums(&plan, &want)
@@ -314,7 +314,7 @@ func (d *data) cubeTotal(q yard.Query, most uint64) (uint64, bool) {
 // field) or would add up more counts than a walk would visit cars: the
 // shorter walk of list, or a cross base's.
 func (d *data) cubeFacets(q yard.Query, fields []string, total uint64) (*crossBase, bool) {
-	if len(fields) == 0 || (d.force.facets != "" && d.force.facets != "cube") {
+	if len(fields) == 0 || (d.opts.facets != "" && d.opts.facets != "cube") {
 		return nil, false
 	}
 	var want [cubeDims]bool
@@ -329,8 +329,8 @@ func (d *data) cubeFacets(q yard.Query, fields []string, total uint64) (*crossBa
 	if !ok {
 		return nil, false
 	}
-	if d.force.facets != "cube" {
-		walk := min(total, d.alive.GetCardinality()-total)
+	if d.opts.facets != "cube" {
+		walk := min(total, d.cars.alive.GetCardinality()-total)
 		if cells > walk {
 			return nil, false
 		}
@@ -365,11 +365,11 @@ func cubeDim(field string) int { return slices.Index(cubeFields[:], crossField(f
 func (d *data) columnIDs(x int) int {
 	switch {
 	case x < len(textFields):
-		return len(d.keyIDs[x])
+		return len(d.cols.key[x].vals)
 	case x == 4:
-		return len(d.numVal[0])
+		return len(d.cols.num[0].vals)
 	}
-	return len(d.numVal[1])
+	return len(d.cols.num[1].vals)
 }
 
 // sums adds up the counts of every combination of plan's slots, each

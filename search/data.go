@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
@@ -13,63 +14,89 @@ import (
 // text fields of a car, in carRec.text order.
 var textFields = [...]string{yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel}
 
-// data is the index proper. A car has a dense position; every value of
-// every field has a bitmap of the positions holding it (a garage and a
-// garage name a carSet, carset.go). Garages have a slot and the set of
-// their cars, so renaming a garage or moving it to another state touches
-// one garage's set, not its cars.
+// data is the index proper, in parts: the cars by position, the
+// interned strings, a bitmap per value of every field, the garages, and
+// per position a column per field; then what queries are made faster by,
+// which every write keeps up to date or drops (range encodings, dense
+// twins, cross counts, the facet cube). A car has a dense position; every
+// value of every field has a bitmap of the positions holding it (a garage
+// and a garage name a carSet, carset.go). Garages have a slot and the set
+// of their cars, so renaming a garage or moving it to another state
+// touches one garage's set, not its cars.
 type data struct {
-	ids     idList          // position → car id (kept after a deletion: a re-created id gets its position back)
+	cars    carTable     // positions: ids, times, the live cars, the id order
+	strs    stringTable  // the text fields' values, interned, and their keys
+	values  valueBitmaps // the cars of each value of a car's own fields
+	garages garageTable  // garage slots, and the cars of each garage field's values
+	cols    columns      // per position, each field's value id
+	cum     cumulatives  // range-encoded bitmaps of the numeric fields (match.go)
+	tw      twins        // dense twins of the common values (dense.go)
+	cross   crossTabs    // cross counts of the column fields (cross.go)
+	cube    facetCube    // counts of the few-valued fields' combinations (cube.go)
+	// opts holds the options (options.go), which queries read; set under
+	// the index's write lock.
+	opts options
+}
+
+// carTable is the cars by position. A position is a car id's for good: a
+// deleted car keeps it, and its id gets it back when it is created again.
+type carTable struct {
+	ids     idList          // position → car id
 	byID    idTable         // car id → position
-	times   []carTimes      // position → times; the other fields are in columns (rec)
+	times   []carTimes      // position → times; the other fields are in the columns
 	alive   *roaring.Bitmap // positions of existing cars
-	order   []uint32        // every position, sorted by car id; also the map from id to position
+	order   []uint32        // every position, sorted by car id
 	inOrder bool            // order[i] == i: positions are in id order
+	// touched counts the pages whose touch (plan.go) summed to 0xff:
+	// the sum is kept, so the compiler keeps the loads.
+	touched atomic.Uint32
+}
 
-	strs  []string          // interned strings: car field values as written, and their keys
-	strID map[string]uint32 // string → index in strs
-	keyOf []uint32          // string index → index of its key (lower case)
+// stringTable interns the text fields' values: each value as written, and
+// its key (lower case: queries match keys, facets group by them), has an
+// index, which the bitmaps and columns hold.
+type stringTable struct {
+	all   []string          // index → string
+	index map[string]uint32 // string → index
+	keyOf []uint32          // index → index of its key
+}
 
-	text  [len(textFields)]map[uint32]*roaring.Bitmap // key string index → cars
+// valueBitmaps hold, for each value of a car's own fields, the positions
+// of the live cars holding it (the garage fields' are in garageTable).
+type valueBitmaps struct {
+	text  [len(textFields)]map[uint32]*roaring.Bitmap // key (string index) → cars
 	doors map[int64]*roaring.Bitmap
 	years map[int64]*roaring.Bitmap
+}
 
-	// Columns for facets: per position, the id of its value in each field
-	// (text: an index into keyIDs, numbers: into numVal), so a walk over
-	// matching cars reads a byte or two per car and field, in order.
-	keyCol [len(textFields)]column
-	keyID  [len(textFields)]map[uint32]uint32 // key string index → id
-	keyIDs [len(textFields)][]uint32          // id → key string index
-	numCol [2]column                          // doors, year
-	numID  [2]map[int64]uint32
-	numVal [2][]int64
-	// And per position the value as written of each text field (an id
-	// into valIDs, which holds string indexes) and the garage's slot.
-	valCol    [len(textFields)]column
-	valID     [len(textFields)]map[uint32]uint32
-	valIDs    [len(textFields)][]uint32
-	garageCol column
+// garageTable holds the garages by slot, and the cars of each value of
+// the garage fields.
+type garageTable struct {
+	slots    []garageRec                // slot → garage; slot 0 is "no garage"
+	slotOf   map[string]uint32          // garage id → slot
+	free     []uint32                   // slots of deleted garages
+	names    map[string]*carSet         // name key → cars
+	states   map[string]*roaring.Bitmap // state key → cars
+	noGarage *roaring.Bitmap            // the cars in no garage
+}
 
-	// cum holds, per numeric field, the cars with a value up to each
-	// value (range-encoded bitmaps), built on the first range query after
-	// a change; a range is then one bitmap less another.
-	cumMu sync.Mutex
-	cum   [2]*cumulative
+// columns hold, per position, the id of its value in each field (column.go),
+// so a walk over matching cars (facets) reads a byte or two per car and
+// field, in order, and a car's fields are read back from them (rec).
+type columns struct {
+	key    [len(textFields)]valueColumn[uint32] // text fields' keys (string indexes)
+	val    [len(textFields)]valueColumn[uint32] // text fields' values as written (string indexes)
+	num    [2]valueColumn[int64]                // doors, year
+	garage column                               // the garage's slot (0: none)
+}
 
-	tw    twins     // dense twins of the common values (dense.go)
-	cross crossTabs // cross counts of the column fields (cross.go)
-	cube  facetCube // counts of the few-valued fields' combinations (cube.go)
-
-	garages  []garageRec       // slot → garage; slot 0 is "no garage"
-	slotOf   map[string]uint32 // garage id → slot
-	free     []uint32          // slots of deleted garages
-	names    map[string]*carSet
-	states   map[string]*roaring.Bitmap
-	noGarage *roaring.Bitmap
-
-	// force holds the strategies the index's options force (options.go),
-	// which queries read; set under the index's write lock.
-	force strategy
+// cumulatives holds, per numeric field, the cars with a value up to each
+// value (range-encoded bitmaps), built on the first range query after a
+// change; a range is then one bitmap less another. Readers share the read
+// lock, so mu makes one of them build it.
+type cumulatives struct {
+	mu sync.Mutex
+	of [2]*cumulative
 }
 
 // carTimes holds a car's times, in Unix milliseconds (the zero time's too:
@@ -87,24 +114,26 @@ type carRec struct {
 	created, updated int64  // Unix milliseconds (the zero time's too: it comes back as the zero time)
 }
 
+// garageRec is a garage: its id, the keys of its name and state, its
+// cars.
 type garageRec struct {
 	id                string
 	nameKey, stateKey string
 	cars              carSet
 }
 
-func newData() *data {
+// newData returns an empty index of options o.
+func newData(o options) *data {
 	d := &data{
-		alive: roaring.New(), inOrder: true,
-		strID: map[string]uint32{}, doors: map[int64]*roaring.Bitmap{}, years: map[int64]*roaring.Bitmap{},
-		numID:   [2]map[int64]uint32{{}, {}},
-		keyID:   [len(textFields)]map[uint32]uint32{{}, {}, {}, {}},
-		valID:   [len(textFields)]map[uint32]uint32{{}, {}, {}, {}},
-		garages: []garageRec{{}}, slotOf: map[string]uint32{},
-		names: map[string]*carSet{}, states: map[string]*roaring.Bitmap{}, noGarage: roaring.New(),
+		cars:   carTable{alive: roaring.New(), inOrder: true},
+		strs:   stringTable{index: map[string]uint32{}},
+		values: valueBitmaps{doors: map[int64]*roaring.Bitmap{}, years: map[int64]*roaring.Bitmap{}},
+		garages: garageTable{slots: []garageRec{{}}, slotOf: map[string]uint32{}, names: map[string]*carSet{},
+			states: map[string]*roaring.Bitmap{}, noGarage: roaring.New()},
+		opts: o,
 	}
-	for i := range d.text {
-		d.text[i] = map[uint32]*roaring.Bitmap{}
+	for i := range d.values.text {
+		d.values.text[i] = map[uint32]*roaring.Bitmap{}
 	}
 	return d
 }
@@ -112,18 +141,18 @@ func newData() *data {
 // --- maintenance -------------------------------------------------------------
 
 func (d *data) allBitmaps() []*roaring.Bitmap {
-	out := []*roaring.Bitmap{d.alive, d.noGarage}
-	for _, m := range d.text {
+	out := []*roaring.Bitmap{d.cars.alive, d.garages.noGarage}
+	for _, m := range d.values.text {
 		for _, b := range m {
 			out = append(out, b)
 		}
 	}
-	for _, m := range []map[int64]*roaring.Bitmap{d.doors, d.years} {
+	for _, m := range []map[int64]*roaring.Bitmap{d.values.doors, d.values.years} {
 		for _, b := range m {
 			out = append(out, b)
 		}
 	}
-	for _, b := range d.states {
+	for _, b := range d.garages.states {
 		out = append(out, b)
 	}
 	for _, s := range d.carSets() {
@@ -136,12 +165,13 @@ func (d *data) allBitmaps() []*roaring.Bitmap {
 
 // carSets returns the sets of the garages and of their names.
 func (d *data) carSets() []*carSet {
-	out := make([]*carSet, 0, len(d.names)+len(d.garages))
-	for _, s := range d.names {
+	g := &d.garages
+	out := make([]*carSet, 0, len(g.names)+len(g.slots))
+	for _, s := range g.names {
 		out = append(out, s)
 	}
-	for i := range d.garages {
-		out = append(out, &d.garages[i].cars)
+	for i := range g.slots {
+		out = append(out, &g.slots[i].cars)
 	}
 	return out
 }
@@ -152,7 +182,7 @@ func (d *data) carSets() []*carSet {
 // container of 65,536 live cars less a colour's took milliseconds).
 func (d *data) runOptimize() {
 	for _, b := range d.allBitmaps() {
-		if b != d.alive {
+		if b != d.cars.alive {
 			b.RunOptimize()
 		}
 	}
@@ -163,47 +193,27 @@ func (d *data) runOptimize() {
 
 // intern returns the index of s (a car's value as written), interning it
 // and its key.
-func (d *data) intern(s string) uint32 {
-	if i, ok := d.strID[s]; ok {
+func (t *stringTable) intern(s string) uint32 {
+	if i, ok := t.index[s]; ok {
 		return i
 	}
-	i := d.add(s)
+	i := t.add(s)
 	key := strings.ToLower(s)
-	k, ok := d.strID[key]
+	k, ok := t.index[key]
 	if !ok {
-		k = d.add(key)
-		d.keyOf[k] = k
+		k = t.add(key)
+		t.keyOf[k] = k
 	}
-	d.keyOf[i] = k
+	t.keyOf[i] = k
 	return i
 }
 
-func (d *data) add(s string) uint32 {
-	i := uint32(len(d.strs))
-	d.strs = append(d.strs, s)
-	d.keyOf = append(d.keyOf, i)
-	d.strID[s] = i
+func (t *stringTable) add(s string) uint32 {
+	i := uint32(len(t.all))
+	t.all = append(t.all, s)
+	t.keyOf = append(t.keyOf, i)
+	t.index[s] = i
 	return i
-}
-
-// keyIDOf returns the column id of key k (a string index) of text field
-// f.
-func (d *data) keyIDOf(f int, k uint32) uint32 { return columnID(d.keyID[f], &d.keyIDs[f], k) }
-
-// numIDOf returns the column id of number v of numeric field f (0 doors,
-// 1 year).
-func (d *data) numIDOf(f int, v int64) uint32 { return columnID(d.numID[f], &d.numVal[f], v) }
-
-// columnID returns the id of v in a column (ids: value → id, vals: id →
-// value), appending v when the column does not have it yet.
-func columnID[V comparable](ids map[V]uint32, vals *[]V, v V) uint32 {
-	if id, ok := ids[v]; ok {
-		return id
-	}
-	id := uint32(len(*vals))
-	*vals = append(*vals, v)
-	ids[v] = id
-	return id
 }
 
 func bitmapOf[K comparable](m map[K]*roaring.Bitmap, k K) *roaring.Bitmap {
@@ -220,7 +230,7 @@ func bitmapOf[K comparable](m map[K]*roaring.Bitmap, k K) *roaring.Bitmap {
 func (d *data) putGarage(g *yard.Garage) {
 	name, state := strings.ToLower(g.Name), strings.ToLower(g.State)
 	slot := d.slot(g.ID)
-	gr := &d.garages[slot]
+	gr := &d.garages.slots[slot]
 	if gr.nameKey != name {
 		d.moveNamed(gr.nameKey, name, &gr.cars)
 		gr.nameKey = name
@@ -237,10 +247,10 @@ func (d *data) moveNamed(from, to string, cars *carSet) {
 	if cars.len() == 0 {
 		return
 	}
-	if s := d.names[from]; s != nil {
+	if s := d.garages.names[from]; s != nil {
 		d.setAndNot(s, cars)
 		if s.len() == 0 {
-			delete(d.names, from)
+			delete(d.garages.names, from)
 			d.forget(s.big)
 		}
 	}
@@ -259,7 +269,8 @@ func (d *data) moveStated(from, to string, cars *carSet) {
 			d.tally(to, p, false)
 		}
 	})
-	if b := d.states[from]; b != nil {
+	states := d.garages.states
+	if b := states[from]; b != nil {
 		if cars.big != nil {
 			d.andNotFrom(b, cars.big)
 		} else {
@@ -268,11 +279,11 @@ func (d *data) moveStated(from, to string, cars *carSet) {
 			}
 		}
 		if b.IsEmpty() {
-			delete(d.states, from)
+			delete(states, from)
 			d.forget(b)
 		}
 	}
-	b := bitmapOf(d.states, to)
+	b := bitmapOf(states, to)
 	if cars.big != nil {
 		d.orInto(b, cars.big)
 		return
@@ -284,56 +295,59 @@ func (d *data) moveStated(from, to string, cars *carSet) {
 
 // slot returns the slot of a garage id, making one when it is new.
 func (d *data) slot(id string) uint32 {
-	if s, ok := d.slotOf[id]; ok {
+	g := &d.garages
+	if s, ok := g.slotOf[id]; ok {
 		return s
 	}
 	var s uint32
-	if n := len(d.free); n > 0 {
-		s, d.free = d.free[n-1], d.free[:n-1]
+	if n := len(g.free); n > 0 {
+		s, g.free = g.free[n-1], g.free[:n-1]
 	} else {
-		s = uint32(len(d.garages))
-		d.garages = append(d.garages, garageRec{})
+		s = uint32(len(g.slots))
+		g.slots = append(g.slots, garageRec{})
 	}
-	d.garages[s] = garageRec{id: id}
-	d.slotOf[id] = s
+	g.slots[s] = garageRec{id: id}
+	g.slotOf[id] = s
 	return s
 }
 
 // deleteGarage forgets a garage; the store deletes only empty ones.
 func (d *data) deleteGarage(id string) {
-	s, ok := d.slotOf[id]
+	g := &d.garages
+	s, ok := g.slotOf[id]
 	if !ok {
 		return
 	}
-	gr := &d.garages[s]
+	gr := &g.slots[s]
 	if gr.cars.len() > 0 { // cannot happen: the store refuses it
 		d.moveNamed(gr.nameKey, "", &gr.cars)
 		d.moveStated(gr.stateKey, "", &gr.cars)
 	}
-	delete(d.slotOf, id)
+	delete(g.slotOf, id)
 	d.forget(gr.cars.big)
-	d.garages[s] = garageRec{}
-	d.free = append(d.free, s)
+	g.slots[s] = garageRec{}
+	g.free = append(g.free, s)
 }
 
 // search returns where id belongs in the order: a binary search over the
 // ids, for a new id's place (position finds a known one).
 func (d *data) search(id string) (int, bool) {
-	return slices.BinarySearchFunc(d.order, id, func(q uint32, id string) int { return strings.Compare(d.ids.at(q), id) })
+	return slices.BinarySearchFunc(d.cars.order, id, func(q uint32, id string) int { return strings.Compare(d.cars.ids.at(q), id) })
 }
 
 // position returns id's position, if the index has ever held it (a
 // deleted car keeps its position).
 func (d *data) position(id string) (uint32, bool) {
-	return d.byID.find(&d.ids, id)
+	return d.cars.byID.find(&d.cars.ids, id)
 }
 
 // putCar adds a car or applies its new fields. building says the car is
 // new (the first build reads each id once), and order is sorted once at
 // the end instead of at each car.
 func (d *data) putCar(c *yard.Car, building bool) {
+	cars := &d.cars
 	var p uint32
-	at, known := len(d.order), false
+	at, known := len(cars.order), false
 	if !building {
 		if p, known = d.position(c.ID); !known {
 			at, _ = d.search(c.ID)
@@ -341,30 +355,23 @@ func (d *data) putCar(c *yard.Car, building bool) {
 	}
 	switch {
 	case !known:
-		p = uint32(d.ids.len())
-		d.ids.add(c.ID)
-		d.byID.add(&d.ids, p)
-		d.times = append(d.times, carTimes{})
-		for i := range d.keyCol {
-			d.keyCol[i].grow()
-			d.valCol[i].grow()
-		}
-		d.garageCol.grow()
-		for i := range d.numCol {
-			d.numCol[i].grow()
-		}
-		if at == len(d.order) {
-			d.order = append(d.order, p) // the greatest id so far: order stays i → i
+		p = uint32(cars.ids.len())
+		cars.ids.add(c.ID)
+		cars.byID.add(&cars.ids, p)
+		cars.times = append(cars.times, carTimes{})
+		d.cols.grow()
+		if at == len(cars.order) {
+			cars.order = append(cars.order, p) // the greatest id so far: order stays i → i
 		} else {
-			d.order = slices.Insert(d.order, at, p)
-			d.inOrder = false
+			cars.order = slices.Insert(cars.order, at, p)
+			cars.inOrder = false
 		}
-	case d.alive.Contains(p):
+	case cars.alive.Contains(p):
 		d.unindex(p)
 	}
 	r := carRec{doors: int32(c.Doors), year: int32(c.Year), created: c.CreatedAt.UnixMilli(), updated: c.UpdatedAt.UnixMilli()}
 	for i, v := range [...]string{c.Color, c.Type, c.Make, c.Model} {
-		r.text[i] = d.intern(v)
+		r.text[i] = d.strs.intern(v)
 	}
 	if c.Garage != "" {
 		r.garage = d.slot(c.Garage)
@@ -373,17 +380,30 @@ func (d *data) putCar(c *yard.Car, building bool) {
 	d.index(p, &r)
 }
 
+// grow appends a position to every column.
+func (c *columns) grow() {
+	for i := range c.key {
+		c.key[i].col.grow()
+		c.val[i].col.grow()
+	}
+	for i := range c.num {
+		c.num[i].col.grow()
+	}
+	c.garage.grow()
+}
+
 // positions returns the number of positions.
-func (d *data) positions() int { return len(d.times) }
+func (d *data) positions() int { return len(d.cars.times) }
 
 // rec returns the fields of position p.
 func (d *data) rec(p uint32) carRec {
+	t := d.cars.times[p]
 	r := carRec{
-		doors: int32(d.numVal[0][d.numCol[0].get(p)]), year: int32(d.numVal[1][d.numCol[1].get(p)]),
-		garage: d.garageCol.get(p), created: d.times[p].created, updated: d.times[p].updated,
+		doors: int32(d.cols.num[0].at(p)), year: int32(d.cols.num[1].at(p)),
+		garage: d.cols.garage.get(p), created: t.created, updated: t.updated,
 	}
 	for i := range r.text {
-		r.text[i] = d.valIDs[i][d.valCol[i].get(p)]
+		r.text[i] = d.cols.val[i].at(p)
 	}
 	return r
 }
@@ -391,28 +411,30 @@ func (d *data) rec(p uint32) carRec {
 // setRec writes the fields of position p into the columns; index then
 // indexes them.
 func (d *data) setRec(p uint32, r *carRec) {
+	c := &d.cols
 	for i, s := range r.text {
-		d.valCol[i].set(p, columnID(d.valID[i], &d.valIDs[i], s))
+		c.val[i].col.set(p, c.val[i].idOf(s))
 	}
-	d.numCol[0].set(p, d.numIDOf(0, int64(r.doors)))
-	d.numCol[1].set(p, d.numIDOf(1, int64(r.year)))
-	d.garageCol.set(p, r.garage)
-	d.times[p] = carTimes{r.created, r.updated}
+	c.num[0].col.set(p, c.num[0].idOf(int64(r.doors)))
+	c.num[1].col.set(p, c.num[1].idOf(int64(r.year)))
+	c.garage.set(p, r.garage)
+	d.cars.times[p] = carTimes{r.created, r.updated}
 }
 
 // sortOrder sorts the order after a build, when the store's id order
 // differs from byte order (a PostgreSQL database with another collation
 // than C).
 func (d *data) sortOrder() {
-	less := func(a, b uint32) int { return strings.Compare(d.ids.at(a), d.ids.at(b)) }
-	if !slices.IsSortedFunc(d.order, less) {
-		slices.SortFunc(d.order, less)
-		d.inOrder = false
+	cars := &d.cars
+	less := func(a, b uint32) int { return strings.Compare(cars.ids.at(a), cars.ids.at(b)) }
+	if !slices.IsSortedFunc(cars.order, less) {
+		slices.SortFunc(cars.order, less)
+		cars.inOrder = false
 	}
 }
 
 func (d *data) deleteCar(id string) {
-	if p, ok := d.position(id); ok && d.alive.Contains(p) {
+	if p, ok := d.position(id); ok && d.cars.alive.Contains(p) {
 		d.unindex(p)
 	}
 }
@@ -420,53 +442,56 @@ func (d *data) deleteCar(id string) {
 // index adds position p, whose fields r setRec has just written, to the
 // bitmaps of its values.
 func (d *data) index(p uint32, r *carRec) {
+	v := &d.values
 	for i, s := range r.text {
-		d.addTo(bitmapOf(d.text[i], d.keyOf[s]), p)
-		d.keyCol[i].set(p, d.keyIDOf(i, d.keyOf[s]))
+		k := d.strs.keyOf[s]
+		d.addTo(bitmapOf(v.text[i], k), p)
+		d.cols.key[i].col.set(p, d.cols.key[i].idOf(k))
 	}
-	d.addTo(bitmapOf(d.doors, int64(r.doors)), p)
-	d.addTo(bitmapOf(d.years, int64(r.year)), p)
+	d.addTo(bitmapOf(v.doors, int64(r.doors)), p)
+	d.addTo(bitmapOf(v.years, int64(r.year)), p)
 	d.cumChange(0, int64(r.doors), p, true)
 	d.cumChange(1, int64(r.year), p, true)
-	d.cum = [2]*cumulative{}
+	d.cum.of = [2]*cumulative{}
 	if r.garage == 0 {
-		d.addTo(d.noGarage, p)
+		d.addTo(d.garages.noGarage, p)
 	} else {
-		g := &d.garages[r.garage]
+		g := &d.garages.slots[r.garage]
 		d.setAdd(&g.cars, p)
 		d.setAdd(d.named(g.nameKey), p)
-		d.addTo(bitmapOf(d.states, g.stateKey), p)
+		d.addTo(bitmapOf(d.garages.states, g.stateKey), p)
 	}
-	d.addTo(d.alive, p)
+	d.addTo(d.cars.alive, p)
 	d.crossAdd(p, false)
 }
 
 // unindex removes position p from every bitmap.
 func (d *data) unindex(p uint32) {
 	r := d.rec(p)
+	v := &d.values
 	for i, s := range r.text {
-		removeFrom(d, d.text[i], d.keyOf[s], p)
+		removeFrom(d, v.text[i], d.strs.keyOf[s], p)
 	}
-	removeFrom(d, d.doors, int64(r.doors), p)
-	removeFrom(d, d.years, int64(r.year), p)
+	removeFrom(d, v.doors, int64(r.doors), p)
+	removeFrom(d, v.years, int64(r.year), p)
 	d.cumChange(0, int64(r.doors), p, false)
 	d.cumChange(1, int64(r.year), p, false)
-	d.cum = [2]*cumulative{}
+	d.cum.of = [2]*cumulative{}
 	if r.garage == 0 {
-		d.removeAt(d.noGarage, p)
+		d.removeAt(d.garages.noGarage, p)
 	} else {
-		g := &d.garages[r.garage]
+		g := &d.garages.slots[r.garage]
 		d.setRemove(&g.cars, p)
-		if s := d.names[g.nameKey]; s != nil {
+		if s := d.garages.names[g.nameKey]; s != nil {
 			d.setRemove(s, p)
 			if s.len() == 0 {
-				delete(d.names, g.nameKey)
+				delete(d.garages.names, g.nameKey)
 				d.forget(s.big)
 			}
 		}
-		removeFrom(d, d.states, g.stateKey, p)
+		removeFrom(d, d.garages.states, g.stateKey, p)
 	}
-	d.removeAt(d.alive, p)
+	d.removeAt(d.cars.alive, p)
 	d.crossAdd(p, true)
 }
 
@@ -483,10 +508,10 @@ func removeFrom[K comparable](d *data, m map[K]*roaring.Bitmap, k K, p uint32) {
 
 // named returns the set of garage name key, making it when it is new.
 func (d *data) named(key string) *carSet {
-	s := d.names[key]
+	s := d.garages.names[key]
 	if s == nil {
 		s = &carSet{}
-		d.names[key] = s
+		d.garages.names[key] = s
 	}
 	return s
 }

@@ -1,7 +1,6 @@
 package search
 
 import (
-	"math/bits"
 	"slices"
 	"sync"
 
@@ -147,7 +146,7 @@ func (d *data) cumChange(f int, v int64, p uint32, set bool) {
 // --- queries, under the read lock ---------------------------------------------
 
 // twinOf returns the twin of b, making it when b is common enough (or
-// d.force.match is "dense") and there is room; nil when b has none.
+// d.opts.match is "dense") and there is room; nil when b has none.
 func (d *data) twinOf(b *roaring.Bitmap) *bitset {
 	d.tw.mu.Lock()
 	defer d.tw.mu.Unlock()
@@ -157,7 +156,7 @@ func (d *data) twinOf(b *roaring.Bitmap) *bitset {
 	if len(d.tw.of) >= maxTwins {
 		return nil
 	}
-	if d.force.match != "dense" && b.GetCardinality()*denseShare < d.alive.GetCardinality() {
+	if d.opts.match != "dense" && b.GetCardinality()*denseShare < d.cars.alive.GetCardinality() {
 		return nil
 	}
 	if d.tw.of == nil {
@@ -178,9 +177,9 @@ func (d *data) cumOf(f int) *denseCum {
 	if c := d.tw.cum[f]; c != nil {
 		return c
 	}
-	m := d.doors
+	m := d.values.doors
 	if f == 1 {
-		m = d.years
+		m = d.values.years
 	}
 	if len(m) > maxDenseValues {
 		return nil
@@ -300,296 +299,6 @@ func (d *data) denseRange(f yard.Filter) (in, out *bitset, empty, has bool) {
 	return in, out, false, true
 }
 
-// denseBlock is how many words a pass works on at a time: small enough
-// to stay in the first-level cache between the twins it reads.
-const denseBlock = 64
-
-// block puts into blk the words of dq's matches from word base on (alive
-// holds the live cars; or is scratch of blk's length). A value's twin
-// holds live cars only, so the matches of a query with a term lie within
-// its first term: the live cars' twin is read only for a query of
-// exclusions only (at 10M cars each twin read is 1.25 MB a query).
-func (dq *denseQuery) block(alive *bitset, base int, blk, or []uint64) {
-	if len(dq.terms) == 0 {
-		copy(blk, alive.w[base:])
-	}
-	for i, term := range dq.terms {
-		switch {
-		case len(term) == 1 && i == 0:
-			copyWords(blk, term[0], base)
-		case len(term) == 1:
-			andWords(blk, term[0], base)
-		default:
-			dst := or
-			if i == 0 {
-				dst = blk
-			}
-			clear(dst)
-			for _, t := range term {
-				orWords(dst, t, base)
-			}
-			if i > 0 {
-				for j := range blk {
-					blk[j] &= or[j]
-				}
-			}
-		}
-	}
-	for _, t := range dq.excl {
-		andNotWords(blk, t, base)
-	}
-}
-
-// scan runs dq over the live cars (alive's twin): it returns the total
-// and the positions of the page (positions are in id order). Unless
-// count is set it stops once the page is full, and the total it returns
-// is only of the cars up to there.
-func (dq *denseQuery) scan(alive *bitset, page yard.Page, count bool) (total uint64, ps []uint32) {
-	n := len(alive.w)
-	if page.Max > 0 {
-		ps = make([]uint32, 0, page.Max)
-	}
-	skip := uint64(page.Offset)
-	var buf, or [denseBlock]uint64
-	var orc *[countChunk]uint64
-	for base := 0; base < n; base += denseBlock {
-		if len(ps) >= page.Max {
-			if !count {
-				break
-			}
-			// The page is full: what is left is counting, in one pass
-			// over the operands where it can, countChunk words a call,
-			// and without the test of each word below (a mispredicted
-			// branch on one word in two where matches are sparse).
-			if orc == nil {
-				orc = countPool.Get().(*[countChunk]uint64)
-			}
-			span := min(countChunk, n-base)
-			if c, ok := dq.count(alive, base, span, orc[:span]); ok {
-				total += c
-				base += span - denseBlock
-				continue
-			}
-			blk := buf[:min(denseBlock, n-base)]
-			dq.block(alive, base, blk, or[:len(blk)])
-			for _, w := range blk {
-				total += uint64(bits.OnesCount64(w))
-			}
-			continue
-		}
-		blk := buf[:min(denseBlock, n-base)]
-		dq.block(alive, base, blk, or[:len(blk)])
-		for i, w := range blk {
-			if w == 0 {
-				continue
-			}
-			c := uint64(bits.OnesCount64(w))
-			if len(ps) < page.Max {
-				if skip >= c {
-					skip -= c
-				} else {
-					for w != 0 && len(ps) < page.Max {
-						b := w & -w
-						w ^= b
-						if skip > 0 {
-							skip--
-							continue
-						}
-						ps = append(ps, uint32((base+i)*64+bits.TrailingZeros64(b)))
-					}
-				}
-			}
-			total += c
-		}
-	}
-	if orc != nil {
-		countPool.Put(orc)
-	}
-	return total, ps
-}
-
-// countChunk is how many words a count once the page is full reads a
-// call: the vector counts (popcount_amd64.go) are quick enough that a
-// call's set-up matters at fewer.
-const countChunk = 1024
-
-// countPool holds the scratch of counts (a term of several values is
-// ORed into it): 8 KB, too much for a request's stack.
-var countPool = sync.Pool{New: func() any { return new([countChunk]uint64) }}
-
-// walkPool holds the position buffers of walkers.
-var walkPool = sync.Pool{New: func() any { return new([1024]uint32) }}
-
-// walker returns a walker (for facets) of the matches; or when complement
-// of the live cars that do not match; or when from is set of the cars in
-// one of from that do not match (a cross-count base, cross.go).
-func (dq *denseQuery) walker(alive *bitset, complement bool, from []*bitset) walker {
-	return func(fn func([]uint32)) {
-		n := len(alive.w)
-		var buf, or, fromBlk [denseBlock]uint64
-		// ps never passes len(ps)-64 before a word, and the mask spares
-		// the bounds check. fn may keep no hold of it, so it comes from a
-		// pool (it would escape: 4 KB a walk).
-		pp := walkPool.Get().(*[1024]uint32)
-		defer walkPool.Put(pp)
-		ps := pp
-		k := 0
-		for base := 0; base < n; base += denseBlock {
-			blk := buf[:min(denseBlock, n-base)]
-			dq.block(alive, base, blk, or[:len(blk)])
-			switch {
-			case from != nil:
-				f := fromBlk[:len(blk)]
-				clear(f)
-				for _, t := range from {
-					orWords(f, t, base)
-				}
-				for i := range blk {
-					blk[i] = f[i] &^ blk[i]
-				}
-			case complement:
-				for i := range blk {
-					blk[i] = alive.w[base+i] &^ blk[i]
-				}
-			}
-			for i, w := range blk {
-				if w == 0 {
-					continue
-				}
-				at := uint32((base + i) * 64)
-				for w != 0 {
-					ps[k&(len(ps)-1)] = at + uint32(bits.TrailingZeros64(w))
-					k++
-					w &= w - 1
-				}
-				if k > len(ps)-64 {
-					fn(ps[:k])
-					k = 0
-				}
-			}
-		}
-		if k > 0 {
-			fn(ps[:k])
-		}
-	}
-}
-
-// count returns the matches in the n words from word base on, as block
-// and a count of its words would, but reading each operand once and
-// storing nothing (or is scratch of n words): the first term's words ANDed
-// with up to three other terms' less up to three exclusions', one term at
-// most of several values. false when dq has more, or an exclusion's twin
-// ends before the words asked for (block then answers).
-func (dq *denseQuery) count(alive *bitset, base, n int, or []uint64) (uint64, bool) {
-	if len(dq.terms) > 4 || len(dq.excl) > 3 {
-		return 0, false
-	}
-	ors := 0
-	for _, term := range dq.terms {
-		if len(term) > 1 {
-			ors++
-		} else {
-			// Past the end of a term's only twin its words are 0, and
-			// so are the matches.
-			n = min(n, len(term[0].w)-base)
-		}
-	}
-	if ors > 1 {
-		return 0, false
-	}
-	if n <= 0 {
-		return 0, true
-	}
-	for _, t := range dq.excl {
-		if base+n > len(t.w) {
-			return 0, false
-		}
-	}
-	var ops [7][]uint64 // the first, three ANDed, three excluded
-	k := 0
-	if len(dq.terms) == 0 {
-		ops[0], k = alive.w[base:base+n], 1
-	}
-	for _, term := range dq.terms {
-		if len(term) == 1 {
-			ops[k] = term[0].w[base : base+n]
-		} else {
-			or = or[:n]
-			clear(or)
-			for _, t := range term {
-				orWords(or, t, base)
-			}
-			ops[k] = or
-		}
-		k++
-	}
-	for ; k < 4; k++ {
-		ops[k] = onesBlock[:n]
-	}
-	for i := range 3 {
-		if i < len(dq.excl) {
-			ops[4+i] = dq.excl[i].w[base : base+n]
-		} else {
-			ops[4+i] = zerosBlock[:n]
-		}
-	}
-	if len(dq.terms) <= 2 && len(dq.excl) <= 1 {
-		return countAndNot(ops[0], ops[1], ops[4]), true
-	}
-	return countAnd3Not3(&ops), true
-}
-
-var onesBlock = func() (b [countChunk]uint64) {
-	for i := range b {
-		b[i] = ^uint64(0)
-	}
-	return b
-}()
-
-var zerosBlock [countChunk]uint64
-
-// copyWords, andWords, orWords and andNotWords combine blk with t's words
-// from base (words past t's end are 0).
-func copyWords(blk []uint64, t *bitset, base int) {
-	if base+len(blk) <= len(t.w) {
-		copy(blk, t.w[base:])
-		return
-	}
-	for i := range blk {
-		blk[i] = t.word(base + i)
-	}
-}
-
-func andWords(blk []uint64, t *bitset, base int) {
-	if base+len(blk) <= len(t.w) {
-		andInto(blk, t.w[base:base+len(blk)])
-		return
-	}
-	for i := range blk {
-		blk[i] &= t.word(base + i)
-	}
-}
-
-func orWords(blk []uint64, t *bitset, base int) {
-	if base+len(blk) <= len(t.w) {
-		orInto(blk, t.w[base:base+len(blk)])
-		return
-	}
-	for i := range blk {
-		blk[i] |= t.word(base + i)
-	}
-}
-
-func andNotWords(blk []uint64, t *bitset, base int) {
-	if base+len(blk) <= len(t.w) {
-		andNotInto(blk, t.w[base:base+len(blk)])
-		return
-	}
-	for i := range blk {
-		blk[i] &^= t.word(base + i)
-	}
-}
-
 // denseWorthIt reports whether a pass over twins beats roaring for dq:
 // roaring answers a match of one bitmap by itself, without a pass, and
 // some queries of exclusions only from sizes (exclusionsOnRoaring).
@@ -625,7 +334,7 @@ func (dq *denseQuery) exclusionsOnRoaring(alive uint64) bool {
 // listDense answers a list from the twins, or returns false for the
 // roaring path (see the comment at the top of this file).
 func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.CarList, bool) {
-	if !d.inOrder || d.force.match == "bitmaps" || d.force.match == "roaring" || d.force.page != "" {
+	if !d.cars.inOrder || d.opts.match == "bitmaps" || d.opts.match == "roaring" || d.opts.page != "" {
 		return nil, false
 	}
 	dq, ok := d.dense(q)
@@ -635,10 +344,10 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 	if dq.none {
 		return d.answer(nil, 0, facets, bitmapWalker(nil), false, nil), true
 	}
-	if d.force.match != "dense" && !dq.denseWorthIt(d.alive.GetCardinality()) {
+	if d.opts.match != "dense" && !dq.denseWorthIt(d.cars.alive.GetCardinality()) {
 		return nil, false
 	}
-	alive := d.twinOf(d.alive)
+	alive := d.twinOf(d.cars.alive)
 	if alive == nil {
 		return nil, false
 	}
@@ -666,10 +375,10 @@ func (d *data) listDense(q yard.Query, page yard.Page, facets []string) (*yard.C
 	if b, ok := d.cubeFacets(q, facets, total); ok {
 		return d.answer(ps, total, facets, bitmapWalker(nil), false, b), true
 	}
-	all := d.alive.GetCardinality()
+	all := d.cars.alive.GetCardinality()
 	complement := total > all/2
-	if d.force.facets != "" {
-		complement = d.force.facets == "complement"
+	if d.opts.facets != "" {
+		complement = d.opts.facets == "complement"
 	}
 	if b, ok := d.crossChoice(q, facets, total); ok {
 		var from []*bitset

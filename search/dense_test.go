@@ -69,9 +69,9 @@ func TestDenseCountsMatchBitmaps(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d.force.match = "bitmaps"
+			d.opts.match = "bitmaps"
 			want := d.list(q, page, facets)
-			d.force.match = "dense"
+			d.opts.match = "dense"
 			if got := d.list(q, page, facets); !reflect.DeepEqual(got, want) {
 				t.Fatalf("round %d, %s:\n got total %d, %d cars\nwant total %d, %d cars", round, raw, got.Total, len(got.Cars), want.Total, len(want.Cars))
 			}

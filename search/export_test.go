@@ -1,25 +1,50 @@
 package search
 
+import "log/slog"
+
+// Option changes an index's options (options.go): the tests force its
+// strategies and move the bounds of a carSet's array.
+type Option func(*options)
+
+// WithStrategy forces the strategy for facets ("walk", "complement",
+// "cross", "cube") and pages ("walk", "gather"); "" lets the index
+// choose.
+func WithStrategy(facets, page string) Option {
+	return func(o *options) { o.facets, o.page = facets, page }
+}
+
+// WithMatch forces how a query is matched ("bitmaps", "dense", "roaring";
+// options.match); "" lets the index choose.
+func WithMatch(match string) Option {
+	return func(o *options) { o.match = match }
+}
+
+// WithCarSetBounds sets the sizes at which a garage's or a name's set of
+// cars becomes a bitmap and an array again (carset.go).
+func WithCarSetBounds(big, small int) Option {
+	return func(o *options) { o.setBig, o.setSmall = big, small }
+}
+
+// NewWith is New with options.
+func NewWith(src Source, logger *slog.Logger, opts ...Option) *Index {
+	ix := New(src, logger)
+	for _, o := range opts {
+		o(&ix.opts)
+	}
+	return ix
+}
+
 // SetStrategy replaces the strategies an index is forced to use with
 // those of opts (WithStrategy, WithMatch; none lets it choose), under its
-// write lock, so a test can change them between queries. Tests only.
+// write lock, so a test can change them between queries.
 func (ix *Index) SetStrategy(opts ...Option) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.force = strategy{}
+	ix.opts.facets, ix.opts.page, ix.opts.match = "", "", ""
 	for _, o := range opts {
-		o(&ix.force)
+		o(&ix.opts)
 	}
 	if ix.d != nil {
-		ix.d.force = ix.force
+		ix.d.opts = ix.opts
 	}
-}
-
-// SetCarSetBounds sets the sizes at which a garage's or a name's set of
-// cars becomes a bitmap and an array again (carset.go), for the rest of
-// the test. Not with t.Parallel: the bounds are the package's.
-func SetCarSetBounds(t interface{ Cleanup(func()) }, big, small int) {
-	oldBig, oldSmall := carSetBig, carSetSmall
-	carSetBig, carSetSmall = big, small
-	t.Cleanup(func() { carSetBig, carSetSmall = oldBig, oldSmall })
 }

@@ -26,13 +26,13 @@ func (d *data) facets(fields []string, set walker, complement bool, base *crossB
 		switch f {
 		case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
 			t := textIndex(f)
-			c.col, c.counts = &d.keyCol[t], make([]uint64, len(d.keyIDs[t]))
+			c.col, c.counts = &d.cols.key[t].col, make([]uint64, len(d.cols.key[t].vals))
 		case yard.FieldDoors:
-			c.col, c.counts = &d.numCol[0], make([]uint64, len(d.numVal[0]))
+			c.col, c.counts = &d.cols.num[0].col, make([]uint64, len(d.cols.num[0].vals))
 		case yard.FieldYear:
-			c.col, c.counts = &d.numCol[1], make([]uint64, len(d.numVal[1]))
+			c.col, c.counts = &d.cols.num[1].col, make([]uint64, len(d.cols.num[1].vals))
 		default:
-			c.counts = make([]uint64, len(d.garages))
+			c.counts = make([]uint64, len(d.garages.slots))
 		}
 		cs[i] = c
 	}
@@ -50,7 +50,7 @@ func (d *data) facets(fields []string, set walker, complement bool, base *crossB
 			c.col.count(ps, c.counts)
 		}
 		if slots != nil {
-			d.garageCol.count(ps, slots)
+			d.cols.garage.count(ps, slots)
 		}
 	})
 	out := make([]yard.Facet, len(cs))
@@ -78,29 +78,29 @@ func (d *data) facets(fields []string, set walker, complement bool, base *crossB
 		switch c.field {
 		case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
 			t := textIndex(c.field)
-			for k, b := range d.text[t] {
-				j := d.keyID[t][k]
-				add(d.strs[k], false, count(c.counts[j], t, j, b.GetCardinality))
+			for k, b := range d.values.text[t] {
+				j := d.cols.key[t].ids[k]
+				add(d.strs.all[k], false, count(c.counts[j], t, j, b.GetCardinality))
 			}
 		case yard.FieldDoors, yard.FieldYear:
-			f, bms := 0, d.doors
+			f, bms := 0, d.values.doors
 			if c.field == yard.FieldYear {
-				f, bms = 1, d.years
+				f, bms = 1, d.values.years
 			}
 			for v, b := range bms {
-				j := d.numID[f][v]
+				j := d.cols.num[f].ids[v]
 				add(itoa(v), false, count(c.counts[j], 4+f, j, b.GetCardinality))
 			}
 		default:
-			add("", true, count(slots[0], -1, 0, d.noGarage.GetCardinality))
+			add("", true, count(slots[0], -1, 0, d.garages.noGarage.GetCardinality))
 			keys := map[string]uint64{}
-			for id, s := range d.slotOf {
-				n := count(slots[s], -1, 0, d.garages[s].cars.len)
+			for id, s := range d.garages.slotOf {
+				n := count(slots[s], -1, 0, d.garages.slots[s].cars.len)
 				switch c.field {
 				case yard.FieldGarageName:
-					keys[d.garages[s].nameKey] += n
+					keys[d.garages.slots[s].nameKey] += n
 				case yard.FieldGarageState:
-					keys[d.garages[s].stateKey] += n
+					keys[d.garages.slots[s].stateKey] += n
 				default:
 					keys[id] += n
 				}

@@ -19,17 +19,19 @@
 // The files, by concern:
 //
 //   - index.go: Index, its build and its catch-up with the store (Sync).
-//   - options.go: the options of New, which force one of the strategies
-//     the index otherwise chooses between by cost (tests, benchmarks).
-//   - data.go: the data proper (a position per car, a bitmap per value,
-//     columns, garage slots) and its changes (putCar, putGarage, ...).
+//   - options.go: the options the tests change (export_test.go) to
+//     force one of the strategies the index otherwise chooses between by
+//     cost; a server runs with the defaults.
+//   - data.go: the data proper, in named parts (the cars by position, the
+//     interned strings, a bitmap per value, garage slots, columns), and
+//     its changes (putCar, putGarage, ...).
 //   - match.go: a query read as bitmaps (eachPart, parts, combine) and
 //     number ranges as range-encoded bitmaps.
 //   - plan.go: the planner (list): which strategy answers a list, and
 //     its page.
 //   - facets.go: facet counts, from a walk over a set of cars.
 //   - dense.go: dense twins, plain bitsets of the common values, and the
-//     list strategy that scans them.
+//     list strategy that scans them; densescan.go: the scan itself.
 //   - cross.go: cross counts, the start of a facet walk from a filter's
 //     cars.
 //   - cube.go: the facet cube, counts per combination of the few-valued
@@ -79,22 +81,17 @@ type Index struct {
 	syncMu     sync.Mutex   // one build or catch-up at a time
 	caughtUpTo int64        // (syncMu) the number of the last catch-up read done
 	mu         sync.RWMutex // guards the data below
-	force      strategy     // the options' strategies, which each data built takes
+	opts       options      // the options (options.go), which each data built takes
 	d          *data
 }
 
 // New returns an index over src; it answers through src until Build (or
-// Run) has built it. Options force strategies (options.go); a server
-// passes none.
-func New(src Source, logger *slog.Logger, opts ...Option) *Index {
+// Run) has built it.
+func New(src Source, logger *slog.Logger) *Index {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ix := &Index{src: src, logger: logger}
-	for _, o := range opts {
-		o(&ix.force)
-	}
-	return ix
+	return &Index{src: src, logger: logger, opts: defaultOptions()}
 }
 
 // Ready reports whether the index answers lists (else the store does).
@@ -124,7 +121,9 @@ func (ix *Index) Build(ctx context.Context) error {
 	ix.syncMu.Lock()
 	defer ix.syncMu.Unlock()
 	start := time.Now()
-	d := newData()
+	ix.mu.RLock()
+	d := newData(ix.opts)
+	ix.mu.RUnlock()
 	// The store's rows are scanned in this goroutine and indexed in
 	// another, in batches: on two cores the two halves overlap.
 	batches := make(chan []*yard.Car, 8)
@@ -163,12 +162,12 @@ func (ix *Index) Build(ctx context.Context) error {
 	d.runOptimize()
 	took := time.Since(start)
 	ix.mu.Lock()
-	d.force = ix.force
+	d.opts = ix.opts
 	ix.d = d
 	ix.held.Store(&at)
 	ix.mu.Unlock()
 	ix.ready.Store(true)
-	ix.logger.Info("car search index ready", "cars", d.alive.GetCardinality(), "garages", len(d.slotOf),
+	ix.logger.Info("car search index ready", "cars", d.cars.alive.GetCardinality(), "garages", len(d.garages.slotOf),
 		"horizon", at.Horizon, "took_ms", took.Milliseconds())
 	return nil
 }
@@ -275,7 +274,7 @@ func (ix *Index) FindCarByID(ctx context.Context, id string) (*yard.Car, error) 
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	if p, ok := ix.d.position(id); ok && ix.d.alive.Contains(p) {
+	if p, ok := ix.d.position(id); ok && ix.d.cars.alive.Contains(p) {
 		return ix.d.car(p), nil
 	}
 	return nil, yard.Errorf(yard.ENOTFOUND, "Car not found.")
@@ -295,7 +294,7 @@ func (ix *Index) Stats() Stats {
 	if ix.d == nil {
 		return Stats{}
 	}
-	st := Stats{Cars: int(ix.d.alive.GetCardinality()), Garages: len(ix.d.slotOf), Horizon: ix.held.Load().Horizon}
+	st := Stats{Cars: int(ix.d.cars.alive.GetCardinality()), Garages: len(ix.d.garages.slotOf), Horizon: ix.held.Load().Horizon}
 	for _, b := range ix.d.allBitmaps() {
 		st.BitmapBytes += b.GetSizeInBytes()
 	}

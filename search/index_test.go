@@ -225,9 +225,9 @@ func carsText(cars []*yard.Car) string {
 	return b.String()
 }
 
-func build(t *testing.T, db *store.DB) *search.Index {
+func build(t *testing.T, db *store.DB, opts ...search.Option) *search.Index {
 	t.Helper()
-	ix := search.New(db, nil)
+	ix := search.NewWith(db, nil, opts...)
 	if ix.Ready() {
 		t.Fatal("ready before the build")
 	}
@@ -243,16 +243,15 @@ func build(t *testing.T, db *store.DB) *search.Index {
 // TestIndexMatchesSQL holds the index against the SQL path on random data
 // sets and random queries of the whole grammar.
 func TestIndexMatchesSQL(t *testing.T) {
-	// Garages and names hold their cars as bitmaps past 24 (carSet): some
-	// of them do here.
-	search.SetCarSetBounds(t, 24, 12)
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		r := rand.New(rand.NewPCG(1, uint64(len(db.Engine()))))
 		if _, err := db.ImportCars(ctx, strings.NewReader(importLines(r, 400, true)), 150); err != nil {
 			t.Fatal(err)
 		}
-		ix := build(t, db)
+		// Garages and names hold their cars as bitmaps past 24 (carSet):
+		// some of them do here.
+		ix := build(t, db, search.WithCarSetBounds(24, 12))
 		// Every strategy the index chooses between gives the same answer:
 		// each random query's SQL answer is checked against all of them.
 		for range 150 {
@@ -273,16 +272,16 @@ func TestIndexMatchesSQL(t *testing.T) {
 // TestIndexFollowsWrites interleaves every kind of write with queries: the
 // query after a write sees it.
 func TestIndexFollowsWrites(t *testing.T) {
-	// Garages hold 15-40 cars and names more: with these bounds their sets
-	// turn into bitmaps and back into arrays as cars move (carSet).
-	search.SetCarSetBounds(t, 24, 12)
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		r := rand.New(rand.NewPCG(2, uint64(len(db.Engine()))))
 		if _, err := db.ImportCars(ctx, strings.NewReader(importLines(r, 150, true)), 100); err != nil {
 			t.Fatal(err)
 		}
-		ix := build(t, db)
+		// Garages hold 15-40 cars and names more: with these bounds their
+		// sets turn into bitmaps and back into arrays as cars move
+		// (carSet).
+		ix := build(t, db, search.WithCarSetBounds(24, 12))
 		var deleted []string
 		carIDs := func() []string {
 			l, err := db.ListCars(ctx, yard.Query{}, yard.Page{Max: 1000}, nil)

@@ -30,8 +30,8 @@ func (d *data) eachPart(q yard.Query, in func(any []*roaring.Bitmap, own bool), 
 					allOwn = allOwn && own
 				}
 			}
-			if f.Null && isGarageField(f.Field) && held(d.noGarage) {
-				any = append(any, d.noGarage)
+			if f.Null && isGarageField(f.Field) && held(d.garages.noGarage) {
+				any = append(any, d.garages.noGarage)
 			}
 			in(any, allOwn)
 		}
@@ -40,8 +40,8 @@ func (d *data) eachPart(q yard.Query, in func(any []*roaring.Bitmap, own bool), 
 				out(b, own)
 			}
 		}
-		if f.NotNull && isGarageField(f.Field) && held(d.noGarage) {
-			out(d.noGarage, true)
+		if f.NotNull && isGarageField(f.Field) && held(d.garages.noGarage) {
+			out(d.garages.noGarage, true)
 		}
 		if len(f.Ranges) > 0 {
 			ranged(f)
@@ -82,7 +82,7 @@ func (d *data) combine(incl, excl []*roaring.Bitmap) *roaring.Bitmap {
 		// runs, as roaring makes a full container one, and taking cars
 		// out of a run in place is slow); with no exclusion, the bitmap
 		// itself, not a copy.
-		base := d.alive
+		base := d.cars.alive
 		if len(incl) == 1 {
 			base = incl[0]
 		}
@@ -125,28 +125,28 @@ func union(bs []*roaring.Bitmap) *roaring.Bitmap {
 func (d *data) valueBitmap(field, v string) (b *roaring.Bitmap, own bool) {
 	switch field {
 	case yard.FieldColor, yard.FieldType, yard.FieldMake, yard.FieldModel:
-		if k, ok := d.strID[v]; ok {
-			return d.text[textIndex(field)][k], true
+		if k, ok := d.strs.index[v]; ok {
+			return d.values.text[textIndex(field)][k], true
 		}
 	case yard.FieldDoors, yard.FieldYear:
 		n, ok := parseInt(v)
 		switch {
 		case !ok:
 		case field == yard.FieldDoors:
-			return d.doors[n], true
+			return d.values.doors[n], true
 		default:
-			return d.years[n], true
+			return d.values.years[n], true
 		}
 	case yard.FieldGarageID:
-		if s, ok := d.slotOf[v]; ok {
-			return d.garages[s].cars.bitmap()
+		if s, ok := d.garages.slotOf[v]; ok {
+			return d.garages.slots[s].cars.bitmap()
 		}
 	case yard.FieldGarageName:
-		if s := d.names[v]; s != nil {
+		if s := d.garages.names[v]; s != nil {
 			return s.bitmap()
 		}
 	case yard.FieldGarageState:
-		return d.states[v], true
+		return d.garages.states[v], true
 	}
 	return nil, true
 }
@@ -190,16 +190,16 @@ type cumulative struct {
 
 // cumulativeOf returns the range encoding of numeric field f (0 doors,
 // 1 year), building it after a change. Readers share the read lock, so
-// cumMu makes one of them build it.
+// cumulatives.mu makes one of them build it.
 func (d *data) cumulativeOf(f int) *cumulative {
-	d.cumMu.Lock()
-	defer d.cumMu.Unlock()
-	if c := d.cum[f]; c != nil {
+	d.cum.mu.Lock()
+	defer d.cum.mu.Unlock()
+	if c := d.cum.of[f]; c != nil {
 		return c
 	}
-	m := d.doors
+	m := d.values.doors
 	if f == 1 {
-		m = d.years
+		m = d.values.years
 	}
 	c := &cumulative{}
 	for v := range m {
@@ -211,7 +211,7 @@ func (d *data) cumulativeOf(f int) *cumulative {
 		acc = roaring.Or(acc, m[v])
 		c.upTo = append(c.upTo, acc)
 	}
-	d.cum[f] = c
+	d.cum.of[f] = c
 	return c
 }
 

@@ -1,30 +1,29 @@
 package search
 
-// Option is an option of New. The index chooses between equivalent
-// strategies by their estimated cost (plan.go, dense.go, cross.go); an
-// option forces one, so the tests hold each against the SQL path and the
-// benchmarks compare them. A server passes none.
-type Option func(*strategy)
-
-// WithStrategy makes the index use one strategy for facets ("walk",
-// "complement", "cross" whenever a filter has cross counts, "cube"
-// whenever the facet cube can answer) and pages
-// ("walk", "gather", also when positions are in id order); "" lets it
-// choose.
-func WithStrategy(facets, page string) Option {
-	return func(s *strategy) { s.facets, s.page = facets, page }
+// options are an index's settings that a server leaves at their
+// defaults. The index chooses between equivalent strategies by their
+// estimated cost (plan.go, dense.go, cross.go, cube.go); the tests force
+// each in turn to hold it against the SQL path, and the benchmarks to
+// compare them, and they move the bounds of a carSet's array so that
+// small data sets cross them. Only the tests change them (export_test.go,
+// under the index's write lock); New gives the defaults.
+type options struct {
+	// facets forces the facets' strategy: "walk", "complement", "cross"
+	// whenever a filter has cross counts, "cube" whenever the facet cube
+	// can answer. page forces the page's: "walk", "gather" (also when
+	// positions are in id order). match "bitmaps" makes every match a
+	// bitmap (not a query of exclusions only answered from their union,
+	// nor the dense twins), "dense" answers from twins whenever every
+	// part of the query can have one, whatever its share of the cars,
+	// "roaring" only keeps the index from the twins. "" lets the index
+	// choose.
+	facets, page, match string
+	// setBig and setSmall bound a carSet's array (carset.go).
+	setBig, setSmall int
 }
 
-// WithMatch "bitmaps" makes the index make every match as a bitmap (not
-// answer a query of exclusions only from their union, nor from the dense
-// twins); "dense" makes it answer from twins whenever every part of the
-// query can have one, whatever its share of the cars; "" lets it choose;
-// "roaring" only keeps it from the twins.
-func WithMatch(match string) Option {
-	return func(s *strategy) { s.match = match }
+// defaultOptions are a server's options: the index chooses every
+// strategy.
+func defaultOptions() options {
+	return options{setBig: defaultSetBig, setSmall: defaultSetSmall}
 }
-
-// strategy holds the strategies the options force ("" for each lets the
-// index choose). The Index keeps it and gives it to each data it builds,
-// whose queries read it (data.force).
-type strategy struct{ facets, page, match string }

@@ -3,7 +3,6 @@ package search
 import (
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -16,14 +15,14 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 	if l, ok := d.listDense(q, page, facets); ok {
 		return l
 	}
-	alive := d.alive.GetCardinality()
+	alive := d.cars.alive.GetCardinality()
 	incl, excl := d.parts(q)
 	var ps []uint32
 	var total uint64
 	var set *roaring.Bitmap // the cars a facet walk visits
 	complement := false
 	var base *crossBase // when set, the walk's cars are base's cars that do not match
-	if len(incl) == 0 && len(excl) > 0 && d.inOrder && d.force.page == "" && d.force.match != "bitmaps" {
+	if len(incl) == 0 && len(excl) > 0 && d.cars.inOrder && d.opts.page == "" && d.opts.match != "bitmaps" {
 		// Only exclusions: the matches are the live cars less their
 		// union u, which is never made. The exclusions' bitmaps hold
 		// live cars only, so the total is a difference of sizes; the
@@ -39,8 +38,8 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 			}
 			if len(facets) > 0 {
 				set, complement = u, true
-				if d.force.facets == "walk" {
-					set, complement = roaring.AndNot(d.alive, u), false
+				if d.opts.facets == "walk" {
+					set, complement = roaring.AndNot(d.cars.alive, u), false
 				}
 				// The base's cars that do not match are those in u.
 				if b, s := d.crossWalk(q, facets, total, func(b *roaring.Bitmap) *roaring.Bitmap { return roaring.And(b, u) }); b != nil {
@@ -58,14 +57,14 @@ func (d *data) list(q yard.Query, page yard.Page, facets []string) *yard.CarList
 	}
 	if len(facets) > 0 {
 		complement = total > alive/2
-		if d.force.facets != "" {
-			complement = d.force.facets == "complement"
+		if d.opts.facets != "" {
+			complement = d.opts.facets == "complement"
 		}
 		set = m
 		if b, s := d.crossWalk(q, facets, total, func(b *roaring.Bitmap) *roaring.Bitmap { return roaring.AndNot(b, m) }); b != nil {
 			set, base = s, b
 		} else if complement {
-			set = roaring.AndNot(d.alive, m) // not in place: see combine
+			set = roaring.AndNot(d.cars.alive, m) // not in place: see combine
 		}
 	}
 	return d.answer(ps, total, facets, bitmapWalker(set), complement, base)
@@ -82,7 +81,9 @@ func (d *data) answer(ps []uint32, total uint64, facets []string, set walker, co
 		d.carInto(&cars[i], p)
 		l.Cars[i] = &cars[i]
 	}
-	touch(cars)
+	if touch(cars) == 0xff {
+		d.cars.touched.Add(1)
+	}
 	if len(facets) > 0 {
 		l.Facets = d.facets(facets, set, complement, base)
 	}
@@ -98,7 +99,7 @@ func (d *data) pageExcluding(u *roaring.Bitmap, total uint64, page yard.Page) []
 	want := min(uint64(page.Max), total-uint64(page.Offset))
 	out := make([]uint32, 0, want)
 	skip := page.Offset
-	it := d.alive.Iterator()
+	it := d.cars.alive.Iterator()
 	for it.HasNext() && uint64(len(out)) < want {
 		p := it.Next()
 		if u.Contains(p) {
@@ -122,23 +123,20 @@ func (d *data) car(p uint32) *yard.Car {
 // carInto sets c to the car at position p.
 func (d *data) carInto(c *yard.Car, p uint32) {
 	r := d.rec(p)
-	*c = yard.Car{ID: d.ids.at(p), Color: d.strs[r.text[0]], Type: d.strs[r.text[1]], Make: d.strs[r.text[2]], Model: d.strs[r.text[3]],
+	*c = yard.Car{ID: d.cars.ids.at(p), Color: d.strs.all[r.text[0]], Type: d.strs.all[r.text[1]], Make: d.strs.all[r.text[2]], Model: d.strs.all[r.text[3]],
 		Doors: int(r.doors), Year: int(r.year), CreatedAt: time.UnixMilli(r.created).UTC(), UpdatedAt: time.UnixMilli(r.updated).UTC()}
 	if r.garage != 0 {
-		c.Garage = d.garages[r.garage].id
+		c.Garage = d.garages.slots[r.garage].id
 	}
 }
 
-// touched is where touch leaves its sum, so that the compiler keeps the
-// loads.
-var touched atomic.Uint32
-
-// touch reads the first byte of each car's id and garage id. A page's
-// cars lie far apart in memory, and the bytes of their ids are a cache
-// miss each when the response is written; read here, one after another
-// with nothing depending on them, the misses overlap instead of waiting
-// in turn.
-func touch(cars []yard.Car) {
+// touch reads the first byte of each car's id and garage id and returns
+// their sum, which the caller keeps (carTable.touched) so that the
+// compiler keeps the loads. A page's cars lie far apart in memory, and
+// the bytes of their ids are a cache miss each when the response is
+// written; read here, one after another with nothing depending on them,
+// the misses overlap instead of waiting in turn.
+func touch(cars []yard.Car) byte {
 	var sum byte
 	for i := range cars {
 		if id := cars[i].ID; id != "" {
@@ -148,9 +146,7 @@ func touch(cars []yard.Car) {
 			sum += g[0]
 		}
 	}
-	if sum == 0xff {
-		touched.Add(1)
-	}
+	return sum
 }
 
 // page returns the positions of the page's cars in id order. When
@@ -165,7 +161,7 @@ func (d *data) page(m *roaring.Bitmap, total uint64, page yard.Page) []uint32 {
 	}
 	want := min(uint64(page.Max), total-uint64(page.Offset))
 	out := make([]uint32, 0, want)
-	if d.inOrder && d.force.page == "" {
+	if d.cars.inOrder && d.opts.page == "" {
 		first, err := m.Select(uint32(page.Offset))
 		if err != nil {
 			return nil
@@ -177,19 +173,19 @@ func (d *data) page(m *roaring.Bitmap, total uint64, page yard.Page) []uint32 {
 		}
 		return out
 	}
-	n := uint64(len(d.order))
+	n := uint64(len(d.cars.order))
 	need := uint64(page.Offset) + want
 	walk := need * n / total
 	gather := total * uint64(bitsLen(total)+1) * 4 // a sort compares strings
-	if d.force.page != "" {
+	if d.opts.page != "" {
 		walk, gather = 0, 0
-		if d.force.page == "gather" {
+		if d.opts.page == "gather" {
 			walk = 1
 		}
 	}
 	if walk <= gather {
 		skip := page.Offset
-		for _, p := range d.order {
+		for _, p := range d.cars.order {
 			if !m.Contains(p) {
 				continue
 			}
@@ -204,7 +200,7 @@ func (d *data) page(m *roaring.Bitmap, total uint64, page yard.Page) []uint32 {
 		return out
 	}
 	all := m.ToArray()
-	slices.SortFunc(all, func(a, b uint32) int { return strings.Compare(d.ids.at(a), d.ids.at(b)) })
+	slices.SortFunc(all, func(a, b uint32) int { return strings.Compare(d.cars.ids.at(a), d.cars.ids.at(b)) })
 	return append(out, all[page.Offset:uint64(page.Offset)+want]...)
 }
 

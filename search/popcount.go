@@ -2,7 +2,7 @@ package search
 
 import "math/bits"
 
-// The counts of a pass over twins (dense.go), in Go. On amd64 with
+// The counts of a pass over twins (densescan.go), in Go. On amd64 with
 // AVX-512's vector population count (popcount_amd64.go) the same counts
 // run eight words at a time; these answer everywhere else, and the tests
 // hold the two to the same results.

@@ -85,6 +85,15 @@ func CheckURL(p *fetch.Policy, s string) error {
 	return nil
 }
 
+// PolicyChecker makes CheckURL with one policy: what the API's webhook
+// endpoints need of the deliveries (httpapi.WebhookChecker). A server
+// gives the API this and the Service the same policy, so the API, whose
+// RenderEvent the Service is built with, is built first.
+type PolicyChecker struct{ Policy *fetch.Policy }
+
+// CheckURL applies the policy to a subscription's URL being written.
+func (c PolicyChecker) CheckURL(u string) error { return CheckURL(c.Policy, u) }
+
 // newClient is the client of every attempt: no proxy from the
 // environment, no redirects followed, no cookies, and every connection
 // through dial.

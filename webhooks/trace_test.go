@@ -25,9 +25,9 @@ func TestDeliveryIsTraced(t *testing.T) {
 		alice := mustUser(t, db, "alice")
 		const token = "receiver-token-never-exported"
 		hook := mustWebhook(t, db, alice.ID, "https://"+rc.hostPort()+"/hook?token="+token, "dog.*")
-		svc := newService(t, db, rc)
-		svc.Tracing = tp
-		run(t, db, svc)
+		cfg := newConfig(t, db, rc)
+		cfg.Tracing = tp
+		run(t, db, cfg)
 
 		mustDog(t, db, alice.ID, "Rex")
 		r := rc.next(t, 5*time.Second)
@@ -58,7 +58,7 @@ func TestDeliveryUntracedSendsNoTraceparent(t *testing.T) {
 		rc := startReceiver(t, true, nil)
 		alice := mustUser(t, db, "alice")
 		mustWebhook(t, db, alice.ID, "https://"+rc.hostPort()+"/hook", "dog.*")
-		run(t, db, newService(t, db, rc))
+		run(t, db, newConfig(t, db, rc))
 		mustDog(t, db, alice.ID, "Rex")
 		if r := rc.next(t, 5*time.Second); r.Header.Get("traceparent") != "" {
 			t.Fatalf("traceparent %q sent without tracing", r.Header.Get("traceparent"))

@@ -85,14 +85,13 @@ const (
 	finishBatch = 64
 )
 
-// Service delivers the events of one process's share of the work. Build it
-// with its fields and run it with Run.
-type Service struct {
+// Config is what a Service is built from (New); zero values take the
+// defaults above.
+type Config struct {
 	// DB is the store the subscriptions and deliveries live in.
 	DB Store
 	// Render makes a delivery's body from an event: the CloudEvent JSON
-	// that GET /v1/events gives (httpapi's Server.RenderEvent); required
-	// by Run.
+	// that GET /v1/events gives (httpapi's Server.RenderEvent); required.
 	Render func(*yard.Event) []byte
 	// Hub wakes the fan-out when events are written (on any process);
 	// nil leaves it to the poll.
@@ -137,8 +136,13 @@ type Service struct {
 	// the request to the receiver carries; docs/operations.md, "Metrics
 	// and traces"); nil traces nothing.
 	Tracing trace.TracerProvider
+}
 
-	once         sync.Once
+// Service delivers the events of one process's share of the work. Build it
+// with New and run it with Run.
+type Service struct {
+	Config
+
 	client       *http.Client
 	wakeFanOut   chan struct{}
 	wakeDispatch chan struct{}
@@ -160,38 +164,43 @@ type finishing struct {
 
 type finished struct{ disabled, lost bool }
 
-func (s *Service) init() {
-	s.once.Do(func() {
-		positive(&s.Workers, DefaultWorkers)
-		positive(&s.PerWebhook, DefaultPerWebhook)
-		positive(&s.PerPerson, DefaultPerPerson)
-		positive(&s.Timeout, DefaultTimeout)
-		positive(&s.Lease, 3*s.Timeout)
-		s.Lease = max(s.Lease, 2*s.Timeout)
-		positive(&s.Poll, DefaultPoll)
-		positive(&s.Retention, events.DefaultRetention)
-		if s.Backoff == nil {
-			s.Backoff = Backoff
-		}
-		if s.Now == nil {
-			s.Now = time.Now
-		}
-		if s.Logger == nil {
-			s.Logger = slog.New(slog.DiscardHandler)
-		}
-		if s.Policy == nil {
-			s.Policy = &fetch.Policy{}
-		}
-		s.client = s.newClient()
-		s.wakeFanOut = make(chan struct{}, 1)
-		s.wakeDispatch = make(chan struct{}, 1)
-		// One transaction at a time: a batch is every outcome that came
-		// while the previous one committed, so a lone outcome waits for
-		// nothing, and on PostgreSQL one store connection (not one per
-		// worker) waits on the subscriptions' row locks.
-		s.finisher = &batch.Queue[finishing, finished]{Flights: 1, Max: finishBatch, Run: s.finishAll}
-		s.recording = make(chan struct{}, s.Workers)
-	})
+// New returns the service of cfg, its defaults filled in. cfg.Render is
+// required.
+func New(cfg Config) *Service {
+	if cfg.Render == nil {
+		panic("webhooks: Config.Render is not set")
+	}
+	s := &Service{Config: cfg}
+	positive(&s.Workers, DefaultWorkers)
+	positive(&s.PerWebhook, DefaultPerWebhook)
+	positive(&s.PerPerson, DefaultPerPerson)
+	positive(&s.Timeout, DefaultTimeout)
+	positive(&s.Lease, 3*s.Timeout)
+	s.Lease = max(s.Lease, 2*s.Timeout)
+	positive(&s.Poll, DefaultPoll)
+	positive(&s.Retention, events.DefaultRetention)
+	if s.Backoff == nil {
+		s.Backoff = Backoff
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.Policy == nil {
+		s.Policy = &fetch.Policy{}
+	}
+	s.client = s.newClient()
+	s.wakeFanOut = make(chan struct{}, 1)
+	s.wakeDispatch = make(chan struct{}, 1)
+	// One transaction at a time: a batch is every outcome that came
+	// while the previous one committed, so a lone outcome waits for
+	// nothing, and on PostgreSQL one store connection (not one per
+	// worker) waits on the subscriptions' row locks.
+	s.finisher = &batch.Queue[finishing, finished]{Flights: 1, Max: finishBatch, Run: s.finishAll}
+	s.recording = make(chan struct{}, s.Workers)
+	return s
 }
 
 // positive sets *v to def when it is not positive (unset).
@@ -220,16 +229,10 @@ func Backoff(attempt int) time.Duration {
 
 // CheckURL checks a subscription's URL when it is written (the policy of
 // the service; see CheckURL).
-func (s *Service) CheckURL(u string) error {
-	s.init()
-	return CheckURL(s.Policy, u)
-}
+func (s *Service) CheckURL(u string) error { return CheckURL(s.Policy, u) }
 
 // Wake asks the fan-out to look for new events now.
-func (s *Service) Wake() {
-	s.init()
-	signal(s.wakeFanOut)
-}
+func (s *Service) Wake() { signal(s.wakeFanOut) }
 
 func signal(ch chan struct{}) {
 	select {
@@ -242,10 +245,6 @@ func signal(ch chan struct{}) {
 // then end and are handed back for another process, and Run returns once
 // the outcomes of those made are recorded.
 func (s *Service) Run(ctx context.Context) {
-	s.init()
-	if s.Render == nil {
-		panic("webhooks: Service.Render is not set")
-	}
 	work := make(chan *yard.WebhookClaim, s.Workers)
 	var wg sync.WaitGroup
 	for range s.Workers {
@@ -310,7 +309,6 @@ func (s *Service) fanOutLoop(ctx context.Context) {
 // deliveries (for every subscription, on behalf of every process) and
 // wakes the workers; it returns how many it created.
 func (s *Service) FanOut(ctx context.Context) (int, error) {
-	s.init()
 	n, err := s.DB.FanOutWebhooks(ctx, fanOutBatch)
 	if n > 0 {
 		signal(s.wakeDispatch)
@@ -371,7 +369,6 @@ func (s *Service) claim(ctx context.Context, n int, look bool) ([]*yard.WebhookC
 // and makes their attempts, all at once; it returns how many it made. Run
 // does this continuously; tests call it to step through time.
 func (s *Service) DeliverDue(ctx context.Context) (int, error) {
-	s.init()
 	claims, err := s.claim(ctx, s.Workers, true)
 	var wg sync.WaitGroup
 	for _, c := range claims {

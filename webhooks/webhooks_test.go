@@ -96,9 +96,10 @@ func (rc *receiver) next(t *testing.T, within time.Duration) received {
 	}
 }
 
-// newService is a deliverer over db that may reach the receivers (their
-// host and port allowed, their certificates trusted), polling often.
-func newService(t *testing.T, db *store.DB, rcs ...*receiver) *webhooks.Service {
+// newConfig is the configuration of a deliverer over db that may reach
+// the receivers (their host and port allowed, their certificates
+// trusted), polling often.
+func newConfig(t *testing.T, db *store.DB, rcs ...*receiver) webhooks.Config {
 	t.Helper()
 	api := httpapi.New(httpapi.Deps{DB: db, BaseURL: baseURL})
 	roots := x509.NewCertPool()
@@ -109,15 +110,22 @@ func newService(t *testing.T, db *store.DB, rcs ...*receiver) *webhooks.Service 
 			roots.AddCert(c)
 		}
 	}
-	return &webhooks.Service{DB: db, Render: api.RenderEvent, Policy: policy,
+	return webhooks.Config{DB: db, Render: api.RenderEvent, Policy: policy,
 		TLSConfig: &tls.Config{RootCAs: roots}, Poll: 50 * time.Millisecond}
 }
 
-// run runs svc (with a hub over db) until the test ends.
-func run(t *testing.T, db *store.DB, svc *webhooks.Service) {
+// newService is the deliverer of newConfig.
+func newService(t *testing.T, db *store.DB, rcs ...*receiver) *webhooks.Service {
+	t.Helper()
+	return webhooks.New(newConfig(t, db, rcs...))
+}
+
+// run runs the deliverer of cfg (with a hub over db) until the test ends.
+func run(t *testing.T, db *store.DB, cfg webhooks.Config) {
 	t.Helper()
 	hub := events.New(db, events.Config{Poll: 50 * time.Millisecond})
-	svc.Hub = hub
+	cfg.Hub = hub
+	svc := webhooks.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = hub.Run(ctx) })
@@ -213,8 +221,7 @@ func TestWebhookDeliveryIsSignedAndVerifies(t *testing.T) {
 		alice := mustUser(t, db, "alice")
 		bob := mustUser(t, db, "bob")
 		hook := mustWebhook(t, db, alice.ID, "https://"+rc.hostPort()+"/hook", "dog.*")
-		svc := newService(t, db, rc)
-		run(t, db, svc)
+		run(t, db, newConfig(t, db, rc))
 
 		rex := mustDog(t, db, alice.ID, "Rex")
 		r := rc.next(t, 5*time.Second)
@@ -272,9 +279,9 @@ func TestWebhookRetryKeepsTheID(t *testing.T) {
 	})
 	alice := mustUser(t, db, "alice")
 	hook := mustWebhook(t, db, alice.ID, "http://"+rc.hostPort()+"/h")
-	svc := newService(t, db, rc)
-	svc.Backoff = func(int) time.Duration { return 100 * time.Millisecond }
-	run(t, db, svc)
+	cfg := newConfig(t, db, rc)
+	cfg.Backoff = func(int) time.Duration { return 100 * time.Millisecond }
+	run(t, db, cfg)
 
 	mustDog(t, db, alice.ID, "Rex")
 	first, second := rc.next(t, 5*time.Second), rc.next(t, 5*time.Second)
@@ -327,9 +334,9 @@ func TestWebhookStalledReceiverDelaysNoOne(t *testing.T) {
 	alice := mustUser(t, db, "alice")
 	mustWebhook(t, db, alice.ID, "https://"+slow.hostPort()+"/slow")
 	hook := mustWebhook(t, db, alice.ID, "https://"+fast.hostPort()+"/fast")
-	svc := newService(t, db, slow, fast)
-	svc.Workers, svc.PerWebhook = 3, 2 // the stalled receiver may hold two; the third is the others'
-	run(t, db, svc)
+	cfg := newConfig(t, db, slow, fast)
+	cfg.Workers, cfg.PerWebhook = 3, 2 // the stalled receiver may hold two; the third is the others'
+	run(t, db, cfg)
 
 	mustDog(t, db, alice.ID, "First")
 	slow.next(t, 5*time.Second) // the slow receiver holds the first attempt
@@ -408,10 +415,10 @@ func TestWebhookPrivateAddressesRefused(t *testing.T) {
 	literal := mustWebhook(t, db, alice.ID, "https://127.0.0.1:"+port+"/h")
 	plain := mustWebhook(t, db, alice.ID, "http://hooks.example.com:"+port+"/h")
 	api := httpapi.New(httpapi.Deps{DB: db, BaseURL: baseURL})
-	svc := &webhooks.Service{DB: db, Render: api.RenderEvent, Policy: &fetch.Policy{
+	svc := webhooks.New(webhooks.Config{DB: db, Render: api.RenderEvent, Policy: &fetch.Policy{
 		Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
 			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-		}}}
+		}}})
 	if err := svc.CheckURL(named.URL); err != nil {
 		t.Fatalf("a public-looking name is refused when written: %v", err)
 	}
@@ -496,8 +503,9 @@ func TestWebhookDisabledAfterADayOfFailures(t *testing.T) {
 	alice := mustUser(t, db, "alice")
 	hook := mustWebhook(t, db, alice.ID, "http://"+rc.hostPort()+"/h")
 	start, _ := db.LastEventID(ctx)
-	svc := newService(t, db, rc)
-	svc.Now = clk.Now
+	cfg := newConfig(t, db, rc)
+	cfg.Now = clk.Now
+	svc := webhooks.New(cfg)
 	mustDog(t, db, alice.ID, "Rex")
 
 	t0 := clk.Now()
@@ -597,14 +605,15 @@ func TestWebhookRunRecordsEveryOutcomeBeforeReturning(t *testing.T) {
 			}
 		}
 		counting := &countingStore{DB: db}
-		svc := newService(t, db, rc)
-		svc.DB = counting
+		cfg := newConfig(t, db, rc)
+		cfg.DB = counting
 		var succeeded atomic.Int64
-		svc.Observe = func(outcome string, _ time.Duration) {
+		cfg.Observe = func(outcome string, _ time.Duration) {
 			if outcome == yard.DeliverySucceeded {
 				succeeded.Add(1)
 			}
 		}
+		svc := webhooks.New(cfg)
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { svc.Run(rctx); close(done) }()
@@ -678,9 +687,9 @@ func TestWebhookBacklogOfOneSubscriptionNeedsNoPoll(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		svc := newService(t, db, rc)
-		svc.Workers, svc.PerWebhook, svc.Poll = 4, 2, time.Minute
-		run(t, db, svc)
+		cfg := newConfig(t, db, rc)
+		cfg.Workers, cfg.PerWebhook, cfg.Poll = 4, 2, time.Minute
+		run(t, db, cfg)
 		for deadline := time.Now().Add(10 * time.Second); got.Load() < 61 && time.Now().Before(deadline); {
 			time.Sleep(5 * time.Millisecond)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/fetch"
@@ -77,8 +78,10 @@ func newBarkEffects(cfg *serveConfig, db *store.DB, mailer notify.Mailer, texter
 }
 
 // newJobRunner is the runner of bark tasks (its workers and the
-// scheduler of scheduled barks), with its metrics in registry.
-func newJobRunner(cfg *serveConfig, db *store.DB, effects *jobs.Effects, registry *prometheus.Registry, logger *slog.Logger) (*jobs.Service, error) {
+// scheduler of scheduled barks), with its metrics in registry and its runs
+// traced by tracing (nil: none).
+func newJobRunner(cfg *serveConfig, db *store.DB, effects *jobs.Effects, registry *prometheus.Registry, logger *slog.Logger,
+	tracing trace.TracerProvider) (*jobs.Service, error) {
 	if cfg.workers < 1 || cfg.jobLease < time.Second {
 		return nil, usageError("--workers must be at least 1 and --job-lease at least 1s")
 	}
@@ -106,6 +109,7 @@ func newJobRunner(cfg *serveConfig, db *store.DB, effects *jobs.Effects, registr
 			tasks.WithLabelValues(effect, outcome).Inc()
 			durations.WithLabelValues(effect).Observe(d.Seconds())
 		},
+		Tracing: tracing,
 	}), nil
 }
 

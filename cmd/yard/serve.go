@@ -218,7 +218,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		return nil, err
 	}
 	registry := prometheus.NewRegistry()
-	barks, err := newJobRunner(cfg, db, newBarkEffects(cfg, db, mailer, texter, fetcher), registry, logger)
+	barks, err := newJobRunner(cfg, db, newBarkEffects(cfg, db, mailer, texter, fetcher), registry, logger, tr.provider())
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +237,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		PerProcess: cfg.eventsPerProcess, Logger: logger})
 	// Webhooks (docs/events.md, "Webhooks"): deliveries of the events to
 	// subscriptions, woken by the hub; their bodies are rendered by the
-	// API below.
+	// API, built first with their policy.
 	if cfg.webhookWorkers < 1 {
 		return nil, usageError("--webhook-workers must be at least 1")
 	}
@@ -252,20 +252,19 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 			return nil, usageError("--webhook-allow-host " + h + ": want HOST or HOST:PORT")
 		}
 	}
-	hooks := &webhooks.Service{DB: db, Hub: hub, Policy: &fetch.Policy{AllowHosts: cfg.webhookAllowHosts},
-		Retention: cfg.eventsRetention, Workers: cfg.webhookWorkers, Logger: logger.With("component", "webhooks"),
-		Tracing: tr.provider()}
-	barks.Tracing = tr.provider()
+	hookPolicy := &fetch.Policy{AllowHosts: cfg.webhookAllowHosts}
 
 	// The HTTP API over all of them.
 	api := httpapi.New(httpapi.Deps{
 		DB: db, Auth: kit.Chain, Kit: kit, OpenID: openID,
 		BaseURL: cfg.baseURL, Logger: logger, Registry: registry, Version: Version,
-		Barks: barks, Cars: index, StoreWait: cfg.storeWait, Events: hub, Webhooks: hooks,
+		Barks: barks, Cars: index, StoreWait: cfg.storeWait, Events: hub, Webhooks: webhooks.PolicyChecker{Policy: hookPolicy},
 		Lists:   fairgate.New(fairgate.Config{Slots: cfg.searchSlots, PerClient: cfg.searchQueue}),
 		Tracing: tr.provider(),
 	})
-	hooks.Render = api.RenderEvent
+	hooks := webhooks.New(webhooks.Config{DB: db, Hub: hub, Policy: hookPolicy, Render: api.RenderEvent,
+		Retention: cfg.eventsRetention, Workers: cfg.webhookWorkers, Logger: logger.With("component", "webhooks"),
+		Tracing: tr.provider()})
 
 	return &app{db: db, api: api, events: hub, traces: tr, background: []func(context.Context){
 		func(ctx context.Context) { _ = hub.Run(ctx) },

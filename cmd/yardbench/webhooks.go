@@ -71,8 +71,8 @@ func webhooksGroup(b *bench) error {
 	hub := events.New(b.db, events.Config{})
 	go func() { _ = hub.Run(ctx) }()
 	api := httpapi.New(httpapi.Deps{DB: b.db, BaseURL: "https://localhost:8443"})
-	svc := &webhooks.Service{DB: b.db, Render: api.RenderEvent, Hub: hub, Workers: webhookWorkers, Policy: &fetch.Policy{AllowHosts: []string{host}},
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	svc := webhooks.New(webhooks.Config{DB: b.db, Render: api.RenderEvent, Hub: hub, Workers: webhookWorkers, Policy: &fetch.Policy{AllowHosts: []string{host}},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	fmt.Fprintf(b.out, "## webhooks: %d subscriptions (one per person), receiver on loopback, store %s\n", people, b.db.Engine())
 	start := time.Now()
 	go svc.Run(ctx)

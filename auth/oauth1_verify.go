@@ -1,0 +1,259 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/sigbase"
+)
+
+// Checking an OAuth 1.0a request (oauth1.go): its signature, timestamp
+// and nonce, and its consumer's and token's credentials, opened from the
+// store through the caches.
+
+// Verify checks the OAuth signature of r (RFC 5849 §3.2). tokenKind is ""
+// for the temporary credential request (no token), yard.OAuthRequestToken
+// for the token request, yard.OAuthAccessToken for protected endpoints.
+// The nonce is recorded only when everything else checked out, so a
+// refused request changes nothing. When the protocol parameters came in
+// the form body, the handler then reads the body without them.
+func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, error) {
+	if r.TLS == nil {
+		return nil, o.refuse(yard.EUNAUTHORIZED, "parameter_rejected", "", "OAuth requests are accepted over HTTPS only.")
+	}
+	req, err := o.readRequest(r)
+	if err != nil {
+		return nil, err
+	}
+	params := OAuthParams(req.proto)
+	method := params.Value("oauth_signature_method")
+	for _, name := range []string{"oauth_consumer_key", "oauth_signature_method", "oauth_signature"} {
+		if params.Value(name) == "" {
+			return nil, o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
+		}
+	}
+	switch method {
+	case sigbase.OAuthHMACSHA1, sigbase.OAuthHMACSHA256, sigbase.OAuthPlaintext:
+	default:
+		return nil, o.refuse(yard.EINVALID, "signature_method_rejected", "oauth_signature_method",
+			"The signature method %q is not supported; use HMAC-SHA1, HMAC-SHA256 or PLAINTEXT.", method)
+	}
+	if v, ok := params.Get("oauth_version"); ok && v != "1.0" {
+		return nil, o.refuse(yard.EINVALID, "version_rejected", "oauth_version", "Only OAuth version 1.0 is supported.")
+	}
+	// RFC 5849 §3.1: timestamp and nonce may be omitted with PLAINTEXT.
+	ts, hasTS := params.Get("oauth_timestamp")
+	nonce, hasNonce := params.Get("oauth_nonce")
+	if method != sigbase.OAuthPlaintext || hasTS || hasNonce {
+		for _, name := range []string{"oauth_timestamp", "oauth_nonce"} {
+			if params.Value(name) == "" {
+				return nil, o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
+			}
+		}
+		if len(nonce) > 255 {
+			return nil, o.refuse(yard.EINVALID, "parameter_rejected", "oauth_nonce", "The nonce is longer than 255 characters.")
+		}
+	}
+	now := o.Now()
+	// diagnose adds what the server computed to a refused signature
+	// (docs/auth.md, "Diagnostics of a refused signature"): the timestamps
+	// it accepts and, but with PLAINTEXT, which signs no base string, the
+	// base string it signed.
+	diagnose := func(err error) error {
+		oe := err.(*OAuthError)
+		if oe.Extra == nil {
+			oe.Extra = url.Values{}
+		}
+		oe.Extra.Set("oauth_acceptable_timestamps", acceptableTimestamps(now, OAuthWindow))
+		if o.Diagnostics && method != sigbase.OAuthPlaintext {
+			oe.Extra.Set("oauth_signature_base_string", sigbase.OAuthBaseString(r.Method, o.baseURI(r), req.signedParams()))
+		}
+		return err
+	}
+	var stamp time.Time
+	if hasTS {
+		sec, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil || sec < 0 {
+			return nil, o.refuse(yard.EINVALID, "parameter_rejected", "oauth_timestamp", "oauth_timestamp must be a number of Unix seconds.")
+		}
+		stamp = time.Unix(sec, 0)
+		if d := now.Sub(stamp); d > OAuthWindow || d < -OAuthWindow {
+			// The extension's oauth_acceptable_timestamps is part of this
+			// refusal with or without diagnostics.
+			return nil, diagnose(o.refuse(yard.EUNAUTHORIZED, "timestamp_refused", "", "oauth_timestamp is more than %d s from the server's clock.", int(OAuthWindow.Seconds())))
+		}
+	}
+	token, hasToken := params.Get("oauth_token")
+	switch {
+	case tokenKind == "" && token != "":
+		return nil, o.refuse(yard.EINVALID, "parameter_rejected", "oauth_token", "A temporary credential request carries no oauth_token.")
+	case tokenKind != "" && !hasToken || tokenKind != "" && token == "":
+		return nil, o.refuse(yard.EINVALID, "parameter_absent", "oauth_token", "The OAuth parameter oauth_token is missing.")
+	}
+
+	ctx := r.Context()
+	consumer, consumerSecret, err := o.consumer(ctx, params.Value("oauth_consumer_key"), now)
+	if err != nil {
+		return nil, err
+	}
+	var tok *yard.OAuthToken
+	tokenSecret := ""
+	if tokenKind != "" {
+		if tok, tokenSecret, err = o.token(ctx, token, tokenKind, now); err != nil {
+			return nil, err
+		}
+		if tok.ConsumerKey != consumer.Key {
+			return nil, o.refuse(yard.EUNAUTHORIZED, "token_rejected", "", "The token was not issued to this consumer.")
+		}
+	}
+
+	want, _ := sigbase.OAuthSignature(method, r.Method, o.baseURI(r), req.signedParams(), consumerSecret, tokenSecret)
+	if subtle.ConstantTimeCompare([]byte(want), []byte(params.Value("oauth_signature"))) != 1 {
+		err := o.refuse(yard.EUNAUTHORIZED, "signature_invalid", "", "The OAuth signature does not match the request.")
+		if o.Diagnostics {
+			err = diagnose(err)
+		}
+		return nil, err
+	}
+	if tokenKind == yard.OAuthRequestToken {
+		// Checked after the signature, so that only the consumer learns
+		// the state of its request token.
+		if err := o.requestTokenUsable(tok, now); err != nil {
+			return nil, err
+		}
+		verifier := params.Value("oauth_verifier")
+		if verifier == "" {
+			return nil, o.refuse(yard.EINVALID, "parameter_absent", "oauth_verifier", "The OAuth parameter oauth_verifier is missing.")
+		}
+		if subtle.ConstantTimeCompare([]byte(HashVerifier(verifier)), []byte(tok.VerifierHash)) != 1 {
+			return nil, o.refuse(yard.EUNAUTHORIZED, "verifier_invalid", "", "The oauth_verifier is not the one given to the user.")
+		}
+	}
+	if hasNonce {
+		if err := o.useNonce(ctx, consumer.Key, token, nonce, ts, stamp); err != nil {
+			return nil, err
+		}
+	}
+	if req.place == inFormBody {
+		stripFormProtocolParams(r, req.rawForm)
+	}
+	return &OAuthVerified{Consumer: consumer, Token: tok, Params: params}, nil
+}
+
+func (o *OAuth1) requestTokenUsable(t *yard.OAuthToken, now time.Time) error {
+	switch {
+	case t.State == yard.OAuthUsed:
+		return o.refuse(yard.EUNAUTHORIZED, "token_used", "", "The request token was already exchanged.")
+	case !t.ExpiresAt.After(now):
+		return o.refuse(yard.EUNAUTHORIZED, "token_expired", "", "The request token has expired; ask for a new one.")
+	case t.State == yard.OAuthDenied:
+		return o.refuse(yard.EUNAUTHORIZED, "permission_denied", "", "The user denied this request token.")
+	case t.State != yard.OAuthAuthorized:
+		return o.refuse(yard.EUNAUTHORIZED, "permission_unknown", "", "The user has not authorised this request token yet.")
+	}
+	return nil
+}
+
+// useNonce records (consumer, token, nonce, timestamp) once.
+func (o *OAuth1) useNonce(ctx context.Context, consumer, token, nonce, ts string, stamp time.Time) error {
+	h := sha256.New()
+	for _, s := range []string{consumer, token, nonce, ts} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	key := "oauth1:" + hex.EncodeToString(h.Sum(nil))
+	o.mu.Lock()
+	if o.batcher == nil {
+		o.batcher = newSignatureBatcher(o.Replay)
+	}
+	b := o.batcher
+	o.mu.Unlock()
+	fresh, err := b.use(ctx, key, stamp.Add(OAuthWindow))
+	if err != nil {
+		return err
+	}
+	if !fresh {
+		return o.refuse(yard.EUNAUTHORIZED, "nonce_used", "", "This nonce and timestamp were already used (replay).")
+	}
+	return nil
+}
+
+// baseURI is the base string URI of r, built on BaseURL.
+func (o *OAuth1) baseURI(r *http.Request) string {
+	o.baseOnce.Do(func() {
+		o.base, _ = url.Parse(strings.TrimRight(o.BaseURL, "/"))
+		if o.base == nil || o.base.Host == "" {
+			o.base = nil
+		}
+	})
+	u := &url.URL{Scheme: "https", Host: r.Host}
+	if o.base != nil {
+		u.Scheme, u.Host = o.base.Scheme, o.base.Host
+		u.Path = strings.TrimRight(o.base.Path, "/") + r.URL.Path
+		u.RawPath = strings.TrimRight(o.base.EscapedPath(), "/") + r.URL.EscapedPath()
+	} else {
+		u.Path, u.RawPath = r.URL.Path, r.URL.RawPath
+	}
+	return sigbase.OAuthBaseURI(u)
+}
+
+func (o *OAuth1) cacheTTL() time.Duration {
+	if o.CacheTTL > 0 {
+		return o.CacheTTL
+	}
+	return 5 * time.Second
+}
+
+// consumer returns a consumer and its opened secret, through the cache.
+func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard.OAuthConsumer, string, error) {
+	if e, ok := o.consumers.get(key, now, o.cacheTTL()); ok {
+		return e.c, e.secret, nil
+	}
+	c, err := o.Store.FindOAuthConsumer(ctx, key)
+	if yard.ErrorCode(err) == yard.ENOTFOUND {
+		return nil, "", o.refuse(yard.EUNAUTHORIZED, "consumer_key_unknown", "", "The consumer key is not known.")
+	} else if err != nil {
+		return nil, "", err
+	}
+	secret, err := o.Box.Open(c.SealedSecret, consumerSealID(c.Key))
+	if err != nil {
+		return nil, "", err
+	}
+	o.consumers.put(key, openedConsumer{c: c, secret: string(secret)}, now, 10000)
+	return c, string(secret), nil
+}
+
+// token returns a token of the given kind and its opened secret. Access
+// tokens are cached; request tokens change state and are always read.
+func (o *OAuth1) token(ctx context.Context, value, kind string, now time.Time) (*yard.OAuthToken, string, error) {
+	if kind == yard.OAuthAccessToken {
+		if e, ok := o.tokens.get(value, now, o.cacheTTL()); ok {
+			return e.t, e.secret, nil
+		}
+	}
+	t, err := o.Store.FindOAuthToken(ctx, value)
+	if yard.ErrorCode(err) == yard.ENOTFOUND || err == nil && t.Kind != kind {
+		return nil, "", o.refuse(yard.EUNAUTHORIZED, "token_rejected", "", "The %s token is not known or was revoked.", kind)
+	} else if err != nil {
+		return nil, "", err
+	}
+	secret, err := o.Box.Open(t.SealedSecret, tokenSealID(t.Token))
+	if err != nil {
+		return nil, "", err
+	}
+	if kind == yard.OAuthAccessToken {
+		o.tokens.put(value, openedToken{t: t, secret: string(secret)}, now, 100000)
+	}
+	return t, string(secret), nil
+}
+
+func consumerSealID(key string) string { return "oauth-consumer:" + key }
+func tokenSealID(token string) string  { return "oauth-token:" + token }
