@@ -7,6 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/yard-api/yard"
 )
@@ -193,7 +197,8 @@ func changeStamp(ctx context.Context, tx *Tx) (int64, error) {
 }
 
 // carStamp is changeStamp for a transaction that writes cars or garages:
-// on PostgreSQL its commit is announced to the read leases (carlease.go).
+// on PostgreSQL it is announced to the read leases before its commit
+// (carannounce.go).
 func carStamp(ctx context.Context, tx *Tx) (int64, error) {
 	tx.carsWritten = true
 	return changeStamp(ctx, tx)
@@ -299,14 +304,16 @@ func updateCarRow(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 
 // ReplaceCar stores c under c.ID, creating the car when there is none.
 //
-// It is the busiest write (PUT /cars/{id}), so it costs as few statements
-// as the engine allows. On PostgreSQL it is one statement in its own
-// transaction: the garage's state looked up, the row inserted or
-// overwritten (stamped with the transaction id) and its event appended,
-// one round trip that queues on nothing but the car's own row. On SQLite
-// (in-process, one writer) it is the stamp and one UPDATE, or an INSERT
-// when there was no row. A garage that does not exist fails the foreign key: EINVALID
-// naming "garage", and nothing is written.
+// It is the busiest write (PUT /cars/{id}), so it costs as few round trips
+// as the engine allows. On PostgreSQL it is one statement: the garage's
+// state looked up, the row inserted or overwritten (stamped with the
+// transaction id) and its event appended, which queues on nothing but the
+// car's own row; it goes with its BEGIN and the read of the leases in one
+// round trip, and its COMMIT follows the announcement to the leases
+// (replaceCarPostgres). On SQLite (in-process, one writer) it is the stamp
+// and one UPDATE, or an INSERT when there was no row. A garage that does
+// not exist fails the foreign key: EINVALID naming "garage", and nothing
+// is written.
 func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 	ctx, span := db.span(ctx, "store.ReplaceCar")
 	defer span.End()
@@ -316,42 +323,56 @@ func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 	if c.ID == "" {
 		return false, yard.Invalid("The car needs an id.", yard.FieldError{Field: "id", Message: "is required"})
 	}
-	var created bool
-	var err error
 	if db.engine == Postgres {
-		created, err = db.replaceCarPostgres(ctx, c)
-	} else {
-		err = db.WithTx(ctx, func(tx *Tx) error {
-			v, err := carStamp(ctx, tx)
-			if err != nil {
+		return db.replaceCarPostgres(ctx, c)
+	}
+	var created bool
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		v, err := carStamp(ctx, tx)
+		if err != nil {
+			return err
+		}
+		now := Millis(tx.Now())
+		var createdAt int64
+		err = tx.QueryRowContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
+			make_key = $8, model = $9, model_key = $10, year = $11, garage_id = $12,
+			garage_state_key = (SELECT state_key FROM garages WHERE id = $12), updated_at = $13, changed_version = $14
+			WHERE id = $1 RETURNING created_at`,
+			c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make, strings.ToLower(c.Make),
+			c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), now, v).Scan(&createdAt)
+		if errors.Is(err, sql.ErrNoRows) {
+			created = true
+			if err := insertCar(ctx, tx, c, v); err != nil {
 				return err
 			}
-			now := Millis(tx.Now())
-			var createdAt int64
-			err = tx.QueryRowContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
-				make_key = $8, model = $9, model_key = $10, year = $11, garage_id = $12,
-				garage_state_key = (SELECT state_key FROM garages WHERE id = $12), updated_at = $13, changed_version = $14
-				WHERE id = $1 RETURNING created_at`,
-				c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make, strings.ToLower(c.Make),
-				c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), now, v).Scan(&createdAt)
-			if errors.Is(err, sql.ErrNoRows) {
-				created = true
-				if err := insertCar(ctx, tx, c, v); err != nil {
-					return err
-				}
-				return carEvent(ctx, tx, yard.EventCarCreated, c)
-			} else if err != nil {
-				return carWriteError(err)
-			}
-			c.CreatedAt, c.UpdatedAt = FromMillis(createdAt), FromMillis(now)
-			return carEvent(ctx, tx, yard.EventCarUpdated, c)
-		})
-	}
+			return carEvent(ctx, tx, yard.EventCarCreated, c)
+		} else if err != nil {
+			return carWriteError(err)
+		}
+		c.CreatedAt, c.UpdatedAt = FromMillis(createdAt), FromMillis(now)
+		return carEvent(ctx, tx, yard.EventCarUpdated, c)
+	})
 	return created, err
 }
 
-// replaceCarPostgres is ReplaceCar on PostgreSQL: one statement; xmax is 0
-// on a row the statement inserted.
+// replaceCarSQL is ReplaceCar's statement on PostgreSQL; xmax is 0 on a
+// row it inserted. The car's event is written by the same statement
+// (store/events.go).
+const replaceCarSQL = `WITH w AS (INSERT INTO cars (` + carWriteColumns + `)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text,
+			(SELECT state_key FROM garages WHERE id = $12::text), $13, $13, pg_current_xact_id()::text::bigint
+		ON CONFLICT (id) DO UPDATE SET ` + carUpsertSet + `
+		RETURNING created_at, xmax = 0 AS created),
+		e AS (INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
+			SELECT pg_current_xact_id()::text::bigint, 1, CASE WHEN w.created THEN 'car.created' ELSE 'car.updated' END,
+				$14, '', $13, $15 FROM w)
+		SELECT created_at, created, pg_current_xact_id()::text::bigint FROM w`
+
+// replaceCarPostgres is ReplaceCar on PostgreSQL: BEGIN, the statement and
+// the read of the leases in one round trip (a pipeline: the read takes its
+// snapshot after the statement took the transaction's id, as withTxOn's
+// does), then the announcement when another process holds a lease, COMMIT,
+// and the acknowledgements (carannounce.go).
 func (db *DB) replaceCarPostgres(ctx context.Context, c *yard.Car) (bool, error) {
 	now := Millis(db.Now())
 	c.UpdatedAt = FromMillis(now)
@@ -359,28 +380,57 @@ func (db *DB) replaceCarPostgres(ctx context.Context, c *yard.Car) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	var createdAt, xid int64
+	args := append(carFieldArgs(make([]any, 0, 15), c), now, yard.CarPath(c.ID), string(data))
+	var createdAt int64
 	var created bool
-	// The car's event is written by the same statement (store/events.go).
-	err = db.write.QueryRowContext(ctx, `WITH w AS (INSERT INTO cars (`+carWriteColumns+`)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text,
-			(SELECT state_key FROM garages WHERE id = $12::text), $13, $13, pg_current_xact_id()::text::bigint
-		ON CONFLICT (id) DO UPDATE SET `+carUpsertSet+`
-		RETURNING created_at, xmax = 0 AS created),
-		e AS (INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
-			SELECT pg_current_xact_id()::text::bigint, 1, CASE WHEN w.created THEN 'car.created' ELSE 'car.updated' END,
-				$14, '', $13, $15 FROM w)
-		SELECT created_at, created, pg_current_xact_id()::text::bigint FROM w`,
-		append(carFieldArgs(make([]any, 0, 15), c), now, yard.CarPath(c.ID), string(data))...).Scan(&createdAt, &created, &xid)
+	cars, err := db.commitCarStatement(ctx, replaceCarSQL, args, &createdAt, &created)
 	if err != nil {
-		db.leases.bump() // committed or not, this process's reads ask the store
-		return false, carWriteError(err)
+		return false, err
 	}
 	c.CreatedAt = FromMillis(createdAt)
 	db.eventsCommitted()
-	// Read leases (carlease.go): as withTxOn does after a car write.
-	db.leases.carWritten(ctx, db, xid)
-	return created, nil
+	return created, cars.confirm(ctx) // the connection is back in the pool
+}
+
+// commitCarStatement runs statement q in a transaction of its own on a
+// connection of the write pool, with BEGIN and the read of the leases in
+// one round trip; its one row, scanned into dest, ends with the
+// transaction's id. It announces the transaction and commits it.
+func (db *DB) commitCarStatement(ctx context.Context, q string, args []any, dest ...any) (*carCommit, error) {
+	db.leases.init(db)
+	conn, err := db.write.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close() // a connection left in a transaction is not pooled again
+	var xid int64
+	var leases []readLease
+	var cars *carCommit
+	err = conn.Raw(func(dc any) error {
+		pc := dc.(*stdlib.Conn).Conn()
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN`)
+		b.Queue(q, args...).QueryRow(func(row pgx.Row) error { return row.Scan(append(dest, &xid)...) })
+		b.Queue(leasesSQL, db.leases.name).Query(func(rows pgx.Rows) (err error) {
+			leases, err = scanLeases(rows)
+			return err
+		})
+		err := pc.SendBatch(ctx, b).Close()
+		if err == nil {
+			cars, err = db.announceLeases(ctx, xid, leases)
+		}
+		if err != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			_, _ = pc.Exec(rctx, `ROLLBACK`)
+			return carWriteError(err)
+		}
+		if _, err := pc.Exec(ctx, `COMMIT`); err != nil {
+			return cars.failed(fmt.Errorf("commit: %w", err))
+		}
+		return nil
+	})
+	return cars, err
 }
 
 // carWriteError maps a failed write of a car row: a garage that does not
