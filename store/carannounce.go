@@ -255,8 +255,8 @@ func (l *carLeases) announce(ctx context.Context, db *DB, xids []int64) error {
 // waiting for the WAL's flush (the replay writer's, openReplayWriter). A
 // NOTIFY gives its transaction an id, and PostgreSQL commits notifying
 // transactions one at a time, each holding a lock through its flush: a car
-// write that sent its own NOTIFY would commit one at a time too (one
-// twentieth of the writes at 32 writers, docs/benchmarks.md). A
+// write that sent its own NOTIFY would commit one at a time too (a
+// twentieth of the writes at 32 writers: docs/cars.md, "Read leases"). A
 // notification lost to a crash of PostgreSQL loses nothing here: every
 // listener's connection ends with it, and so every lease.
 func notifyAsync(ctx context.Context, db *DB, channel, payload string) error {
