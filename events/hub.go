@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/outage"
 	"github.com/yard-api/yard/internal/retention"
 )
 
@@ -26,6 +27,9 @@ type Store interface {
 	NotifyEvents(ctx context.Context) error
 	ListenEvents(ctx context.Context, wake func()) error
 	PruneEvents(ctx context.Context, before time.Time, limit int) (int, error)
+	// Unavailable tells a store that cannot be reached (an EUNAVAILABLE
+	// error) from other errors, which it answers with nil.
+	Unavailable(err error) *yard.Error
 }
 
 // Defaults of a Hub's limits (docs/events.md, "Limits").
@@ -88,6 +92,17 @@ type Hub struct {
 	// handed out. A subscriber it does not cover waits for it (Subscribe).
 	readCover map[string]bool
 	readDone  chan struct{}
+
+	// down tracks the store's outages as each loop meets them
+	// (internal/outage): logged once when one begins and once when it
+	// ends, not at every failed read.
+	down struct{ read, listen, prune outage.Tracker }
+}
+
+// logLoop logs the outcome of one pass of a loop (what names it) through
+// its tracker t.
+func (h *Hub) logLoop(t *outage.Tracker, what string, err error) {
+	t.LoopError(h.cfg.Logger, what, err, err != nil && h.store.Unavailable(err) != nil)
 }
 
 // New returns a hub over st.
@@ -302,6 +317,9 @@ func (h *Hub) Run(ctx context.Context) error {
 
 	for {
 		pos, err := h.store.LastEventID(ctx)
+		if ctx.Err() == nil {
+			h.logLoop(&h.down.read, "events: reading the store", err)
+		}
 		if err == nil {
 			h.mu.Lock()
 			h.pos = pos
@@ -309,7 +327,6 @@ func (h *Hub) Run(ctx context.Context) error {
 			h.mu.Unlock()
 			break
 		}
-		h.cfg.Logger.Warn("events: cannot read the store", slog.String("error", err.Error()))
 		select {
 		case <-ctx.Done():
 			return nil
@@ -348,8 +365,8 @@ func (h *Hub) Run(ctx context.Context) error {
 		}
 		last = time.Now()
 		n, err := h.deliver(ctx)
-		if err != nil && ctx.Err() == nil {
-			h.cfg.Logger.Warn("events: cannot read the store", slog.String("error", err.Error()))
+		if ctx.Err() == nil {
+			h.logLoop(&h.down.read, "events: reading the store", err)
 		}
 		if local {
 			// Other processes read on this notification. An event is
@@ -515,13 +532,19 @@ func (h *Hub) Wakeups() (c <-chan struct{}, stop func()) {
 }
 
 // listen turns other processes' notifications into wake-ups (PostgreSQL).
+// While it cannot listen, the poll reads.
 func (h *Hub) listen(ctx context.Context) {
+	const what = "events: listening for other processes (polling meanwhile)"
+	wake := func() {
+		h.logLoop(&h.down.listen, what, nil) // listening (again)
+		h.Wake()
+	}
 	for ctx.Err() == nil {
-		err := h.store.ListenEvents(ctx, h.Wake)
+		err := h.store.ListenEvents(ctx, wake)
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		h.cfg.Logger.Warn("events: listening for other processes failed; polling meanwhile", slog.String("error", err.Error()))
+		h.logLoop(&h.down.listen, what, err)
 		select {
 		case <-ctx.Done():
 		case <-time.After(listenRetry):
@@ -534,9 +557,7 @@ func (h *Hub) prune(ctx context.Context) {
 	retention.Run(ctx, pruneEvery, pruneBatch, func(ctx context.Context, limit int) (int, error) {
 		return h.store.PruneEvents(ctx, h.cfg.Now().Add(-h.cfg.Retention), limit)
 	}, func(err error) {
-		if err != nil {
-			h.cfg.Logger.Warn("events: pruning failed", slog.String("error", err.Error()))
-		}
+		h.logLoop(&h.down.prune, "events: pruning", err)
 	})
 }
 

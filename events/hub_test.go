@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -373,5 +377,105 @@ func TestHubClosedBeforeItsStart(t *testing.T) {
 	}
 	if _, err := hub.Subscribe(context.Background(), "x", true, nil); err == nil {
 		t.Fatal("a closed hub took a subscription")
+	}
+}
+
+// flaky is a store that cannot be reached while down is set.
+type flaky struct {
+	*store.DB
+	down  atomic.Bool
+	fails atomic.Int64
+}
+
+var errUnreachable = &yard.Error{Code: yard.EUNAVAILABLE, Message: "unreachable"}
+
+func (f *flaky) LastEventID(ctx context.Context) (yard.EventID, error) {
+	if f.down.Load() {
+		f.fails.Add(1)
+		return yard.EventID{}, errUnreachable
+	}
+	return f.DB.LastEventID(ctx)
+}
+
+func (f *flaky) ReadEvents(ctx context.Context, filter yard.EventFilter) (*yard.EventPage, error) {
+	if f.down.Load() {
+		f.fails.Add(1)
+		return nil, errUnreachable
+	}
+	return f.DB.ReadEvents(ctx, filter)
+}
+
+// records keeps the messages of a logger's records.
+type records struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *records) WithGroup(string) slog.Handler            { return r }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, rec.Message)
+	return nil
+}
+
+func (r *records) count(sub string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, m := range r.msgs {
+		if strings.Contains(m, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHubLogsAnOutageOnce: a store that cannot be reached for many reads
+// in a row is logged once when the outage begins and once when it ends
+// (internal/outage), and the hub delivers again after it.
+func TestHubLogsAnOutageOnce(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	st := &flaky{DB: db}
+	logs := &records{}
+	hub := events.New(st, events.Config{Poll: 10 * time.Millisecond, Logger: slog.New(logs)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = hub.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	alice := owner(t, db, "alice")
+	sub, err := hub.Subscribe(ctx, "a", true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.down.Store(true)
+	for deadline := time.Now().Add(10 * time.Second); st.fails.Load() < 10; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d failed reads within 10 s, want 10", st.fails.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := db.CreateDog(ctx, &yard.Dog{Name: "d", Email: "d@example.org", Owner: alice.ID}); err != nil {
+		t.Fatal(err)
+	}
+	st.down.Store(false)
+	select {
+	case <-sub.C:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event delivered after the outage")
+	}
+	for deadline := time.Now().Add(5 * time.Second); logs.count("store reachable again") == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the end of the outage was not logged")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := logs.count("store unavailable"); got != 1 {
+		t.Errorf("the outage's start logged %d times over %d failed reads, want once", got, st.fails.Load())
+	}
+	if got := logs.count("store reachable again"); got != 1 {
+		t.Errorf("the outage's end logged %d times, want once", got)
 	}
 }

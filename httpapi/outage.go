@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -35,16 +34,19 @@ func (s *Server) unreachable(err error) *yard.Error {
 }
 
 // storeUnavailable records that the store could not be reached. The first
-// such error of an episode is logged, and a watcher pings the store until
-// it answers again, which ends the episode (logged too); requests in
-// between answer 503 without a log line of their own, and /readyz says not
-// ready.
+// such error of an episode is logged and wakes the store watcher
+// (WatchStore), which pings the store until it answers again, which ends
+// the episode (logged too); requests in between answer 503 without a log
+// line of their own, and /readyz says not ready.
 func (s *Server) storeUnavailable(err error) {
 	if !s.outage.Begin(time.Now()) {
 		return
 	}
 	s.deps.Logger.Warn("store unavailable: answering 503 until it is reachable again", slog.String("error", err.Error()))
-	go s.watchStore()
+	select {
+	case s.storeDown <- struct{}{}:
+	default: // the watcher has been woken already
+	}
 }
 
 // storeBack ends an episode (once, whoever notices first: the watcher or
@@ -58,21 +60,34 @@ func (s *Server) storeBack() {
 // storeDownInterval is how often the watcher pings an unreachable store.
 const storeDownInterval = 250 * time.Millisecond
 
-func (s *Server) watchStore() {
+// WatchStore ends the store's outages until ctx ends: woken by the first
+// request of an episode that found the store unreachable, it pings the
+// store every 250 ms until it answers reads and can begin a write. The
+// owner runs it beside the server and ends ctx when the server stops;
+// without it, an outage ends when /readyz finds the store back.
+func (s *Server) WatchStore(ctx context.Context) {
+	t := time.NewTimer(storeDownInterval)
+	t.Stop()
+	defer t.Stop()
 	for {
-		time.Sleep(storeDownInterval)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := s.db.outage.Reachable(ctx)
-		cancel()
-		if err != nil && strings.Contains(err.Error(), "database is closed") {
-			return // the server is shutting down
-		}
-		if !s.outage.Down() {
-			return // /readyz saw it back first
-		}
-		if err == nil {
-			s.storeBack()
+		select {
+		case <-ctx.Done():
 			return
+		case <-s.storeDown:
+		}
+		for s.outage.Down() { // /readyz may see it back first
+			t.Reset(storeDownInterval)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			err := s.db.outage.Reachable(pctx)
+			cancel()
+			if err == nil {
+				s.storeBack()
+			}
 		}
 	}
 }

@@ -160,8 +160,10 @@ type Server struct {
 	openapi  []byte
 	// openapiMu guards openapi, built on first use by concurrent requests.
 	openapiMu sync.Mutex
-	// outage is set while the store cannot be reached (outage.go).
-	outage outage.Tracker
+	// outage is set while the store cannot be reached, and storeDown
+	// wakes the store watcher when it begins (outage.go).
+	outage    outage.Tracker
+	storeDown chan struct{}
 	// pagesVal is the pages for people (pages.go), built from Kit; nil
 	// without a Kit.
 	pagesVal *pages.Pages
@@ -196,7 +198,8 @@ func New(d Deps) *Server {
 	if d.Lists == nil {
 		d.Lists = fairgate.New(fairgate.Config{})
 	}
-	s := &Server{deps: d, db: storesOf(d.DB), basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{}}
+	s := &Server{deps: d, db: storesOf(d.DB), basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{},
+		storeDown: make(chan struct{}, 1)}
 	s.metrics = newMetrics(s.deps.Registry)
 	registerGateMetrics(s.deps.Registry, "yard_car_lists", "car lists and searches", s.deps.Lists)
 	if s.deps.Tracing != nil {

@@ -7,9 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/yard-api/yard"
 )
+
+// Cars: their columns, a car by id, and the writes, each stamped with its
+// transaction's place in the commit order (carchanges.go) and, on
+// PostgreSQL, announced to the read leases (carannounce.go). The lists are
+// carlist.go, the garages garage.go.
 
 const carColumns = `id, color, type, doors, make, model, year, garage_id, created_at, updated_at`
 
@@ -58,121 +67,6 @@ func (db *DB) FindCarByID(ctx context.Context, id string) (*yard.Car, error) {
 	return c, notFound(err, "Car")
 }
 
-// FindCars returns the page of cars matching q in id order, and the number
-// of all matching cars, by SQL (ListCars without facets).
-func (db *DB) FindCars(ctx context.Context, q yard.Query, page yard.Page) ([]*yard.Car, int, error) {
-	l, err := db.ListCars(ctx, q, page, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	return l.Cars, l.Total, nil
-}
-
-// ListCars answers a car list by SQL: the page in id order, the exact
-// total (a COUNT over the matching rows) and, per facet field, a GROUP BY
-// of the matching rows. It is the path the search index (package search)
-// is held against in tests, and the one that answers while the index is
-// not built yet.
-func (db *DB) ListCars(ctx context.Context, q yard.Query, page yard.Page, facets []string) (*yard.CarList, error) {
-	ctx, span := db.span(ctx, "store.ListCars")
-	defer span.End()
-	where, args := CompileCarQuery(db.engine, q, nil)
-	out, err := db.carPage(ctx, where, args, page)
-	if err != nil {
-		return nil, err
-	}
-	l := &yard.CarList{Cars: out}
-	if err := db.QueryRow(ctx, `SELECT COUNT(*) FROM cars WHERE `+where, args...).Scan(&l.Total); err != nil {
-		return nil, err
-	}
-	for _, f := range facets {
-		fc, err := db.carFacet(ctx, f, where, args)
-		if err != nil {
-			return nil, err
-		}
-		l.Facets = append(l.Facets, fc)
-	}
-	return l, nil
-}
-
-// facetSQL maps a facet field to the query grouping the matching cars by
-// it; %s is the WHERE condition. A garage's name is not on the car: the
-// cars are grouped by garage first, and the groups by the garage's name.
-var facetSQL = map[string]string{
-	yard.FieldColor:       `SELECT color_key, COUNT(*) FROM cars WHERE %s GROUP BY color_key`,
-	yard.FieldType:        `SELECT type_key, COUNT(*) FROM cars WHERE %s GROUP BY type_key`,
-	yard.FieldDoors:       `SELECT CAST(doors AS TEXT), COUNT(*) FROM cars WHERE %s GROUP BY doors`,
-	yard.FieldMake:        `SELECT make_key, COUNT(*) FROM cars WHERE %s GROUP BY make_key`,
-	yard.FieldModel:       `SELECT model_key, COUNT(*) FROM cars WHERE %s GROUP BY model_key`,
-	yard.FieldYear:        `SELECT CAST(year AS TEXT), COUNT(*) FROM cars WHERE %s GROUP BY year`,
-	yard.FieldGarageID:    `SELECT garage_id, COUNT(*) FROM cars WHERE %s GROUP BY garage_id`,
-	yard.FieldGarageState: `SELECT garage_state_key, COUNT(*) FROM cars WHERE %s GROUP BY garage_state_key`,
-	yard.FieldGarageName: `SELECT g.name_key, SUM(x.n) FROM (SELECT garage_id, COUNT(*) AS n FROM cars WHERE %s GROUP BY garage_id) x
-		LEFT JOIN garages g ON g.id = x.garage_id GROUP BY g.name_key`,
-}
-
-// carFacet counts the cars matching where per value of field. Every group
-// is read and yard.SortFacet orders and cuts them, so both engines (and
-// the index) order ties the same way whatever the database's collation.
-func (db *DB) carFacet(ctx context.Context, field, where string, args []any) (yard.Facet, error) {
-	text, ok := facetSQL[field]
-	if !ok {
-		return yard.Facet{}, yard.Invalid("Unknown facet field.", yard.FieldError{Field: "facets", Message: "unknown field " + field})
-	}
-	rows, err := db.read.QueryContext(ctx, fmt.Sprintf(text, where), args...)
-	if err != nil {
-		return yard.Facet{}, err
-	}
-	defer rows.Close()
-	fc := yard.Facet{Field: field}
-	for rows.Next() {
-		var v sql.NullString
-		var n int
-		if err := rows.Scan(&v, &n); err != nil {
-			return yard.Facet{}, err
-		}
-		fc.Values = append(fc.Values, yard.FacetValue{Value: v.String, Null: !v.Valid, Count: n})
-	}
-	if err := rows.Err(); err != nil {
-		return yard.Facet{}, err
-	}
-	yard.SortFacet(&fc)
-	return fc, nil
-}
-
-// carPage runs the page query.
-func (db *DB) carPage(ctx context.Context, where string, args []any, page yard.Page) ([]*yard.Car, error) {
-	text, pageArgs := carPageSQL(db.engine, where, args, page)
-	rows, err := db.Query(ctx, text, pageArgs...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make([]*yard.Car, 0, page.Max)
-	for rows.Next() {
-		c, err := scanCar(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
-// carPageSQL returns the page query of a WHERE condition and its
-// arguments. On SQLite, LIMIT and OFFSET are written into the text as
-// numbers (they are ints, never client text): SQLite's planner looks at
-// bound LIMIT values and re-prepares a statement whenever they are
-// rebound, which doubled the cost of a page. PostgreSQL binds them.
-func carPageSQL(engine, where string, args []any, page yard.Page) (string, []any) {
-	head := `SELECT ` + carColumns + ` FROM cars WHERE ` + where + ` ORDER BY id`
-	if engine == SQLite {
-		return head + ` LIMIT ` + itoa(page.Max) + ` OFFSET ` + itoa(page.Offset), args
-	}
-	n := len(args)
-	return head + ` LIMIT CAST($` + itoa(n+1) + ` AS BIGINT) OFFSET $` + itoa(n+2), append(append(make([]any, 0, n+2), args...), page.Max, page.Offset)
-}
-
 // changeStamp returns the transaction's place in the commit order: the
 // number its events carry (store/events.go). Every write transaction on
 // cars or garages stamps the rows it writes (changed_version) and the ids
@@ -193,7 +87,8 @@ func changeStamp(ctx context.Context, tx *Tx) (int64, error) {
 }
 
 // carStamp is changeStamp for a transaction that writes cars or garages:
-// on PostgreSQL its commit is announced to the read leases (carlease.go).
+// on PostgreSQL it is announced to the read leases before its commit
+// (carannounce.go).
 func carStamp(ctx context.Context, tx *Tx) (int64, error) {
 	tx.carsWritten = true
 	return changeStamp(ctx, tx)
@@ -299,14 +194,16 @@ func updateCarRow(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 
 // ReplaceCar stores c under c.ID, creating the car when there is none.
 //
-// It is the busiest write (PUT /cars/{id}), so it costs as few statements
-// as the engine allows. On PostgreSQL it is one statement in its own
-// transaction: the garage's state looked up, the row inserted or
-// overwritten (stamped with the transaction id) and its event appended,
-// one round trip that queues on nothing but the car's own row. On SQLite
-// (in-process, one writer) it is the stamp and one UPDATE, or an INSERT
-// when there was no row. A garage that does not exist fails the foreign key: EINVALID
-// naming "garage", and nothing is written.
+// It is the busiest write (PUT /cars/{id}), so it costs as few round trips
+// as the engine allows. On PostgreSQL it is one statement: the garage's
+// state looked up, the row inserted or overwritten (stamped with the
+// transaction id) and its event appended, which queues on nothing but the
+// car's own row; it goes with its BEGIN and the read of the leases in one
+// round trip, and its COMMIT follows the announcement to the leases
+// (replaceCarPostgres). On SQLite (in-process, one writer) it is the stamp
+// and one UPDATE, or an INSERT when there was no row. A garage that does
+// not exist fails the foreign key: EINVALID naming "garage", and nothing
+// is written.
 func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 	ctx, span := db.span(ctx, "store.ReplaceCar")
 	defer span.End()
@@ -316,42 +213,56 @@ func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 	if c.ID == "" {
 		return false, yard.Invalid("The car needs an id.", yard.FieldError{Field: "id", Message: "is required"})
 	}
-	var created bool
-	var err error
 	if db.engine == Postgres {
-		created, err = db.replaceCarPostgres(ctx, c)
-	} else {
-		err = db.WithTx(ctx, func(tx *Tx) error {
-			v, err := carStamp(ctx, tx)
-			if err != nil {
+		return db.replaceCarPostgres(ctx, c)
+	}
+	var created bool
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		v, err := carStamp(ctx, tx)
+		if err != nil {
+			return err
+		}
+		now := Millis(tx.Now())
+		var createdAt int64
+		err = tx.QueryRowContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
+			make_key = $8, model = $9, model_key = $10, year = $11, garage_id = $12,
+			garage_state_key = (SELECT state_key FROM garages WHERE id = $12), updated_at = $13, changed_version = $14
+			WHERE id = $1 RETURNING created_at`,
+			c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make, strings.ToLower(c.Make),
+			c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), now, v).Scan(&createdAt)
+		if errors.Is(err, sql.ErrNoRows) {
+			created = true
+			if err := insertCar(ctx, tx, c, v); err != nil {
 				return err
 			}
-			now := Millis(tx.Now())
-			var createdAt int64
-			err = tx.QueryRowContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
-				make_key = $8, model = $9, model_key = $10, year = $11, garage_id = $12,
-				garage_state_key = (SELECT state_key FROM garages WHERE id = $12), updated_at = $13, changed_version = $14
-				WHERE id = $1 RETURNING created_at`,
-				c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make, strings.ToLower(c.Make),
-				c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), now, v).Scan(&createdAt)
-			if errors.Is(err, sql.ErrNoRows) {
-				created = true
-				if err := insertCar(ctx, tx, c, v); err != nil {
-					return err
-				}
-				return carEvent(ctx, tx, yard.EventCarCreated, c)
-			} else if err != nil {
-				return carWriteError(err)
-			}
-			c.CreatedAt, c.UpdatedAt = FromMillis(createdAt), FromMillis(now)
-			return carEvent(ctx, tx, yard.EventCarUpdated, c)
-		})
-	}
+			return carEvent(ctx, tx, yard.EventCarCreated, c)
+		} else if err != nil {
+			return carWriteError(err)
+		}
+		c.CreatedAt, c.UpdatedAt = FromMillis(createdAt), FromMillis(now)
+		return carEvent(ctx, tx, yard.EventCarUpdated, c)
+	})
 	return created, err
 }
 
-// replaceCarPostgres is ReplaceCar on PostgreSQL: one statement; xmax is 0
-// on a row the statement inserted.
+// replaceCarSQL is ReplaceCar's statement on PostgreSQL; xmax is 0 on a
+// row it inserted. The car's event is written by the same statement
+// (store/events.go).
+const replaceCarSQL = `WITH w AS (INSERT INTO cars (` + carWriteColumns + `)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text,
+			(SELECT state_key FROM garages WHERE id = $12::text), $13, $13, pg_current_xact_id()::text::bigint
+		ON CONFLICT (id) DO UPDATE SET ` + carUpsertSet + `
+		RETURNING created_at, xmax = 0 AS created),
+		e AS (INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
+			SELECT pg_current_xact_id()::text::bigint, 1, CASE WHEN w.created THEN 'car.created' ELSE 'car.updated' END,
+				$14, '', $13, $15 FROM w)
+		SELECT created_at, created, pg_current_xact_id()::text::bigint FROM w`
+
+// replaceCarPostgres is ReplaceCar on PostgreSQL: BEGIN, the statement and
+// the read of the leases in one round trip (a pipeline: the read takes its
+// snapshot after the statement took the transaction's id, as withTxOn's
+// does), then the announcement when another process holds a lease, COMMIT,
+// and the acknowledgements (carannounce.go).
 func (db *DB) replaceCarPostgres(ctx context.Context, c *yard.Car) (bool, error) {
 	now := Millis(db.Now())
 	c.UpdatedAt = FromMillis(now)
@@ -359,28 +270,57 @@ func (db *DB) replaceCarPostgres(ctx context.Context, c *yard.Car) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	var createdAt, xid int64
+	args := append(carFieldArgs(make([]any, 0, 15), c), now, yard.CarPath(c.ID), string(data))
+	var createdAt int64
 	var created bool
-	// The car's event is written by the same statement (store/events.go).
-	err = db.write.QueryRowContext(ctx, `WITH w AS (INSERT INTO cars (`+carWriteColumns+`)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text,
-			(SELECT state_key FROM garages WHERE id = $12::text), $13, $13, pg_current_xact_id()::text::bigint
-		ON CONFLICT (id) DO UPDATE SET `+carUpsertSet+`
-		RETURNING created_at, xmax = 0 AS created),
-		e AS (INSERT INTO events (tx, seq, type, subject, owner_id, at, data)
-			SELECT pg_current_xact_id()::text::bigint, 1, CASE WHEN w.created THEN 'car.created' ELSE 'car.updated' END,
-				$14, '', $13, $15 FROM w)
-		SELECT created_at, created, pg_current_xact_id()::text::bigint FROM w`,
-		append(carFieldArgs(make([]any, 0, 15), c), now, yard.CarPath(c.ID), string(data))...).Scan(&createdAt, &created, &xid)
+	cars, err := db.commitCarStatement(ctx, replaceCarSQL, args, &createdAt, &created)
 	if err != nil {
-		db.leases.bump() // committed or not, this process's reads ask the store
-		return false, carWriteError(err)
+		return false, err
 	}
 	c.CreatedAt = FromMillis(createdAt)
 	db.eventsCommitted()
-	// Read leases (carlease.go): as withTxOn does after a car write.
-	db.leases.carWritten(ctx, db, xid)
-	return created, nil
+	return created, cars.confirm(ctx) // the connection is back in the pool
+}
+
+// commitCarStatement runs statement q in a transaction of its own on a
+// connection of the write pool, with BEGIN and the read of the leases in
+// one round trip; its one row, scanned into dest, ends with the
+// transaction's id. It announces the transaction and commits it.
+func (db *DB) commitCarStatement(ctx context.Context, q string, args []any, dest ...any) (*carCommit, error) {
+	db.leases.init(db)
+	conn, err := db.write.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close() // a connection left in a transaction is not pooled again
+	var xid int64
+	var leases []readLease
+	var cars *carCommit
+	err = conn.Raw(func(dc any) error {
+		pc := dc.(*stdlib.Conn).Conn()
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN`)
+		b.Queue(q, args...).QueryRow(func(row pgx.Row) error { return row.Scan(append(dest, &xid)...) })
+		b.Queue(leasesSQL, db.leases.name).Query(func(rows pgx.Rows) (err error) {
+			leases, err = scanLeases(rows)
+			return err
+		})
+		err := pc.SendBatch(ctx, b).Close()
+		if err == nil {
+			cars, err = db.announceLeases(ctx, xid, leases)
+		}
+		if err != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			_, _ = pc.Exec(rctx, `ROLLBACK`)
+			return carWriteError(err)
+		}
+		if _, err := pc.Exec(ctx, `COMMIT`); err != nil {
+			return cars.failed(fmt.Errorf("commit: %w", err))
+		}
+		return nil
+	})
+	return cars, err
 }
 
 // carWriteError maps a failed write of a car row: a garage that does not
@@ -439,279 +379,4 @@ func (db *DB) DeleteCar(ctx context.Context, id string) error {
 		}
 		return deletedEvent(ctx, tx, yard.EventCarDeleted, yard.CarPath(id), "", id)
 	})
-}
-
-const garageColumns = `g.id, g.name, g.state, g.created_at, g.updated_at, (SELECT COUNT(*) FROM cars c WHERE c.garage_id = g.id)`
-
-func scanGarage(row interface{ Scan(...any) error }) (*yard.Garage, error) {
-	var g yard.Garage
-	var created, updated int64
-	if err := row.Scan(&g.ID, &g.Name, &g.State, &created, &updated, &g.CarCount); err != nil {
-		return nil, err
-	}
-	g.CreatedAt, g.UpdatedAt = FromMillis(created), FromMillis(updated)
-	return &g, nil
-}
-
-// FindGarageByID returns the garage with its car count, or ENOTFOUND.
-func (db *DB) FindGarageByID(ctx context.Context, id string) (*yard.Garage, error) {
-	ctx, span := db.span(ctx, "store.FindGarageByID")
-	defer span.End()
-	g, err := scanGarage(db.QueryRow(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
-	return g, notFound(err, "Garage")
-}
-
-// FindGarages returns a page of garages in id order and their number.
-func (db *DB) FindGarages(ctx context.Context, page yard.Page) ([]*yard.Garage, int, error) {
-	ctx, span := db.span(ctx, "store.FindGarages")
-	defer span.End()
-	var total int
-	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages`).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := db.read.QueryContext(ctx, `SELECT `+garageColumns+` FROM garages g ORDER BY g.id LIMIT CAST($1 AS BIGINT) OFFSET $2`, page.Max, page.Offset)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []*yard.Garage{}
-	for rows.Next() {
-		g, err := scanGarage(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, g)
-	}
-	return out, total, rows.Err()
-}
-
-// CreateGarage stores a new garage; one without id gets one.
-func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
-	ctx, span := db.span(ctx, "store.CreateGarage")
-	defer span.End()
-	if err := g.Validate(); err != nil {
-		return err
-	}
-	if g.ID == "" {
-		g.ID = yard.NewID()
-	}
-	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if err := insertGarage(ctx, tx, g, v); err != nil {
-			return err
-		}
-		return garageEvent(ctx, tx, yard.EventGarageCreated, g)
-	})
-}
-
-// insertGarage writes a new garage row stamped v.
-func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
-	now := Millis(tx.Now())
-	_, err := tx.ExecContext(ctx, `INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version)
-		VALUES ($1, $2, $3, $4, $5, $6, $6, $7)`, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now, v)
-	if isUniqueViolation(err) {
-		return yard.Errorf(yard.ECONFLICT, "A garage with id %q exists.", g.ID)
-	} else if err != nil {
-		return err
-	}
-	g.CreatedAt, g.UpdatedAt, g.CarCount = FromMillis(now), FromMillis(now), 0
-	return nil
-}
-
-// updateGarageRow writes g's fields and carries a state change to the
-// copy on its cars. The garage row is stamped v; its cars
-// are not: an index keeps a garage's state once, on the garage.
-func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
-	now := Millis(tx.Now())
-	if _, err := tx.ExecContext(ctx, `UPDATE garages SET name = $2, name_key = $3, state = $4, state_key = $5, updated_at = $6,
-		changed_version = $7 WHERE id = $1`,
-		g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now, v); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE cars SET garage_state_key = $2 WHERE garage_id = $1 AND garage_state_key <> $2`,
-		g.ID, strings.ToLower(g.State)); err != nil {
-		return err
-	}
-	g.UpdatedAt = FromMillis(now)
-	return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, g.ID).Scan(&g.CarCount)
-}
-
-// ReplaceGarage stores g under g.ID, creating the garage when there is none.
-func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
-	ctx, span := db.span(ctx, "store.ReplaceGarage")
-	defer span.End()
-	if err := g.Validate(); err != nil {
-		return false, err
-	}
-	if g.ID == "" {
-		return false, yard.Invalid("The garage needs an id.", yard.FieldError{Field: "id", Message: "is required"})
-	}
-	created := false
-	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
-		old, err := scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, g.ID))
-		typ := yard.EventGarageUpdated
-		if errors.Is(err, sql.ErrNoRows) {
-			created, typ = true, yard.EventGarageCreated
-			err = insertGarage(ctx, tx, g, v)
-		} else if err == nil {
-			g.CreatedAt, g.CarCount = old.CreatedAt, old.CarCount
-			err = updateGarageRow(ctx, tx, g, v)
-		}
-		if err != nil {
-			return err
-		}
-		return garageEvent(ctx, tx, typ, g)
-	})
-	return created, err
-}
-
-// UpdateGarage changes the given fields of a garage and returns it.
-func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate) (*yard.Garage, error) {
-	ctx, span := db.span(ctx, "store.UpdateGarage")
-	defer span.End()
-	var g *yard.Garage
-	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
-		g, err = scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
-		if err != nil {
-			return notFound(err, "Garage")
-		}
-		if upd.Name != nil {
-			g.Name = *upd.Name
-		}
-		if upd.State != nil {
-			g.State = *upd.State
-		}
-		if err := g.Validate(); err != nil {
-			return err
-		}
-		if err := updateGarageRow(ctx, tx, g, v); err != nil {
-			return err
-		}
-		return garageEvent(ctx, tx, yard.EventGarageUpdated, g)
-	})
-	return g, err
-}
-
-// DeleteGarage removes an empty garage; one holding cars is ECONFLICT.
-func (db *DB) DeleteGarage(ctx context.Context, id string) error {
-	ctx, span := db.span(ctx, "store.DeleteGarage")
-	defer span.End()
-	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages WHERE id = $1`, id).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			return yard.Errorf(yard.ENOTFOUND, "Garage not found.")
-		}
-		var held int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, id).Scan(&held); err != nil {
-			return err
-		}
-		if held > 0 {
-			return yard.Errorf(yard.ECONFLICT, "The garage holds %d %s; move or delete them first.", held, map[bool]string{true: "car", false: "cars"}[held == 1])
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM garages WHERE id = $1`, id); err != nil {
-			return err
-		}
-		if err := tombstone(ctx, tx, "garage", id, v); err != nil {
-			return err
-		}
-		return deletedEvent(ctx, tx, yard.EventGarageDeleted, yard.GaragePath(id), "", id)
-	})
-}
-
-// CountCarsUncached counts the cars matching q (benchmarks and
-// diagnostics).
-func (db *DB) CountCarsUncached(ctx context.Context, q yard.Query) (int, error) {
-	where, args := CompileCarQuery(db.engine, q, nil)
-	var n int
-	err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE `+where, args...).Scan(&n)
-	return n, err
-}
-
-// ExplainCars returns the engine's plan for the page query and the count
-// query of q (EXPLAIN QUERY PLAN on SQLite, EXPLAIN on PostgreSQL), to
-// show which indexes they use.
-func (db *DB) ExplainCars(ctx context.Context, q yard.Query, page yard.Page) (string, error) {
-	where, args := CompileCarQuery(db.engine, q, nil)
-	pageSQL, pageArgs := carPageSQL(db.engine, where, args, page)
-	countSQL := `SELECT COUNT(*) FROM cars WHERE ` + where
-	var b strings.Builder
-	for _, stmt := range []struct {
-		sql  string
-		args []any
-	}{{pageSQL, pageArgs}, {countSQL, args}} {
-		b.WriteString(strings.Join(strings.Fields(stmt.sql), " ") + "\n")
-		lines, err := db.explain(ctx, stmt.sql, stmt.args...)
-		if err != nil {
-			return "", err
-		}
-		for _, line := range lines {
-			b.WriteString("  " + line + "\n")
-		}
-	}
-	return b.String(), nil
-}
-
-// explain returns the engine's plan of one statement, a line per row
-// (EXPLAIN QUERY PLAN on SQLite, EXPLAIN on PostgreSQL).
-func (db *DB) explain(ctx context.Context, query string, args ...any) ([]string, error) {
-	prefix := `EXPLAIN `
-	if db.engine == SQLite {
-		prefix = `EXPLAIN QUERY PLAN `
-	}
-	rows, err := db.read.QueryContext(ctx, prefix+query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var lines []string
-	for rows.Next() {
-		vals, err := scanValues(rows, len(cols))
-		if err != nil {
-			return nil, err
-		}
-		// SQLite: id, parent, notused, detail; PostgreSQL: one text column.
-		switch v := vals[len(vals)-1].(type) {
-		case []byte:
-			lines = append(lines, string(v))
-		default:
-			lines = append(lines, strings.TrimSpace(fmtAny(v)))
-		}
-	}
-	return lines, rows.Err()
-}
-
-// scanValues scans the current row of n columns of any types.
-func scanValues(rows *sql.Rows, n int) ([]any, error) {
-	vals := make([]any, n)
-	ptrs := make([]any, n)
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	return vals, rows.Scan(ptrs...)
-}
-
-func fmtAny(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return fmt.Sprint(v)
 }

@@ -41,15 +41,16 @@ func (db *DB) CarsChangedSince(ctx context.Context, since yard.CarPosition) (boo
 		return db.quiet.changedSince(ctx, db, since)
 	}
 	gen := db.leases.probeBegins()
-	changed, err := db.carsChangedSince(ctx, since)
-	if err == nil && !changed {
-		db.leases.probeFoundNothing(gen, since)
+	changed, snap, err := db.carsChangedSince(ctx, since)
+	if err == nil {
+		db.leases.probed(gen, since, changed, snap)
 	}
 	return changed, err
 }
 
-// carsChangedSince is CarsChangedSince's statement.
-func (db *DB) carsChangedSince(ctx context.Context, since yard.CarPosition) (bool, error) {
+// carsChangedSince is CarsChangedSince's statement; on PostgreSQL it also
+// returns the statement's snapshot (as text), for the read lease (probed).
+func (db *DB) carsChangedSince(ctx context.Context, since yard.CarPosition) (bool, string, error) {
 	cars, args := db.changedAfter("changed_version", since)
 	garages, _ := db.changedAfter("changed_version", since)
 	tombs, _ := db.changedAfter("version", since)
@@ -58,15 +59,19 @@ func (db *DB) carsChangedSince(ctx context.Context, since yard.CarPosition) (boo
 	// prepared statement) of an EXISTS expects a third of the table to
 	// match and scans the table for a first row that is not there.
 	// On SQLite a clock that has not moved says it first: one read.
-	clock := ``
+	clock, snapshot := ``, `''`
 	if db.engine == SQLite {
 		clock = `WHEN (SELECT tx FROM event_clock WHERE id = 1) < $1 THEN 0 `
+	} else {
+		snapshot = `pg_current_snapshot()::text`
 	}
 	var n int
+	var snap string
 	err := db.QueryRow(ctx, `SELECT CASE `+clock+`WHEN (SELECT changed_version FROM cars WHERE `+cars+` ORDER BY changed_version LIMIT 1) IS NOT NULL
 		OR (SELECT changed_version FROM garages WHERE `+garages+` ORDER BY changed_version LIMIT 1) IS NOT NULL
-		OR (SELECT version FROM car_tombstones WHERE `+tombs+` ORDER BY version LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END`, args...).Scan(&n)
-	return n == 1, err
+		OR (SELECT version FROM car_tombstones WHERE `+tombs+` ORDER BY version LIMIT 1) IS NOT NULL THEN 1 ELSE 0 END, `+snapshot,
+		args...).Scan(&n, &snap)
+	return n == 1, snap, err
 }
 
 // ReadCarChanges reads, in one snapshot of the store, everything about
@@ -265,14 +270,15 @@ func (q *quietProbe) changedSince(ctx context.Context, db *DB, since yard.CarPos
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shm == nil && !q.open(ctx, db) {
-		return db.carsChangedSince(ctx, since)
+		changed, _, err := db.carsChangedSince(ctx, since)
+		return changed, err
 	}
 	now, quiet := q.quietLocked(since)
 	if quiet {
 		return false, nil
 	}
 	q.ran++
-	changed, err := db.carsChangedSince(ctx, since)
+	changed, _, err := db.carsChangedSince(ctx, since)
 	if err == nil && !changed {
 		q.header, q.at = now, since.Horizon
 	}
@@ -282,8 +288,8 @@ func (q *quietProbe) changedSince(ctx context.Context, db *DB, since yard.CarPos
 // CarsQuietSince reports, without a query, that nothing changed after
 // since: on SQLite, when the WAL index's header still reads as it did
 // before a probe that found nothing after since or an earlier position;
-// on PostgreSQL, while this process holds a read lease and has heard of no
-// car write since such a probe (carlease.go).
+// on PostgreSQL, while this process holds a read lease and knows of no car
+// write since such a probe that it has not seen (carlease.go).
 // False says nothing; CarsChangedSince answers then.
 func (db *DB) CarsQuietSince(since yard.CarPosition) bool {
 	if since.IsZero() {

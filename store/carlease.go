@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,32 +13,42 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/internal/batch"
+	"github.com/yard-api/yard/internal/outage"
 )
 
 // Read leases of the car search index on PostgreSQL (docs/cars.md, "Read
 // leases"). Without one, every car read asks the store whether cars
 // changed since the index's position (CarsChangedSince): a round trip per
 // few requests. A process that holds a lease answers without asking while
-// no car write was heard of since its last probe that found nothing:
+// it knows of no car write it has not seen:
 //
 //   - A process holding a lease has a row in car_readers (its name, when the
 //     lease ends by the store's clock, and the snapshot it began at), LISTENs
 //     on yard_cars and renews the row every third of the term from the
 //     same connection, so a process that cannot hear notifications stops
 //     renewing.
-//   - After a transaction that wrote cars or garages commits, before the
-//     write is answered, the writer reads the live leases; when another
-//     process's lease began before the commit, the commit's id is sent on
-//     yard_cars and the writer waits until every such process has
-//     acknowledged it (on yard_car_acks) or its lease has ended.
-//   - A holder counts what it hears (gen) before it acknowledges, and answers
-//     a read without asking only when gen has not moved since a probe that
-//     found nothing: so a read that starts after a write was answered
-//     either asks the store or follows a probe that saw the write.
+//   - A transaction that wrote cars or garages, before its commit, reads the
+//     live leases; when another process holds one, the transaction's id is
+//     sent on yard_cars, from another connection, and that notification has
+//     committed before the write commits (carannounce.go). A write whose
+//     announcement fails is rolled back.
+//   - A holder counts what it hears (gen) and keeps the transaction ids it
+//     heard of as pending until a probe's snapshot shows them finished;
+//     it answers a read without asking only when gen has not moved since a
+//     probe that found nothing and nothing is pending. So a committed
+//     write is never missed by a holder whose listening connection lives,
+//     whatever becomes of the writer after its commit.
+//   - After the commit, the writer waits until every holder it announced
+//     the write to has acknowledged it (on yard_car_acks: the holder counted
+//     it first), or its lease has ended or begun again; so a read that
+//     starts after the write was answered asks the store. When that cannot
+//     be known, the write is answered EUNAVAILABLE: it may have been applied.
+//   - A lease that begins takes as pending every transaction running just
+//     after its row committed: those may have read the leases before the row
+//     was there.
 //   - A holder stops answering without asking, at once, when its listening
 //     connection fails, and by its own clock before the store's lease ends.
 //
@@ -51,18 +59,19 @@ const (
 	carsChannel    = "yard_cars"
 	carAcksChannel = "yard_car_acks"
 	// DefaultCarLease is serve's --car-read-lease, MaxCarLease its
-	// largest value: a writer that cannot read the leases waits that long.
+	// largest value.
 	DefaultCarLease = 3 * time.Second
 	MaxCarLease     = 10 * time.Second
-	// carAckWaitMax bounds a writer's wait for the acknowledgements of one
-	// commit, for a holder that renews its lease but never answers.
-	carAckWaitMax = 10 * time.Second
 	// carAckGather is how long the listener waits for more notifications
 	// before it acknowledges those it has (one NOTIFY for all of them).
 	carAckGather = 20 * time.Microsecond
 	// notifyPayloadMax keeps a NOTIFY payload under PostgreSQL's 8,000
 	// bytes.
 	notifyPayloadMax = 7000
+	// pendingMax bounds the transactions a holder keeps as pending while
+	// no read probes: past it the lease begins again (renew), which
+	// takes as pending only what still runs.
+	pendingMax = 4096
 )
 
 // nowMillisPG is the store's clock in Unix milliseconds.
@@ -75,29 +84,29 @@ type carLeases struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the listener has stopped
 	logger *slog.Logger
+	down   outage.Tracker // the listener's failures, logged once per outage
 
 	mu        sync.Mutex
-	listening chan struct{}    // closed while the listener listens; replaced when it stops
-	term      time.Duration    // > 0: this process holds a lease of this length
-	gen       uint64           // car writes heard of, own commits and lease starts
-	until     time.Time        // the lease ends, by this process's clock; zero: no lease
-	quietGen  uint64           // gen when the last probe that found nothing began
-	quietAt   yard.CarPosition // that probe's position; zero: none
+	listening chan struct{} // closed while the listener listens; replaced when it stops
+	stops     uint64        // times the listener stopped: acknowledgements since lost
+	term      time.Duration // > 0: this process holds a lease of this length
+	fresh     bool          // the next renewal begins the lease again
+	view      leaseView
 	waits     map[int64]*carAckWait
-	// announcer shares the statements after car commits among
-	// concurrent writers (internal/batch): one read of the live leases,
-	// started after each of those commits, and one NOTIFY of the commits
-	// when a lease needs to hear of them. An item is a commit's
-	// transaction id, or 0 for a read of the leases alone.
-	announcer batch.Queue[int64, []readLease]
+	// announcer shares the NOTIFY of car transactions among concurrent
+	// writers (internal/batch): one for all that queued meanwhile.
+	announcer batch.Queue[int64, struct{}]
 	quietHits atomic.Int64 // reads answered without asking (CarReadsWithoutProbe)
 	pid       uint32       // the listening connection's backend, for the tests
 }
 
-// carAckWait is a writer waiting for the acknowledgements of its commit.
-type carAckWait struct {
-	acked map[string]bool
-	woken chan struct{}
+// leaseView is what a holder knows of the car writes (carLeases.mu).
+type leaseView struct {
+	gen      uint64             // car writes heard of, own commits and lease starts
+	until    time.Time          // the lease ends, by this process's clock; zero: no lease
+	quietGen uint64             // gen when the last probe that found nothing began
+	quietAt  yard.CarPosition   // that probe's position; zero: none
+	pending  map[int64]struct{} // transactions not yet seen finished by a probe
 }
 
 func (l *carLeases) init(db *DB) {
@@ -110,12 +119,13 @@ func (l *carLeases) init(db *DB) {
 		l.done = make(chan struct{})
 		l.listening = make(chan struct{})
 		l.waits = map[int64]*carAckWait{}
-		l.announcer.Run = func(xids []int64, res []batch.Result[[]readLease]) {
+		l.view.pending = map[int64]struct{}{}
+		l.announcer.Run = func(xids []int64, res []batch.Result[struct{}]) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			leases, err := l.announce(ctx, db, slices.DeleteFunc(slices.Clone(xids), func(x int64) bool { return x == 0 }))
+			err := l.announce(ctx, db, xids)
 			for i := range res {
-				res[i] = batch.Result[[]readLease]{Val: leases, Err: err}
+				res[i].Err = err
 			}
 		}
 		l.mu.Unlock()
@@ -145,7 +155,8 @@ func (db *DB) HoldCarLease(ctx context.Context, term time.Duration, logger *slog
 	case <-l.done:
 	}
 	l.mu.Lock()
-	l.term, l.until = 0, time.Time{}
+	l.term, l.view.until = 0, time.Time{}
+	clear(l.view.pending)
 	l.mu.Unlock()
 	// Writers stop waiting for this process.
 	c, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -153,7 +164,7 @@ func (db *DB) HoldCarLease(ctx context.Context, term time.Duration, logger *slog
 	_, _ = db.write.ExecContext(c, `DELETE FROM car_readers WHERE id = $1`, l.name)
 }
 
-// closeLeases stops the listener (Close).
+// close stops the listener (Close).
 func (l *carLeases) close() {
 	l.mu.Lock()
 	cancel, done := l.cancel, l.done
@@ -180,16 +191,18 @@ func (l *carLeases) run(db *DB) {
 	for {
 		err := l.listen(db)
 		l.mu.Lock()
-		l.until = time.Time{}
+		l.view.until = time.Time{}
 		l.listening = make(chan struct{})
+		l.stops++
 		for _, w := range l.waits {
-			wake(w.woken) // to read the leases again
+			wake(w.woken) // their acknowledgements may be lost
 		}
 		l.mu.Unlock()
 		if l.ctx.Err() != nil {
 			return
 		}
-		l.log().Warn("car read lease: listening failed; car reads ask the store until it is back", slog.String("error", err.Error()))
+		// Until it listens again, car reads ask the store.
+		l.down.LoopError(l.log(), "car read lease", err, Unavailable(err) != nil)
 		select {
 		case <-l.ctx.Done():
 			return
@@ -205,66 +218,67 @@ func wake(c chan struct{}) {
 	}
 }
 
-// listen holds one connection: LISTEN on both channels, the lease's
-// renewals, the acknowledgements.
+// listen holds one connection of its own, outside the store's pools (which
+// writers waiting to announce may have taken whole): LISTEN on both
+// channels, the lease's renewals, the acknowledgements.
 func (l *carLeases) listen(db *DB) error {
-	conn, err := db.read.Conn(l.ctx)
+	pc, err := pgx.Connect(l.ctx, withConnectTimeout(db.dsn))
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	return conn.Raw(func(dc any) error {
-		pc := dc.(*stdlib.Conn).Conn()
-		if _, err := pc.Exec(l.ctx, `LISTEN `+carsChannel+`; LISTEN `+carAcksChannel); err != nil {
-			return err
-		}
-		defer func() {
-			c, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_, _ = pc.Exec(c, `UNLISTEN *`)
-		}()
-		var renewAt time.Time
+	defer func() {
+		c, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = pc.Close(c)
+	}()
+	if _, err := pc.Exec(l.ctx, `LISTEN `+carsChannel+`; LISTEN `+carAcksChannel); err != nil {
+		return err
+	}
+	l.down.LoopError(l.log(), "car read lease", nil, true)
+	var renewAt time.Time
+	l.mu.Lock()
+	l.pid = pc.PgConn().PID()
+	l.fresh = true // a lease taken on this connection begins anew
+	close(l.listening)
+	l.mu.Unlock()
+	for {
 		l.mu.Lock()
-		l.pid = pc.PgConn().PID()
-		close(l.listening)
+		term, fresh := l.term, l.fresh
 		l.mu.Unlock()
-		for {
+		if term > 0 && (fresh || !time.Now().Before(renewAt)) {
+			if err := l.renew(pc, term, fresh); err != nil {
+				return err
+			}
+			renewAt = time.Now().Add(term / 3)
+		} else if term == 0 {
 			l.mu.Lock()
-			term := l.term
+			l.fresh = true
 			l.mu.Unlock()
-			if term > 0 && !time.Now().Before(renewAt) {
-				if err := l.renew(pc, term, renewAt.IsZero()); err != nil {
-					return err
-				}
-				renewAt = time.Now().Add(term / 3)
-			} else if term == 0 {
-				renewAt = time.Time{}
-			}
-			wait := 250 * time.Millisecond // a lease taken meanwhile starts soon
-			if term > 0 {
-				wait = time.Until(renewAt)
-			}
-			n, err := l.notification(pc, wait)
+		}
+		wait := 250 * time.Millisecond // a lease taken meanwhile starts soon
+		if term > 0 {
+			wait = time.Until(renewAt)
+		}
+		n, err := l.notification(pc, wait)
+		if err != nil {
+			return err
+		} else if n == nil {
+			continue
+		}
+		batch := []*pgconn.Notification{n}
+		for len(batch) < 512 {
+			n, err := l.notification(pc, carAckGather)
 			if err != nil {
 				return err
 			} else if n == nil {
-				continue
+				break
 			}
-			batch := []*pgconn.Notification{n}
-			for len(batch) < 512 {
-				n, err := l.notification(pc, carAckGather)
-				if err != nil {
-					return err
-				} else if n == nil {
-					break
-				}
-				batch = append(batch, n)
-			}
-			if err := l.heard(db, batch); err != nil {
-				return err
-			}
+			batch = append(batch, n)
 		}
-	})
+		if err := l.heard(db, batch); err != nil {
+			return err
+		}
+	}
 }
 
 // notification waits up to d for a notification on pc: nil, nil when none
@@ -279,51 +293,69 @@ func (l *carLeases) notification(pc *pgx.Conn, d time.Duration) (*pgconn.Notific
 	return n, err
 }
 
-// renew takes (first) or extends the lease. Its end by this process's
+// renew takes (fresh) or extends the lease. Its end by this process's
 // clock is counted from before the statement, and a sixth of the term
-// earlier than the store's, so it never outlives the row writers read.
-func (l *carLeases) renew(pc *pgx.Conn, term time.Duration, first bool) error {
+// earlier than the store's, so it never outlives the row writers read. A
+// lease whose row has ended by the store's clock begins again: writers
+// that read the leases meanwhile did not announce their writes to it.
+func (l *carLeases) renew(pc *pgx.Conn, term time.Duration, fresh bool) error {
 	start := time.Now()
 	ms := term.Milliseconds()
-	if first {
-		// The row says which commits came before the lease: a writer
-		// does not wait for a lease that began after its commit, whose
-		// first read asks the store (gen moves below).
+	if !fresh {
+		tag, err := pc.Exec(l.ctx, `UPDATE car_readers SET expires_ms = `+nowMillisPG+` + $2
+			WHERE id = $1 AND expires_ms > `+nowMillisPG, l.name, ms)
+		if err != nil {
+			return err
+		}
+		fresh = tag.RowsAffected() == 0
+	}
+	var running []int64
+	if fresh {
 		if _, err := pc.Exec(l.ctx, `INSERT INTO car_readers (id, expires_ms, started)
 			VALUES ($1, `+nowMillisPG+` + $2, pg_current_snapshot()::text)
 			ON CONFLICT (id) DO UPDATE SET expires_ms = excluded.expires_ms, started = excluded.started`, l.name, ms); err != nil {
 			return err
 		}
-		// Rows of processes gone for a minute.
-		_, _ = pc.Exec(l.ctx, `DELETE FROM car_readers WHERE expires_ms < `+nowMillisPG+` - 60000`)
-	} else {
-		tag, err := pc.Exec(l.ctx, `UPDATE car_readers SET expires_ms = `+nowMillisPG+` + $2 WHERE id = $1`, l.name, ms)
-		if err != nil {
+		// The transactions running now, after the row committed: a car
+		// write among them may have read the leases before the row was
+		// there, so it was not announced here. Each is pending until a
+		// probe sees it finished.
+		var snap string
+		if err := pc.QueryRow(l.ctx, `SELECT pg_current_snapshot()::text`).Scan(&snap); err != nil {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			return errors.New("the lease's row is gone")
+		s, ok := parseSnapshot(snap)
+		if !ok {
+			return errBadSnapshot(snap)
 		}
+		running = s.xip
+		// Rows of processes gone for a minute.
+		_, _ = pc.Exec(l.ctx, `DELETE FROM car_readers WHERE expires_ms < `+nowMillisPG+` - 60000`)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.term == 0 {
 		// HoldCarLease ended during the statement, and its DELETE may
 		// have come first: the row goes again.
-		l.until = time.Time{}
+		l.view.until = time.Time{}
 		_, err := pc.Exec(l.ctx, `DELETE FROM car_readers WHERE id = $1`, l.name)
 		return err
 	}
-	if first {
-		l.gen++
+	if fresh {
+		l.fresh = false
+		l.view.gen++
+		clear(l.view.pending) // what was pending and still runs is in running
+		for _, x := range running {
+			l.view.pending[x] = struct{}{}
+		}
 	}
-	l.until = start.Add(term - term/6)
+	l.view.until = start.Add(term - term/6)
 	return nil
 }
 
-// heard takes a batch of notifications: writes (count them, then
-// acknowledge them, in that order) and acknowledgements (wake their
-// writers).
+// heard takes a batch of notifications: writes (count them and keep them
+// pending, then acknowledge them, in that order) and acknowledgements
+// (wake their writers).
 func (l *carLeases) heard(db *DB, batch []*pgconn.Notification) error {
 	var ack []string
 	l.mu.Lock()
@@ -335,9 +367,16 @@ func (l *carLeases) heard(db *DB, batch []*pgconn.Notification) error {
 			if len(f) < 2 {
 				continue
 			}
-			l.gen++
-			if holder && f[0] != l.name {
-				ack = append(ack, f[1:]...)
+			l.view.gen++
+			if holder {
+				for _, s := range f[1:] {
+					if xid, err := strconv.ParseInt(s, 10, 64); err == nil {
+						l.pendLocked(xid)
+					}
+				}
+				if f[0] != l.name {
+					ack = append(ack, f[1:]...)
+				}
 			}
 		case carAcksChannel:
 			f := strings.Fields(n.Payload)
@@ -370,216 +409,67 @@ func (l *carLeases) heard(db *DB, batch []*pgconn.Notification) error {
 	return nil
 }
 
-// carWritten is the rest of a car write on PostgreSQL after its commit
-// (docs/cars.md, "Read leases"): this process's reads ask the store from
-// now on; the commit is announced on yard_cars, and the write waits until
-// every other holder of a live lease that began before the commit has
-// acknowledged it or lost its lease.
-func (l *carLeases) carWritten(ctx context.Context, db *DB, xid int64) {
-	l.init(db)
-	w := &carAckWait{acked: map[string]bool{}, woken: make(chan struct{}, 1)}
-	l.mu.Lock()
-	l.gen++
-	listening := l.listening
-	l.waits[xid] = w
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		delete(l.waits, xid)
-		l.mu.Unlock()
-	}()
-	// Acknowledgements are heard from before the announcement.
-	t := time.NewTimer(time.Second)
-	select {
-	case <-listening:
-	case <-t.C:
-	case <-ctx.Done():
+// pendLocked keeps transaction xid pending (l.mu held). Past pendingMax
+// the lease ends here and begins again at the next renewal.
+func (l *carLeases) pendLocked(xid int64) {
+	if l.fresh {
+		return // the lease begins again: what runs then is pending
 	}
-	t.Stop()
-	start := time.Now()
-	deadline := start.Add(carAckWaitMax)
-	leases, err := l.announcer.Do(ctx, xid)
-	for try := 1; err != nil && try < 3 && ctx.Err() == nil; try++ {
-		sleepCtx(ctx, 100*time.Millisecond)
-		leases, err = l.announcer.Do(ctx, xid)
-	}
-	for {
-		if err != nil {
-			// Unknown whether it was heard, or who holds a lease: wait
-			// until every lease that could be live has ended.
-			sleepCtx(ctx, time.Until(start.Add(MaxCarLease)))
-			return
-		}
-		// Read the leases again when the first pending one ends, or
-		// after 50 ms (a lease taken again after a failure); an
-		// acknowledgement only needs the list read already.
-		for {
-			left, pending := 50*time.Millisecond, false
-			l.mu.Lock()
-			for _, r := range leases {
-				if !w.acked[r.id] && !r.startedAfter(xid) {
-					left, pending = min(left, r.left), true
-				}
-			}
-			l.mu.Unlock()
-			if !pending {
-				return
-			}
-			if time.Now().After(deadline) {
-				l.log().Warn("car read lease: a reader did not acknowledge a car write", slog.Int64("xid", xid))
-				return
-			}
-			t := time.NewTimer(max(left, time.Millisecond))
-			select {
-			case <-w.woken:
-				t.Stop()
-				continue
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return
-			}
-			break
-		}
-		leases, err = l.announcer.Do(ctx, 0)
-	}
-}
-
-// readLease is another process's live lease: its name, the time left by the
-// store's clock, and the snapshot it began at.
-type readLease struct {
-	id      string
-	left    time.Duration
-	started string
-}
-
-// startedAfter reports whether transaction xid, committed, is visible in
-// the snapshot the lease began at (pg_visible_in_snapshot, from the
-// snapshot's text xmin:xmax:xip,...): the lease's first read then asks the
-// store, which holds the commit.
-func (r readLease) startedAfter(xid int64) bool {
-	xmin, rest, ok1 := strings.Cut(r.started, ":")
-	xmax, xip, ok2 := strings.Cut(rest, ":")
-	lo, err1 := strconv.ParseInt(xmin, 10, 64)
-	hi, err2 := strconv.ParseInt(xmax, 10, 64)
-	if !ok1 || !ok2 || err1 != nil || err2 != nil {
-		return false
-	}
-	if xid < lo {
-		return true
-	}
-	if xid >= hi {
-		return false
-	}
-	for _, s := range strings.Split(xip, ",") {
-		if s == strconv.FormatInt(xid, 10) {
-			return false
-		}
-	}
-	return true
-}
-
-// announce reads the other processes' live leases and, when one of them
-// began before any of xids committed, sends those on yard_cars. With no
-// such lease nobody needs to hear of the commits: a lease that began after
-// this read began after them, and its first read asks the store.
-func (l *carLeases) announce(ctx context.Context, db *DB, xids []int64) ([]readLease, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT id, expires_ms - `+nowMillisPG+`, started FROM car_readers
-		WHERE id <> $1 AND expires_ms > `+nowMillisPG, l.name)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []readLease
-	for rows.Next() {
-		var r readLease
-		var ms int64
-		if err := rows.Scan(&r.id, &ms, &r.started); err != nil {
-			return nil, err
-		}
-		r.left = time.Duration(ms) * time.Millisecond
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	var heard []int64
-	for _, xid := range xids {
-		for _, r := range out {
-			if !r.startedAfter(xid) {
-				heard = append(heard, xid)
-				break
-			}
-		}
-	}
-	for len(heard) > 0 {
-		payload := l.name
-		for len(heard) > 0 && len(payload) < notifyPayloadMax {
-			payload += " " + strconv.FormatInt(heard[0], 10)
-			heard = heard[1:]
-		}
-		if err := notifyAsync(ctx, db, carsChannel, payload); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// notifyAsync sends a notification from a connection that commits without
-// waiting for the WAL's flush (the replay writer's, openReplayWriter). A
-// NOTIFY gives its transaction an id, and PostgreSQL commits notifying
-// transactions one at a time: each waiting for the flush, a write and its
-// acknowledgement cost about 7 ms more at 32 writers. A notification lost
-// to a crash of PostgreSQL loses nothing here: every listener's connection
-// ends with it, and so every lease.
-func notifyAsync(ctx context.Context, db *DB, channel, payload string) error {
-	_, err := db.replayWrite.ExecContext(ctx, `SELECT pg_notify('`+channel+`', $1)`, payload)
-	return err
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	if d <= 0 {
+	if len(l.view.pending) >= pendingMax {
+		l.fresh, l.view.until = true, time.Time{}
+		clear(l.view.pending)
 		return
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	l.view.pending[xid] = struct{}{}
 }
 
 // bump makes this process's next read ask the store.
 func (l *carLeases) bump() {
 	l.mu.Lock()
-	l.gen++
+	l.view.gen++
 	l.mu.Unlock()
 }
 
 // probeBegins returns what a probe of CarsChangedSince notes before its
-// statement; probeFoundNothing records that it found nothing after since.
+// statement; probed takes what the statement found.
 func (l *carLeases) probeBegins() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.gen
+	return l.view.gen
 }
 
-func (l *carLeases) probeFoundNothing(gen uint64, since yard.CarPosition) {
+// probed records a probe at since, begun at gen, whose snapshot (as text)
+// was snap: the pending transactions finished in it are no longer pending
+// (the probe saw what they wrote), and when it found nothing changed a read
+// at since may go without asking until gen moves.
+func (l *carLeases) probed(gen uint64, since yard.CarPosition, changed bool, snap string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.quietGen, l.quietAt = gen, since
+	if len(l.view.pending) > 0 {
+		if s, ok := parseSnapshot(snap); ok {
+			for x := range l.view.pending {
+				if s.finished(x) {
+					delete(l.view.pending, x)
+				}
+			}
+		}
+	}
+	if !changed {
+		l.view.quietGen, l.view.quietAt = gen, since
+	}
 }
 
 // quiet reports whether a read at since may go without asking the store:
-// the lease is live, and no car write was heard of since a probe that
-// found nothing after since. (The position must be the probe's own: on
-// PostgreSQL two positions with the same horizon can be different
-// snapshots. An index holds the position it probed at until a probe finds
-// a change, so nothing is lost by asking for the same one.)
+// the lease is live, nothing is pending, and no car write was heard of
+// since a probe that found nothing after since. (The position must be the
+// probe's own: on PostgreSQL two positions with the same horizon can be
+// different snapshots. An index holds the position it probed at until a
+// probe finds a change, so nothing is lost by asking for the same one.)
 func (l *carLeases) quiet(since yard.CarPosition) bool {
 	l.mu.Lock()
-	ok := !l.until.IsZero() && time.Now().Before(l.until) && !l.quietAt.IsZero() &&
-		since == l.quietAt && l.gen == l.quietGen
+	v := &l.view
+	ok := !v.until.IsZero() && time.Now().Before(v.until) && !v.quietAt.IsZero() &&
+		since == v.quietAt && v.gen == v.quietGen && len(v.pending) == 0
 	l.mu.Unlock()
 	if ok {
 		l.quietHits.Add(1)
@@ -591,3 +481,57 @@ func (l *carLeases) quiet(since yard.CarPosition) bool {
 // without asking the store, under its read lease (PostgreSQL; docs/cars.md,
 // "Read leases").
 func (db *DB) CarReadsWithoutProbe() int64 { return db.leases.quietHits.Load() }
+
+// pgSnapshot is a pg_snapshot: every transaction below xmin had finished
+// when it was taken, every one from xmax on had not, and between them
+// those in xip had not.
+type pgSnapshot struct {
+	xmin, xmax int64
+	xip        []int64
+}
+
+// parseSnapshot reads a pg_snapshot's text, xmin:xmax:xip,...
+func parseSnapshot(s string) (pgSnapshot, bool) {
+	xmin, rest, ok1 := strings.Cut(s, ":")
+	xmax, xip, ok2 := strings.Cut(rest, ":")
+	var snap pgSnapshot
+	var err1, err2 error
+	snap.xmin, err1 = strconv.ParseInt(xmin, 10, 64)
+	snap.xmax, err2 = strconv.ParseInt(xmax, 10, 64)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil {
+		return pgSnapshot{}, false
+	}
+	for f := range strings.SplitSeq(xip, ",") {
+		if f == "" {
+			continue
+		}
+		x, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return pgSnapshot{}, false
+		}
+		snap.xip = append(snap.xip, x)
+	}
+	return snap, true
+}
+
+// finished reports whether transaction xid had finished (committed or
+// rolled back) when the snapshot was taken.
+func (s pgSnapshot) finished(xid int64) bool {
+	if xid < s.xmin {
+		return true
+	}
+	if xid >= s.xmax {
+		return false
+	}
+	for _, x := range s.xip {
+		if x == xid {
+			return false
+		}
+	}
+	return true
+}
+
+// errBadSnapshot is a pg_snapshot whose text this code cannot read.
+func errBadSnapshot(s string) error {
+	return yard.Errorf(yard.EINTERNAL, "car read lease: unreadable snapshot %q", s)
+}

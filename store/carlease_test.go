@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -111,9 +112,9 @@ func TestCarReadLease(t *testing.T) {
 	seen("a write after the listener came back")
 }
 
-// TestLeaseStartedAfter: a lease began after a commit when the commit is
-// visible in the lease's first snapshot (pg_visible_in_snapshot).
-func TestLeaseStartedAfter(t *testing.T) {
+// TestSnapshotFinished: a transaction had finished in a snapshot below its
+// xmin, and below its xmax when not among those running (xip).
+func TestSnapshotFinished(t *testing.T) {
 	for _, c := range []struct {
 		snap string
 		xid  int64
@@ -130,9 +131,70 @@ func TestLeaseStartedAfter(t *testing.T) {
 		{"851:851:", 850, true},
 		{"851:851:", 851, false},
 		{"garbage", 1, false},
+		{"10:20:12,x", 13, false},
 	} {
-		if got := store.LeaseStartedAfter(c.snap, c.xid); got != c.want {
-			t.Errorf("snapshot %s, transaction %d: began after %v, want %v", c.snap, c.xid, got, c.want)
+		if got := store.SnapshotFinished(c.snap, c.xid); got != c.want {
+			t.Errorf("snapshot %s, transaction %d: finished %v, want %v", c.snap, c.xid, got, c.want)
 		}
+	}
+}
+
+// TestCarLeaseBeginsBesideARunningWrite: a car write that read the leases
+// before a lease's row was there is not announced to it; the lease takes
+// every transaction running when it began as pending, so that write, once
+// committed, is not missed by its reads without asking.
+func TestCarLeaseBeginsBesideARunningWrite(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.DSN(t, store.Postgres)
+	a := storetest.OpenDSN(t, dsn)
+	_, at := readCarIDs(t, a, yard.CarPosition{})
+	// The write: a transaction on its own connection, as one that read no
+	// lease (or an older release) leaves it, uncommitted.
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	tx, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO cars (id, color, color_key, type, type_key, doors, make, make_key, model,
+		model_key, year, created_at, updated_at, changed_version)
+		VALUES ('running', 'red', 'red', 'van', 'van', 3, 'Kia', 'kia', 'Rio', 'rio', 2020, 1, 1, pg_current_xact_id()::text::bigint)`); err != nil {
+		t.Fatal(err)
+	}
+
+	lctx, stop := context.WithCancel(ctx)
+	held := make(chan struct{})
+	go func() { defer close(held); a.HoldCarLease(lctx, time.Second, nil) }()
+	t.Cleanup(func() { stop(); <-held })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if live, _, _ := a.CarLease(); live {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no lease within 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Probes find nothing while the write runs, and reads still ask.
+	for range 5 {
+		if changed, err := a.CarsChangedSince(ctx, at); err != nil || changed {
+			t.Fatalf("before the commit: changed %v (%v), want false", changed, err)
+		}
+		if a.CarsQuietSince(at) {
+			t.Fatal("a read without asking while a write that was not announced runs")
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if a.CarsQuietSince(at) {
+		t.Fatal("a read without asking after a write that was not announced committed")
+	}
+	if changed, err := a.CarsChangedSince(ctx, at); err != nil || !changed {
+		t.Fatalf("after the commit: changed %v (%v), want true", changed, err)
 	}
 }

@@ -163,7 +163,7 @@ func (db *DB) CarLease() (live bool, quietHits int, pid uint32) {
 	l := &db.leases
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.until.IsZero() && time.Now().Before(l.until), int(l.quietHits.Load()), l.pid
+	return !l.view.until.IsZero() && time.Now().Before(l.view.until), int(l.quietHits.Load()), l.pid
 }
 
 // Exec runs a statement on the store's write pool.
@@ -172,10 +172,11 @@ func (db *DB) Exec(ctx context.Context, q string, args ...any) error {
 	return err
 }
 
-// LeaseStartedAfter reports whether a lease that began at the snapshot
-// started (as text) began after transaction xid committed.
-func LeaseStartedAfter(started string, xid int64) bool {
-	return readLease{started: started}.startedAfter(xid)
+// SnapshotFinished reports whether transaction xid had finished in the
+// snapshot snap (as text); false for a snapshot it cannot read.
+func SnapshotFinished(snap string, xid int64) bool {
+	s, ok := parseSnapshot(snap)
+	return ok && s.finished(xid)
 }
 
 // FinishWebhookDelivery records how a claimed attempt ended: it is

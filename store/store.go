@@ -517,23 +517,28 @@ func (db *DB) withTxOn(ctx context.Context, conn *sql.Conn, fn func(tx *Tx) erro
 	if err == nil {
 		err = tx.flushDogs(ctx)
 	}
+	var cars *carCommit
+	if err == nil && tx.carsWritten && db.engine == Postgres {
+		// Read leases (carannounce.go): the write is announced to the
+		// other processes before its commit, and confirmed after it.
+		cars, err = db.announceCars(ctx, tx)
+	}
 	if err != nil {
 		_ = sqlTx.Rollback()
 		return err
 	}
 	if err := sqlTx.Commit(); err != nil {
-		if tx.carsWritten && db.engine == Postgres {
-			db.leases.bump() // committed or not, this process's reads ask the store
+		err = fmt.Errorf("commit: %w", err)
+		if cars != nil {
+			err = cars.failed(err)
 		}
-		return fmt.Errorf("commit: %w", err)
-	}
-	if tx.carsWritten && db.engine == Postgres {
-		// Read leases (carlease.go): the answer waits for the other
-		// processes' acknowledgements.
-		db.leases.carWritten(ctx, db, tx.evTx)
+		return err
 	}
 	if tx.evSeq > 0 {
 		db.eventsCommitted()
+	}
+	if cars != nil {
+		return cars.confirm(ctx)
 	}
 	return nil
 }

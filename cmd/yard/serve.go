@@ -274,6 +274,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		func(ctx context.Context) { db.RunCheckpoints(ctx, 200*time.Millisecond) },
 		index.Run,
 		func(ctx context.Context) { db.HoldCarLease(ctx, cfg.carLease, logger.With("component", "car-lease")) },
+		api.WatchStore, // ends the store's outages (httpapi/outage.go)
 		every(time.Minute, logger, "purging expired auth state", func(ctx context.Context, _ time.Time) error { return kit.Purge(ctx) }),
 		every(time.Minute, logger, "purging expired OpenID state", db.PurgeOpenID),
 	}}, nil

@@ -71,6 +71,10 @@ func Start(t testing.TB, db *store.DB, opts ...Option) *Env {
 	}
 	api := httpapi.New(deps)
 	srv.Config.Handler = api.Handler()
+	watch, stopWatch := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() { defer close(watched); api.WatchStore(watch) }()
+	t.Cleanup(func() { stopWatch(); <-watched })
 	doc, err := api.OpenAPI()
 	if err != nil {
 		t.Fatalf("openapi: %v", err)

@@ -1,0 +1,209 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/yard-api/yard"
+)
+
+// Garages: their rows, their car counts, and their writes, which stamp
+// the garage and carry a state change to the copy on its cars (car.go,
+// carchanges.go).
+
+const garageColumns = `g.id, g.name, g.state, g.created_at, g.updated_at, (SELECT COUNT(*) FROM cars c WHERE c.garage_id = g.id)`
+
+func scanGarage(row interface{ Scan(...any) error }) (*yard.Garage, error) {
+	var g yard.Garage
+	var created, updated int64
+	if err := row.Scan(&g.ID, &g.Name, &g.State, &created, &updated, &g.CarCount); err != nil {
+		return nil, err
+	}
+	g.CreatedAt, g.UpdatedAt = FromMillis(created), FromMillis(updated)
+	return &g, nil
+}
+
+// FindGarageByID returns the garage with its car count, or ENOTFOUND.
+func (db *DB) FindGarageByID(ctx context.Context, id string) (*yard.Garage, error) {
+	ctx, span := db.span(ctx, "store.FindGarageByID")
+	defer span.End()
+	g, err := scanGarage(db.QueryRow(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
+	return g, notFound(err, "Garage")
+}
+
+// FindGarages returns a page of garages in id order and their number.
+func (db *DB) FindGarages(ctx context.Context, page yard.Page) ([]*yard.Garage, int, error) {
+	ctx, span := db.span(ctx, "store.FindGarages")
+	defer span.End()
+	var total int
+	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages`).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := db.read.QueryContext(ctx, `SELECT `+garageColumns+` FROM garages g ORDER BY g.id LIMIT CAST($1 AS BIGINT) OFFSET $2`, page.Max, page.Offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []*yard.Garage{}
+	for rows.Next() {
+		g, err := scanGarage(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, g)
+	}
+	return out, total, rows.Err()
+}
+
+// CreateGarage stores a new garage; one without id gets one.
+func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
+	ctx, span := db.span(ctx, "store.CreateGarage")
+	defer span.End()
+	if err := g.Validate(); err != nil {
+		return err
+	}
+	if g.ID == "" {
+		g.ID = yard.NewID()
+	}
+	return db.WithTx(ctx, func(tx *Tx) error {
+		v, err := carStamp(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := insertGarage(ctx, tx, g, v); err != nil {
+			return err
+		}
+		return garageEvent(ctx, tx, yard.EventGarageCreated, g)
+	})
+}
+
+// insertGarage writes a new garage row stamped v.
+func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
+	now := Millis(tx.Now())
+	_, err := tx.ExecContext(ctx, `INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $6, $7)`, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now, v)
+	if isUniqueViolation(err) {
+		return yard.Errorf(yard.ECONFLICT, "A garage with id %q exists.", g.ID)
+	} else if err != nil {
+		return err
+	}
+	g.CreatedAt, g.UpdatedAt, g.CarCount = FromMillis(now), FromMillis(now), 0
+	return nil
+}
+
+// updateGarageRow writes g's fields and carries a state change to the
+// copy on its cars. The garage row is stamped v; its cars
+// are not: an index keeps a garage's state once, on the garage.
+func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
+	now := Millis(tx.Now())
+	if _, err := tx.ExecContext(ctx, `UPDATE garages SET name = $2, name_key = $3, state = $4, state_key = $5, updated_at = $6,
+		changed_version = $7 WHERE id = $1`,
+		g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now, v); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE cars SET garage_state_key = $2 WHERE garage_id = $1 AND garage_state_key <> $2`,
+		g.ID, strings.ToLower(g.State)); err != nil {
+		return err
+	}
+	g.UpdatedAt = FromMillis(now)
+	return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, g.ID).Scan(&g.CarCount)
+}
+
+// ReplaceGarage stores g under g.ID, creating the garage when there is none.
+func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
+	ctx, span := db.span(ctx, "store.ReplaceGarage")
+	defer span.End()
+	if err := g.Validate(); err != nil {
+		return false, err
+	}
+	if g.ID == "" {
+		return false, yard.Invalid("The garage needs an id.", yard.FieldError{Field: "id", Message: "is required"})
+	}
+	created := false
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		v, err := carStamp(ctx, tx)
+		if err != nil {
+			return err
+		}
+		old, err := scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, g.ID))
+		typ := yard.EventGarageUpdated
+		if errors.Is(err, sql.ErrNoRows) {
+			created, typ = true, yard.EventGarageCreated
+			err = insertGarage(ctx, tx, g, v)
+		} else if err == nil {
+			g.CreatedAt, g.CarCount = old.CreatedAt, old.CarCount
+			err = updateGarageRow(ctx, tx, g, v)
+		}
+		if err != nil {
+			return err
+		}
+		return garageEvent(ctx, tx, typ, g)
+	})
+	return created, err
+}
+
+// UpdateGarage changes the given fields of a garage and returns it.
+func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate) (*yard.Garage, error) {
+	ctx, span := db.span(ctx, "store.UpdateGarage")
+	defer span.End()
+	var g *yard.Garage
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		v, err := carStamp(ctx, tx)
+		if err != nil {
+			return err
+		}
+		g, err = scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
+		if err != nil {
+			return notFound(err, "Garage")
+		}
+		if upd.Name != nil {
+			g.Name = *upd.Name
+		}
+		if upd.State != nil {
+			g.State = *upd.State
+		}
+		if err := g.Validate(); err != nil {
+			return err
+		}
+		if err := updateGarageRow(ctx, tx, g, v); err != nil {
+			return err
+		}
+		return garageEvent(ctx, tx, yard.EventGarageUpdated, g)
+	})
+	return g, err
+}
+
+// DeleteGarage removes an empty garage; one holding cars is ECONFLICT.
+func (db *DB) DeleteGarage(ctx context.Context, id string) error {
+	ctx, span := db.span(ctx, "store.DeleteGarage")
+	defer span.End()
+	return db.WithTx(ctx, func(tx *Tx) error {
+		v, err := carStamp(ctx, tx)
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages WHERE id = $1`, id).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return yard.Errorf(yard.ENOTFOUND, "Garage not found.")
+		}
+		var held int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, id).Scan(&held); err != nil {
+			return err
+		}
+		if held > 0 {
+			return yard.Errorf(yard.ECONFLICT, "The garage holds %d %s; move or delete them first.", held, map[bool]string{true: "car", false: "cars"}[held == 1])
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM garages WHERE id = $1`, id); err != nil {
+			return err
+		}
+		if err := tombstone(ctx, tx, "garage", id, v); err != nil {
+			return err
+		}
+		return deletedEvent(ctx, tx, yard.EventGarageDeleted, yard.GaragePath(id), "", id)
+	})
+}
