@@ -43,14 +43,14 @@ var (
 )
 
 // TestGeneratedClients generates clients from the /openapi.json a real
-// serve publishes, with oapi-codegen (Go) and openapi-typescript with
-// openapi-fetch and @hey-api/openapi-ts (TypeScript, compiled by tsc
+// serve publishes, with oapi-codegen and ogen (Go) and openapi-typescript
+// with openapi-fetch and @hey-api/openapi-ts (TypeScript, compiled by tsc
 // --strict), and runs five calls through each as a person with Basic
 // (testdata/codegen): list dogs, create a dog, bark asynchronously and read
 // the task until it finishes (redirects off: its last answer is a 303),
-// list red cars, read a car. ogen's client is generated and compiled. What
-// cannot be installed skips the test, except under CI=true, where it fails
-// (scripts/test installs node and npm).
+// list red cars, read a car. What cannot be installed skips the test,
+// except under CI=true, where it fails (scripts/test installs node and
+// npm).
 func TestGeneratedClients(t *testing.T) {
 	data := t.TempDir()
 	s := startProcess(t, "--data", data, "--demo") // --demo: cars to list
@@ -93,14 +93,15 @@ func TestGeneratedClients(t *testing.T) {
 		t.Parallel()
 		bin := goInstall(t, ogenCmd, env)
 		dir := t.TempDir()
-		writeFiles(t, dir, map[string][]byte{"openapi.json": doc, "ogen.yml": []byte(ogenConfig),
+		writeFiles(t, dir, map[string][]byte{"openapi.json": doc, "ogen.yml": []byte(ogenConfig), "main.go": source(t, "ogen.go"),
 			"go.mod": []byte("module ogengen\n\ngo 1.26\n\nrequire " + ogenModule + "\n")})
 		_, log := runIn(t, dir, env, bin, "--config", "ogen.yml", "--target", "api", "--package", "api", "--clean", "openapi.json")
 		if got := ogenSkipped(doc, log); !slices.Equal(got, ogenSkips) {
 			t.Errorf("ogen left out %v, want %v", got, ogenSkips)
 		}
 		fetchDeps(t, dir, env)
-		runIn(t, dir, env, "go", "build", "./...")
+		out, _ := runIn(t, dir, env, "go", "run", ".")
+		checkFiveCalls(t, out)
 	})
 	t.Run("typescript", func(t *testing.T) {
 		t.Parallel()
