@@ -403,12 +403,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		// OPTIONS * goes to the API, which answers it with its headers
 		// (httpapi.Server.serve), not to net/http's bare 200.
 		DisableGeneralOptionsHandler: true,
+		ConnState:                    newNewConns(maxNewConns, maxNewConnsPerAddr).connState,
 	}
 	srv.RegisterOnShutdown(a.events.Close)
 	errc := make(chan error, 2)
 	// The server does each TLS handshake on the connection's own
-	// goroutine, bounded by its shortest time-out (docs/operations.md,
-	// "Transport").
+	// goroutine, bounded by its shortest time-out and by newConns
+	// (docs/operations.md, "Transport").
 	go func() { errc <- srv.Serve(tls.NewListener(ln, tlsConfig)) }()
 
 	var plain *http.Server

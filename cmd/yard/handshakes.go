@@ -1,0 +1,66 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"sync"
+)
+
+// Connections that have not yet sent a request (their TLS handshake
+// included) are bounded, in all and per client address, so that one client
+// opening connections and never finishing a handshake cannot take every
+// other client's place (docs/operations.md, "Transport"). A connection
+// accepted past either bound is closed at once.
+const (
+	maxNewConns        = 4096
+	maxNewConnsPerAddr = 256
+)
+
+// newConns counts the server's connections in http.StateNew (accepted, no
+// request read yet) through the server's ConnState hook.
+type newConns struct {
+	max, maxPerAddr int
+
+	mu      sync.Mutex
+	perAddr map[string]int
+	pending map[net.Conn]string // connection → its client's key
+}
+
+func newNewConns(max, maxPerAddr int) *newConns {
+	return &newConns{max: max, maxPerAddr: maxPerAddr, perAddr: map[string]int{}, pending: map[net.Conn]string{}}
+}
+
+// connState is the http.Server's ConnState hook.
+func (n *newConns) connState(c net.Conn, s http.ConnState) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if s != http.StateNew {
+		if key, ok := n.pending[c]; ok {
+			delete(n.pending, c)
+			if n.perAddr[key]--; n.perAddr[key] == 0 {
+				delete(n.perAddr, key)
+			}
+		}
+		return
+	}
+	key := addrKey(c.RemoteAddr())
+	if len(n.pending) >= n.max || n.perAddr[key] >= n.maxPerAddr {
+		_ = c.Close() // the server then sees it closed (StateClosed)
+		return
+	}
+	n.pending[c] = key
+	n.perAddr[key]++
+}
+
+// addrKey is a client's key: its IPv4 address, or its IPv6 /64 (one
+// host's usual share of addresses).
+func addrKey(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	if ip4 := tcp.IP.To4(); ip4 != nil {
+		return ip4.String()
+	}
+	return tcp.IP.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
