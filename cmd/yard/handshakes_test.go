@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -64,7 +65,7 @@ func TestNewConnectionsBounded(t *testing.T) {
 		_, err = c.Read(make([]byte, 1))
 		c.Close()
 		var ne net.Error
-		refused = err != nil && !(errorAs(err, &ne) && ne.Timeout())
+		refused = err != nil && !(errors.As(err, &ne) && ne.Timeout())
 	}
 	if !refused {
 		t.Fatalf("a connection past %d without a handshake was not closed", maxNewConnsPerAddr)
@@ -87,12 +88,4 @@ func TestNewConnectionsBounded(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func errorAs(err error, target *net.Error) bool {
-	ne, ok := err.(net.Error)
-	if ok {
-		*target = ne
-	}
-	return ok
 }
