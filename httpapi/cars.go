@@ -304,9 +304,6 @@ func (s *Server) carSearchPath() string {
 // garage is "null".
 type facetsView []yard.Facet
 
-// MarshalJSON writes the members in order (a Go map would sort them).
-func (f facetsView) MarshalJSON() ([]byte, error) { return f.appendJSON(nil), nil }
-
 // appendJSON appends the facets' JSON by hand, as encoding/json would write
 // each string (carjson.go): a facet answer is some 40 strings, and going
 // through the encoder for each cost a fifth of the allocations of a car
