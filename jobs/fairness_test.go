@@ -185,11 +185,11 @@ func TestTimedOutFetchRetriesLaterAndStopsSooner(t *testing.T) {
 			if got.Status != yard.BarkPending || attempt > 2 {
 				t.Fatalf("attempt %d: status %s (%q)", attempt, got.Status, got.Error)
 			}
-			clk.Add(2 * time.Second) // the ordinary back-off has passed
+			clk.Advance(2 * time.Second) // the ordinary back-off has passed
 			if n := drain(t, s); n != 0 {
 				t.Fatal("a timed-out fetch was retried after the ordinary back-off")
 			}
-			clk.Add(time.Hour)
+			clk.Advance(time.Hour)
 		}
 	})
 }

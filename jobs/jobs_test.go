@@ -26,22 +26,9 @@ import (
 
 func TestMain(m *testing.M) { storetest.Main(m) }
 
-// clock is a settable clock shared by the store and the test.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newClock is the settable clock the store and the test share.
+func newClock() *storetest.Clock {
+	return storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 type fixture struct {
@@ -214,7 +201,7 @@ func TestExpiredLeaseIsTakenAgain(t *testing.T) {
 		if n := drain(t, s); n != 0 {
 			t.Fatalf("a leased task was taken %d times before its lease expired", n)
 		}
-		clk.Add(31 * time.Second)
+		clk.Advance(31 * time.Second)
 		if n := drain(t, s); n != 1 {
 			t.Fatalf("tasks run after the lease expired: got %d, want 1", n)
 		}
@@ -301,7 +288,7 @@ func TestFetchCodeRetriesWithBackoff(t *testing.T) {
 		if n := drain(t, s); n != 0 {
 			t.Fatal("the retry ran before its back-off")
 		}
-		clk.Add(61 * time.Second)
+		clk.Advance(61 * time.Second)
 		if n := drain(t, s); n != 1 {
 			t.Fatalf("retry: ran %d tasks, want 1", n)
 		}
@@ -540,7 +527,7 @@ func TestScheduleFiresEachSlotOnce(t *testing.T) {
 		if n := tick(); n != 0 {
 			t.Fatalf("fired %d barks before the first slot", n)
 		}
-		clk.Add(time.Minute)
+		clk.Advance(time.Minute)
 		if n := tick(); n != 1 {
 			t.Fatalf("first slot: fired %d, want 1", n)
 		}
@@ -549,7 +536,7 @@ func TestScheduleFiresEachSlotOnce(t *testing.T) {
 		}
 		drain(t, s1)
 		// Downtime: 47 minutes pass, nine slots are missed; one bark fires.
-		clk.Add(47 * time.Minute)
+		clk.Advance(47 * time.Minute)
 		if n := tick(); n != 1 {
 			t.Fatalf("after downtime: fired %d, want 1", n)
 		}
@@ -571,7 +558,7 @@ func TestScheduleFiresEachSlotOnce(t *testing.T) {
 		if err := db.StopSchedule(ctx, f.dog.ID); err != nil {
 			t.Fatal(err)
 		}
-		clk.Add(time.Hour)
+		clk.Advance(time.Hour)
 		if n := tick(); n != 0 {
 			t.Errorf("a stopped schedule fired %d barks", n)
 		}
@@ -626,7 +613,7 @@ func TestScheduleChangesWhileFiring(t *testing.T) {
 			})
 		}
 		for i := range 60 {
-			clk.Add(time.Minute)
+			clk.Advance(time.Minute)
 			if _, err := db.SetScheduleByToken(ctx, f.dog.ID, fmt.Sprint(i), yard.ScheduleChange{Next: clk.Now(), Frequency: 1}, clk.Now()); err != nil {
 				t.Fatal(err)
 			}

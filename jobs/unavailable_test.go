@@ -135,7 +135,7 @@ func TestStoreAwayNeverFailsABark(t *testing.T) {
 		if got, _ := db.FindBark(ctx, f.dog.ID, b.ID); got.Status != yard.BarkPending || got.Attempts != 1 || got.Error == "" {
 			t.Fatalf("after a refused SMTP connection: %s, %d attempts, error %q; want pending, 1, the error", got.Status, got.Attempts, got.Error)
 		}
-		clk.Add(61 * time.Second)
+		clk.Advance(61 * time.Second)
 		drain(t, s)
 		if got, _ := db.FindBark(ctx, f.dog.ID, b.ID); got.Status != yard.BarkFailed || got.Attempts != 2 {
 			t.Fatalf("after the last attempt: %s, %d attempts; want failed, 2", got.Status, got.Attempts)

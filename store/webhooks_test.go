@@ -17,26 +17,9 @@ import (
 	"github.com/yard-api/yard/store/storetest"
 )
 
-// testClock is a settable clock for the store (db.Now).
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newTestClock() *testClock {
-	return &testClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newTestClock is a settable clock for the store (db.Now).
+func newTestClock() *storetest.Clock {
+	return storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 func mustWebhook(t *testing.T, db *store.DB, owner string, types ...string) *yard.Webhook {

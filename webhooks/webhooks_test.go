@@ -469,24 +469,6 @@ func asYard(err error, out **yard.Error) bool {
 	return ok
 }
 
-// clock is a settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // TestWebhookDisabledAfterADayOfFailures steps an injected clock through the
 // default back-off of a receiver that always fails: the attempts follow
 // the schedule, the subscription is disabled once its deliveries have
@@ -495,7 +477,7 @@ func (c *clock) Advance(d time.Duration) {
 func TestWebhookDisabledAfterADayOfFailures(t *testing.T) {
 	db := storetest.Open(t, store.SQLite)
 	ctx := context.Background()
-	clk := &clock{t: time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)}
+	clk := storetest.NewClock(time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC))
 	db.Now = clk.Now
 	rc := startReceiver(t, false, func(_ int, w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)

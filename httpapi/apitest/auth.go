@@ -2,7 +2,6 @@ package apitest
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,30 +9,14 @@ import (
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/store"
+	"github.com/yard-api/yard/store/storetest"
 )
 
 // Clock is a settable clock for tests of time-outs and expiry.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type Clock = storetest.Clock
 
 // NewClock returns a clock that starts at the real time.
-func NewClock() *Clock { return &Clock{t: time.Now()} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock forward.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func NewClock() *Clock { return storetest.NewClock(time.Now()) }
 
 // WithAuthKit installs every first-party authentication scheme over db
 // (keys in a temporary directory) and the OpenID provider, after letting
