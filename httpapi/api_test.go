@@ -69,6 +69,7 @@ func run(t *testing.T, env *apitest.Env, tests []scenario) {
 }
 
 func TestDogsAndPeople(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := apitest.Start(t, db)
 		admin := env.CreateUser("root", pw, yard.RoleAdmin, yard.RoleUser)
@@ -236,6 +237,7 @@ func TestDogsAndPeople(t *testing.T) {
 }
 
 func TestPeopleAdmin(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	env := apitest.Start(t, db)
 	env.CreateUser("root", pw, yard.RoleAdmin, yard.RoleUser)
@@ -294,6 +296,7 @@ func TestPeopleAdmin(t *testing.T) {
 }
 
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	env := apitest.Start(t, db)
 	ops := env.Do(apitest.Request{Path: "/openapi.json"}).Map(t)["paths"].(map[string]any)
@@ -331,6 +334,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 }
 
 func TestPlainHTTPCredentialsRefused(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	env := apitest.Start(t, db)
 	env.CreateUser("alice", pw)
@@ -364,6 +368,7 @@ func createdValidators(t *testing.T, env *apitest.Env, created *apitest.Response
 }
 
 func TestDogsV2(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := apitest.Start(t, db)
 		alice := env.CreateUser("alice", pw)
@@ -413,6 +418,7 @@ func TestDogsV2(t *testing.T) {
 }
 
 func TestRateLimitAndMetrics(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	limiter := auth.NewLoginLimiter(3, nil)
 	basic := auth.NewBasic(db, limiter, nil)

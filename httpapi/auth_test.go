@@ -95,6 +95,7 @@ func wantStatus(t *testing.T, what string, got, want int) {
 }
 
 func TestEachSchemeReadsADog(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, nil)
 		ctx := context.Background()
@@ -157,6 +158,7 @@ func TestEachSchemeReadsADog(t *testing.T) {
 }
 
 func TestDigestRefusals(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, func(c *auth.Config) { c.NonceTTL = time.Minute })
 		ctx := context.Background()
@@ -228,6 +230,7 @@ func TestDigestRefusals(t *testing.T) {
 // TestSchemesWithCurl uses each scheme as a new user would, with curl, a
 // client written by others.
 func TestSchemesWithCurl(t *testing.T) {
+	t.Parallel()
 	curlBin := needTool(t, "curl")
 	db := storetest.Open(t, store.SQLite)
 	e := startAuth(t, db, nil)
@@ -302,6 +305,7 @@ func TestSchemesWithCurl(t *testing.T) {
 }
 
 func TestSessionRefusals(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, func(c *auth.Config) { c.SessionIdle = 30 * time.Minute; c.SessionMax = 2 * time.Hour })
 		ctx := context.Background()
@@ -387,6 +391,7 @@ func TestSessionRefusals(t *testing.T) {
 // (400) → refreshed (new pair) → reused refresh (400, family revoked) →
 // login again.
 func TestTokenPairTransitions(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, func(c *auth.Config) { c.AccessTTL = 30 * time.Minute; c.RefreshTTL = 24 * time.Hour })
 		ctx := context.Background()
@@ -475,6 +480,7 @@ func readAll(res *http.Response) string {
 }
 
 func TestTokenPairRefusals(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, nil)
 		ctx := context.Background()
@@ -546,6 +552,7 @@ func TestTokenPairRefusals(t *testing.T) {
 }
 
 func TestPKTokens(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, func(c *auth.Config) { c.PKTokenTTL = time.Hour })
 		ctx := context.Background()
@@ -622,6 +629,7 @@ func TestPKTokens(t *testing.T) {
 }
 
 func TestSignedRequests(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, nil)
 		ctx := context.Background()
@@ -705,6 +713,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // TestNoFallback: credentials that are present but wrong are refused even
 // when the request also carries good ones of another kind.
 func TestNoFallback(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	e := startAuth(t, db, nil)
 	ctx := context.Background()
@@ -733,6 +742,7 @@ func TestNoFallback(t *testing.T) {
 
 // TestPlainHTTPRefused: over plain HTTP every credential is refused unchecked.
 func TestPlainHTTPRefused(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	e := startAuth(t, db, nil)
 	plain := httptest.NewServer(e.API.Handler())
@@ -766,6 +776,7 @@ func TestPlainHTTPRefused(t *testing.T) {
 // (429 with Retry-After even for the right password), and no credential of
 // any scheme ever reaches the log.
 func TestLoginRateLimitAndLogs(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	e := startAuth(t, db, func(c *auth.Config) { c.Limiter = auth.NewLoginLimiter(3, nil) })
 	ctx := context.Background()

@@ -104,6 +104,7 @@ func problemOf(t *testing.T, body string) map[string]any {
 // reads a body without them; two places are a 400 problem, a refused
 // signature a 401 problem with the server's base string.
 func TestOAuthParamsInBodyAndQuery(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startOAuth(t, db, "")
 		for _, place := range []string{"body", "query"} {
@@ -191,6 +192,7 @@ func TestOAuthParamsInBodyAndQuery(t *testing.T) {
 // schema. With diagnostics off (serve --auth-diagnostics=false) the
 // problem is the plain one.
 func TestSignatureDiagnosticsOverHTTP(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		checkSignatureDiagnostics(t, db, false)
 	})
@@ -262,6 +264,7 @@ func apitestReqOf(method, path, user string) apitestReq {
 // and its answer to the challenge, so that curl's first answer carries an
 // expired nonce.
 func TestDigestStaleNonceWithCurl(t *testing.T) {
+	t.Parallel()
 	curl := needTool(t, "curl")
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, func(c *auth.Config) { c.NonceTTL = time.Minute })

@@ -108,6 +108,7 @@ func localRepo(t *testing.T, root string) (string, string) {
 }
 
 func TestBarkResponses(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := startBarks(t, db)
 		env.CreateUser("alice", pw)
@@ -238,6 +239,7 @@ func TestBarkResponses(t *testing.T) {
 }
 
 func TestSingleBark(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := startBarks(t, db)
 		env.CreateUser("alice", pw)
@@ -262,6 +264,7 @@ func TestSingleBark(t *testing.T) {
 func httpDate(t time.Time) string { return t.UTC().Format(http.TimeFormat) }
 
 func TestScheduleViews(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := startBarks(t, db)
 		env.CreateUser("alice", pw)
@@ -373,6 +376,7 @@ func TestScheduleViews(t *testing.T) {
 // 100 concurrent barks, synchronous and asynchronous, count exactly 100
 // each.
 func TestConcurrentBarksCountExactly(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := startBarks(t, db)
 		env.CreateUser("alice", pw)
@@ -409,6 +413,7 @@ func TestConcurrentBarksCountExactly(t *testing.T) {
 
 // v2 writes the same schedule under the name schedule.
 func TestScheduleThroughV2(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := startBarks(t, db)
 		env.CreateUser("alice", pw)
@@ -428,6 +433,7 @@ func TestScheduleThroughV2(t *testing.T) {
 // A synchronous email the mail server refuses is 503 with a problem, and
 // the task is stored failed; nothing counts.
 func TestSyncEmailRefused(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := startBarks(t, db)
 		env.CreateUser("alice", pw)

@@ -77,6 +77,7 @@ func ids(t *testing.T, r *apitest.Response) (string, int) {
 // and both search bodies, on both engines, and checks they give the same
 // cars.
 func TestCarURLShapesAgree(t *testing.T) {
+	t.Parallel()
 	for _, path := range []string{"index", "sql"} {
 		t.Run(path, func(t *testing.T) { testCarURLShapesAgree(t, path) })
 	}
@@ -143,6 +144,7 @@ func testCarURLShapesAgree(t *testing.T, path string) {
 }
 
 func TestCarPaths(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := carsEnv(t, db)
 		link := `<https://127\.0\.0\.1:\d+/cars\?color=red&offset=0&max=2>; rel="first", <[^>]+offset=2&max=2>; rel="next", <[^>]+offset=2&max=2>; rel="last"`
@@ -193,6 +195,7 @@ func TestCarPaths(t *testing.T) {
 }
 
 func TestCarWritesAndSearchAdmin(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := carsEnv(t, db)
 		car := map[string]any{"color": "White", "type": "van", "doors": 5, "make": "Ford", "model": "Transit", "year": 2017, "garage": "g-empty"}
@@ -259,6 +262,7 @@ func TestCarWritesAndSearchAdmin(t *testing.T) {
 // both engines: the counts per value, by count, null for cars in no
 // garage; an unknown field is 400 naming facets.
 func TestCarFacets(t *testing.T) {
+	t.Parallel()
 	for _, path := range []string{"index", "sql"} {
 		t.Run(path, func(t *testing.T) {
 			storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {

@@ -14,6 +14,7 @@ import (
 // machine, or that carries user info, is 400 naming codeUrl when written
 // (POST, PUT, PATCH, v1 and v2), and nothing is stored.
 func TestCodeURLPolicy(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := startBarks(t, db)
 		env.CreateUser("alice", pw)
@@ -96,6 +97,7 @@ func TestCodeURLPolicy(t *testing.T) {
 // TestStoredCredentialsNeverShown: a codeUrl with user info stored before
 // such values were refused is shown without it, in both versions.
 func TestStoredCredentialsNeverShown(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := startBarks(t, db)
 		env.CreateUser("alice", pw)

@@ -17,6 +17,7 @@ import (
 // §13.1, §13.2.2); one that holds is applied, and its answer carries the
 // validators a GET gives.
 func TestCarWritesAreConditional(t *testing.T) {
+	t.Parallel()
 	env := carsEnv(t, storetest.Open(t, store.SQLite))
 	admin := func(method, path string, h map[string]string, body any) apitest.Request {
 		return apitest.Request{Method: method, Path: path, Headers: h, Body: body, User: "root", Password: pw}
@@ -82,6 +83,7 @@ func TestCarWritesAreConditional(t *testing.T) {
 // TestCarListEdges: the answers at the edges of paging and of the other
 // lists' parameters.
 func TestCarListEdges(t *testing.T) {
+	t.Parallel()
 	env := carsEnv(t, storetest.Open(t, store.SQLite))
 	run(t, env, []scenario{
 		{"max=0: no neighbours", apitest.Request{Path: "/cars?max=0"}, 200, map[string]string{"Link": `^<[^>]*offset=0&max=0>; rel="first", <[^>]*offset=0&max=0>; rel="last"$`}, []string{`"total":8`}},
@@ -101,6 +103,7 @@ func TestCarListEdges(t *testing.T) {
 // TestDogWritesAreConditional: the preconditions of a dog's writes, v1 and
 // v2, schedule changes included, and the validators of a PATCH's 204.
 func TestDogWritesAreConditional(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, storetest.Open(t, store.SQLite))
 	env.CreateUser("alice", pw)
 	as := func(method, path string, h map[string]string, body any) apitest.Request {

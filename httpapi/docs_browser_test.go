@@ -39,6 +39,7 @@ import (
 // password; every scheme of the credentials box authenticates; a long Link
 // header wraps inside the answer.
 func TestDocsTryItInChromium(t *testing.T) {
+	t.Parallel()
 	ctx := browsertest.Start(t)
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		data := t.TempDir()

@@ -74,6 +74,7 @@ func eval[T any](t *testing.T, tab context.Context, js string) T {
 // the events of a bark made through the API (type and subject, as text)
 // as they arrive.
 func TestDocsLiveEventsInChromium(t *testing.T) {
+	t.Parallel()
 	ctx := browsertest.Start(t)
 	env, dogURI := startLiveEvents(t)
 	tab := newTab(t, ctx)
@@ -167,6 +168,7 @@ func TestDocsLiveEventsInChromium(t *testing.T) {
 // server gave (set as the browser would keep it: Secure, HttpOnly),
 // receives a bark's events, ids and CloudEvent data included.
 func TestEventSourceWithSessionCookieInChromium(t *testing.T) {
+	t.Parallel()
 	ctx := browsertest.Start(t)
 	env, dogURI := startLiveEvents(t)
 	signin := env.Do(apitest.Request{Method: "POST", Path: "/sessions", Body: map[string]string{"username": "alice", "password": pw}})
@@ -246,6 +248,7 @@ func TestEventSourceWithSessionCookieInChromium(t *testing.T) {
 // shows its text, and the live events panel says what it needs and
 // offers nothing to press.
 func TestDocsWithoutJavaScriptInChromium(t *testing.T) {
+	t.Parallel()
 	ctx := browsertest.Start(t)
 	env, _ := startLiveEvents(t)
 	tab := newTab(t, ctx)

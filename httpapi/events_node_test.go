@@ -96,6 +96,7 @@ func nextLine(t *testing.T, lines <-chan map[string]any) map[string]any {
 // events with their ids and types, and a second EventSource resuming with
 // Last-Event-ID gets exactly the events after that id.
 func TestEventsWithNodeEventSource(t *testing.T) {
+	t.Parallel()
 	modules := npmInstall(t, eventsourcePkg)
 	db := storetest.Open(t, store.SQLite)
 	env, _ := startEvents(t, db, events.Config{})

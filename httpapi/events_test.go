@@ -70,6 +70,11 @@ func typesOf(evs []eventJSON) string {
 	return strings.Join(out, " ")
 }
 
+// TestEventsPage is not parallel: on PostgreSQL a page that read up to
+// the end has the horizon for its next, the oldest transaction still
+// running in the whole cluster, which the writes of the package's other
+// tests (other databases of the same cluster) move on; the test checks
+// that an empty page keeps the place.
 func TestEventsPage(t *testing.T) {
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env, _ := startEvents(t, db, events.Config{})
@@ -314,6 +319,7 @@ func (s *sseStream) next(t *testing.T) sseEvent {
 }
 
 func TestEventsStream(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env, hub := startEvents(t, db, events.Config{PerPerson: 1})
 		env.CreateUser("alice", pw)
@@ -393,6 +399,7 @@ func TestEventsStream(t *testing.T) {
 }
 
 func TestEventsSlowReaderIsCutOff(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	env, hub := startEvents(t, db, events.Config{Buffer: 4})
 	env.CreateUser("alice", pw)
@@ -416,6 +423,7 @@ func TestEventsSlowReaderIsCutOff(t *testing.T) {
 }
 
 func TestPreferWait(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env, _ := startEvents(t, db, events.Config{})
 		env.CreateUser("alice", pw)
@@ -464,6 +472,7 @@ func TestPreferWait(t *testing.T) {
 // TestStreamOutlivesReadTimeout: yard serve's server has a read time-out
 // (for reading requests); a stream and a wait outlive it.
 func TestStreamOutlivesReadTimeout(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	env, _ := startEvents(t, db, events.Config{})
 	env.CreateUser("alice", pw)
@@ -495,6 +504,7 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 // next heartbeat; the hub's Close ends it with the cut-off comment and the
 // last chunk, and WaitStreams returns once it has.
 func TestStreamOverHTTP1(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	env, hub := startEvents(t, db, events.Config{PerPerson: 1})
 	env.CreateUser("alice", pw)

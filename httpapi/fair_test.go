@@ -44,6 +44,7 @@ func (h *heldLister) ListCars(ctx context.Context, q yard.Query, page yard.Page,
 // behind all of them: a slot that frees goes to the other address next.
 // Past its share of waiting requests a client is answered 429 at once.
 func TestCarListsTakeTurns(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	gate := fairgate.New(fairgate.Config{Slots: 1, PerClient: 2})
 	held := &heldLister{next: db, started: make(chan string, 8), proceed: make(chan struct{})}

@@ -107,9 +107,10 @@ func TestLoginBurst(t *testing.T) {
 		// the package's earlier tests leave to the collector raises its
 		// heap goal, and with it what a burst may allocate before a
 		// collection. Run the burst alone in a fresh test process, as a
-		// server runs it.
+		// server runs it, on this process's PostgreSQL cluster (a
+		// database of its own there) rather than a cluster of its own.
 		cmd := exec.Command(os.Args[0], "-test.run=^TestLoginBurst$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), "YARD_TEST_BURST_ALONE=1")
+		cmd.Env = append(os.Environ(), "YARD_TEST_BURST_ALONE=1", "YARD_TEST_POSTGRES_URL="+storetest.PostgresURL(t))
 		out, err := cmd.CombinedOutput()
 		t.Logf("the burst in its own process:\n%s", out)
 		if err != nil {
@@ -266,6 +267,7 @@ func p99Of(ds []time.Duration) time.Duration {
 // limiters, as two processes have) on one PostgreSQL database share one
 // limit, because the counts live in the store.
 func TestLoginLimitAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	gate := auth.NewHashGate(1, 32, time.Minute)
 	dsn := storetest.DSN(t, store.Postgres)
 	dbA, dbB := storetest.OpenDSN(t, dsn), storetest.OpenDSN(t, dsn)
@@ -304,6 +306,7 @@ func TestLoginLimitAcrossProcesses(t *testing.T) {
 // TestLoginLimitAcrossProcessesFresh: the parallel case without earlier
 // failures: at most the limit is hashed over both servers together.
 func TestLoginLimitAcrossProcessesFresh(t *testing.T) {
+	t.Parallel()
 	gate := auth.NewHashGate(1, 32, time.Minute)
 	dsn := storetest.DSN(t, store.Postgres)
 	var dbs []*store.DB
@@ -334,6 +337,7 @@ func TestLoginLimitAcrossProcessesFresh(t *testing.T) {
 // TestXPasswordThrottled is finding 2: X-Password guesses with a
 // public-key token go through the login limiter like any password.
 func TestXPasswordThrottled(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		gate := auth.NewHashGate(1, 64, time.Minute)
 		e := startAuth(t, db, func(c *auth.Config) { c.Limiter, c.Hashing = storeLimiter(db, 10), gate })
@@ -420,6 +424,7 @@ func TestHashGate(t *testing.T) {
 // TestSignedBinding is finding 5: the optional method and bodyhash query
 // variables bind a signed request; a signed GET replayed as DELETE is 401.
 func TestSignedBinding(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, nil)
 		created := e.Do(apitest.Request{Method: "POST", Path: "/apikeys", User: "alice", Password: pw})
@@ -499,6 +504,7 @@ func TestSignedBinding(t *testing.T) {
 
 // TestTwoAuthorizationHeaders: which of two would count is ambiguous: 400.
 func TestTwoAuthorizationHeaders(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	e := startAuth(t, db, nil)
 	for _, path := range []string{e.dogURI, "/cars", "/auth/refresh"} {
@@ -526,6 +532,7 @@ func TestTwoAuthorizationHeaders(t *testing.T) {
 // session used every second lives on (to its absolute lifetime), and one
 // left alone for 4 s ends.
 func TestSessionIdleFollowsTimeout(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, func(c *auth.Config) { c.SessionIdle = 3 * time.Second; c.SessionMax = 15 * time.Second })
 		login := func() string {
@@ -562,6 +569,7 @@ func TestSessionIdleFollowsTimeout(t *testing.T) {
 // curl -d does, by its shape), answer anything else with 415, and no
 // problem ever carries a credential's value, whatever the content type.
 func TestNoSecretEchoed(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	e := startAuth(t, db, nil)
 	const secret = "Zq9-never-echo-this-Secret"
@@ -651,6 +659,7 @@ func basicValue(user, pass string) string {
 // and remembered each of them. The other server's clock is a test clock,
 // moved on by the TTL.
 func TestCredentialChangesAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	const ttl = time.Second
 	dsn := storetest.DSN(t, store.Postgres)
 	var dbs []*store.DB

@@ -12,6 +12,7 @@ import (
 // TestJSONNotHTMLEscaped: bodies write `&`, `<` and `>` as themselves,
 // not as \u0026, \u003c, \u003e (JSON is not HTML).
 func TestJSONNotHTMLEscaped(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := carsEnv(t, db)
 		r := env.Do(apitest.Request{Method: "POST", Path: "/searches", User: "alice", Password: pw,
@@ -45,6 +46,7 @@ func TestJSONNotHTMLEscaped(t *testing.T) {
 // and separators as sent (docs/cars.md, Paths); offset and max are added
 // with the query's first separator.
 func TestLinkKeepsSeparators(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := carsEnv(t, db)
 		for _, tt := range []struct{ path, want string }{

@@ -17,6 +17,7 @@ import (
 // what is still coming of a body declared over 1 MiB (up to 4 MiB) before
 // it answers 413, so curl gets the problem body every time.
 func TestTooLargeBodyAnswerReachesCurlOverHTTP2(t *testing.T) {
+	t.Parallel()
 	curl := needTool(t, "curl")
 	env := apitest.Start(t, storetest.Open(t, "sqlite"))
 	dir := t.TempDir()

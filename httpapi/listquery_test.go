@@ -23,6 +23,7 @@ import (
 // same problem type, title, detail and field error. The signed-request
 // variables are never unknown.
 func TestListQueryRule(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, "sqlite")
 	var kit *auth.Kit
 	env := apitest.Start(t, db, apitest.WithAuthKit(t, db, &kit, nil),

@@ -72,6 +72,7 @@ func shot(t *testing.T, ctx context.Context, dir, name string) {
 // consumer's name, allows, and lands on the consumer's callback with a
 // verifier that the consumer exchanges; then denies a second request.
 func TestOAuthPagesInChromium(t *testing.T) {
+	t.Parallel()
 	ctx := browsertest.Start(t)
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		// The consumer's own site, on the loopback address.

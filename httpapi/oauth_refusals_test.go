@@ -77,6 +77,7 @@ func (e *oauthEnv) dogCount(t *testing.T) int {
 var problemRE = regexp.MustCompile(`oauth_problem="([a-z_]+)"`)
 
 func TestOAuthRefusals(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startOAuth(t, db, "")
 		ctx := context.Background()
@@ -222,6 +223,7 @@ func TestOAuthRefusals(t *testing.T) {
 }
 
 func TestOAuthTokenRefusals(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startOAuth(t, db, "https://printer.example/back")
 		ctx := context.Background()

@@ -124,6 +124,7 @@ func apitestRequest(method, path string, body any) apitestReq {
 }
 
 func TestOAuthConsumers(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startOAuth(t, db, "")
 		for _, tc := range []struct {
@@ -163,6 +164,7 @@ func TestOAuthConsumers(t *testing.T) {
 }
 
 func TestOAuthFlow(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startOAuth(t, db, "")
 		ctx := context.Background()
@@ -218,6 +220,7 @@ func TestOAuthFlow(t *testing.T) {
 }
 
 func TestOAuthDeny(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startOAuth(t, db, "")
 		ctx := context.Background()

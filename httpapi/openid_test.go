@@ -138,6 +138,7 @@ func confirmForm(t *testing.T, p page) url.Values {
 }
 
 func TestOpenIDDiscovery(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	e := startAuth(t, db, nil)
 	type xrdsDoc struct {
@@ -204,6 +205,7 @@ func mustRequest(t *testing.T, method, u string) *http.Request {
 }
 
 func TestOpenIDAssociate(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	e := startAuth(t, db, nil)
 	associate(t, e) // DH-SHA256, checked inside
@@ -253,6 +255,7 @@ func TestOpenIDAssociate(t *testing.T) {
 // both engines: sign in, confirm, and the relying party's checks of what
 // it gets back, in both association modes, plus the edge cases.
 func TestOpenIDFlow(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, nil)
 		alice := e.URL + "/openid/id/alice"

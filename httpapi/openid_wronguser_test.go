@@ -19,6 +19,7 @@ import (
 // alice's session and goes through the sign-in form, filled in with bob,
 // back to the same request, which bob confirms.
 func TestOpenIDWrongUser(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, nil)
 		bob := e.URL + "/openid/id/bob"

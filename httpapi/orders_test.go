@@ -140,6 +140,7 @@ func readXMLOrder(t *testing.T, resp *apitest.Response) xmlOrder {
 const xmlCT = "application/xml"
 
 func TestOrdersCreateAndRead(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := newOrderEnv(t, db)
 
@@ -287,6 +288,7 @@ func TestOrdersCreateAndRead(t *testing.T) {
 }
 
 func TestOrdersList(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := newOrderEnv(t, db)
 		a1 := e.create("alice", `{}`)
@@ -351,6 +353,7 @@ func TestOrdersList(t *testing.T) {
 }
 
 func TestOrdersCancel(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := newOrderEnv(t, db)
 
@@ -513,6 +516,7 @@ func TestOrdersCancel(t *testing.T) {
 // TestOrdersHostileXML sends bodies meant to exhaust or trick an XML
 // parser: each is refused, and nothing is stored or changed.
 func TestOrdersHostileXML(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := newOrderEnv(t, db)
 		id := e.create("alice", `{}`)
@@ -572,6 +576,7 @@ func TestOrdersHostileXML(t *testing.T) {
 // administrator) the same order at once through the API: exactly one wins,
 // the other is 409.
 func TestOrdersCancelShipRace(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := newOrderEnv(t, db)
 		wins := map[string]int{}
@@ -620,6 +625,7 @@ func TestOrdersCancelShipRace(t *testing.T) {
 // TestDogV1SuccessorLinks checks that every v1 dog answer links to its v2
 // successor, the dog list included.
 func TestDogV1SuccessorLinks(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := apitest.Start(t, db)
 		env.CreateUser("alice", pw)

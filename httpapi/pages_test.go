@@ -99,6 +99,7 @@ func wantPageHeaders(t *testing.T, what string, h http.Header) {
 }
 
 func TestSignInPage(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		e := startAuth(t, db, func(c *auth.Config) { c.Limiter = auth.NewLoginLimiter(3, nil) })
 		ctx := context.Background()

@@ -69,6 +69,7 @@ func TestScanJSON(t *testing.T) {
 // and a member twice in an object, ignoring case (foldedDuplicate), on
 // random documents.
 func TestScanJSONMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(25, 1))
 	names := []string{"a", "A", "color", "Color", "garage", "x", "ß", "ẞ", "K", "k", "İ", "i", `\u0061`, "codeUrl", "CODEURL"}
 	var value func(b *bytes.Buffer, depth int)

@@ -15,6 +15,7 @@ import (
 // problem naming the member, and nothing is stored (docs/api.md, "Strict
 // input").
 func TestStrictInput(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := apitest.Start(t, db)
 		root := env.CreateUser("root", pw, yard.RoleAdmin, yard.RoleUser)
@@ -151,6 +152,7 @@ func TestStrictInput(t *testing.T) {
 // TestRedirectsAbsolute: the mux's own path cleaning (dot segments, double
 // slashes) answers 308 with an absolute Location under the base URL.
 func TestRedirectsAbsolute(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := apitest.Start(t, db)
 		abs := func(path string) map[string]string {

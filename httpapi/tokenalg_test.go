@@ -59,6 +59,7 @@ func thirdParty(t *testing.T, e *authEnv, tok string) (jwt.Token, error) {
 // checks access tokens with the issuer's JWKS; and after a rotation the
 // old key keeps verifying (and stays published) until its tokens expire.
 func TestTokenPairAsymmetric(t *testing.T) {
+	t.Parallel()
 	for _, alg := range []string{"EdDSA", "ES256"} {
 		t.Run(alg, func(t *testing.T) {
 			storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {

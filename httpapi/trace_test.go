@@ -46,6 +46,7 @@ func (s *smsReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // with its fetch and its text message (whose request carries the
 // traceparent) below it.
 func TestTraces(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		rcv := tracingtest.Start(t)
 		tp := rcv.Provider(t, "api")
@@ -188,6 +189,7 @@ func TestTraces(t *testing.T) {
 // TestTracingOff: without a tracer provider no traceparent is stored with
 // a task and no span reaches anything, even when the request carries one.
 func TestTracingOff(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := startBarks(t, db)
 		env.CreateUser("alice", pw)

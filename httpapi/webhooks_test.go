@@ -32,6 +32,7 @@ type webhookJSON struct {
 // person's; 400 naming a bad url, types or unknown field; 409 past the
 // bound; 204 on delete.
 func TestWebhooksAPI(t *testing.T) {
+	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
 		env := apitest.Start(t, db, func(d *httpapi.Deps) { d.Webhooks = &webhooks.Service{} })
 		alice := env.CreateUser("alice", pw)
@@ -170,6 +171,7 @@ type deliveryJSON struct {
 // newest first, with the Link header, and shows a failed attempt with its
 // code and the pending retry above it.
 func TestWebhookDeliveriesPage(t *testing.T) {
+	t.Parallel()
 	db := storetest.Open(t, store.SQLite)
 	ctx := context.Background()
 	env := apitest.Start(t, db)

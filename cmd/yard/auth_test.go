@@ -37,6 +37,7 @@ func trusting(t *testing.T, data string) *http.Client {
 // cannot be replayed at the other, and state made at one holds at the other.
 // A third, verify-only process checks public-key tokens with the JWKS.
 func TestTwoProcessesShareAuthState(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.NewPostgresDatabase(t)
 	data := t.TempDir()
 	a := startProcess(t, "--data", data, "--db", dsn, "--auth-cache-ttl", "10ms")
@@ -169,6 +170,7 @@ func wantStatus(t *testing.T, what string, got, want int) {
 // and says why, and a signature used before a kill -9 is still refused
 // after the restart.
 func TestSignedReplayOnSQLite(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	a := startProcess(t, "--data", data)
 	hc := trusting(t, data)

@@ -21,6 +21,7 @@ import (
 // credentials succeed; the refusals carry diagnostics by default and not
 // with --auth-diagnostics=false.
 func TestServeDigestNonceTTLAndDiagnostics(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.NewPostgresDatabase(t)
 	for _, tc := range []struct {
 		name string

@@ -25,6 +25,7 @@ import (
 // standard output (BACKUP=$(yard backup)) and its sentence on standard
 // error; two backups run at once both succeed, into two files.
 func TestBackupPrintsThePath(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	db, err := openStore(context.Background(), storeFlags{data: data})
 	if err != nil {
@@ -83,6 +84,7 @@ func TestRestoreLeavesNoDirectory(t *testing.T) {
 // where, without the endpoint's query (which may hold a credential), on
 // standard output and in its log.
 func TestServeReportsTraces(t *testing.T) {
+	t.Parallel()
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer collector.Close()
 	for _, tc := range []struct {
@@ -120,6 +122,7 @@ func TestServeReportsTraces(t *testing.T) {
 // running one stops, saying first that the store is in use by another
 // process, and which.
 func TestSecondServeSaysStoreInUse(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	first := startProcess(t, "--data", data)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -137,6 +140,7 @@ func TestSecondServeSaysStoreInUse(t *testing.T) {
 // to root by hand in the service user's data directory) is refused with
 // its path and the cause, not SQLite's "unable to open database file".
 func TestServiceUserOpensNamedStore(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to run yard as another user")
 	}
@@ -206,6 +210,7 @@ func copyExecutable(src, dst string) error {
 // as root in a data directory owned by the service's user leave the
 // backups and the restored store to that user.
 func TestBackupAndRestoreAsRootKeepOwner(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to give files to another user")
 	}

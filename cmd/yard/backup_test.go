@@ -96,6 +96,7 @@ func (s *server) terminate(t *testing.T) {
 // endpoint, and each bark task that was pending or running in the backup
 // runs exactly once.
 func TestBackupUnderWritesRestores(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	count := filepath.Join(t.TempDir(), "fetch-runs")
 	common := []string{"--data", data, "--fetch-allow-dir", os.TempDir(), "--fetch-timeout", "10m", "--fetch-idle-timeout", "10m"}
@@ -337,6 +338,7 @@ func TestBackupUnderWritesRestores(t *testing.T) {
 // TestRestoreRefusesRunningServer: yard restore against the store of a
 // running serve process refuses, exits 1 and changes nothing.
 func TestRestoreRefusesRunningServer(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	s := startProcess(t, "--data", data)
 	code, loc, dog, err := do("POST", s.URL+"/v1/dogs", "admin", s.Password, map[string]any{"name": "Rex", "email": "rex@example.org"})
@@ -378,6 +380,7 @@ func TestRestoreRefusesRunningServer(t *testing.T) {
 // be first) share one data directory: between them one backup is taken
 // per interval, and the directory keeps the newest --backup-keep.
 func TestBackupEveryTwoProcesses(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	const every, keep = 2 * time.Second, 3
 	startProcess(t, "--data", data, "--backup-every", every.String(), "--backup-keep", fmt.Sprint(keep))
@@ -445,6 +448,7 @@ func TestBackupEveryTwoProcesses(t *testing.T) {
 // (FULL unless --sqlite-sync normal); the flags' bad values are usage
 // errors; backup and restore of PostgreSQL point to pg_dump.
 func TestDurabilityAndBackupFlags(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -120,6 +120,7 @@ func waitTasks(t *testing.T, base, dogURI string, want int) []map[string]any {
 // pending and running, restarts it on the same store, and checks that each
 // bark ran exactly once.
 func TestKillWithPendingBarks(t *testing.T) {
+	t.Parallel()
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
 			data := t.TempDir()
@@ -180,6 +181,7 @@ func TestKillWithPendingBarks(t *testing.T) {
 // PostgreSQL store: every async bark, sent to either, and the scheduled
 // slot run exactly once.
 func TestTwoServeProcessesOnePostgres(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.NewPostgresDatabase(t)
 	data1, data2 := t.TempDir(), t.TempDir()
 	s1 := startProcess(t, "--data", data1, "--db", dsn, "--fetch-allow-dir", os.TempDir())

@@ -12,6 +12,7 @@ import (
 )
 
 func TestImportAndDemoCars(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	env := func(string) string { return "" }
 	file := filepath.Join(t.TempDir(), "cars.ndjson")

@@ -57,6 +57,7 @@ type clientResult struct {
 // the results and compares it with the document; YARD_UPDATE_DOCS=1
 // rewrites the document instead.
 func TestThirdPartyClients(t *testing.T) {
+	t.Parallel()
 	nodeDir := clientPrerequisites(t)
 	pyScripts, _ := filepath.Glob("testdata/clients/python/*.py")
 	pyScripts = slices.DeleteFunc(pyScripts, func(s string) bool { return filepath.Base(s) == "yardtest.py" })

@@ -105,6 +105,7 @@ func (f *follower) received() []string {
 // its principal may see, once each, in id order; and a bark waited for on
 // one process (Prefer: wait) is answered when another finishes it.
 func TestEventsAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	c := storetest.NewCluster(t)
 	dsn := c.NewDatabase(t)
 	// A webhook receiver on loopback (allowed by --webhook-allow-host).

@@ -16,6 +16,7 @@ import (
 // answers ends on the idle time-out with a category for an error, and
 // does not hold up another user's e-mail bark.
 func TestServeFetchPolicy(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	commit := fetchtest.Repo(t, root, "rex")
 	head := commit("second")

@@ -19,6 +19,7 @@ import (
 // progress line when asked for, and a re-run of id-less lines that adds
 // nothing.
 func TestImportMessages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	env := func(string) string { return "" }
 	data := t.TempDir()
@@ -100,6 +101,7 @@ func TestImportProgressLine(t *testing.T) {
 // TestDemoSaysWhatItSkipped: --demo on a store that has dogs, garages and
 // cars adds none and says so.
 func TestDemoSaysWhatItSkipped(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	first := startInProcess(t, "--data", data, "--demo")
 	if !strings.Contains(first.Out.String(), `demo: created person "alice"`) {

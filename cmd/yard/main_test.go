@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,7 +15,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,10 +30,21 @@ import (
 
 // TestMain doubles as the yard binary: with YARD_TEST_MAIN=1 the test
 // binary runs main, so tests can start real server processes and kill them.
+//
+// The tests spend most of their time waiting (for server processes to
+// start and stop, leases to expire, PostgreSQL to restart, browsers and
+// client scripts), not computing: unless -parallel is given, twice as many
+// parallel tests run at once as go test's default (GOMAXPROCS).
 func TestMain(m *testing.M) {
 	if os.Getenv("YARD_TEST_MAIN") == "1" {
 		main()
 		os.Exit(0)
+	}
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
 	}
 	storetest.Main(m)
 }
@@ -189,6 +203,7 @@ func call(t testing.TB, method, url, user, pass string, body any) (*http.Respons
 }
 
 func TestServeAsANewUser(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	s := startInProcess(t, "--data", data)
 	if s.Password == "" {
@@ -237,6 +252,7 @@ func TestServeAsANewUser(t *testing.T) {
 }
 
 func TestServeOnPostgres(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.NewPostgresDatabase(t)
 	s := startInProcess(t, "--data", t.TempDir(), "--db", dsn)
 	resp, m := call(t, "GET", s.URL+"/readyz", "", "", nil)
@@ -250,6 +266,7 @@ func TestServeOnPostgres(t *testing.T) {
 }
 
 func TestPlainHTTPRedirects(t *testing.T) {
+	t.Parallel()
 	port := freePort(t)
 	s := startInProcess(t, "--data", t.TempDir(), "--http-addr", fmt.Sprintf("127.0.0.1:%d", port), "--base-url", "https://yard.example")
 	_ = s
@@ -266,6 +283,7 @@ func TestPlainHTTPRedirects(t *testing.T) {
 }
 
 func TestCommands(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	env := func(string) string { return "" }
 	var out, errb bytes.Buffer
@@ -334,6 +352,7 @@ func TestCommands(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	s := startInProcess(t, "--data", t.TempDir(), "--demo")
 	re := regexp.MustCompile(`demo: created person "alice" with password (\S+)`)
 	m := re.FindStringSubmatch(s.Out.String())
@@ -350,6 +369,7 @@ func TestDemo(t *testing.T) {
 // dogs, then checks that every acknowledged dog survived and the store
 // opens clean.
 func TestKillDuringWrites(t *testing.T) {
+	t.Parallel()
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
 			data := t.TempDir()
@@ -393,6 +413,7 @@ func freePort(t *testing.T) int {
 // for LUCKY13) or an RSA key exchange is refused; the AEAD suites and TLS
 // 1.3 are accepted; TLS 1.1 is refused.
 func TestServeOffersAEADOnly(t *testing.T) {
+	t.Parallel()
 	s := startInProcess(t, "--data", t.TempDir())
 	host := strings.TrimPrefix(s.URL, "https://")
 	dial := func(min, max uint16, suites ...uint16) error {
@@ -427,6 +448,7 @@ func TestServeOffersAEADOnly(t *testing.T) {
 // request's. Other HTTP/1.1 requests keep the connection, and HTTP/2 and
 // Request.TLS (HSTS) are as before.
 func TestServeClosesAfterTransferEncoding(t *testing.T) {
+	t.Parallel()
 	logs := &syncBuffer{}
 	s := startInProcessLogging(t, logs, "--data", t.TempDir())
 	host := strings.TrimPrefix(s.URL, "https://")
@@ -532,6 +554,7 @@ func TestServeClosesAfterTransferEncoding(t *testing.T) {
 // TestDebugAddr: --debug-addr serves the profiler on a loopback address
 // and refuses any other address before starting.
 func TestDebugAddr(t *testing.T) {
+	t.Parallel()
 	if _, stderr, code := cli(t, "serve", "--data", t.TempDir(), "--debug-addr", "0.0.0.0:0"); code != 2 || !strings.Contains(stderr, "loopback") {
 		t.Fatalf("--debug-addr 0.0.0.0:0: exit %d, %s", code, stderr)
 	}

@@ -89,6 +89,7 @@ func signInAndAllow(t *testing.T, hc *http.Client, authURL, user, password strin
 // (github.com/dghubble/oauth1), with HMAC-SHA1 and HMAC-SHA256, then signs
 // calls with PLAINTEXT by hand.
 func TestOAuthInteropDghubble(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	s := startProcess(t, "--data", data)
 	base := publicURL(s)
@@ -184,6 +185,7 @@ func TestOAuthInteropDghubble(t *testing.T) {
 // behind one public base URL; a signed call accepted by one is a replay at
 // the other.
 func TestOAuthReplayAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.NewPostgresDatabase(t)
 	data := t.TempDir()
 	a := startProcess(t, "--data", data, "--db", dsn)

@@ -186,6 +186,7 @@ func (o *openidBrowser) signInAs(name string, wait chromedp.CSS) {
 // Verify accepts the assertion. A second sign-in is cancelled. Each page
 // is captured as a screenshot and checked.
 func TestOpenIDInChromium(t *testing.T) {
+	t.Parallel()
 	o := startOpenIDBrowser(t)
 	base, rpURL := o.base, o.rpURL
 
@@ -232,6 +233,7 @@ func TestOpenIDInChromium(t *testing.T) {
 // signs alice out and shows the sign-in form filled in with bob, and after
 // bob signs in and confirms, the relying party's Verify accepts bob.
 func TestOpenIDWrongUserInChromium(t *testing.T) {
+	t.Parallel()
 	o := startOpenIDBrowser(t)
 	base, rpURL := o.base, o.rpURL
 	forBob := rpURL + "/start?id=" + url.QueryEscape(base+"/openid/id/bob")

@@ -126,6 +126,7 @@ func (u *userAgent) signInAndConfirm(start string, signIn bool) string {
 // assertion (check_authentication and discovery of the claimed id) with
 // alice's identifier. A replayed assertion is refused.
 func TestOpenIDRelyingParty(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	s := startInProcess(t, "--data", data)
 	addAlice(t, s)
@@ -162,6 +163,7 @@ func TestOpenIDRelyingParty(t *testing.T) {
 // private association is shared, the response nonce is used once. An
 // association made at one process signs at the other.
 func TestOpenIDNonceAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	dsn := storetest.NewPostgresDatabase(t)
 	data := t.TempDir()
 	a := startProcess(t, "--data", data, "--db", dsn)

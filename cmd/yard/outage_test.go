@@ -19,6 +19,7 @@ import (
 // Retry-After and an unavailable problem; afterwards both answer again
 // without a restart; and every accepted bark ran exactly once.
 func TestPostgresRestartUnderLoad(t *testing.T) {
+	t.Parallel()
 	c := storetest.NewCluster(t)
 	dsn := c.NewDatabase(t)
 	// A task whose worker lost the store mid-run is taken again when its

@@ -25,6 +25,7 @@ import (
 // move the counter; done as it says, yard serves it, and a new change is
 // ordered after every restored one.
 func TestPostgresDumpAndRestore(t *testing.T) {
+	t.Parallel()
 	own := storetest.NewCluster(t) // for its binaries, and as the fresh cluster
 	src := storetest.NewPostgresDatabase(t)
 	s := startInProcess(t, "--data", t.TempDir(), "--db", src)

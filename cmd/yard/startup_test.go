@@ -14,6 +14,7 @@ import (
 // flag on a fresh data directory leaves no user behind and prints no
 // password (which would be lost).
 func TestStartupChecksBeforeWrites(t *testing.T) {
+	t.Parallel()
 	env := func(string) string { return "" }
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 // verify-only process given that file (no secret, no private key) accepts
 // the access token; yard keys rotate makes a new key for both.
 func TestTokenAlgES256(t *testing.T) {
+	t.Parallel()
 	if _, _, code := cli(t, "serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0", "--token-alg", "RS256"); code != 2 {
 		t.Errorf("--token-alg RS256: exit %d, want a usage error", code)
 	}

@@ -8,11 +8,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path"
 	"strings"
 	"sync"
@@ -79,10 +81,14 @@ func Start(t testing.TB, db *store.DB, opts ...Option) *Env {
 	if err != nil {
 		t.Fatalf("openapi: %v", err)
 	}
-	router := mustRouter(t, doc)
+	base, err := url.Parse(deps.BaseURL)
+	if err != nil {
+		t.Fatalf("base URL: %v", err)
+	}
+	router := mustRouter(t, doc, base)
 	client := srv.Client()
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	client.Transport = &validator{base: client.Transport, router: router, t: t}
+	client.Transport = &validator{base: client.Transport, router: router, server: base, t: t}
 	return &Env{T: t, DB: db, API: api, Server: srv, URL: srv.URL, Client: client, logs: logs}
 }
 
@@ -98,28 +104,80 @@ var registerBodyDecoders = sync.OnceFunc(func() {
 	}
 })
 
-func mustRouter(t testing.TB, doc []byte) routers.Router {
+// routerMemo holds the router of each OpenAPI document Start was given,
+// made once per test process: loading and validating the document takes
+// about a second under the race detector, and the servers of a package
+// publish a handful of distinct documents (they differ by the schemes
+// installed). A document names its server's base URL, whose port differs
+// from server to server: the key, and the document the router is made of,
+// name the host memoHost in its place, and the validator routes a request
+// for the server's host as one for memoHost. A router is only read once
+// made, by any number of requests at once.
+var routerMemo sync.Map // the document naming memoHost → *routerOnce
+
+// memoHost stands for the server's host in the documents of routerMemo.
+const memoHost = "apitest.invalid"
+
+type routerOnce struct {
+	once   sync.Once
+	router routers.Router
+	err    error
+}
+
+// mustRouter returns the router of doc, the document of the server at
+// base, made for memoHost in place of base's host.
+func mustRouter(t testing.TB, doc []byte, base *url.URL) routers.Router {
 	t.Helper()
-	loader := openapi3.NewLoader()
-	spec, err := loader.LoadFromData(doc)
+	memo := *base
+	memo.Host = memoHost
+	// The base URL is the server's URL, a JSON string of its own.
+	quoted, _ := json.Marshal(base.String())
+	memoQuoted, _ := json.Marshal(memo.String())
+	doc = bytes.ReplaceAll(doc, quoted, memoQuoted)
+	v, _ := routerMemo.LoadOrStore(string(doc), &routerOnce{})
+	r := v.(*routerOnce)
+	r.once.Do(func() { r.router, r.err = newRouter(doc) })
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.router
+}
+
+// newRouter loads and validates doc and routes requests to its operations.
+func newRouter(doc []byte) (routers.Router, error) {
+	spec, err := openapi3.NewLoader().LoadFromData(doc)
 	if err != nil {
-		t.Fatalf("load openapi: %v", err)
+		return nil, fmt.Errorf("load openapi: %w", err)
 	}
 	if err := spec.Validate(context.Background()); err != nil {
-		t.Fatalf("openapi document is invalid: %v", err)
+		return nil, fmt.Errorf("openapi document is invalid: %w", err)
 	}
 	router, err := gorillamux.NewRouter(spec)
 	if err != nil {
-		t.Fatalf("openapi router: %v", err)
+		return nil, fmt.Errorf("openapi router: %w", err)
 	}
-	return router
+	return router, nil
 }
 
 // validator checks each response against the OpenAPI document.
 type validator struct {
 	base   http.RoundTripper
-	router routers.Router
+	router routers.Router // made for memoHost (mustRouter)
+	server *url.URL       // the base URL the document names
 	t      testing.TB
+}
+
+// findRoute finds the operation of req, a request for the server's host
+// being one for memoHost.
+func (v *validator) findRoute(req *http.Request) (*routers.Route, map[string]string, error) {
+	if req.URL.Scheme == v.server.Scheme && req.URL.Host == v.server.Host {
+		r := *req
+		u := *req.URL
+		u.Host = memoHost
+		r.URL, r.Host = &u, memoHost
+		req = &r
+	}
+	return v.router.FindRoute(req)
 }
 
 func (v *validator) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -139,7 +197,7 @@ func (v *validator) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodHead || req.Method == http.MethodOptions {
 		return resp, nil
 	}
-	route, params, err := v.router.FindRoute(req)
+	route, params, err := v.findRoute(req)
 	if err != nil {
 		// Unknown paths and methods are the server's 404, 405 and OPTIONS;
 		// a path that is not clean (dot segments, "//") is redirected.
