@@ -154,7 +154,7 @@ func goInstall(t *testing.T, pkg string, env []string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "install", pkg)
-	cmd.Env = append(env, "GOBIN="+bin)
+	cmd.Env = append(slices.Clip(env), "GOBIN="+bin) // env is shared by parallel subtests
 	if out, err := cmd.CombinedOutput(); err != nil {
 		missingTool(t, "go install "+pkg+" (module proxy out of reach?)", err, out)
 	}
