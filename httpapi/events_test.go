@@ -425,7 +425,7 @@ func TestEventsSlowReaderIsCutOff(t *testing.T) {
 func TestPreferWait(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
-		env, _ := startEvents(t, db, events.Config{})
+		env, hub := startEvents(t, db, events.Config{})
 		env.CreateUser("alice", pw)
 		_, dogURI := env.dog(t, "alice", map[string]any{"name": "Rex", "email": "rex@example.org"})
 		resp := env.Do(apitest.Request{Method: "POST", Path: dogURI + "barks", User: "alice", Password: pw,
@@ -449,7 +449,12 @@ func TestPreferWait(t *testing.T) {
 			waited = env.Do(apitest.Request{Path: bark, User: "alice", Password: pw, Headers: map[string]string{"Prefer": "wait=20"}})
 			took = time.Since(start)
 		})
-		time.Sleep(300 * time.Millisecond)
+		// The wait is under way once it follows the hub.
+		for deadline := time.Now().Add(10 * time.Second); hub.Subscribers() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the GET with Prefer: wait=20 did not subscribe to the hub")
+			}
+		}
 		if n := env.drain(t); n != 1 {
 			t.Fatalf("ran %d tasks", n)
 		}
