@@ -13,8 +13,8 @@ func TestClientKey(t *testing.T) {
 		{"[::ffff:192.0.2.7]:443", "::ffff:192.0.2.7"}, // an IPv4 client, by its address
 		{"pipe", "pipe"},
 	} {
-		if got := clientKey(tc.addr); got != tc.want {
-			t.Errorf("clientKey(%q) = %q, want %q", tc.addr, got, tc.want)
+		if got := ClientKey(tc.addr); got != tc.want {
+			t.Errorf("ClientKey(%q) = %q, want %q", tc.addr, got, tc.want)
 		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 // slot with gate.Release(client) once the work is done and before the
 // answer is written, so that a client that reads slowly holds no slot.
 func admit(gate *fairgate.Gate, r *http.Request, what string) (client string, err error) {
-	client = clientKey(r.RemoteAddr)
+	client = ClientKey(r.RemoteAddr)
 	err = gate.Acquire(r.Context(), client)
 	switch {
 	case err == nil:
@@ -34,10 +34,10 @@ func admit(gate *fairgate.Gate, r *http.Request, what string) (client string, er
 	return "", err
 }
 
-// clientKey is the client of a remote address (host:port): its host
+// ClientKey is the client of a remote address (host:port): its host
 // without the port; an IPv6 address counts by its /64 network, which one
 // client usually holds whole (docs/operations.md, "Fair shares").
-func clientKey(addr string) string {
+func ClientKey(addr string) string {
 	h, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return addr

@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/yard-api/yard/httpapi"
 )
 
 // Connections that have not yet sent a request (their TLS handshake
@@ -23,7 +25,7 @@ type newConns struct {
 
 	mu      sync.Mutex
 	perAddr map[string]int
-	pending map[net.Conn]string // connection → its client's key
+	pending map[net.Conn]string // connection → its client's key (httpapi.ClientKey)
 }
 
 func newNewConns(max, maxPerAddr int) *newConns {
@@ -43,24 +45,11 @@ func (n *newConns) connState(c net.Conn, s http.ConnState) {
 		}
 		return
 	}
-	key := addrKey(c.RemoteAddr())
+	key := httpapi.ClientKey(c.RemoteAddr().String())
 	if len(n.pending) >= n.max || n.perAddr[key] >= n.maxPerAddr {
 		_ = c.Close() // the server then sees it closed (StateClosed)
 		return
 	}
 	n.pending[c] = key
 	n.perAddr[key]++
-}
-
-// addrKey is a client's key: its IPv4 address, or its IPv6 /64 (one
-// host's usual share of addresses).
-func addrKey(a net.Addr) string {
-	tcp, ok := a.(*net.TCPAddr)
-	if !ok {
-		return a.String()
-	}
-	if ip4 := tcp.IP.To4(); ip4 != nil {
-		return ip4.String()
-	}
-	return tcp.IP.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
