@@ -528,6 +528,10 @@ func (db *DB) withTxOn(ctx context.Context, conn *sql.Conn, fn func(tx *Tx) erro
 		return err
 	}
 	if err := sqlTx.Commit(); err != nil {
+		if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil {
+			// rolled back as the store wait ended: a 503, not a 500
+			err = ctx.Err()
+		}
 		err = fmt.Errorf("commit: %w", err)
 		if cars != nil {
 			err = cars.failed(err)
