@@ -1,0 +1,22 @@
+package conform
+
+func barkChecks() []Check      { return nil }
+func scheduleChecks() []Check  { return nil }
+func carChecks() []Check       { return nil }
+func searchChecks() []Check    { return nil }
+func orderChecks() []Check     { return nil }
+func basicChecks() []Check     { return nil }
+func digestChecks() []Check    { return nil }
+func sessionChecks() []Check   { return nil }
+func tokenPairChecks() []Check { return nil }
+func pkTokenChecks() []Check   { return nil }
+func signedChecks() []Check    { return nil }
+func oauth1Checks() []Check    { return nil }
+func openidChecks() []Check    { return nil }
+func eventChecks() []Check     { return nil }
+func webhookChecks() []Check   { return nil }
+func hostileChecks() []Check   { return nil }
+
+type receiver struct{}
+
+func (r *receiver) close() {}
