@@ -24,6 +24,7 @@ type kit struct {
 
 	owner, other *person // people the kit created
 	dogURL       string  // a dog of owner's
+	carSet       *carSet
 	recv         *receiver
 }
 

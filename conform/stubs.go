@@ -1,9 +1,5 @@
 package conform
 
-func barkChecks() []Check      { return nil }
-func scheduleChecks() []Check  { return nil }
-func carChecks() []Check       { return nil }
-func searchChecks() []Check    { return nil }
 func orderChecks() []Check     { return nil }
 func basicChecks() []Check     { return nil }
 func digestChecks() []Check    { return nil }
