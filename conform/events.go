@@ -162,6 +162,7 @@ type receiver struct {
 
 // delivery is one POST the receiver got.
 type delivery struct {
+	path   string
 	header http.Header
 	body   []byte
 }
@@ -178,7 +179,7 @@ func startReceiver(addr string) (*receiver, error) {
 	rc.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		rc.mu.Lock()
-		rc.got = append(rc.got, delivery{r.Header.Clone(), b})
+		rc.got = append(rc.got, delivery{r.URL.Path, r.Header.Clone(), b})
 		rc.mu.Unlock()
 		select {
 		case rc.wake <- struct{}{}:
@@ -192,14 +193,14 @@ func startReceiver(addr string) (*receiver, error) {
 
 func (rc *receiver) close() { _ = rc.srv.Close() }
 
-// find waits up to 15 s for a delivery of the event type and subject.
-func (rc *receiver) find(ctx context.Context, typ, subject string) *delivery {
+// find waits up to 15 s for a delivery to path of the event type and subject.
+func (rc *receiver) find(ctx context.Context, path, typ, subject string) *delivery {
 	deadline := time.After(15 * time.Second)
 	for {
 		rc.mu.Lock()
 		for i := range rc.got {
 			var e map[string]any
-			if json.Unmarshal(rc.got[i].body, &e) == nil && e["type"] == typ && e["subject"] == subject {
+			if rc.got[i].path == path && json.Unmarshal(rc.got[i].body, &e) == nil && e["type"] == typ && e["subject"] == subject {
 				d := rc.got[i]
 				rc.mu.Unlock()
 				return &d
@@ -219,13 +220,14 @@ func (rc *receiver) find(ctx context.Context, typ, subject string) *delivery {
 
 // hook subscribes the owner's webhook to the kit's receiver, or skips the
 // check when the server rightly refuses a loopback address.
-func (t *T) hook() (id, secret string) {
+func (t *T) hook() (id, secret, path string) {
 	if t.k.recv == nil {
 		rc, err := startReceiver(t.k.cfg.ReceiverAddr)
 		t.Check(err == nil, "the kit's receiver cannot listen: %v", err)
 		t.k.recv = rc
 	}
-	u := "http://" + t.k.recv.addr + "/" + t.k.prefix
+	path = "/" + t.k.prefix + "/" + randomHex(4)
+	u := "http://" + t.k.recv.addr + path
 	r := t.Do("POST", "/v1/webhooks", basic(t.owner()), jsonBody(map[string]any{"url": u, "types": []string{"dog.*"}}))
 	if r.Status == 400 || r.Status == 403 || r.Status == 422 {
 		t.Skipf("the server refuses deliveries to the kit's loopback receiver %s (%d); yard allows it with --webhook-allow-host %s", u, r.Status, strings.Split(t.k.recv.addr, ":")[0])
@@ -235,7 +237,7 @@ func (t *T) hook() (id, secret string) {
 	t.k.created("webhook "+id, "DELETE", "/v1/webhooks/"+url.PathEscape(id), []opt{basic(t.owner())})
 	t.Check(r.Str("url") == u && r.JSON()["enabled"] == true, "the subscription %s", redact(string(r.Body)))
 	t.Check(strings.HasPrefix(secret, "whsec_"), "the secret does not start with whsec_")
-	return id, secret
+	return id, secret, path
 }
 
 func webhookChecks() []Check {
@@ -247,17 +249,17 @@ func webhookChecks() []Check {
 			}),
 		def(p, "secret-once", Must, doc, "GET /v1/webhooks/{id}",
 			"200 without the secret", func(t *T) {
-				id, _ := t.hook()
+				id, _, _ := t.hook()
 				r := t.Do("GET", "/v1/webhooks/"+id, basic(t.owner()))
 				t.Status(r, 200)
 				t.Check(r.Str("secret") == "", "GET shows the secret again")
 			}),
-		def(p, "delivery", Must, doc+"#verifying-a-delivery", "subscribe, then PATCH a dog",
+		def(p, "delivery", Must, "docs/events.md#verifying-a-delivery", "subscribe, then PATCH a dog",
 			"a POST to the receiver with the CloudEvent dog.updated; webhook-id = the event id; webhook-signature v1,<base64 HMAC-SHA256 of id.timestamp.body under the secret>", func(t *T) {
-				_, secret := t.hook()
+				_, secret, path := t.hook()
 				dog := t.newDog(nil)
 				t.Status(t.Do("PATCH", dog, basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-hook"})), 204)
-				d := t.k.recv.find(t.ctx, "dog.updated", dog)
+				d := t.k.recv.find(t.ctx, path, "dog.updated", dog)
 				t.Check(d != nil, "no dog.updated delivery for %s within 15 s", dog)
 				id, ts := d.header.Get("webhook-id"), d.header.Get("webhook-timestamp")
 				var e map[string]any
@@ -271,7 +273,7 @@ func webhookChecks() []Check {
 				want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 				t.Check(strings.Contains(" "+d.header.Get("webhook-signature")+" ", " "+want+" "), "webhook-signature %q does not verify", d.header.Get("webhook-signature"))
 			}),
-		def(p, "private-refused", Must, doc+"#where-deliveries-may-go", `POST /v1/webhooks {"url":"https://10.1.2.3/hook"} (a private address)`,
+		def(p, "private-refused", Must, "docs/events.md#where-deliveries-may-go", `POST /v1/webhooks {"url":"https://10.1.2.3/hook"} (a private address)`,
 			"400 problem naming url", func(t *T) {
 				r := t.Do("POST", "/v1/webhooks", basic(t.owner()), jsonBody(map[string]any{"url": "https://10.1.2.3/hook"}))
 				if r.Status == 201 {
@@ -282,7 +284,7 @@ func webhookChecks() []Check {
 			}),
 		def(p, "delete", Must, doc, "DELETE /v1/webhooks/{id}, then GET it",
 			"204, then 404", func(t *T) {
-				id, _ := t.hook()
+				id, _, _ := t.hook()
 				t.Status(t.Do("DELETE", "/v1/webhooks/"+id, basic(t.owner())), 204)
 				t.Status(t.Do("GET", "/v1/webhooks/"+id, basic(t.owner())), 404)
 			}),
