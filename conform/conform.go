@@ -61,6 +61,8 @@ type Config struct {
 	// ReceiverAddr is the loopback address the kit's webhook receiver
 	// listens on ("127.0.0.1:0" when empty).
 	ReceiverAddr string
+	// UserAgent is sent with every request ("yard-conform" when empty).
+	UserAgent string
 }
 
 // ErrSetup wraps the errors that stop a run before any check: a server

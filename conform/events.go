@@ -105,6 +105,7 @@ func eventChecks() []Check {
 				defer cancel()
 				req, _ := http.NewRequestWithContext(ctx, "GET", t.k.abs("/v1/events?subject="+url.QueryEscape(dog)+"&types=dog.updated"), nil)
 				req.Header.Set("Accept", "text/event-stream")
+				req.Header.Set("User-Agent", t.k.cfg.UserAgent)
 				req.SetBasicAuth(t.owner().name, t.owner().password)
 				resp, err := t.k.hc.Do(req)
 				t.Check(err == nil, "the stream: %v", err)

@@ -118,6 +118,7 @@ func (k *kit) send(ctx context.Context, method, target string, opts ...opt) (*se
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("User-Agent", k.cfg.UserAgent)
 	var rb reqBody
 	for _, o := range opts {
 		o(req, &rb)

@@ -43,6 +43,9 @@ type undo struct {
 }
 
 func newKit(base *url.URL, hc *http.Client, cfg Config) *kit {
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "yard-conform"
+	}
 	return &kit{base: base, hc: hc, cfg: cfg, prefix: "conform-" + randomHex(4),
 		admin: &person{name: cfg.Admin, password: cfg.AdminPassword}}
 }

@@ -115,8 +115,14 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%d passed, %d failed, %d skipped (%s)\n", rep.Passed, rep.Failed, rep.Skipped, rep.Duration.Round(time.Millisecond))
+	_, err := fmt.Fprintf(w, "\n%s (%s)\n", rep.Summary(), rep.Duration.Round(time.Millisecond))
 	return err
+}
+
+// Summary is the report's last line without its time: "N passed, M
+// failed, K skipped".
+func (rep *Report) Summary() string {
+	return fmt.Sprintf("%d passed, %d failed, %d skipped", rep.Passed, rep.Failed, rep.Skipped)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
