@@ -133,6 +133,7 @@ func newBalancer(t *testing.T, wrap func(http.Handler) http.Handler) *balancer {
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(b.targets[b.next.Add(1)%uint64(len(b.targets))])
 			pr.Out.Host = pr.In.Host
+			pr.Out.URL.RawQuery = pr.In.URL.RawQuery // with its semicolons: the car grammar splits on them
 		},
 		Transport:     tr,
 		FlushInterval: -1,
