@@ -127,7 +127,7 @@ type balancer struct {
 func newBalancer(t *testing.T, wrap func(http.Handler) http.Handler) *balancer {
 	t.Helper()
 	b := &balancer{}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 32}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 32}
 	t.Cleanup(tr.CloseIdleConnections)
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
