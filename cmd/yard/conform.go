@@ -88,6 +88,9 @@ func runConform(ctx context.Context, args []string, getenv func(string) string, 
 	if rep.MustFailed() {
 		return errors.New("conform: a MUST check failed")
 	}
+	if rep.TimedOut {
+		return errors.New("conform: the run timed out (--timeout) before every check ran")
+	}
 	return nil
 }
 
