@@ -85,11 +85,11 @@ func runConform(ctx context.Context, args []string, getenv func(string) string, 
 			return err
 		}
 	}
-	if rep.MustFailed() {
-		return errors.New("conform: a MUST check failed")
-	}
 	if rep.TimedOut {
 		return errors.New("conform: the run timed out (--timeout) before every check ran")
+	}
+	if rep.MustFailed() {
+		return errors.New("conform: a MUST check failed")
 	}
 	return nil
 }

@@ -239,6 +239,23 @@ func TestConformRefusals(t *testing.T) {
 	}
 	noConformLeftovers(t, s.URL, s.Password)
 
+	// A server that refuses the kit's loopback receiver (no
+	// --webhook-allow-host): the checks that need deliveries are skipped
+	// with the reason, the run passes.
+	stdout, stderr, code := conformCLI(t, s.Password, "--ca", ca, "--only", "webhooks", base)
+	if code != 0 || !strings.Contains(stdout, "SKIP webhooks.delivery webhooks MUST: the server refuses deliveries to the kit's loopback receiver") ||
+		!strings.Contains(stdout, "1 passed, 0 failed, 4 skipped") {
+		t.Errorf("webhooks against a server refusing loopback: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	// A run that times out: the checks not started are skipped, the run
+	// fails, and what it made is removed all the same.
+	stdout, stderr, code = conformCLI(t, s.Password, "--ca", ca, "--only", "schedules,cars", "--timeout", "1500ms", base)
+	if code != 1 || !strings.Contains(stdout, "the run's time-out (--timeout) passed before this check") || !strings.Contains(stderr, "timed out") {
+		t.Errorf("a run that times out: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	noConformLeftovers(t, s.URL, s.Password)
+
 	// --only, --skip and exit status 1: a part run alone, one check left
 	// out, and a check failing against a server whose HSTS header a front
 	// removes.
@@ -250,7 +267,7 @@ func TestConformRefusals(t *testing.T) {
 	})
 	s2 := startInProcess(t, "--data", t.TempDir(), "--base-url", lb.URL)
 	lb.start(t, s2.URL)
-	stdout, stderr, code := conformCLI(t, s2.Password, "--ca", lb.CAFile, "--only", "discovery", "--skip", "discovery.openapi", lb.URL)
+	stdout, stderr, code = conformCLI(t, s2.Password, "--ca", lb.CAFile, "--only", "discovery", "--skip", "discovery.openapi", lb.URL)
 	if code != 1 || !strings.Contains(stdout, "FAIL discovery.hsts discovery MUST: ") || !strings.Contains(stdout, "SKIP discovery.openapi") ||
 		!strings.Contains(stdout, "\ndiscovery  ") || strings.Contains(stdout, "\ndogs ") {
 		t.Errorf("--only discovery against a server without HSTS: exit %d\n%s\n%s", code, stdout, stderr)
