@@ -119,6 +119,26 @@ func barkChecks() []Check {
 				t.Status(t.Do("GET", loc, basic(t.owner())), 404)
 				t.Check(t.barkCount(dog) == n, "barkCount %v after deleting a record, want %v", t.barkCount(dog), n)
 			}),
+		def(p, "cancel", Must, "docs/barks.md#a-bark-task", `POST …/barks {"effect":"email-count"} with Prefer: respond-async, DELETE the task at once, then GET it and the dog`,
+			"204 and the task canceled with barkCount unchanged; or, when it had already finished, 409 and the task succeeded with barkCount +1", func(t *T) {
+				dog := t.dog()
+				n := t.barkCount(dog)
+				r := t.bark(dog, "email-count", header("Prefer", "respond-async"))
+				t.Status(r, 202)
+				loc := t.Location(r, "")
+				d := t.Do("DELETE", loc, basic(t.owner()))
+				t.Status(d, 204, 409)
+				g := t.waitBark(loc)
+				switch d.Status {
+				case 204:
+					t.Status(g, 200)
+					t.Check(g.Str("status") == "canceled", "the cancelled task's status is %q", g.Str("status"))
+					t.Check(t.barkCount(dog) == n, "barkCount %v after a cancelled email-count bark, want %v", t.barkCount(dog), n)
+				case 409:
+					t.Status(g, 303)
+					t.Check(t.barkCount(dog) == n+1, "barkCount %v after a finished email-count bark, want %v", t.barkCount(dog), n+1)
+				}
+			}),
 		def(p, "delete-finished", Should, "docs/barks.md#a-bark-task", "DELETE a finished email bark",
 			"409 problem (the state does not allow it)", func(t *T) {
 				r := t.bark(t.dog(), "email")

@@ -26,7 +26,7 @@ func runConform(ctx context.Context, args []string, getenv func(string) string, 
 	caFile := fs.String("ca", "", "trust the CA certificates in this PEM file (a self-signed server's cert.pem)")
 	insecure := fs.Bool("insecure", false, "do not verify the server's certificate")
 	var only, skip listFlag
-	fs.Var(&only, "only", "run only these parts (comma-separated; docs/conformance.md lists them)")
+	fs.Var(&only, "only", "run only these parts (comma-separated): "+strings.Join(conform.Parts(), ", "))
 	fs.Var(&skip, "skip", "leave out these checks (comma-separated ids)")
 	junit := fs.String("junit", "", "also write the result as JUnit XML to this file")
 	asJSON := fs.Bool("json", false, "write the result as JSON on standard output (the report for people goes to standard error)")
