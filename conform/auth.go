@@ -196,6 +196,15 @@ func sessionChecks() []Check {
 				t.Status(t.Do("DELETE", "/sessions/"+key), 204)
 				t.Status(t.Do("GET", t.me(), header("Cookie", cookie)), 401)
 			}),
+		def(p, "resource", Should, doc, "GET /sessions/{key} while the session lives, and after DELETE",
+			"200 with the session (userId the person), then 404", func(t *T) {
+				key, _, _ := t.session()
+				r := t.Do("GET", "/sessions/"+key)
+				t.Status(r, 200)
+				t.Check(r.Str("userId") == t.owner().id, "the session's userId %q, want %q", r.Str("userId"), t.owner().id)
+				t.Status(t.Do("DELETE", "/sessions/"+key), 204)
+				t.Status(t.Do("GET", "/sessions/"+key), 404)
+			}),
 		def(p, "unknown-key", Must, doc, "Cookie: sessionToken=<a key that was never issued>",
 			"401", func(t *T) {
 				t.Status(t.Do("GET", t.me(), header("Cookie", "sessionToken="+randomHex(32))), 401)

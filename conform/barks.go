@@ -218,6 +218,13 @@ func scheduleChecks() []Check {
 				r2 := t.Do("PATCH", dog, basic(t.owner()), rawBody("application/json", body), header("If-Unmodified-Since", d))
 				t.Status(r2, r1.Status)
 			}),
+		def(p, "patch-412", Must, doc, "a schedule PATCH with If-Unmodified-Since a day before the dog's last change (another body than the last applied)",
+			"412 problem", func(t *T) {
+				dog := t.newDog(nil)
+				old := time.Now().Add(-24 * time.Hour).UTC().Format(http.TimeFormat)
+				r := t.Do("PATCH", dog, basic(t.owner()), rawBody("application/json", schedulePatch(later(time.Hour), 45)), header("If-Unmodified-Since", old))
+				t.Problem(r, 412, "precondition-failed")
+			}),
 		def(p, "patch-refused", Must, doc, `PATCH {"barks":{"next":<an hour ago>,"frequency":60}}`,
 			"403 problem explaining why", func(t *T) {
 				r := t.Do("PATCH", t.newDog(nil), basic(t.owner()), rawBody("application/json", schedulePatch(later(-time.Hour), 60)), header("If-Unmodified-Since", date()))

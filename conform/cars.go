@@ -163,6 +163,14 @@ func carChecks() []Check {
 				t.FieldNamed(r, "zzz")
 				t.Problem(t.Do("GET", "/cars?q.color.zz=red"), 400, "validation")
 			}),
+		def(p, "facets", Should, "docs/cars.md#facets", "GET /cars?make=M&facets=color",
+			`"facets":{"color":{"red":2,"blue":1,"green":1}}`, func(t *T) {
+				r := t.Do("GET", "/cars?make="+t.cars().make+"&facets=color")
+				t.Status(r, 200)
+				f, _ := r.JSON()["facets"].(map[string]any)
+				c, _ := f["color"].(map[string]any)
+				t.Check(c != nil && c["red"] == float64(2) && c["blue"] == float64(1) && c["green"] == float64(1), "facets %v, want color red 2, blue 1, green 1", r.JSON()["facets"])
+			}),
 		def(p, "paging", Must, "docs/api.md#http", "GET /cars?make=M&max=2, then the next link",
 			"2 items of total 4, Link first/next/last; the next page has 2 items at offset 2 and a prev link", func(t *T) {
 				cs := t.cars()

@@ -95,6 +95,20 @@ func dogChecks() []Check {
 				t.Status(r, 201)
 				t.Location(r, "/v1/dogs/"+id+"/")
 			}),
+		def(p, "if-match", Must, "docs/api.md#http", `PATCH /v1/dogs/{id}/ {"name"} with If-Match: "not-the-etag"`,
+			"412 problem; the dog keeps its name", func(t *T) {
+				dog := t.newDog(nil)
+				before := t.Do("GET", dog, basic(t.owner())).Str("name")
+				r := t.Do("PATCH", dog, basic(t.owner()), header("If-Match", `"not-the-etag"`), jsonBody(map[string]any{"name": t.k.prefix + "-412"}))
+				t.Problem(r, 412, "precondition-failed")
+				t.Check(t.Do("GET", dog, basic(t.owner())).Str("name") == before, "the dog changed despite the 412")
+			}),
+		def(p, "unknown-query", Must, "docs/api.md#http", "GET /v1/dogs?zzz=1",
+			"400 problem naming zzz", func(t *T) {
+				r := t.Do("GET", "/v1/dogs?zzz=1", basic(t.owner()))
+				t.Problem(r, 400, "validation")
+				t.FieldNamed(r, "zzz")
+			}),
 		def(p, "unknown-field", Must, "docs/api.md#http", `POST /v1/dogs with a misspelt member {"nmae"}`,
 			"400 problem (…/problems/validation) naming nmae; nothing created", func(t *T) {
 				r := t.Do("POST", "/v1/dogs", basic(t.owner()), jsonBody(map[string]any{"nmae": "x", "email": "x@example.com"}))
@@ -145,6 +159,17 @@ func versionChecks() []Check {
 				t.Check(links != nil && links["self"] != nil, "_links %v has no self", r.JSON()["_links"])
 				pred, _ := links["predecessor-version"].(map[string]any)
 				t.Check(pred != nil && pred["href"] == dog, "_links.predecessor-version %v, want href %q", links["predecessor-version"], dog)
+			}),
+		def(p, "v2-create", Must, doc, `POST /v2/dogs {"name","email","owner":{"id":<the person>}}`,
+			"201 with Location /v2/dogs/{id}; the same dog reads at /v1/dogs/{id}/", func(t *T) {
+				r := t.Do("POST", "/v2/dogs", basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-v2c", "email": "v2@example.com", "owner": map[string]any{"id": t.owner().id}}))
+				t.Status(r, 201)
+				id := r.Str("id")
+				t.Location(r, "/v2/dogs/"+id)
+				t.k.created("dog "+id, "DELETE", "/v1/dogs/"+id+"/", []opt{basic(t.k.admin)})
+				g := t.Do("GET", "/v1/dogs/"+id+"/", basic(t.owner()))
+				t.Status(g, 200)
+				t.Check(g.Str("name") == t.k.prefix+"-v2c" && g.Str("owner") == t.owner().id, "the v1 view of the v2 dog: %s", g.Body)
 			}),
 		def(p, "one-store", Must, doc, `PATCH /v2/dogs/{id} {"name"}, then GET /v1/dogs/{id}/`,
 			"the v1 dog shows the name written through v2", func(t *T) {

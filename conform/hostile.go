@@ -50,6 +50,12 @@ func hostileChecks() []Check {
 				t.FieldNamed(r, "name")
 				t.Check(t.Do("GET", dog, basic(t.owner())).Str("name") != "", "the dog lost its name")
 			}),
+		def(p, "json-patch", Must, doc, `PATCH /v1/dogs/{id}/ as application/json-patch+json`,
+			"415 with Accept-Patch naming application/merge-patch+json", func(t *T) {
+				r := t.Do("PATCH", t.dog(), basic(t.owner()), rawBody("application/json-patch+json", []byte(`[{"op":"replace","path":"/name","value":"x"}]`)))
+				t.Problem(r, 415, "")
+				t.Check(strings.Contains(r.Header.Get("Accept-Patch"), "application/merge-patch+json"), "Accept-Patch %q", r.Header.Get("Accept-Patch"))
+			}),
 		def(p, "code-url", Must, "docs/barks.md#where-fetches-may-go", `POST /v1/dogs with codeUrl "--upload-pack=touch /tmp/x", "file:///etc", "https://user:pw@example.com/r.git", "https://example.com/r.git id" (white space)`,
 			"400 problem naming codeUrl for each; nothing stored", func(t *T) {
 				for _, u := range []string{"--upload-pack=touch /tmp/x", "file:///etc", "https://user:pw@example.com/r.git", "https://example.com/r.git id"} {

@@ -54,6 +54,14 @@ func orderChecks() []Check {
 				var o xmlOrder
 				t.Check(xml.Unmarshal(r.Body, &o) == nil && o.ID != "" && o.Status == "placed" && o.CustomerID == t.owner().id, "the XML order %s", r.Body)
 			}),
+		def(p, "vary", Should, doc, "GET /order/{id} as JSON and as XML",
+			"Vary naming Accept, and an ETag per representation (they differ)", func(t *T) {
+				loc := t.order(nil)
+				j := t.Do("GET", loc, basic(t.owner()), header("Accept", "application/json"))
+				x := t.Do("GET", loc, basic(t.owner()), header("Accept", "application/xml"))
+				t.Check(strings.Contains(j.Header.Get("Vary"), "Accept"), "Vary %q does not name Accept", j.Header.Get("Vary"))
+				t.Check(j.Header.Get("ETag") != "" && x.Header.Get("ETag") != "" && j.Header.Get("ETag") != x.Header.Get("ETag"), "ETags %q (JSON) and %q (XML), want two different ones", j.Header.Get("ETag"), x.Header.Get("ETag"))
+			}),
 		def(p, "not-acceptable", Must, doc, "GET /order/{id} with Accept: image/png",
 			"406 problem", func(t *T) {
 				r := t.Do("GET", t.order(nil), basic(t.owner()), header("Accept", "image/png"))

@@ -86,6 +86,11 @@ func tokenPairChecks() []Check {
 				t.Check(strings.Contains(strings.Join(again.Header.Values("WWW-Authenticate"), ","), `error="invalid_token"`), "WWW-Authenticate %q lacks error=\"invalid_token\"", again.Header.Values("WWW-Authenticate"))
 				t.Problem(t.Do("POST", "/auth/refresh", bearer(r.Str("refresh_token"))), 400, "refresh-token-invalid")
 			}),
+		def(p, "access-as-refresh", Must, doc, "POST /auth/refresh with the access token",
+			"400 problem …/problems/refresh-token-invalid", func(t *T) {
+				a, _ := t.pair(t.owner())
+				t.Problem(t.Do("POST", "/auth/refresh", bearer(a)), 400, "refresh-token-invalid")
+			}),
 		def(p, "tampered", Must, doc, "an access token with its signature altered",
 			"401", func(t *T) {
 				a, _ := t.pair(t.owner())
@@ -243,6 +248,11 @@ func signedChecks() []Check {
 				k := t.apiKey()
 				u := k.signed("/v1/dogs", "max=5", time.Now())
 				t.Status(t.Do("GET", strings.Replace(u, "max=5", "max=6", 1)), 401)
+			}),
+		def(p, "method-binding", Must, "docs/auth.md#binding-the-method-and-the-body", "a signed GET whose signed query holds method=POST",
+			"401: the bound method does not match", func(t *T) {
+				k := t.apiKey()
+				t.Status(t.Do("GET", k.signed(t.me(), "method=POST", time.Now())), 401)
 			}),
 		def(p, "deleted-key", Must, doc, "DELETE /apikeys/{apiKey}, then a signed request with it",
 			"204, then 401", func(t *T) {

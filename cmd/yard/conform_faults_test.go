@@ -182,7 +182,7 @@ func faults(adminPassword string) []fault {
 			}
 		})},
 		{"no-www-authenticate", []string{"discovery", "basic", "digest", "token-pair"}, dropHeaders("WWW-Authenticate")},
-		{"headers-dropped", []string{"discovery", "dogs", "barks", "hostile"}, dropHeaders("X-Request-Id", "Strict-Transport-Security", "ETag", "Last-Modified", "Allow")},
+		{"headers-dropped", []string{"discovery", "dogs", "barks", "orders", "hostile"}, dropHeaders("X-Request-Id", "Strict-Transport-Security", "ETag", "Last-Modified", "Allow", "Vary", "Accept-Patch")},
 		{"credentials-unchecked", []string{"basic", "digest", "sessions", "token-pair", "pk-token", "signed", "oauth1", "searches", "orders"}, editAnswer(hasCredentials, func(_ *http.Request, a *answer) {
 			if a.status == 401 {
 				a.status, a.body = 200, []byte("{}")
