@@ -202,6 +202,16 @@ func faults(adminPassword string) []fault {
 				r.Header.Set("Accept", "application/json")
 			}
 		})},
+		{"xml-labelled-json", []string{"orders"}, editAnswer(nil, func(_ *http.Request, a *answer) {
+			if strings.HasPrefix(a.header.Get("Content-Type"), "application/xml") {
+				a.header.Set("Content-Type", "application/json")
+			}
+		})},
+		{"put-create-as-replace", []string{"dogs", "cars"}, editAnswer(func(r *http.Request) bool { return r.Method == "PUT" }, func(_ *http.Request, a *answer) {
+			if a.status == 201 {
+				a.status = 200
+			}
+		})},
 		{"query-dropped", []string{"cars", "searches", "hostile"}, editRequest(func(r *http.Request) {
 			if r.Method == "GET" && (strings.HasPrefix(r.URL.Path, "/cars") || strings.HasPrefix(r.URL.Path, "/search")) {
 				r.URL.RawQuery = ""
