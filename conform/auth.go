@@ -159,6 +159,7 @@ func (t *T) session() (key, cookie string, r *Resp) {
 		}
 	}
 	t.Check(cookie != "", "Set-Cookie %q has no sessionToken", r.Header.Values("Set-Cookie"))
+	t.k.created("session", "DELETE", "/sessions/"+url.PathEscape(key), nil, 204, 404)
 	return key, cookie, r
 }
 
@@ -185,6 +186,9 @@ func sessionChecks() []Check {
 			"201 with the cookie", func(t *T) {
 				form := url.Values{"username": {t.owner().name}, "password": {t.owner().password}}
 				r := t.Do("POST", "/sessions", rawBody("application/x-www-form-urlencoded", []byte(form.Encode())))
+				if loc := r.Header.Get("Location"); loc != "" {
+					t.k.created("session", "DELETE", loc, nil, 204, 404)
+				}
 				t.Status(r, 201)
 				if loc := r.Header.Get("Location"); loc != "" {
 					t.Status(t.Do("DELETE", loc), 204)

@@ -46,6 +46,8 @@ func (t *T) pair(p *person) (access, refresh string) {
 	t.Status(r, 200)
 	access, refresh = r.Str("access_token"), r.Str("refresh_token")
 	t.Check(access != "" && refresh != "", "the login answered no access_token or refresh_token")
+	// Logging out revokes the family, whichever of its tokens is current.
+	t.k.created("token family", "POST", "/auth/logout", []opt{bearer(refresh)}, 204, 400, 401)
 	return access, refresh
 }
 
