@@ -257,6 +257,9 @@ func webhookChecks() []Check {
 			}),
 		def(p, "delivery", Must, "docs/events.md#verifying-a-delivery", "subscribe, then PATCH a dog",
 			"a POST to the receiver with the CloudEvent dog.updated; webhook-id = the event id; webhook-signature v1,<base64 HMAC-SHA256 of id.timestamp.body under the secret>", func(t *T) {
+				if h := t.k.base.Hostname(); h != "localhost" && !net.ParseIP(h).IsLoopback() {
+					t.Skipf("the server (%s) is not on this machine: its deliveries cannot reach the kit's loopback receiver", h)
+				}
 				_, secret, path := t.hook()
 				dog := t.newDog(nil)
 				t.Status(t.Do("PATCH", dog, basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-hook"})), 204)
