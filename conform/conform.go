@@ -154,14 +154,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			continue
 		}
 		if runCtx.Err() != nil {
-			rep.add(c, Skipped, "the run's time-out (--timeout) passed before this check", "", 0)
+			why := "the run's time-out (--timeout) passed before this check"
+			if ctx.Err() != nil {
+				why = "the run was interrupted before this check"
+			}
+			rep.add(c, Skipped, why, "", 0)
 			rep.TimedOut = true
 			continue
 		}
 		rep.add(k.runCheck(runCtx, c))
 	}
-	// Clean up with a context of its own: a run that timed out still
-	// removes what it made.
+	// Clean up with a context of its own: a run that timed out or was
+	// interrupted still removes what it made.
 	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
 	defer ccancel()
 	rep.Leftovers = k.cleanup(cctx)
