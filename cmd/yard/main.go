@@ -8,6 +8,7 @@
 //	yard backup [--out FILE]                             copy the SQLite store while it serves
 //	yard restore FILE                                    replace the SQLite store by a backup
 //	yard keys rotate | yard keys public                  token signing keys
+//	yard conform [flags] URL                             check a server against the specification
 //	yard version | yard help [COMMAND]
 //
 // The commands are the table in commands below; "yard -h" is generated
@@ -97,6 +98,8 @@ func commands() []command {
 			{name: "public", summary: "print the public keys of the token signing keys (PEM), for verify-only servers",
 				usage: "keys public [--data DIR]", run: runKeysPublic},
 		}},
+		{name: "conform", summary: "check a running server against the specification (the conformance kit)",
+			usage: "conform [--admin NAME] [--ca FILE | --insecure] [--only PART[,PART]] [--skip ID[,ID]] [--junit FILE] [--json] [--timeout DURATION] [--receiver ADDR] URL", run: runConform},
 		{name: "version", summary: "print the version",
 			usage: "version", run: runVersion},
 		{name: "help", summary: "print this help, or a command's usage and flags",

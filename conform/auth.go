@@ -1,0 +1,223 @@
+package conform
+
+import (
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/yard-api/yard/internal/authparam"
+)
+
+// me is the path of the owner's own record, which every scheme reads.
+func (t *T) me() string { return "/v1/people/" + url.PathEscape(t.owner().id) }
+
+func basicChecks() []Check {
+	const p, doc = "basic", "docs/auth.md#basic"
+	return []Check{
+		def(p, "ok", Must, doc, "GET /v1/people/{id} with Authorization: Basic (the person's own record)",
+			"200 with the record", func(t *T) {
+				r := t.Do("GET", t.me(), basic(t.owner()))
+				t.Status(r, 200)
+				t.Check(r.Str("id") == t.owner().id, "the record's id %q, want %q", r.Str("id"), t.owner().id)
+			}),
+		def(p, "wrong-password", Must, doc, "the same with a wrong password",
+			"401 problem with a Basic challenge", func(t *T) {
+				wrong := &person{name: t.owner().name, password: "wrong-" + randomHex(4)}
+				r := t.Do("GET", t.me(), basic(wrong))
+				t.Problem(r, 401, "unauthorized")
+				wantChallenges(t, r.Header, "Basic")
+			}),
+		def(p, "two-authorization", Must, "docs/api.md#http", "two Authorization headers (Basic twice)",
+			"400", func(t *T) {
+				req := func(r *http.Request, _ *reqBody) {
+					r.SetBasicAuth(t.owner().name, t.owner().password)
+					r.Header.Add("Authorization", r.Header.Get("Authorization"))
+				}
+				t.Status(t.Do("GET", t.me(), req), 400)
+			}),
+	}
+}
+
+// challenge is one WWW-Authenticate challenge.
+type challenge struct {
+	scheme string
+	params map[string]string
+}
+
+func challenges(h http.Header) []challenge {
+	var out []challenge
+	for _, v := range h.Values("WWW-Authenticate") {
+		scheme, rest, _ := strings.Cut(strings.TrimSpace(v), " ")
+		c := challenge{scheme: scheme, params: map[string]string{}}
+		if ps, err := authparam.Parse(rest, false); err == nil {
+			for _, p := range ps {
+				c.params[strings.ToLower(p.Name)] = p.Value
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// digestChallenge fetches the Digest challenge of the algorithm.
+func (t *T) digestChallenge(target, algorithm string) map[string]string {
+	r := t.Do("GET", target)
+	t.Status(r, 401)
+	for _, c := range challenges(r.Header) {
+		if strings.EqualFold(c.scheme, "Digest") && strings.EqualFold(c.params["algorithm"], algorithm) {
+			return c.params
+		}
+	}
+	t.Fatalf("no Digest challenge with algorithm=%s in %q", algorithm, r.Header.Values("WWW-Authenticate"))
+	return nil
+}
+
+// digestAuth answers a challenge (RFC 7616 §3.4, qop=auth).
+func digestAuth(ch map[string]string, algorithm, user, password, method, uri string, nc int, cnonce string) opt {
+	var h func() hash.Hash = sha256.New
+	if strings.EqualFold(algorithm, "MD5") {
+		h = md5.New
+	}
+	H := func(s string) string {
+		d := h()
+		d.Write([]byte(s))
+		return hex.EncodeToString(d.Sum(nil))
+	}
+	ha1 := H(user + ":" + ch["realm"] + ":" + password)
+	ha2 := H(method + ":" + uri)
+	ncs := fmt.Sprintf("%08x", nc)
+	resp := H(ha1 + ":" + ch["nonce"] + ":" + ncs + ":" + cnonce + ":auth:" + ha2)
+	v := fmt.Sprintf(`Digest username=%s, realm=%s, nonce=%s, uri=%s, algorithm=%s, qop=auth, nc=%s, cnonce=%s, response=%s`,
+		authparam.Quote(user), authparam.Quote(ch["realm"]), authparam.Quote(ch["nonce"]), authparam.Quote(uri), algorithm, ncs, authparam.Quote(cnonce), authparam.Quote(resp))
+	if o, ok := ch["opaque"]; ok {
+		v += ", opaque=" + authparam.Quote(o)
+	}
+	return header("Authorization", v)
+}
+
+func digestChecks() []Check {
+	const p, doc = "digest", "docs/auth.md#digest-rfc-7616"
+	ok := func(alg string) func(t *T) {
+		return func(t *T) {
+			ch := t.digestChallenge(t.me(), alg)
+			r := t.Do("GET", t.me(), digestAuth(ch, alg, t.owner().name, t.owner().password, "GET", t.me(), 1, randomHex(8)))
+			t.Status(r, 200)
+			t.Check(r.Str("id") == t.owner().id, "the record's id %q", r.Str("id"))
+		}
+	}
+	return []Check{
+		def(p, "challenge", Must, doc, "GET /v1/people/{id} without credentials",
+			"401 with Digest challenges for SHA-256 and MD5, each with realm, nonce and qop auth", func(t *T) {
+				for _, alg := range []string{"SHA-256", "MD5"} {
+					ch := t.digestChallenge(t.me(), alg)
+					t.Check(ch["realm"] != "" && ch["nonce"] != "" && strings.Contains(ch["qop"], "auth"), "the %s challenge %v lacks realm, nonce or qop=auth", alg, ch)
+				}
+			}),
+		def(p, "sha-256", Must, doc, "the request again with Digest SHA-256 credentials (qop=auth, nc=1)", "200", ok("SHA-256")),
+		def(p, "md5", Must, doc, "the request again with Digest MD5 credentials", "200", ok("MD5")),
+		def(p, "nc-replay", Must, doc, "the same Digest Authorization (same nonce and nc) twice, then nc=2",
+			"200, 401 for the replay, then 200", func(t *T) {
+				ch := t.digestChallenge(t.me(), "SHA-256")
+				cn := randomHex(8)
+				a := digestAuth(ch, "SHA-256", t.owner().name, t.owner().password, "GET", t.me(), 1, cn)
+				t.Status(t.Do("GET", t.me(), a), 200)
+				t.Status(t.Do("GET", t.me(), a), 401)
+				t.Status(t.Do("GET", t.me(), digestAuth(ch, "SHA-256", t.owner().name, t.owner().password, "GET", t.me(), 2, cn)), 200)
+			}),
+		def(p, "wrong-uri", Must, doc, "Digest credentials computed for another uri than the request's",
+			"401 (or 400)", func(t *T) {
+				ch := t.digestChallenge(t.me(), "SHA-256")
+				t.Status(t.Do("GET", t.me(), digestAuth(ch, "SHA-256", t.owner().name, t.owner().password, "GET", "/v1/dogs", 1, randomHex(8))), 401, 400)
+			}),
+		def(p, "wrong-password", Must, doc, "Digest credentials made with a wrong password",
+			"401", func(t *T) {
+				ch := t.digestChallenge(t.me(), "SHA-256")
+				t.Status(t.Do("GET", t.me(), digestAuth(ch, "SHA-256", t.owner().name, "wrong-"+randomHex(4), "GET", t.me(), 1, randomHex(8))), 401)
+			}),
+	}
+}
+
+// login is the JSON body of the sign-in endpoints.
+func login(p *person) opt {
+	return jsonBody(map[string]any{"username": p.name, "password": p.password})
+}
+
+// session signs in with POST /sessions and returns the key, the cookie
+// header and the response.
+func (t *T) session() (key, cookie string, r *Resp) {
+	r = t.Do("POST", "/sessions", login(t.owner()))
+	t.Status(r, 201)
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+		if c.Name == "sessionToken" {
+			cookie = "sessionToken=" + c.Value
+			key = c.Value
+		}
+	}
+	t.Check(cookie != "", "Set-Cookie %q has no sessionToken", r.Header.Values("Set-Cookie"))
+	t.k.created("session", "DELETE", "/sessions/"+url.PathEscape(key), nil, 204, 404)
+	return key, cookie, r
+}
+
+func sessionChecks() []Check {
+	const p, doc = "sessions", "docs/auth.md#cookie-session"
+	return []Check{
+		def(p, "login", Must, doc, `POST /sessions {"username","password"}`,
+			"201, Location /sessions/{key}, Set-Cookie sessionToken=<key> with Secure, HttpOnly and Path=/", func(t *T) {
+				key, _, r := t.session()
+				t.Location(r, "/sessions/"+key)
+				sc := strings.Join(r.Header.Values("Set-Cookie"), "; ")
+				for _, attr := range []string{"Secure", "HttpOnly", "Path=/"} {
+					t.Check(strings.Contains(sc, attr), "Set-Cookie %q lacks %s", sc, attr)
+				}
+				t.Status(t.Do("DELETE", "/sessions/"+key), 204)
+			}),
+		def(p, "cookie", Must, doc, "GET /v1/people/{id} with Cookie: sessionToken=<key>",
+			"200", func(t *T) {
+				key, cookie, _ := t.session()
+				t.Status(t.Do("GET", t.me(), header("Cookie", cookie)), 200)
+				t.Status(t.Do("DELETE", "/sessions/"+key), 204)
+			}),
+		def(p, "form-login", Should, doc, "POST /sessions as an HTML form (username, password)",
+			"201 with the cookie", func(t *T) {
+				form := url.Values{"username": {t.owner().name}, "password": {t.owner().password}}
+				r := t.Do("POST", "/sessions", rawBody("application/x-www-form-urlencoded", []byte(form.Encode())))
+				if loc := r.Header.Get("Location"); loc != "" {
+					t.k.created("session", "DELETE", loc, nil, 204, 404)
+				}
+				t.Status(r, 201)
+				if loc := r.Header.Get("Location"); loc != "" {
+					t.Status(t.Do("DELETE", loc), 204)
+				}
+			}),
+		def(p, "logout", Must, doc, "DELETE /sessions/{key}, then the cookie again",
+			"204, then 401", func(t *T) {
+				key, cookie, _ := t.session()
+				t.Status(t.Do("DELETE", "/sessions/"+key), 204)
+				t.Status(t.Do("GET", t.me(), header("Cookie", cookie)), 401)
+			}),
+		def(p, "resource", Should, doc, "GET /sessions/{key} while the session lives, and after DELETE",
+			"200 with the session (userId the person), then 404", func(t *T) {
+				key, _, _ := t.session()
+				r := t.Do("GET", "/sessions/"+key)
+				t.Status(r, 200)
+				t.Check(r.Str("userId") == t.owner().id, "the session's userId %q, want %q", r.Str("userId"), t.owner().id)
+				t.Status(t.Do("DELETE", "/sessions/"+key), 204)
+				t.Status(t.Do("GET", "/sessions/"+key), 404)
+			}),
+		def(p, "unknown-key", Must, doc, "Cookie: sessionToken=<a key that was never issued>",
+			"401", func(t *T) {
+				t.Status(t.Do("GET", t.me(), header("Cookie", "sessionToken="+randomHex(32))), 401)
+			}),
+		def(p, "no-fallback", Must, "docs/auth.md#which-credentials-count", "a valid session cookie with a malformed Authorization: Bearer token",
+			"401: credentials present but wrong are refused, never passed over", func(t *T) {
+				key, cookie, _ := t.session()
+				t.Status(t.Do("GET", t.me(), header("Cookie", cookie), bearer("not-a-token")), 401)
+				t.Status(t.Do("DELETE", "/sessions/"+key), 204)
+			}),
+	}
+}

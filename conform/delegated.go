@@ -1,0 +1,278 @@
+package conform
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yard-api/yard/internal/authparam"
+	"github.com/yard-api/yard/internal/sigbase"
+)
+
+// jar is a small cookie jar for the pages a browser would see.
+type jar map[string]string
+
+func (j jar) take(r *Resp) {
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+		if c.MaxAge < 0 || c.Value == "" {
+			delete(j, c.Name)
+			continue
+		}
+		j[c.Name] = c.Value
+	}
+}
+
+func (j jar) opt() opt {
+	return func(r *http.Request, _ *reqBody) {
+		for n, v := range j {
+			r.AddCookie(&http.Cookie{Name: n, Value: v})
+		}
+	}
+}
+
+// browser is a signed-in browser: a session cookie of the owner's.
+func (t *T) browser() jar {
+	j := jar{}
+	_, _, r := t.session()
+	j.take(r)
+	return j
+}
+
+var csrfField = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+
+func csrf(t *T, r *Resp) string {
+	m := csrfField.FindStringSubmatch(string(r.Body))
+	t.Check(m != nil, "the page has no csrf_token field")
+	return m[1]
+}
+
+// consumer is an OAuth 1.0a consumer the kit registered.
+type consumer struct{ key, secret string }
+
+func (t *T) consumer() consumer {
+	r := t.Do("POST", "/oauth/consumers", basic(t.k.admin), jsonBody(map[string]any{"name": t.k.prefix + "-consumer"}))
+	t.Status(r, 201)
+	c := consumer{r.Str("key"), r.Str("secret")}
+	t.Check(c.key != "" && c.secret != "", "the consumer has no key or secret")
+	t.k.created("OAuth consumer", "DELETE", "/oauth/consumers/"+url.PathEscape(c.key), []opt{basic(t.k.admin)})
+	return c
+}
+
+// oauth signs a request (RFC 5849 §3.4, HMAC-SHA256, header form).
+func (t *T) oauth(c consumer, method, target, token, tokenSecret string, extra map[string]string, nonce string, ts time.Time) opt {
+	u, err := url.Parse(t.k.abs(target))
+	t.Check(err == nil, "bad URL %s", target)
+	p := map[string]string{"oauth_consumer_key": c.key, "oauth_signature_method": "HMAC-SHA256",
+		"oauth_timestamp": strconv.FormatInt(ts.Unix(), 10), "oauth_nonce": nonce, "oauth_version": "1.0"}
+	if token != "" {
+		p["oauth_token"] = token
+	}
+	for k, v := range extra {
+		p[k] = v
+	}
+	var params [][2]string
+	for k, v := range p {
+		params = append(params, [2]string{k, v})
+	}
+	q, _ := sigbase.ParseRawQuery(u.RawQuery)
+	params = append(params, q...)
+	sig, err := sigbase.OAuthSignature("HMAC-SHA256", method, sigbase.OAuthBaseURI(u), params, c.secret, tokenSecret)
+	t.Check(err == nil, "signing: %v", err)
+	p["oauth_signature"] = sig
+	names := make([]string, 0, len(p))
+	for k := range p {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = k + "=" + authparam.Quote(sigbase.OAuthEncode(p[k]))
+	}
+	return header("Authorization", `OAuth realm="yard", `+strings.Join(parts, ", "))
+}
+
+// oauthFlow runs the three endpoints and returns the access token.
+func (t *T) oauthFlow(c consumer) (token, secret string) {
+	r := t.Do("POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "https://client.example/cb"}, randomHex(8), time.Now()))
+	t.Status(r, 200)
+	f, _ := url.ParseQuery(string(r.Body))
+	rt, rs := f.Get("oauth_token"), f.Get("oauth_token_secret")
+	t.Check(rt != "" && rs != "" && f.Get("oauth_callback_confirmed") == "true", "request_token answered %q", redact(string(r.Body)))
+	j := t.browser()
+	page := t.Do("GET", "/oauth/authorize?oauth_token="+url.QueryEscape(rt), j.opt())
+	t.Status(page, 200)
+	j.take(page)
+	form := url.Values{"oauth_token": {rt}, "decision": {"allow"}, "csrf_token": {csrf(t, page)}}
+	a := t.Do("POST", "/oauth/authorize", j.opt(), rawBody("application/x-www-form-urlencoded", []byte(form.Encode())))
+	t.Status(a, 303)
+	cb, err := url.Parse(a.Header.Get("Location"))
+	t.Check(err == nil && cb.Host == "client.example" && cb.Query().Get("oauth_verifier") != "", "Allow redirected to %q, want the callback with oauth_verifier", a.Header.Get("Location"))
+	x := t.Do("POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", rt, rs, map[string]string{"oauth_verifier": cb.Query().Get("oauth_verifier")}, randomHex(8), time.Now()))
+	t.Status(x, 200)
+	f, _ = url.ParseQuery(string(x.Body))
+	t.Check(f.Get("oauth_token") != "" && f.Get("oauth_token_secret") != "", "access_token answered %q", redact(string(x.Body)))
+	return f.Get("oauth_token"), f.Get("oauth_token_secret")
+}
+
+func oauth1Checks() []Check {
+	const p, doc = "oauth1", "docs/auth.md#oauth-10a-rfc-5849"
+	return []Check{
+		def(p, "request-token", Must, doc, "POST /oauth/request_token signed HMAC-SHA256 with oauth_callback",
+			"200 form: oauth_token, oauth_token_secret, oauth_callback_confirmed=true", func(t *T) {
+				c := t.consumer()
+				r := t.Do("POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, randomHex(8), time.Now()))
+				t.Status(r, 200)
+				f, _ := url.ParseQuery(string(r.Body))
+				t.Check(f.Get("oauth_token") != "" && f.Get("oauth_token_secret") != "" && f.Get("oauth_callback_confirmed") == "true", "answered %q", redact(string(r.Body)))
+			}),
+		def(p, "flow", Must, doc, "request_token, the authorization page signed in with Allow, access_token, then GET /v1/people/{id} signed with the access token",
+			"the callback gets oauth_verifier; the exchange gives an access token; the protected request answers 200", func(t *T) {
+				c := t.consumer()
+				tok, sec := t.oauthFlow(c)
+				t.Status(t.Do("GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now())), 200)
+			}),
+		def(p, "unauthorised-token", Must, doc, "POST /oauth/access_token with a request token nobody authorised",
+			"401", func(t *T) {
+				c := t.consumer()
+				r := t.Do("POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, randomHex(8), time.Now()))
+				t.Status(r, 200)
+				f, _ := url.ParseQuery(string(r.Body))
+				x := t.Do("POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", f.Get("oauth_token"), f.Get("oauth_token_secret"), map[string]string{"oauth_verifier": "guess"}, randomHex(8), time.Now()))
+				t.Status(x, 401)
+			}),
+		def(p, "nonce-replay", Must, doc, "the same OAuth-signed request (same nonce and timestamp) twice",
+			"200, then 401", func(t *T) {
+				c := t.consumer()
+				tok, sec := t.oauthFlow(c)
+				a := t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now())
+				t.Status(t.Do("GET", t.me(), a), 200)
+				t.Status(t.Do("GET", t.me(), a), 401)
+			}),
+		def(p, "bad-signature", Must, doc, "an OAuth request signed with a wrong token secret",
+			"401", func(t *T) {
+				c := t.consumer()
+				tok, _ := t.oauthFlow(c)
+				t.Status(t.Do("GET", t.me(), t.oauth(c, "GET", t.me(), tok, "wrong", nil, randomHex(8), time.Now())), 401)
+			}),
+		def(p, "old-timestamp", Must, doc, "an OAuth request with a timestamp 1000 s old",
+			"401", func(t *T) {
+				c := t.consumer()
+				tok, sec := t.oauthFlow(c)
+				t.Status(t.Do("GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now().Add(-1000*time.Second))), 401)
+			}),
+	}
+}
+
+const openidNS = "http://specs.openid.net/auth/2.0"
+
+// keyValues reads an OpenID key-value form body.
+func keyValues(b []byte) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func openidSignIn(rp string) url.Values {
+	return url.Values{"openid.ns": {openidNS}, "openid.mode": {"checkid_setup"},
+		"openid.claimed_id": {openidNS + "/identifier_select"}, "openid.identity": {openidNS + "/identifier_select"},
+		"openid.return_to": {rp + "back"}, "openid.realm": {rp}}
+}
+
+func openidChecks() []Check {
+	const p, doc = "openid", "docs/auth.md#openid-20-provider"
+	const rp = "https://rp.example/"
+	return []Check{
+		def(p, "xrds", Must, doc, "GET /openid with Accept: application/xrds+xml",
+			"200 application/xrds+xml: a service of Type http://specs.openid.net/auth/2.0/server with URI {base}/openid/login", func(t *T) {
+				r := t.Do("GET", "/openid", header("Accept", "application/xrds+xml"))
+				t.Status(r, 200)
+				t.Check(r.MediaType() == "application/xrds+xml", "Content-Type %q", r.Header.Get("Content-Type"))
+				b := string(r.Body)
+				t.Check(strings.Contains(b, "<Type>http://specs.openid.net/auth/2.0/server</Type>"), "no server Type in the XRDS")
+				t.Check(strings.Contains(b, "<URI>"+t.k.abs("/openid/login")+"</URI>"), "no URI %s in the XRDS", t.k.abs("/openid/login"))
+			}),
+		def(p, "head", Must, doc, "HEAD /openid with Accept: application/xrds+xml",
+			"200 application/xrds+xml without a body", func(t *T) {
+				r := t.Do("HEAD", "/openid", header("Accept", "application/xrds+xml"))
+				t.Status(r, 200)
+				t.Check(r.MediaType() == "application/xrds+xml" && len(r.Body) == 0, "Content-Type %q, %d bytes", r.Header.Get("Content-Type"), len(r.Body))
+			}),
+		def(p, "html", Should, doc, "GET /openid with Accept: text/html",
+			"200 HTML with X-XRDS-Location", func(t *T) {
+				r := t.Do("GET", "/openid", header("Accept", "text/html"))
+				t.Status(r, 200)
+				t.Check(r.MediaType() == "text/html" && r.Header.Get("X-XRDS-Location") != "", "Content-Type %q, X-XRDS-Location %q", r.Header.Get("Content-Type"), r.Header.Get("X-XRDS-Location"))
+			}),
+		def(p, "associate", Must, doc, "POST /openid/login openid.mode=associate, HMAC-SHA256, no-encryption",
+			"200 key-value form with assoc_handle, assoc_type HMAC-SHA256, expires_in and a 32-byte mac_key", func(t *T) {
+				f := url.Values{"openid.ns": {openidNS}, "openid.mode": {"associate"}, "openid.assoc_type": {"HMAC-SHA256"}, "openid.session_type": {"no-encryption"}}
+				r := t.Do("POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(f.Encode())))
+				t.Status(r, 200)
+				kv := keyValues(r.Body)
+				key, err := base64.StdEncoding.DecodeString(kv["mac_key"])
+				t.Check(kv["assoc_handle"] != "" && kv["assoc_type"] == "HMAC-SHA256" && kv["expires_in"] != "" && err == nil && len(key) == 32, "the association lacks a field (handle %q, type %q)", kv["assoc_handle"], kv["assoc_type"])
+			}),
+		def(p, "assertion", Must, doc, "checkid_setup as a signed-in person, Allow on the confirmation page, check_authentication of the assertion twice",
+			"303 to return_to with openid.mode=id_res and a sig that verifies; is_valid:true, then is_valid:false (a nonce is checked once)", func(t *T) {
+				j := t.browser()
+				in := openidSignIn(rp)
+				page := t.Do("GET", "/openid/login?"+in.Encode(), j.opt())
+				t.Status(page, 200)
+				j.take(page)
+				form := openidSignIn(rp)
+				form.Set("csrf_token", csrf(t, page))
+				form.Set("decision", "allow")
+				a := t.Do("POST", "/openid/confirm", j.opt(), rawBody("application/x-www-form-urlencoded", []byte(form.Encode())))
+				t.Status(a, 303)
+				back, err := url.Parse(a.Header.Get("Location"))
+				t.Check(err == nil && strings.HasPrefix(back.String(), rp+"back"), "redirected to %q, want %sback", a.Header.Get("Location"), rp)
+				q := back.Query()
+				t.Check(q.Get("openid.mode") == "id_res" && q.Get("openid.sig") != "" && q.Get("openid.signed") != "", "the assertion %v is not a signed id_res", q.Get("openid.mode"))
+				t.Check(strings.HasSuffix(q.Get("openid.identity"), "/openid/id/"+t.owner().name), "identity %q is not the signed-in person's", q.Get("openid.identity"))
+				check := url.Values{}
+				for k, v := range q {
+					check[k] = v
+				}
+				check.Set("openid.mode", "check_authentication")
+				r := t.Do("POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(check.Encode())))
+				t.Status(r, 200)
+				t.Check(keyValues(r.Body)["is_valid"] == "true", "check_authentication: is_valid %q, want true", keyValues(r.Body)["is_valid"])
+				r = t.Do("POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(check.Encode())))
+				t.Check(keyValues(r.Body)["is_valid"] == "false", "the second check_authentication: is_valid %q, want false", keyValues(r.Body)["is_valid"])
+			}),
+		def(p, "forged", Must, doc, "check_authentication of an assertion with a forged sig",
+			"is_valid:false", func(t *T) {
+				mac := hmac.New(sha256.New, []byte("forged"))
+				mac.Write([]byte("x"))
+				f := url.Values{"openid.ns": {openidNS}, "openid.mode": {"check_authentication"}, "openid.op_endpoint": {t.k.abs("/openid/login")},
+					"openid.claimed_id": {t.k.abs("/openid/id/admin")}, "openid.identity": {t.k.abs("/openid/id/admin")},
+					"openid.return_to": {rp + "back"}, "openid.response_nonce": {time.Now().UTC().Format("2006-01-02T15:04:05Z") + randomHex(4)},
+					"openid.assoc_handle": {"forged"}, "openid.signed": {"op_endpoint,claimed_id,identity,return_to,response_nonce,assoc_handle"},
+					"openid.sig": {base64.StdEncoding.EncodeToString(mac.Sum(nil))}}
+				r := t.Do("POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(f.Encode())))
+				t.Check(r.Status == 200 || r.Status == 400, "status %d", r.Status)
+				t.Check(keyValues(r.Body)["is_valid"] != "true", "a forged assertion was called valid")
+				t.Check(r.Status == 400 || keyValues(r.Body)["is_valid"] == "false", "answered %q, want is_valid:false", r.Body)
+			}),
+		def(p, "immediate", Should, doc, "checkid_immediate without a session",
+			"a redirect to return_to with openid.mode=setup_needed", func(t *T) {
+				in := openidSignIn(rp)
+				in.Set("openid.mode", "checkid_immediate")
+				r := t.Do("GET", "/openid/login?"+in.Encode())
+				t.Status(r, 302, 303)
+				back, err := url.Parse(r.Header.Get("Location"))
+				t.Check(err == nil && back.Query().Get("openid.mode") == "setup_needed", "redirected to %q, want openid.mode=setup_needed", r.Header.Get("Location"))
+			}),
+	}
+}
