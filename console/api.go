@@ -128,12 +128,13 @@ func (cl *call) do(method, path string, body any, header map[string]string) resu
 	return result{Status: rec.status, Header: rec.h, Body: rec.body.Bytes()}
 }
 
-// stream records the event stream a page's script opens (its panel
-// shows it with a curl command, without a status).
-func (cl *call) stream(path string) string {
+// scripted records a request the page's script makes (the event stream,
+// a list it reads again): its panel shows it with a curl command, without
+// a status.
+func (cl *call) scripted(path, accept string) string {
 	target := cl.c.cfg.BaseURL + path
 	cl.calls = append(cl.calls, apiCall{Method: "GET", URL: target,
-		Curl: curl(cl.user.Name, "GET", target, http.Header{"Accept": {"text/event-stream"}}, nil)})
+		Curl: curl(cl.user.Name, "GET", target, http.Header{"Accept": {accept}}, nil)})
 	return path
 }
 

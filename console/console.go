@@ -44,7 +44,7 @@ const policy = "default-src 'none'; script-src 'self'; connect-src 'self'; style
 //go:embed templates/*.html
 var templateFS embed.FS
 
-//go:embed assets/console.css assets/console.js
+//go:embed assets/console.css assets/console.js assets/favicon.svg
 var assetFS embed.FS
 
 // Config is what a Console is built from.
@@ -224,7 +224,8 @@ func (c *Console) renderView(w http.ResponseWriter, r *http.Request, status int,
 
 func loadAssets() map[string]asset {
 	m := map[string]asset{}
-	for name, ct := range map[string]string{"console.css": "text/css; charset=utf-8", "console.js": "text/javascript; charset=utf-8"} {
+	for name, ct := range map[string]string{"console.css": "text/css; charset=utf-8", "console.js": "text/javascript; charset=utf-8",
+		"favicon.svg": "image/svg+xml"} {
 		b, err := assetFS.ReadFile("assets/" + name)
 		if err != nil {
 			panic(err) // embedded above: cannot happen

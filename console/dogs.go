@@ -151,11 +151,12 @@ func (c *Console) handleDogs(cl *call, w http.ResponseWriter, r *http.Request) {
 }
 
 type dogPage struct {
-	Dog     dog
-	Tasks   []task
-	Effects []string
-	Events  string // the event stream the page's script follows
-	Self    string // this page's path
+	Dog      dog
+	TaskList []task
+	Tasks    string // the API path of the dog's tasks, which the script reads
+	Effects  []string
+	Events   string // the event stream the page's script follows
+	Self     string // this page's path
 }
 
 // handleDog is one dog: its representation, its tasks and schedule, and
@@ -188,11 +189,13 @@ func (c *Console) handleDog(cl *call, w http.ResponseWriter, r *http.Request) {
 	var tasks struct {
 		Items []task `json:"items"`
 	}
-	if tr := cl.do("GET", "/v1/dogs/"+seg(id)+"/barks?max=20", nil, nil); tr.decode(&tasks) {
-		page.Tasks = tasks.Items
+	page.Tasks = "/v1/dogs/" + seg(id) + "/barks?max=20"
+	if tr := cl.do("GET", page.Tasks, nil, nil); tr.decode(&tasks) {
+		page.TaskList = tasks.Items
 	}
 	page.Effects, page.Self = effects, Prefix+"dogs/"+seg(id)+"/"
-	page.Events = cl.stream("/v1/events?types=bark.*")
+	page.Events = cl.scripted("/v1/events?types=bark.*", "text/event-stream")
+	cl.scripted(page.Tasks, "application/json")
 	c.render(w, r, cl, status, "dog", page.Dog.Name, page)
 }
 

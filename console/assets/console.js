@@ -40,38 +40,48 @@
     var src = new EventSource(live.getAttribute("data-events"));
     var types = ["bark.created", "bark.running", "bark.succeeded", "bark.failed", "bark.canceled"];
     var status = function (text) { live.textContent = text; };
-    src.onopen = function () { status("Live: states update as they change."); live.setAttribute("data-state", "open"); };
+    src.addEventListener("open", function () { status("Live: states update as they change."); live.setAttribute("data-state", "open"); });
     src.onerror = function () { status("Live updates paused; reconnecting…"); };
+    // update shows a task's state: a new row for a task not listed.
+    var update = function (t) {
+      if (!t || t.dog !== dog) { return; }
+      var row = table.querySelector('tr[data-bark="' + CSS.escape(t.id) + '"]');
+      if (!row) {
+        row = document.createElement("tr");
+        row.setAttribute("data-bark", t.id);
+        var code = document.createElement("code");
+        code.textContent = t.id.length > 12 ? "…" + t.id.slice(-12) : t.id;
+        code.title = t.id;
+        var first = document.createElement("td");
+        first.appendChild(code);
+        row.appendChild(first);
+        row.appendChild(cell(t.effect));
+        var st = cell(t.status);
+        st.className = "status";
+        row.appendChild(st);
+        row.appendChild(cell(t.createdAt));
+        row.appendChild(cell(""));
+        table.tBodies[0].insertBefore(row, table.tBodies[0].firstChild);
+      }
+      row.querySelector(".status").textContent = t.status;
+      if (t.status !== "pending" && t.status !== "running") {
+        var f = row.querySelector("form.cancel");
+        if (f) { f.remove(); }
+      }
+    };
     types.forEach(function (type) {
       src.addEventListener(type, function (e) {
-        var ev;
-        try { ev = JSON.parse(e.data); } catch (err) { return; }
-        var t = ev.data;
-        if (!t || t.dog !== dog) { return; }
-        var row = table.querySelector('tr[data-bark="' + CSS.escape(t.id) + '"]');
-        if (!row) {
-          row = document.createElement("tr");
-          row.setAttribute("data-bark", t.id);
-          var code = document.createElement("code");
-          code.textContent = t.id.length > 12 ? "…" + t.id.slice(-12) : t.id;
-          code.title = t.id;
-          var first = document.createElement("td");
-          first.appendChild(code);
-          row.appendChild(first);
-          row.appendChild(cell(t.effect));
-          var st = cell(t.status);
-          st.className = "status";
-          row.appendChild(st);
-          row.appendChild(cell(t.createdAt));
-          row.appendChild(cell(""));
-          table.tBodies[0].insertBefore(row, table.tBodies[0].firstChild);
-        }
-        row.querySelector(".status").textContent = t.status;
-        if (t.status !== "pending" && t.status !== "running") {
-          var f = row.querySelector("form.cancel");
-          if (f) { f.remove(); }
-        }
+        try { update(JSON.parse(e.data).data); } catch (err) { /* not an event */ }
       });
+    });
+    // A stream starts with the next event: what changed between the
+    // page's answer and the stream's start is read once it is open.
+    var list = live.getAttribute("data-tasks");
+    src.addEventListener("open", function () {
+      fetch(list, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.json() : { items: [] }; })
+        .then(function (p) { (p.items || []).forEach(update); })
+        .catch(function () { /* the stream still updates */ });
     });
   }
   document.addEventListener("DOMContentLoaded", function () { copyButtons(); liveTasks(); });

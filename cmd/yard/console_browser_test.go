@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+
+	"github.com/yard-api/yard/internal/browsertest"
+)
+
+// axeVersion is the axe-core the console's pages are checked with.
+const axeVersion = "axe-core@4.10.3"
+
+// consoleShots is where the console's screenshots go: docs/console.md
+// shows them.
+const consoleShots = "../../docs/console"
+
+// consoleTab is a tab of headless Chromium on a real yard serve, with the
+// messages its pages write to the browser's console.
+type consoleTab struct {
+	t    *testing.T
+	base string
+	ctx  context.Context
+	axe  string // axe.min.js, or "" to skip the audit
+
+	mu       sync.Mutex
+	messages []chromedp.ConsoleMessage
+}
+
+func newConsoleTab(t *testing.T, s *server, base, axe string, javascript bool) *consoleTab {
+	t.Helper()
+	ctx := browsertest.Start(t)
+	tab, cancel := chromedp.NewContext(ctx)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatal(err)
+	}
+	c := &consoleTab{t: t, base: base, ctx: tab, axe: axe}
+	msgs := chromedp.Console(tab)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			c.messages = append(c.messages, m)
+			c.mu.Unlock()
+		}
+	}()
+	if !javascript {
+		c.run(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+			return err
+		}))
+	}
+	return c
+}
+
+// run does steps with a time limit.
+func (c *consoleTab) run(steps ...chromedp.Action[chromedp.Void]) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		c.t.Fatalf("%v", err)
+	}
+}
+
+func (c *consoleTab) eval(js string) bool {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+	if err != nil {
+		c.t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+func (c *consoleTab) text(sel string) string {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		c.t.Fatalf("text of %s: %v", sel, err)
+	}
+	return v
+}
+
+// poll waits until js is true.
+func (c *consoleTab) poll(what, js string) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js)); err != nil {
+		c.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// signIn goes to the console, is sent to /signin and comes back signed
+// in.
+func (c *consoleTab) signIn(name, password string) {
+	c.t.Helper()
+	c.run(chromedp.Navigate(c.base+"/console/dogs"), chromedp.WaitVisible(chromedp.ID("username")))
+	c.run(chromedp.SendKeys(chromedp.ID("username"), name), chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Click(chromedp.ID("signin")), chromedp.WaitVisible(chromedp.ID("create")))
+}
+
+// audit runs axe-core on the page shown (light and dark): no violation of
+// impact serious or critical.
+func (c *consoleTab) audit(page string) {
+	c.t.Helper()
+	if c.axe == "" {
+		return
+	}
+	for _, scheme := range []string{"light", "dark"} {
+		c.scheme(scheme)
+		if !c.eval(`typeof axe !== "undefined"`) {
+			c.eval(c.axe + "; true")
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+		type report struct {
+			Bad    []string
+			Passes int
+		}
+		found, err := chromedp.Run(ctx, chromedp.Evaluate[report](`axe.run(document).then((r) => ({
+			bad: r.violations.filter((v) => v.impact === "serious" || v.impact === "critical")
+				.map((v) => v.id + " (" + v.impact + "): " + v.nodes.map((n) => n.target.join(" ")).join(", ")),
+			passes: r.passes.length}))`, chromedp.EvalAwaitPromise))
+		cancel()
+		if err != nil {
+			c.t.Fatalf("axe on %s: %v", page, err)
+		}
+		if found.Passes < 10 {
+			c.t.Errorf("axe on %s passed only %d rules: did it run?", page, found.Passes)
+		}
+		for _, v := range found.Bad {
+			c.t.Errorf("axe, %s (%s): %s", page, scheme, v)
+		}
+	}
+	c.scheme("light")
+}
+
+// scheme makes the page prefer a light or dark colour scheme.
+func (c *consoleTab) scheme(s string) {
+	c.t.Helper()
+	c.run(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: s}}})
+		return err
+	}))
+}
+
+// shots saves the page at 1280 and 390 pixels wide (and dark at 390) into
+// docs/console and checks each shows a rendered page, and that the page
+// needs no sideways scrolling at 390.
+func (c *consoleTab) shots(name string) {
+	c.t.Helper()
+	for _, v := range []struct {
+		width  int64
+		scheme string
+		suffix string
+	}{{1280, "light", "1280"}, {390, "light", "390"}, {390, "dark", "390-dark"}} {
+		c.scheme(v.scheme)
+		c.run(chromedp.EmulateViewport(v.width, 900))
+		if v.width == 390 && !c.eval(`document.documentElement.scrollWidth <= 390`) {
+			c.t.Errorf("%s is wider than 390 px", name)
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+		buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		cancel()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		browsertest.CheckScreenshot(c.t, consoleShots, name+"-"+v.suffix+".png", buf)
+	}
+	c.scheme("light")
+	c.run(chromedp.EmulateViewport(1280, 900))
+}
+
+// noErrors fails on any error or exception the pages wrote to the
+// browser's console.
+func (c *consoleTab) noErrors() {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.messages {
+		if strings.HasSuffix(m.URL, "/favicon.ico") {
+			continue // the sign-in page's (package pages has no icon), not the console's
+		}
+		if m.Type == chromedp.ConsoleError || m.IsException() || m.Type == chromedp.ConsoleWarning {
+			c.t.Errorf("browser console: %s (%s)", m, m.URL)
+		}
+	}
+}
+
+// startConsole starts yard with alice and a dog of hers, and installs
+// axe-core.
+func startConsole(t *testing.T) (*server, string, string) {
+	t.Helper()
+	data := t.TempDir()
+	port := freePort(t)
+	base := fmt.Sprintf("https://127.0.0.1:%d", port)
+	s := startInProcess(t, "--data", data, "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--base-url", base)
+	addAlice(t, s)
+	axe, err := os.ReadFile(filepath.Join(npmInstall(t, []string{axeVersion}), "node_modules", "axe-core", "axe.min.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, base, string(axe)
+}
+
+// TestConsoleInChromium walks through the console with scripts on: sign
+// in, create a dog, open it, bark, see a task made elsewhere appear and
+// finish live, cancel nothing, edit the schedule, copy a curl command;
+// every page audited by axe-core and captured at 1280 and 390 px.
+func TestConsoleInChromium(t *testing.T) {
+	t.Parallel()
+	s, base, axe := startConsole(t)
+	c := newConsoleTab(t, s, base, axe, true)
+	c.signIn("alice", oidPassword)
+	c.audit("dogs (empty)")
+
+	// Create a dog whose name is a script: shown as text.
+	c.run(chromedp.SendKeys(chromedp.ID("new-name"), `<script>alert(1)</script>Rex`), chromedp.SendKeys(chromedp.ID("new-email"), "rex@example.org"),
+		chromedp.Click(chromedp.ID("create")), chromedp.WaitVisible(chromedp.CSS(".notice")))
+	if got := c.text("#dogs tbody td a"); got != `<script>alert(1)</script>Rex` {
+		t.Errorf("the dog's name shows as %q", got)
+	}
+	if !c.eval(`!document.querySelector("button.copy").hidden`) {
+		t.Error("the copy buttons stay hidden with scripts on")
+	}
+	c.audit("dogs")
+	c.shots("dogs")
+
+	// The dog's page: its stream opens.
+	c.run(chromedp.Click(chromedp.CSS("#dogs tbody td a")), chromedp.WaitVisible(chromedp.ID("bark")))
+	c.poll("the event stream opens", `document.getElementById("live").dataset.state === "open"`)
+	c.eval(`window.sameDocument = true`)
+
+	// A bark made elsewhere (the API, with Basic) appears and finishes
+	// on this page without a reload.
+	dogPath := strings.TrimPrefix(c.eval2(`location.pathname`), "/console")
+	if status, m := callPrefer(t, s.URL+"/v1"+dogPath+"barks", map[string]any{"effect": "record"}); status != 202 {
+		t.Fatalf("bark through the API: %d %v", status, m)
+	}
+	c.poll("the task appears and succeeds live", `window.sameDocument === true && [...document.querySelectorAll("#tasks td.status")].some((td) => td.textContent === "succeeded")`)
+
+	// Bark from the page, as a task.
+	c.run(chromedp.Click(chromedp.ID("async")), chromedp.Click(chromedp.ID("bark")), chromedp.WaitVisible(chromedp.CSS(".notice")))
+	if n := c.text(".notice"); !strings.Contains(n, "202") {
+		t.Errorf("bark as a task: notice %q, want 202", n)
+	}
+	c.poll("the page's own task succeeds", `document.querySelectorAll("#tasks tbody tr").length === 2 &&
+		[...document.querySelectorAll("#tasks td.status")].every((td) => td.textContent === "succeeded")`)
+
+	// Schedule it.
+	c.run(chromedp.SetValue(chromedp.ID("frequency"), "15"), chromedp.Click(chromedp.ID("save-schedule")), chromedp.WaitVisible(chromedp.ID("stop-schedule")))
+	if got := c.text("#schedule"); !strings.Contains(got, "Every 15 minutes") {
+		t.Errorf("schedule: %q", got)
+	}
+	c.audit("dog")
+	c.shots("dog")
+
+	// The home page.
+	c.run(chromedp.Navigate(base+"/console/"), chromedp.WaitVisible(chromedp.ID("me")))
+	c.audit("home")
+	c.noErrors()
+}
+
+// eval2 evaluates js to a string.
+func (c *consoleTab) eval2(js string) string {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		c.t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+// TestConsoleWithoutJavaScriptInChromium: the same flow with scripts off
+// works through forms and the refresh link.
+func TestConsoleWithoutJavaScriptInChromium(t *testing.T) {
+	t.Parallel()
+	s, base, _ := startConsole(t)
+	c := newConsoleTab(t, s, base, "", false)
+	c.signIn("alice", oidPassword)
+	c.run(chromedp.SendKeys(chromedp.ID("new-name"), "Rex"), chromedp.SendKeys(chromedp.ID("new-email"), "rex@example.org"),
+		chromedp.Click(chromedp.ID("create")), chromedp.WaitVisible(chromedp.CSS(".notice")))
+	c.run(chromedp.Click(chromedp.CSS("#dogs tbody td a")), chromedp.WaitVisible(chromedp.ID("bark")))
+	if got := c.text("#live"); !strings.Contains(got, "Refresh") {
+		t.Errorf("without scripts the task list says %q, want a refresh link", got)
+	}
+	c.run(chromedp.Click(chromedp.ID("async")), chromedp.Click(chromedp.ID("bark")), chromedp.WaitVisible(chromedp.CSS(".notice")))
+	if n := c.text(".notice"); !strings.Contains(n, "202") {
+		t.Errorf("bark as a task: notice %q, want 202", n)
+	}
+	// Refresh until the task has finished.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(c.text("#tasks tbody"), "succeeded") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the task never showed succeeded: %s", c.text("#tasks tbody"))
+		}
+		c.run(chromedp.Click(chromedp.ID("refresh")), chromedp.WaitVisible(chromedp.ID("bark")))
+	}
+	c.run(chromedp.SetValue(chromedp.ID("frequency"), "15"), chromedp.Click(chromedp.ID("save-schedule")), chromedp.WaitVisible(chromedp.ID("stop-schedule")))
+	c.run(chromedp.Click(chromedp.ID("delete")), chromedp.WaitVisible(chromedp.ID("onward")))
+	c.run(chromedp.Click(chromedp.ID("onward")), chromedp.WaitVisible(chromedp.ID("nodogs")))
+	// DevTools evaluates even with scripts off; the page's own script
+	// did not run: the copy buttons stay hidden.
+	if !c.eval(`document.querySelector("button.copy").hidden`) {
+		t.Error("copy buttons shown without scripts")
+	}
+	c.shots("dogs-nojs")
+}
