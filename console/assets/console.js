@@ -59,7 +59,9 @@
         var st = cell(t.status);
         st.className = "status";
         row.appendChild(st);
-        row.appendChild(cell(t.createdAt));
+        var created = cell(t.createdAt);
+        created.className = "opt";
+        row.appendChild(created);
         row.appendChild(cell(""));
         table.tBodies[0].insertBefore(row, table.tBodies[0].firstChild);
       }
