@@ -24,6 +24,7 @@ import (
 	"embed"
 	"html/template"
 	"log/slog"
+	"slices"
 	"net/http"
 	"strconv"
 	"strings"
@@ -67,6 +68,7 @@ type Console struct {
 	mux       *http.ServeMux
 	templates map[string]*template.Template
 	assets    map[string]asset
+	patterns  []string // the paths of the routes, for Patterns
 }
 
 type asset struct {
@@ -88,23 +90,37 @@ func New(cfg Config) *Console {
 
 // routes registers every console page.
 func (c *Console) routes() {
-	c.mux.HandleFunc("GET /console/assets/{name}", c.handleAsset)
+	c.handle("GET /console/assets/{name}", http.HandlerFunc(c.handleAsset))
 	c.page("GET /console/{$}", false, c.handleHome)
 	c.page("GET /console/dogs", false, c.handleDogs)
 	c.page("POST /console/dogs", false, c.handleDogs)
 	c.page("GET /console/dogs/{dog_id}/{$}", false, c.handleDog)
 	c.page("POST /console/dogs/{dog_id}/{$}", false, c.handleDog)
+	c.page("GET /console/cars", false, c.handleCars)
+	c.page("POST /console/cars", false, c.handleCars)
+	c.page("GET /console/cars/{car_id}", false, c.handleCar)
+	c.page("GET /console/garages", false, c.handleGarages)
+	c.page("GET /console/garages/{garage_id}", false, c.handleGarage)
+	c.page("GET /console/searches", true, c.handleSearches)
+	c.page("GET /console/searches/{search_id}", false, c.handleSearch)
+	c.page("POST /console/searches/{search_id}", false, c.handleSearch)
 	c.page("GET /console/admin/people", true, c.handlePeople)
 	c.page("POST /console/admin/people", true, c.handlePeople)
+}
+
+// handle registers h for pattern ("METHOD /path") and remembers the path.
+func (c *Console) handle(pattern string, h http.Handler) {
+	c.mux.Handle(pattern, h)
+	_, path, _ := strings.Cut(pattern, " ")
+	if !slices.Contains(c.patterns, path) {
+		c.patterns = append(c.patterns, path)
+	}
 }
 
 // Patterns returns the path patterns (without methods) the console
 // answers, for the server that mounts it: each one is routed to
 // ServeHTTP, which answers the methods the page takes.
-func (c *Console) Patterns() []string {
-	return []string{"/console/{$}", "/console/assets/{name}", "/console/dogs", "/console/dogs/{dog_id}/{$}",
-		"/console/admin/people"}
-}
+func (c *Console) Patterns() []string { return slices.Clone(c.patterns) }
 
 // ServeHTTP implements http.Handler.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.mux.ServeHTTP(w, r) }
@@ -112,7 +128,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.mux.Serv
 // page registers a page handler behind the pages' middleware and the
 // sign-in check; admin pages answer 403 to people.
 func (c *Console) page(pattern string, admin bool, h func(*call, http.ResponseWriter, *http.Request)) {
-	c.mux.Handle(pattern, c.cfg.Pages.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c.handle(pattern, c.cfg.Pages.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", policy)
 		user, err := c.cfg.Pages.User(r)
 		if err != nil {
@@ -161,7 +177,8 @@ func parseTemplates() map[string]*template.Template {
 		},
 	}
 	m := map[string]*template.Template{}
-	for _, name := range []string{"home", "dogs", "dog", "people", "error", "message"} {
+	for _, name := range []string{"home", "dogs", "dog", "people", "error", "message",
+		"cars", "car", "garages", "garage", "searches", "search"} {
 		m[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS,
 			"templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
 	}

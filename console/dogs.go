@@ -63,9 +63,12 @@ type pager struct {
 	First, Prev, Next, Last string
 }
 
-func newPager(path string, res result, offset, max, total int) pager {
+// newPager reads the API's Link header of a page into console links:
+// prefix (a console path and "?", or its query and "&") then offset and
+// max.
+func newPager(prefix string, res result, offset, max, total int) pager {
 	p := pager{Offset: offset, Max: max, Total: total}
-	link := func(off int) string { return path + "?offset=" + strconv.Itoa(off) + "&max=" + strconv.Itoa(max) }
+	link := func(off int) string { return prefix + "offset=" + strconv.Itoa(off) + "&max=" + strconv.Itoa(max) }
 	for rel, off := range pageLinks(res.Header) {
 		switch rel {
 		case "first":
@@ -146,7 +149,7 @@ func (c *Console) handleDogs(cl *call, w http.ResponseWriter, r *http.Request) {
 		status = res.Status
 	}
 	page.Dogs = list.Items
-	page.Pager = newPager(Prefix+"dogs", res, offset, max, list.Total)
+	page.Pager = newPager(Prefix+"dogs?", res, offset, max, list.Total)
 	c.render(w, r, cl, status, "dogs", "Dogs", page)
 }
 
@@ -317,5 +320,5 @@ func (c *Console) handlePeople(cl *call, w http.ResponseWriter, r *http.Request)
 		status = res.Status
 	}
 	c.render(w, r, cl, status, "people", "People", peoplePage{People: list.Items,
-		Pager: newPager(Prefix+"admin/people", res, offset, max, list.Total)})
+		Pager: newPager(Prefix+"admin/people?", res, offset, max, list.Total)})
 }
