@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -91,7 +92,8 @@ func (c *consoleTab) text(sel string) string {
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
 	if err != nil {
-		c.t.Fatalf("text of %s: %v", sel, err)
+		body, _ := chromedp.Run(c.ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+		c.t.Fatalf("text of %s: %v\n%s", sel, err, body)
 	}
 	return v
 }
@@ -103,6 +105,25 @@ func (c *consoleTab) poll(what, js string) {
 	defer cancel()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js)); err != nil {
 		c.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// settle waits until js is true across a navigation (an evaluation the
+// navigation interrupts is tried again).
+func (c *consoleTab) settle(what, js string) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -212,6 +233,22 @@ func startConsole(t *testing.T) (*server, string, string) {
 	base := fmt.Sprintf("https://127.0.0.1:%d", port)
 	s := startInProcess(t, "--data", data, "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--base-url", base)
 	addAlice(t, s)
+	// Cars in two garages, for the search pages.
+	var garages []string
+	for _, g := range []map[string]any{{"name": "Bay", "state": "CA"}, {"name": "Hudson", "state": "NY"}} {
+		resp, m := call(t, "POST", s.URL+"/garages", "admin", s.Password, g)
+		if resp.StatusCode != 201 {
+			t.Fatalf("create garage: %d %v", resp.StatusCode, m)
+		}
+		garages = append(garages, m["id"].(string))
+	}
+	for i, mk := range []string{"Ford", "Ford", "Honda", "Toyota", "Toyota", "Fiat"} {
+		car := map[string]any{"make": mk, "model": "M" + strconv.Itoa(i), "color": []string{"red", "blue"}[i%2], "type": "sedan",
+			"doors": 2 + 2*(i%2), "year": 2010 + i, "garage": garages[i%2]}
+		if resp, m := call(t, "POST", s.URL+"/cars", "admin", s.Password, car); resp.StatusCode != 201 {
+			t.Fatalf("create car: %d %v", resp.StatusCode, m)
+		}
+	}
 	axe, err := os.ReadFile(filepath.Join(npmInstall(t, []string{axeVersion}), "node_modules", "axe-core", "axe.min.js"))
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +311,48 @@ func TestConsoleInChromium(t *testing.T) {
 	// The home page.
 	c.run(chromedp.Navigate(base+"/console/"), chromedp.WaitVisible(chromedp.ID("me")))
 	c.audit("home")
+
+	// Cars: a facet narrows the list, the query box runs the grammar.
+	c.cars()
+	c.shots("cars")
+	c.audit("cars")
+	c.run(chromedp.Click(chromedp.CSS("#cars tbody a")), chromedp.WaitVisible(chromedp.ID("car")))
+	c.audit("car")
+	c.run(chromedp.Click(chromedp.ID("garage")), chromedp.WaitVisible(chromedp.ID("gc-h")))
+	c.audit("garage")
+	c.run(chromedp.Navigate(base+"/console/garages"), chromedp.WaitVisible(chromedp.ID("garages")))
+	c.audit("garages")
+
+	// The administrator's pages.
+	c.run(chromedp.Navigate(base+"/signin?next=/console/admin/people"), chromedp.WaitVisible(chromedp.ID("username")),
+		chromedp.SendKeys(chromedp.ID("username"), "admin"), chromedp.SendKeys(chromedp.ID("password"), s.Password),
+		chromedp.Click(chromedp.ID("signin")), chromedp.WaitVisible(chromedp.ID("people")))
+	c.run(chromedp.SendKeys(chromedp.ID("name"), "carol"), chromedp.SendKeys(chromedp.ID("email"), "carol@example.org"),
+		chromedp.Click(chromedp.ID("create-person")), chromedp.WaitVisible(chromedp.ID("secret")))
+	c.audit("people")
+	c.shots("people")
+	c.run(chromedp.Navigate(base+"/console/searches"), chromedp.WaitVisible(chromedp.ID("ss-h")))
+	c.audit("searches")
 	c.noErrors()
+}
+
+// cars chooses the make facet's first value and then runs a query typed
+// in the grammar box, from the car search page.
+func (c *consoleTab) cars() {
+	c.t.Helper()
+	c.run(chromedp.Navigate(c.base+"/console/cars"), chromedp.WaitVisible(chromedp.ID("r-h")))
+	if got := c.text("#r-h"); got != "6 cars" {
+		c.t.Errorf("cars: %q, want 6 cars", got)
+	}
+	c.run(chromedp.Click(chromedp.CSS(`#f-make + ul a`)), chromedp.WaitVisible(chromedp.CSS(".facet a.on")))
+	if got := c.text("#r-h"); got != "2 cars" {
+		c.t.Errorf("after the first make: %q, want 2 cars", got)
+	}
+	c.run(chromedp.SetValue(chromedp.ID("grammar"), "color=red;q.year.ge=2012"), chromedp.Click(chromedp.ID("run")))
+	c.settle("the query box's page", `location.search.startsWith("?grammar=") && document.readyState === "complete" && !!document.getElementById("r-h")`)
+	if got := c.text("#r-h"); got != "2 cars" {
+		c.t.Errorf("color=red;q.year.ge=2012: %q, want 2 cars", got)
+	}
 }
 
 // eval2 evaluates js to a string.
@@ -323,4 +401,5 @@ func TestConsoleWithoutJavaScriptInChromium(t *testing.T) {
 		t.Error("copy buttons shown without scripts")
 	}
 	c.shots("dogs-nojs")
+	c.cars()
 }
