@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"io"
 	"net/http"
 	"net/url"
@@ -56,10 +57,15 @@ func (r result) decode(v any) bool {
 // status.
 func (r result) problemText() string {
 	var p struct {
-		Title, Detail string
-		Errors        []struct{ Field, Detail, Message string }
+		Title  string `xml:"title"`
+		Detail string `xml:"detail"`
+		Errors []struct{ Field, Detail, Message string }
 	}
-	_ = json.Unmarshal(r.Body, &p)
+	if strings.Contains(r.Header.Get("Content-Type"), "xml") {
+		_ = xml.Unmarshal(r.Body, &p) // RFC 9457 appendix B
+	} else {
+		_ = json.Unmarshal(r.Body, &p)
+	}
 	var b strings.Builder
 	b.WriteString(http.StatusText(r.Status))
 	if p.Title != "" && p.Title != http.StatusText(r.Status) {
@@ -87,11 +93,15 @@ func (cl *call) problemOf(r result) {
 
 // do sends one request to the public API in-process, as the signed-in
 // person (their session cookie), and records it for the page's panel.
-// body, when not nil, is sent as JSON (or as ctype when header sets
-// Content-Type).
+// body, when not nil, is sent as JSON, or as is when it is a []byte (with
+// the Content-Type header gives).
 func (cl *call) do(method, path string, body any, header map[string]string) result {
 	var raw []byte
-	if body != nil {
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		raw = b // sent as is, with the Content-Type header names
+	default:
 		raw, _ = json.Marshal(body)
 	}
 	target := cl.c.cfg.BaseURL + path

@@ -104,6 +104,10 @@ func (c *Console) routes() {
 	c.page("GET /console/searches", true, c.handleSearches)
 	c.page("GET /console/searches/{search_id}", false, c.handleSearch)
 	c.page("POST /console/searches/{search_id}", false, c.handleSearch)
+	c.page("GET /console/orders", false, c.handleOrders)
+	c.page("POST /console/orders", false, c.handleOrders)
+	c.page("GET /console/orders/{order_id}", false, c.handleOrder)
+	c.page("POST /console/orders/{order_id}", false, c.handleOrder)
 	c.page("GET /console/admin/people", true, c.handlePeople)
 	c.page("POST /console/admin/people", true, c.handlePeople)
 }
@@ -161,8 +165,9 @@ func parseTemplates() map[string]*template.Template {
 		"ms": func(d time.Duration) string {
 			return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) + " ms"
 		},
-		"add": func(a, b int) int { return a + b },
-		"min": func(a, b int) int { return min(a, b) },
+		"add":  func(a, b int) int { return a + b },
+		"list": func(s ...string) []string { return s },
+		"min":  func(a, b int) int { return min(a, b) },
 		"short": func(id string) string {
 			if len(id) > 12 {
 				return "…" + id[len(id)-12:]
@@ -178,7 +183,7 @@ func parseTemplates() map[string]*template.Template {
 	}
 	m := map[string]*template.Template{}
 	for _, name := range []string{"home", "dogs", "dog", "people", "error", "message",
-		"cars", "car", "garages", "garage", "searches", "search"} {
+		"cars", "car", "garages", "garage", "searches", "search", "orders", "order"} {
 		m[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS,
 			"templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
 	}
