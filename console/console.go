@@ -108,6 +108,11 @@ func (c *Console) routes() {
 	c.page("POST /console/orders", false, c.handleOrders)
 	c.page("GET /console/orders/{order_id}", false, c.handleOrder)
 	c.page("POST /console/orders/{order_id}", false, c.handleOrder)
+	c.page("GET /console/events", false, c.handleEvents)
+	c.page("GET /console/webhooks", false, c.handleWebhooks)
+	c.page("POST /console/webhooks", false, c.handleWebhooks)
+	c.page("GET /console/webhooks/{webhook_id}", false, c.handleWebhook)
+	c.page("POST /console/webhooks/{webhook_id}", false, c.handleWebhook)
 	c.page("GET /console/admin/people", true, c.handlePeople)
 	c.page("POST /console/admin/people", true, c.handlePeople)
 }
@@ -183,7 +188,7 @@ func parseTemplates() map[string]*template.Template {
 	}
 	m := map[string]*template.Template{}
 	for _, name := range []string{"home", "dogs", "dog", "people", "error", "message",
-		"cars", "car", "garages", "garage", "searches", "search", "orders", "order"} {
+		"cars", "car", "garages", "garage", "searches", "search", "orders", "order", "events", "webhooks", "webhook"} {
 		m[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS,
 			"templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
 	}

@@ -86,5 +86,47 @@
         .catch(function () { /* the stream still updates */ });
     });
   }
-  document.addEventListener("DOMContentLoaded", function () { copyButtons(); liveTasks(); });
+  // The types of the API's events (docs/events.md, "Types"): an
+  // EventSource hears an event with a type only through its listener.
+  var eventTypes = ["bark.created", "bark.running", "bark.succeeded", "bark.failed", "bark.canceled",
+    "dog.created", "dog.updated", "dog.deleted", "order.created", "order.updated",
+    "car.created", "car.updated", "car.deleted", "car.imported",
+    "garage.created", "garage.updated", "garage.deleted", "webhook.disabled"];
+  // liveEvents appends the person's new events to #events, from where the
+  // page ends (the stream's after=, then its own Last-Event-ID when it
+  // reconnects).
+  function liveEvents() {
+    var state = document.getElementById("tail-state");
+    var table = document.getElementById("events");
+    if (!state || !table || !window.EventSource) { return; }
+    var src = new EventSource(state.getAttribute("data-stream"));
+    src.addEventListener("open", function () {
+      state.textContent = "Live: new events appear below as they happen.";
+      state.setAttribute("data-state", "open");
+    });
+    src.onerror = function () { state.textContent = "Live updates paused; reconnecting…"; };
+    eventTypes.forEach(function (type) {
+      src.addEventListener(type, function (e) {
+        var ev;
+        try { ev = JSON.parse(e.data); } catch (err) { return; }
+        if (table.querySelector('tr[data-id="' + CSS.escape(ev.id) + '"]')) { return; }
+        var row = document.createElement("tr");
+        row.setAttribute("data-id", ev.id);
+        row.appendChild(cell(ev.type));
+        var subject = cell("");
+        subject.className = "wrap";
+        var code = document.createElement("code");
+        code.textContent = ev.subject;
+        subject.appendChild(code);
+        row.appendChild(subject);
+        var time = cell(ev.time);
+        time.className = "opt";
+        row.appendChild(time);
+        table.tBodies[0].appendChild(row);
+        var none = document.getElementById("noevents");
+        if (none) { none.remove(); }
+      });
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { copyButtons(); liveTasks(); liveEvents(); });
 })();
