@@ -331,6 +331,41 @@ func TestConsoleInChromium(t *testing.T) {
 	c.run(chromedp.Navigate(base+"/console/garages"), chromedp.WaitVisible(chromedp.ID("garages")))
 	c.audit("garages")
 
+	// Orders: place one, cancel it by a PUT of its XML.
+	c.orders("cancel-put")
+	c.audit("order")
+
+	// Events: a dog made elsewhere appears live; after a reload it is
+	// listed once, and the stream resumes after it.
+	c.run(chromedp.Navigate(base+"/console/events"), chromedp.WaitVisible(chromedp.ID("events")))
+	c.poll("the events stream opens", `document.getElementById("tail-state").dataset.state === "open"`)
+	c.eval(`window.sameDocument = true`)
+	if resp, m := call(t, "POST", s.URL+"/v1/dogs", "alice", oidPassword, map[string]any{"name": "Fido", "email": "fido@example.org"}); resp.StatusCode != 201 {
+		t.Fatalf("create Fido: %d %v", resp.StatusCode, m)
+	}
+	c.poll("dog.created of Fido appears live", `window.sameDocument === true &&
+		[...document.querySelectorAll("#events tbody tr td:first-child")].filter((td) => td.textContent === "dog.created").length === 2`)
+	c.run(chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("events")))
+	c.poll("the stream resumes after a reload", `document.getElementById("tail-state").dataset.state === "open" && window.sameDocument === undefined &&
+		[...document.querySelectorAll("#events tbody tr td:first-child")].filter((td) => td.textContent === "dog.created").length === 2`)
+	c.audit("events")
+	c.shots("events", "1280")
+
+	// Webhooks: create one (its secret shown once), disable it.
+	c.run(chromedp.Navigate(base+"/console/webhooks"), chromedp.WaitVisible(chromedp.ID("hook-url")),
+		chromedp.SendKeys(chromedp.ID("hook-url"), "https://hooks.example.org/yard"), chromedp.SendKeys(chromedp.ID("hook-types"), "bark.*"),
+		chromedp.Click(chromedp.ID("create-hook")), chromedp.WaitVisible(chromedp.CSS(".notice, #problem")))
+	if got := c.text("main"); !strings.Contains(got, "whsec_") {
+		t.Fatalf("create a webhook: %s", got)
+	}
+	c.audit("webhooks")
+	c.run(chromedp.Click(chromedp.CSS("#webhooks tbody a")), chromedp.WaitVisible(chromedp.ID("toggle-hook")),
+		chromedp.Click(chromedp.ID("toggle-hook")), chromedp.WaitVisible(chromedp.CSS(".notice")))
+	if got := c.text("#hook-state"); got != "disabled" {
+		t.Errorf("after Disable: %q", got)
+	}
+	c.audit("webhook")
+
 	// The administrator's pages.
 	c.run(chromedp.Navigate(base+"/signin?next=/console/admin/people"), chromedp.WaitVisible(chromedp.ID("username")),
 		chromedp.SendKeys(chromedp.ID("username"), "admin"), chromedp.SendKeys(chromedp.ID("password"), s.Password),
@@ -342,6 +377,20 @@ func TestConsoleInChromium(t *testing.T) {
 	c.run(chromedp.Navigate(base+"/console/searches"), chromedp.WaitVisible(chromedp.ID("ss-h")))
 	c.audit("searches")
 	c.noErrors()
+}
+
+// orders places an order and cancels it the way named (the id of its
+// button: cancel-put or cancel-post).
+func (c *consoleTab) orders(how string) {
+	c.t.Helper()
+	c.run(chromedp.Navigate(c.base+"/console/orders"), chromedp.WaitVisible(chromedp.ID("place")),
+		chromedp.Click(chromedp.ID("place")), chromedp.WaitVisible(chromedp.ID("orders")))
+	c.audit("orders")
+	c.run(chromedp.Click(chromedp.CSS("#orders tbody a")), chromedp.WaitVisible(chromedp.ID(how)),
+		chromedp.Click(chromedp.ID(how)), chromedp.WaitVisible(chromedp.CSS(".notice")))
+	if got := c.text("#order-canceled"); got != "yes" {
+		c.t.Errorf("after %s the order's canceled is %q", how, got)
+	}
 }
 
 // cars chooses the make facet's first value and then runs a query typed
@@ -410,4 +459,14 @@ func TestConsoleWithoutJavaScriptInChromium(t *testing.T) {
 	}
 	c.shots("dogs-nojs", "390")
 	c.cars()
+	c.orders("cancel-post")
+	// The events page without scripts: a new event shows on Refresh.
+	c.run(chromedp.Navigate(base+"/console/events"), chromedp.WaitVisible(chromedp.ID("refresh")))
+	before := strings.Count(c.text("#events tbody"), "dog.created")
+	if resp, m := call(t, "POST", s.URL+"/v1/dogs", "alice", oidPassword, map[string]any{"name": "Fido", "email": "fido@example.org"}); resp.StatusCode != 201 {
+		t.Fatalf("create Fido: %d %v", resp.StatusCode, m)
+	}
+	c.run(chromedp.Click(chromedp.ID("refresh")))
+	c.settle("the new event after Refresh", fmt.Sprintf(`document.readyState === "complete" && !!document.getElementById("events") &&
+		document.getElementById("events").tBodies[0].textContent.split("dog.created").length - 1 === %d`, before+1))
 }
