@@ -54,6 +54,14 @@ func BenchmarkConsolePages(b *testing.B) {
 	for i := range benchDogs {
 		ids = append(ids, (&env{e}).apiDog(b, "root", "dog "+strconv.Itoa(i)))
 	}
+	var orders []string
+	for range 500 {
+		res := e.Do(apitest.Request{Method: "POST", Path: "/orders", User: "root", Password: pw, Body: map[string]any{}})
+		if res.StatusCode != 201 {
+			b.Fatalf("place an order: %d %s", res.StatusCode, res.Body)
+		}
+		orders = append(orders, res.Map(b)["id"].(string))
+	}
 	key, err := kit.Sessions.Create(context.Background(), root.ID)
 	if err != nil {
 		b.Fatal(err)
@@ -85,6 +93,11 @@ func BenchmarkConsolePages(b *testing.B) {
 			}
 			q.Set("offset", strconv.Itoa(r.IntN(200)))
 			return "/console/cars?" + q.Encode()
+		}},
+		{"orders", func(r *rand.Rand) string { return fmt.Sprintf("/console/orders?offset=%d&max=20", r.IntN(len(orders))) }},
+		{"order", func(r *rand.Rand) string { return "/console/orders/" + orders[r.IntN(len(orders))] }},
+		{"events", func(r *rand.Rand) string {
+			return "/console/events?types=" + []string{"dog.*", "order.*", "dog.*,order.*", "bark.*"}[r.IntN(4)]
 		}},
 		{"car", func(r *rand.Rand) string { return "/console/cars/c" + strconv.Itoa(r.IntN(cars)) }},
 		{"garage", func(r *rand.Rand) string { return "/console/garages/g" + strconv.Itoa(r.IntN(garages)) }},
