@@ -115,6 +115,9 @@ func (c *Console) routes() {
 	c.page("POST /console/webhooks/{webhook_id}", false, c.handleWebhook)
 	c.page("GET /console/admin/people", true, c.handlePeople)
 	c.page("POST /console/admin/people", true, c.handlePeople)
+	c.page("GET /console/admin/server", true, c.handleOps)
+	c.page("GET /console/admin/oauth", true, c.handleConsumers)
+	c.page("POST /console/admin/oauth", true, c.handleConsumers)
 }
 
 // handle registers h for pattern ("METHOD /path") and remembers the path.
@@ -188,7 +191,7 @@ func parseTemplates() map[string]*template.Template {
 	}
 	m := map[string]*template.Template{}
 	for _, name := range []string{"home", "dogs", "dog", "people", "error", "message",
-		"cars", "car", "garages", "garage", "searches", "search", "orders", "order", "events", "webhooks", "webhook"} {
+		"cars", "car", "garages", "garage", "searches", "search", "orders", "order", "events", "webhooks", "webhook", "ops", "consumers"} {
 		m[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS,
 			"templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
 	}

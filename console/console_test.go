@@ -325,6 +325,29 @@ func TestConsoleAdminPages(t *testing.T) {
 	if p = alice.get("/console/admin/people"); p.status != 403 {
 		t.Errorf("got %d", p.status)
 	}
+
+	// The server's health and metrics.
+	p = root.get("/console/admin/server")
+	checkPage(t, "server", p)
+	if p.status != 200 || !strings.Contains(p.body, `id="healthz">ok`) || !strings.Contains(p.body, `id="readyz">ready (sqlite)`) ||
+		!regexp.MustCompile(`id="requests">[1-9]\d* requests: 2xx [1-9]`).MatchString(p.body) {
+		t.Errorf("the server page:\n%s", p.body)
+	}
+	// OAuth consumers: registered (secret once), listed, deleted.
+	p = root.form("/console/admin/oauth", url.Values{"op": {"create"}, "name": {"Printer"}, "callbackUrl": {"https://printer.example.org/cb"}})
+	checkPage(t, "oauth", p)
+	if p.status != 200 || !strings.Contains(p.body, `id="secret"`) || !strings.Contains(p.body, "<td class=\"wrap\">Printer</td>") {
+		t.Fatalf("register a consumer: %d\n%s", p.status, p.body)
+	}
+	key := regexp.MustCompile(`name="key" value="([^"]+)"`).FindStringSubmatch(p.body)
+	if p = root.form("/console/admin/oauth", url.Values{"op": {"delete"}, "key": {key[1]}}); p.status != 200 || !strings.Contains(p.body, `id="noconsumers"`) {
+		t.Errorf("delete the consumer: %d", p.status)
+	}
+	for _, path := range []string{"/console/admin/server", "/console/admin/oauth"} {
+		if p = alice.get(path); p.status != 403 {
+			t.Errorf("a person's GET %s: %d, want 403", path, p.status)
+		}
+	}
 }
 
 // Cross-site form posts are refused and change nothing.
