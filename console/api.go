@@ -100,16 +100,42 @@ func (cl *call) do(method, path string, body any, header map[string]string) resu
 	switch b := body.(type) {
 	case nil:
 	case []byte:
-		raw = b // sent as is, with the Content-Type header names
+		raw = b
 	default:
 		raw, _ = json.Marshal(body)
+		if header["Content-Type"] == "" {
+			h := map[string]string{"Content-Type": "application/json"}
+			for k, v := range header {
+				h[k] = v
+			}
+			header = h
+		}
 	}
-	target := cl.c.cfg.BaseURL + path
-	req, err := http.NewRequestWithContext(cl.r.Context(), method, target, bytes.NewReader(raw))
+	return cl.send(request{method: method, path: path, body: raw, header: header, session: true})
+}
+
+// request is one in-process API request.
+type request struct {
+	method, path string
+	body         []byte
+	header       map[string]string
+	// session carries the person's console session cookie; without it
+	// the request carries only the credentials header names (the
+	// authentication lab's).
+	session bool
+	// curl, when set, is the command the panel shows instead of the one
+	// built from the request (a scheme's own options, never a secret).
+	curl string
+}
+
+// send serves q through the API's handler and records it.
+func (cl *call) send(q request) result {
+	target := cl.c.cfg.BaseURL + q.path
+	req, err := http.NewRequestWithContext(cl.r.Context(), q.method, target, bytes.NewReader(q.body))
 	if err != nil {
 		return result{Status: http.StatusBadRequest}
 	}
-	if body == nil {
+	if q.body == nil {
 		req.Body, req.ContentLength = http.NoBody, 0
 	}
 	req.RequestURI = req.URL.RequestURI()
@@ -117,13 +143,10 @@ func (cl *call) do(method, path string, body any, header map[string]string) resu
 	req.TLS = cl.r.TLS
 	req.RemoteAddr = cl.r.RemoteAddr
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range header {
+	for k, v := range q.header {
 		req.Header.Set(k, v)
 	}
-	if ck, err := cl.r.Cookie(auth.SessionCookie); err == nil {
+	if ck, err := cl.r.Cookie(auth.SessionCookie); err == nil && q.session {
 		req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
 	}
 	rec := &recorder{h: http.Header{}}
@@ -133,8 +156,11 @@ func (cl *call) do(method, path string, body any, header map[string]string) resu
 	if rec.status == 0 {
 		rec.status = http.StatusOK
 	}
-	cl.calls = append(cl.calls, apiCall{Method: method, URL: target, Status: rec.status, Duration: d,
-		Curl: curl(cl.user.Name, method, target, req.Header, raw)})
+	cmd := q.curl
+	if cmd == "" {
+		cmd = curl(cl.user.Name, q.method, target, req.Header, q.body)
+	}
+	cl.calls = append(cl.calls, apiCall{Method: q.method, URL: target, Status: rec.status, Duration: d, Curl: cmd})
 	return result{Status: rec.status, Header: rec.h, Body: rec.body.Bytes()}
 }
 

@@ -113,6 +113,8 @@ func (c *Console) routes() {
 	c.page("POST /console/webhooks", false, c.handleWebhooks)
 	c.page("GET /console/webhooks/{webhook_id}", false, c.handleWebhook)
 	c.page("POST /console/webhooks/{webhook_id}", false, c.handleWebhook)
+	c.page("GET /console/lab", false, c.handleLab)
+	c.page("POST /console/lab", false, c.handleLab)
 	c.page("GET /console/admin/people", true, c.handlePeople)
 	c.page("POST /console/admin/people", true, c.handlePeople)
 	c.page("GET /console/admin/server", true, c.handleOps)
@@ -191,7 +193,7 @@ func parseTemplates() map[string]*template.Template {
 	}
 	m := map[string]*template.Template{}
 	for _, name := range []string{"home", "dogs", "dog", "people", "error", "message",
-		"cars", "car", "garages", "garage", "searches", "search", "orders", "order", "events", "webhooks", "webhook", "ops", "consumers"} {
+		"cars", "car", "garages", "garage", "searches", "search", "orders", "order", "events", "webhooks", "webhook", "ops", "consumers", "lab"} {
 		m[name] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS,
 			"templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
 	}

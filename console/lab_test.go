@@ -1,0 +1,64 @@
+package console_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/yard-api/yard/store"
+	"github.com/yard-api/yard/store/storetest"
+)
+
+func TestConsoleLab(t *testing.T) {
+	t.Parallel()
+	e := start(t, storetest.Open(t, store.SQLite))
+	e.apiDog(t, "alice", "Rex")
+	alice := e.signIn(t, "alice")
+	p := alice.get("/console/lab")
+	checkPage(t, "lab", p)
+	for _, tc := range []struct {
+		scheme string
+		want   []string // in the page, in order
+	}{
+		{"basic", []string{"WWW-Authenticate: Basic", "Authorization: Basic base64(alice:&lt;password&gt;)"}},
+		{"digest", []string{"WWW-Authenticate: Digest", "HA2 = SHA-256(", "response = SHA-256(HA1:nonce:nc:cnonce:qop:HA2)", "Authorization: Digest username=&#34;alice&#34;"}},
+		{"session", []string{"Set-Cookie: sessionToken=&lt;hidden&gt;", "Cookie: sessionToken=&lt;the key&gt;", "3. End the session"}},
+		{"tokens", []string{"&#34;sub&#34;", "2. A request with the access token", "3. Refresh", "4. Log out"}},
+		{"pktoken", []string{"&#34;alg&#34;: &#34;EdDSA&#34;", "valid: Ed25519 over header.claims", "3. A request with the token"}},
+		{"signed", []string{"/v1/dogs?apikey=ak_", "&amp;max=5&amp;timestamp=", "signature = hex(HMAC-SHA256(secret, canonical string))", "is deleted"}},
+	} {
+		for _, mistake := range []bool{false, true} {
+			form := url.Values{"scheme": {tc.scheme}, "password": {pw}}
+			if mistake {
+				form.Set("mistake", "1")
+			}
+			p := alice.form("/console/lab", form)
+			if p.status != 200 {
+				t.Fatalf("%s: %d", tc.scheme, p.status)
+			}
+			at := 0
+			for _, w := range tc.want {
+				i := strings.Index(p.body[at:], w)
+				if i < 0 && !(mistake && (tc.scheme == "session" || w == "4. Log out" || strings.HasPrefix(w, "valid:"))) {
+					t.Errorf("%s (mistake %v): %q missing after byte %d\n%s", tc.scheme, mistake, w, at, p.body)
+					break
+				}
+				if i >= 0 {
+					at += i
+				}
+			}
+			if mistake && tc.scheme == "pktoken" && !strings.Contains(p.body, "NOT valid") {
+				t.Error("the changed token's signature is not found invalid")
+			}
+			accepted := strings.Contains(p.body, `id="outcome" class="notice">The API accepted`)
+			if accepted == mistake {
+				t.Errorf("%s (mistake %v): accepted %v", tc.scheme, mistake, accepted)
+			}
+			for _, secret := range []string{pw, "whsec_", "sk_"} {
+				if strings.Contains(p.body, secret) {
+					t.Errorf("%s: the page shows %q", tc.scheme, secret)
+				}
+			}
+		}
+	}
+}
