@@ -366,6 +366,12 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	c.audit("webhook")
 
+	// The authentication lab: Digest, then a mistake.
+	c.lab("digest", false)
+	c.audit("lab")
+	c.shots("lab", "1280")
+	c.lab("pktoken", true)
+
 	// The administrator's pages.
 	c.run(chromedp.Navigate(base+"/signin?next=/console/admin/people"), chromedp.WaitVisible(chromedp.ID("username")),
 		chromedp.SendKeys(chromedp.ID("username"), "admin"), chromedp.SendKeys(chromedp.ID("password"), s.Password),
@@ -376,7 +382,28 @@ func TestConsoleInChromium(t *testing.T) {
 	c.shots("people", "1280")
 	c.run(chromedp.Navigate(base+"/console/searches"), chromedp.WaitVisible(chromedp.ID("ss-h")))
 	c.audit("searches")
+	c.run(chromedp.Navigate(base+"/console/admin/server"), chromedp.WaitVisible(chromedp.ID("health")))
+	c.audit("server")
+	c.run(chromedp.Navigate(base+"/console/admin/oauth"), chromedp.WaitVisible(chromedp.ID("consumer-name")),
+		chromedp.SendKeys(chromedp.ID("consumer-name"), "Printer"), chromedp.Click(chromedp.ID("create-consumer")),
+		chromedp.WaitVisible(chromedp.ID("consumers")))
+	c.audit("oauth")
 	c.noErrors()
+}
+
+// lab runs the authentication lab's scheme as alice, with or without a
+// mistake, and checks the outcome.
+func (c *consoleTab) lab(scheme string, mistake bool) {
+	c.t.Helper()
+	c.run(chromedp.Navigate(c.base+"/console/lab"), chromedp.WaitVisible(chromedp.ID("run-lab")),
+		chromedp.Click(chromedp.ID("scheme-"+scheme)), chromedp.SendKeys(chromedp.ID("lab-password"), oidPassword))
+	if mistake {
+		c.run(chromedp.Click(chromedp.ID("mistake")))
+	}
+	c.run(chromedp.Click(chromedp.ID("run-lab")), chromedp.WaitVisible(chromedp.ID("outcome")))
+	if got, want := c.text("#outcome"), map[bool]string{false: "accepted", true: "refused"}[mistake]; !strings.Contains(got, want) {
+		c.t.Errorf("lab %s (mistake %v): %q, want %s", scheme, mistake, got, want)
+	}
 }
 
 // orders places an order and cancels it the way named (the id of its
@@ -460,6 +487,8 @@ func TestConsoleWithoutJavaScriptInChromium(t *testing.T) {
 	c.shots("dogs-nojs", "390")
 	c.cars()
 	c.orders("cancel-post")
+	c.lab("signed", false)
+	c.lab("basic", true)
 	// The events page without scripts: a new event shows on Refresh.
 	c.run(chromedp.Navigate(base+"/console/events"), chromedp.WaitVisible(chromedp.ID("refresh")))
 	before := strings.Count(c.text("#events tbody"), "dog.created")
