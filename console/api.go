@@ -126,6 +126,9 @@ type request struct {
 	// curl, when set, is the command the panel shows instead of the one
 	// built from the request (a scheme's own options, never a secret).
 	curl string
+	// shown, when set, is the path the panel shows instead of path (a
+	// path that names a secret, such as a session's key).
+	shown string
 }
 
 // send serves q through the API's handler and records it.
@@ -160,7 +163,11 @@ func (cl *call) send(q request) result {
 	if cmd == "" {
 		cmd = curl(cl.user.Name, q.method, target, req.Header, q.body)
 	}
-	cl.calls = append(cl.calls, apiCall{Method: q.method, URL: target, Status: rec.status, Duration: d, Curl: cmd})
+	shown := target
+	if q.shown != "" {
+		shown = cl.c.cfg.BaseURL + q.shown
+	}
+	cl.calls = append(cl.calls, apiCall{Method: q.method, URL: shown, Status: rec.status, Duration: d, Curl: cmd})
 	return result{Status: rec.status, Header: rec.h, Body: rec.body.Bytes()}
 }
 

@@ -58,7 +58,24 @@ type lab struct {
 	password string
 	mistake  bool
 	steps    []labStep
-	me       string // the person's own resource, the exchange's target
+	me       string   // the person's own resource, the exchange's target
+	hidden   []string // values never shown (a session's key), see scrub
+}
+
+// scrub replaces every hidden value in the steps with <hidden>.
+func (l *lab) scrub() {
+	fix := func(lines []string) {
+		for i := range lines {
+			for _, h := range l.hidden {
+				lines[i] = strings.ReplaceAll(lines[i], h, "<hidden>")
+			}
+		}
+	}
+	for i := range l.steps {
+		fix(l.steps[i].Request)
+		fix(l.steps[i].Response)
+		fix(l.steps[i].Notes)
+	}
 }
 
 // handleLab shows the lab's form and, on POST, runs the chosen scheme.
@@ -78,6 +95,7 @@ func (c *Console) handleLab(cl *call, w http.ResponseWriter, r *http.Request) {
 		} else {
 			page.Outcome = "The API refused (see the last message)."
 		}
+		l.scrub()
 		page.Steps = l.steps
 	}
 	c.render(w, r, cl, http.StatusOK, "lab", "Authentication lab", page)
@@ -87,7 +105,11 @@ func (c *Console) handleLab(cl *call, w http.ResponseWriter, r *http.Request) {
 // session), records it as a step and returns the answer.
 func (l *lab) exchange(title string, q request, shown []string, notes ...string) result {
 	res := l.cl.send(q)
-	step := labStep{Title: title, Request: append([]string{q.method + " " + l.cl.c.cfg.BaseURL + q.path}, shown...),
+	path := q.path
+	if q.shown != "" {
+		path = q.shown
+	}
+	step := labStep{Title: title, Request: append([]string{q.method + " " + l.cl.c.cfg.BaseURL + path}, shown...),
 		Status: res.Status, Notes: notes}
 	for _, k := range []string{"WWW-Authenticate", "Location", "Set-Cookie", "Content-Type"} {
 		for _, v := range res.Header.Values(k) {
@@ -204,12 +226,13 @@ func (l *lab) session() bool {
 	if !res.ok() || key == "" {
 		return false
 	}
+	l.hidden = append(l.hidden, key)
 	l.note("The cookie is Secure, HttpOnly, SameSite=Lax; its key has 256 random bits and the store keeps only its hash.")
 	res = l.exchange("2. A request with the cookie", request{method: "GET", path: l.me,
 		header: map[string]string{"Cookie": auth.SessionCookie + "=" + key}, curl: l.curl("-b cookies.txt", l.me)},
 		[]string{"Cookie: " + auth.SessionCookie + "=<the key>"})
 	ok := res.ok()
-	l.exchange("3. End the session", request{method: "DELETE", path: "/sessions/" + key,
+	l.exchange("3. End the session", request{method: "DELETE", path: "/sessions/" + key, shown: "/sessions/<the key>",
 		header: map[string]string{"Cookie": auth.SessionCookie + "=" + key}, curl: l.curl("-b cookies.txt -X DELETE", "/sessions/KEY")},
 		[]string{"Cookie: " + auth.SessionCookie + "=<the key>"})
 	return ok

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -53,6 +54,9 @@ func TestConsoleLab(t *testing.T) {
 			accepted := strings.Contains(p.body, `id="outcome" class="notice">The API accepted`)
 			if accepted == mistake {
 				t.Errorf("%s (mistake %v): accepted %v", tc.scheme, mistake, accepted)
+			}
+			if regexp.MustCompile(`/sessions/[A-Za-z0-9_-]{43}`).MatchString(p.body) {
+				t.Errorf("%s: the page shows a session key", tc.scheme)
 			}
 			for _, secret := range []string{pw, "whsec_", "sk_"} {
 				if strings.Contains(p.body, secret) {
