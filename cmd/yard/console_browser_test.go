@@ -316,9 +316,16 @@ func TestConsoleInChromium(t *testing.T) {
 	c.audit("dog")
 	c.shots("dog")
 
-	// The home page.
+	// The home page, by keyboard: the first Tab reaches the skip link,
+	// and the link moves on to the content.
 	c.run(chromedp.Navigate(base+"/console/"), chromedp.WaitVisible(chromedp.ID("me")))
 	c.audit("home")
+	c.run(chromedp.KeyEvent("\t"))
+	if !c.eval(`document.activeElement.classList.contains("skip") && getComputedStyle(document.activeElement).left !== "-999px"`) {
+		t.Error("the first Tab does not show the skip link")
+	}
+	c.run(chromedp.KeyEvent("\r"))
+	c.poll("the skip link leads to the content", `location.hash === "#main"`)
 
 	// Cars: a facet narrows the list, the query box runs the grammar.
 	c.cars()
