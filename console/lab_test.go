@@ -58,11 +58,38 @@ func TestConsoleLab(t *testing.T) {
 			if regexp.MustCompile(`/sessions/[A-Za-z0-9_-]{43}`).MatchString(p.body) {
 				t.Errorf("%s: the page shows a session key", tc.scheme)
 			}
-			for _, secret := range []string{pw, "whsec_", "sk_"} {
+			for _, secret := range []string{pw, "whsec_", "sk_", "cs_"} {
 				if strings.Contains(p.body, secret) {
 					t.Errorf("%s: the page shows %q", tc.scheme, secret)
 				}
 			}
 		}
+	}
+}
+
+// OAuth 1.0a's three legs in the lab: an administrator's run is accepted,
+// its mistake refused; a person is told it needs an administrator.
+func TestConsoleLabOAuth(t *testing.T) {
+	t.Parallel()
+	e := start(t, storetest.Open(t, store.SQLite))
+	root, alice := e.signIn(t, "root"), e.signIn(t, "alice")
+	p := root.form("/console/lab", url.Values{"scheme": {"oauth"}})
+	for _, want := range []string{"2. Temporary credentials", "POST&amp;https%3A%2F%2F", "oauth_callback_confirmed=true",
+		"3. The person allows it", "Location: https://lab.invalid/callback?oauth_token=", "4. Token credentials", "5. A request signed",
+		`id="outcome" class="notice"`, "consumer is deleted"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("the OAuth run lacks %q\n%s", want, p.body)
+			break
+		}
+	}
+	if regexp.MustCompile(`oauth_token_secret=[^&<]*[A-Za-z0-9]{8}`).MatchString(p.body) || strings.Contains(p.body, "cs_") {
+		t.Errorf("the page shows a secret:\n%s", p.body)
+	}
+	if p = root.form("/console/lab", url.Values{"scheme": {"oauth"}, "mistake": {"1"}}); !strings.Contains(p.body, `id="outcome" class="alert"`) ||
+		!strings.Contains(p.body, "signature_invalid") {
+		t.Errorf("the OAuth mistake:\n%s", p.body)
+	}
+	if p = alice.form("/console/lab", url.Values{"scheme": {"oauth"}}); !strings.Contains(p.body, "Not for people") {
+		t.Errorf("a person's OAuth run:\n%s", p.body)
 	}
 }
