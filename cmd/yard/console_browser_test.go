@@ -395,6 +395,8 @@ func TestConsoleInChromium(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("consumer-name"), "Printer"), chromedp.Click(chromedp.ID("create-consumer")),
 		chromedp.WaitVisible(chromedp.ID("consumers")))
 	c.audit("oauth")
+	c.lab("oauth", false)
+	c.audit("lab (OAuth 1.0a)")
 	c.noErrors()
 }
 
