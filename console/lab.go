@@ -34,6 +34,7 @@ var labSchemes = []struct{ ID, Label string }{
 	{"pktoken", "Public-key token (Ed25519 JWS, checked against the JWKS)"},
 	{"signed", "Signed request (API key, HMAC-SHA256 over the canonical string)"},
 	{"oauth", "OAuth 1.0a, three legs (administrators: it registers a consumer)"},
+	{"openid", "OpenID 2.0 sign-in to a relying party the lab plays"},
 }
 
 // labStep is one message of an exchange and what the lab computed.
@@ -88,7 +89,7 @@ func (c *Console) handleLab(cl *call, w http.ResponseWriter, r *http.Request) {
 		page.Scheme, page.Mistake = f.Get("scheme"), f.Get("mistake") != ""
 		l := &lab{cl: cl, password: f.Get("password"), mistake: page.Mistake, me: "/v1/people/" + seg(cl.user.UserID)}
 		run := map[string]func() bool{"basic": l.basic, "digest": l.digest, "session": l.session,
-			"tokens": l.tokens, "pktoken": l.pkToken, "signed": l.signed, "oauth": l.oauth}[page.Scheme]
+			"tokens": l.tokens, "pktoken": l.pkToken, "signed": l.signed, "oauth": l.oauth, "openid": l.openID}[page.Scheme]
 		if run == nil {
 			cl.problem = "Choose a scheme."
 		} else if run() {

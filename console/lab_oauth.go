@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/internal/sigbase"
 	"github.com/yard-api/yard/pages"
 )
@@ -79,12 +78,8 @@ func (l *lab) oauth() bool {
 	// 2. The person allows the consumer: the authorisation form, posted
 	// as the person's browser would (their session, the pages' CSRF
 	// token).
-	csrf := pages.CSRFToken(l.cl.r)
-	form := url.Values{"oauth_token": {temp.Get("oauth_token")}, "decision": {"allow"}, pages.CSRFField: {csrf}}.Encode()
-	cookie := pages.CSRFCookie + "=" + csrf
-	if ck, err := l.cl.r.Cookie(auth.SessionCookie); err == nil {
-		cookie += "; " + auth.SessionCookie + "=" + ck.Value
-	}
+	form := url.Values{"oauth_token": {temp.Get("oauth_token")}, "decision": {"allow"}, pages.CSRFField: {pages.CSRFToken(l.cl.r)}}.Encode()
+	cookie := l.browserCookie()
 	res = l.exchange("3. The person allows it (RFC 5849 §2.2)", request{method: "POST", path: "/oauth/authorize", body: []byte(form),
 		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie, "Accept": "text/html"},
 		curl:   "(a browser: the page at /oauth/authorize?oauth_token=…, Allow)"},

@@ -93,3 +93,23 @@ func TestConsoleLabOAuth(t *testing.T) {
 		t.Errorf("a person's OAuth run:\n%s", p.body)
 	}
 }
+
+// OpenID 2.0 in the lab: the associated sign-in's signature checked; the
+// changed assertion refused by check_authentication.
+func TestConsoleLabOpenID(t *testing.T) {
+	t.Parallel()
+	e := start(t, storetest.Open(t, store.SQLite))
+	alice := e.signIn(t, "alice")
+	p := alice.form("/console/lab", url.Values{"scheme": {"openid"}})
+	for _, want := range []string{"assoc_handle:", "mac_key:&lt;hidden&gt;", "Location: https://rp.invalid/back?", "op_endpoint:", "claimed_id:" + e.URL + "/openid/id/alice",
+		"(checked here with the association", `id="outcome" class="notice"`} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("the OpenID run lacks %q\n%s", want, p.body)
+			break
+		}
+	}
+	p = alice.form("/console/lab", url.Values{"scheme": {"openid"}, "mistake": {"1"}})
+	if !strings.Contains(p.body, "is_valid:false") || !strings.Contains(p.body, `id="outcome" class="alert"`) {
+		t.Errorf("the OpenID mistake:\n%s", p.body)
+	}
+}
