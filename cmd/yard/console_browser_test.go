@@ -378,6 +378,7 @@ func TestConsoleInChromium(t *testing.T) {
 	c.audit("lab")
 	c.shots("lab", "1280")
 	c.lab("pktoken", true)
+	c.lab("openid", false)
 
 	// The administrator's pages.
 	c.run(chromedp.Navigate(base+"/signin?next=/console/admin/people"), chromedp.WaitVisible(chromedp.ID("username")),
