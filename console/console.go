@@ -115,6 +115,7 @@ func (c *Console) routes() {
 	c.page("POST /console/webhooks/{webhook_id}", false, c.handleWebhook)
 	c.page("GET /console/lab", false, c.handleLab)
 	c.page("POST /console/lab", false, c.handleLab)
+	c.page("POST /console/signout", false, c.handleSignOut)
 	c.page("GET /console/admin/people", true, c.handlePeople)
 	c.page("POST /console/admin/people", true, c.handlePeople)
 	c.page("GET /console/admin/server", true, c.handleOps)
@@ -298,6 +299,17 @@ func (c *Console) handleAsset(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(a.body)
 	}
+}
+
+// handleSignOut ends the person's session (the pages' SignOut, as
+// DELETE /sessions/{key} does) and sends the browser to the sign-in form.
+func (c *Console) handleSignOut(cl *call, w http.ResponseWriter, r *http.Request) {
+	if err := c.cfg.Pages.SignOut(w, r); err != nil {
+		c.cfg.Pages.Internal(w, r, err)
+		return
+	}
+	w.Header().Set("Location", c.cfg.BaseURL+pages.SignInURL(Prefix))
+	w.WriteHeader(http.StatusSeeOther)
 }
 
 // handleHome is the console's first page: who is signed in, and where to

@@ -298,6 +298,19 @@ func TestConsoleOthersDog(t *testing.T) {
 	})
 }
 
+func TestConsoleSignOut(t *testing.T) {
+	t.Parallel()
+	e := start(t, storetest.Open(t, store.SQLite))
+	alice := e.signIn(t, "alice")
+	tok := csrf(t, alice.get("/console/").body)
+	if p := alice.post("/console/signout", url.Values{"csrf_token": {tok}}, nil); p.status != 303 || p.header.Get("Location") != e.URL+"/signin?next=%2Fconsole%2F" {
+		t.Fatalf("sign out: got %d %q", p.status, p.header.Get("Location"))
+	}
+	if p := alice.get("/console/"); p.status != 303 {
+		t.Errorf("after signing out: got %d, want 303 to /signin", p.status)
+	}
+}
+
 func TestConsoleAdminPages(t *testing.T) {
 	t.Parallel()
 	e := start(t, storetest.Open(t, store.SQLite))
