@@ -8,6 +8,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -397,5 +398,31 @@ func TestConsoleCrossSiteRefused(t *testing.T) {
 	// The same form from the site itself works.
 	if p := alice.post("/console/dogs", form(tok), map[string]string{"Sec-Fetch-Site": "same-origin"}); p.status != 200 {
 		t.Errorf("same-origin post: got %d, want 200", p.status)
+	}
+}
+
+// The largest pages (a hundred rows, their forms and the panel) stay under
+// 100 KB.
+func TestConsolePageSizes(t *testing.T) {
+	t.Parallel()
+	e := start(t, storetest.Open(t, store.SQLite))
+	for i := range 100 {
+		e.apiDog(t, "root", strings.Repeat("n", 60)+strconv.Itoa(i))
+	}
+	for i := range 100 {
+		body := map[string]any{"make": "Make" + strconv.Itoa(i), "model": strings.Repeat("m", 40), "color": "c" + strconv.Itoa(i%50), "type": "t" + strconv.Itoa(i%30),
+			"doors": i % 6, "year": 1990 + i%30}
+		if res := e.Do(apitest.Request{Method: "POST", Path: "/cars", User: "root", Password: pw, Body: body}); res.StatusCode != 201 {
+			t.Fatalf("create car: %d %s", res.StatusCode, res.Body)
+		}
+	}
+	root := e.signIn(t, "root")
+	for _, path := range []string{"/console/dogs?max=100", "/console/cars?max=100", "/console/events?max=100", "/console/admin/people?max=100"} {
+		p := root.get(path)
+		if p.status != 200 {
+			t.Errorf("%s: %d", path, p.status)
+		}
+		checkPage(t, path, p)
+		t.Logf("%s: %d bytes", path, len(p.body))
 	}
 }
