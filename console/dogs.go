@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -277,48 +276,4 @@ func newToken() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-type peoplePage struct {
-	People []person
-	Pager  pager
-}
-
-// handlePeople lists the people (GET /v1/people) and creates one (POST
-// /v1/people; the password the server makes is shown once). Administrators
-// only.
-func (c *Console) handlePeople(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "people"
-	status := http.StatusOK
-	if r.Method == http.MethodPost {
-		f := r.PostForm
-		body := map[string]any{"name": strings.TrimSpace(f.Get("name")), "email": strings.TrimSpace(f.Get("email"))}
-		if p := strings.TrimSpace(f.Get("phone")); p != "" {
-			body["phone"] = p
-		}
-		if f.Get("admin") != "" {
-			body["roles"] = []string{"admin", "user"}
-		}
-		res := cl.do("POST", "/v1/people", body, nil)
-		var p person
-		if res.decode(&p) {
-			cl.notice = "Created " + p.Name + "."
-			cl.secret = &secret{Label: "Password of " + p.Name + " (shown once)", Value: p.Password}
-		} else {
-			cl.problemOf(res)
-			status = res.Status
-		}
-	}
-	offset, max := paging(r)
-	var list struct {
-		Items []person `json:"items"`
-		Total int      `json:"total"`
-	}
-	res := cl.do("GET", "/v1/people?"+url.Values{"offset": {strconv.Itoa(offset)}, "max": {strconv.Itoa(max)}}.Encode(), nil, nil)
-	if !res.decode(&list) {
-		cl.problemOf(res)
-		status = res.Status
-	}
-	c.render(w, r, cl, status, "people", "People", peoplePage{People: list.Items,
-		Pager: newPager(Prefix+"admin/people?", res, offset, max, list.Total)})
 }

@@ -18,6 +18,30 @@ type event struct {
 	Type    string `json:"type"`
 	Time    string `json:"time"`
 	Subject string `json:"subject"`
+	Link    string `json:"-"` // the console's page of the subject, if any
+}
+
+// subjectLink is the console page of an event's subject (an absolute URL
+// of the API), or "" when the console has none or it was deleted.
+func subjectLink(base, subject, typ string) string {
+	path, ok := strings.CutPrefix(subject, base)
+	if !ok || strings.HasSuffix(typ, ".deleted") {
+		return ""
+	}
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 3 && parts[0] == "v1" && parts[1] == "dogs":
+		return Prefix + "dogs/" + parts[2] + "/"
+	case len(parts) == 2 && (parts[0] == "order" || parts[0] == "orders"):
+		return Prefix + "orders/" + parts[1]
+	case len(parts) == 2 && (parts[0] == "cars" || parts[0] == "car"):
+		return Prefix + "cars/" + parts[1]
+	case len(parts) == 2 && (parts[0] == "garages" || parts[0] == "garage"):
+		return Prefix + "garages/" + parts[1]
+	case len(parts) == 3 && parts[0] == "v1" && parts[1] == "webhooks":
+		return Prefix + "webhooks/" + parts[2]
+	}
+	return ""
 }
 
 type eventsPage struct {
@@ -77,6 +101,9 @@ func (c *Console) handleEvents(cl *call, w http.ResponseWriter, r *http.Request)
 		status = res.Status
 	}
 	page.Events, page.Next = body.Items, body.Next
+	for i, ev := range page.Events {
+		page.Events[i].Link = subjectLink(c.cfg.BaseURL, ev.Subject, ev.Type)
+	}
 	if page.Next == "" {
 		page.Next = page.After
 	}

@@ -22,6 +22,9 @@ func TestConsoleEvents(t *testing.T) {
 	if !strings.Contains(p.body, "<td>dog.created</td>") || !strings.Contains(p.body, "<td>order.created</td>") {
 		t.Errorf("alice's events:\n%s", p.body)
 	}
+	if !regexp.MustCompile(`<a href="/console/dogs/[^"/]+/"><code>` + regexp.QuoteMeta(e.URL) + `/v1/dogs/`).MatchString(p.body) {
+		t.Errorf("the dog's event does not link to its page:\n%s", p.body)
+	}
 	// The stream the script opens resumes after the page's last event.
 	m := regexp.MustCompile(`data-stream="/v1/events\?after=([0-9a-f]+)"`).FindStringSubmatch(p.body)
 	if m == nil {
