@@ -62,7 +62,14 @@
         var created = cell(t.createdAt);
         created.className = "opt";
         row.appendChild(created);
-        row.appendChild(cell(""));
+        var action = cell("");
+        var tpl = document.getElementById("cancel-template");
+        if (tpl && (t.status === "pending" || t.status === "running")) {
+          var form = tpl.content.firstElementChild.cloneNode(true);
+          form.querySelector('input[name="bark"]').value = t.id;
+          action.appendChild(form);
+        }
+        row.appendChild(action);
         table.tBodies[0].insertBefore(row, table.tBodies[0].firstChild);
       }
       row.querySelector(".status").textContent = t.status;
