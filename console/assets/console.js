@@ -41,7 +41,15 @@
     var types = ["bark.created", "bark.running", "bark.succeeded", "bark.failed", "bark.canceled"];
     var status = function (text) { live.textContent = text; };
     src.addEventListener("open", function () { status("Live: states update as they change."); live.setAttribute("data-state", "open"); });
-    src.onerror = function () { status("Live updates paused; reconnecting…"); };
+    var fallback = live.innerHTML;
+    src.onerror = function () {
+      if (src.readyState === EventSource.CLOSED) {
+        live.innerHTML = fallback; // refused (say 429): the page's own Refresh link again
+        live.removeAttribute("data-state");
+      } else {
+        status("Live updates paused; reconnecting…");
+      }
+    };
     // update shows a task's state: a new row for a task not listed.
     var update = function (t) {
       if (!t || t.dog !== dog) { return; }
@@ -111,7 +119,15 @@
       state.textContent = "Live: new events appear below as they happen.";
       state.setAttribute("data-state", "open");
     });
-    src.onerror = function () { state.textContent = "Live updates paused; reconnecting…"; };
+    var fallback = state.innerHTML;
+    src.onerror = function () {
+      if (src.readyState === EventSource.CLOSED) {
+        state.innerHTML = fallback;
+        state.removeAttribute("data-state");
+      } else {
+        state.textContent = "Live updates paused; reconnecting…";
+      }
+    };
     eventTypes.forEach(function (type) {
       src.addEventListener(type, function (e) {
         var ev;
