@@ -122,7 +122,10 @@ func (c *consoleTab) settle(what, js string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("%s: %v", what, err)
+			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+			page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerHTML.slice(0, 3000)`))
+			cancel()
+			c.t.Fatalf("%s: %v (value %v)\n%s", what, err, ok, page)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -232,14 +235,14 @@ func (c *consoleTab) noErrors() {
 	}
 }
 
-// startConsole starts yard with alice and a dog of hers, and installs
-// axe-core.
-func startConsole(t *testing.T) (*server, string, string) {
+// startConsole starts yard (with extra flags) with alice, cars in two
+// garages, and installs axe-core.
+func startConsole(t *testing.T, flags ...string) (*server, string, string) {
 	t.Helper()
 	data := t.TempDir()
 	port := freePort(t)
 	base := fmt.Sprintf("https://127.0.0.1:%d", port)
-	s := startInProcess(t, "--data", data, "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--base-url", base)
+	s := startInProcess(t, append([]string{"--data", data, "--addr", fmt.Sprintf("127.0.0.1:%d", port), "--base-url", base}, flags...)...)
 	addAlice(t, s)
 	// Cars in two garages, for the search pages.
 	var garages []string
@@ -508,4 +511,29 @@ func TestConsoleWithoutJavaScriptInChromium(t *testing.T) {
 	c.run(chromedp.Click(chromedp.ID("refresh")))
 	c.settle("the new event after Refresh", fmt.Sprintf(`document.readyState === "complete" && !!document.getElementById("events") &&
 		document.getElementById("events").tBodies[0].textContent.split("dog.created").length - 1 === %d`, before+1))
+}
+
+// TestConsoleStreamRefusedInChromium: with one stream a person allowed,
+// a second page's stream is refused (429) and that page shows its
+// Refresh link again.
+func TestConsoleStreamRefusedInChromium(t *testing.T) {
+	t.Parallel()
+	s, base, _ := startConsole(t, "--events-per-person", "1")
+	c := newConsoleTab(t, s, base, "", true)
+	c.signIn("alice", oidPassword)
+	c.run(chromedp.Navigate(base+"/console/events"), chromedp.WaitVisible(chromedp.ID("events")))
+	c.poll("the first stream opens", `document.getElementById("tail-state").dataset.state === "open"`)
+	// A second tab of the same browser (the same session).
+	tab, cancel := chromedp.NewContext(c.ctx)
+	defer cancel()
+	// The tab's first action has no time limit: a limit would close it.
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatal(err)
+	}
+	second := &consoleTab{t: t, base: base, ctx: tab}
+	second.run(chromedp.Navigate(base+"/console/events"), chromedp.WaitVisible(chromedp.ID("events")))
+	second.settle("the refused stream gives the Refresh link back", `!!document.getElementById("refresh") && document.getElementById("tail-state").dataset.state === "closed"`)
+	if !c.eval(`document.getElementById("tail-state").dataset.state === "open"`) {
+		t.Error("the first page's stream closed")
+	}
 }

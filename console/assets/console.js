@@ -45,7 +45,7 @@
     src.onerror = function () {
       if (src.readyState === EventSource.CLOSED) {
         live.innerHTML = fallback; // refused (say 429): the page's own Refresh link again
-        live.removeAttribute("data-state");
+        live.setAttribute("data-state", "closed");
       } else {
         status("Live updates paused; reconnecting…");
       }
@@ -123,7 +123,7 @@
     src.onerror = function () {
       if (src.readyState === EventSource.CLOSED) {
         state.innerHTML = fallback;
-        state.removeAttribute("data-state");
+        state.setAttribute("data-state", "closed");
       } else {
         state.textContent = "Live updates paused; reconnecting…";
       }
