@@ -288,7 +288,7 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Error("the copy buttons stay hidden with scripts on")
 	}
 	c.audit("dogs")
-	c.shots("dogs")
+	c.shots("dogs", "1280", "390")
 
 	// The dog's page: its stream opens.
 	c.run(chromedp.Click(chromedp.CSS("#dogs tbody td a")), chromedp.WaitVisible(chromedp.ID("bark")))
@@ -359,7 +359,7 @@ func TestConsoleInChromium(t *testing.T) {
 	c.poll("the stream resumes after a reload", `document.getElementById("tail-state").dataset.state === "open" && window.sameDocument === undefined &&
 		[...document.querySelectorAll("#events tbody tr td:first-child")].filter((td) => td.textContent === "dog.created").length === 2`)
 	c.audit("events")
-	c.shots("events", "1280")
+	c.shots("events", "390")
 
 	// Webhooks: create one (its secret shown once), disable it.
 	c.run(chromedp.Navigate(base+"/console/webhooks"), chromedp.WaitVisible(chromedp.ID("hook-url")),
