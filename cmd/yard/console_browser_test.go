@@ -235,9 +235,9 @@ func (c *consoleTab) noErrors() {
 	}
 }
 
-// startConsole starts yard (with extra flags) with alice, cars in two
-// garages, and installs axe-core.
-func startConsole(t *testing.T, flags ...string) (*server, string, string) {
+// startConsole starts yard (with extra flags) with alice and cars in two
+// garages, and with axe installs axe-core and returns its script.
+func startConsole(t *testing.T, axe bool, flags ...string) (*server, string, string) {
 	t.Helper()
 	data := t.TempDir()
 	port := freePort(t)
@@ -260,11 +260,14 @@ func startConsole(t *testing.T, flags ...string) (*server, string, string) {
 			t.Fatalf("create car: %d %v", resp.StatusCode, m)
 		}
 	}
-	axe, err := os.ReadFile(filepath.Join(npmInstall(t, []string{axeVersion}), "node_modules", "axe-core", "axe.min.js"))
+	if !axe {
+		return s, base, ""
+	}
+	script, err := os.ReadFile(filepath.Join(npmInstall(t, []string{axeVersion}), "node_modules", "axe-core", "axe.min.js"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, base, string(axe)
+	return s, base, string(script)
 }
 
 // TestConsoleInChromium walks through the console with scripts on: sign
@@ -273,7 +276,7 @@ func startConsole(t *testing.T, flags ...string) (*server, string, string) {
 // every page audited by axe-core and captured at 1280 and 390 px.
 func TestConsoleInChromium(t *testing.T) {
 	t.Parallel()
-	s, base, axe := startConsole(t)
+	s, base, axe := startConsole(t, true)
 	c := newConsoleTab(t, s, base, axe, true)
 	c.signIn("alice", oidPassword)
 	c.audit("dogs (empty)")
@@ -468,7 +471,7 @@ func (c *consoleTab) eval2(js string) string {
 // works through forms and the refresh link.
 func TestConsoleWithoutJavaScriptInChromium(t *testing.T) {
 	t.Parallel()
-	s, base, _ := startConsole(t)
+	s, base, _ := startConsole(t, false)
 	c := newConsoleTab(t, s, base, "", false)
 	c.signIn("alice", oidPassword)
 	c.run(chromedp.SendKeys(chromedp.ID("new-name"), "Rex"), chromedp.SendKeys(chromedp.ID("new-email"), "rex@example.org"),
@@ -518,7 +521,7 @@ func TestConsoleWithoutJavaScriptInChromium(t *testing.T) {
 // Refresh link again.
 func TestConsoleStreamRefusedInChromium(t *testing.T) {
 	t.Parallel()
-	s, base, _ := startConsole(t, "--events-per-person", "1")
+	s, base, _ := startConsole(t, false, "--events-per-person", "1")
 	c := newConsoleTab(t, s, base, "", true)
 	c.signIn("alice", oidPassword)
 	c.run(chromedp.Navigate(base+"/console/events"), chromedp.WaitVisible(chromedp.ID("events")))
