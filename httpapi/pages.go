@@ -40,3 +40,14 @@ func (s *Server) handleSignIn(p *pages.Pages, w http.ResponseWriter, r *http.Req
 func (s *Server) handlePagesStyle(w http.ResponseWriter, r *http.Request) {
 	new(pages.Pages).HandleStyle(w, r)
 }
+
+// mountConsole routes the console's paths to the console (without a Kit,
+// to nothing: they answer 404 as any unknown path).
+func (s *Server) mountConsole() {
+	if s.console == nil {
+		return
+	}
+	for _, p := range s.console.Patterns() {
+		s.mux.Handle(p, s.console)
+	}
+}

@@ -130,6 +130,10 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", pages.SignInPath, s.page(s.handleSignIn))
 	s.handle("POST", pages.SignInPath, s.page(s.handleSignIn))
 	s.handleXML("GET", pages.StylePath, s.handlePagesStyle)
+	// The console for people (package console, docs/console.md): pages
+	// over this API, which call it as any client does. Not endpoints of
+	// the API, so not in Routes nor in the OpenAPI document.
+	s.mountConsole()
 
 	// OAuth 1.0a provider (oauth.go; docs/auth.md): consumers (admin), the
 	// three endpoints of the flow, and the applications a user allowed.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/console"
 	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/internal/fairgate"
 	"github.com/yard-api/yard/internal/outage"
@@ -167,6 +168,9 @@ type Server struct {
 	// pagesVal is the pages for people (pages.go), built from Kit; nil
 	// without a Kit.
 	pagesVal *pages.Pages
+	// console is the console for people (package console) over this
+	// API; nil without a Kit.
+	console *console.Console
 	// tracer starts request spans; nil without Deps.Tracing.
 	tracer trace.Tracer
 	// queryVars holds the query variables of the chain's schemes
@@ -207,6 +211,7 @@ func New(d Deps) *Server {
 	}
 	if s.deps.Kit != nil {
 		s.pagesVal = pages.New(s.deps.Kit, s.deps.BaseURL, s.deps.Logger)
+		s.console = console.New(console.Config{API: s.Handler(), Pages: s.pagesVal, BaseURL: s.deps.BaseURL, Logger: s.deps.Logger})
 	}
 	s.registerRoutes()
 	return s

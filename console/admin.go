@@ -1,0 +1,270 @@
+package console
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// metric is one sample line of the Prometheus text format.
+type metric struct {
+	Name   string
+	Labels map[string]string
+	Value  float64
+}
+
+// parseMetrics reads the samples of the Prometheus text exposition
+// format (its documented line syntax: name{label="value",…} value).
+func parseMetrics(b []byte) []metric {
+	var out []metric
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		m := metric{Labels: map[string]string{}}
+		rest := line
+		if i := strings.IndexByte(line, '{'); i >= 0 {
+			j := strings.LastIndexByte(line, '}')
+			if j < i {
+				continue
+			}
+			m.Name, rest = line[:i], line[j+1:]
+			for _, kv := range splitLabels(line[i+1 : j]) {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					if u, err := strconv.Unquote(v); err == nil {
+						v = u
+					}
+					m.Labels[k] = v
+				}
+			}
+		} else {
+			m.Name, rest, _ = strings.Cut(line, " ")
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		m.Value = v
+		out = append(out, m)
+	}
+	return out
+}
+
+// splitLabels splits label pairs on the commas outside quoted values.
+func splitLabels(s string) []string {
+	var out []string
+	inQuote, esc, start := false, false, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case esc:
+			esc = false
+		case c == '\\':
+			esc = true
+		case c == '"':
+			inQuote = !inQuote
+		case c == ',' && !inQuote:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+// routeCount is the requests of one route.
+type routeCount struct {
+	Route string
+	Count float64
+}
+
+// opsPage is the administrator's view of the running server.
+type opsPage struct {
+	Health, Ready string
+	Store, Search string
+	Requests      float64
+	ByClass       []routeCount // 2xx, 3xx, 4xx, 5xx
+	TopRoutes     []routeCount
+	Gauges        []routeCount // a few process gauges
+}
+
+// handleOps is the store's health (GET /healthz, GET /readyz) and a
+// summary of the metrics (GET /metrics): requests by status class, the
+// busiest routes, a few gauges. Administrators only.
+func (c *Console) handleOps(cl *call, w http.ResponseWriter, r *http.Request) {
+	cl.section = "ops"
+	var page opsPage
+	var h, rd struct{ Status, Store, CarSearch string }
+	if res := cl.do("GET", "/healthz", nil, nil); res.decode(&h) {
+		page.Health = h.Status
+	} else {
+		page.Health = http.StatusText(res.Status)
+	}
+	res := cl.do("GET", "/readyz", nil, nil)
+	if res.decode(&rd) {
+		page.Ready, page.Store, page.Search = rd.Status, rd.Store, rd.CarSearch
+	} else {
+		page.Ready = strconv.Itoa(res.Status) + " " + res.problemText()
+	}
+	mres := cl.do("GET", "/metrics", nil, map[string]string{"Accept": "text/plain"})
+	if !mres.ok() {
+		cl.problemOf(mres)
+	}
+	classes := map[string]float64{}
+	routes := map[string]float64{}
+	for _, m := range parseMetrics(mres.Body) {
+		switch m.Name {
+		case "yard_http_requests_total":
+			page.Requests += m.Value
+			if s := m.Labels["status"]; s != "" {
+				classes[s[:1]+"xx"] += m.Value
+			}
+			routes[m.Labels["method"]+" "+m.Labels["route"]] += m.Value
+		case "go_goroutines", "process_resident_memory_bytes", "go_memstats_heap_inuse_bytes", "process_open_fds":
+			page.Gauges = append(page.Gauges, routeCount{m.Name, m.Value})
+		}
+	}
+	for _, k := range []string{"2xx", "3xx", "4xx", "5xx"} {
+		page.ByClass = append(page.ByClass, routeCount{k, classes[k]})
+	}
+	for k, v := range routes {
+		page.TopRoutes = append(page.TopRoutes, routeCount{k, v})
+	}
+	slices.SortFunc(page.TopRoutes, func(a, b routeCount) int {
+		if a.Count != b.Count {
+			if a.Count > b.Count {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Route, b.Route)
+	})
+	page.TopRoutes = page.TopRoutes[:min(10, len(page.TopRoutes))]
+	c.render(w, r, cl, http.StatusOK, "ops", "Server", page)
+}
+
+// consumer is an OAuth 1.0a consumer as GET /oauth/consumers shows it.
+type consumer struct {
+	Key         string  `json:"key"`
+	Secret      string  `json:"secret"`
+	Name        string  `json:"name"`
+	CallbackURL *string `json:"callbackUrl"`
+	CreatedAt   string  `json:"createdAt"`
+}
+
+// authorization is an application a person allowed (OAuth 1.0a).
+type authorization struct {
+	ID           string `json:"id"`
+	ConsumerKey  string `json:"consumerKey"`
+	ConsumerName string `json:"consumerName"`
+	UserID       string `json:"userId"`
+	CreatedAt    string `json:"createdAt"`
+}
+
+// handleConsumers lists, registers (secret shown once) and deletes OAuth
+// 1.0a consumers, and lists the authorizations people gave them.
+// Administrators only.
+func (c *Console) handleConsumers(cl *call, w http.ResponseWriter, r *http.Request) {
+	cl.section = "oauth"
+	status := http.StatusOK
+	if r.Method == http.MethodPost {
+		var res result
+		switch r.PostForm.Get("op") {
+		case "create":
+			body := map[string]any{"name": strings.TrimSpace(r.PostForm.Get("name"))}
+			if cb := strings.TrimSpace(r.PostForm.Get("callbackUrl")); cb != "" {
+				body["callbackUrl"] = cb
+			}
+			var k consumer
+			if res = cl.do("POST", "/oauth/consumers", body, nil); res.decode(&k) {
+				cl.notice = "Registered " + k.Name + "."
+				cl.secret = &secret{Label: "Key " + k.Key + ", secret (shown once)", Value: k.Secret}
+			}
+		case "delete":
+			if res = cl.do("DELETE", "/oauth/consumers/"+seg(r.PostForm.Get("key")), nil, nil); res.ok() {
+				cl.notice = "Deleted the consumer."
+			}
+		case "revoke":
+			if res = cl.do("DELETE", "/oauth/authorizations/"+seg(r.PostForm.Get("id")), nil, nil); res.ok() {
+				cl.notice = "Revoked the authorization."
+			}
+		default:
+			res = result{Status: http.StatusBadRequest}
+		}
+		if !res.ok() {
+			cl.problemOf(res)
+			status = res.Status
+		}
+	}
+	var cs struct {
+		Items []consumer `json:"items"`
+	}
+	if res := cl.do("GET", "/oauth/consumers?max=100", nil, nil); !res.decode(&cs) {
+		cl.problemOf(res)
+		status = res.Status
+	}
+	var as struct {
+		Items []authorization `json:"items"`
+	}
+	cl.do("GET", "/oauth/authorizations?max=100", nil, nil).decode(&as)
+	c.render(w, r, cl, status, "consumers", "OAuth consumers", struct {
+		Consumers      []consumer
+		Authorizations []authorization
+	}{cs.Items, as.Items})
+}
+
+type peoplePage struct {
+	People []person
+	Pager  pager
+}
+
+// handlePeople lists the people (GET /v1/people) and creates one (POST
+// /v1/people; the password the server makes is shown once). Administrators
+// only.
+func (c *Console) handlePeople(cl *call, w http.ResponseWriter, r *http.Request) {
+	cl.section = "people"
+	status := http.StatusOK
+	if r.Method == http.MethodPost {
+		f := r.PostForm
+		body := map[string]any{"name": strings.TrimSpace(f.Get("name")), "email": strings.TrimSpace(f.Get("email"))}
+		if p := strings.TrimSpace(f.Get("phone")); p != "" {
+			body["phone"] = p
+		}
+		if f.Get("admin") != "" {
+			body["roles"] = []string{"admin", "user"}
+		}
+		res := cl.do("POST", "/v1/people", body, nil)
+		var p person
+		if res.decode(&p) {
+			cl.notice = "Created " + p.Name + "."
+			cl.secret = &secret{Label: "Password of " + p.Name + " (shown once)", Value: p.Password}
+		} else {
+			cl.problemOf(res)
+			status = res.Status
+		}
+	}
+	offset, max := paging(r)
+	var list struct {
+		Items []person `json:"items"`
+		Total int      `json:"total"`
+	}
+	res := cl.do("GET", "/v1/people?"+url.Values{"offset": {strconv.Itoa(offset)}, "max": {strconv.Itoa(max)}}.Encode(), nil, nil)
+	if !res.decode(&list) {
+		cl.problemOf(res)
+		status = res.Status
+	}
+	c.render(w, r, cl, status, "people", "People", peoplePage{People: list.Items,
+		Pager: newPager(Prefix+"admin/people?", res, offset, max, list.Total)})
+}

@@ -1,0 +1,279 @@
+package console
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// effects are the bark effects (docs/barks.md, "The effects").
+var effects = []string{"record", "email", "email-count", "fetch-code"}
+
+// person is a person as GET /v1/people/{id} shows them.
+type person struct {
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Email    string   `json:"email"`
+	Phone    string   `json:"phone"`
+	Roles    []string `json:"roles"`
+	Disabled bool     `json:"disabled"`
+	Password string   `json:"password"`
+}
+
+// dog is a dog as GET /v1/dogs/{dog_id}/ shows it.
+type dog struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Email        string `json:"email"`
+	Owner        string `json:"owner"`
+	BarkCount    int64  `json:"barkCount"`
+	BarkEffect   string `json:"barkEffect"`
+	CodeURL      string `json:"codeUrl"`
+	CodeRevision string `json:"codeRevision"`
+	Barks        *struct {
+		Next      *string  `json:"next"`
+		Frequency int      `json:"frequency"`
+		Previous  []string `json:"previous"`
+	} `json:"barks"`
+}
+
+// task is a bark task as GET …/barks shows it.
+type task struct {
+	ID         string  `json:"id"`
+	Effect     string  `json:"effect"`
+	Status     string  `json:"status"`
+	Async      bool    `json:"async"`
+	Source     string  `json:"source"`
+	CreatedAt  string  `json:"createdAt"`
+	FinishedAt *string `json:"finishedAt"`
+	Error      *string `json:"error"`
+}
+
+// Open reports whether the task may still be canceled.
+func (t task) Open() bool { return t.Status == "pending" || t.Status == "running" }
+
+// pager is a page of a collection: its place and the console links to
+// the API's first, prev, next and last pages.
+type pager struct {
+	Offset, Max, Total      int
+	First, Prev, Next, Last string
+}
+
+// newPager reads the API's Link header of a page into console links:
+// prefix (a console path and "?", or its query and "&") then offset and
+// max.
+func newPager(prefix string, res result, offset, max, total int) pager {
+	p := pager{Offset: offset, Max: max, Total: total}
+	link := func(off int) string { return prefix + "offset=" + strconv.Itoa(off) + "&max=" + strconv.Itoa(max) }
+	for rel, off := range pageLinks(res.Header) {
+		switch rel {
+		case "first":
+			p.First = link(off)
+		case "prev":
+			p.Prev = link(off)
+		case "next":
+			p.Next = link(off)
+		case "last":
+			p.Last = link(off)
+		}
+	}
+	return p
+}
+
+// paging reads offset and max of a console list page.
+func paging(r *http.Request) (offset, max int) {
+	q := r.URL.Query()
+	offset, max = atoiDefault(q.Get("offset"), 0), atoiDefault(q.Get("max"), 20)
+	if max < 1 || max > 100 {
+		max = 20
+	}
+	return offset, max
+}
+
+type dogsPage struct {
+	Dogs    []dog
+	Pager   pager
+	Effects []string
+	Form    dogForm
+}
+
+// dogForm is what the create and edit forms hold.
+type dogForm struct{ Name, Email, BarkEffect, CodeURL string }
+
+func readDogForm(r *http.Request) dogForm {
+	f := r.PostForm
+	return dogForm{Name: strings.TrimSpace(f.Get("name")), Email: strings.TrimSpace(f.Get("email")),
+		BarkEffect: f.Get("barkEffect"), CodeURL: strings.TrimSpace(f.Get("codeUrl"))}
+}
+
+func (f dogForm) body() map[string]any {
+	m := map[string]any{"name": f.Name, "email": f.Email}
+	if f.BarkEffect != "" {
+		m["barkEffect"] = f.BarkEffect
+	}
+	if f.CodeURL != "" {
+		m["codeUrl"] = f.CodeURL
+	}
+	return m
+}
+
+// handleDogs is the person's dogs, a page at a time (GET /v1/dogs), and
+// the form that creates one (POST /v1/dogs).
+func (c *Console) handleDogs(cl *call, w http.ResponseWriter, r *http.Request) {
+	cl.section = "dogs"
+	page := dogsPage{Effects: effects}
+	status := http.StatusOK
+	if r.Method == http.MethodPost {
+		page.Form = readDogForm(r)
+		res := cl.do("POST", "/v1/dogs", page.Form.body(), nil)
+		if res.ok() {
+			cl.notice = "Created the dog " + page.Form.Name + "."
+			page.Form = dogForm{}
+		} else {
+			cl.problemOf(res)
+			status = res.Status
+		}
+	}
+	offset, max := paging(r)
+	var list struct {
+		Items []dog `json:"items"`
+		Total int   `json:"total"`
+	}
+	res := cl.do("GET", "/v1/dogs?offset="+strconv.Itoa(offset)+"&max="+strconv.Itoa(max), nil, nil)
+	if !res.decode(&list) {
+		cl.problemOf(res)
+		status = res.Status
+	}
+	page.Dogs = list.Items
+	page.Pager = newPager(Prefix+"dogs?", res, offset, max, list.Total)
+	c.render(w, r, cl, status, "dogs", "Dogs", page)
+}
+
+type dogPage struct {
+	Dog      dog
+	TaskList []task
+	Tasks    string // the API path of the dog's tasks, which the script reads
+	Effects  []string
+	Events   string // the event stream the page's script follows
+	Self     string // this page's path
+}
+
+// handleDog is one dog: its representation, its tasks and schedule, and
+// the forms that edit, delete and bark it, cancel a task and change the
+// schedule.
+func (c *Console) handleDog(cl *call, w http.ResponseWriter, r *http.Request) {
+	cl.section = "dogs"
+	id := r.PathValue("dog_id")
+	api := "/v1/dogs/" + seg(id) + "/"
+	status := http.StatusOK
+	if r.Method == http.MethodPost {
+		res, done := c.dogAction(cl, r, api)
+		if done {
+			c.render(w, r, cl, http.StatusOK, "message", "Dog deleted",
+				message{Text: "The dog is deleted.", Link: Prefix + "dogs", LinkLabel: "Back to the dogs"})
+			return
+		}
+		if !res.ok() && res.Status != http.StatusSeeOther {
+			cl.problemOf(res)
+			status = res.Status
+		}
+	}
+	var page dogPage
+	res := cl.do("GET", api, nil, nil)
+	if !res.decode(&page.Dog) {
+		cl.problemOf(res)
+		c.render(w, r, cl, res.Status, "error", "Dog not shown", errorPage{Detail: "The dog could not be read."})
+		return
+	}
+	var tasks struct {
+		Items []task `json:"items"`
+	}
+	page.Tasks = "/v1/dogs/" + seg(id) + "/barks?max=20"
+	if tr := cl.do("GET", page.Tasks, nil, nil); tr.decode(&tasks) {
+		page.TaskList = tasks.Items
+	}
+	page.Effects, page.Self = effects, Prefix+"dogs/"+seg(id)+"/"
+	page.Events = cl.scripted("/v1/events?types=bark.*", "text/event-stream")
+	cl.scripted(page.Tasks, "application/json")
+	c.render(w, r, cl, status, "dog", page.Dog.Name, page)
+}
+
+// dogAction runs the form's op against the dog at api; done reports a
+// deleted dog.
+func (c *Console) dogAction(cl *call, r *http.Request, api string) (res result, done bool) {
+	f := r.PostForm
+	switch f.Get("op") {
+	case "edit":
+		res = cl.do("PATCH", api, readDogForm(r).body(), map[string]string{"Content-Type": "application/merge-patch+json"})
+		if res.ok() {
+			cl.notice = "Saved."
+		}
+	case "delete":
+		res = cl.do("DELETE", api, nil, nil)
+		return res, res.ok()
+	case "bark":
+		var body any
+		if e := f.Get("effect"); e != "" {
+			body = map[string]string{"effect": e}
+		}
+		h := map[string]string{}
+		if f.Get("async") != "" {
+			h["Prefer"] = "respond-async"
+		}
+		res = cl.do("POST", api+"barks", body, h)
+		if res.ok() || res.Status == http.StatusSeeOther {
+			cl.notice = "The dog barked (" + strconv.Itoa(res.Status) + " " + http.StatusText(res.Status) + ")."
+		}
+	case "cancel":
+		res = cl.do("DELETE", api+"barks/"+seg(f.Get("bark")), nil, nil)
+		if res.ok() {
+			cl.notice = "The task is canceled."
+		}
+	case "schedule":
+		next, err := scheduleNext(f.Get("next"))
+		if err != nil {
+			cl.problem = "The next bark is not a date and time."
+			return result{Status: http.StatusBadRequest}, false
+		}
+		freq := atoiDefault(f.Get("frequency"), -1)
+		res = cl.do("POST", api+"bark-schedule", map[string]any{"token": newToken(), "next": next, "frequency": freq}, nil)
+		if res.ok() {
+			cl.notice = "The schedule is saved."
+		}
+	case "unschedule":
+		res = cl.do("DELETE", api+"bark-schedule", nil, nil)
+		if res.ok() {
+			cl.notice = "The schedule is stopped."
+		}
+	default:
+		cl.problem = "Unknown action."
+		return result{Status: http.StatusBadRequest}, false
+	}
+	return res, false
+}
+
+// scheduleNext reads the schedule form's next bark: empty is now (0), a
+// datetime-local value is UTC.
+func scheduleNext(s string) (any, error) {
+	if s == "" {
+		return 0, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC().Format(time.RFC3339), nil
+		}
+	}
+	_, err := time.Parse(time.RFC3339, s)
+	return nil, err
+}
+
+// newToken is a fresh schedule token: a repeat of the same form post is
+// a new change, as the person asked.
+func newToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,127 @@
+package console
+
+import (
+	"encoding/xml"
+	"net/http"
+	"strconv"
+)
+
+// order is an order as GET /order/{order_id} shows it, in JSON and in XML
+// (docs/api.md, "Orders").
+type order struct {
+	XMLName    xml.Name `json:"-" xml:"order"`
+	ID         string   `json:"id" xml:"id"`
+	CustomerID string   `json:"customerId" xml:"customerId"`
+	Status     string   `json:"status" xml:"status"`
+	Canceled   bool     `json:"canceled" xml:"canceled"`
+	CreatedAt  string   `json:"createdAt,omitempty" xml:"createdAt,omitempty"`
+	UpdatedAt  string   `json:"updatedAt,omitempty" xml:"updatedAt,omitempty"`
+}
+
+// handleOrders lists the person's orders (GET /orders; administrators:
+// all) and places a new one (POST /orders).
+func (c *Console) handleOrders(cl *call, w http.ResponseWriter, r *http.Request) {
+	cl.section = "orders"
+	status := http.StatusOK
+	if r.Method == http.MethodPost {
+		var o order
+		if res := cl.do("POST", "/orders", map[string]any{}, nil); res.decode(&o) {
+			cl.notice = "Placed the order " + o.ID + "."
+		} else {
+			cl.problemOf(res)
+			status = res.Status
+		}
+	}
+	offset, max := paging(r)
+	var list struct {
+		Items []order `json:"items"`
+		Total int     `json:"total"`
+	}
+	res := cl.do("GET", "/orders?offset="+strconv.Itoa(offset)+"&max="+strconv.Itoa(max), nil, nil)
+	if !res.decode(&list) {
+		cl.problemOf(res)
+		status = res.Status
+	}
+	c.render(w, r, cl, status, "orders", "Orders", struct {
+		Orders []order
+		Pager  pager
+	}{list.Items, newPager(Prefix+"orders?", res, offset, max, list.Total)})
+}
+
+type orderPage struct {
+	Order   order
+	JSON    string // the JSON representation, as the API sent it
+	XML     string // the XML representation, as the API sent it
+	Self    string
+	IsAdmin bool
+}
+
+// handleOrder is one order in both representations, with the two ways to
+// cancel it: a PUT of its XML representation with canceled true, or a
+// POST of true to its canceled sub-resource. An order that has shipped
+// cannot be cancelled: the API's 409 is shown. Administrators move its
+// status on (PUT of the JSON representation).
+func (c *Console) handleOrder(cl *call, w http.ResponseWriter, r *http.Request) {
+	cl.section = "orders"
+	id := r.PathValue("order_id")
+	api := "/order/" + seg(id)
+	status := http.StatusOK
+	if r.Method == http.MethodPost {
+		if res := c.orderAction(cl, r, api); !res.ok() {
+			cl.problemOf(res)
+			status = res.Status
+		}
+	}
+	page := orderPage{Self: Prefix + "orders/" + seg(id), IsAdmin: cl.user.IsAdmin()}
+	res := cl.do("GET", api, nil, nil)
+	if !res.decode(&page.Order) {
+		cl.problemOf(res)
+		c.render(w, r, cl, res.Status, "error", "Order not shown", errorPage{Detail: "The order could not be read."})
+		return
+	}
+	page.JSON = string(res.Body)
+	if x := cl.do("GET", api, nil, map[string]string{"Accept": "application/xml"}); x.ok() {
+		page.XML = string(x.Body)
+	}
+	c.render(w, r, cl, status, "order", "Order", page)
+}
+
+// orderAction runs the form's op against the order at api.
+func (c *Console) orderAction(cl *call, r *http.Request, api string) result {
+	switch r.PostForm.Get("op") {
+	case "cancel-put":
+		// Read the XML representation, set canceled, put it back.
+		x := cl.do("GET", api, nil, map[string]string{"Accept": "application/xml"})
+		var o order
+		if !x.ok() || xml.Unmarshal(x.Body, &o) != nil {
+			return x
+		}
+		o.Canceled, o.CreatedAt, o.UpdatedAt = true, "", ""
+		body, _ := xml.Marshal(o)
+		res := cl.do("PUT", api, body, map[string]string{"Content-Type": "application/xml", "Accept": "application/xml"})
+		if res.ok() {
+			cl.notice = "Canceled by a PUT of the XML representation."
+		}
+		return res
+	case "cancel-post":
+		res := cl.do("POST", api+"/canceled", true, nil)
+		if res.ok() {
+			cl.notice = "Canceled by a POST to the canceled sub-resource."
+		}
+		return res
+	case "status":
+		var o order
+		g := cl.do("GET", api, nil, nil)
+		if !g.decode(&o) {
+			return g
+		}
+		o.Status, o.CreatedAt, o.UpdatedAt = r.PostForm.Get("status"), "", ""
+		res := cl.do("PUT", api, o, nil)
+		if res.ok() {
+			cl.notice = "The order is " + o.Status + "."
+		}
+		return res
+	}
+	cl.problem = "Unknown action."
+	return result{Status: http.StatusBadRequest}
+}
