@@ -21,9 +21,16 @@ import (
 // axeVersion is the axe-core the console's pages are checked with.
 const axeVersion = "axe-core@4.10.3"
 
-// consoleShots is where the console's screenshots go: docs/console.md
-// shows them.
-const consoleShots = "../../docs/console"
+// consoleShots is where a test's screenshots go: a temporary directory,
+// or the directory named by YARD_CONSOLE_SHOTS, which docs/console.md's
+// pictures come from (YARD_CONSOLE_SHOTS=$PWD/docs/console go test -run
+// TestConsole ./cmd/yard).
+func consoleShots(t *testing.T) string {
+	if dir := os.Getenv("YARD_CONSOLE_SHOTS"); dir != "" {
+		return dir
+	}
+	return t.TempDir()
+}
 
 // consoleTab is a tab of headless Chromium on a real yard serve, with the
 // messages its pages write to the browser's console.
@@ -213,7 +220,7 @@ func (c *consoleTab) shots(name string, ways ...string) {
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		browsertest.CheckScreenshot(c.t, consoleShots, name+"-"+v.suffix+".png", buf)
+		browsertest.CheckScreenshot(c.t, consoleShots(c.t), name+"-"+v.suffix+".png", buf)
 	}
 	c.scheme("light")
 	c.run(chromedp.EmulateViewport(1280, 900))
