@@ -48,13 +48,6 @@ func (t *T) waitEvent(p *person, query, typ string) map[string]any {
 	}
 }
 
-// lastEventID is the id of the newest event the person sees, or "".
-func (t *T) lastEventID(p *person) string {
-	r := t.Do("GET", "/v1/events?max=1000", basic(p), header("Accept", "application/json"))
-	t.Status(r, 200)
-	return r.Str("next")
-}
-
 func eventChecks() []Check {
 	const p, doc = "events", "docs/events.md"
 	return []Check{
