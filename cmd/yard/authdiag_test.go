@@ -33,7 +33,7 @@ func TestServeDigestNonceTTLAndDiagnostics(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := t.TempDir()
-			s := startInProcess(t, append([]string{"--data", data, "--digest-nonce-ttl", "300ms"}, tc.args...)...)
+			s := startInProcess(t, append([]string{"--data", data, "--digest-nonce-ttl", "2s"}, tc.args...)...)
 			hc := trusting(t, data)
 			ctx := context.Background()
 			get := func(path string, h http.Header) (int, http.Header, map[string]any) {
@@ -63,7 +63,7 @@ func TestServeDigestNonceTTLAndDiagnostics(t *testing.T) {
 			if err := d.Apply(c, req); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(400 * time.Millisecond)
+			time.Sleep(2100 * time.Millisecond)
 			status, h, p := get("/v1/dogs", http.Header{"Authorization": {req.Header.Get("Authorization")}})
 			challenges := strings.Join(h.Values("WWW-Authenticate"), " | ")
 			if status != 401 || !strings.Contains(challenges, "stale=true") {
