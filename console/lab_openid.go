@@ -122,9 +122,13 @@ func (l *lab) discover(claimed string) (path, localID string, ok bool) {
 	if ct, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); res.ok() && ct == "application/xrds+xml" {
 		endpoint, local, found = providerIn(res.Body)
 		if found {
-			l.note("The service of Type "+openidSignon+" names the provider's endpoint (URI) "+endpoint+
-				" and the identifier the provider knows the person by (LocalID) "+local+".",
-				"The relying party sends the rest of the exchange to that endpoint, and will accept an assertion only from it, about this claimed identifier (§11.2).")
+			says := "The service of Type " + openidSignon + " names the provider's endpoint (URI) " + endpoint
+			if local == "" {
+				says = "The service of Type " + openidServer + " names the provider's endpoint (URI) " + endpoint + ", and no LocalID"
+			} else {
+				says += " and the identifier the provider knows the person by (LocalID) " + local
+			}
+			l.note(says+".", "The relying party sends the rest of the exchange to that endpoint, and will accept an assertion only from it, about this claimed identifier (§11.2).")
 		}
 	}
 	if !found {
