@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/md5"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -29,6 +30,7 @@ import (
 var labSchemes = []struct{ ID, Label string }{
 	{"basic", "Basic (RFC 7617)"},
 	{"digest", "Digest, SHA-256 (RFC 7616)"},
+	{"digest-md5", "Digest, MD5 (RFC 7616; for clients that know no other)"},
 	{"session", "Cookie session (POST /sessions)"},
 	{"tokens", "Token pair (POST /auth/login, refresh, logout)"},
 	{"pktoken", "Public-key token (Ed25519 JWS, checked against the JWKS)"},
@@ -88,7 +90,8 @@ func (c *Console) handleLab(cl *call, w http.ResponseWriter, r *http.Request) {
 		f := r.PostForm
 		page.Scheme, page.Mistake = f.Get("scheme"), f.Get("mistake") != ""
 		l := &lab{cl: cl, password: f.Get("password"), mistake: page.Mistake, me: "/v1/people/" + seg(cl.user.UserID)}
-		run := map[string]func() bool{"basic": l.basic, "digest": l.digest, "session": l.session,
+		run := map[string]func() bool{"basic": l.basic, "session": l.session,
+			"digest": func() bool { return l.digest(auth.DigestSHA256) }, "digest-md5": func() bool { return l.digest(auth.DigestMD5) },
 			"tokens": l.tokens, "pktoken": l.pkToken, "signed": l.signed, "oauth": l.oauth, "openid": l.openID}[page.Scheme]
 		if run == nil {
 			cl.problem = "Choose a scheme."
@@ -165,10 +168,12 @@ func mistakeNote(m bool) string {
 	return ""
 }
 
-// digest: the challenge, HA1, HA2 and the response (RFC 7616 §3.4.1).
-func (l *lab) digest() bool {
+// digest: the challenges, the one of the chosen algorithm (SHA-256 or
+// MD5), HA1, HA2 and the response (RFC 7616 §3.4.1).
+func (l *lab) digest(alg string) bool {
 	res := l.exchange("1. No credentials: the challenges", request{method: "GET", path: l.me, curl: l.curl("", l.me)}, nil)
 	var params map[string]string
+	var offered []string
 	for _, v := range res.Header.Values("WWW-Authenticate") {
 		rest, ok := strings.CutPrefix(v, "Digest ")
 		if !ok {
@@ -182,33 +187,39 @@ func (l *lab) digest() bool {
 		for _, p := range ps {
 			m[strings.ToLower(p.Name)] = p.Value
 		}
-		if strings.EqualFold(m["algorithm"], "SHA-256") {
+		offered = append(offered, m["algorithm"])
+		if strings.EqualFold(m["algorithm"], alg) {
 			params = m
 		}
 	}
+	l.note("The server offers Digest with: " + strings.Join(offered, ", ") + " (a challenge each, the preferred first, RFC 7616 §3.7).")
 	if params == nil {
-		l.note("No Digest SHA-256 challenge: this server does not offer Digest.")
+		l.note("No Digest " + alg + " challenge: this server does not offer it.")
 		return false
 	}
-	h := func(s string) string { sum := sha256.Sum256([]byte(s)); return hex.EncodeToString(sum[:]) }
+	sum := func(s string) string { b := sha256.Sum256([]byte(s)); return hex.EncodeToString(b[:]) }
+	if alg == auth.DigestMD5 {
+		sum = func(s string) string { b := md5.Sum([]byte(s)); return hex.EncodeToString(b[:]) }
+		l.note("MD5 is broken for collisions; the server still offers it for clients that know no other, and a client that knows SHA-256 takes that one.")
+	}
 	cnonce := randomHex(8)
 	const nc = "00000001"
-	ha1 := h(l.cl.user.Name + ":" + params["realm"] + ":" + l.pw())
-	ha2 := h("GET:" + l.me)
-	response := h(ha1 + ":" + params["nonce"] + ":" + nc + ":" + cnonce + ":auth:" + ha2)
-	l.note("The client picks the SHA-256 challenge and computes (RFC 7616 §3.4.1):",
-		"HA1 = SHA-256(\""+l.cl.user.Name+":"+params["realm"]+":<password>\") = "+ha1[:8]+"… (a password equivalent: not shown whole)"+mistakeNote(l.mistake),
-		"HA2 = SHA-256(\"GET:"+l.me+"\") = "+ha2,
-		"response = SHA-256(HA1:nonce:nc:cnonce:qop:HA2) = SHA-256(\"…:"+params["nonce"]+":"+nc+":"+cnonce+":auth:"+ha2+"\")",
+	ha1 := sum(l.cl.user.Name + ":" + params["realm"] + ":" + l.pw())
+	ha2 := sum("GET:" + l.me)
+	response := sum(ha1 + ":" + params["nonce"] + ":" + nc + ":" + cnonce + ":auth:" + ha2)
+	l.note("The client picks the "+alg+" challenge and computes (RFC 7616 §3.4.1):",
+		"HA1 = "+alg+"(\""+l.cl.user.Name+":"+params["realm"]+":<password>\") = "+ha1[:8]+"… (a password equivalent: not shown whole)"+mistakeNote(l.mistake),
+		"HA2 = "+alg+"(\"GET:"+l.me+"\") = "+ha2,
+		"response = "+alg+"(HA1:nonce:nc:cnonce:qop:HA2) = "+alg+"(\"…:"+params["nonce"]+":"+nc+":"+cnonce+":auth:"+ha2+"\")",
 		"         = "+response)
 	header := `Digest username="` + l.cl.user.Name + `", realm="` + params["realm"] + `", nonce="` + params["nonce"] +
-		`", uri="` + l.me + `", algorithm=SHA-256, qop=auth, nc=` + nc + `, cnonce="` + cnonce + `", response="` + response + `"`
+		`", uri="` + l.me + `", algorithm=` + alg + `, qop=auth, nc=` + nc + `, cnonce="` + cnonce + `", response="` + response + `"`
 	if o := params["opaque"]; o != "" {
 		header += `, opaque="` + o + `"`
 	}
 	res = l.exchange("2. The answer to the challenge", request{method: "GET", path: l.me, header: map[string]string{"Authorization": header},
 		curl: l.curl("--digest -u "+shellQuote(l.cl.user.Name), l.me)}, []string{"Authorization: " + header},
-		"The server recomputes the response from its stored HA1 and compares; the nonce is its own (HMAC with a time), nc may not repeat.")
+		"The server recomputes the response from its stored HA1 for "+alg+" and compares; the nonce is its own (HMAC with a time), nc may not repeat.")
 	return res.ok()
 }
 

@@ -23,6 +23,8 @@ func TestConsoleLab(t *testing.T) {
 	}{
 		{"basic", []string{"WWW-Authenticate: Basic", "Authorization: Basic base64(alice:&lt;password&gt;)"}},
 		{"digest", []string{"WWW-Authenticate: Digest", "HA2 = SHA-256(", "response = SHA-256(HA1:nonce:nc:cnonce:qop:HA2)", "Authorization: Digest username=&#34;alice&#34;"}},
+		{"digest-md5", []string{"WWW-Authenticate: Digest", "The server offers Digest with: SHA-256, MD5", "MD5 is broken for collisions",
+			"HA2 = MD5(", "response = MD5(HA1:nonce:nc:cnonce:qop:HA2)", "algorithm=MD5, qop=auth"}},
 		{"session", []string{"Set-Cookie: sessionToken=&lt;hidden&gt;", "Cookie: sessionToken=&lt;the key&gt;", "3. End the session"}},
 		{"tokens", []string{"&#34;sub&#34;", "2. A request with the access token", "3. Refresh", "4. Log out"}},
 		{"pktoken", []string{"&#34;alg&#34;: &#34;EdDSA&#34;", "valid: Ed25519 over header.claims", "3. A request with the token"}},
@@ -94,22 +96,35 @@ func TestConsoleLabOAuth(t *testing.T) {
 	}
 }
 
-// OpenID 2.0 in the lab: the associated sign-in's signature checked; the
-// changed assertion refused by check_authentication.
+// OpenID 2.0 in the lab: discovery of the person's claimed identifier
+// (its XRDS document shown, the endpoint found in it used for the rest),
+// the associated sign-in's signature checked; the changed assertion
+// refused by check_authentication.
 func TestConsoleLabOpenID(t *testing.T) {
 	t.Parallel()
 	e := start(t, storetest.Open(t, store.SQLite))
 	alice := e.signIn(t, "alice")
 	p := alice.form("/console/lab", url.Values{"scheme": {"openid"}})
-	for _, want := range []string{"assoc_handle:", "mac_key:&lt;hidden&gt;", "Location: https://rp.invalid/back?", "op_endpoint:", "claimed_id:" + e.URL + "/openid/id/alice",
-		"(checked here with the association", `id="outcome" class="notice"`} {
+	claimed, endpoint := e.URL+"/openid/id/alice", e.URL+"/openid/login"
+	for _, want := range []string{
+		// 1: discovery, the XRDS document as the API sends it.
+		"1. Discovery: the claimed identifier&#39;s XRDS document", "GET " + claimed + "\nAccept: application/xrds&#43;xml",
+		"Content-Type: application/xrds&#43;xml", "&lt;XRDS xmlns=&#34;xri://$xrds&#34;&gt;", "&lt;Type&gt;http://specs.openid.net/auth/2.0/signon&lt;/Type&gt;",
+		"&lt;URI&gt;" + endpoint + "&lt;/URI&gt;", "&lt;LocalID&gt;" + claimed + "&lt;/LocalID&gt;",
+		"names the provider&#39;s endpoint (URI) " + endpoint,
+		// 2-4: the discovered endpoint for the rest.
+		"2. Association with the discovered endpoint", "POST " + endpoint, "assoc_handle:", "mac_key:&lt;hidden&gt;",
+		"3. The browser is sent to the discovered endpoint", "GET " + endpoint + "?openid.assoc_handle=",
+		"4. The person confirms", "Location: https://rp.invalid/back?", "op_endpoint:" + endpoint, "claimed_id:" + claimed,
+		"op_endpoint and claimed_id are the discovered ones (§11.2): true", "(checked here with the association", `id="outcome" class="notice"`} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("the OpenID run lacks %q\n%s", want, p.body)
 			break
 		}
 	}
 	p = alice.form("/console/lab", url.Values{"scheme": {"openid"}, "mistake": {"1"}})
-	if !strings.Contains(p.body, "is_valid:false") || !strings.Contains(p.body, `id="outcome" class="alert"`) {
+	if !strings.Contains(p.body, "is_valid:false") || !strings.Contains(p.body, `id="outcome" class="alert"`) ||
+		!strings.Contains(p.body, "POST "+endpoint) || strings.Contains(p.body, "Association") {
 		t.Errorf("the OpenID mistake:\n%s", p.body)
 	}
 }
