@@ -51,7 +51,7 @@ func backupFiles(t *testing.T, dir string) []string {
 // named as serve --backup-every names them; 429 with Retry-After within a
 // minute of the newest backup; the list newest first with paging links;
 // --backup-keep applied; 401 without credentials, 403 for a person, 404
-// for unknown names and names that try to leave the directory. On
+// for unknown names, names that try to leave the directory and links. On
 // PostgreSQL: 409 naming pg_dump and an empty list.
 func TestBackupsAPI(t *testing.T) {
 	t.Parallel()
@@ -96,7 +96,13 @@ func TestBackupsAPI(t *testing.T) {
 			}
 			older = append(older, name)
 		}
+		// A link named as a backup is none: not listed, not found.
+		link := store.BackupName(clock.Now().Add(-30 * time.Minute))
+		if err := os.Symlink(filepath.Join(filepath.Dir(dir), "elsewhere.db"), filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
 		run(t, env, []scenario{
+			{"a link named as a backup", root(apitest.Request{Path: "/v1/backups/" + link}), 404, nil, nil},
 			{"the list, newest first, a page at a time", root(apitest.Request{Path: "/v1/backups?max=2"}), 200,
 				map[string]string{"Link": `/v1/backups\?offset=2&max=2>; rel="next"`},
 				[]string{`"total":4`, `"items":[{"name":"` + older[0] + `","size":1,"createdAt":"2026-11-25T16:00:00.000Z"},{"name":"` + older[1] + `"`}},

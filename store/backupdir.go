@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -25,10 +26,18 @@ type BackupDir struct {
 	// Keep is how many backups are kept; older ones are removed after a
 	// backup is taken (0 keeps all).
 	Keep int
+	// taking is held while this process takes a backup through it: one
+	// at a time, also where the directory's flock(2) does not exist.
+	taking sync.Mutex
 }
 
 // pgDumpMessage is the refusal of a backup of a PostgreSQL store.
 const pgDumpMessage = "This store is PostgreSQL: its backups are pg_dump's, taken while the servers keep serving (docs/operations.md, \"Backups and restore\", PostgreSQL)."
+
+// errTaking is the refusal of a backup while another is being taken.
+func errTaking() error {
+	return yard.Errorf(yard.ECONFLICT, "A backup is being taken now; it is listed once it is done.")
+}
 
 // TakeBackup takes a backup now, unless the newest backup in the directory
 // is younger than minAge (ERATELIMIT, RetryAfter the seconds until it is
@@ -38,13 +47,17 @@ func (b *BackupDir) TakeBackup(ctx context.Context, minAge time.Duration) (yard.
 	if b.DB.engine != SQLite {
 		return yard.Backup{}, yard.Errorf(yard.ECONFLICT, "%s", pgDumpMessage)
 	}
+	if !b.taking.TryLock() {
+		return yard.Backup{}, errTaking()
+	}
+	defer b.taking.Unlock()
 	res, err := b.DB.ScheduledBackup(ctx, b.Dir, minAge, b.Keep)
 	if err != nil {
 		return yard.Backup{}, err
 	}
 	switch {
 	case res.Busy:
-		return yard.Backup{}, yard.Errorf(yard.ECONFLICT, "A backup is being taken now; it is listed once it is done.")
+		return yard.Backup{}, errTaking()
 	case res.Taken == nil:
 		age := b.DB.Now().Sub(res.Newest)
 		wait := int(math.Ceil((minAge - age).Seconds()))
@@ -85,7 +98,7 @@ func (b *BackupDir) ListBackups(context.Context) ([]yard.Backup, error) {
 // directory) or that the directory does not hold.
 func (b *BackupDir) FindBackup(_ context.Context, name string) (yard.Backup, error) {
 	if b.DB.engine != SQLite {
-		return yard.Backup{}, yard.Errorf(yard.ENOTFOUND, "No backup has this name: %s", pgDumpMessage)
+		return yard.Backup{}, yard.Errorf(yard.ENOTFOUND, "No backup has this name: this store is PostgreSQL, whose backups are pg_dump's.")
 	}
 	return backupAt(b.Dir, name)
 }
