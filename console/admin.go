@@ -98,14 +98,18 @@ type opsPage struct {
 	ByClass       []routeCount // 2xx, 3xx, 4xx, 5xx
 	TopRoutes     []routeCount
 	Gauges        []routeCount // a few process gauges
+	Backups       backupsPart  // backups.go
 }
 
-// handleOps is the store's health (GET /healthz, GET /readyz) and a
+// handleOps is the store's health (GET /healthz, GET /readyz), a
 // summary of the metrics (GET /metrics): requests by status class, the
-// busiest routes, a few gauges. Administrators only.
+// busiest routes, a few gauges; and the backups, listed and made now
+// (backups.go). Administrators only.
 func (c *Console) handleOps(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "ops"
 	var page opsPage
+	var status int
+	page.Backups, status = c.backups(cl, r)
 	var h, rd struct{ Status, Store, CarSearch string }
 	if res := cl.do("GET", "/healthz", nil, nil); res.decode(&h) {
 		page.Health = h.Status
@@ -152,7 +156,7 @@ func (c *Console) handleOps(cl *call, w http.ResponseWriter, r *http.Request) {
 		return strings.Compare(a.Route, b.Route)
 	})
 	page.TopRoutes = page.TopRoutes[:min(10, len(page.TopRoutes))]
-	c.render(w, r, cl, http.StatusOK, "ops", "Server", page)
+	c.render(w, r, cl, status, "ops", "Server", page)
 }
 
 // consumer is an OAuth 1.0a consumer as GET /oauth/consumers shows it.

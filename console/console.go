@@ -119,6 +119,7 @@ func (c *Console) routes() {
 	c.page("GET /console/admin/people", true, c.handlePeople)
 	c.page("POST /console/admin/people", true, c.handlePeople)
 	c.page("GET /console/admin/server", true, c.handleOps)
+	c.page("POST /console/admin/server", true, c.handleOps)
 	c.page("GET /console/admin/oauth", true, c.handleConsumers)
 	c.page("POST /console/admin/oauth", true, c.handleConsumers)
 }

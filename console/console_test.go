@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/httpapi/apitest"
 	"github.com/yard-api/yard/store"
 	"github.com/yard-api/yard/store/storetest"
@@ -20,15 +22,18 @@ import (
 
 const pw = "console test password"
 
-// env is an API with every scheme, alice and bob (people) and root (an
-// administrator).
+// env is an API with every scheme, a backups directory, alice and bob
+// (people) and root (an administrator).
 type env struct {
 	*apitest.Env
 }
 
 func start(t testing.TB, db *store.DB) *env {
 	t.Helper()
-	e := apitest.Start(t, db, apitest.WithAuthKit(t, db, nil, func(c *auth.Config) { c.Limiter = auth.NewLoginLimiter(0, nil) }))
+	e := apitest.Start(t, db, apitest.WithAuthKit(t, db, nil, func(c *auth.Config) { c.Limiter = auth.NewLoginLimiter(0, nil) }),
+		func(d *httpapi.Deps) {
+			d.Backups = &store.BackupDir{DB: db, Dir: filepath.Join(t.TempDir(), "backups"), Keep: 28}
+		})
 	e.CreateUser("alice", pw)
 	e.CreateUser("bob", pw)
 	e.CreateUser("root", pw, "admin", "user")

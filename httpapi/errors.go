@@ -42,7 +42,7 @@ var problemKinds = map[string]problemKind{
 	yard.ETOOLARGE:        {413, "too-large", "Content too large", "The request body is larger than 1 MiB."},
 	yard.EUNSUPPORTED:     {415, "unsupported-media-type", "Unsupported media type", "The Content-Type of the request body is not one this endpoint reads."},
 	yard.EPRECONDREQUIRED: {428, "precondition-required", "Precondition required", "This change must be conditional: send If-Unmodified-Since (or If-Match)."},
-	yard.ERATELIMIT:       {429, "rate-limited", "Too many requests", "Too many requests: failed sign-in attempts from this address or for this user name, event streams of one person, or car searches waiting from one client address. Retry-After says when to try again."},
+	yard.ERATELIMIT:       {429, "rate-limited", "Too many requests", "Too many requests: failed sign-in attempts from this address or for this user name, event streams of one person, car searches waiting from one client address, or a backup asked for within a minute of the newest. Retry-After says when to try again."},
 	yard.EUNAVAILABLE:     {503, "unavailable", "Service unavailable", "The server cannot answer now; try again later."},
 	yard.EINTERNAL:        {500, "internal", "Internal server error", "Something went wrong on the server. The request id identifies it in the server's log."},
 }

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/httpapi/apitest"
 	"github.com/yard-api/yard/internal/sigbase"
+	"github.com/yard-api/yard/store"
 	"github.com/yard-api/yard/store/storetest"
 	"github.com/yard-api/yard/webhooks"
 )
@@ -27,7 +29,10 @@ func TestListQueryRule(t *testing.T) {
 	db := storetest.Open(t, "sqlite")
 	var kit *auth.Kit
 	env := apitest.Start(t, db, apitest.WithAuthKit(t, db, &kit, nil),
-		func(d *httpapi.Deps) { d.Webhooks = &webhooks.Service{} })
+		func(d *httpapi.Deps) {
+			d.Webhooks = &webhooks.Service{}
+			d.Backups = &store.BackupDir{DB: db, Dir: filepath.Join(t.TempDir(), "backups")}
+		})
 	env.CreateUser("alice", pw)
 	env.CreateUser("root", pw, yard.RoleAdmin, yard.RoleUser)
 	create := func(user, path, body string) string {
@@ -67,6 +72,7 @@ func TestListQueryRule(t *testing.T) {
 		{"/orders", "alice"},
 		{"/oauth/consumers", "root"},
 		{"/oauth/authorizations", "alice"},
+		{"/v1/backups", "root"},
 	}
 	bad := []struct{ query, field, message string }{
 		{"MAX=abc", "MAX", "unknown parameter"},

@@ -26,6 +26,12 @@ func (s *Server) registerRoutes() {
 	s.handle("PATCH", "/v1/people/{person_id}", s.authenticated(s.handlePatchPerson))
 	s.handle("DELETE", "/v1/people/{person_id}", s.adminOnly(s.handleDeletePerson))
 
+	// Backups of the store (backups.go; docs/api.md, "Backups"):
+	// administrators only, never the files' bytes.
+	s.handle("POST", "/v1/backups", s.adminOnly(s.handleCreateBackup))
+	s.handle("GET", "/v1/backups", s.adminOnly(s.handleListBackups))
+	s.handle("GET", "/v1/backups/{name}", s.adminOnly(s.handleGetBackup))
+
 	// Dogs (v1). The dog's identity has the trailing slash; the bare form
 	// redirects there with 308 for every method.
 	s.handle("POST", "/v1/dogs", s.authenticated(s.handleCreateDog(dogV1)))

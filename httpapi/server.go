@@ -128,6 +128,10 @@ type Deps struct {
 	// (docs/operations.md, "Fair shares"); nil takes a gate with
 	// fairgate's defaults.
 	Lists *fairgate.Gate
+	// Backups is the store's backups directory behind /v1/backups
+	// (backups.go; cmd/yard gives *store.BackupDir over DATA/backups); nil
+	// serves those endpoints as 503.
+	Backups Backups
 	// Tracing, when set, traces every request (trace.go): a span named by
 	// its route, the child of the request's traceparent, with the store's
 	// and the car search's spans below it. nil traces nothing and costs

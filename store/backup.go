@@ -345,9 +345,15 @@ func (db *DB) newBackupPath(ctx context.Context, dir string) (string, error) {
 type ScheduledBackup struct {
 	// Taken is the backup taken, nil when none was.
 	Taken *BackupStats
-	// Skipped says why none was taken: another process is taking one,
-	// or the newest is younger than the interval.
+	// Skipped says why none was taken: another process is taking one
+	// (Busy), or the newest is younger than the interval.
 	Skipped string
+	// Busy is set when another process (or another call in this one)
+	// holds the directory's lock: it is taking a backup.
+	Busy bool
+	// Newest is the time of the newest backup in the directory before
+	// this call, zero when there was none.
+	Newest time.Time
 	// Pruned lists the backups removed to keep the newest ones.
 	Pruned []string
 }
@@ -368,7 +374,7 @@ func (db *DB) ScheduledBackup(ctx context.Context, dir string, every time.Durati
 		return res, err
 	}
 	if lock == nil {
-		res.Skipped = "another process is taking a backup"
+		res.Skipped, res.Busy = "another process is taking a backup", true
 		return res, nil
 	}
 	defer lock.Close()
@@ -386,6 +392,7 @@ func (db *DB) ScheduledBackup(ctx context.Context, dir string, every time.Durati
 	now := db.Now()
 	if len(names) > 0 {
 		newest, _ := backupTime(filepath.Base(names[0]))
+		res.Newest = newest
 		if now.Sub(newest) < every {
 			res.Skipped = "the newest backup is " + now.Sub(newest).Truncate(time.Second).String() + " old"
 		}

@@ -154,7 +154,7 @@ type backupFlags struct {
 
 func (f *backupFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.every, "backup-every", 0, "back up the SQLite store into DATA/backups/ this often (0: never)")
-	fs.IntVar(&f.keep, "backup-keep", 28, "backups kept in DATA/backups/ by --backup-every; older ones are removed")
+	fs.IntVar(&f.keep, "backup-keep", 28, "backups kept in DATA/backups/ by --backup-every and POST /v1/backups; older ones are removed")
 	fs.StringVar(&f.sqliteSync, "sqlite-sync", store.DefaultSQLiteSync, "SQLite's synchronous: full (an answered write survives a power failure) or normal (faster; the last writes may be lost on a power failure)")
 }
 

@@ -259,7 +259,10 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		DB: db, Auth: kit.Chain, Kit: kit, OpenID: openID,
 		BaseURL: cfg.baseURL, Logger: logger, Registry: registry, Version: Version,
 		Barks: barks, Cars: index, StoreWait: cfg.storeWait, Events: hub, Webhooks: webhooks.PolicyChecker{Policy: hookPolicy},
-		Lists:   fairgate.New(fairgate.Config{Slots: cfg.searchSlots, PerClient: cfg.searchQueue}),
+		Lists: fairgate.New(fairgate.Config{Slots: cfg.searchSlots, PerClient: cfg.searchQueue}),
+		// POST /v1/backups backs up as --backup-every does, into the
+		// same directory, kept by the same --backup-keep.
+		Backups: &store.BackupDir{DB: db, Dir: filepath.Join(cfg.data, "backups"), Keep: cfg.backup.keep},
 		Tracing: tr.provider(),
 	})
 	hooks := webhooks.New(webhooks.Config{DB: db, Hub: hub, Policy: hookPolicy, Render: api.RenderEvent,
