@@ -377,8 +377,8 @@ func (l *lab) pkToken() bool {
 }
 
 // signed: an API key made for the run, the canonical string, the
-// signature, the request (or, as the mistake, a pair changed after
-// signing), and the key deleted.
+// signature, the request (or, as the mistake, one signed with a stale
+// timestamp), and the key deleted.
 func (l *lab) signed() bool {
 	var key struct{ APIKey, Secret string }
 	res := l.cl.send(request{method: "POST", path: "/apikeys", session: true})
@@ -392,20 +392,20 @@ func (l *lab) signed() bool {
 		l.cl.send(request{method: "DELETE", path: "/apikeys/" + seg(key.APIKey), session: true})
 		l.note("The run's API key is deleted (DELETE /apikeys/" + key.APIKey + ").")
 	}()
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	signedAt := time.Now()
+	if l.mistake {
+		signedAt = signedAt.Add(-10 * time.Minute)
+	}
+	ts := strconv.FormatInt(signedAt.Unix(), 10)
 	pairs := [][2]string{{"apiKey", key.APIKey}, {"max", "5"}, {"timestamp", ts}}
 	canon := sigbase.CanonicalString("/v1/dogs", pairs)
 	sig := sigbase.Sign([]byte(key.Secret), canon)
-	sent := "5"
-	if l.mistake {
-		sent = "6"
-	}
-	q := url.Values{"apiKey": {key.APIKey}, "max": {sent}, "timestamp": {ts}, "signature": {sig}}
+	q := url.Values{"apiKey": {key.APIKey}, "max": {"5"}, "timestamp": {ts}, "signature": {sig}}
 	path := "/v1/dogs?" + q.Encode()
 	notes := []string{"The canonical string: the path, ?, every pair but signature, names lower-cased, sorted, raw values:",
 		canon, "signature = hex(HMAC-SHA256(secret, canonical string)) = " + sig}
 	if l.mistake {
-		notes = append(notes, "The mistake: max=6 is sent, max=5 was signed.")
+		notes = append(notes, "The mistake: a stale timestamp, 10 minutes old (the signature is right; the server accepts 300 seconds either way of its clock, and its refusal names the timestamps it accepts).")
 	}
 	res = l.exchange("2. The signed request", request{method: "GET", path: path, curl: l.curl("", path)}, nil, notes...)
 	return res.ok()

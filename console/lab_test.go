@@ -50,6 +50,9 @@ func TestConsoleLab(t *testing.T) {
 					at += i
 				}
 			}
+			if mistake && tc.scheme == "signed" && !strings.Contains(p.body, "acceptableTimestamps") {
+				t.Error("the stale timestamp's refusal does not name the timestamps the server accepts")
+			}
 			if mistake && tc.scheme == "pktoken" && !strings.Contains(p.body, "NOT valid") {
 				t.Error("the changed token's signature is not found invalid")
 			}
