@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/pressly/goose/v3"
 )
 
 // Restore of an SQLite store from a backup (docs/operations.md, "Backups
@@ -270,20 +268,6 @@ func prepareRestore(ctx context.Context, path string, now time.Time, say func(st
 		return 0, 0, 0, fmt.Errorf("restore: %w", err)
 	}
 	return from, to, released, nil
-}
-
-// migrationProvider is goose over the embedded migrations on an SQLite
-// connection pool.
-func migrationProvider(conn *sql.DB) (*goose.Provider, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, conn, sub)
-	if err != nil {
-		return nil, fmt.Errorf("migrations: %w", err)
-	}
-	return p, nil
 }
 
 // checkRows runs a checking pragma and fails unless it answers exactly one

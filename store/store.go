@@ -8,7 +8,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,15 +21,10 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
-	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
-	_ "modernc.org/sqlite" // registers "sqlite"
+	_ "modernc.org/sqlite"             // registers "sqlite"
 
 	"github.com/yard-api/yard"
 )
-
-//go:embed migrations/*.sql
-var migrations embed.FS
 
 // Engine names.
 const (
@@ -416,53 +410,6 @@ func (db *DB) Close() error {
 
 // Clock returns the store's time (Now).
 func (db *DB) Clock() time.Time { return db.Now() }
-
-// Migrate applies every pending migration, and builds cars_garage_idx if
-// an import left it out and did not finish (carbulk.go). On PostgreSQL a
-// session lock keeps several processes from migrating at once.
-func (db *DB) Migrate(ctx context.Context) error {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	var opts []goose.ProviderOption
-	dialect := goose.DialectSQLite3
-	if db.engine == Postgres {
-		dialect = goose.DialectPostgres
-		locker, err := lock.NewPostgresSessionLocker()
-		if err != nil {
-			return err
-		}
-		opts = append(opts, goose.WithSessionLocker(locker))
-	}
-	p, err := goose.NewProvider(dialect, db.write, sub, opts...)
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	// An import killed half-way may have left cars_garage_idx out
-	// (carbulk.go).
-	if err := db.ensureCarIndexes(ctx); err != nil {
-		return fmt.Errorf("migrate: cars_garage_idx: %w", err)
-	}
-	return db.checkStampClock(ctx)
-}
-
-// Pending reports whether migrations are still to be applied.
-func (db *DB) Pending(ctx context.Context) (bool, error) {
-	sub, _ := fs.Sub(migrations, "migrations")
-	dialect := goose.DialectSQLite3
-	if db.engine == Postgres {
-		dialect = goose.DialectPostgres
-	}
-	p, err := goose.NewProvider(dialect, db.read, sub)
-	if err != nil {
-		return false, err
-	}
-	return p.HasPending(ctx)
-}
 
 // Tx is a write transaction.
 type Tx struct {
