@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -259,16 +258,6 @@ func (c *Console) handlePeople(cl *call, w http.ResponseWriter, r *http.Request)
 			status = res.Status
 		}
 	}
-	offset, max := paging(r)
-	var list struct {
-		Items []person `json:"items"`
-		Total int      `json:"total"`
-	}
-	res := cl.do("GET", "/v1/people?"+url.Values{"offset": {strconv.Itoa(offset)}, "max": {strconv.Itoa(max)}}.Encode(), nil, nil)
-	if !res.decode(&list) {
-		cl.problemOf(res)
-		status = res.Status
-	}
-	c.render(w, r, cl, status, "people", "People", peoplePage{People: list.Items,
-		Pager: newPager(Prefix+"admin/people?", res, offset, max, list.Total)})
+	people, pg := readList[person](cl, r, "/v1/people", Prefix+"admin/people?", &status)
+	c.render(w, r, cl, status, "people", "People", peoplePage{People: people, Pager: pg})
 }

@@ -2,7 +2,6 @@ package console
 
 import (
 	"net/http"
-	"net/url"
 	"strconv"
 )
 
@@ -50,17 +49,6 @@ func (c *Console) backups(cl *call, r *http.Request) (backupsPart, int) {
 			status = res.Status
 		}
 	}
-	offset, max := paging(r)
-	var list struct {
-		Items []backup `json:"items"`
-		Total int      `json:"total"`
-	}
-	res := cl.do("GET", "/v1/backups?"+url.Values{"offset": {strconv.Itoa(offset)}, "max": {strconv.Itoa(max)}}.Encode(), nil, nil)
-	if !res.decode(&list) {
-		cl.problemOf(res)
-		if status == http.StatusOK {
-			status = res.Status
-		}
-	}
-	return backupsPart{Backups: list.Items, Pager: newPager(Prefix+"admin/server?", res, offset, max, list.Total)}, status
+	backups, pg := readList[backup](cl, r, "/v1/backups", Prefix+"admin/server?", &status)
+	return backupsPart{Backups: backups, Pager: pg}, status
 }

@@ -43,7 +43,7 @@ func TestConsoleBackups(t *testing.T) {
 	p := root.get("/console/admin/server")
 	checkPage(t, "server", p)
 	if p.status != 200 || !strings.Contains(p.body, `id="nobackups"`) || !strings.Contains(p.body, `id="backup-now"`) ||
-		!strings.Contains(p.body, "curl -i -u root &#39;"+e.URL+"/v1/backups?max=20&amp;offset=0&#39;") {
+		!strings.Contains(p.body, "curl -i -u root &#39;"+e.URL+"/v1/backups?offset=0&amp;max=20&#39;") {
 		t.Fatalf("the server page without backups: %d\n%s", p.status, p.body)
 	}
 

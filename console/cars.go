@@ -3,7 +3,6 @@ package console
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -194,21 +193,12 @@ func (c *Console) handleCar(cl *call, w http.ResponseWriter, r *http.Request) {
 // handleGarages lists the garages a page at a time (GET /garages).
 func (c *Console) handleGarages(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "garages"
-	offset, max := paging(r)
-	var list struct {
-		Items []garage `json:"items"`
-		Total int      `json:"total"`
-	}
 	status := http.StatusOK
-	res := cl.do("GET", "/garages?offset="+strconv.Itoa(offset)+"&max="+strconv.Itoa(max), nil, nil)
-	if !res.decode(&list) {
-		cl.problemOf(res)
-		status = res.Status
-	}
+	garages, pg := readList[garage](cl, r, "/garages", Prefix+"garages?", &status)
 	c.render(w, r, cl, status, "garages", "Garages", struct {
 		Garages []garage
 		Pager   pager
-	}{list.Items, newPager(Prefix+"garages?", res, offset, max, list.Total)})
+	}{garages, pg})
 }
 
 // handleGarage is a garage and its cars (GET /garages/{garage_id}, GET
@@ -273,19 +263,10 @@ func (c *Console) handleSearch(cl *call, w http.ResponseWriter, r *http.Request)
 // only).
 func (c *Console) handleSearches(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "searches"
-	offset, max := paging(r)
-	var list struct {
-		Items []search `json:"items"`
-		Total int      `json:"total"`
-	}
 	status := http.StatusOK
-	res := cl.do("GET", "/searches?"+url.Values{"offset": {strconv.Itoa(offset)}, "max": {strconv.Itoa(max)}}.Encode(), nil, nil)
-	if !res.decode(&list) {
-		cl.problemOf(res)
-		status = res.Status
-	}
+	searches, pg := readList[search](cl, r, "/searches", Prefix+"searches?", &status)
 	c.render(w, r, cl, status, "searches", "Saved searches", struct {
 		Searches []search
 		Pager    pager
-	}{list.Items, newPager(Prefix+"searches?", res, offset, max, list.Total)})
+	}{searches, pg})
 }

@@ -83,6 +83,26 @@ func newPager(prefix string, res result, offset, max, total int) pager {
 	return p
 }
 
+// readList reads the page of the API list at path (no query) that the
+// console page's own offset and max name, and its pager over the console
+// page self (a console path and "?"). A refusal becomes the page's problem
+// and, unless an earlier call on the page set one, its status.
+func readList[T any](cl *call, r *http.Request, path, self string, status *int) ([]T, pager) {
+	offset, max := paging(r)
+	var list struct {
+		Items []T `json:"items"`
+		Total int `json:"total"`
+	}
+	res := cl.do("GET", path+"?offset="+strconv.Itoa(offset)+"&max="+strconv.Itoa(max), nil, nil)
+	if !res.decode(&list) {
+		cl.problemOf(res)
+		if *status == http.StatusOK {
+			*status = res.Status
+		}
+	}
+	return list.Items, newPager(self, res, offset, max, list.Total)
+}
+
 // paging reads offset and max of a console list page.
 func paging(r *http.Request) (offset, max int) {
 	q := r.URL.Query()
@@ -137,18 +157,7 @@ func (c *Console) handleDogs(cl *call, w http.ResponseWriter, r *http.Request) {
 			status = res.Status
 		}
 	}
-	offset, max := paging(r)
-	var list struct {
-		Items []dog `json:"items"`
-		Total int   `json:"total"`
-	}
-	res := cl.do("GET", "/v1/dogs?offset="+strconv.Itoa(offset)+"&max="+strconv.Itoa(max), nil, nil)
-	if !res.decode(&list) {
-		cl.problemOf(res)
-		status = res.Status
-	}
-	page.Dogs = list.Items
-	page.Pager = newPager(Prefix+"dogs?", res, offset, max, list.Total)
+	page.Dogs, page.Pager = readList[dog](cl, r, "/v1/dogs", Prefix+"dogs?", &status)
 	c.render(w, r, cl, status, "dogs", "Dogs", page)
 }
 

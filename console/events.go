@@ -180,20 +180,11 @@ func (c *Console) handleWebhooks(cl *call, w http.ResponseWriter, r *http.Reques
 			status = res.Status
 		}
 	}
-	offset, max := paging(r)
-	var list struct {
-		Items []webhook `json:"items"`
-		Total int       `json:"total"`
-	}
-	res := cl.do("GET", "/v1/webhooks?offset="+strconv.Itoa(offset)+"&max="+strconv.Itoa(max), nil, nil)
-	if !res.decode(&list) {
-		cl.problemOf(res)
-		status = res.Status
-	}
+	hooks, pg := readList[webhook](cl, r, "/v1/webhooks", Prefix+"webhooks?", &status)
 	c.render(w, r, cl, status, "webhooks", "Webhooks", struct {
 		Webhooks []webhook
 		Pager    pager
-	}{list.Items, newPager(Prefix+"webhooks?", res, offset, max, list.Total)})
+	}{hooks, pg})
 }
 
 // handleWebhook is one webhook with its latest deliveries; it is enabled,

@@ -3,7 +3,6 @@ package console
 import (
 	"encoding/xml"
 	"net/http"
-	"strconv"
 )
 
 // order is an order as GET /order/{order_id} shows it, in JSON and in XML
@@ -32,20 +31,11 @@ func (c *Console) handleOrders(cl *call, w http.ResponseWriter, r *http.Request)
 			status = res.Status
 		}
 	}
-	offset, max := paging(r)
-	var list struct {
-		Items []order `json:"items"`
-		Total int     `json:"total"`
-	}
-	res := cl.do("GET", "/orders?offset="+strconv.Itoa(offset)+"&max="+strconv.Itoa(max), nil, nil)
-	if !res.decode(&list) {
-		cl.problemOf(res)
-		status = res.Status
-	}
+	orders, pg := readList[order](cl, r, "/orders", Prefix+"orders?", &status)
 	c.render(w, r, cl, status, "orders", "Orders", struct {
 		Orders []order
 		Pager  pager
-	}{list.Items, newPager(Prefix+"orders?", res, offset, max, list.Total)})
+	}{orders, pg})
 }
 
 type orderPage struct {
