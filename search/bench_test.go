@@ -16,7 +16,7 @@ import (
 
 // The benchmarks below hold a synthetic index shaped like the
 // scripts/gencars data set (1M cars in 10k garages) and ask it random
-// queries shaped like yardbench's carsearch group, never one twice.
+// queries shaped like the carsearch group's of bench/, never one twice.
 //
 //	go test ./search -run '^$' -bench . -benchtime 3000x -cpuprofile /tmp/search.prof
 

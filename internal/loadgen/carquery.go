@@ -1,3 +1,7 @@
+// Package loadgen holds the mix of car queries the benchmarks send, the
+// in-process harness (bench, the carsearch group) and the one from outside
+// (scripts/bench-http through scripts/benchhttp/paths), so that both send
+// the same mix (docs/benchmarks.md).
 package loadgen
 
 import (
@@ -5,9 +9,6 @@ import (
 	"strconv"
 	"strings"
 )
-
-// The car queries of the benchmarks (cmd/yardbench, scripts/bench-http),
-// so that both send the same mix.
 
 // The values of the scripts/gencars data set (a space in a make is sent
 // as +).

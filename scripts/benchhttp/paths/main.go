@@ -6,7 +6,7 @@
 // Workloads:
 //
 //	car     GET /cars/{id}, random ids car-0000001 … of the scripts/gencars data set (-cars)
-//	pages   random filtered pages (loadgen.RandomCarQuery, the mix of cmd/yardbench's carsearch group)
+//	pages   random filtered pages (loadgen.RandomCarQuery, the mix of bench/'s carsearch group)
 //	facets  the same random pages with facets=make,color,year
 //	same    one fixed query string (-same), written once
 //

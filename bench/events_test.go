@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -28,7 +28,6 @@ import (
 	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/httpapi"
-	"github.com/yard-api/yard/internal/loadgen"
 	"github.com/yard-api/yard/jobs"
 	"github.com/yard-api/yard/notify"
 	"github.com/yard-api/yard/store"
@@ -101,7 +100,7 @@ func eventsGroup(b *bench) error {
 	}
 
 	fmt.Fprintf(b.out, "## events: %d streams (%d people × %d, %s), %.0f events/s written, store %s\n", streams, people, perPerson, b.streamProto, rate, b.db.Engine())
-	client := loadgen.Client(b.concurrency)
+	client := loadClient(b.concurrency)
 	auth := func(req *http.Request, person int) { req.SetBasicAuth(names[person], benchPassword) }
 	// Warm the Basic cache of every person on every server.
 	for _, u := range urls {
@@ -161,15 +160,15 @@ func eventsGroup(b *bench) error {
 		resp.Body.Close()
 	}
 	// withRenames runs accepts while renames are written at the rate.
-	withRenames := func(name, profile string, accept func(w, i int) *http.Request) (accepts, renamed loadgen.Result) {
-		done := make(chan loadgen.Result, 1)
+	withRenames := func(name, profile string, accept func(w, i int) *http.Request) (accepts, renamed result) {
+		done := make(chan result, 1)
 		go func() {
-			done <- loadgen.RunPaced(b.ctx, fmt.Sprintf("  dog renames at %.0f/s", rate), loadgen.Client(b.concurrency), b.concurrency, rate, b.duration, 204, rename)
+			done <- runPaced(b.ctx, fmt.Sprintf("  dog renames at %.0f/s", rate), loadClient(b.concurrency), b.concurrency, rate, b.duration, 204, rename)
 		}()
 		settle(b)
 		stopProfile := startProfile(b, profile)
 		pg0, local := postgresCPUTime()
-		accepts = loadgen.Run(b.ctx, name, client, b.concurrency, b.duration, 202, accept)
+		accepts = runLoad(b.ctx, name, client, b.concurrency, b.duration, 202, accept)
 		pg1, _ := postgresCPUTime()
 		stopProfile()
 		renamed = <-done
@@ -185,7 +184,7 @@ func eventsGroup(b *bench) error {
 	// first, so that a drift of the machine or of the store's size (it
 	// grows by every accept) falls on both.
 	rounds := b.eventRounds
-	var without, with, withoutWatched, withWatched []loadgen.Result
+	var without, with, withoutWatched, withWatched []result
 	// Memory is measured in the rounds that open the streams after the
 	// round's work without them (the first of each pair): the resident
 	// size of a Go process seldom shrinks, so a round that starts with the
@@ -197,7 +196,7 @@ func eventsGroup(b *bench) error {
 		a, _ := withRenames("async 202, no streams", fmt.Sprintf("without-%d.prof", len(without)+1), acceptBy(false))
 		without = append(without, a)
 		settle(b)
-		withoutWatched = append(withoutWatched, b.report(loadgen.Run(b.ctx, "async 202 by the streams' people, no streams", client, b.concurrency, b.duration, 202, acceptBy(true))))
+		withoutWatched = append(withoutWatched, b.report(runLoad(b.ctx, "async 202 by the streams' people, no streams", client, b.concurrency, b.duration, 202, acceptBy(true))))
 	}
 	for round := range rounds {
 		fmt.Fprintf(b.out, "round %d\n", round+1)
@@ -236,7 +235,7 @@ func eventsGroup(b *bench) error {
 		with = append(with, a)
 		childCPU := processCPU(child.Process.Pid) - cpu0
 		settle(b)
-		withWatched = append(withWatched, b.report(loadgen.Run(b.ctx, "async 202 by the streams' people", client, b.concurrency, b.duration, 202, acceptBy(true))))
+		withWatched = append(withWatched, b.report(runLoad(b.ctx, "async 202 by the streams' people", client, b.concurrency, b.duration, 202, acceptBy(true))))
 		m1 := memory()
 		if measured {
 			heapGrowth = append(heapGrowth, float64(m1.heap-m0.heap)/1e6)
@@ -264,14 +263,14 @@ func eventsGroup(b *bench) error {
 		}
 	}
 	stop()
-	median := func(rs []loadgen.Result) loadgen.Result {
+	median := func(rs []result) result {
 		s := slices.Clone(rs)
-		slices.SortFunc(s, func(x, y loadgen.Result) int { return int(x.RPS - y.RPS) })
+		slices.SortFunc(s, func(x, y result) int { return int(x.RPS - y.RPS) })
 		return s[len(s)/2]
 	}
 	// Each round's ratio, and the ratio of the rounds' sums, which weighs
 	// every round alike whichever way the machine drifted.
-	ratios := func(num, den []loadgen.Result) string {
+	ratios := func(num, den []result) string {
 		var parts []string
 		var n, d float64
 		for i := range num {
@@ -372,7 +371,7 @@ func streamClient(urlList string) {
 	n, _ := strconv.Atoi(os.Getenv("YARDBENCH_STREAMS_N"))
 	people, _ := strconv.Atoi(os.Getenv("YARDBENCH_STREAMS_PEOPLE"))
 	ctx, stop := context.WithCancel(context.Background())
-	client := loadgen.Client(n)
+	client := loadClient(n)
 	client.Timeout = 0
 	// With YARDBENCH_STREAMS_PROTO=h2, each person holds one HTTP/2
 	// connection per server, which carries all their streams there.

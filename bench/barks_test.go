@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/httpapi"
-	"github.com/yard-api/yard/internal/loadgen"
 	"github.com/yard-api/yard/jobs"
 	"github.com/yard-api/yard/notify"
 )
@@ -72,7 +71,7 @@ func barks(b *bench, all bool) error {
 	spread := func(w, i int) string { return dogs[(w*7919+i)%len(dogs)] }
 
 	fmt.Fprintf(b.out, "## barks: POST /v1/dogs/{id}/barks (record), store %s\n", b.db.Engine())
-	client := loadgen.Client(b.concurrency)
+	client := loadClient(b.concurrency)
 	// One request first, so the Basic cache holds the credentials before
 	// many clients ask at once (a cold cache makes each of them verify
 	// argon2id).
@@ -80,21 +79,21 @@ func barks(b *bench, all bool) error {
 		resp.Body.Close()
 	}
 	if all {
-		b.report(loadgen.Run(b.ctx, "sync record, one dog", client, b.concurrency, b.duration, 201, post(one, false)))
-		b.report(loadgen.Run(b.ctx, "sync record, 100 dogs", client, b.concurrency, b.duration, 201, post(spread, false)))
-		b.report(loadgen.Run(b.ctx, "async accepted (202), 100 dogs", client, b.concurrency, b.duration, 202, post(spread, true)))
+		b.report(runLoad(b.ctx, "sync record, one dog", client, b.concurrency, b.duration, 201, post(one, false)))
+		b.report(runLoad(b.ctx, "sync record, 100 dogs", client, b.concurrency, b.duration, 201, post(spread, false)))
+		b.report(runLoad(b.ctx, "async accepted (202), 100 dogs", client, b.concurrency, b.duration, 202, post(spread, true)))
 	}
 	// 200 concurrent clients, closed loop: every client sends its next
 	// request as soon as the last is answered, so the latency is the queue
 	// (Little's law: 200 clients / throughput).
-	big := loadgen.Client(200)
+	big := loadClient(200)
 	// Warm up: open the 200 keep-alive connections (TLS handshakes) first.
-	loadgen.RunPaced(b.ctx, "warm-up", big, 200, 400, time.Second, 202, post(spread, true))
-	b.report(loadgen.Run(b.ctx, "async accepted (202), 200 clients closed", big, 200, b.duration, 202, post(spread, true)))
+	runPaced(b.ctx, "warm-up", big, 200, 400, time.Second, 202, post(spread, true))
+	b.report(runLoad(b.ctx, "async accepted (202), 200 clients closed", big, 200, b.duration, 202, post(spread, true)))
 	// 200 concurrent clients, open loop at a fixed offered load: the
 	// latency a client sees when the server is not saturated.
 	for _, rate := range []float64{1000, 2000} {
-		r := b.report(loadgen.RunPaced(b.ctx, fmt.Sprintf("async 202, 200 clients at %.0f req/s", rate), big, 200, rate, b.duration, 202, post(spread, true)))
+		r := b.report(runPaced(b.ctx, fmt.Sprintf("async 202, 200 clients at %.0f req/s", rate), big, 200, rate, b.duration, 202, post(spread, true)))
 		verdict := "meets"
 		if r.P99 >= 20*time.Millisecond {
 			verdict = "MISSES"

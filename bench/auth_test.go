@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -20,7 +20,6 @@ import (
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/client"
 	"github.com/yard-api/yard/httpapi"
-	"github.com/yard-api/yard/internal/loadgen"
 	"github.com/yard-api/yard/store"
 )
 
@@ -60,7 +59,7 @@ func authGroup(b *bench) error {
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), StoreWait: httpapi.DefaultStoreWait})
 	srv.Config.Handler = api.Handler()
 
-	hc := loadgen.Client(b.concurrency)
+	hc := loadClient(b.concurrency)
 	anon := client.New(srv.URL, hc, nil)
 	session, err := client.NewSession(b.ctx, anon, u.Name, benchPassword)
 	if err != nil {
@@ -171,7 +170,7 @@ func authGroup(b *bench) error {
 		for _, i := range order {
 			c0 := cpuTime()
 			p0, pgLocal := postgresCPUTime()
-			res := b.report(loadgen.Run(b.ctx, schemes[i].name, hc, b.concurrency, b.duration, 200, schemes[i].req))
+			res := b.report(runLoad(b.ctx, schemes[i].name, hc, b.concurrency, b.duration, 200, schemes[i].req))
 			if res.Errors > 0 {
 				return fmt.Errorf("%s: %d errors", schemes[i].name, res.Errors)
 			}

@@ -1,11 +1,17 @@
-// Command yardbench measures yard on loopback: it starts the API in this
-// process on a real TLS listener over a real store, drives it with a
-// closed-loop load generator, and prints requests per second and latency
-// percentiles beside a ceiling (a bare net/http handler on the same TLS
-// setup), all in one run so the ratios are comparable.
+// Package bench measures yard on loopback (docs/benchmarks.md): TestYardbench
+// starts the API in this process on a real TLS listener over a real store,
+// drives it with a closed-loop load generator, and prints requests per
+// second and latency percentiles beside a ceiling (a bare net/http handler
+// on the same TLS setup), all in one run so the ratios are comparable. It
+// runs only when -groups names the scenario groups:
 //
-//	go run ./cmd/yardbench [-groups foundation] [-duration 5s] [-concurrency 16] [-db sqlite|postgres://...]
-package main
+//	go test ./bench -run TestYardbench -timeout 0 -v -args -groups foundation [-duration 5s] [-concurrency 16] [-db sqlite|postgres://...]
+//
+// or from a test binary built once:
+//
+//	go test -c -o /tmp/yardbench ./bench
+//	/tmp/yardbench -test.run TestYardbench -test.timeout 0 -groups barks [-duration 5s] ...
+package bench
 
 import (
 	"context"
@@ -21,13 +27,28 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/httpapi"
-	"github.com/yard-api/yard/internal/loadgen"
 	"github.com/yard-api/yard/store"
+)
+
+// The flags of the benchmark (after go test's -args); each group's own
+// flags are beside the group.
+var (
+	which         = flag.String("groups", "", "comma-separated scenario groups to run (none: the benchmark is skipped): "+strings.Join(groupNames(), ", "))
+	dur           = flag.Duration("duration", 5*time.Second, "length of each scenario")
+	conc          = flag.Int("concurrency", 16, "concurrent clients")
+	dsn           = flag.String("db", "sqlite", "store: sqlite (temporary file) or a postgres:// URL of an empty database")
+	cpuprofile    = flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	eventRounds   = flag.Int("event-rounds", 4, "events group: rounds, each with and without the streams (even: as many start with the streams as without)")
+	streamProto   = flag.String("streams", "http1", "events group: http1 (a connection per stream) or h2 (a person's streams on one HTTP/2 connection)")
+	eventProfiles = flag.String("event-profiles", "", "events group: write a CPU profile of each round's accepts (beside the renames) without and with the streams into this directory, as without-N.prof and with-N.prof (not with -cpuprofile)")
+	otherServer   = flag.Bool("event-other-server", true, "events group on PostgreSQL: half the streams on a second server over its own connections, as another process (false: all on the one server the writes and accepts go to)")
+	sqliteSync    = flag.String("sqlite-sync", store.DefaultSQLiteSync, "SQLite's synchronous, as serve's --sqlite-sync: full or normal")
 )
 
 // bench is the shared state of a run.
@@ -38,7 +59,7 @@ type bench struct {
 	duration    time.Duration
 	concurrency int
 	out         io.Writer
-	results     []loadgen.Result
+	results     []result
 	// hashing bounds the password hashes of every server the groups
 	// start, as serve's one gate does.
 	hashing *auth.HashGate
@@ -69,81 +90,94 @@ func groups() map[string]func(b *bench) error {
 	}
 }
 
-func main() {
+// TestMain runs the stream client of the events group when this binary is
+// started again as that group's child process (YARDBENCH_STREAMS set), and
+// the tests otherwise.
+func TestMain(m *testing.M) {
 	if urls := os.Getenv("YARDBENCH_STREAMS"); urls != "" {
-		streamClient(urls) // the child process of the events group
+		streamClient(urls)
 		return
 	}
-	dur := flag.Duration("duration", 5*time.Second, "length of each scenario")
-	conc := flag.Int("concurrency", 16, "concurrent clients")
-	dsn := flag.String("db", "sqlite", "store: sqlite (temporary file) or a postgres:// URL of an empty database")
-	which := flag.String("groups", "foundation", "comma-separated scenario groups: "+strings.Join(groupNames(), ", "))
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
-	eventRounds := flag.Int("event-rounds", 4, "events group: rounds, each with and without the streams (even: as many start with the streams as without)")
-	streamProto := flag.String("streams", "http1", "events group: http1 (a connection per stream) or h2 (a person's streams on one HTTP/2 connection)")
-	eventProfiles := flag.String("event-profiles", "", "events group: write a CPU profile of each round's accepts (beside the renames) without and with the streams into this directory, as without-N.prof and with-N.prof (not with -cpuprofile)")
-	otherServer := flag.Bool("event-other-server", true, "events group on PostgreSQL: half the streams on a second server over its own connections, as another process (false: all on the one server the writes and accepts go to)")
-	sqliteSync := flag.String("sqlite-sync", store.DefaultSQLiteSync, "SQLite's synchronous, as serve's --sqlite-sync: full or normal")
-	flag.Parse()
-	// The argon2id baselines measure the hash itself: one slot per core
-	// and a queue as long as any run needs, where serve bounds it
-	// (docs/auth.md, "Login rate limit") and would answer 503.
+	os.Exit(m.Run())
+}
+
+// TestYardbench runs the scenario groups -groups names, printing their
+// table to standard output; without -groups it is skipped.
+func TestYardbench(t *testing.T) {
+	if *which == "" {
+		t.Skip("a load benchmark: run it with -args -groups NAME,... (docs/benchmarks.md)")
+	}
+	if err := run(strings.Split(*which, ",")); err != nil {
+		t.Fatalf("yardbench: %v", err)
+	}
+}
+
+// run runs the named groups over a new store.
+func run(names []string) error {
+	for _, g := range names {
+		if _, ok := groups()[g]; !ok {
+			return fmt.Errorf("unknown group %q (groups: %s)", g, strings.Join(groupNames(), ", "))
+		}
+	}
+	if *eventProfiles != "" && *cpuprofile != "" {
+		return errors.New("-event-profiles and -cpuprofile: one profile at a time")
+	}
+	if *eventRounds < 1 {
+		return fmt.Errorf("-event-rounds: at least 1, not %d", *eventRounds)
+	}
+	if *streamProto != "http1" && *streamProto != "h2" {
+		return fmt.Errorf("-streams: http1 or h2, not %q", *streamProto)
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
-			fail(err)
+			return err
 		}
+		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			fail(err)
+			return err
 		}
 		defer pprof.StopCPUProfile()
 	}
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "yardbench-")
 	if err != nil {
-		fail(err)
+		return err
 	}
 	defer os.RemoveAll(dir)
 	db, err := store.Open(ctx, *dsn, dir, store.WithSQLiteSync(*sqliteSync), store.WithCarReadBatching(*carsBatch))
 	if err != nil {
-		fail(err)
+		return err
 	}
 	defer db.Close()
 	if err := db.Migrate(ctx); err != nil {
-		fail(err)
+		return err
 	}
 	// SQLite: checkpoint the WAL off the writer's path, as yard serve does
 	// (store.RunCheckpoints); YARD_BENCH_NO_CHECKPOINTER=1 shows what it
 	// saves.
 	if os.Getenv("YARD_BENCH_NO_CHECKPOINTER") == "" {
-		go db.RunCheckpoints(ctx, 200*time.Millisecond)
+		checkpoints, stop := context.WithCancel(ctx)
+		defer stop()
+		go db.RunCheckpoints(checkpoints, 200*time.Millisecond)
 	}
+	// The argon2id baselines measure the hash itself: one slot per core
+	// and a queue as long as any run needs, where serve bounds it
+	// (docs/auth.md, "Login rate limit") and would answer 503.
 	b := &bench{ctx: ctx, db: db, dsn: *dsn, duration: *dur, concurrency: *conc, out: os.Stdout,
 		hashing: auth.NewHashGate(runtime.GOMAXPROCS(0), 1<<16, time.Hour), streamProto: *streamProto, otherServer: *otherServer, eventRounds: *eventRounds, eventProfiles: *eventProfiles}
-	if *eventProfiles != "" && *cpuprofile != "" {
-		fail(errors.New("-event-profiles and -cpuprofile: one profile at a time"))
-	}
-	if *eventRounds < 1 {
-		fail(fmt.Errorf("-event-rounds: at least 1, not %d", *eventRounds))
-	}
-	if *streamProto != "http1" && *streamProto != "h2" {
-		fail(fmt.Errorf("-streams: http1 or h2, not %q", *streamProto))
-	}
 	durability, err := db.Durability(ctx)
 	if err != nil {
-		fail(err)
+		return err
 	}
 	fmt.Printf("yardbench: %s, %d CPUs, GOMAXPROCS %d, %s, store %s (%s), %d clients, %s per scenario\n\n",
 		runtime.Version(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOARCH, db.Engine(), durability.Setting, *conc, *dur)
-	for _, g := range strings.Split(*which, ",") {
-		f, ok := groups()[g]
-		if !ok {
-			fail(fmt.Errorf("unknown group %q", g))
-		}
-		if err := f(b); err != nil {
-			fail(err)
+	for _, g := range names {
+		if err := groups()[g](b); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 func groupNames() []string {
@@ -155,21 +189,15 @@ func groupNames() []string {
 	return n
 }
 
-func fail(err error) {
-	pprof.StopCPUProfile()
-	fmt.Fprintln(os.Stderr, "yardbench:", err)
-	os.Exit(1)
-}
-
 // report prints a result and keeps it.
-func (b *bench) report(r loadgen.Result) loadgen.Result {
+func (b *bench) report(r result) result {
 	fmt.Fprintln(b.out, r)
 	b.results = append(b.results, r)
 	return r
 }
 
 // ratio prints a line comparing two results.
-func (b *bench) ratio(what string, num, den loadgen.Result) {
+func (b *bench) ratio(what string, num, den result) {
 	if den.RPS > 0 {
 		fmt.Fprintf(b.out, "  %s: %.1f%% (%.0f / %.0f req/s)\n", what, 100*num.RPS/den.RPS, num.RPS, den.RPS)
 	}
@@ -185,14 +213,14 @@ func serve(h http.Handler) (string, func()) {
 
 // ceiling measures a bare net/http handler that returns a fixed JSON body
 // of about the same size as body.
-func (b *bench) ceiling(name string, body []byte) loadgen.Result {
+func (b *bench) ceiling(name string, body []byte) result {
 	url, stop := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
 	}))
 	defer stop()
-	client := loadgen.Client(b.concurrency)
-	return b.report(loadgen.Run(b.ctx, name, client, b.concurrency, b.duration, 200, func(int, int) *http.Request {
+	client := loadClient(b.concurrency)
+	return b.report(runLoad(b.ctx, name, client, b.concurrency, b.duration, 200, func(int, int) *http.Request {
 		req, _ := http.NewRequest("GET", url+"/fixed", nil)
 		return req
 	}))
@@ -281,19 +309,19 @@ func foundation(b *bench) error {
 			return req
 		}
 	}
-	client := loadgen.Client(b.concurrency)
+	client := loadClient(b.concurrency)
 
 	url, stop := b.apiServer(&auth.Chain{Cookie: []auth.Scheme{fixedPrincipal{yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}}}}, nil)
-	noAuth := b.report(loadgen.Run(b.ctx, "GET dog, no credential check", client, b.concurrency, b.duration, 200, get(url, false)))
+	noAuth := b.report(runLoad(b.ctx, "GET dog, no credential check", client, b.concurrency, b.duration, 200, get(url, false)))
 	stop()
 
 	basic := auth.NewBasic(b.db, auth.NewLoginLimiter(0, nil), b.hashing)
 	url, stop = b.apiServer(&auth.Chain{Header: []auth.Scheme{basic}}, basic)
-	cached := b.report(loadgen.Run(b.ctx, "GET dog, Basic (cached)", client, b.concurrency, b.duration, 200, get(url, true)))
+	cached := b.report(runLoad(b.ctx, "GET dog, Basic (cached)", client, b.concurrency, b.duration, 200, get(url, true)))
 	stop()
 
 	url, stop = b.apiServer(&auth.Chain{Header: []auth.Scheme{uncachedBasic{basic}}}, nil)
-	uncached := b.report(loadgen.Run(b.ctx, "GET dog, Basic (argon2id every request)", client, b.concurrency, b.duration, 200, get(url, true)))
+	uncached := b.report(runLoad(b.ctx, "GET dog, Basic (argon2id every request)", client, b.concurrency, b.duration, 200, get(url, true)))
 	stop()
 
 	fmt.Fprintln(b.out)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"flag"
@@ -26,7 +26,7 @@ import (
 // (package search) over a store loaded beforehand with the scripts/gencars
 // data set, as the cars group (scripts/carbench):
 //
-//	go run ./cmd/yardbench -groups carsearch -db sqlite:/tmp/cars.db -concurrency 32 -duration 30s
+//	go test ./bench -run TestYardbench -timeout 0 -v -args -groups carsearch -db sqlite:/tmp/cars.db -concurrency 32 -duration 30s
 //
 // It builds the index (reporting the time and the memory it takes), then
 // alternates, in rounds, the bare TLS ceiling with two random workloads:
@@ -67,7 +67,7 @@ func carSearchGroup(b *bench) error {
 		return err
 	}
 	if total == 0 {
-		return fmt.Errorf("carsearch: the store holds no cars; load it with yard import (see cmd/yardbench/cars.go)")
+		return fmt.Errorf("carsearch: the store holds no cars; load it with yard import (see bench/cars_test.go)")
 	}
 	fmt.Fprintf(b.out, "## carsearch: %d cars in the store\n\n", total)
 
@@ -116,7 +116,7 @@ func carSearchGroup(b *bench) error {
 	srv.Config.Handler = api.Handler()
 	url := srv.URL
 
-	client := loadgen.Client(b.concurrency)
+	client := loadClient(b.concurrency)
 	rngs := make([]*rand.Rand, b.concurrency)
 	for i := range rngs {
 		rngs[i] = rand.New(rand.NewPCG(*carSearchSeed, uint64(i)))
@@ -130,14 +130,14 @@ func carSearchGroup(b *bench) error {
 	// Rounds alternate the ceiling and the workloads, so a change in what
 	// else the shared machine runs touches them alike.
 	const rounds = 3
-	var ceil, pages, faceted []loadgen.Result
+	var ceil, pages, faceted []result
 	for range rounds {
-		ceil = append(ceil, loadgen.Run(b.ctx, "ceiling: bare net/http, fixed page", client, b.concurrency, b.duration/rounds, 200, func(int, int) *http.Request {
+		ceil = append(ceil, runLoad(b.ctx, "ceiling: bare net/http, fixed page", client, b.concurrency, b.duration/rounds, 200, func(int, int) *http.Request {
 			req, _ := http.NewRequest("GET", bare+"/fixed", nil)
 			return req
 		}))
-		pages = append(pages, loadgen.Run(b.ctx, "GET /cars?<random filter> (index)", client, b.concurrency, b.duration/rounds, 200, random("")))
-		faceted = append(faceted, loadgen.Run(b.ctx, "  the same with facets=make,color,year", client, b.concurrency, b.duration/rounds, 200, random("&facets=make,color,year")))
+		pages = append(pages, runLoad(b.ctx, "GET /cars?<random filter> (index)", client, b.concurrency, b.duration/rounds, 200, random("")))
+		faceted = append(faceted, runLoad(b.ctx, "  the same with facets=make,color,year", client, b.concurrency, b.duration/rounds, 200, random("&facets=make,color,year")))
 	}
 	c, p, f := b.report(merge(ceil)), b.report(merge(pages)), b.report(merge(faceted))
 	fmt.Fprintln(b.out)

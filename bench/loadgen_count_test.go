@@ -1,4 +1,4 @@
-package loadgen
+package bench
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 // A server that answers every other request with 500: both runs count
 // every answered request and exactly the 500s as errors.
-func TestRunsCountAnswersAndErrors(t *testing.T) {
+func TestLoadgenCountsAnswersAndErrors(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("fail") == "1" {
 			w.WriteHeader(http.StatusInternalServerError)
@@ -25,9 +25,9 @@ func TestRunsCountAnswersAndErrors(t *testing.T) {
 		req, _ := http.NewRequest("GET", srv.URL+"/?fail="+fail, nil)
 		return req
 	}
-	for _, res := range []Result{
-		Run(context.Background(), "closed", srv.Client(), 1, 200*time.Millisecond, http.StatusOK, newReq),
-		RunPaced(context.Background(), "paced", srv.Client(), 1, 100, 200*time.Millisecond, http.StatusOK, newReq),
+	for _, res := range []result{
+		runLoad(context.Background(), "closed", srv.Client(), 1, 200*time.Millisecond, http.StatusOK, newReq),
+		runPaced(context.Background(), "paced", srv.Client(), 1, 100, 200*time.Millisecond, http.StatusOK, newReq),
 	} {
 		if res.Requests < 4 {
 			t.Fatalf("%s: %d requests in 200 ms", res.Name, res.Requests)
@@ -41,7 +41,7 @@ func TestRunsCountAnswersAndErrors(t *testing.T) {
 	}
 	// A server that is gone: every request is an error, none is answered.
 	srv.Close()
-	res := Run(context.Background(), "gone", srv.Client(), 1, 50*time.Millisecond, http.StatusOK, newReq)
+	res := runLoad(context.Background(), "gone", srv.Client(), 1, 50*time.Millisecond, http.StatusOK, newReq)
 	if res.Requests != 0 || res.Errors == 0 {
 		t.Errorf("gone: %d requests, %d errors; want 0 and some", res.Requests, res.Errors)
 	}

@@ -1,7 +1,9 @@
-// Package loadgen is a small closed-loop HTTP load generator for loopback
-// benchmarks: a number of clients each send one request after another for
-// a fixed time, and it reports requests per second and latency percentiles.
-package loadgen
+package bench
+
+// The load generator of the benchmarks, closed-loop (runLoad) and open-loop
+// (runPaced, paced_test.go): a number of clients each send one request
+// after another for a fixed time, and it reports requests per second and
+// latency percentiles.
 
 import (
 	"context"
@@ -14,8 +16,8 @@ import (
 	"time"
 )
 
-// Result is the outcome of one run.
-type Result struct {
+// result is the outcome of one run.
+type result struct {
 	Name     string
 	Requests int
 	Errors   int // transport errors and unexpected statuses
@@ -24,17 +26,17 @@ type Result struct {
 	P50, P99 time.Duration
 }
 
-func (r Result) String() string {
+func (r result) String() string {
 	return fmt.Sprintf("%-40s %8.0f req/s  p50 %7.2f ms  p99 %7.2f ms  (%d requests, %d errors)",
-		r.Name, r.RPS, ms(r.P50), ms(r.P99), r.Requests, r.Errors)
+		r.Name, r.RPS, millis(r.P50), millis(r.P99), r.Requests, r.Errors)
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// Client returns an HTTP client for loopback load: TLS without verification
+// loadClient returns an HTTP client for loopback load: TLS without verification
 // (self-signed test certificates), HTTP/1.1 keep-alive connections, one per
 // concurrent client, which is how most API clients talk.
-func Client(concurrency int) *http.Client {
+func loadClient(concurrency int) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
 			TLSClientConfig:     &tls.Config{InsecureSkipVerify: true},
@@ -51,9 +53,9 @@ func Client(concurrency int) *http.Client {
 	}
 }
 
-// Run sends requests made by newReq from concurrency clients for d and
+// runLoad sends requests made by newReq from concurrency clients for d and
 // counts a response as an error unless its status is wantStatus.
-func Run(ctx context.Context, name string, client *http.Client, concurrency int, d time.Duration, wantStatus int, newReq func(worker, i int) *http.Request) Result {
+func runLoad(ctx context.Context, name string, client *http.Client, concurrency int, d time.Duration, wantStatus int, newReq func(worker, i int) *http.Request) result {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	return runWorkers(name, concurrency, func(w int, _ time.Time, t *tally) {
@@ -69,7 +71,7 @@ func Run(ctx context.Context, name string, client *http.Client, concurrency int,
 
 // runWorkers runs n workers at once, each filling its tally (start is when
 // the run started), and sums their tallies up.
-func runWorkers(name string, n int, work func(w int, start time.Time, t *tally)) Result {
+func runWorkers(name string, n int, work func(w int, start time.Time, t *tally)) result {
 	var mu sync.Mutex
 	var all []time.Duration
 	errs := 0
@@ -120,10 +122,10 @@ func (t *tally) send(ctx context.Context, client *http.Client, req *http.Request
 	return true, false
 }
 
-// summarize turns the latencies of a run into a Result.
-func summarize(name string, all []time.Duration, errs int, elapsed time.Duration) Result {
+// summarize turns the latencies of a run into a result.
+func summarize(name string, all []time.Duration, errs int, elapsed time.Duration) result {
 	slices.Sort(all)
-	r := Result{Name: name, Requests: len(all), Errors: errs, Duration: elapsed}
+	r := result{Name: name, Requests: len(all), Errors: errs, Duration: elapsed}
 	if len(all) > 0 {
 		r.RPS = float64(len(all)) / elapsed.Seconds()
 		r.P50 = all[len(all)*50/100]

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"encoding/json"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
-	"github.com/yard-api/yard/internal/loadgen"
 )
 
 // The cars group measures car reads over a store loaded beforehand with
@@ -20,7 +19,7 @@ import (
 //
 //	go run ./scripts/gencars > cars.ndjson
 //	yard import cars.ndjson --db sqlite:/tmp/cars.db
-//	go run ./cmd/yardbench -groups cars -db sqlite:/tmp/cars.db -concurrency 32 -duration 10s
+//	go test ./bench -run TestYardbench -timeout 0 -v -args -groups cars -db sqlite:/tmp/cars.db -concurrency 32 -duration 10s
 
 // carsPool, when set, caps the store's read pool for the cars group: with
 // PostgreSQL on the same two cores as the server and the load generator,
@@ -50,7 +49,7 @@ func carsGroup(b *bench) error {
 		return err
 	}
 	if total == 0 {
-		return fmt.Errorf("cars: the store holds no cars; load it with yard import (see cmd/yardbench/cars.go)")
+		return fmt.Errorf("cars: the store holds no cars; load it with yard import (see bench/cars_test.go)")
 	}
 	if *carsPool > 0 {
 		b.db.Read().SetMaxOpenConns(*carsPool)
@@ -99,16 +98,16 @@ func carsGroup(b *bench) error {
 	defer stopBare()
 	url, stop := b.apiServer(&auth.Chain{}, nil)
 	defer stop()
-	client := loadgen.Client(b.concurrency)
+	client := loadClient(b.concurrency)
 	const rounds = 5
 	var ratios []float64
-	var ceilAll, byIDAll []loadgen.Result
+	var ceilAll, byIDAll []result
 	for range rounds {
-		c := loadgen.Run(b.ctx, "ceiling: bare net/http, fixed car", client, b.concurrency, b.duration/rounds, 200, func(int, int) *http.Request {
+		c := runLoad(b.ctx, "ceiling: bare net/http, fixed car", client, b.concurrency, b.duration/rounds, 200, func(int, int) *http.Request {
 			req, _ := http.NewRequest("GET", bare+"/fixed", nil)
 			return req
 		})
-		g := loadgen.Run(b.ctx, "GET /cars/{id} (random of 1M)", client, b.concurrency, b.duration/rounds, 200, func(w, i int) *http.Request {
+		g := runLoad(b.ctx, "GET /cars/{id} (random of 1M)", client, b.concurrency, b.duration/rounds, 200, func(w, i int) *http.Request {
 			req, _ := http.NewRequest("GET", fmt.Sprintf("%s/cars/car-%07d", url, 1+rand.IntN(total)), nil)
 			return req
 		})
@@ -121,13 +120,13 @@ func carsGroup(b *bench) error {
 	byID := b.report(merge(byIDAll))
 	slices.Sort(ratios)
 	// Filtered first pages, the same three queries repeated, by SQL.
-	var filtered []loadgen.Result
+	var filtered []result
 	for _, cq := range carQueries {
 		if !*carsFiltered {
 			break
 		}
 		path := url + "/cars?" + cq.raw
-		filtered = append(filtered, b.report(loadgen.Run(b.ctx, "GET /cars?"+cq.raw+" (SQL)", client, b.concurrency, b.duration, 200, func(int, int) *http.Request {
+		filtered = append(filtered, b.report(runLoad(b.ctx, "GET /cars?"+cq.raw+" (SQL)", client, b.concurrency, b.duration, 200, func(int, int) *http.Request {
 			req, _ := http.NewRequest("GET", path, nil)
 			return req
 		})))
@@ -157,8 +156,8 @@ func poolName(n int) string {
 
 // merge sums the rounds of one scenario: requests and time add up; p50 and
 // p99 are the medians of the rounds' values.
-func merge(rs []loadgen.Result) loadgen.Result {
-	out := loadgen.Result{Name: rs[0].Name}
+func merge(rs []result) result {
+	out := result{Name: rs[0].Name}
 	var p50, p99 []time.Duration
 	for _, r := range rs {
 		out.Requests += r.Requests

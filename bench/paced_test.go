@@ -1,4 +1,4 @@
-package loadgen
+package bench
 
 import (
 	"context"
@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// RunPaced is an open-loop run: clients each send a request every
+// runPaced is an open-loop run: clients each send a request every
 // clients/rate seconds (starting staggered), whether or not the server keeps
 // up, for d. Latency is measured from when a request was due, so time spent
 // waiting behind a slow server counts (no coordinated omission).
-func RunPaced(ctx context.Context, name string, client *http.Client, clients int, rate float64, d time.Duration, wantStatus int, newReq func(worker, i int) *http.Request) Result {
+func runPaced(ctx context.Context, name string, client *http.Client, clients int, rate float64, d time.Duration, wantStatus int, newReq func(worker, i int) *http.Request) result {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	interval := time.Duration(float64(clients) / rate * float64(time.Second))

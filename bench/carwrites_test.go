@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -8,15 +8,14 @@ import (
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
-	"github.com/yard-api/yard/internal/loadgen"
 )
 
 // The carwrites group measures PUT /cars/{id} over a store loaded with
-// the scripts/gencars data set (see cars.go): each request replaces a
+// the scripts/gencars data set (see cars_test.go): each request replaces a
 // random one of the cars with random fields, as an administrator whose
 // credentials are not checked (fixedPrincipal). It uses nothing but the
-// store and the API, so the same file measures a tree from before the
-// search index too.
+// store and the API, so scripts/carbench (BEFORE) measures a tree from
+// before the search index with it too.
 func carWritesGroup(b *bench) error {
 	n, err := b.db.CountCarsUncached(b.ctx, yard.Query{})
 	if err != nil {
@@ -30,12 +29,12 @@ func carWritesGroup(b *bench) error {
 	url, stop := b.apiServer(&auth.Chain{Header: []auth.Scheme{admin}}, nil)
 	defer stop()
 	colors := []string{"red", "blue", "black", "white", "silver", "grey"}
-	client := loadgen.Client(b.concurrency)
+	client := loadClient(b.concurrency)
 	rngs := make([]*rand.Rand, b.concurrency)
 	for i := range rngs {
 		rngs[i] = rand.New(rand.NewPCG(7, uint64(i)))
 	}
-	b.report(loadgen.Run(b.ctx, "PUT /cars/{id} (random of all)", client, b.concurrency, b.duration, 200, func(w, i int) *http.Request {
+	b.report(runLoad(b.ctx, "PUT /cars/{id} (random of all)", client, b.concurrency, b.duration, 200, func(w, i int) *http.Request {
 		r := rngs[w]
 		id := fmt.Sprintf("car-%07d", 1+r.IntN(n))
 		garage := "null"
