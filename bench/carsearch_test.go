@@ -72,7 +72,7 @@ func carSearchGroup(b *bench) error {
 	fmt.Fprintf(b.out, "## carsearch: %d cars in the store\n\n", total)
 
 	heap0, rss0 := heapInUse(), rss()
-	ix := search.New(b.db, nil)
+	ix := search.New(b.db, nil, search.WithStoreWait(httpapi.DefaultStoreWait))
 	t0 := time.Now()
 	if err := ix.Build(b.ctx); err != nil {
 		return err

@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/httpapi/apitest"
+	"github.com/yard-api/yard/search"
 	"github.com/yard-api/yard/store"
 	"github.com/yard-api/yard/store/storetest"
 )
@@ -163,4 +165,89 @@ func TestPoolExhaustedIsUnavailable(t *testing.T) {
 			t.Fatalf("dogs: got %d (%v), want 1: the refused write stored nothing", len(dogs), err)
 		}
 	})
+}
+
+// stuckSource is the store as the search index reads it, whose reads
+// wait for their context to end while stuck is set: a store that does not
+// answer. It has no CarsQuietSince, so every read of the index asks it.
+type stuckSource struct {
+	search.Source
+	stuck atomic.Bool
+}
+
+func (s *stuckSource) wait(ctx context.Context) error {
+	if !s.stuck.Load() {
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (s *stuckSource) CarsChangedSince(ctx context.Context, since yard.CarPosition) (bool, error) {
+	if err := s.wait(ctx); err != nil {
+		return false, err
+	}
+	return s.Source.CarsChangedSince(ctx, since)
+}
+
+func (s *stuckSource) ReadCarChanges(ctx context.Context, since yard.CarPosition, h yard.CarChangeHandler) (yard.CarPosition, error) {
+	if err := s.wait(ctx); err != nil {
+		return since, err
+	}
+	return s.Source.ReadCarChanges(ctx, since, h)
+}
+
+// TestIndexReadsKeepStoreWait: the car reads the index answers get no
+// store wait from the middleware, yet one that has to reach a store that
+// does not answer still ends with 503 after about the store wait: the
+// index arms it (search.WithStoreWait), and publicRead for a request with
+// credentials. Once the store answers, the same reads succeed.
+func TestIndexReadsKeepStoreWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := storetest.Open(t, store.SQLite)
+	if _, err := db.ImportCars(ctx, strings.NewReader(carsFixture), 0); err != nil {
+		t.Fatal(err)
+	}
+	const wait = 300 * time.Millisecond
+	src := &stuckSource{Source: db}
+	ix := search.New(src, nil, search.WithStoreWait(wait))
+	if err := ix.Build(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env := apitest.Start(t, db, func(d *httpapi.Deps) { d.Cars, d.StoreWait = ix, wait })
+	env.CreateUser("alice", pw)
+
+	reads := []apitest.Request{
+		{Method: "GET", Path: "/cars/c01"},
+		{Method: "GET", Path: "/car/c01"},
+		{Method: "GET", Path: "/cars?color=red"},
+		{Method: "GET", Path: "/cars/search/by-vendor?make=Ford"},
+		{Method: "GET", Path: "/cars/c01", User: "alice", Password: pw},
+	}
+	src.stuck.Store(true)
+	for _, req := range reads {
+		start := time.Now()
+		resp := env.Do(req)
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(resp.Body), "/problems/unavailable") {
+			t.Errorf("%s (user %q) with the store stuck: got %d %s, want 503 with Retry-After", req.Path, req.User, resp.StatusCode, resp.Body)
+		}
+		if waited := time.Since(start); waited > 10*time.Second {
+			t.Errorf("%s waited %v, want about the store wait (%v)", req.Path, waited, wait)
+		}
+	}
+	src.stuck.Store(false)
+	for _, req := range reads {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			resp := env.Do(req)
+			if resp.StatusCode == 200 {
+				break
+			}
+			if resp.StatusCode != 503 || time.Now().After(deadline) {
+				t.Fatalf("%s once the store answers: got %d %s", req.Path, resp.StatusCode, resp.Body)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }

@@ -114,7 +114,9 @@ type Deps struct {
 	// request's context ends and the answer is 503 with Retry-After, as
 	// for any unreachable store (docs/api.md, "The store cannot be
 	// reached"). 0 waits as long as the client does; cmd/yard's default
-	// is DefaultStoreWait.
+	// is DefaultStoreWait. The car reads an index (Cars, with a
+	// FindCarByID method) answers are left to bound their own reads of
+	// the store: cmd/yard gives its index search.WithStoreWait.
 	StoreWait time.Duration
 	// Events hands the store's new events to streams and to Prefer: wait
 	// (docs/events.md); nil answers streams with 503 and ignores waits.
@@ -161,8 +163,11 @@ type Server struct {
 	// routes' methods: a wildcard route never answers such a path for
 	// another method (/cars/search is not the car "search"), literalRoute.
 	literals map[string][]string
-	metrics  *metrics
-	openapi  []byte
+	// indexReads holds the patterns of handleIndexRead's routes when
+	// there is an index (serve arms no store wait for them).
+	indexReads map[string]bool
+	metrics    *metrics
+	openapi    []byte
 	// openapiMu guards openapi, built on first use by concurrent requests.
 	openapiMu sync.Mutex
 	// outage is set while the store cannot be reached, and storeDown
@@ -206,7 +211,7 @@ func New(d Deps) *Server {
 	if d.Lists == nil {
 		d.Lists = fairgate.New(fairgate.Config{})
 	}
-	s := &Server{deps: d, db: storesOf(d.DB), basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{},
+	s := &Server{deps: d, db: storesOf(d.DB), basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{}, indexReads: map[string]bool{},
 		storeDown: make(chan struct{}, 1)}
 	s.metrics = newMetrics(s.deps.Registry)
 	registerGateMetrics(s.deps.Registry, "yard_car_lists", "car lists and searches", s.deps.Lists)
@@ -289,14 +294,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	base, span := s.startSpan(r) // nil without tracing (trace.go)
 	info := &routeInfo{base: base}
 	ctx := context.WithValue(base, routeKey, info)
-	if s.deps.StoreWait > 0 {
-		// A request that waits this long for the store (every pooled
-		// connection busy, or a store that does not answer) ends with 503
-		// rather than holding its client until the write time-out.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.deps.StoreWait)
-		defer cancel()
-	}
 	r = r.WithContext(ctx)
 	sw := &statusWriter{ResponseWriter: w, status: 200}
 	defer func() {
@@ -350,7 +347,28 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info.pattern = pattern
+	if s.deps.StoreWait > 0 && !s.indexReads[pattern] {
+		// A request that waits this long for the store (every pooled
+		// connection busy, or a store that does not answer) ends with 503
+		// rather than holding its client until the write time-out. The
+		// car reads the index answers from memory arm it only when they
+		// reach the store (search.WithStoreWait, publicRead): a timer a
+		// request is a tenth of such a read's cost in the middleware.
+		ctx, cancel := context.WithTimeout(ctx, s.deps.StoreWait)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
 	s.mux.ServeHTTP(&muxRedirects{statusWriter: sw, s: s}, r)
+}
+
+// handleIndexRead registers a public car read that the index (Deps.Cars)
+// answers from memory: the store wait is left to the index and, for a
+// request that presents credentials, to publicRead (serve).
+func (s *Server) handleIndexRead(pattern string, h http.HandlerFunc) {
+	s.handle("GET", pattern, s.publicRead(h))
+	if _, ok := s.deps.Cars.(carFinder); ok {
+		s.indexReads["GET "+pattern] = true
+	}
 }
 
 // url returns the absolute URL of a path under the base URL.
@@ -386,13 +404,22 @@ func (s *Server) publicRead(h http.HandlerFunc) http.HandlerFunc {
 			h(w, r)
 			return
 		}
+		ctx := r.Context()
+		if _, ok := ctx.Deadline(); !ok && s.deps.StoreWait > 0 {
+			// An index read (handleIndexRead): checking credentials may
+			// reach the store.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.deps.StoreWait)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
 		p, err := s.deps.Auth.Authenticate(r)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
 		if p != nil {
-			r = r.WithContext(yard.NewContextWithPrincipal(r.Context(), p))
+			r = r.WithContext(yard.NewContextWithPrincipal(ctx, p))
 		}
 		h(w, r)
 	}

@@ -1,11 +1,5 @@
 package search
 
-import "log/slog"
-
-// Option changes an index's options (options.go): the tests force its
-// strategies and move the bounds of a carSet's array.
-type Option func(*options)
-
 // WithStrategy forces the strategy for facets ("walk", "complement",
 // "cross", "cube") and pages ("walk", "gather"); "" lets the index
 // choose.
@@ -23,15 +17,6 @@ func WithMatch(match string) Option {
 // cars becomes a bitmap and an array again (carset.go).
 func WithCarSetBounds(big, small int) Option {
 	return func(o *options) { o.setBig, o.setSmall = big, small }
-}
-
-// NewWith is New with options.
-func NewWith(src Source, logger *slog.Logger, opts ...Option) *Index {
-	ix := New(src, logger)
-	for _, o := range opts {
-		o(&ix.opts)
-	}
-	return ix
 }
 
 // SetStrategy replaces the strategies an index is forced to use with

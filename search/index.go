@@ -87,11 +87,24 @@ type Index struct {
 
 // New returns an index over src; it answers through src until Build (or
 // Run) has built it.
-func New(src Source, logger *slog.Logger) *Index {
+func New(src Source, logger *slog.Logger, opts ...Option) *Index {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Index{src: src, logger: logger, opts: defaultOptions()}
+	ix := &Index{src: src, logger: logger, opts: defaultOptions()}
+	for _, o := range opts {
+		o(&ix.opts)
+	}
+	return ix
+}
+
+// storeContext bounds ctx by the store wait (WithStoreWait) for a read
+// that reaches the store, unless ctx already has a deadline.
+func (ix *Index) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok || ix.opts.storeWait <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, ix.opts.storeWait)
 }
 
 // Ready reports whether the index answers lists (else the store does).
@@ -184,6 +197,8 @@ func (ix *Index) Sync(ctx context.Context) error {
 	if q, ok := ix.src.(quietSource); ok && q.CarsQuietSince(*ix.held.Load()) {
 		return nil // read after the call began, like a probe that starts after it
 	}
+	ctx, cancel := ix.storeContext(ctx)
+	defer cancel()
 	arrived := ix.reads.Load()
 	changed, err := ix.probes.read(ctx, ix.changed)
 	if err != nil || !changed {
@@ -246,6 +261,8 @@ func (ix *Index) changed(ctx context.Context) (bool, error) {
 // index is built, the store answers.
 func (ix *Index) ListCars(ctx context.Context, q yard.Query, page yard.Page, facets []string) (*yard.CarList, error) {
 	if !ix.ready.Load() {
+		ctx, cancel := ix.storeContext(ctx)
+		defer cancel()
 		return ix.src.ListCars(ctx, q, page, facets)
 	}
 	if err := ix.Sync(ctx); err != nil {
@@ -267,6 +284,8 @@ func (ix *Index) ListCars(ctx context.Context, q yard.Query, page yard.Page, fac
 // has.
 func (ix *Index) FindCarByID(ctx context.Context, id string) (*yard.Car, error) {
 	if !ix.ready.Load() {
+		ctx, cancel := ix.storeContext(ctx)
+		defer cancel()
 		return ix.src.FindCarByID(ctx, id)
 	}
 	if err := ix.Sync(ctx); err != nil {

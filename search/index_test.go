@@ -227,7 +227,7 @@ func carsText(cars []*yard.Car) string {
 
 func build(t *testing.T, db *store.DB, opts ...search.Option) *search.Index {
 	t.Helper()
-	ix := search.NewWith(db, nil, opts...)
+	ix := search.New(db, nil, opts...)
 	if ix.Ready() {
 		t.Fatal("ready before the build")
 	}

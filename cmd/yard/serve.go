@@ -225,7 +225,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 
 	// The car search index (docs/cars.md, "The search index"): built in
 	// the background at start, car lists answered by SQL until it is ready.
-	index := search.New(db, logger)
+	index := search.New(db, logger, search.WithStoreWait(cfg.storeWait))
 	registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "yard_car_reads_without_probe_total",
 		Help: "Car reads answered under the read lease without asking PostgreSQL whether cars changed (docs/cars.md, \"Read leases\").",
@@ -333,7 +333,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err := cfg.auth.check(); err != nil {
 		return err
 	}
-	logger := newLogger(stderr, cfg.logLevel)
+	// The log's lines are written in batches (logbuf.go); whatever way
+	// serve ends, the batch is written first.
+	lb := newLineBuffer(stderr)
+	defer lb.Close()
+	logger := slog.New(flushingHandler{newLogger(lb, cfg.logLevel).Handler(), lb})
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -434,7 +438,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	for _, f := range a.background {
-		bg.Go(func() { f(bgCtx) })
+		bg.Go(func() {
+			defer lb.closeOnPanic()
+			f(bgCtx)
+		})
 	}
 	fmt.Fprintf(stdout, "listening on https://%s\n", ln.Addr())
 	logger.Info("serving", slog.String("addr", ln.Addr().String()), slog.String("base_url", cfg.baseURL),
