@@ -21,8 +21,7 @@ func basicChecks() []Check {
 	return []Check{
 		def(p, "ok", Must, doc, "GET /v1/people/{id} with Authorization: Basic (the person's own record)",
 			"200 with the record", func(t *T) {
-				r := t.Do("GET", t.me(), basic(t.owner()))
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", t.me(), basic(t.owner()))
 				t.Check(r.Str("id") == t.owner().id, "the record's id %q, want %q", r.Str("id"), t.owner().id)
 			}),
 		def(p, "wrong-password", Must, doc, "the same with a wrong password",
@@ -38,7 +37,7 @@ func basicChecks() []Check {
 					r.SetBasicAuth(t.owner().name, t.owner().password)
 					r.Header.Add("Authorization", r.Header.Get("Authorization"))
 				}
-				t.Status(t.Do("GET", t.me(), req), 400)
+				t.Expect(400, "GET", t.me(), req)
 			}),
 	}
 }
@@ -66,8 +65,7 @@ func challenges(h http.Header) []challenge {
 
 // digestChallenge fetches the Digest challenge of the algorithm.
 func (t *T) digestChallenge(target, algorithm string) map[string]string {
-	r := t.Do("GET", target)
-	t.Status(r, 401)
+	r := t.Expect(401, "GET", target)
 	for _, c := range challenges(r.Header) {
 		if strings.EqualFold(c.scheme, "Digest") && strings.EqualFold(c.params["algorithm"], algorithm) {
 			return c.params
@@ -105,8 +103,7 @@ func digestChecks() []Check {
 	ok := func(alg string) func(t *T) {
 		return func(t *T) {
 			ch := t.digestChallenge(t.me(), alg)
-			r := t.Do("GET", t.me(), digestAuth(ch, alg, t.owner().name, t.owner().password, "GET", t.me(), 1, randomHex(8)))
-			t.Status(r, 200)
+			r := t.Expect(200, "GET", t.me(), digestAuth(ch, alg, t.owner().name, t.owner().password, "GET", t.me(), 1, randomHex(8)))
 			t.Check(r.Str("id") == t.owner().id, "the record's id %q", r.Str("id"))
 		}
 	}
@@ -125,9 +122,9 @@ func digestChecks() []Check {
 				ch := t.digestChallenge(t.me(), "SHA-256")
 				cn := randomHex(8)
 				a := digestAuth(ch, "SHA-256", t.owner().name, t.owner().password, "GET", t.me(), 1, cn)
-				t.Status(t.Do("GET", t.me(), a), 200)
-				t.Status(t.Do("GET", t.me(), a), 401)
-				t.Status(t.Do("GET", t.me(), digestAuth(ch, "SHA-256", t.owner().name, t.owner().password, "GET", t.me(), 2, cn)), 200)
+				t.Expect(200, "GET", t.me(), a)
+				t.Expect(401, "GET", t.me(), a)
+				t.Expect(200, "GET", t.me(), digestAuth(ch, "SHA-256", t.owner().name, t.owner().password, "GET", t.me(), 2, cn))
 			}),
 		def(p, "wrong-uri", Must, doc, "Digest credentials computed for another uri than the request's",
 			"401 (or 400)", func(t *T) {
@@ -137,7 +134,7 @@ func digestChecks() []Check {
 		def(p, "wrong-password", Must, doc, "Digest credentials made with a wrong password",
 			"401", func(t *T) {
 				ch := t.digestChallenge(t.me(), "SHA-256")
-				t.Status(t.Do("GET", t.me(), digestAuth(ch, "SHA-256", t.owner().name, "wrong-"+randomHex(4), "GET", t.me(), 1, randomHex(8))), 401)
+				t.Expect(401, "GET", t.me(), digestAuth(ch, "SHA-256", t.owner().name, "wrong-"+randomHex(4), "GET", t.me(), 1, randomHex(8)))
 			}),
 	}
 }
@@ -150,8 +147,7 @@ func login(p *person) opt {
 // session signs in with POST /sessions and returns the key, the cookie
 // header and the response.
 func (t *T) session() (key, cookie string, r *Resp) {
-	r = t.Do("POST", "/sessions", login(t.owner()))
-	t.Status(r, 201)
+	r = t.Expect(201, "POST", "/sessions", login(t.owner()))
 	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
 		if c.Name == "sessionToken" {
 			cookie = "sessionToken=" + c.Value
@@ -174,13 +170,13 @@ func sessionChecks() []Check {
 				for _, attr := range []string{"Secure", "HttpOnly", "Path=/"} {
 					t.Check(strings.Contains(sc, attr), "Set-Cookie %q lacks %s", sc, attr)
 				}
-				t.Status(t.Do("DELETE", "/sessions/"+key), 204)
+				t.Expect(204, "DELETE", "/sessions/"+key)
 			}),
 		def(p, "cookie", Must, doc, "GET /v1/people/{id} with Cookie: sessionToken=<key>",
 			"200", func(t *T) {
 				key, cookie, _ := t.session()
-				t.Status(t.Do("GET", t.me(), header("Cookie", cookie)), 200)
-				t.Status(t.Do("DELETE", "/sessions/"+key), 204)
+				t.Expect(200, "GET", t.me(), header("Cookie", cookie))
+				t.Expect(204, "DELETE", "/sessions/"+key)
 			}),
 		def(p, "form-login", Should, doc, "POST /sessions as an HTML form (username, password)",
 			"201 with the cookie", func(t *T) {
@@ -191,33 +187,32 @@ func sessionChecks() []Check {
 				}
 				t.Status(r, 201)
 				if loc := r.Header.Get("Location"); loc != "" {
-					t.Status(t.Do("DELETE", loc), 204)
+					t.Expect(204, "DELETE", loc)
 				}
 			}),
 		def(p, "logout", Must, doc, "DELETE /sessions/{key}, then the cookie again",
 			"204, then 401", func(t *T) {
 				key, cookie, _ := t.session()
-				t.Status(t.Do("DELETE", "/sessions/"+key), 204)
-				t.Status(t.Do("GET", t.me(), header("Cookie", cookie)), 401)
+				t.Expect(204, "DELETE", "/sessions/"+key)
+				t.Expect(401, "GET", t.me(), header("Cookie", cookie))
 			}),
 		def(p, "resource", Should, doc, "GET /sessions/{key} while the session lives, and after DELETE",
 			"200 with the session (userId the person), then 404", func(t *T) {
 				key, _, _ := t.session()
-				r := t.Do("GET", "/sessions/"+key)
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/sessions/"+key)
 				t.Check(r.Str("userId") == t.owner().id, "the session's userId %q, want %q", r.Str("userId"), t.owner().id)
-				t.Status(t.Do("DELETE", "/sessions/"+key), 204)
-				t.Status(t.Do("GET", "/sessions/"+key), 404)
+				t.Expect(204, "DELETE", "/sessions/"+key)
+				t.Expect(404, "GET", "/sessions/"+key)
 			}),
 		def(p, "unknown-key", Must, doc, "Cookie: sessionToken=<a key that was never issued>",
 			"401", func(t *T) {
-				t.Status(t.Do("GET", t.me(), header("Cookie", "sessionToken="+randomHex(32))), 401)
+				t.Expect(401, "GET", t.me(), header("Cookie", "sessionToken="+randomHex(32)))
 			}),
 		def(p, "no-fallback", Must, "docs/auth.md#which-credentials-count", "a valid session cookie with a malformed Authorization: Bearer token",
 			"401: credentials present but wrong are refused, never passed over", func(t *T) {
 				key, cookie, _ := t.session()
-				t.Status(t.Do("GET", t.me(), header("Cookie", cookie), bearer("not-a-token")), 401)
-				t.Status(t.Do("DELETE", "/sessions/"+key), 204)
+				t.Expect(401, "GET", t.me(), header("Cookie", cookie), bearer("not-a-token"))
+				t.Expect(204, "DELETE", "/sessions/"+key)
 			}),
 	}
 }

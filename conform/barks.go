@@ -9,8 +9,7 @@ import (
 
 // barkCount reads the dog's barkCount.
 func (t *T) barkCount(dog string) float64 {
-	r := t.Do("GET", dog, basic(t.owner()))
-	t.Status(r, 200)
+	r := t.Expect(200, "GET", dog, basic(t.owner()))
 	return r.Num("barkCount")
 }
 
@@ -44,8 +43,7 @@ func barkChecks() []Check {
 				t.Status(r, 201)
 				loc := t.Location(r, "")
 				t.Check(strings.HasPrefix(loc, dog+"barks/"), "Location %q is not under %sbarks/", loc, dog)
-				g := t.Do("GET", loc, basic(t.owner()))
-				t.Status(g, 200)
+				g := t.Expect(200, "GET", loc, basic(t.owner()))
 				_, err := time.Parse(time.RFC3339, g.Str("timestamp"))
 				t.Check(err == nil, "the record's timestamp %q is not RFC 3339", g.Str("timestamp"))
 				t.Check(t.barkCount(dog) == n+1, "barkCount %v after a record bark, want %v", t.barkCount(dog), n+1)
@@ -115,8 +113,8 @@ func barkChecks() []Check {
 				t.Status(r, 201)
 				loc := t.Location(r, "")
 				n := t.barkCount(dog)
-				t.Status(t.Do("DELETE", loc, basic(t.owner())), 204)
-				t.Status(t.Do("GET", loc, basic(t.owner())), 404)
+				t.Expect(204, "DELETE", loc, basic(t.owner()))
+				t.Expect(404, "GET", loc, basic(t.owner()))
 				t.Check(t.barkCount(dog) == n, "barkCount %v after deleting a record, want %v", t.barkCount(dog), n)
 			}),
 		def(p, "cancel", Must, "docs/barks.md#a-bark-task", `POST …/barks {"effect":"email-count"} with Prefer: respond-async, DELETE the task at once, then GET it and the dog`,
@@ -152,18 +150,15 @@ func barkChecks() []Check {
 		def(p, "single-bark", Must, "docs/barks.md#responses-of-post-v1dogsdog_idbarks", "POST /v1/dogs/{id}/bark (dog effect record), then GET /bark",
 			"201 with Location of the bark; GET answers {\"timestamp\"} of that bark", func(t *T) {
 				dog := t.dog()
-				r := t.Do("POST", dog+"bark", basic(t.owner()))
-				t.Status(r, 201)
+				r := t.Expect(201, "POST", dog+"bark", basic(t.owner()))
 				loc := t.Location(r, "")
 				b := t.Do("GET", loc, basic(t.owner()))
-				g := t.Do("GET", dog+"bark", basic(t.owner()))
-				t.Status(g, 200)
+				g := t.Expect(200, "GET", dog+"bark", basic(t.owner()))
 				t.Check(g.Str("timestamp") != "" && g.Str("timestamp") == b.Str("timestamp"), "GET /bark timestamp %q, want the last bark's %q", g.Str("timestamp"), b.Str("timestamp"))
 			}),
 		def(p, "single-bark-delete", Must, "docs/barks.md#responses-of-post-v1dogsdog_idbarks", "DELETE /v1/dogs/{id}/bark",
 			"405 with Allow naming GET and POST", func(t *T) {
-				r := t.Do("DELETE", t.dog()+"bark", basic(t.owner()))
-				t.Status(r, 405)
+				r := t.Expect(405, "DELETE", t.dog()+"bark", basic(t.owner()))
 				allow := r.Header.Get("Allow")
 				t.Check(strings.Contains(allow, "GET") && strings.Contains(allow, "POST"), "Allow %q", allow)
 			}),
@@ -171,8 +166,7 @@ func barkChecks() []Check {
 			"200, a page of the dog's barks", func(t *T) {
 				dog := t.dog()
 				t.Status(t.bark(dog, "record"), 201)
-				r := t.Do("GET", dog+"barks", basic(t.owner()))
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", dog+"barks", basic(t.owner()))
 				t.Check(r.Num("total") >= 1, "total %v, want at least 1", r.JSON()["total"])
 			}),
 	}
@@ -203,8 +197,7 @@ func scheduleChecks() []Check {
 		def(p, "patch-205", Must, doc, `PATCH {"barks":{"next":0,"frequency":60}} with If-Unmodified-Since, then GET the dog`,
 			`205 (next: 0 was resolved), and the dog shows barks with next and frequency 60`, func(t *T) {
 				dog := t.newDog(nil)
-				r := t.Do("PATCH", dog, basic(t.owner()), rawBody("application/json", schedulePatch(0, 60)), header("If-Unmodified-Since", date()))
-				t.Status(r, 205)
+				t.Expect(205, "PATCH", dog, basic(t.owner()), rawBody("application/json", schedulePatch(0, 60)), header("If-Unmodified-Since", date()))
 				g := t.Do("GET", dog, basic(t.owner()))
 				b, _ := g.JSON()["barks"].(map[string]any)
 				t.Check(b != nil && b["frequency"] == float64(60) && b["next"] != nil, "the dog's barks %v, want next and frequency 60", g.JSON()["barks"])
@@ -234,10 +227,8 @@ func scheduleChecks() []Check {
 		def(p, "resource-205", Must, doc, `POST /v1/dogs/{id}/bark-schedule {"token","next","frequency"}, then GET it`,
 			`205; GET answers {"last","next","frequency"} with the schedule`, func(t *T) {
 				dog := t.newDog(nil)
-				r := t.Do("POST", dog+"bark-schedule", basic(t.owner()), jsonBody(map[string]any{"token": 1, "next": later(time.Hour), "frequency": 60}))
-				t.Status(r, 205)
-				g := t.Do("GET", dog+"bark-schedule", basic(t.owner()))
-				t.Status(g, 200)
+				t.Expect(205, "POST", dog+"bark-schedule", basic(t.owner()), jsonBody(map[string]any{"token": 1, "next": later(time.Hour), "frequency": 60}))
+				g := t.Expect(200, "GET", dog+"bark-schedule", basic(t.owner()))
 				_, hasLast := g.JSON()["last"]
 				t.Check(hasLast && g.Num("frequency") == 60 && g.Str("next") != "", "the schedule %s, want last, next and frequency 60", g.Body)
 			}),
@@ -245,13 +236,13 @@ func scheduleChecks() []Check {
 			"205 both times; the dog barked once (barkCount +1, not +2); GET answers next = last + 60 min", func(t *T) {
 				dog := t.newDog(nil)
 				body := map[string]any{"token": 7, "next": 0, "frequency": 60}
-				t.Status(t.Do("POST", dog+"bark-schedule", basic(t.owner()), jsonBody(body)), 205)
+				t.Expect(205, "POST", dog+"bark-schedule", basic(t.owner()), jsonBody(body))
 				deadline := time.Now().Add(15 * time.Second)
 				for t.barkCount(dog) < 1 && time.Now().Before(deadline) {
 					time.Sleep(200 * time.Millisecond)
 				}
 				t.Check(t.barkCount(dog) == 1, "barkCount %v 15 s after a schedule with next 0, want 1", t.barkCount(dog))
-				t.Status(t.Do("POST", dog+"bark-schedule", basic(t.owner()), jsonBody(body)), 205)
+				t.Expect(205, "POST", dog+"bark-schedule", basic(t.owner()), jsonBody(body))
 				time.Sleep(1500 * time.Millisecond)
 				t.Check(t.barkCount(dog) == 1, "barkCount %v after the token was repeated, want 1", t.barkCount(dog))
 				g := t.Do("GET", dog+"bark-schedule", basic(t.owner()))
@@ -262,21 +253,21 @@ func scheduleChecks() []Check {
 		def(p, "token-no-change", Must, doc, `POST bark-schedule token T (next in 1 h, 60 min), then token T again with other values`,
 			"205 both times; the schedule keeps the first values", func(t *T) {
 				dog := t.newDog(nil)
-				t.Status(t.Do("POST", dog+"bark-schedule", basic(t.owner()), jsonBody(map[string]any{"token": 9, "next": later(time.Hour), "frequency": 60})), 205)
+				t.Expect(205, "POST", dog+"bark-schedule", basic(t.owner()), jsonBody(map[string]any{"token": 9, "next": later(time.Hour), "frequency": 60}))
 				g1 := t.Do("GET", dog+"bark-schedule", basic(t.owner()))
-				t.Status(t.Do("POST", dog+"bark-schedule", basic(t.owner()), jsonBody(map[string]any{"token": 9, "next": later(3 * time.Hour), "frequency": 15})), 205)
+				t.Expect(205, "POST", dog+"bark-schedule", basic(t.owner()), jsonBody(map[string]any{"token": 9, "next": later(3 * time.Hour), "frequency": 15}))
 				g2 := t.Do("GET", dog+"bark-schedule", basic(t.owner()))
 				t.Check(g2.Num("frequency") == 60 && g2.Str("next") == g1.Str("next"), "after a repeated token the schedule is %s, want %s", g2.Body, g1.Body)
 			}),
 		def(p, "delete", Must, doc, "DELETE /v1/dogs/{id}/bark-schedule, then GET the dog and the schedule",
 			"204; the dog has no barks member; the schedule answers 404", func(t *T) {
 				dog := t.newDog(nil)
-				t.Status(t.Do("POST", dog+"bark-schedule", basic(t.owner()), jsonBody(map[string]any{"token": 1, "next": later(time.Hour), "frequency": 60})), 205)
-				t.Status(t.Do("DELETE", dog+"bark-schedule", basic(t.owner())), 204)
+				t.Expect(205, "POST", dog+"bark-schedule", basic(t.owner()), jsonBody(map[string]any{"token": 1, "next": later(time.Hour), "frequency": 60}))
+				t.Expect(204, "DELETE", dog+"bark-schedule", basic(t.owner()))
 				g := t.Do("GET", dog, basic(t.owner()))
 				_, has := g.JSON()["barks"]
 				t.Check(!has, "the dog still shows barks %v", g.JSON()["barks"])
-				t.Status(t.Do("GET", dog+"bark-schedule", basic(t.owner())), 404)
+				t.Expect(404, "GET", dog+"bark-schedule", basic(t.owner()))
 			}),
 	}
 }

@@ -21,8 +21,7 @@ func (t *T) cars() *carSet {
 	k := t.k
 	cs := &carSet{make: k.prefix, stateA: k.prefix + "-a", stateB: k.prefix + "-b"}
 	garage := func(name, state string) string {
-		r := t.Do("POST", "/garages", basic(k.admin), jsonBody(map[string]any{"name": name, "state": state}))
-		t.Status(r, 201)
+		r := t.Expect(201, "POST", "/garages", basic(k.admin), jsonBody(map[string]any{"name": name, "state": state}))
 		id := r.Str("id")
 		t.Check(id != "", "the garage has no id")
 		k.created("garage "+id, "DELETE", "/garages/"+url.PathEscape(id), []opt{basic(k.admin)})
@@ -37,8 +36,7 @@ func (t *T) cars() *carSet {
 		{"color": "green", "type": "sedan", "doors": 4, "model": "m3", "year": 2004, "garage": nil},
 	} {
 		c["make"] = cs.make
-		r := t.Do("POST", "/cars", basic(k.admin), jsonBody(c))
-		t.Status(r, 201)
+		r := t.Expect(201, "POST", "/cars", basic(k.admin), jsonBody(c))
 		id := r.Str("id")
 		t.Check(id != "", "the car has no id")
 		t.Location(r, "")
@@ -52,8 +50,7 @@ func (t *T) cars() *carSet {
 // total reads a page at target without credentials and returns its total,
 // failing unless it is a page.
 func (t *T) total(target string, opts ...opt) float64 {
-	r := t.Do("GET", target, opts...)
-	t.Status(r, 200)
+	r := t.Expect(200, "GET", target, opts...)
 	_, ok := r.JSON()["items"].([]any)
 	t.Check(ok && r.Num("total") >= 0, "GET %s is not a page {items, total}", target)
 	return r.Num("total")
@@ -72,16 +69,14 @@ func carChecks() []Check {
 		def(p, "create", Must, doc, "POST /garages and POST /cars as an administrator, GET each Location",
 			"201 with an absolute Location that answers 200 with the same id", func(t *T) {
 				cs := t.cars()
-				r := t.Do("GET", "/cars/"+cs.cars[0])
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/cars/"+cs.cars[0])
 				t.Check(r.Str("id") == cs.cars[0] && r.Str("garage") == cs.g1, "the car %s", r.Body)
 			}),
 		def(p, "car-shapes", Must, doc, "GET /car/{id}, /cars/{id} and /{garage_id}/cars/{id} without credentials",
 			"200 with the same car from each", func(t *T) {
 				cs := t.cars()
 				for _, u := range []string{"/car/", "/cars/", "/" + cs.g1 + "/cars/"} {
-					r := t.Do("GET", u+cs.cars[0])
-					t.Status(r, 200)
+					r := t.Expect(200, "GET", u+cs.cars[0])
 					t.Check(r.Str("id") == cs.cars[0] && r.Str("color") == "red" && r.Str("make") == cs.make, "GET %s%s answered %s", u, cs.cars[0], r.Body)
 				}
 			}),
@@ -94,8 +89,7 @@ func carChecks() []Check {
 			"200 with the garage and carCount 2 from each", func(t *T) {
 				cs := t.cars()
 				for _, u := range []string{"/garage/", "/garages/"} {
-					r := t.Do("GET", u+cs.g1)
-					t.Status(r, 200)
+					r := t.Expect(200, "GET", u+cs.g1)
 					t.Check(r.Str("id") == cs.g1 && r.Num("carCount") == 2, "GET %s%s answered %s", u, cs.g1, r.Body)
 				}
 			}),
@@ -103,8 +97,7 @@ func carChecks() []Check {
 			"a page of the garage's 2 cars from each", func(t *T) {
 				cs := t.cars()
 				for _, u := range []string{"/garage/", "/garages/"} {
-					r := t.Do("GET", u+cs.g1+"/cars")
-					t.Status(r, 200)
+					r := t.Expect(200, "GET", u+cs.g1+"/cars")
 					items, _ := r.JSON()["items"].([]any)
 					t.Check(r.Num("total") == 2 && len(items) == 2, "GET %s%s/cars: total %v, %d items, want 2", u, cs.g1, r.JSON()["total"], len(items))
 					for _, it := range items {
@@ -165,8 +158,7 @@ func carChecks() []Check {
 			}),
 		def(p, "facets", Should, "docs/cars.md#facets", "GET /cars?make=M&facets=color",
 			`"facets":{"color":{"red":2,"blue":1,"green":1}}`, func(t *T) {
-				r := t.Do("GET", "/cars?make="+t.cars().make+"&facets=color")
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/cars?make="+t.cars().make+"&facets=color")
 				f, _ := r.JSON()["facets"].(map[string]any)
 				c, _ := f["color"].(map[string]any)
 				t.Check(c != nil && c["red"] == float64(2) && c["blue"] == float64(1) && c["green"] == float64(1), "facets %v, want color red 2, blue 1, green 1", r.JSON()["facets"])
@@ -174,16 +166,14 @@ func carChecks() []Check {
 		def(p, "paging", Must, "docs/api.md#http", "GET /cars?make=M&max=2, then the next link",
 			"2 items of total 4, Link first/next/last; the next page has 2 items at offset 2 and a prev link", func(t *T) {
 				cs := t.cars()
-				r := t.Do("GET", "/cars?make="+cs.make+"&max=2")
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/cars?make="+cs.make+"&max=2")
 				items, _ := r.JSON()["items"].([]any)
 				t.Check(len(items) == 2 && r.Num("total") == 4, "%d items of total %v, want 2 of 4", len(items), r.JSON()["total"])
 				for _, rel := range []string{"first", "next", "last"} {
 					t.Check(hasLink(r.Header, rel) != "", "Link %q has no rel=%q", r.Header.Values("Link"), rel)
 				}
 				next := hasLink(r.Header, "next")
-				n := t.Do("GET", next)
-				t.Status(n, 200)
+				n := t.Expect(200, "GET", next)
 				items, _ = n.JSON()["items"].([]any)
 				t.Check(len(items) == 2 && n.Num("offset") == 2, "the next page: %d items at offset %v, want 2 at 2", len(items), n.JSON()["offset"])
 				t.Check(hasLink(n.Header, "prev") != "", "the second page has no prev link")
@@ -191,8 +181,7 @@ func carChecks() []Check {
 			}),
 		def(p, "max-cut", Must, "docs/api.md#http", "GET /cars?make=M&max=1000",
 			"200 with max 100 (cut, not refused)", func(t *T) {
-				r := t.Do("GET", "/cars?make="+t.cars().make+"&max=1000")
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/cars?make="+t.cars().make+"&max=1000")
 				t.Check(r.Num("max") == 100, "max %v, want 100", r.JSON()["max"])
 			}),
 		def(p, "bad-max", Must, "docs/api.md#http", "GET /cars?max=-1",
@@ -212,18 +201,17 @@ func carChecks() []Check {
 		def(p, "move", Must, doc, `PATCH /cars/{id} {"garage":G2} for the car in no garage, then the garage's list; PATCH back to null`,
 			"200 with garage G2; G2 lists 2 cars; then 1 again", func(t *T) {
 				cs := t.cars()
-				r := t.Do("PATCH", "/cars/"+cs.cars[3], basic(t.k.admin), jsonBody(map[string]any{"garage": cs.g2}))
-				t.Status(r, 200)
+				r := t.Expect(200, "PATCH", "/cars/"+cs.cars[3], basic(t.k.admin), jsonBody(map[string]any{"garage": cs.g2}))
 				t.Check(r.Str("garage") == cs.g2, "garage %v after the move", r.JSON()["garage"])
 				t.wantTotal("/garages/"+cs.g2+"/cars", 2)
-				t.Status(t.Do("PATCH", "/cars/"+cs.cars[3], basic(t.k.admin), jsonBody(map[string]any{"garage": nil})), 200)
+				t.Expect(200, "PATCH", "/cars/"+cs.cars[3], basic(t.k.admin), jsonBody(map[string]any{"garage": nil}))
 				t.wantTotal("/garages/"+cs.g2+"/cars", 1)
 			}),
 		def(p, "garage-in-use", Must, doc, "DELETE /garages/{id} of a garage holding cars",
 			"409 problem; the garage stays", func(t *T) {
 				cs := t.cars()
 				t.Problem(t.Do("DELETE", "/garages/"+cs.g1, basic(t.k.admin)), 409, "conflict")
-				t.Status(t.Do("GET", "/garages/"+cs.g1), 200)
+				t.Expect(200, "GET", "/garages/"+cs.g1)
 			}),
 	}
 }
@@ -232,8 +220,7 @@ func searchChecks() []Check {
 	const p, doc = "searches", "docs/cars.md#search-bodies"
 	// search creates a search and returns its Location.
 	search := func(t *T, body map[string]any) string {
-		r := t.Do("POST", "/searches", basic(t.owner()), jsonBody(body))
-		t.Status(r, 201)
+		r := t.Expect(201, "POST", "/searches", basic(t.owner()), jsonBody(body))
 		loc := t.Location(r, "")
 		t.Check(strings.HasPrefix(t.path(loc), "/searches/"), "Location %q is not under /searches/", loc)
 		t.k.created("search "+loc, "DELETE", loc, []opt{basic(t.k.admin)})
@@ -262,20 +249,18 @@ func searchChecks() []Check {
 		def(p, "paging", Must, doc, "GET /searches/{id}?offset=1&max=1",
 			"1 item at offset 1 of total 4", func(t *T) {
 				loc := search(t, map[string]any{"make": t.cars().make})
-				r := t.Do("GET", loc+"?offset=1&max=1")
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", loc+"?offset=1&max=1")
 				items, _ := r.JSON()["items"].([]any)
 				t.Check(len(items) == 1 && r.Num("offset") == 1 && r.Num("total") == 4, "%d items at offset %v of %v, want 1 at 1 of 4", len(items), r.JSON()["offset"], r.JSON()["total"])
 			}),
 		def(p, "needs-credentials", Must, "docs/cars.md#paths", "POST /searches without credentials",
 			"401", func(t *T) {
-				t.Status(t.Do("POST", "/searches", jsonBody(map[string]any{"make": "x"})), 401)
+				t.Expect(401, "POST", "/searches", jsonBody(map[string]any{"make": "x"}))
 			}),
 		def(p, "admin-list", Must, "docs/cars.md#paths", "GET /searches as a person, then as an administrator",
 			"403, then 200 with a page", func(t *T) {
 				t.Problem(t.Do("GET", "/searches", basic(t.owner())), 403, "forbidden")
-				r := t.Do("GET", "/searches", basic(t.k.admin))
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/searches", basic(t.k.admin))
 				_, ok := r.JSON()["items"].([]any)
 				t.Check(ok, "GET /searches is not a page")
 			}),
@@ -283,8 +268,8 @@ func searchChecks() []Check {
 			"403, 204, then 404", func(t *T) {
 				loc := search(t, map[string]any{"make": t.cars().make})
 				t.Problem(t.Do("DELETE", loc, basic(t.owner())), 403, "forbidden")
-				t.Status(t.Do("DELETE", loc, basic(t.k.admin)), 204)
-				t.Status(t.Do("GET", loc), 404)
+				t.Expect(204, "DELETE", loc, basic(t.k.admin))
+				t.Expect(404, "GET", loc)
 			}),
 		def(p, "named", Must, "docs/cars.md#paths", `POST /searches {"make":M,"name":N}, GET /search/N`,
 			"the results of the saved search: total 4", func(t *T) {

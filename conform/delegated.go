@@ -57,8 +57,7 @@ func csrf(t *T, r *Resp) string {
 type consumer struct{ key, secret string }
 
 func (t *T) consumer() consumer {
-	r := t.Do("POST", "/oauth/consumers", basic(t.k.admin), jsonBody(map[string]any{"name": t.k.prefix + "-consumer"}))
-	t.Status(r, 201)
+	r := t.Expect(201, "POST", "/oauth/consumers", basic(t.k.admin), jsonBody(map[string]any{"name": t.k.prefix + "-consumer"}))
 	c := consumer{r.Str("key"), r.Str("secret")}
 	t.Check(c.key != "" && c.secret != "", "the consumer has no key or secret")
 	t.k.created("OAuth consumer", "DELETE", "/oauth/consumers/"+url.PathEscape(c.key), []opt{basic(t.k.admin)})
@@ -100,22 +99,18 @@ func (t *T) oauth(c consumer, method, target, token, tokenSecret string, extra m
 
 // oauthFlow runs the three endpoints and returns the access token.
 func (t *T) oauthFlow(c consumer) (token, secret string) {
-	r := t.Do("POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "https://client.example/cb"}, randomHex(8), time.Now()))
-	t.Status(r, 200)
+	r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "https://client.example/cb"}, randomHex(8), time.Now()))
 	f, _ := url.ParseQuery(string(r.Body))
 	rt, rs := f.Get("oauth_token"), f.Get("oauth_token_secret")
 	t.Check(rt != "" && rs != "" && f.Get("oauth_callback_confirmed") == "true", "request_token answered %q", redact(string(r.Body)))
 	j := t.browser()
-	page := t.Do("GET", "/oauth/authorize?oauth_token="+url.QueryEscape(rt), j.opt())
-	t.Status(page, 200)
+	page := t.Expect(200, "GET", "/oauth/authorize?oauth_token="+url.QueryEscape(rt), j.opt())
 	j.take(page)
 	form := url.Values{"oauth_token": {rt}, "decision": {"allow"}, "csrf_token": {csrf(t, page)}}
-	a := t.Do("POST", "/oauth/authorize", j.opt(), rawBody("application/x-www-form-urlencoded", []byte(form.Encode())))
-	t.Status(a, 303)
+	a := t.Expect(303, "POST", "/oauth/authorize", j.opt(), rawBody("application/x-www-form-urlencoded", []byte(form.Encode())))
 	cb, err := url.Parse(a.Header.Get("Location"))
 	t.Check(err == nil && cb.Host == "client.example" && cb.Query().Get("oauth_verifier") != "", "Allow redirected to %q, want the callback with oauth_verifier", a.Header.Get("Location"))
-	x := t.Do("POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", rt, rs, map[string]string{"oauth_verifier": cb.Query().Get("oauth_verifier")}, randomHex(8), time.Now()))
-	t.Status(x, 200)
+	x := t.Expect(200, "POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", rt, rs, map[string]string{"oauth_verifier": cb.Query().Get("oauth_verifier")}, randomHex(8), time.Now()))
 	f, _ = url.ParseQuery(string(x.Body))
 	t.Check(f.Get("oauth_token") != "" && f.Get("oauth_token_secret") != "", "access_token answered %q", redact(string(x.Body)))
 	return f.Get("oauth_token"), f.Get("oauth_token_secret")
@@ -127,8 +122,7 @@ func oauth1Checks() []Check {
 		def(p, "request-token", Must, doc, "POST /oauth/request_token signed HMAC-SHA256 with oauth_callback",
 			"200 form: oauth_token, oauth_token_secret, oauth_callback_confirmed=true", func(t *T) {
 				c := t.consumer()
-				r := t.Do("POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, randomHex(8), time.Now()))
-				t.Status(r, 200)
+				r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, randomHex(8), time.Now()))
 				f, _ := url.ParseQuery(string(r.Body))
 				t.Check(f.Get("oauth_token") != "" && f.Get("oauth_token_secret") != "" && f.Get("oauth_callback_confirmed") == "true", "answered %q", redact(string(r.Body)))
 			}),
@@ -136,36 +130,34 @@ func oauth1Checks() []Check {
 			"the callback gets oauth_verifier; the exchange gives an access token; the protected request answers 200", func(t *T) {
 				c := t.consumer()
 				tok, sec := t.oauthFlow(c)
-				t.Status(t.Do("GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now())), 200)
+				t.Expect(200, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now()))
 			}),
 		def(p, "unauthorised-token", Must, doc, "POST /oauth/access_token with a request token nobody authorised",
 			"401", func(t *T) {
 				c := t.consumer()
-				r := t.Do("POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, randomHex(8), time.Now()))
-				t.Status(r, 200)
+				r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, randomHex(8), time.Now()))
 				f, _ := url.ParseQuery(string(r.Body))
-				x := t.Do("POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", f.Get("oauth_token"), f.Get("oauth_token_secret"), map[string]string{"oauth_verifier": "guess"}, randomHex(8), time.Now()))
-				t.Status(x, 401)
+				t.Expect(401, "POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", f.Get("oauth_token"), f.Get("oauth_token_secret"), map[string]string{"oauth_verifier": "guess"}, randomHex(8), time.Now()))
 			}),
 		def(p, "nonce-replay", Must, doc, "the same OAuth-signed request (same nonce and timestamp) twice",
 			"200, then 401", func(t *T) {
 				c := t.consumer()
 				tok, sec := t.oauthFlow(c)
 				a := t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now())
-				t.Status(t.Do("GET", t.me(), a), 200)
-				t.Status(t.Do("GET", t.me(), a), 401)
+				t.Expect(200, "GET", t.me(), a)
+				t.Expect(401, "GET", t.me(), a)
 			}),
 		def(p, "bad-signature", Must, doc, "an OAuth request signed with a wrong token secret",
 			"401", func(t *T) {
 				c := t.consumer()
 				tok, _ := t.oauthFlow(c)
-				t.Status(t.Do("GET", t.me(), t.oauth(c, "GET", t.me(), tok, "wrong", nil, randomHex(8), time.Now())), 401)
+				t.Expect(401, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, "wrong", nil, randomHex(8), time.Now()))
 			}),
 		def(p, "old-timestamp", Must, doc, "an OAuth request with a timestamp 1000 s old",
 			"401", func(t *T) {
 				c := t.consumer()
 				tok, sec := t.oauthFlow(c)
-				t.Status(t.Do("GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now().Add(-1000*time.Second))), 401)
+				t.Expect(401, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now().Add(-1000*time.Second)))
 			}),
 	}
 }
@@ -195,8 +187,7 @@ func openidChecks() []Check {
 	return []Check{
 		def(p, "xrds", Must, doc, "GET /openid with Accept: application/xrds+xml",
 			"200 application/xrds+xml: a service of Type http://specs.openid.net/auth/2.0/server with URI {base}/openid/login", func(t *T) {
-				r := t.Do("GET", "/openid", header("Accept", "application/xrds+xml"))
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/openid", header("Accept", "application/xrds+xml"))
 				t.Check(r.MediaType() == "application/xrds+xml", "Content-Type %q", r.Header.Get("Content-Type"))
 				b := string(r.Body)
 				t.Check(strings.Contains(b, "<Type>http://specs.openid.net/auth/2.0/server</Type>"), "no server Type in the XRDS")
@@ -204,21 +195,18 @@ func openidChecks() []Check {
 			}),
 		def(p, "head", Must, doc, "HEAD /openid with Accept: application/xrds+xml",
 			"200 application/xrds+xml without a body", func(t *T) {
-				r := t.Do("HEAD", "/openid", header("Accept", "application/xrds+xml"))
-				t.Status(r, 200)
+				r := t.Expect(200, "HEAD", "/openid", header("Accept", "application/xrds+xml"))
 				t.Check(r.MediaType() == "application/xrds+xml" && len(r.Body) == 0, "Content-Type %q, %d bytes", r.Header.Get("Content-Type"), len(r.Body))
 			}),
 		def(p, "html", Should, doc, "GET /openid with Accept: text/html",
 			"200 HTML with X-XRDS-Location", func(t *T) {
-				r := t.Do("GET", "/openid", header("Accept", "text/html"))
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/openid", header("Accept", "text/html"))
 				t.Check(r.MediaType() == "text/html" && r.Header.Get("X-XRDS-Location") != "", "Content-Type %q, X-XRDS-Location %q", r.Header.Get("Content-Type"), r.Header.Get("X-XRDS-Location"))
 			}),
 		def(p, "associate", Must, doc, "POST /openid/login openid.mode=associate, HMAC-SHA256, no-encryption",
 			"200 key-value form with assoc_handle, assoc_type HMAC-SHA256, expires_in and a 32-byte mac_key", func(t *T) {
 				f := url.Values{"openid.ns": {openidNS}, "openid.mode": {"associate"}, "openid.assoc_type": {"HMAC-SHA256"}, "openid.session_type": {"no-encryption"}}
-				r := t.Do("POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(f.Encode())))
-				t.Status(r, 200)
+				r := t.Expect(200, "POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(f.Encode())))
 				kv := keyValues(r.Body)
 				key, err := base64.StdEncoding.DecodeString(kv["mac_key"])
 				t.Check(kv["assoc_handle"] != "" && kv["assoc_type"] == "HMAC-SHA256" && kv["expires_in"] != "" && err == nil && len(key) == 32, "the association lacks a field (handle %q, type %q)", kv["assoc_handle"], kv["assoc_type"])
@@ -227,14 +215,12 @@ func openidChecks() []Check {
 			"303 to return_to with openid.mode=id_res and a sig that verifies; is_valid:true, then is_valid:false (a nonce is checked once)", func(t *T) {
 				j := t.browser()
 				in := openidSignIn(rp)
-				page := t.Do("GET", "/openid/login?"+in.Encode(), j.opt())
-				t.Status(page, 200)
+				page := t.Expect(200, "GET", "/openid/login?"+in.Encode(), j.opt())
 				j.take(page)
 				form := openidSignIn(rp)
 				form.Set("csrf_token", csrf(t, page))
 				form.Set("decision", "allow")
-				a := t.Do("POST", "/openid/confirm", j.opt(), rawBody("application/x-www-form-urlencoded", []byte(form.Encode())))
-				t.Status(a, 303)
+				a := t.Expect(303, "POST", "/openid/confirm", j.opt(), rawBody("application/x-www-form-urlencoded", []byte(form.Encode())))
 				back, err := url.Parse(a.Header.Get("Location"))
 				t.Check(err == nil && strings.HasPrefix(back.String(), rp+"back"), "redirected to %q, want %sback", a.Header.Get("Location"), rp)
 				q := back.Query()
@@ -245,8 +231,7 @@ func openidChecks() []Check {
 					check[k] = v
 				}
 				check.Set("openid.mode", "check_authentication")
-				r := t.Do("POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(check.Encode())))
-				t.Status(r, 200)
+				r := t.Expect(200, "POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(check.Encode())))
 				t.Check(keyValues(r.Body)["is_valid"] == "true", "check_authentication: is_valid %q, want true", keyValues(r.Body)["is_valid"])
 				r = t.Do("POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(check.Encode())))
 				t.Check(keyValues(r.Body)["is_valid"] == "false", "the second check_authentication: is_valid %q, want false", keyValues(r.Body)["is_valid"])

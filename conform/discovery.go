@@ -15,20 +15,18 @@ func discoveryChecks() []Check {
 	return []Check{
 		def(p, "index", Must, "docs/spec.md", "GET / without credentials",
 			"200, a JSON object of links to the resources", func(t *T) {
-				r := t.Do("GET", "/")
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/")
 				t.Check(r.JSON() != nil, "GET / is not a JSON object (Content-Type %q)", r.Header.Get("Content-Type"))
 			}),
 		def(p, "openapi", Should, "docs/api.md", "GET /openapi.json",
 			`200, a JSON document with an "openapi" member`, func(t *T) {
-				r := t.Do("GET", "/openapi.json")
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/openapi.json")
 				t.Check(r.Str("openapi") != "", `the document has no "openapi" member`)
 			}),
 		def(p, "health", Should, "docs/operations.md", "GET /healthz and GET /readyz",
 			"200 for both", func(t *T) {
-				t.Status(t.Do("GET", "/healthz"), 200)
-				t.Status(t.Do("GET", "/readyz"), 200)
+				t.Expect(200, "GET", "/healthz")
+				t.Expect(200, "GET", "/readyz")
 			}),
 		def(p, "request-id", Must, "docs/api.md#http", "GET /healthz with X-Request-Id: <id>, then without",
 			"the same X-Request-Id echoed; a generated one when none was sent", func(t *T) {
@@ -52,7 +50,7 @@ func discoveryChecks() []Check {
 			"200: the type is a page that explains the problem", func(t *T) {
 				r := t.Do("GET", "/"+t.k.prefix+"-nowhere")
 				t.Problem(r, 404, "not-found")
-				t.Status(t.Do("GET", r.Str("type")), 200)
+				t.Expect(200, "GET", r.Str("type"))
 			}),
 		def(p, "method-405", Must, "docs/api.md#http", "DELETE /healthz (a GET-only path)",
 			"405 with Allow naming GET, and a problem body", func(t *T) {
@@ -62,15 +60,13 @@ func discoveryChecks() []Check {
 			}),
 		def(p, "options", Must, "docs/api.md#http", "OPTIONS /cars",
 			"204 with Allow naming GET and POST", func(t *T) {
-				r := t.Do("OPTIONS", "/cars")
-				t.Status(r, 204)
+				r := t.Expect(204, "OPTIONS", "/cars")
 				allow := r.Header.Get("Allow")
 				t.Check(strings.Contains(allow, "GET") && strings.Contains(allow, "POST"), "Allow %q, want GET and POST", allow)
 			}),
 		def(p, "head", Must, "docs/api.md#http", "HEAD /openapi.json",
 			"200 like GET, with no body", func(t *T) {
-				r := t.Do("HEAD", "/openapi.json")
-				t.Status(r, 200)
+				r := t.Expect(200, "HEAD", "/openapi.json")
 				t.Check(len(r.Body) == 0, "HEAD answered a body of %d bytes", len(r.Body))
 			}),
 		def(p, "unauthorized", Must, "docs/auth.md#which-credentials-count", "GET /v1/dogs without credentials",
@@ -81,8 +77,7 @@ func discoveryChecks() []Check {
 			}),
 		def(p, "clean-path", Must, "docs/api.md#http", "GET /cars/./search (a path with a dot segment)",
 			"308 to the clean path, as an absolute URL", func(t *T) {
-				r := t.Do("GET", "/cars/./search")
-				t.Status(r, 308)
+				r := t.Expect(308, "GET", "/cars/./search")
 				t.Location(r, "/cars/search")
 			}),
 	}

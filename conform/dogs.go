@@ -9,8 +9,7 @@ func dogChecks() []Check {
 			"201, an absolute Location /v1/dogs/{id}/, the dog with owner = the person, barkCount 0, barkEffect record",
 			func(t *T) {
 				body := map[string]any{"name": t.k.prefix + "-create", "email": t.k.prefix + "@example.com"}
-				r := t.Do("POST", "/v1/dogs", basic(t.owner()), jsonBody(body))
-				t.Status(r, 201)
+				r := t.Expect(201, "POST", "/v1/dogs", basic(t.owner()), jsonBody(body))
 				id := r.Str("id")
 				t.Check(id != "", "the created dog has no id")
 				loc := t.Location(r, "/v1/dogs/"+id+"/")
@@ -23,8 +22,7 @@ func dogChecks() []Check {
 		def(p, "get", Must, doc, "GET /v1/dogs/{id}/ as its owner",
 			"200, the dog, with ETag and Last-Modified", func(t *T) {
 				dog := t.dog()
-				r := t.Do("GET", dog, basic(t.owner()))
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", dog, basic(t.owner()))
 				t.Check(dog == t.k.abs("/v1/dogs/"+r.Str("id")+"/"), "the dog at %s has id %q", dog, r.Str("id"))
 				t.Check(r.Header.Get("ETag") != "", "no ETag")
 				t.Check(r.Header.Get("Last-Modified") != "", "no Last-Modified")
@@ -32,16 +30,13 @@ func dogChecks() []Check {
 		def(p, "conditional-get", Should, "docs/api.md#http", "GET the dog again with If-None-Match: <its ETag>",
 			"304 Not Modified", func(t *T) {
 				dog := t.dog()
-				r := t.Do("GET", dog, basic(t.owner()))
-				t.Status(r, 200)
-				r = t.Do("GET", dog, basic(t.owner()), header("If-None-Match", r.Header.Get("ETag")))
-				t.Status(r, 304)
+				r := t.Expect(200, "GET", dog, basic(t.owner()))
+				r = t.Expect(304, "GET", dog, basic(t.owner()), header("If-None-Match", r.Header.Get("ETag")))
 			}),
 		def(p, "slash-redirect", Must, doc, "GET /v1/dogs/{id} (no trailing slash)",
 			"308 to the absolute /v1/dogs/{id}/", func(t *T) {
 				dog := t.dog()
-				r := t.Do("GET", strings.TrimSuffix(dog, "/"), basic(t.owner()))
-				t.Status(r, 308)
+				r := t.Expect(308, "GET", strings.TrimSuffix(dog, "/"), basic(t.owner()))
 				t.Location(r, t.path(dog))
 			}),
 		def(p, "forbidden", Must, doc, "GET and PATCH another person's dog",
@@ -52,12 +47,10 @@ func dogChecks() []Check {
 			}),
 		def(p, "list", Must, "docs/api.md#http", "GET /v1/dogs?max=1 as a person, before and after creating two dogs",
 			`200, a page {"items","offset","max","total"} of the person's dogs (total grows by 2), Link with first, next and last`, func(t *T) {
-				before := t.Do("GET", "/v1/dogs?max=0", basic(t.owner()))
-				t.Status(before, 200)
+				before := t.Expect(200, "GET", "/v1/dogs?max=0", basic(t.owner()))
 				t.newDog(nil)
 				t.newDog(nil)
-				r := t.Do("GET", "/v1/dogs?max=1", basic(t.owner()))
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/v1/dogs?max=1", basic(t.owner()))
 				items, _ := r.JSON()["items"].([]any)
 				t.Check(len(items) == 1, "%d items, want 1 (max=1)", len(items))
 				if d, ok := items[0].(map[string]any); ok {
@@ -73,7 +66,7 @@ func dogChecks() []Check {
 			"204, and the new name in the dog", func(t *T) {
 				dog := t.newDog(nil)
 				name := t.k.prefix + "-renamed"
-				t.Status(t.Do("PATCH", dog, basic(t.owner()), rawBody("application/merge-patch+json", []byte(`{"name":"`+name+`"}`))), 204)
+				t.Expect(204, "PATCH", dog, basic(t.owner()), rawBody("application/merge-patch+json", []byte(`{"name":"`+name+`"}`)))
 				r := t.Do("GET", dog, basic(t.owner()))
 				t.Check(r.Str("name") == name, "name %q after the PATCH, want %q", r.Str("name"), name)
 			}),
@@ -81,8 +74,7 @@ func dogChecks() []Check {
 			"200 with the new representation", func(t *T) {
 				dog := t.newDog(nil)
 				name := t.k.prefix + "-put"
-				r := t.Do("PUT", dog, basic(t.owner()), jsonBody(map[string]any{"name": name, "email": "put@example.com", "owner": t.owner().id, "barkEffect": "email"}))
-				t.Status(r, 200)
+				r := t.Expect(200, "PUT", dog, basic(t.owner()), jsonBody(map[string]any{"name": name, "email": "put@example.com", "owner": t.owner().id, "barkEffect": "email"}))
 				t.Check(r.Str("name") == name && r.Str("barkEffect") == "email", "the PUT answered name %q barkEffect %q", r.Str("name"), r.Str("barkEffect"))
 			}),
 		def(p, "put-create", Should, doc, "PUT /v1/dogs/{new id}/ where nothing is",
@@ -130,7 +122,7 @@ func dogChecks() []Check {
 		def(p, "delete", Must, doc, "DELETE /v1/dogs/{id}/, then GET it",
 			"204, then 404", func(t *T) {
 				dog := t.newDog(nil)
-				t.Status(t.Do("DELETE", dog, basic(t.owner())), 204)
+				t.Expect(204, "DELETE", dog, basic(t.owner()))
 				t.Problem(t.Do("GET", dog, basic(t.owner())), 404, "not-found")
 			}),
 	}
@@ -142,8 +134,7 @@ func versionChecks() []Check {
 		def(p, "successor-link", Must, doc, "GET /v1/dogs/{id}/",
 			`Link: <…/v2/dogs/{id}>; rel="successor-version"`, func(t *T) {
 				dog := t.dog()
-				r := t.Do("GET", dog, basic(t.owner()))
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", dog, basic(t.owner()))
 				want := t.k.abs("/v2/dogs/" + r.Str("id"))
 				t.Check(hasLink(r.Header, "successor-version") == want, "successor-version link %q, want %q", hasLink(r.Header, "successor-version"), want)
 			}),
@@ -151,8 +142,7 @@ func versionChecks() []Check {
 			`200: owner as {"id","href"}, _links with self and predecessor-version (the v1 URI)`, func(t *T) {
 				dog := t.dog()
 				id := strings.TrimSuffix(strings.TrimPrefix(t.path(dog), "/v1/dogs/"), "/")
-				r := t.Do("GET", "/v2/dogs/"+id, basic(t.owner()))
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/v2/dogs/"+id, basic(t.owner()))
 				owner, _ := r.JSON()["owner"].(map[string]any)
 				t.Check(owner != nil && owner["id"] == t.owner().id && owner["href"] != nil, "owner %v, want a link object with id %q and href", r.JSON()["owner"], t.owner().id)
 				links, _ := r.JSON()["_links"].(map[string]any)
@@ -162,13 +152,11 @@ func versionChecks() []Check {
 			}),
 		def(p, "v2-create", Must, doc, `POST /v2/dogs {"name","email","owner":{"id":<the person>}}`,
 			"201 with Location /v2/dogs/{id}; the same dog reads at /v1/dogs/{id}/", func(t *T) {
-				r := t.Do("POST", "/v2/dogs", basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-v2c", "email": "v2@example.com", "owner": map[string]any{"id": t.owner().id}}))
-				t.Status(r, 201)
+				r := t.Expect(201, "POST", "/v2/dogs", basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-v2c", "email": "v2@example.com", "owner": map[string]any{"id": t.owner().id}}))
 				id := r.Str("id")
 				t.Location(r, "/v2/dogs/"+id)
 				t.k.created("dog "+id, "DELETE", "/v1/dogs/"+id+"/", []opt{basic(t.k.admin)})
-				g := t.Do("GET", "/v1/dogs/"+id+"/", basic(t.owner()))
-				t.Status(g, 200)
+				g := t.Expect(200, "GET", "/v1/dogs/"+id+"/", basic(t.owner()))
 				t.Check(g.Str("name") == t.k.prefix+"-v2c" && g.Str("owner") == t.owner().id, "the v1 view of the v2 dog: %s", g.Body)
 			}),
 		def(p, "one-store", Must, doc, `PATCH /v2/dogs/{id} {"name"}, then GET /v1/dogs/{id}/`,

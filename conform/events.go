@@ -18,8 +18,7 @@ import (
 
 // events reads the JSON page of /v1/events with the query as the person.
 func (t *T) events(p *person, query string) []map[string]any {
-	r := t.Do("GET", "/v1/events?"+query, basic(p), header("Accept", "application/json"))
-	t.Status(r, 200)
+	r := t.Expect(200, "GET", "/v1/events?"+query, basic(p), header("Accept", "application/json"))
 	items, ok := r.JSON()["items"].([]any)
 	t.Check(ok, "GET /v1/events is not a page {items, next}")
 	var out []map[string]any
@@ -64,7 +63,7 @@ func eventChecks() []Check {
 		def(p, "types-filter", Must, doc+"#filters", "PATCH a dog, GET /v1/events?subject=<dog>&types=dog.updated",
 			"only dog.updated events, at least one", func(t *T) {
 				dog := t.newDog(nil)
-				t.Status(t.Do("PATCH", dog, basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-ev"})), 204)
+				t.Expect(204, "PATCH", dog, basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-ev"}))
 				e := t.waitEvent(t.owner(), "subject="+url.QueryEscape(dog)+"&types=dog.updated", "dog.updated")
 				t.Check(e != nil, "no dog.updated event")
 				for _, e := range t.events(t.owner(), "subject="+url.QueryEscape(dog)+"&types=dog.updated") {
@@ -82,7 +81,7 @@ func eventChecks() []Check {
 				dog := t.newDog(nil)
 				created := t.waitEvent(t.owner(), "subject="+url.QueryEscape(dog), "dog.created")
 				t.Check(created != nil, "no dog.created")
-				t.Status(t.Do("PATCH", dog, basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-ev"})), 204)
+				t.Expect(204, "PATCH", dog, basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-ev"}))
 				q := "subject=" + url.QueryEscape(dog) + "&after=" + url.QueryEscape(created["id"].(string))
 				t.Check(t.waitEvent(t.owner(), q, "dog.updated") != nil, "no dog.updated after the dog.created id")
 				for _, e := range t.events(t.owner(), q) {
@@ -125,7 +124,7 @@ func eventChecks() []Check {
 					}
 					close(got)
 				}()
-				t.Status(t.Do("PATCH", dog, basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-sse"})), 204)
+				t.Expect(204, "PATCH", dog, basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-sse"}))
 				select {
 				case id, ok := <-got:
 					t.Check(ok && id != "", "the stream ended without a dog.updated event")
@@ -137,8 +136,7 @@ func eventChecks() []Check {
 			"the finished task, with Preference-Applied: wait=10", func(t *T) {
 				r := t.bark(t.dog(), "record", header("Prefer", "respond-async"))
 				t.Status(r, 202)
-				g := t.Do("GET", t.Location(r, ""), basic(t.owner()), header("Prefer", "wait=10"))
-				t.Status(g, 200)
+				g := t.Expect(200, "GET", t.Location(r, ""), basic(t.owner()), header("Prefer", "wait=10"))
 				t.Check(g.Header.Get("Preference-Applied") == "wait=10", "Preference-Applied %q, want wait=10", g.Header.Get("Preference-Applied"))
 				t.Check(g.Str("status") == "succeeded", "status %q after the wait", g.Str("status"))
 			}),
@@ -244,8 +242,7 @@ func webhookChecks() []Check {
 		def(p, "secret-once", Must, doc, "GET /v1/webhooks/{id}",
 			"200 without the secret", func(t *T) {
 				id, _, _ := t.hook()
-				r := t.Do("GET", "/v1/webhooks/"+id, basic(t.owner()))
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/v1/webhooks/"+id, basic(t.owner()))
 				t.Check(r.Str("secret") == "", "GET shows the secret again")
 			}),
 		def(p, "delivery", Must, "docs/events.md#verifying-a-delivery", "subscribe, then PATCH a dog",
@@ -255,7 +252,7 @@ func webhookChecks() []Check {
 				}
 				_, secret, path := t.hook()
 				dog := t.newDog(nil)
-				t.Status(t.Do("PATCH", dog, basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-hook"})), 204)
+				t.Expect(204, "PATCH", dog, basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-hook"}))
 				d := t.k.recv.find(t.ctx, path, "dog.updated", dog)
 				t.Check(d != nil, "no dog.updated delivery for %s within 15 s", dog)
 				id, ts := d.header.Get("webhook-id"), d.header.Get("webhook-timestamp")
@@ -282,8 +279,8 @@ func webhookChecks() []Check {
 		def(p, "delete", Must, doc, "DELETE /v1/webhooks/{id}, then GET it",
 			"204, then 404", func(t *T) {
 				id, _, _ := t.hook()
-				t.Status(t.Do("DELETE", "/v1/webhooks/"+id, basic(t.owner())), 204)
-				t.Status(t.Do("GET", "/v1/webhooks/"+id, basic(t.owner())), 404)
+				t.Expect(204, "DELETE", "/v1/webhooks/"+id, basic(t.owner()))
+				t.Expect(404, "GET", "/v1/webhooks/"+id, basic(t.owner()))
 			}),
 	}
 }

@@ -108,6 +108,14 @@ func (t *T) Do(method, target string, opts ...opt) *Resp {
 	return r.Resp
 }
 
+// Expect sends one request like Do and fails the check unless the
+// response's status is status.
+func (t *T) Expect(status int, method, target string, opts ...opt) *Resp {
+	r := t.Do(method, target, opts...)
+	t.Status(r, status)
+	return r
+}
+
 type sent struct {
 	*Resp
 	exchange string

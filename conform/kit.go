@@ -150,8 +150,7 @@ func (t *T) newDog(fields map[string]any) string {
 	for n, v := range fields {
 		body[n] = v
 	}
-	r := t.Do("POST", "/v1/dogs", basic(t.owner()), jsonBody(body))
-	t.Status(r, 201)
+	r := t.Expect(201, "POST", "/v1/dogs", basic(t.owner()), jsonBody(body))
 	loc := t.Location(r, "")
 	t.k.created("dog "+loc, "DELETE", loc, []opt{basic(t.k.admin)})
 	return loc

@@ -42,8 +42,7 @@ func tamper(tok string) string {
 
 // pair signs in at /auth/login as p.
 func (t *T) pair(p *person) (access, refresh string) {
-	r := t.Do("POST", "/auth/login", login(p))
-	t.Status(r, 200)
+	r := t.Expect(200, "POST", "/auth/login", login(p))
 	access, refresh = r.Str("access_token"), r.Str("refresh_token")
 	t.Check(access != "" && refresh != "", "the login answered no access_token or refresh_token")
 	// Logging out revokes the family, whichever of its tokens is current.
@@ -56,8 +55,7 @@ func tokenPairChecks() []Check {
 	return []Check{
 		def(p, "login", Must, doc, `POST /auth/login {"username","password"}`,
 			`200 {"access_token","refresh_token","token_type":"Bearer","expires_in","refresh_expires_in"}, both JWTs with sub = the user id and an exp`, func(t *T) {
-				r := t.Do("POST", "/auth/login", login(t.owner()))
-				t.Status(r, 200)
+				r := t.Expect(200, "POST", "/auth/login", login(t.owner()))
 				t.Check(r.Str("token_type") == "Bearer", "token_type %q", r.Str("token_type"))
 				t.Check(r.Num("expires_in") > 0 && r.Num("refresh_expires_in") > r.Num("expires_in"), "expires_in %v refresh_expires_in %v", r.JSON()["expires_in"], r.JSON()["refresh_expires_in"])
 				for _, name := range []string{"access_token", "refresh_token"} {
@@ -68,21 +66,19 @@ func tokenPairChecks() []Check {
 		def(p, "access", Must, doc, "GET /v1/people/{id} with Authorization: Bearer <access token>",
 			"200", func(t *T) {
 				a, _ := t.pair(t.owner())
-				t.Status(t.Do("GET", t.me(), bearer(a)), 200)
+				t.Expect(200, "GET", t.me(), bearer(a))
 			}),
 		def(p, "refresh", Must, doc, "POST /auth/refresh with Authorization: Bearer <refresh token>",
 			"200 with a new access and refresh token; the new access token works", func(t *T) {
 				a, rt := t.pair(t.owner())
-				r := t.Do("POST", "/auth/refresh", bearer(rt))
-				t.Status(r, 200)
+				r := t.Expect(200, "POST", "/auth/refresh", bearer(rt))
 				t.Check(r.Str("refresh_token") != "" && r.Str("refresh_token") != rt && r.Str("access_token") != "" && r.Str("access_token") != a, "the refresh did not issue a new pair")
-				t.Status(t.Do("GET", t.me(), bearer(r.Str("access_token"))), 200)
+				t.Expect(200, "GET", t.me(), bearer(r.Str("access_token")))
 			}),
 		def(p, "reuse", Must, doc, "refresh, then present the old refresh token again, then the new one",
 			`400 problem …/problems/refresh-token-invalid with WWW-Authenticate: Bearer error="invalid_token"; the new one is refused too (the family is revoked)`, func(t *T) {
 				_, rt := t.pair(t.owner())
-				r := t.Do("POST", "/auth/refresh", bearer(rt))
-				t.Status(r, 200)
+				r := t.Expect(200, "POST", "/auth/refresh", bearer(rt))
 				again := t.Do("POST", "/auth/refresh", bearer(rt))
 				t.Problem(again, 400, "refresh-token-invalid")
 				t.Check(strings.Contains(strings.Join(again.Header.Values("WWW-Authenticate"), ","), `error="invalid_token"`), "WWW-Authenticate %q lacks error=\"invalid_token\"", again.Header.Values("WWW-Authenticate"))
@@ -96,28 +92,27 @@ func tokenPairChecks() []Check {
 		def(p, "tampered", Must, doc, "an access token with its signature altered",
 			"401", func(t *T) {
 				a, _ := t.pair(t.owner())
-				t.Status(t.Do("GET", t.me(), bearer(tamper(a))), 401)
+				t.Expect(401, "GET", t.me(), bearer(tamper(a)))
 			}),
 		def(p, "logout", Must, doc, "POST /auth/logout with the refresh token, then refresh with it",
 			"204, then 400", func(t *T) {
 				_, rt := t.pair(t.owner())
-				t.Status(t.Do("POST", "/auth/logout", bearer(rt)), 204)
-				t.Status(t.Do("POST", "/auth/refresh", bearer(rt)), 400)
+				t.Expect(204, "POST", "/auth/logout", bearer(rt))
+				t.Expect(400, "POST", "/auth/refresh", bearer(rt))
 			}),
 		def(p, "rights-on-refresh", Must, doc, "sign in as a person, make them an administrator, use the old access token, then refresh",
 			"the old access token keeps the old rights (403 on GET /v1/people); the refreshed one has the new (200)", func(t *T) {
 				q := t.newPerson("rights")
 				a, rt := t.pair(q)
-				t.Status(t.Do("GET", "/v1/people?max=1", bearer(a)), 403)
+				t.Expect(403, "GET", "/v1/people?max=1", bearer(a))
 				t.Status(t.Do("PATCH", "/v1/people/"+q.id, basic(t.k.admin), jsonBody(map[string]any{"roles": []string{"user", "admin"}})), 200, 204)
-				t.Status(t.Do("GET", "/v1/people?max=1", bearer(a)), 403)
-				r := t.Do("POST", "/auth/refresh", bearer(rt))
-				t.Status(r, 200)
-				t.Status(t.Do("GET", "/v1/people?max=1", bearer(r.Str("access_token"))), 200)
+				t.Expect(403, "GET", "/v1/people?max=1", bearer(a))
+				r := t.Expect(200, "POST", "/auth/refresh", bearer(rt))
+				t.Expect(200, "GET", "/v1/people?max=1", bearer(r.Str("access_token")))
 			}),
 		def(p, "wrong-password", Must, doc, "POST /auth/login with a wrong password",
 			"401", func(t *T) {
-				t.Status(t.Do("POST", "/auth/login", login(&person{name: t.owner().name, password: "wrong-" + randomHex(4)})), 401)
+				t.Expect(401, "POST", "/auth/login", login(&person{name: t.owner().name, password: "wrong-" + randomHex(4)}))
 			}),
 	}
 }
@@ -128,8 +123,7 @@ func (t *T) pkToken(opts map[string]any) string {
 	for k, v := range opts {
 		body[k] = v
 	}
-	r := t.Do("POST", "/auth/pk-token", jsonBody(body))
-	t.Status(r, 200)
+	r := t.Expect(200, "POST", "/auth/pk-token", jsonBody(body))
 	t.Check(r.Str("token") != "", "no token in the answer")
 	return r.Str("token")
 }
@@ -148,8 +142,7 @@ func pkTokenChecks() []Check {
 			"an OKP Ed25519 key with that kid, and the signature verifies", func(t *T) {
 				tok := t.pkToken(nil)
 				kid, _ := jwtPart(tok, 0)["kid"].(string)
-				r := t.Do("GET", "/.well-known/jwks.json")
-				t.Status(r, 200)
+				r := t.Expect(200, "GET", "/.well-known/jwks.json")
 				keys, _ := r.JSON()["keys"].([]any)
 				for _, k := range keys {
 					m, _ := k.(map[string]any)
@@ -168,7 +161,7 @@ func pkTokenChecks() []Check {
 			}),
 		def(p, "use", Must, doc, "GET /v1/people/{id} with Authorization: Bearer <pk token>",
 			"200", func(t *T) {
-				t.Status(t.Do("GET", t.me(), bearer(t.pkToken(nil))), 200)
+				t.Expect(200, "GET", t.me(), bearer(t.pkToken(nil)))
 			}),
 		def(p, "tampered", Must, doc, "a pk token whose claims were changed (exp a year later), signature kept",
 			"401", func(t *T) {
@@ -178,21 +171,21 @@ func pkTokenChecks() []Check {
 				c["exp"] = time.Now().Add(365 * 24 * time.Hour).Unix()
 				b, _ := json.Marshal(c)
 				parts[1] = base64.RawURLEncoding.EncodeToString(b)
-				t.Status(t.Do("GET", t.me(), bearer(strings.Join(parts, "."))), 401)
+				t.Expect(401, "GET", t.me(), bearer(strings.Join(parts, ".")))
 			}),
 		def(p, "password-hash", Must, doc, `a token made with "include_password_hash":true, sent without X-Password, with a wrong one, with the right one`,
 			"a pwh claim; 401, 401, then 200", func(t *T) {
 				tok := t.pkToken(map[string]any{"include_password_hash": true})
 				t.Check(jwtPart(tok, 1)["pwh"] != nil, "the token has no pwh claim")
-				t.Status(t.Do("GET", t.me(), bearer(tok)), 401)
-				t.Status(t.Do("GET", t.me(), bearer(tok), header("X-Password", "wrong-"+randomHex(4))), 401)
-				t.Status(t.Do("GET", t.me(), bearer(tok), header("X-Password", t.owner().password)), 200)
+				t.Expect(401, "GET", t.me(), bearer(tok))
+				t.Expect(401, "GET", t.me(), bearer(tok), header("X-Password", "wrong-"+randomHex(4)))
+				t.Expect(200, "GET", t.me(), bearer(tok), header("X-Password", t.owner().password))
 			}),
 		def(p, "bind-ip", Should, doc, `a token made with "bind_ip":true, used from the same address`,
 			"an ip claim; 200", func(t *T) {
 				tok := t.pkToken(map[string]any{"bind_ip": true})
 				t.Check(jwtPart(tok, 1)["ip"] != nil, "the token has no ip claim")
-				t.Status(t.Do("GET", t.me(), bearer(tok)), 200)
+				t.Expect(200, "GET", t.me(), bearer(tok))
 			}),
 	}
 }
@@ -201,8 +194,7 @@ func pkTokenChecks() []Check {
 type apiKey struct{ key, secret string }
 
 func (t *T) apiKey() apiKey {
-	r := t.Do("POST", "/apikeys", basic(t.owner()))
-	t.Status(r, 201)
+	r := t.Expect(201, "POST", "/apikeys", basic(t.owner()))
 	k := apiKey{r.Str("apiKey"), r.Str("secret")}
 	t.Check(k.key != "" && k.secret != "", "the answer holds no apiKey and secret")
 	t.Location(r, "/apikeys/"+k.key)
@@ -231,36 +223,36 @@ func signedChecks() []Check {
 		def(p, "ok", Must, doc, "GET /v1/dogs?max=5&offset=0 signed: timestamp, apiKey, signature = hex HMAC-SHA256 of the path and the sorted, lower-cased pairs",
 			"200", func(t *T) {
 				k := t.apiKey()
-				t.Status(t.Do("GET", k.signed("/v1/dogs", "max=5&offset=0", time.Now())), 200)
+				t.Expect(200, "GET", k.signed("/v1/dogs", "max=5&offset=0", time.Now()))
 			}),
 		def(p, "replay", Must, doc, "the same signed request twice",
 			"200, then 401", func(t *T) {
 				k := t.apiKey()
 				u := k.signed(t.me(), "", time.Now())
-				t.Status(t.Do("GET", u), 200)
-				t.Status(t.Do("GET", u), 401)
+				t.Expect(200, "GET", u)
+				t.Expect(401, "GET", u)
 			}),
 		def(p, "expired", Must, doc, "a signed request with a timestamp 1000 s old",
 			"401", func(t *T) {
 				k := t.apiKey()
-				t.Status(t.Do("GET", k.signed(t.me(), "", time.Now().Add(-1000*time.Second))), 401)
+				t.Expect(401, "GET", k.signed(t.me(), "", time.Now().Add(-1000*time.Second)))
 			}),
 		def(p, "bad-signature", Must, doc, "a signed request whose query was changed after signing",
 			"401", func(t *T) {
 				k := t.apiKey()
 				u := k.signed("/v1/dogs", "max=5", time.Now())
-				t.Status(t.Do("GET", strings.Replace(u, "max=5", "max=6", 1)), 401)
+				t.Expect(401, "GET", strings.Replace(u, "max=5", "max=6", 1))
 			}),
 		def(p, "method-binding", Must, "docs/auth.md#binding-the-method-and-the-body", "a signed GET whose signed query holds method=POST",
 			"401: the bound method does not match", func(t *T) {
 				k := t.apiKey()
-				t.Status(t.Do("GET", k.signed(t.me(), "method=POST", time.Now())), 401)
+				t.Expect(401, "GET", k.signed(t.me(), "method=POST", time.Now()))
 			}),
 		def(p, "deleted-key", Must, doc, "DELETE /apikeys/{apiKey}, then a signed request with it",
 			"204, then 401", func(t *T) {
 				k := t.apiKey()
-				t.Status(t.Do("DELETE", "/apikeys/"+k.key, basic(t.owner())), 204)
-				t.Status(t.Do("GET", k.signed(t.me(), "", time.Now())), 401)
+				t.Expect(204, "DELETE", "/apikeys/"+k.key, basic(t.owner()))
+				t.Expect(401, "GET", k.signed(t.me(), "", time.Now()))
 			}),
 	}
 }
