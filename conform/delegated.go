@@ -4,10 +4,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,9 +74,7 @@ func (t *T) oauth(c consumer, method, target, token, tokenSecret string, extra m
 	if token != "" {
 		p["oauth_token"] = token
 	}
-	for k, v := range extra {
-		p[k] = v
-	}
+	maps.Copy(p, extra)
 	var params [][2]string
 	for k, v := range p {
 		params = append(params, [2]string{k, v})
@@ -85,14 +84,9 @@ func (t *T) oauth(c consumer, method, target, token, tokenSecret string, extra m
 	sig, err := sigbase.OAuthSignature("HMAC-SHA256", method, sigbase.OAuthBaseURI(u), params, c.secret, tokenSecret)
 	t.Check(err == nil, "signing: %v", err)
 	p["oauth_signature"] = sig
-	names := make([]string, 0, len(p))
-	for k := range p {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, k := range names {
-		parts[i] = k + "=" + authparam.Quote(sigbase.OAuthEncode(p[k]))
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		parts = append(parts, k+"="+authparam.Quote(sigbase.OAuthEncode(p[k])))
 	}
 	return header("Authorization", `OAuth realm="yard", `+strings.Join(parts, ", "))
 }
@@ -226,10 +220,7 @@ func openidChecks() []Check {
 				q := back.Query()
 				t.Check(q.Get("openid.mode") == "id_res" && q.Get("openid.sig") != "" && q.Get("openid.signed") != "", "the assertion %v is not a signed id_res", q.Get("openid.mode"))
 				t.Check(strings.HasSuffix(q.Get("openid.identity"), "/openid/id/"+t.owner().name), "identity %q is not the signed-in person's", q.Get("openid.identity"))
-				check := url.Values{}
-				for k, v := range q {
-					check[k] = v
-				}
+				check := maps.Clone(q)
 				check.Set("openid.mode", "check_authentication")
 				r := t.Expect(200, "POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(check.Encode())))
 				t.Check(keyValues(r.Body)["is_valid"] == "true", "check_authentication: is_valid %q, want true", keyValues(r.Body)["is_valid"])

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -283,12 +284,7 @@ func formatExchange(req *http.Request, reqBody []byte, resp *http.Response, resp
 }
 
 func writeHeaders(b *strings.Builder, h http.Header) {
-	names := make([]string, 0, len(h))
-	for n := range h {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(h)) {
 		for _, v := range h[n] {
 			if slices.Contains(secretHeaders, n) {
 				v = redactHeader(n, v)

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 )
 
 // kit is the state of one run: the server, the administrator, what the
@@ -95,7 +97,7 @@ func (k *kit) cleanup(ctx context.Context) []string {
 		switch {
 		case err != nil:
 			left = append(left, fmt.Sprintf("%s (%s %s): %v", u.what, u.method, u.target, err))
-		case !contains(u.ok, r.Status):
+		case !slices.Contains(u.ok, r.Status):
 			left = append(left, fmt.Sprintf("%s (%s %s): status %d", u.what, u.method, u.target, r.Status))
 		}
 	}
@@ -104,15 +106,6 @@ func (k *kit) cleanup(ctx context.Context) []string {
 		k.recv.close()
 	}
 	return left
-}
-
-func contains(v []int, n int) bool {
-	for _, x := range v {
-		if x == n {
-			return true
-		}
-	}
-	return false
 }
 
 // newPerson creates a person (a plain user) named prefix-role.
@@ -147,9 +140,7 @@ func (t *T) other() *person {
 // newDog creates a dog of the owner's with the fields and returns its URL.
 func (t *T) newDog(fields map[string]any) string {
 	body := map[string]any{"name": t.k.prefix + "-dog", "email": t.k.prefix + "-dog@example.com"}
-	for n, v := range fields {
-		body[n] = v
-	}
+	maps.Copy(body, fields)
 	r := t.Expect(201, "POST", "/v1/dogs", basic(t.owner()), jsonBody(body))
 	loc := t.Location(r, "")
 	t.k.created("dog "+loc, "DELETE", loc, []opt{basic(t.k.admin)})

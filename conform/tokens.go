@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/url"
 	"strconv"
 	"strings"
@@ -120,9 +121,7 @@ func tokenPairChecks() []Check {
 // pkToken asks /auth/pk-token for a token with the options.
 func (t *T) pkToken(opts map[string]any) string {
 	body := map[string]any{"username": t.owner().name, "password": t.owner().password}
-	for k, v := range opts {
-		body[k] = v
-	}
+	maps.Copy(body, opts)
 	r := t.Expect(200, "POST", "/auth/pk-token", jsonBody(body))
 	t.Check(r.Str("token") != "", "no token in the answer")
 	return r.Str("token")
