@@ -97,9 +97,7 @@ func barkChecks() []Check {
 			}),
 		def(p, "bad-effect", Must, "docs/api.md#http", `POST …/barks {"effect":"howl"}`,
 			"400 problem naming effect", func(t *T) {
-				r := t.bark(t.dog(), "howl")
-				t.Problem(r, 400, "validation")
-				t.FieldNamed(r, "effect")
+				t.Problem(t.bark(t.dog(), "howl"), 400, "validation", "effect")
 			}),
 		def(p, "not-owner", Must, "docs/api.md#dogs", "POST …/barks as another person",
 			"403 problem", func(t *T) {

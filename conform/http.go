@@ -175,8 +175,9 @@ func joinInts(v []int) string {
 }
 
 // Problem fails the check unless the response is an RFC 9457 problem
-// with the status and, when slug is not "", a type ending in /problems/slug.
-func (t *T) Problem(r *Resp, status int, slug string) {
+// with the status and, when slug is not "", a type ending in /problems/slug,
+// that names each of fields (FieldNamed).
+func (t *T) Problem(r *Resp, status int, slug string, fields ...string) {
 	t.Status(r, status)
 	t.Check(r.MediaType() == "application/problem+json", "a %d answer: Content-Type %q, want application/problem+json (RFC 9457)", status, r.Header.Get("Content-Type"))
 	m := r.JSON()
@@ -187,6 +188,9 @@ func (t *T) Problem(r *Resp, status int, slug string) {
 	t.Check(strings.HasPrefix(typ, "https://") || strings.HasPrefix(typ, "http://"), "problem type %q is not an absolute URL", typ)
 	if slug != "" {
 		t.Check(strings.HasSuffix(typ, "/problems/"+slug), "problem type %q, want …/problems/%s", typ, slug)
+	}
+	for _, f := range fields {
+		t.FieldNamed(r, f)
 	}
 }
 

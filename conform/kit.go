@@ -87,6 +87,14 @@ func (k *kit) created(what, method, target string, opts []opt, ok ...int) {
 	k.undo = append(k.undo, undo{what: what, method: method, target: target, opts: opts, ok: ok})
 }
 
+// createdAnyway records the removal of target, as who, when a request
+// the server should have refused created it (201) all the same.
+func (t *T) createdAnyway(r *Resp, what, target string, who opt) {
+	if r.Status == 201 {
+		t.k.created(what, "DELETE", target, []opt{who})
+	}
+}
+
 // cleanup removes what the kit created, newest first, and returns what it
 // could not remove.
 func (k *kit) cleanup(ctx context.Context) []string {
