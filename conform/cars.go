@@ -62,6 +62,16 @@ func (t *T) wantTotal(target string, want float64) {
 	t.Check(got == want, "GET %s: total %v, want %v", target, got, want)
 }
 
+// totals is a check that the page at each of targets has total want;
+// {make} in a target stands for the make of the kit's cars.
+func totals(part, name string, level Level, doc, sends, expects string, want float64, targets ...string) Check {
+	return def(part, name, level, doc, sends, expects, func(t *T) {
+		for _, target := range targets {
+			t.wantTotal(strings.ReplaceAll(target, "{make}", t.cars().make), want)
+		}
+	})
+}
+
 func carChecks() []Check {
 	const p, doc = "cars", "docs/cars.md#paths"
 	const grammar = "docs/cars.md#the-query-grammar"
@@ -106,38 +116,18 @@ func carChecks() []Check {
 					}
 				}
 			}),
-		def(p, "search-shapes", Must, grammar, "GET /cars, /cars/search, /cars/search/all, /cars/search/by-parameters ?make=M and /cars/search/by-vendor?vendor=M",
-			"the same total, 4, from each", func(t *T) {
-				cs := t.cars()
-				for _, u := range []string{"/cars?make=", "/cars/search?make=", "/cars/search/all?make=", "/cars/search/by-parameters?make=", "/cars/search/by-vendor?vendor="} {
-					t.wantTotal(u+cs.make, 4)
-				}
-			}),
-		def(p, "attributes", Must, grammar, "GET /cars?make=M&color=red&type=sedan&doors=4 and /cars/search?make=M&color=red&model=m1&year=2003",
-			"total 1 each (different fields AND together)", func(t *T) {
-				cs := t.cars()
-				t.wantTotal("/cars?make="+cs.make+"&color=red&type=sedan&doors=4", 1)
-				t.wantTotal("/cars/search?make="+cs.make+"&color=red&model=m1&year=2003", 1)
-			}),
-		def(p, "comma-or", Must, grammar, "GET /cars?make=M&color=red,blue",
-			"total 3 (a comma separates values of one field: OR)", func(t *T) {
-				t.wantTotal("/cars?make="+t.cars().make+"&color=red,blue", 3)
-			}),
-		def(p, "exclude", Must, grammar, "GET /cars?make=M&color=!red",
-			"total 2 (a leading ! excludes the value)", func(t *T) {
-				t.wantTotal("/cars?make="+t.cars().make+"&color=!red", 2)
-			}),
-		def(p, "semicolon", Must, grammar, "GET /cars?make=M;color=red",
-			"total 2 (; separates pairs like &)", func(t *T) {
-				t.wantTotal("/cars?make="+t.cars().make+";color=red", 2)
-			}),
-		def(p, "filter-ops", Must, grammar, "GET /cars?make=M&q.color.eq=red, …&q.color.ne=red, …&q.year.gt=2002",
-			"totals 2, 2 and 2", func(t *T) {
-				m := t.cars().make
-				t.wantTotal("/cars?make="+m+"&q.color.eq=red", 2)
-				t.wantTotal("/cars?make="+m+"&q.color.ne=red", 2)
-				t.wantTotal("/cars?make="+m+"&q.year.gt=2002", 2)
-			}),
+		totals(p, "search-shapes", Must, grammar, "GET /cars, /cars/search, /cars/search/all, /cars/search/by-parameters ?make=M and /cars/search/by-vendor?vendor=M",
+			"the same total, 4, from each", 4, "/cars?make={make}", "/cars/search?make={make}", "/cars/search/all?make={make}", "/cars/search/by-parameters?make={make}", "/cars/search/by-vendor?vendor={make}"),
+		totals(p, "attributes", Must, grammar, "GET /cars?make=M&color=red&type=sedan&doors=4 and /cars/search?make=M&color=red&model=m1&year=2003",
+			"total 1 each (different fields AND together)", 1, "/cars?make={make}&color=red&type=sedan&doors=4", "/cars/search?make={make}&color=red&model=m1&year=2003"),
+		totals(p, "comma-or", Must, grammar, "GET /cars?make=M&color=red,blue",
+			"total 3 (a comma separates values of one field: OR)", 3, "/cars?make={make}&color=red,blue"),
+		totals(p, "exclude", Must, grammar, "GET /cars?make=M&color=!red",
+			"total 2 (a leading ! excludes the value)", 2, "/cars?make={make}&color=!red"),
+		totals(p, "semicolon", Must, grammar, "GET /cars?make=M;color=red",
+			"total 2 (; separates pairs like &)", 2, "/cars?make={make};color=red"),
+		totals(p, "filter-ops", Must, grammar, "GET /cars?make=M&q.color.eq=red, …&q.color.ne=red, …&q.year.gt=2002",
+			"totals 2, 2 and 2", 2, "/cars?make={make}&q.color.eq=red", "/cars?make={make}&q.color.ne=red", "/cars?make={make}&q.year.gt=2002"),
 		def(p, "garage-filters", Must, grammar, "GET /cars?q.garage.id.eq=G1, ?make=M&garage=null, ?make=M&q.garage.state.eq=S2",
 			"totals 2, 1 and 1", func(t *T) {
 				cs := t.cars()
@@ -145,10 +135,8 @@ func carChecks() []Check {
 				t.wantTotal("/cars?make="+cs.make+"&garage=null", 1)
 				t.wantTotal("/cars?make="+cs.make+"&q.garage.state.eq="+cs.stateB, 1)
 			}),
-		def(p, "ignore-case", Should, grammar, "GET /cars?make=M&color=RED",
-			"total 2 (string matches ignore case)", func(t *T) {
-				t.wantTotal("/cars?make="+t.cars().make+"&color=RED", 2)
-			}),
+		totals(p, "ignore-case", Should, grammar, "GET /cars?make=M&color=RED",
+			"total 2 (string matches ignore case)", 2, "/cars?make={make}&color=RED"),
 		def(p, "unknown-field", Must, grammar, "GET /cars?zzz=1 and /cars?q.color.zz=red",
 			"400 problems naming zzz and the operator's parameter", func(t *T) {
 				t.Problem(t.Do("GET", "/cars?zzz=1"), 400, "validation", "zzz")
@@ -271,9 +259,7 @@ func searchChecks() []Check {
 				search(t, map[string]any{"make": t.cars().make, "name": name})
 				t.wantTotal("/search/"+name, 4)
 			}),
-		def(p, "query-segment", Must, "docs/cars.md#paths", "GET /search/make=M;color=red",
-			"total 2: a segment that names no saved search is a query", func(t *T) {
-				t.wantTotal("/search/make="+t.cars().make+";color=red", 2)
-			}),
+		totals(p, "query-segment", Must, "docs/cars.md#paths", "GET /search/make=M;color=red",
+			"total 2: a segment that names no saved search is a query", 2, "/search/make={make};color=red"),
 	}
 }

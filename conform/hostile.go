@@ -64,10 +64,8 @@ func hostileChecks() []Check {
 				g := t.Do("GET", loc, basic(t.owner()))
 				t.Check(g.JSON()["canceled"] == false, "the order reads canceled %v after the refused body", g.JSON()["canceled"])
 			}),
-		def(p, "quote-in-query", Must, "docs/cars.md#the-query-grammar", `GET /cars?make=M&color=' OR '1'='1`,
-			"200 with total 0: the value is data", func(t *T) {
-				t.wantTotal("/cars?make="+t.cars().make+"&color=%27%20OR%20%271%27%3D%271", 0)
-			}),
+		totals(p, "quote-in-query", Must, "docs/cars.md#the-query-grammar", `GET /cars?make=M&color=' OR '1'='1`,
+			"200 with total 0: the value is data", 0, "/cars?make={make}&color=%27%20OR%20%271%27%3D%271"),
 		def(p, "dot-segments", Must, doc, "GET /cars/../v1/people",
 			"308 to the absolute clean path /v1/people, never its content", func(t *T) {
 				r := t.Expect(308, "GET", "/cars/../v1/people")
