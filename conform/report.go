@@ -89,13 +89,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "part\tchecks\tpassed\tfailed\tskipped\tMUST failed")
-	for _, p := range Parts() {
-		var n, pass, fail, skip, mustFail int
-		for _, r := range rep.Results {
-			if r.Part != p {
-				continue
-			}
-			n++
+	for _, results := range rep.byPart() {
+		var pass, fail, skip, mustFail int
+		for _, r := range results {
 			switch r.Status {
 			case Passed:
 				pass++
@@ -108,15 +104,31 @@ func (rep *Report) WriteText(w io.Writer) error {
 				skip++
 			}
 		}
-		if n > 0 {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", p, n, pass, fail, skip, mustFail)
-		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", results[0].Part, len(results), pass, fail, skip, mustFail)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "\n%s (%s)\n", rep.Summary(), rep.Duration.Round(time.Millisecond))
 	return err
+}
+
+// byPart groups the results by part, in the order of Parts, leaving out
+// the parts without results.
+func (rep *Report) byPart() [][]Result {
+	var out [][]Result
+	for _, p := range Parts() {
+		var results []Result
+		for _, r := range rep.Results {
+			if r.Part == p {
+				results = append(results, r)
+			}
+		}
+		if len(results) > 0 {
+			out = append(out, results)
+		}
+	}
+	return out
 }
 
 // Summary is the report's last line without its time: "N passed, M
@@ -136,22 +148,23 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 
 // JUnit XML, as CI systems read it: a suite per part, a case per check.
 type junitSuites struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Name    string       `xml:"name,attr"`
-	Tests   int          `xml:"tests,attr"`
-	Fails   int          `xml:"failures,attr"`
-	Skips   int          `xml:"skipped,attr"`
-	Time    string       `xml:"time,attr"`
-	Suites  []junitSuite `xml:"testsuite"`
+	XMLName xml.Name `xml:"testsuites"`
+	junitCounts
+	Suites []junitSuite `xml:"testsuite"`
 }
 
 type junitSuite struct {
-	Name  string      `xml:"name,attr"`
-	Tests int         `xml:"tests,attr"`
-	Fails int         `xml:"failures,attr"`
-	Skips int         `xml:"skipped,attr"`
-	Time  string      `xml:"time,attr"`
+	junitCounts
 	Cases []junitCase `xml:"testcase"`
+}
+
+// junitCounts are the attributes a suite and the whole run share.
+type junitCounts struct {
+	Name  string `xml:"name,attr"`
+	Tests int    `xml:"tests,attr"`
+	Fails int    `xml:"failures,attr"`
+	Skips int    `xml:"skipped,attr"`
+	Time  string `xml:"time,attr"`
 }
 
 type junitCase struct {
@@ -172,17 +185,14 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
 // WriteJUnit writes the report as JUnit XML.
 func (rep *Report) WriteJUnit(w io.Writer) error {
-	out := junitSuites{Name: "yard conform " + rep.URL, Tests: len(rep.Results), Fails: rep.Failed,
-		Skips: rep.Skipped, Time: seconds(rep.Duration)}
-	for _, p := range Parts() {
-		s := junitSuite{Name: p}
+	out := junitSuites{junitCounts: junitCounts{Name: "yard conform " + rep.URL, Tests: len(rep.Results), Fails: rep.Failed,
+		Skips: rep.Skipped, Time: seconds(rep.Duration)}}
+	for _, results := range rep.byPart() {
+		s := junitSuite{junitCounts: junitCounts{Name: results[0].Part}}
 		var d time.Duration
-		for _, r := range rep.Results {
-			if r.Part != p {
-				continue
-			}
+		for _, r := range results {
 			d += r.Duration
-			c := junitCase{Name: r.ID, ClassName: "conform." + p, Time: seconds(r.Duration)}
+			c := junitCase{Name: r.ID, ClassName: "conform." + r.Part, Time: seconds(r.Duration)}
 			switch r.Status {
 			case Failed:
 				s.Fails++
@@ -195,9 +205,7 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 			s.Cases = append(s.Cases, c)
 		}
 		s.Tests, s.Time = len(s.Cases), seconds(d)
-		if s.Tests > 0 {
-			out.Suites = append(out.Suites, s)
-		}
+		out.Suites = append(out.Suites, s)
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
