@@ -1,7 +1,6 @@
 package conform
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -101,8 +100,7 @@ func barkChecks() []Check {
 			}),
 		def(p, "not-owner", Must, "docs/api.md#dogs", "POST …/barks as another person",
 			"403 problem", func(t *T) {
-				r := t.Do("POST", t.dog()+"barks", basic(t.other()), jsonBody(map[string]any{"effect": "record"}))
-				t.Problem(r, 403, "forbidden")
+				t.Problem(t.Do("POST", t.dog()+"barks", basic(t.other()), jsonBody(map[string]any{"effect": "record"})), 403, "forbidden")
 			}),
 		def(p, "delete-record", Must, "docs/barks.md#a-bark-task", "DELETE a finished record bark, then GET it",
 			"204, then 404; barkCount unchanged", func(t *T) {
@@ -170,16 +168,13 @@ func barkChecks() []Check {
 	}
 }
 
-// schedule PATCH helpers
-func schedulePatch(next any, freq float64) []byte {
-	return []byte(fmt.Sprintf(`{"barks":{"next":%v,"frequency":%v}}`, jsonValue(next), freq))
-}
-
-func jsonValue(v any) string {
-	if s, ok := v.(string); ok {
-		return `"` + s + `"`
+// schedulePatch sends the merge patch {"barks":{"next":next,"frequency":freq}}.
+func schedulePatch(next any, freq float64) opt {
+	type barks struct {
+		Next      any     `json:"next"`
+		Frequency float64 `json:"frequency"`
 	}
-	return fmt.Sprint(v)
+	return jsonBody(map[string]barks{"barks": {next, freq}})
 }
 
 func scheduleChecks() []Check {
@@ -189,13 +184,12 @@ func scheduleChecks() []Check {
 	return []Check{
 		def(p, "patch-428", Must, doc, `PATCH /v1/dogs/{id}/ {"barks":{…}} without If-Unmodified-Since`,
 			"428 problem", func(t *T) {
-				r := t.Do("PATCH", t.newDog(nil), basic(t.owner()), rawBody("application/json", schedulePatch(later(time.Hour), 60)))
-				t.Problem(r, 428, "")
+				t.Problem(t.Do("PATCH", t.newDog(nil), basic(t.owner()), schedulePatch(later(time.Hour), 60)), 428, "")
 			}),
 		def(p, "patch-205", Must, doc, `PATCH {"barks":{"next":0,"frequency":60}} with If-Unmodified-Since, then GET the dog`,
 			`205 (next: 0 was resolved), and the dog shows barks with next and frequency 60`, func(t *T) {
 				dog := t.newDog(nil)
-				t.Expect(205, "PATCH", dog, basic(t.owner()), rawBody("application/json", schedulePatch(0, 60)), header("If-Unmodified-Since", date()))
+				t.Expect(205, "PATCH", dog, basic(t.owner()), schedulePatch(0, 60), header("If-Unmodified-Since", date()))
 				g := t.Do("GET", dog, basic(t.owner()))
 				b, _ := g.JSON()["barks"].(map[string]any)
 				t.Check(b != nil && b["frequency"] == float64(60) && b["next"] != nil, "the dog's barks %v, want next and frequency 60", g.JSON()["barks"])
@@ -204,21 +198,20 @@ func scheduleChecks() []Check {
 			"the same 2xx status both times, and the schedule as after the first", func(t *T) {
 				dog := t.newDog(nil)
 				d, body := date(), schedulePatch(later(2*time.Hour), 30)
-				r1 := t.Do("PATCH", dog, basic(t.owner()), rawBody("application/json", body), header("If-Unmodified-Since", d))
+				r1 := t.Do("PATCH", dog, basic(t.owner()), body, header("If-Unmodified-Since", d))
 				t.Status(r1, 204, 205)
-				r2 := t.Do("PATCH", dog, basic(t.owner()), rawBody("application/json", body), header("If-Unmodified-Since", d))
+				r2 := t.Do("PATCH", dog, basic(t.owner()), body, header("If-Unmodified-Since", d))
 				t.Status(r2, r1.Status)
 			}),
 		def(p, "patch-412", Must, doc, "a schedule PATCH with If-Unmodified-Since a day before the dog's last change (another body than the last applied)",
 			"412 problem", func(t *T) {
 				dog := t.newDog(nil)
 				old := time.Now().Add(-24 * time.Hour).UTC().Format(http.TimeFormat)
-				r := t.Do("PATCH", dog, basic(t.owner()), rawBody("application/json", schedulePatch(later(time.Hour), 45)), header("If-Unmodified-Since", old))
-				t.Problem(r, 412, "precondition-failed")
+				t.Problem(t.Do("PATCH", dog, basic(t.owner()), schedulePatch(later(time.Hour), 45), header("If-Unmodified-Since", old)), 412, "precondition-failed")
 			}),
 		def(p, "patch-refused", Must, doc, `PATCH {"barks":{"next":<an hour ago>,"frequency":60}}`,
 			"403 problem explaining why", func(t *T) {
-				r := t.Do("PATCH", t.newDog(nil), basic(t.owner()), rawBody("application/json", schedulePatch(later(-time.Hour), 60)), header("If-Unmodified-Since", date()))
+				r := t.Do("PATCH", t.newDog(nil), basic(t.owner()), schedulePatch(later(-time.Hour), 60), header("If-Unmodified-Since", date()))
 				t.Problem(r, 403, "")
 				t.Check(r.Str("detail") != "", "the 403 does not say why")
 			}),

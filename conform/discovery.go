@@ -43,8 +43,7 @@ func discoveryChecks() []Check {
 			}),
 		def(p, "not-found", Must, "docs/api.md#http", "GET an unknown path",
 			"404 application/problem+json with type …/problems/not-found, title, status", func(t *T) {
-				r := t.Do("GET", "/"+t.k.prefix+"-nowhere")
-				t.Problem(r, 404, "not-found")
+				t.Problem(t.Do("GET", "/"+t.k.prefix+"-nowhere"), 404, "not-found")
 			}),
 		def(p, "problem-page", Should, "docs/api.md#http", "GET the type URL of a 404 problem",
 			"200: the type is a page that explains the problem", func(t *T) {
