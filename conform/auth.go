@@ -181,7 +181,7 @@ func sessionChecks() []Check {
 		def(p, "form-login", Should, doc, "POST /sessions as an HTML form (username, password)",
 			"201 with the cookie", func(t *T) {
 				form := url.Values{"username": {t.owner().name}, "password": {t.owner().password}}
-				r := t.Do("POST", "/sessions", rawBody("application/x-www-form-urlencoded", []byte(form.Encode())))
+				r := t.Do("POST", "/sessions", formBody(form))
 				if loc := r.Header.Get("Location"); loc != "" {
 					t.k.created("session", "DELETE", loc, nil, 204, 404)
 				}

@@ -46,6 +46,18 @@ func (t *T) browser() jar {
 	return j
 }
 
+// allow opens the page as the owner's browser and answers its form with
+// Allow: the fields, the page's csrf_token and decision=allow, posted to
+// action. It wants 303 and returns that answer.
+func (t *T) allow(page, action string, fields url.Values) *Resp {
+	j := t.browser()
+	r := t.Expect(200, "GET", page, j.opt())
+	j.take(r)
+	fields.Set("csrf_token", csrf(t, r))
+	fields.Set("decision", "allow")
+	return t.Expect(303, "POST", action, j.opt(), formBody(fields))
+}
+
 var csrfField = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
 
 func csrf(t *T, r *Resp) string {
@@ -97,11 +109,7 @@ func (t *T) oauthFlow(c consumer) (token, secret string) {
 	f, _ := url.ParseQuery(string(r.Body))
 	rt, rs := f.Get("oauth_token"), f.Get("oauth_token_secret")
 	t.Check(rt != "" && rs != "" && f.Get("oauth_callback_confirmed") == "true", "request_token answered %q", redact(string(r.Body)))
-	j := t.browser()
-	page := t.Expect(200, "GET", "/oauth/authorize?oauth_token="+url.QueryEscape(rt), j.opt())
-	j.take(page)
-	form := url.Values{"oauth_token": {rt}, "decision": {"allow"}, "csrf_token": {csrf(t, page)}}
-	a := t.Expect(303, "POST", "/oauth/authorize", j.opt(), rawBody("application/x-www-form-urlencoded", []byte(form.Encode())))
+	a := t.allow("/oauth/authorize?oauth_token="+url.QueryEscape(rt), "/oauth/authorize", url.Values{"oauth_token": {rt}})
 	cb, err := url.Parse(a.Header.Get("Location"))
 	t.Check(err == nil && cb.Host == "client.example" && cb.Query().Get("oauth_verifier") != "", "Allow redirected to %q, want the callback with oauth_verifier", a.Header.Get("Location"))
 	x := t.Expect(200, "POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", rt, rs, map[string]string{"oauth_verifier": cb.Query().Get("oauth_verifier")}, randomHex(8), time.Now()))
@@ -200,21 +208,14 @@ func openidChecks() []Check {
 		def(p, "associate", Must, doc, "POST /openid/login openid.mode=associate, HMAC-SHA256, no-encryption",
 			"200 key-value form with assoc_handle, assoc_type HMAC-SHA256, expires_in and a 32-byte mac_key", func(t *T) {
 				f := url.Values{"openid.ns": {openidNS}, "openid.mode": {"associate"}, "openid.assoc_type": {"HMAC-SHA256"}, "openid.session_type": {"no-encryption"}}
-				r := t.Expect(200, "POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(f.Encode())))
+				r := t.Expect(200, "POST", "/openid/login", formBody(f))
 				kv := keyValues(r.Body)
 				key, err := base64.StdEncoding.DecodeString(kv["mac_key"])
 				t.Check(kv["assoc_handle"] != "" && kv["assoc_type"] == "HMAC-SHA256" && kv["expires_in"] != "" && err == nil && len(key) == 32, "the association lacks a field (handle %q, type %q)", kv["assoc_handle"], kv["assoc_type"])
 			}),
 		def(p, "assertion", Must, doc, "checkid_setup as a signed-in person, Allow on the confirmation page, check_authentication of the assertion twice",
 			"303 to return_to with openid.mode=id_res and a sig that verifies; is_valid:true, then is_valid:false (a nonce is checked once)", func(t *T) {
-				j := t.browser()
-				in := openidSignIn(rp)
-				page := t.Expect(200, "GET", "/openid/login?"+in.Encode(), j.opt())
-				j.take(page)
-				form := openidSignIn(rp)
-				form.Set("csrf_token", csrf(t, page))
-				form.Set("decision", "allow")
-				a := t.Expect(303, "POST", "/openid/confirm", j.opt(), rawBody("application/x-www-form-urlencoded", []byte(form.Encode())))
+				a := t.allow("/openid/login?"+openidSignIn(rp).Encode(), "/openid/confirm", openidSignIn(rp))
 				back, err := url.Parse(a.Header.Get("Location"))
 				t.Check(err == nil && strings.HasPrefix(back.String(), rp+"back"), "redirected to %q, want %sback", a.Header.Get("Location"), rp)
 				q := back.Query()
@@ -222,9 +223,9 @@ func openidChecks() []Check {
 				t.Check(strings.HasSuffix(q.Get("openid.identity"), "/openid/id/"+t.owner().name), "identity %q is not the signed-in person's", q.Get("openid.identity"))
 				check := maps.Clone(q)
 				check.Set("openid.mode", "check_authentication")
-				r := t.Expect(200, "POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(check.Encode())))
+				r := t.Expect(200, "POST", "/openid/login", formBody(check))
 				t.Check(keyValues(r.Body)["is_valid"] == "true", "check_authentication: is_valid %q, want true", keyValues(r.Body)["is_valid"])
-				r = t.Do("POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(check.Encode())))
+				r = t.Do("POST", "/openid/login", formBody(check))
 				t.Check(keyValues(r.Body)["is_valid"] == "false", "the second check_authentication: is_valid %q, want false", keyValues(r.Body)["is_valid"])
 			}),
 		def(p, "forged", Must, doc, "check_authentication of an assertion with a forged sig",
@@ -236,7 +237,7 @@ func openidChecks() []Check {
 					"openid.return_to": {rp + "back"}, "openid.response_nonce": {time.Now().UTC().Format("2006-01-02T15:04:05Z") + randomHex(4)},
 					"openid.assoc_handle": {"forged"}, "openid.signed": {"op_endpoint,claimed_id,identity,return_to,response_nonce,assoc_handle"},
 					"openid.sig": {base64.StdEncoding.EncodeToString(mac.Sum(nil))}}
-				r := t.Do("POST", "/openid/login", rawBody("application/x-www-form-urlencoded", []byte(f.Encode())))
+				r := t.Do("POST", "/openid/login", formBody(f))
 				t.Check(r.Status == 200 || r.Status == 400, "status %d", r.Status)
 				t.Check(keyValues(r.Body)["is_valid"] != "true", "a forged assertion was called valid")
 				t.Check(r.Status == 400 || keyValues(r.Body)["is_valid"] == "false", "answered %q, want is_valid:false", r.Body)

@@ -74,6 +74,11 @@ func rawBody(ctype string, b []byte) opt {
 	return func(_ *http.Request, rb *reqBody) { rb.b, rb.ctype = b, ctype }
 }
 
+// formBody sends the values as an HTML form.
+func formBody(v url.Values) opt {
+	return rawBody("application/x-www-form-urlencoded", []byte(v.Encode()))
+}
+
 // header sets a request header.
 func header(name, value string) opt {
 	return func(r *http.Request, _ *reqBody) { r.Header.Set(name, value) }

@@ -130,19 +130,17 @@ func (t *T) newPerson(role string) *person {
 }
 
 // owner is the person who owns the kit's dogs, orders and keys.
-func (t *T) owner() *person {
-	if t.k.owner == nil {
-		t.k.owner = t.newPerson("owner")
-	}
-	return t.k.owner
-}
+func (t *T) owner() *person { return t.person(&t.k.owner, "owner") }
 
 // other is a second person, who must not reach the owner's things.
-func (t *T) other() *person {
-	if t.k.other == nil {
-		t.k.other = t.newPerson("other")
+func (t *T) other() *person { return t.person(&t.k.other, "other") }
+
+// person is *p, created with the role when it is first asked for.
+func (t *T) person(p **person, role string) *person {
+	if *p == nil {
+		*p = t.newPerson(role)
 	}
-	return t.k.other
+	return *p
 }
 
 // newDog creates a dog of the owner's with the fields and returns its URL.

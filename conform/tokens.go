@@ -221,8 +221,7 @@ func signedChecks() []Check {
 			`201, Location /apikeys/{apiKey}, {"apiKey","secret"}`, func(t *T) { t.apiKey() }),
 		def(p, "ok", Must, doc, "GET /v1/dogs?max=5&offset=0 signed: timestamp, apiKey, signature = hex HMAC-SHA256 of the path and the sorted, lower-cased pairs",
 			"200", func(t *T) {
-				k := t.apiKey()
-				t.Expect(200, "GET", k.signed("/v1/dogs", "max=5&offset=0", time.Now()))
+				t.Expect(200, "GET", t.apiKey().signed("/v1/dogs", "max=5&offset=0", time.Now()))
 			}),
 		def(p, "replay", Must, doc, "the same signed request twice",
 			"200, then 401", func(t *T) {
@@ -233,8 +232,7 @@ func signedChecks() []Check {
 			}),
 		def(p, "expired", Must, doc, "a signed request with a timestamp 1000 s old",
 			"401", func(t *T) {
-				k := t.apiKey()
-				t.Expect(401, "GET", k.signed(t.me(), "", time.Now().Add(-1000*time.Second)))
+				t.Expect(401, "GET", t.apiKey().signed(t.me(), "", time.Now().Add(-1000*time.Second)))
 			}),
 		def(p, "bad-signature", Must, doc, "a signed request whose query was changed after signing",
 			"401", func(t *T) {
@@ -244,8 +242,7 @@ func signedChecks() []Check {
 			}),
 		def(p, "method-binding", Must, "docs/auth.md#binding-the-method-and-the-body", "a signed GET whose signed query holds method=POST",
 			"401: the bound method does not match", func(t *T) {
-				k := t.apiKey()
-				t.Expect(401, "GET", k.signed(t.me(), "method=POST", time.Now()))
+				t.Expect(401, "GET", t.apiKey().signed(t.me(), "method=POST", time.Now()))
 			}),
 		def(p, "deleted-key", Must, doc, "DELETE /apikeys/{apiKey}, then a signed request with it",
 			"204, then 401", func(t *T) {
