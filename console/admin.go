@@ -3,6 +3,7 @@ package console
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"net/http"
 	"slices"
 	"strconv"
@@ -106,9 +107,7 @@ type opsPage struct {
 // (backups.go). Administrators only.
 func (c *Console) handleOps(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "ops"
-	var page opsPage
-	var status int
-	page.Backups, status = c.backups(cl, r)
+	page := opsPage{Backups: c.backups(cl, r)}
 	var h, rd struct{ Status, Store, CarSearch string }
 	if res := cl.do("GET", "/healthz", nil, nil); res.decode(&h) {
 		page.Health = h.Status
@@ -146,16 +145,10 @@ func (c *Console) handleOps(cl *call, w http.ResponseWriter, r *http.Request) {
 		page.TopRoutes = append(page.TopRoutes, routeCount{k, v})
 	}
 	slices.SortFunc(page.TopRoutes, func(a, b routeCount) int {
-		if a.Count != b.Count {
-			if a.Count > b.Count {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Route, b.Route)
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Route, b.Route))
 	})
 	page.TopRoutes = page.TopRoutes[:min(10, len(page.TopRoutes))]
-	c.render(w, r, cl, status, "ops", "Server", page)
+	c.render(w, r, cl, cl.status, "ops", "Server", page)
 }
 
 // consumer is an OAuth 1.0a consumer as GET /oauth/consumers shows it.
@@ -181,9 +174,8 @@ type authorization struct {
 // Administrators only.
 func (c *Console) handleConsumers(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "oauth"
-	status := http.StatusOK
 	if r.Method == http.MethodPost {
-		var res result
+		res := result{Status: http.StatusBadRequest}
 		switch r.PostForm.Get("op") {
 		case "create":
 			body := map[string]any{"name": strings.TrimSpace(r.PostForm.Get("name"))}
@@ -196,33 +188,22 @@ func (c *Console) handleConsumers(cl *call, w http.ResponseWriter, r *http.Reque
 				cl.secret = &secret{Label: "Key " + k.Key + ", secret (shown once)", Value: k.Secret}
 			}
 		case "delete":
-			if res = cl.do("DELETE", "/oauth/consumers/"+seg(r.PostForm.Get("key")), nil, nil); res.ok() {
-				cl.notice = "Deleted the consumer."
-			}
+			res = cl.noteOK(cl.do("DELETE", "/oauth/consumers/"+seg(r.PostForm.Get("key")), nil, nil), "Deleted the consumer.")
 		case "revoke":
-			if res = cl.do("DELETE", "/oauth/authorizations/"+seg(r.PostForm.Get("id")), nil, nil); res.ok() {
-				cl.notice = "Revoked the authorization."
-			}
-		default:
-			res = result{Status: http.StatusBadRequest}
+			res = cl.noteOK(cl.do("DELETE", "/oauth/authorizations/"+seg(r.PostForm.Get("id")), nil, nil), "Revoked the authorization.")
 		}
 		if !res.ok() {
-			cl.problemOf(res)
-			status = res.Status
+			cl.refused(res)
 		}
 	}
-	var cs struct {
-		Items []consumer `json:"items"`
-	}
+	var cs items[consumer]
 	if res := cl.do("GET", "/oauth/consumers?max=100", nil, nil); !res.decode(&cs) {
 		cl.problemOf(res)
-		status = res.Status
+		cl.status = res.Status // the list's refusal, over the form's
 	}
-	var as struct {
-		Items []authorization `json:"items"`
-	}
+	var as items[authorization]
 	cl.do("GET", "/oauth/authorizations?max=100", nil, nil).decode(&as)
-	c.render(w, r, cl, status, "consumers", "OAuth consumers", struct {
+	c.render(w, r, cl, cl.status, "consumers", "OAuth consumers", struct {
 		Consumers      []consumer
 		Authorizations []authorization
 	}{cs.Items, as.Items})
@@ -238,7 +219,6 @@ type peoplePage struct {
 // only.
 func (c *Console) handlePeople(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "people"
-	status := http.StatusOK
 	if r.Method == http.MethodPost {
 		f := r.PostForm
 		body := map[string]any{"name": strings.TrimSpace(f.Get("name")), "email": strings.TrimSpace(f.Get("email"))}
@@ -254,10 +234,9 @@ func (c *Console) handlePeople(cl *call, w http.ResponseWriter, r *http.Request)
 			cl.notice = "Created " + p.Name + "."
 			cl.secret = &secret{Label: "Password of " + p.Name + " (shown once)", Value: p.Password}
 		} else {
-			cl.problemOf(res)
-			status = res.Status
+			cl.refused(res)
 		}
 	}
-	people, pg := readList[person](cl, r, "/v1/people", Prefix+"admin/people?", &status)
-	c.render(w, r, cl, status, "people", "People", peoplePage{People: people, Pager: pg})
+	people, pg := readList[person](cl, r, "/v1/people", Prefix+"admin/people?")
+	c.render(w, r, cl, cl.status, "people", "People", peoplePage{People: people, Pager: pg})
 }

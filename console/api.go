@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -36,6 +37,7 @@ type call struct {
 	problem string
 	secret  *secret
 	section string
+	status  int // the page's status: 200, or the first refusal's
 }
 
 // result is an API answer.
@@ -91,6 +93,23 @@ func (cl *call) problemOf(r result) {
 	cl.problem = "The API answered " + r.problemText()
 }
 
+// refused records r's problem for the page and, unless an earlier
+// refusal on the page set one, its status.
+func (cl *call) refused(r result) {
+	cl.problemOf(r)
+	if cl.status == http.StatusOK {
+		cl.status = r.Status
+	}
+}
+
+// noteOK sets the page's notice when r is a 2xx answer, and returns r.
+func (cl *call) noteOK(r result, notice string) result {
+	if r.ok() {
+		cl.notice = notice
+	}
+	return r
+}
+
 // do sends one request to the public API in-process, as the signed-in
 // person (their session cookie), and records it for the page's panel.
 // body, when not nil, is sent as JSON, or as is when it is a []byte (with
@@ -105,9 +124,7 @@ func (cl *call) do(method, path string, body any, header map[string]string) resu
 		raw, _ = json.Marshal(body)
 		if header["Content-Type"] == "" {
 			h := map[string]string{"Content-Type": "application/json"}
-			for k, v := range header {
-				h[k] = v
-			}
+			maps.Copy(h, header)
 			header = h
 		}
 	}

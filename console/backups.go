@@ -32,10 +32,8 @@ type backupsPart struct {
 // backups is the server page's part for backups: on POST ("Back up now")
 // a backup through POST /v1/backups, whose refusal (409 while another is
 // taken or on PostgreSQL, 429 within a minute of the newest) the page
-// shows with its status; then the list, GET /v1/backups. It returns the
-// part and the status the page answers with.
-func (c *Console) backups(cl *call, r *http.Request) (backupsPart, int) {
-	status := http.StatusOK
+// shows with its status; then the list, GET /v1/backups.
+func (c *Console) backups(cl *call, r *http.Request) backupsPart {
 	if r.Method == http.MethodPost {
 		var b backup
 		res := result{Status: http.StatusBadRequest}
@@ -45,10 +43,9 @@ func (c *Console) backups(cl *call, r *http.Request) (backupsPart, int) {
 		if res.decode(&b) {
 			cl.notice = "Backed up into " + b.Name + " (" + b.Bytes() + ")."
 		} else {
-			cl.problemOf(res)
-			status = res.Status
+			cl.refused(res)
 		}
 	}
-	backups, pg := readList[backup](cl, r, "/v1/backups", Prefix+"admin/server?", &status)
-	return backupsPart{Backups: backups, Pager: pg}, status
+	backups, pg := readList[backup](cl, r, "/v1/backups", Prefix+"admin/server?")
+	return backupsPart{Backups: backups, Pager: pg}
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -61,9 +62,11 @@ type carList struct {
 }
 
 // readCars asks the API for a car list at path (a list URL without
-// query) with the filters of query, the facets and a page, and returns it
-// with links for self (a console path) that keep the filters.
-func (cl *call) readCars(path, query string, pairs []pair, self string, offset, max int) (carList, result) {
+// query) with the filters of query, the facets and the page r asks for,
+// and returns it with links for self (a console path) that keep the
+// filters.
+func (cl *call) readCars(r *http.Request, path, query string, pairs []pair, self string) (carList, result) {
+	offset, max := paging(r)
 	q := query
 	if q != "" {
 		q += "&"
@@ -71,12 +74,11 @@ func (cl *call) readCars(path, query string, pairs []pair, self string, offset, 
 	q += "facets=" + strings.Join(facetFields, ",") + "&offset=" + strconv.Itoa(offset) + "&max=" + strconv.Itoa(max)
 	res := cl.do("GET", path+"?"+q, nil, nil)
 	var body struct {
-		Items  []car                     `json:"items"`
-		Total  int                       `json:"total"`
+		items[car]
 		Facets map[string]map[string]int `json:"facets"`
 	}
 	if !res.decode(&body) {
-		cl.problemOf(res)
+		cl.refused(res)
 		return carList{}, res
 	}
 	list := carList{Cars: body.Items, Total: body.Total}
@@ -95,21 +97,24 @@ func (cl *call) readCars(path, query string, pairs []pair, self string, offset, 
 			}
 			fc.Values = append(fc.Values, facetValue{Value: v, Count: n, Selected: selected(pairs, f, v), Link: link})
 		}
+		// Most counted first, "null" (in no garage) last.
 		slices.SortFunc(fc.Values, func(a, b facetValue) int {
-			if (a.Value == "null") != (b.Value == "null") {
-				if a.Value == "null" {
-					return 1
-				}
-				return -1
-			}
-			if a.Count != b.Count {
-				return b.Count - a.Count
-			}
-			return strings.Compare(a.Value, b.Value)
+			return cmp.Or(boolCompare(a.Value == "null", b.Value == "null"), b.Count-a.Count, strings.Compare(a.Value, b.Value))
 		})
 		list.Facets = append(list.Facets, fc)
 	}
 	return list, res
+}
+
+// boolCompare orders false before true.
+func boolCompare(a, b bool) int {
+	if a == b {
+		return 0
+	}
+	if a {
+		return 1
+	}
+	return -1
 }
 
 // filters reads the car filters of a console page: the query box
@@ -139,7 +144,6 @@ type carsPage struct {
 func (c *Console) handleCars(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "cars"
 	query, pairs := filters(r)
-	status := http.StatusOK
 	page := carsPage{Query: query, IsAdmin: cl.user.IsAdmin()}
 	if r.Method == http.MethodPost {
 		query = strings.TrimSpace(r.PostForm.Get("grammar"))
@@ -152,20 +156,14 @@ func (c *Console) handleCars(cl *call, w http.ResponseWriter, r *http.Request) {
 			page.Saved = &s
 			cl.notice = "The search is saved."
 		} else {
-			cl.problemOf(res)
-			status = res.Status
+			cl.refused(res)
 		}
 	}
-	offset, max := paging(r)
-	list, res := cl.readCars("/cars", query, pairs, Prefix+"cars", offset, max)
-	if !res.ok() && status == http.StatusOK {
-		status = res.Status
-	}
-	page.List = list
+	page.List, _ = cl.readCars(r, "/cars", query, pairs, Prefix+"cars")
 	page.Shapes = shapes(c.cfg.BaseURL, query, pairs)
 	b, _ := json.Marshal(searchBody(pairs, ""))
 	page.Body = string(b)
-	c.render(w, r, cl, status, "cars", "Cars", page)
+	c.render(w, r, cl, cl.status, "cars", "Cars", page)
 }
 
 // handleCar is one car (GET /cars/{car_id}) and its garage.
@@ -175,10 +173,7 @@ func (c *Console) handleCar(cl *call, w http.ResponseWriter, r *http.Request) {
 		Car    car
 		Garage *garage
 	}
-	res := cl.do("GET", "/cars/"+seg(r.PathValue("car_id")), nil, nil)
-	if !res.decode(&v.Car) {
-		cl.problemOf(res)
-		c.render(w, r, cl, res.Status, "error", "Car not shown", errorPage{Detail: "The car could not be read."})
+	if _, ok := c.read(w, r, cl, "/cars/"+seg(r.PathValue("car_id")), &v.Car, "car"); !ok {
 		return
 	}
 	if v.Car.Garage != nil {
@@ -193,9 +188,8 @@ func (c *Console) handleCar(cl *call, w http.ResponseWriter, r *http.Request) {
 // handleGarages lists the garages a page at a time (GET /garages).
 func (c *Console) handleGarages(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "garages"
-	status := http.StatusOK
-	garages, pg := readList[garage](cl, r, "/garages", Prefix+"garages?", &status)
-	c.render(w, r, cl, status, "garages", "Garages", struct {
+	garages, pg := readList[garage](cl, r, "/garages", Prefix+"garages?")
+	c.render(w, r, cl, cl.status, "garages", "Garages", struct {
 		Garages []garage
 		Pager   pager
 	}{garages, pg})
@@ -207,20 +201,12 @@ func (c *Console) handleGarage(cl *call, w http.ResponseWriter, r *http.Request)
 	cl.section = "garages"
 	id := r.PathValue("garage_id")
 	var g garage
-	res := cl.do("GET", "/garages/"+seg(id), nil, nil)
-	if !res.decode(&g) {
-		cl.problemOf(res)
-		c.render(w, r, cl, res.Status, "error", "Garage not shown", errorPage{Detail: "The garage could not be read."})
+	if _, ok := c.read(w, r, cl, "/garages/"+seg(id), &g, "garage"); !ok {
 		return
 	}
 	query, pairs := filters(r)
-	offset, max := paging(r)
-	list, lres := cl.readCars("/garages/"+seg(id)+"/cars", query, pairs, Prefix+"garages/"+seg(id), offset, max)
-	status := http.StatusOK
-	if !lres.ok() {
-		status = lres.Status
-	}
-	c.render(w, r, cl, status, "garage", g.Name, struct {
+	list, _ := cl.readCars(r, "/garages/"+seg(id)+"/cars", query, pairs, Prefix+"garages/"+seg(id))
+	c.render(w, r, cl, cl.status, "garage", g.Name, struct {
 		Garage garage
 		List   carList
 		Query  string
@@ -233,22 +219,18 @@ func (c *Console) handleSearch(cl *call, w http.ResponseWriter, r *http.Request)
 	cl.section = "cars"
 	id := r.PathValue("search_id")
 	if r.Method == http.MethodPost && r.PostForm.Get("op") == "delete" {
-		res := cl.do("DELETE", "/searches/"+seg(id), nil, nil)
-		if res.ok() {
-			c.render(w, r, cl, http.StatusOK, "message", "Search deleted",
-				message{Text: "The search is deleted.", Link: Prefix + "searches", LinkLabel: "Back to the searches"})
-			return
+		if res := cl.do("DELETE", "/searches/"+seg(id), nil, nil); res.ok() {
+			c.deleted(w, r, cl, "search", "searches")
+		} else {
+			c.failPage(w, r, cl, res, "Search not deleted", "The search could not be deleted.")
 		}
-		cl.problemOf(res)
-		c.render(w, r, cl, res.Status, "error", "Search not deleted", errorPage{Detail: "The search could not be deleted."})
 		return
 	}
 	query, pairs := filters(r)
-	offset, max := paging(r)
 	self := Prefix + "searches/" + seg(id)
-	list, res := cl.readCars("/searches/"+seg(id), query, pairs, self, offset, max)
+	list, res := cl.readCars(r, "/searches/"+seg(id), query, pairs, self)
 	if !res.ok() {
-		c.render(w, r, cl, res.Status, "error", "Search not run", errorPage{Detail: "The search could not be run."})
+		c.failPage(w, r, cl, res, "Search not run", "The search could not be run.")
 		return
 	}
 	c.render(w, r, cl, http.StatusOK, "search", "Search "+id, struct {
@@ -263,9 +245,8 @@ func (c *Console) handleSearch(cl *call, w http.ResponseWriter, r *http.Request)
 // only).
 func (c *Console) handleSearches(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "searches"
-	status := http.StatusOK
-	searches, pg := readList[search](cl, r, "/searches", Prefix+"searches?", &status)
-	c.render(w, r, cl, status, "searches", "Saved searches", struct {
+	searches, pg := readList[search](cl, r, "/searches", Prefix+"searches?")
+	c.render(w, r, cl, cl.status, "searches", "Saved searches", struct {
 		Searches []search
 		Pager    pager
 	}{searches, pg})

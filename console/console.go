@@ -155,7 +155,7 @@ func (c *Console) page(pattern string, admin bool, h func(*call, http.ResponseWr
 			c.cfg.Pages.RedirectToSignIn(w, r)
 			return
 		}
-		cl := &call{c: c, r: r, user: user}
+		cl := &call{c: c, r: r, user: user, status: http.StatusOK}
 		if admin && !user.IsAdmin() {
 			c.render(w, r, cl, http.StatusForbidden, "error", "Administrators only",
 				errorPage{Detail: "This page is for administrators."})
@@ -239,6 +239,31 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, cl *call, statu
 		Problem: cl.problem, Secret: cl.secret, Section: cl.section, User: cl.user})
 }
 
+// failPage renders the error page for the API's refusal res.
+func (c *Console) failPage(w http.ResponseWriter, r *http.Request, cl *call, res result, title, detail string) {
+	cl.problemOf(res)
+	c.render(w, r, cl, res.Status, "error", title, errorPage{Detail: detail})
+}
+
+// read reads the API resource at path into v for a page of one thing
+// (what names it: "dog"); when the API refuses, it renders the error page
+// and reports false.
+func (c *Console) read(w http.ResponseWriter, r *http.Request, cl *call, path string, v any, what string) (result, bool) {
+	res := cl.do("GET", path, nil, nil)
+	if res.decode(v) {
+		return res, true
+	}
+	c.failPage(w, r, cl, res, strings.ToUpper(what[:1])+what[1:]+" not shown", "The "+what+" could not be read.")
+	return res, false
+}
+
+// deleted renders the page that says the thing (what: "dog") is deleted,
+// with a link back to its list, the console page list.
+func (c *Console) deleted(w http.ResponseWriter, r *http.Request, cl *call, what, list string) {
+	c.render(w, r, cl, http.StatusOK, "message", strings.ToUpper(what[:1])+what[1:]+" deleted",
+		message{Text: "The " + what + " is deleted.", Link: Prefix + list, LinkLabel: "Back to the " + list})
+}
+
 func (c *Console) renderView(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
 	v.CSRF = pages.CSRFToken(r)
 	var buf bytes.Buffer
@@ -317,8 +342,7 @@ func (c *Console) handleSignOut(cl *call, w http.ResponseWriter, r *http.Request
 // go.
 func (c *Console) handleHome(cl *call, w http.ResponseWriter, r *http.Request) {
 	var me person
-	res := cl.do("GET", "/v1/people/"+seg(cl.user.UserID), nil, nil)
-	if !res.decode(&me) {
+	if res := cl.do("GET", "/v1/people/"+seg(cl.user.UserID), nil, nil); !res.decode(&me) {
 		cl.problemOf(res)
 	}
 	cl.section = "home"

@@ -12,6 +12,9 @@ import (
 // effects are the bark effects (docs/barks.md, "The effects").
 var effects = []string{"record", "email", "email-count", "fetch-code"}
 
+// mergePatch is the header of a JSON merge patch (RFC 7396).
+var mergePatch = map[string]string{"Content-Type": "application/merge-patch+json"}
+
 // person is a person as GET /v1/people/{id} shows them.
 type person struct {
 	ID       string   `json:"id"`
@@ -67,38 +70,32 @@ type pager struct {
 // max.
 func newPager(prefix string, res result, offset, max, total int) pager {
 	p := pager{Offset: offset, Max: max, Total: total}
-	link := func(off int) string { return prefix + "offset=" + strconv.Itoa(off) + "&max=" + strconv.Itoa(max) }
+	links := map[string]*string{"first": &p.First, "prev": &p.Prev, "next": &p.Next, "last": &p.Last}
 	for rel, off := range pageLinks(res.Header) {
-		switch rel {
-		case "first":
-			p.First = link(off)
-		case "prev":
-			p.Prev = link(off)
-		case "next":
-			p.Next = link(off)
-		case "last":
-			p.Last = link(off)
+		if l := links[rel]; l != nil {
+			*l = prefix + "offset=" + strconv.Itoa(off) + "&max=" + strconv.Itoa(max)
 		}
 	}
 	return p
+}
+
+// items is the body of an API list: a page of items and, where the API
+// counts them, their total.
+type items[T any] struct {
+	Items []T `json:"items"`
+	Total int `json:"total"`
 }
 
 // readList reads the page of the API list at path (no query) that the
 // console page's own offset and max name, and its pager over the console
 // page self (a console path and "?"). A refusal becomes the page's problem
 // and, unless an earlier call on the page set one, its status.
-func readList[T any](cl *call, r *http.Request, path, self string, status *int) ([]T, pager) {
+func readList[T any](cl *call, r *http.Request, path, self string) ([]T, pager) {
 	offset, max := paging(r)
-	var list struct {
-		Items []T `json:"items"`
-		Total int `json:"total"`
-	}
+	var list items[T]
 	res := cl.do("GET", path+"?offset="+strconv.Itoa(offset)+"&max="+strconv.Itoa(max), nil, nil)
 	if !res.decode(&list) {
-		cl.problemOf(res)
-		if *status == http.StatusOK {
-			*status = res.Status
-		}
+		cl.refused(res)
 	}
 	return list.Items, newPager(self, res, offset, max, list.Total)
 }
@@ -145,20 +142,16 @@ func (f dogForm) body() map[string]any {
 func (c *Console) handleDogs(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "dogs"
 	page := dogsPage{Effects: effects}
-	status := http.StatusOK
 	if r.Method == http.MethodPost {
 		page.Form = readDogForm(r)
-		res := cl.do("POST", "/v1/dogs", page.Form.body(), nil)
-		if res.ok() {
-			cl.notice = "Created the dog " + page.Form.Name + "."
+		if res := cl.noteOK(cl.do("POST", "/v1/dogs", page.Form.body(), nil), "Created the dog "+page.Form.Name+"."); res.ok() {
 			page.Form = dogForm{}
 		} else {
-			cl.problemOf(res)
-			status = res.Status
+			cl.refused(res)
 		}
 	}
-	page.Dogs, page.Pager = readList[dog](cl, r, "/v1/dogs", Prefix+"dogs?", &status)
-	c.render(w, r, cl, status, "dogs", "Dogs", page)
+	page.Dogs, page.Pager = readList[dog](cl, r, "/v1/dogs", Prefix+"dogs?")
+	c.render(w, r, cl, cl.status, "dogs", "Dogs", page)
 }
 
 type dogPage struct {
@@ -177,29 +170,21 @@ func (c *Console) handleDog(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "dogs"
 	id := r.PathValue("dog_id")
 	api := "/v1/dogs/" + seg(id) + "/"
-	status := http.StatusOK
 	if r.Method == http.MethodPost {
 		res, done := c.dogAction(cl, r, api)
 		if done {
-			c.render(w, r, cl, http.StatusOK, "message", "Dog deleted",
-				message{Text: "The dog is deleted.", Link: Prefix + "dogs", LinkLabel: "Back to the dogs"})
+			c.deleted(w, r, cl, "dog", "dogs")
 			return
 		}
 		if !res.ok() && res.Status != http.StatusSeeOther {
-			cl.problemOf(res)
-			status = res.Status
+			cl.refused(res)
 		}
 	}
 	var page dogPage
-	res := cl.do("GET", api, nil, nil)
-	if !res.decode(&page.Dog) {
-		cl.problemOf(res)
-		c.render(w, r, cl, res.Status, "error", "Dog not shown", errorPage{Detail: "The dog could not be read."})
+	if _, ok := c.read(w, r, cl, api, &page.Dog, "dog"); !ok {
 		return
 	}
-	var tasks struct {
-		Items []task `json:"items"`
-	}
+	var tasks items[task]
 	page.Tasks = "/v1/dogs/" + seg(id) + "/barks?max=20"
 	if tr := cl.do("GET", page.Tasks, nil, nil); tr.decode(&tasks) {
 		page.TaskList = tasks.Items
@@ -207,7 +192,7 @@ func (c *Console) handleDog(cl *call, w http.ResponseWriter, r *http.Request) {
 	page.Effects, page.Self = effects, Prefix+"dogs/"+seg(id)+"/"
 	page.Events = cl.scripted("/v1/events?types=bark.*", "text/event-stream")
 	cl.scripted(page.Tasks, "application/json")
-	c.render(w, r, cl, status, "dog", page.Dog.Name, page)
+	c.render(w, r, cl, cl.status, "dog", page.Dog.Name, page)
 }
 
 // dogAction runs the form's op against the dog at api; done reports a
@@ -216,10 +201,7 @@ func (c *Console) dogAction(cl *call, r *http.Request, api string) (res result, 
 	f := r.PostForm
 	switch f.Get("op") {
 	case "edit":
-		res = cl.do("PATCH", api, readDogForm(r).body(), map[string]string{"Content-Type": "application/merge-patch+json"})
-		if res.ok() {
-			cl.notice = "Saved."
-		}
+		res = cl.noteOK(cl.do("PATCH", api, readDogForm(r).body(), mergePatch), "Saved.")
 	case "delete":
 		res = cl.do("DELETE", api, nil, nil)
 		return res, res.ok()
@@ -237,10 +219,7 @@ func (c *Console) dogAction(cl *call, r *http.Request, api string) (res result, 
 			cl.notice = "The dog barked (" + strconv.Itoa(res.Status) + " " + http.StatusText(res.Status) + ")."
 		}
 	case "cancel":
-		res = cl.do("DELETE", api+"barks/"+seg(f.Get("bark")), nil, nil)
-		if res.ok() {
-			cl.notice = "The task is canceled."
-		}
+		res = cl.noteOK(cl.do("DELETE", api+"barks/"+seg(f.Get("bark")), nil, nil), "The task is canceled.")
 	case "schedule":
 		next, err := scheduleNext(f.Get("next"))
 		if err != nil {
@@ -248,15 +227,10 @@ func (c *Console) dogAction(cl *call, r *http.Request, api string) (res result, 
 			return result{Status: http.StatusBadRequest}, false
 		}
 		freq := atoiDefault(f.Get("frequency"), -1)
-		res = cl.do("POST", api+"bark-schedule", map[string]any{"token": newToken(), "next": next, "frequency": freq}, nil)
-		if res.ok() {
-			cl.notice = "The schedule is saved."
-		}
+		body := map[string]any{"token": newToken(), "next": next, "frequency": freq}
+		res = cl.noteOK(cl.do("POST", api+"bark-schedule", body, nil), "The schedule is saved.")
 	case "unschedule":
-		res = cl.do("DELETE", api+"bark-schedule", nil, nil)
-		if res.ok() {
-			cl.notice = "The schedule is stopped."
-		}
+		res = cl.noteOK(cl.do("DELETE", api+"bark-schedule", nil, nil), "The schedule is stopped.")
 	default:
 		cl.problem = "Unknown action."
 		return result{Status: http.StatusBadRequest}, false
