@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"html"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -37,6 +38,16 @@ func (l *lab) browserCookie() string {
 		cookie += "; " + auth.SessionCookie + "=" + ck.Value
 	}
 	return cookie
+}
+
+// browserPost posts form to path as the person's browser does (their
+// session, the pages' CSRF token in the cookie and the form), which the
+// step shows as shownForm; curl says what a browser does instead.
+func (l *lab) browserPost(title, path string, form url.Values, curl, shownForm string, notes ...string) result {
+	form.Set(pages.CSRFField, pages.CSRFToken(l.cl.r))
+	return l.exchange(title, request{method: "POST", path: path, body: []byte(form.Encode()),
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Cookie": l.browserCookie(), "Accept": "text/html"}, curl: curl},
+		[]string{"Cookie: <your session>, <the form's CSRF token>", "", shownForm}, notes...)
 }
 
 // keyValues reads OpenID's key-value form (OpenID 2.0 §4.1.1).
@@ -204,14 +215,10 @@ func (l *lab) openID() bool {
 	loc := res.Header.Get("Location")
 	if res.Status == http.StatusOK {
 		l.note("The provider's confirmation page (not shown): Sign in or Cancel; its form posts to /openid/confirm.")
-		post := url.Values{pages.CSRFField: {pages.CSRFToken(l.cl.r)}, "decision": {"allow"}}
-		for k, v := range req {
-			post[k] = v
-		}
-		res = l.exchange(l.num()+"The person confirms the sign-in", request{method: "POST", path: "/openid/confirm", body: form(post),
-			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Cookie": l.browserCookie(), "Accept": "text/html"},
-			curl:   "(a browser: the confirmation page's Sign in)"},
-			[]string{"Cookie: <your session>, <the form's CSRF token>", "", "decision=allow&csrf_token=<the CSRF token>&openid.mode=checkid_setup&openid.realm=" + labRealm + "&…"},
+		post := maps.Clone(req)
+		post.Set("decision", "allow")
+		res = l.browserPost(l.num()+"The person confirms the sign-in", "/openid/confirm", post, "(a browser: the confirmation page's Sign in)",
+			"decision=allow&csrf_token=<the CSRF token>&openid.mode=checkid_setup&openid.realm="+labRealm+"&…",
 			"The answer sends the browser to return_to with the signed assertion (§10.1).")
 		loc = res.Header.Get("Location")
 	}
@@ -246,10 +253,7 @@ func (l *lab) openID() bool {
 	}
 	// The mistake: stateless mode, and the identity changed before the
 	// provider is asked.
-	check := url.Values{}
-	for k, v := range a {
-		check[k] = v
-	}
+	check := maps.Clone(a)
 	check.Set("openid.mode", "check_authentication")
 	other := l.cl.c.cfg.BaseURL + "/openid/id/someone-else"
 	check.Set("openid.claimed_id", other)
