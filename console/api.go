@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -278,10 +279,7 @@ func pageLinks(h http.Header) map[string]int {
 			for p := range strings.SplitSeq(part[end+1:], ";") {
 				p = strings.TrimSpace(p)
 				if rel, ok := strings.CutPrefix(p, "rel="); ok {
-					off := 0
-					if o := u.Query().Get("offset"); o != "" {
-						off = atoiDefault(o, 0)
-					}
+					off := atoiDefault(u.Query().Get("offset"), 0)
 					for r := range strings.FieldsSeq(strings.Trim(rel, `"`)) {
 						out[r] = off
 					}
@@ -294,15 +292,9 @@ func pageLinks(h http.Header) map[string]int {
 
 // atoiDefault reads a small non-negative number, or def.
 func atoiDefault(s string, def int) int {
-	n := 0
-	if s == "" || len(s) > 9 {
+	n, err := strconv.Atoi(s)
+	if err != nil || len(s) > 9 || strings.ContainsFunc(s, func(c rune) bool { return c < '0' || c > '9' }) {
 		return def
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return def
-		}
-		n = n*10 + int(c-'0')
 	}
 	return n
 }

@@ -22,6 +22,7 @@ package console
 import (
 	"bytes"
 	"embed"
+	"hash/fnv"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -235,8 +236,21 @@ type message struct{ Text, Link, LinkLabel string }
 // render writes a whole page: the layout around template name, with the
 // API calls the request made.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, cl *call, status int, name, title string, v any) {
-	c.renderView(w, r, status, name, view{Title: title, Page: v, Calls: cl.calls, Notice: cl.notice,
-		Problem: cl.problem, Secret: cl.secret, Section: cl.section, User: cl.user})
+	page := view{Title: title, Page: v, Calls: cl.calls, Notice: cl.notice, Problem: cl.problem, Secret: cl.secret,
+		Section: cl.section, User: cl.user, CSRF: pages.CSRFToken(r)}
+	var buf bytes.Buffer
+	if err := c.templates[name].ExecuteTemplate(&buf, "layout", page); err != nil {
+		c.cfg.Logger.ErrorContext(r.Context(), "console template", slog.String("page", name), slog.String("error", err.Error()))
+		c.cfg.Pages.Error(w, r, http.StatusInternalServerError, "Something went wrong", "The console could not show this page.")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(buf.Bytes())
+	}
 }
 
 // failPage renders the error page for the API's refusal res.
@@ -264,23 +278,6 @@ func (c *Console) deleted(w http.ResponseWriter, r *http.Request, cl *call, what
 		message{Text: "The " + what + " is deleted.", Link: Prefix + list, LinkLabel: "Back to the " + list})
 }
 
-func (c *Console) renderView(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
-	v.CSRF = pages.CSRFToken(r)
-	var buf bytes.Buffer
-	if err := c.templates[name].ExecuteTemplate(&buf, "layout", v); err != nil {
-		c.cfg.Logger.ErrorContext(r.Context(), "console template", slog.String("page", name), slog.String("error", err.Error()))
-		c.cfg.Pages.Error(w, r, http.StatusInternalServerError, "Something went wrong", "The console could not show this page.")
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(buf.Bytes())
-	}
-}
-
 func loadAssets() map[string]asset {
 	m := map[string]asset{}
 	for name, ct := range map[string]string{"console.css": "text/css; charset=utf-8", "console.js": "text/javascript; charset=utf-8",
@@ -289,19 +286,11 @@ func loadAssets() map[string]asset {
 		if err != nil {
 			panic(err) // embedded above: cannot happen
 		}
-		m[name] = asset{body: b, contentType: ct, etag: `"` + strconv.FormatUint(fnv64(b), 16) + `"`}
+		h := fnv.New64a() // the validator: FNV-1a of the body
+		h.Write(b)
+		m[name] = asset{body: b, contentType: ct, etag: `"` + strconv.FormatUint(h.Sum64(), 16) + `"`}
 	}
 	return m
-}
-
-// fnv64 is FNV-1a, the assets' validator.
-func fnv64(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, x := range b {
-		h ^= uint64(x)
-		h *= 1099511628211
-	}
-	return h
 }
 
 // handleAsset serves the console's stylesheet and script (public: they

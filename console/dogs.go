@@ -1,8 +1,6 @@
 package console
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"strconv"
 	"strings"
@@ -227,7 +225,9 @@ func (c *Console) dogAction(cl *call, r *http.Request, api string) (res result, 
 			return result{Status: http.StatusBadRequest}, false
 		}
 		freq := atoiDefault(f.Get("frequency"), -1)
-		body := map[string]any{"token": newToken(), "next": next, "frequency": freq}
+		// A fresh token: a repeat of the same form post is a new change,
+		// as the person asked.
+		body := map[string]any{"token": randomHex(12), "next": next, "frequency": freq}
 		res = cl.noteOK(cl.do("POST", api+"bark-schedule", body, nil), "The schedule is saved.")
 	case "unschedule":
 		res = cl.noteOK(cl.do("DELETE", api+"bark-schedule", nil, nil), "The schedule is stopped.")
@@ -251,12 +251,4 @@ func scheduleNext(s string) (any, error) {
 	}
 	_, err := time.Parse(time.RFC3339, s)
 	return nil, err
-}
-
-// newToken is a fresh schedule token: a repeat of the same form post is
-// a new change, as the person asked.
-func newToken() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
