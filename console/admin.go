@@ -228,13 +228,10 @@ func (c *Console) handlePeople(cl *call, w http.ResponseWriter, r *http.Request)
 		if f.Get("admin") != "" {
 			body["roles"] = []string{"admin", "user"}
 		}
-		res := cl.do("POST", "/v1/people", body, nil)
 		var p person
-		if res.decode(&p) {
+		if cl.accepted(cl.do("POST", "/v1/people", body, nil), &p) {
 			cl.notice = "Created " + p.Name + "."
 			cl.secret = &secret{Label: "Password of " + p.Name + " (shown once)", Value: p.Password}
-		} else {
-			cl.refused(res)
 		}
 	}
 	people, pg := readList[person](cl, r, "/v1/people", Prefix+"admin/people?")

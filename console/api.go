@@ -103,6 +103,16 @@ func (cl *call) refused(r result) {
 	}
 }
 
+// accepted decodes a 2xx JSON answer into v, reporting success; a
+// refusal becomes the page's problem and status (refused).
+func (cl *call) accepted(r result, v any) bool {
+	if r.decode(v) {
+		return true
+	}
+	cl.refused(r)
+	return false
+}
+
 // noteOK sets the page's notice when r is a 2xx answer, and returns r.
 func (cl *call) noteOK(r result, notice string) result {
 	if r.ok() {

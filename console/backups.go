@@ -40,10 +40,8 @@ func (c *Console) backups(cl *call, r *http.Request) backupsPart {
 		if r.PostForm.Get("op") == "backup" {
 			res = cl.do("POST", "/v1/backups", nil, nil)
 		}
-		if res.decode(&b) {
+		if cl.accepted(res, &b) {
 			cl.notice = "Backed up into " + b.Name + " (" + b.Bytes() + ")."
-		} else {
-			cl.refused(res)
 		}
 	}
 	backups, pg := readList[backup](cl, r, "/v1/backups", Prefix+"admin/server?")

@@ -77,8 +77,7 @@ func (cl *call) readCars(r *http.Request, path, query string, pairs []pair, self
 		items[car]
 		Facets map[string]map[string]int `json:"facets"`
 	}
-	if !res.decode(&body) {
-		cl.refused(res)
+	if !cl.accepted(res, &body) {
 		return carList{}, res
 	}
 	list := carList{Cars: body.Items, Total: body.Total}
@@ -151,12 +150,9 @@ func (c *Console) handleCars(cl *call, w http.ResponseWriter, r *http.Request) {
 		query = joinQuery(pairs, "&")
 		page.Query = query
 		var s search
-		res := cl.do("POST", "/searches", searchBody(pairs, strings.TrimSpace(r.PostForm.Get("name"))), nil)
-		if res.decode(&s) {
+		if cl.accepted(cl.do("POST", "/searches", searchBody(pairs, strings.TrimSpace(r.PostForm.Get("name"))), nil), &s) {
 			page.Saved = &s
 			cl.notice = "The search is saved."
-		} else {
-			cl.refused(res)
 		}
 	}
 	page.List, _ = cl.readCars(r, "/cars", query, pairs, Prefix+"cars")

@@ -92,9 +92,7 @@ func readList[T any](cl *call, r *http.Request, path, self string) ([]T, pager) 
 	offset, max := paging(r)
 	var list items[T]
 	res := cl.do("GET", path+"?offset="+strconv.Itoa(offset)+"&max="+strconv.Itoa(max), nil, nil)
-	if !res.decode(&list) {
-		cl.refused(res)
-	}
+	cl.accepted(res, &list)
 	return list.Items, newPager(self, res, offset, max, list.Total)
 }
 

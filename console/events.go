@@ -107,9 +107,7 @@ func (c *Console) handleEvents(cl *call, w http.ResponseWriter, r *http.Request)
 		Items []event `json:"items"`
 		Next  string  `json:"next"`
 	}
-	if res := cl.do("GET", "/v1/events?"+api.Encode(), nil, nil); !res.decode(&body) {
-		cl.refused(res)
-	}
+	cl.accepted(cl.do("GET", "/v1/events?"+api.Encode(), nil, nil), &body)
 	page.Events, page.Next = body.Items, body.Next
 	for i, ev := range page.Events {
 		page.Events[i].Link = subjectLink(c.cfg.BaseURL, ev.Subject, ev.Type)
@@ -162,11 +160,9 @@ func (c *Console) handleWebhooks(cl *call, w http.ResponseWriter, r *http.Reques
 			body["types"] = types
 		}
 		var h webhook
-		if res := cl.do("POST", "/v1/webhooks", body, nil); res.decode(&h) {
+		if cl.accepted(cl.do("POST", "/v1/webhooks", body, nil), &h) {
 			cl.notice = "Created the webhook."
 			cl.secret = &secret{Label: "Its signing secret (shown once)", Value: h.Secret}
-		} else {
-			cl.refused(res)
 		}
 	}
 	hooks, pg := readList[webhook](cl, r, "/v1/webhooks", Prefix+"webhooks?")

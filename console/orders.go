@@ -26,10 +26,8 @@ func (c *Console) handleOrders(cl *call, w http.ResponseWriter, r *http.Request)
 	cl.section = "orders"
 	if r.Method == http.MethodPost {
 		var o order
-		if res := cl.do("POST", "/orders", map[string]any{}, nil); res.decode(&o) {
+		if cl.accepted(cl.do("POST", "/orders", map[string]any{}, nil), &o) {
 			cl.notice = "Placed the order " + o.ID + "."
-		} else {
-			cl.refused(res)
 		}
 	}
 	orders, pg := readList[order](cl, r, "/orders", Prefix+"orders?")
