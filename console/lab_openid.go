@@ -177,20 +177,23 @@ func (l *lab) num() string { return strconv.Itoa(len(l.steps)+1) + ". " }
 // mode), the assertion's identity changed, and the provider's
 // check_authentication says it is not valid.
 func (l *lab) openID() bool {
-	form := func(v url.Values) []byte { return []byte(v.Encode()) }
-	formHeader := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
 	claimed := l.cl.c.cfg.BaseURL + "/openid/id/" + seg(l.cl.user.Name)
 	endpoint, localID, ok := l.discover(claimed)
 	if !ok {
 		return false
 	}
+	// The relying party's own posts to the endpoint, shown with shownForm.
+	rpPost := func(title string, form url.Values, shownForm string, notes ...string) result {
+		return l.exchange(title, request{method: "POST", path: endpoint, body: []byte(form.Encode()),
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}},
+			[]string{"Content-Type: application/x-www-form-urlencoded", "", shownForm}, notes...)
+	}
 	var macKey []byte
 	handle := ""
 	if !l.mistake {
-		res := l.exchange(l.num()+"Association with the discovered endpoint (OpenID 2.0 §8)", request{method: "POST", path: endpoint,
-			body: form(url.Values{"openid.ns": {openidNS}, "openid.mode": {"associate"}, "openid.assoc_type": {"HMAC-SHA256"},
-				"openid.session_type": {"no-encryption"}}), header: formHeader},
-			[]string{"Content-Type: application/x-www-form-urlencoded", "", "openid.ns=…&openid.mode=associate&openid.assoc_type=HMAC-SHA256&openid.session_type=no-encryption"},
+		res := rpPost(l.num()+"Association with the discovered endpoint (OpenID 2.0 §8)", url.Values{"openid.ns": {openidNS},
+			"openid.mode": {"associate"}, "openid.assoc_type": {"HMAC-SHA256"}, "openid.session_type": {"no-encryption"}},
+			"openid.ns=…&openid.mode=associate&openid.assoc_type=HMAC-SHA256&openid.session_type=no-encryption",
 			"The relying party and the provider share a MAC key (sent in clear: HTTPS protects it; it is not shown here).")
 		kv := keyValues(res.Body)
 		key, err := base64.StdEncoding.DecodeString(kv["mac_key"])
@@ -258,8 +261,8 @@ func (l *lab) openID() bool {
 	other := l.cl.c.cfg.BaseURL + "/openid/id/someone-else"
 	check.Set("openid.claimed_id", other)
 	check.Set("openid.identity", other)
-	res = l.exchange(l.num()+"check_authentication of a changed assertion (§11.4.2)", request{method: "POST", path: endpoint, body: form(check), header: formHeader},
-		[]string{"Content-Type: application/x-www-form-urlencoded", "", "openid.mode=check_authentication&openid.claimed_id=" + other + "&…   ← the mistake: the identity changed after signing"},
+	res = rpPost(l.num()+"check_authentication of a changed assertion (§11.4.2)", check,
+		"openid.mode=check_authentication&openid.claimed_id="+other+"&…   ← the mistake: the identity changed after signing",
 		"Without an association the relying party asks the provider; the signature no longer covers what is sent.")
 	return res.ok() && keyValues(res.Body)["is_valid"] == "true"
 }
