@@ -98,7 +98,7 @@ type opsPage struct {
 	ByClass       []routeCount // 2xx, 3xx, 4xx, 5xx
 	TopRoutes     []routeCount
 	Gauges        []routeCount // a few process gauges
-	Backups       backupsPart  // backups.go
+	Backups       list[backup] // backups.go: newest first
 }
 
 // handleOps is the store's health (GET /healthz, GET /readyz), a
@@ -209,11 +209,6 @@ func (c *Console) handleConsumers(cl *call, w http.ResponseWriter, r *http.Reque
 	}{cs.Items, as.Items})
 }
 
-type peoplePage struct {
-	People []person
-	Pager  pager
-}
-
 // handlePeople lists the people (GET /v1/people) and creates one (POST
 // /v1/people; the password the server makes is shown once). Administrators
 // only.
@@ -234,6 +229,6 @@ func (c *Console) handlePeople(cl *call, w http.ResponseWriter, r *http.Request)
 			cl.secret = &secret{Label: "Password of " + p.Name + " (shown once)", Value: p.Password}
 		}
 	}
-	people, pg := readList[person](cl, r, "/v1/people", Prefix+"admin/people?")
-	c.render(w, r, cl, cl.status, "people", "People", peoplePage{People: people, Pager: pg})
+	people := readList[person](cl, r, "/v1/people", Prefix+"admin/people?")
+	c.render(w, r, cl, cl.status, "people", "People", people)
 }

@@ -23,17 +23,11 @@ func (b backup) Bytes() string {
 	return strconv.FormatInt(b.Size, 10) + " bytes"
 }
 
-// backupsPart is the server page's backups: a page of them, newest first.
-type backupsPart struct {
-	Backups []backup
-	Pager   pager
-}
-
 // backups is the server page's part for backups: on POST ("Back up now")
 // a backup through POST /v1/backups, whose refusal (409 while another is
 // taken or on PostgreSQL, 429 within a minute of the newest) the page
 // shows with its status; then the list, GET /v1/backups.
-func (c *Console) backups(cl *call, r *http.Request) backupsPart {
+func (c *Console) backups(cl *call, r *http.Request) list[backup] {
 	if r.Method == http.MethodPost {
 		var b backup
 		res := result{Status: http.StatusBadRequest}
@@ -44,6 +38,5 @@ func (c *Console) backups(cl *call, r *http.Request) backupsPart {
 			cl.notice = "Backed up into " + b.Name + " (" + b.Bytes() + ")."
 		}
 	}
-	backups, pg := readList[backup](cl, r, "/v1/backups", Prefix+"admin/server?")
-	return backupsPart{Backups: backups, Pager: pg}
+	return readList[backup](cl, r, "/v1/backups", Prefix+"admin/server?")
 }

@@ -184,11 +184,8 @@ func (c *Console) handleCar(cl *call, w http.ResponseWriter, r *http.Request) {
 // handleGarages lists the garages a page at a time (GET /garages).
 func (c *Console) handleGarages(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "garages"
-	garages, pg := readList[garage](cl, r, "/garages", Prefix+"garages?")
-	c.render(w, r, cl, cl.status, "garages", "Garages", struct {
-		Garages []garage
-		Pager   pager
-	}{garages, pg})
+	garages := readList[garage](cl, r, "/garages", Prefix+"garages?")
+	c.render(w, r, cl, cl.status, "garages", "Garages", garages)
 }
 
 // handleGarage is a garage and its cars (GET /garages/{garage_id}, GET
@@ -241,9 +238,6 @@ func (c *Console) handleSearch(cl *call, w http.ResponseWriter, r *http.Request)
 // only).
 func (c *Console) handleSearches(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "searches"
-	searches, pg := readList[search](cl, r, "/searches", Prefix+"searches?")
-	c.render(w, r, cl, cl.status, "searches", "Saved searches", struct {
-		Searches []search
-		Pager    pager
-	}{searches, pg})
+	searches := readList[search](cl, r, "/searches", Prefix+"searches?")
+	c.render(w, r, cl, cl.status, "searches", "Saved searches", searches)
 }

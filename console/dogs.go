@@ -88,12 +88,19 @@ type items[T any] struct {
 // console page's own offset and max name, and its pager over the console
 // page self (a console path and "?"). A refusal becomes the page's problem
 // and, unless an earlier call on the page set one, its status.
-func readList[T any](cl *call, r *http.Request, path, self string) ([]T, pager) {
+func readList[T any](cl *call, r *http.Request, path, self string) list[T] {
 	offset, max := paging(r)
-	var list items[T]
+	var body items[T]
 	res := cl.do("GET", path+"?offset="+strconv.Itoa(offset)+"&max="+strconv.Itoa(max), nil, nil)
-	cl.accepted(res, &list)
-	return list.Items, newPager(self, res, offset, max, list.Total)
+	cl.accepted(res, &body)
+	return list[T]{Items: body.Items, Pager: newPager(self, res, offset, max, body.Total)}
+}
+
+// list is a page of an API list as a console page shows it: the items and
+// the pager over them.
+type list[T any] struct {
+	Items []T
+	Pager pager
 }
 
 // paging reads offset and max of a console list page.
@@ -107,8 +114,7 @@ func paging(r *http.Request) (offset, max int) {
 }
 
 type dogsPage struct {
-	Dogs    []dog
-	Pager   pager
+	List    list[dog]
 	Effects []string
 	Form    dogForm
 }
@@ -146,7 +152,7 @@ func (c *Console) handleDogs(cl *call, w http.ResponseWriter, r *http.Request) {
 			cl.refused(res)
 		}
 	}
-	page.Dogs, page.Pager = readList[dog](cl, r, "/v1/dogs", Prefix+"dogs?")
+	page.List = readList[dog](cl, r, "/v1/dogs", Prefix+"dogs?")
 	c.render(w, r, cl, cl.status, "dogs", "Dogs", page)
 }
 

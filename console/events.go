@@ -165,11 +165,8 @@ func (c *Console) handleWebhooks(cl *call, w http.ResponseWriter, r *http.Reques
 			cl.secret = &secret{Label: "Its signing secret (shown once)", Value: h.Secret}
 		}
 	}
-	hooks, pg := readList[webhook](cl, r, "/v1/webhooks", Prefix+"webhooks?")
-	c.render(w, r, cl, cl.status, "webhooks", "Webhooks", struct {
-		Webhooks []webhook
-		Pager    pager
-	}{hooks, pg})
+	hooks := readList[webhook](cl, r, "/v1/webhooks", Prefix+"webhooks?")
+	c.render(w, r, cl, cl.status, "webhooks", "Webhooks", hooks)
 }
 
 // handleWebhook is one webhook with its latest deliveries; it is enabled,

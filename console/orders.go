@@ -30,11 +30,8 @@ func (c *Console) handleOrders(cl *call, w http.ResponseWriter, r *http.Request)
 			cl.notice = "Placed the order " + o.ID + "."
 		}
 	}
-	orders, pg := readList[order](cl, r, "/orders", Prefix+"orders?")
-	c.render(w, r, cl, cl.status, "orders", "Orders", struct {
-		Orders []order
-		Pager  pager
-	}{orders, pg})
+	orders := readList[order](cl, r, "/orders", Prefix+"orders?")
+	c.render(w, r, cl, cl.status, "orders", "Orders", orders)
 }
 
 type orderPage struct {
