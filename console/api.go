@@ -51,7 +51,10 @@ type result struct {
 // ok reports a 2xx answer.
 func (r result) ok() bool { return r.Status >= 200 && r.Status < 300 }
 
-// decode reads a 2xx JSON answer into v, reporting success.
+// decode reads a 2xx JSON answer into v, reporting success. The structs
+// that mirror the API's JSON name only the members a page shows, as the
+// API names them: encoding/json matches names regardless of case, so they
+// need no tags.
 func (r result) decode(v any) bool {
 	return r.ok() && json.Unmarshal(r.Body, v) == nil
 }

@@ -7,9 +7,8 @@ import (
 
 // backup is a backup as GET /v1/backups shows it (docs/api.md, "Backups").
 type backup struct {
-	Name      string `json:"name"`
-	Size      int64  `json:"size"`
-	CreatedAt string `json:"createdAt"`
+	Name, CreatedAt string
+	Size            int64
 }
 
 // Bytes is the backup's size for people: "12.3 MB".

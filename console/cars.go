@@ -11,31 +11,21 @@ import (
 
 // car is a car as GET /cars/{car_id} shows it.
 type car struct {
-	ID     string  `json:"id"`
-	Color  string  `json:"color"`
-	Type   string  `json:"type"`
-	Doors  int     `json:"doors"`
-	Make   string  `json:"make"`
-	Model  string  `json:"model"`
-	Year   int     `json:"year"`
-	Garage *string `json:"garage"`
+	ID, Color, Type, Make, Model string
+	Doors, Year                  int
+	Garage                       *string
 }
 
 // garage is a garage as GET /garages/{garage_id} shows it.
 type garage struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	State    string `json:"state"`
-	CarCount int    `json:"carCount"`
+	ID, Name, State string
+	CarCount        int
 }
 
 // search is a saved search as POST /searches and GET /searches show it.
 type search struct {
-	ID        string  `json:"id"`
-	Name      *string `json:"name"`
-	Query     string  `json:"query"`
-	CreatedBy string  `json:"createdBy"`
-	CreatedAt string  `json:"createdAt"`
+	ID, Query, CreatedAt string
+	Name                 *string
 }
 
 // facetValue is one value of a facet: its count, whether the query asks
@@ -75,7 +65,7 @@ func (cl *call) readCars(r *http.Request, path, query string, pairs []pair, self
 	res := cl.do("GET", path+"?"+q, nil, nil)
 	var body struct {
 		items[car]
-		Facets map[string]map[string]int `json:"facets"`
+		Facets map[string]map[string]int
 	}
 	if !cl.accepted(res, &body) {
 		return carList{}, res

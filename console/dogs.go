@@ -15,43 +15,23 @@ var mergePatch = map[string]string{"Content-Type": "application/merge-patch+json
 
 // person is a person as GET /v1/people/{id} shows them.
 type person struct {
-	ID       string   `json:"id"`
-	Name     string   `json:"name"`
-	Email    string   `json:"email"`
-	Phone    string   `json:"phone"`
-	Roles    []string `json:"roles"`
-	Disabled bool     `json:"disabled"`
-	Password string   `json:"password"`
+	ID, Name, Email, Password string
+	Roles                     []string
+	Disabled                  bool
 }
 
 // dog is a dog as GET /v1/dogs/{dog_id}/ shows it.
 type dog struct {
-	ID           string `json:"id"`
-	Name         string `json:"name"`
-	Email        string `json:"email"`
-	Owner        string `json:"owner"`
-	BarkCount    int64  `json:"barkCount"`
-	BarkEffect   string `json:"barkEffect"`
-	CodeURL      string `json:"codeUrl"`
-	CodeRevision string `json:"codeRevision"`
-	Barks        *struct {
-		Next      *string  `json:"next"`
-		Frequency int      `json:"frequency"`
-		Previous  []string `json:"previous"`
-	} `json:"barks"`
+	ID, Name, Email, BarkEffect, CodeURL, CodeRevision string
+	BarkCount                                          int64
+	Barks                                              *struct { // the schedule
+		Next      *string
+		Frequency int
+	}
 }
 
 // task is a bark task as GET …/barks shows it.
-type task struct {
-	ID         string  `json:"id"`
-	Effect     string  `json:"effect"`
-	Status     string  `json:"status"`
-	Async      bool    `json:"async"`
-	Source     string  `json:"source"`
-	CreatedAt  string  `json:"createdAt"`
-	FinishedAt *string `json:"finishedAt"`
-	Error      *string `json:"error"`
-}
+type task struct{ ID, Effect, Status, CreatedAt string }
 
 // Open reports whether the task may still be canceled.
 func (t task) Open() bool { return t.Status == "pending" || t.Status == "running" }
@@ -80,8 +60,8 @@ func newPager(prefix string, res result, offset, max, total int) pager {
 // items is the body of an API list: a page of items and, where the API
 // counts them, their total.
 type items[T any] struct {
-	Items []T `json:"items"`
-	Total int `json:"total"`
+	Items []T
+	Total int
 }
 
 // readList reads the page of the API list at path (no query) that the

@@ -14,11 +14,8 @@ var eventTypes = []string{"bark.*", "dog.*", "order.*", "webhook.*", "car.*", "g
 
 // event is a CloudEvent as GET /v1/events shows it.
 type event struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Time    string `json:"time"`
-	Subject string `json:"subject"`
-	Link    string `json:"-"` // the console's page of the subject, if any
+	ID, Type, Time, Subject string
+	Link                    string `json:"-"` // the console's page of the subject, if any
 }
 
 // subjectLink is the console page of an event's subject (an absolute URL
@@ -104,8 +101,8 @@ func (c *Console) handleEvents(cl *call, w http.ResponseWriter, r *http.Request)
 	api := query(page.After)
 	api.Set("max", strconv.Itoa(page.MaxShow))
 	var body struct {
-		Items []event `json:"items"`
-		Next  string  `json:"next"`
+		Items []event
+		Next  string
 	}
 	cl.accepted(cl.do("GET", "/v1/events?"+api.Encode(), nil, nil), &body)
 	page.Events, page.Next = body.Items, body.Next
@@ -129,25 +126,18 @@ func (c *Console) handleEvents(cl *call, w http.ResponseWriter, r *http.Request)
 
 // webhook is a subscription as GET /v1/webhooks/{webhook_id} shows it.
 type webhook struct {
-	ID             string   `json:"id"`
-	URL            string   `json:"url"`
-	Types          []string `json:"types"`
-	Enabled        bool     `json:"enabled"`
-	DisabledReason *string  `json:"disabledReason"`
-	FailingSince   *string  `json:"failingSince"`
-	CreatedAt      string   `json:"createdAt"`
-	Secret         string   `json:"secret"`
+	ID, URL, CreatedAt, Secret   string
+	Types                        []string
+	Enabled                      bool
+	DisabledReason, FailingSince *string
 }
 
 // delivery is one attempt to deliver an event to a webhook.
 type delivery struct {
-	EventID   string  `json:"eventId"`
-	EventType string  `json:"eventType"`
-	Attempt   int     `json:"attempt"`
-	Status    string  `json:"status"`
-	Code      *int    `json:"code"`
-	Error     *string `json:"error"`
-	Time      string  `json:"time"`
+	EventType, Status, Time string
+	Attempt                 int
+	Code                    *int
+	Error                   *string
 }
 
 // handleWebhooks lists the person's webhooks (GET /v1/webhooks) and
