@@ -1,10 +1,9 @@
 package console
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,10 +20,8 @@ type metric struct {
 // format (its documented line syntax: name{label="value",…} value).
 func parseMetrics(b []byte) []metric {
 	var out []metric
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for line := range strings.SplitSeq(string(b), "\n") {
+		line = strings.TrimSpace(line)
 		if line == "" || line[0] == '#' {
 			continue
 		}
@@ -36,13 +33,12 @@ func parseMetrics(b []byte) []metric {
 				continue
 			}
 			m.Name, rest = line[:i], line[j+1:]
-			for _, kv := range splitLabels(line[i+1 : j]) {
-				if k, v, ok := strings.Cut(kv, "="); ok {
-					if u, err := strconv.Unquote(v); err == nil {
-						v = u
-					}
-					m.Labels[k] = v
+			for _, kv := range labelRe.FindAllStringSubmatch(line[i+1:j], -1) {
+				v, err := strconv.Unquote(`"` + kv[2] + `"`)
+				if err != nil {
+					v = kv[2]
 				}
+				m.Labels[kv[1]] = v
 			}
 		} else {
 			m.Name, rest, _ = strings.Cut(line, " ")
@@ -61,28 +57,9 @@ func parseMetrics(b []byte) []metric {
 	return out
 }
 
-// splitLabels splits label pairs on the commas outside quoted values.
-func splitLabels(s string) []string {
-	var out []string
-	inQuote, esc, start := false, false, 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case esc:
-			esc = false
-		case c == '\\':
-			esc = true
-		case c == '"':
-			inQuote = !inQuote
-		case c == ',' && !inQuote:
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
-	}
-	return out
-}
+// labelRe is one label of a sample: name="value", the value escaped as
+// in a Go string (\\, \", \n).
+var labelRe = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 
 // routeCount is the requests of one route.
 type routeCount struct {
