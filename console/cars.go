@@ -31,10 +31,9 @@ type search struct {
 // facetValue is one value of a facet: its count, whether the query asks
 // for it, and the console link that adds or removes it.
 type facetValue struct {
-	Value    string
-	Count    int
-	Selected bool
-	Link     string
+	Value, Link string
+	Count       int
+	Selected    bool
 }
 
 // facet is the counts of one field.
@@ -118,12 +117,11 @@ func filters(r *http.Request) (string, []pair) {
 }
 
 type carsPage struct {
-	List    carList
-	Query   string
-	Shapes  []shape
-	Body    string
-	Saved   *search
-	IsAdmin bool
+	List        carList
+	Query, Body string // the query, and as a search body
+	Shapes      []shape
+	Saved       *search
+	IsAdmin     bool
 }
 
 // handleCars is the faceted car search: the facets' counts as links that

@@ -69,9 +69,8 @@ type eventsPage struct {
 
 // typeChoice is one checkbox of the type filter.
 type typeChoice struct {
-	Type   string
-	ID     string
-	Chosen bool
+	Type, ID string
+	Chosen   bool
 }
 
 // handleEvents is the person's events: the page after an id (GET

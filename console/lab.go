@@ -41,11 +41,9 @@ var labSchemes = []struct{ ID, Label string }{
 
 // labStep is one message of an exchange and what the lab computed.
 type labStep struct {
-	Title    string
-	Request  []string
-	Status   int
-	Response []string
-	Notes    []string
+	Title                    string
+	Request, Response, Notes []string
+	Status                   int
 }
 
 type labPage struct {
@@ -272,14 +270,12 @@ func (l *lab) session() bool {
 	}
 	l.hidden = append(l.hidden, key)
 	l.note("The cookie is Secure, HttpOnly, SameSite=Lax; its key has 256 random bits and the store keeps only its hash.")
-	res = l.exchange("2. A request with the cookie", request{method: "GET", path: l.me,
-		header: map[string]string{"Cookie": auth.SessionCookie + "=" + key}, curl: l.curl("-b cookies.txt", l.me)},
-		[]string{"Cookie: " + auth.SessionCookie + "=<the key>"})
-	ok := res.ok()
+	cookie := map[string]string{"Cookie": auth.SessionCookie + "=" + key}
+	shown := []string{"Cookie: " + auth.SessionCookie + "=<the key>"}
+	res = l.exchange("2. A request with the cookie", request{method: "GET", path: l.me, header: cookie, curl: l.curl("-b cookies.txt", l.me)}, shown)
 	l.exchange("3. End the session", request{method: "DELETE", path: "/sessions/" + key, shown: "/sessions/<the key>",
-		header: map[string]string{"Cookie": auth.SessionCookie + "=" + key}, curl: l.curl("-b cookies.txt -X DELETE", "/sessions/KEY")},
-		[]string{"Cookie: " + auth.SessionCookie + "=<the key>"})
-	return ok
+		header: cookie, curl: l.curl("-b cookies.txt -X DELETE", "/sessions/KEY")}, shown)
+	return res.ok()
 }
 
 // jwtParts decodes a JWS's header and claims for display.
@@ -353,9 +349,8 @@ func (l *lab) pkToken() bool {
 		return false
 	}
 	l.note("Header:", hd, "Claims:", claims)
-	var head struct{ Kid, Alg string }
-	raw, _ := base64.RawURLEncoding.DecodeString(parts[0])
-	_ = json.Unmarshal(raw, &head)
+	var head struct{ Kid string }
+	_ = json.Unmarshal([]byte(hd), &head)
 	var jwks struct {
 		Keys []struct{ Kid, Kty, Crv, X string }
 	}
