@@ -121,7 +121,6 @@ type carsPage struct {
 	Query, Body string // the query, and as a search body
 	Shapes      []shape
 	Saved       *search
-	IsAdmin     bool
 }
 
 // handleCars is the faceted car search: the facets' counts as links that
@@ -131,7 +130,7 @@ type carsPage struct {
 func (c *Console) handleCars(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "cars"
 	query, pairs := filters(r)
-	page := carsPage{Query: query, IsAdmin: cl.user.IsAdmin()}
+	page := carsPage{Query: query}
 	if r.Method == http.MethodPost {
 		query = strings.TrimSpace(r.PostForm.Get("grammar"))
 		pairs = splitQuery(query)
@@ -215,11 +214,10 @@ func (c *Console) handleSearch(cl *call, w http.ResponseWriter, r *http.Request)
 		return
 	}
 	c.render(w, r, cl, http.StatusOK, "search", "Search "+id, struct {
-		ID      string
-		Self    string
-		List    carList
-		IsAdmin bool
-	}{id, self, list, cl.user.IsAdmin()})
+		ID   string
+		Self string
+		List carList
+	}{id, self, list})
 }
 
 // handleSearches lists the saved searches (GET /searches; administrators

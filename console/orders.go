@@ -35,11 +35,10 @@ func (c *Console) handleOrders(cl *call, w http.ResponseWriter, r *http.Request)
 }
 
 type orderPage struct {
-	Order   order
-	JSON    string // the JSON representation, as the API sent it
-	XML     string // the XML representation, as the API sent it
-	Self    string
-	IsAdmin bool
+	Order order
+	JSON  string // the JSON representation, as the API sent it
+	XML   string // the XML representation, as the API sent it
+	Self  string
 }
 
 // handleOrder is one order in both representations, with the two ways to
@@ -56,7 +55,7 @@ func (c *Console) handleOrder(cl *call, w http.ResponseWriter, r *http.Request) 
 			cl.refused(res)
 		}
 	}
-	page := orderPage{Self: Prefix + "orders/" + seg(id), IsAdmin: cl.user.IsAdmin()}
+	page := orderPage{Self: Prefix + "orders/" + seg(id)}
 	res, ok := c.read(w, r, cl, api, &page.Order, "order")
 	if !ok {
 		return
