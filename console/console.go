@@ -184,9 +184,8 @@ func parseTemplates() map[string]*template.Template {
 		"form": func(d dog) dogForm {
 			return dogForm{Name: d.Name, Email: d.Email, BarkEffect: d.BarkEffect, CodeURL: d.CodeURL}
 		},
-		"dict": func(f dogForm, effects []string, prefix string) dogFields {
-			return dogFields{Form: f, Effects: effects, Prefix: prefix}
-		},
+		"dict":    func(f dogForm, prefix string) dogFields { return dogFields{Form: f, Prefix: prefix} },
+		"effects": func() []string { return effects },
 	}
 	m := map[string]*template.Template{}
 	for _, name := range []string{"home", "dogs", "dog", "people", "error", "message",
@@ -216,9 +215,8 @@ type secret struct{ Label, Value string }
 
 // dogFields is what the dog form's fields show.
 type dogFields struct {
-	Form    dogForm
-	Effects []string
-	Prefix  string // the fields' id prefix
+	Form   dogForm
+	Prefix string // the fields' id prefix
 }
 
 // errorPage is the body of a page that could not be shown.

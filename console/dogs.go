@@ -94,9 +94,8 @@ func paging(r *http.Request) (offset, max int) {
 }
 
 type dogsPage struct {
-	List    list[dog]
-	Effects []string
-	Form    dogForm
+	List list[dog]
+	Form dogForm
 }
 
 // dogForm is what the create and edit forms hold.
@@ -123,7 +122,7 @@ func (f dogForm) body() map[string]any {
 // the form that creates one (POST /v1/dogs).
 func (c *Console) handleDogs(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "dogs"
-	page := dogsPage{Effects: effects}
+	var page dogsPage
 	if r.Method == http.MethodPost {
 		page.Form = readDogForm(r)
 		if res := cl.noteOK(cl.do("POST", "/v1/dogs", page.Form.body(), nil), "Created the dog "+page.Form.Name+"."); res.ok() {
@@ -140,7 +139,6 @@ type dogPage struct {
 	Dog      dog
 	TaskList []task
 	Tasks    string // the API path of the dog's tasks, which the script reads
-	Effects  []string
 	Events   string // the event stream the page's script follows
 	Self     string // this page's path
 }
@@ -171,7 +169,7 @@ func (c *Console) handleDog(cl *call, w http.ResponseWriter, r *http.Request) {
 	if tr := cl.do("GET", page.Tasks, nil, nil); tr.decode(&tasks) {
 		page.TaskList = tasks.Items
 	}
-	page.Effects, page.Self = effects, Prefix+"dogs/"+seg(id)+"/"
+	page.Self = Prefix + "dogs/" + seg(id) + "/"
 	page.Events = cl.scripted("/v1/events?types=bark.*", "text/event-stream")
 	cl.scripted(page.Tasks, "application/json")
 	c.render(w, r, cl, cl.status, "dog", page.Dog.Name, page)
