@@ -1,9 +1,9 @@
 package console
 
 import (
-	"bufio"
-	"bytes"
+	"cmp"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,10 +20,8 @@ type metric struct {
 // format (its documented line syntax: name{label="value",…} value).
 func parseMetrics(b []byte) []metric {
 	var out []metric
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for line := range strings.SplitSeq(string(b), "\n") {
+		line = strings.TrimSpace(line)
 		if line == "" || line[0] == '#' {
 			continue
 		}
@@ -35,13 +33,12 @@ func parseMetrics(b []byte) []metric {
 				continue
 			}
 			m.Name, rest = line[:i], line[j+1:]
-			for _, kv := range splitLabels(line[i+1 : j]) {
-				if k, v, ok := strings.Cut(kv, "="); ok {
-					if u, err := strconv.Unquote(v); err == nil {
-						v = u
-					}
-					m.Labels[k] = v
+			for _, kv := range labelRe.FindAllStringSubmatch(line[i+1:j], -1) {
+				v, err := strconv.Unquote(`"` + kv[2] + `"`)
+				if err != nil {
+					v = kv[2]
 				}
+				m.Labels[kv[1]] = v
 			}
 		} else {
 			m.Name, rest, _ = strings.Cut(line, " ")
@@ -60,28 +57,9 @@ func parseMetrics(b []byte) []metric {
 	return out
 }
 
-// splitLabels splits label pairs on the commas outside quoted values.
-func splitLabels(s string) []string {
-	var out []string
-	inQuote, esc, start := false, false, 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case esc:
-			esc = false
-		case c == '\\':
-			esc = true
-		case c == '"':
-			inQuote = !inQuote
-		case c == ',' && !inQuote:
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
-	}
-	return out
-}
+// labelRe is one label of a sample: name="value", the value escaped as
+// in a Go string (\\, \", \n).
+var labelRe = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 
 // routeCount is the requests of one route.
 type routeCount struct {
@@ -97,7 +75,7 @@ type opsPage struct {
 	ByClass       []routeCount // 2xx, 3xx, 4xx, 5xx
 	TopRoutes     []routeCount
 	Gauges        []routeCount // a few process gauges
-	Backups       backupsPart  // backups.go
+	Backups       list[backup] // backups.go: newest first
 }
 
 // handleOps is the store's health (GET /healthz, GET /readyz), a
@@ -106,9 +84,7 @@ type opsPage struct {
 // (backups.go). Administrators only.
 func (c *Console) handleOps(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "ops"
-	var page opsPage
-	var status int
-	page.Backups, status = c.backups(cl, r)
+	page := opsPage{Backups: c.backups(cl, r)}
 	var h, rd struct{ Status, Store, CarSearch string }
 	if res := cl.do("GET", "/healthz", nil, nil); res.decode(&h) {
 		page.Health = h.Status
@@ -146,44 +122,28 @@ func (c *Console) handleOps(cl *call, w http.ResponseWriter, r *http.Request) {
 		page.TopRoutes = append(page.TopRoutes, routeCount{k, v})
 	}
 	slices.SortFunc(page.TopRoutes, func(a, b routeCount) int {
-		if a.Count != b.Count {
-			if a.Count > b.Count {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Route, b.Route)
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Route, b.Route))
 	})
 	page.TopRoutes = page.TopRoutes[:min(10, len(page.TopRoutes))]
-	c.render(w, r, cl, status, "ops", "Server", page)
+	c.render(w, r, cl, cl.status, "ops", "Server", page)
 }
 
 // consumer is an OAuth 1.0a consumer as GET /oauth/consumers shows it.
 type consumer struct {
-	Key         string  `json:"key"`
-	Secret      string  `json:"secret"`
-	Name        string  `json:"name"`
-	CallbackURL *string `json:"callbackUrl"`
-	CreatedAt   string  `json:"createdAt"`
+	Key, Secret, Name, CreatedAt string
+	CallbackURL                  *string
 }
 
 // authorization is an application a person allowed (OAuth 1.0a).
-type authorization struct {
-	ID           string `json:"id"`
-	ConsumerKey  string `json:"consumerKey"`
-	ConsumerName string `json:"consumerName"`
-	UserID       string `json:"userId"`
-	CreatedAt    string `json:"createdAt"`
-}
+type authorization struct{ ID, ConsumerName, UserID, CreatedAt string }
 
 // handleConsumers lists, registers (secret shown once) and deletes OAuth
 // 1.0a consumers, and lists the authorizations people gave them.
 // Administrators only.
 func (c *Console) handleConsumers(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "oauth"
-	status := http.StatusOK
 	if r.Method == http.MethodPost {
-		var res result
+		res := result{Status: http.StatusBadRequest}
 		switch r.PostForm.Get("op") {
 		case "create":
 			body := map[string]any{"name": strings.TrimSpace(r.PostForm.Get("name"))}
@@ -196,41 +156,25 @@ func (c *Console) handleConsumers(cl *call, w http.ResponseWriter, r *http.Reque
 				cl.secret = &secret{Label: "Key " + k.Key + ", secret (shown once)", Value: k.Secret}
 			}
 		case "delete":
-			if res = cl.do("DELETE", "/oauth/consumers/"+seg(r.PostForm.Get("key")), nil, nil); res.ok() {
-				cl.notice = "Deleted the consumer."
-			}
+			res = cl.noteOK(cl.do("DELETE", "/oauth/consumers/"+seg(r.PostForm.Get("key")), nil, nil), "Deleted the consumer.")
 		case "revoke":
-			if res = cl.do("DELETE", "/oauth/authorizations/"+seg(r.PostForm.Get("id")), nil, nil); res.ok() {
-				cl.notice = "Revoked the authorization."
-			}
-		default:
-			res = result{Status: http.StatusBadRequest}
+			res = cl.noteOK(cl.do("DELETE", "/oauth/authorizations/"+seg(r.PostForm.Get("id")), nil, nil), "Revoked the authorization.")
 		}
 		if !res.ok() {
-			cl.problemOf(res)
-			status = res.Status
+			cl.refused(res)
 		}
 	}
-	var cs struct {
-		Items []consumer `json:"items"`
-	}
+	var cs items[consumer]
 	if res := cl.do("GET", "/oauth/consumers?max=100", nil, nil); !res.decode(&cs) {
 		cl.problemOf(res)
-		status = res.Status
+		cl.status = res.Status // the list's refusal, over the form's
 	}
-	var as struct {
-		Items []authorization `json:"items"`
-	}
+	var as items[authorization]
 	cl.do("GET", "/oauth/authorizations?max=100", nil, nil).decode(&as)
-	c.render(w, r, cl, status, "consumers", "OAuth consumers", struct {
+	c.render(w, r, cl, cl.status, "consumers", "OAuth consumers", struct {
 		Consumers      []consumer
 		Authorizations []authorization
 	}{cs.Items, as.Items})
-}
-
-type peoplePage struct {
-	People []person
-	Pager  pager
 }
 
 // handlePeople lists the people (GET /v1/people) and creates one (POST
@@ -238,7 +182,6 @@ type peoplePage struct {
 // only.
 func (c *Console) handlePeople(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "people"
-	status := http.StatusOK
 	if r.Method == http.MethodPost {
 		f := r.PostForm
 		body := map[string]any{"name": strings.TrimSpace(f.Get("name")), "email": strings.TrimSpace(f.Get("email"))}
@@ -248,16 +191,12 @@ func (c *Console) handlePeople(cl *call, w http.ResponseWriter, r *http.Request)
 		if f.Get("admin") != "" {
 			body["roles"] = []string{"admin", "user"}
 		}
-		res := cl.do("POST", "/v1/people", body, nil)
 		var p person
-		if res.decode(&p) {
+		if cl.accepted(cl.do("POST", "/v1/people", body, nil), &p) {
 			cl.notice = "Created " + p.Name + "."
 			cl.secret = &secret{Label: "Password of " + p.Name + " (shown once)", Value: p.Password}
-		} else {
-			cl.problemOf(res)
-			status = res.Status
 		}
 	}
-	people, pg := readList[person](cl, r, "/v1/people", Prefix+"admin/people?", &status)
-	c.render(w, r, cl, status, "people", "People", peoplePage{People: people, Pager: pg})
+	people := readList[person](cl, r, "/v1/people", Prefix+"admin/people?")
+	c.render(w, r, cl, cl.status, "people", "People", people)
 }

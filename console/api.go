@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +38,7 @@ type call struct {
 	problem string
 	secret  *secret
 	section string
+	status  int // the page's status: 200, or the first refusal's
 }
 
 // result is an API answer.
@@ -48,7 +51,10 @@ type result struct {
 // ok reports a 2xx answer.
 func (r result) ok() bool { return r.Status >= 200 && r.Status < 300 }
 
-// decode reads a 2xx JSON answer into v, reporting success.
+// decode reads a 2xx JSON answer into v, reporting success. The structs
+// that mirror the API's JSON name only the members a page shows, as the
+// API names them: encoding/json matches names regardless of case, so they
+// need no tags.
 func (r result) decode(v any) bool {
 	return r.ok() && json.Unmarshal(r.Body, v) == nil
 }
@@ -91,6 +97,33 @@ func (cl *call) problemOf(r result) {
 	cl.problem = "The API answered " + r.problemText()
 }
 
+// refused records r's problem for the page and, unless an earlier
+// refusal on the page set one, its status.
+func (cl *call) refused(r result) {
+	cl.problemOf(r)
+	if cl.status == http.StatusOK {
+		cl.status = r.Status
+	}
+}
+
+// accepted decodes a 2xx JSON answer into v, reporting success; a
+// refusal becomes the page's problem and status (refused).
+func (cl *call) accepted(r result, v any) bool {
+	if r.decode(v) {
+		return true
+	}
+	cl.refused(r)
+	return false
+}
+
+// noteOK sets the page's notice when r is a 2xx answer, and returns r.
+func (cl *call) noteOK(r result, notice string) result {
+	if r.ok() {
+		cl.notice = notice
+	}
+	return r
+}
+
 // do sends one request to the public API in-process, as the signed-in
 // person (their session cookie), and records it for the page's panel.
 // body, when not nil, is sent as JSON, or as is when it is a []byte (with
@@ -105,9 +138,7 @@ func (cl *call) do(method, path string, body any, header map[string]string) resu
 		raw, _ = json.Marshal(body)
 		if header["Content-Type"] == "" {
 			h := map[string]string{"Content-Type": "application/json"}
-			for k, v := range header {
-				h[k] = v
-			}
+			maps.Copy(h, header)
 			header = h
 		}
 	}
@@ -261,10 +292,7 @@ func pageLinks(h http.Header) map[string]int {
 			for p := range strings.SplitSeq(part[end+1:], ";") {
 				p = strings.TrimSpace(p)
 				if rel, ok := strings.CutPrefix(p, "rel="); ok {
-					off := 0
-					if o := u.Query().Get("offset"); o != "" {
-						off = atoiDefault(o, 0)
-					}
+					off := atoiDefault(u.Query().Get("offset"), 0)
 					for r := range strings.FieldsSeq(strings.Trim(rel, `"`)) {
 						out[r] = off
 					}
@@ -277,15 +305,9 @@ func pageLinks(h http.Header) map[string]int {
 
 // atoiDefault reads a small non-negative number, or def.
 func atoiDefault(s string, def int) int {
-	n := 0
-	if s == "" || len(s) > 9 {
+	n, err := strconv.Atoi(s)
+	if err != nil || len(s) > 9 || strings.ContainsFunc(s, func(c rune) bool { return c < '0' || c > '9' }) {
 		return def
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return def
-		}
-		n = n*10 + int(c-'0')
 	}
 	return n
 }

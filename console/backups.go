@@ -7,9 +7,8 @@ import (
 
 // backup is a backup as GET /v1/backups shows it (docs/api.md, "Backups").
 type backup struct {
-	Name      string `json:"name"`
-	Size      int64  `json:"size"`
-	CreatedAt string `json:"createdAt"`
+	Name, CreatedAt string
+	Size            int64
 }
 
 // Bytes is the backup's size for people: "12.3 MB".
@@ -23,32 +22,20 @@ func (b backup) Bytes() string {
 	return strconv.FormatInt(b.Size, 10) + " bytes"
 }
 
-// backupsPart is the server page's backups: a page of them, newest first.
-type backupsPart struct {
-	Backups []backup
-	Pager   pager
-}
-
 // backups is the server page's part for backups: on POST ("Back up now")
 // a backup through POST /v1/backups, whose refusal (409 while another is
 // taken or on PostgreSQL, 429 within a minute of the newest) the page
-// shows with its status; then the list, GET /v1/backups. It returns the
-// part and the status the page answers with.
-func (c *Console) backups(cl *call, r *http.Request) (backupsPart, int) {
-	status := http.StatusOK
+// shows with its status; then the list, GET /v1/backups.
+func (c *Console) backups(cl *call, r *http.Request) list[backup] {
 	if r.Method == http.MethodPost {
 		var b backup
 		res := result{Status: http.StatusBadRequest}
 		if r.PostForm.Get("op") == "backup" {
 			res = cl.do("POST", "/v1/backups", nil, nil)
 		}
-		if res.decode(&b) {
+		if cl.accepted(res, &b) {
 			cl.notice = "Backed up into " + b.Name + " (" + b.Bytes() + ")."
-		} else {
-			cl.problemOf(res)
-			status = res.Status
 		}
 	}
-	backups, pg := readList[backup](cl, r, "/v1/backups", Prefix+"admin/server?", &status)
-	return backupsPart{Backups: backups, Pager: pg}, status
+	return readList[backup](cl, r, "/v1/backups", Prefix+"admin/server?")
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -10,40 +11,29 @@ import (
 
 // car is a car as GET /cars/{car_id} shows it.
 type car struct {
-	ID     string  `json:"id"`
-	Color  string  `json:"color"`
-	Type   string  `json:"type"`
-	Doors  int     `json:"doors"`
-	Make   string  `json:"make"`
-	Model  string  `json:"model"`
-	Year   int     `json:"year"`
-	Garage *string `json:"garage"`
+	ID, Color, Type, Make, Model string
+	Doors, Year                  int
+	Garage                       *string
 }
 
 // garage is a garage as GET /garages/{garage_id} shows it.
 type garage struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	State    string `json:"state"`
-	CarCount int    `json:"carCount"`
+	ID, Name, State string
+	CarCount        int
 }
 
 // search is a saved search as POST /searches and GET /searches show it.
 type search struct {
-	ID        string  `json:"id"`
-	Name      *string `json:"name"`
-	Query     string  `json:"query"`
-	CreatedBy string  `json:"createdBy"`
-	CreatedAt string  `json:"createdAt"`
+	ID, Query, CreatedAt string
+	Name                 *string
 }
 
 // facetValue is one value of a facet: its count, whether the query asks
 // for it, and the console link that adds or removes it.
 type facetValue struct {
-	Value    string
-	Count    int
-	Selected bool
-	Link     string
+	Value, Link string
+	Count       int
+	Selected    bool
 }
 
 // facet is the counts of one field.
@@ -61,9 +51,11 @@ type carList struct {
 }
 
 // readCars asks the API for a car list at path (a list URL without
-// query) with the filters of query, the facets and a page, and returns it
-// with links for self (a console path) that keep the filters.
-func (cl *call) readCars(path, query string, pairs []pair, self string, offset, max int) (carList, result) {
+// query) with the filters of query, the facets and the page r asks for,
+// and returns it with links for self (a console path) that keep the
+// filters.
+func (cl *call) readCars(r *http.Request, path, query string, pairs []pair, self string) (carList, result) {
+	offset, max := paging(r)
 	q := query
 	if q != "" {
 		q += "&"
@@ -71,12 +63,10 @@ func (cl *call) readCars(path, query string, pairs []pair, self string, offset, 
 	q += "facets=" + strings.Join(facetFields, ",") + "&offset=" + strconv.Itoa(offset) + "&max=" + strconv.Itoa(max)
 	res := cl.do("GET", path+"?"+q, nil, nil)
 	var body struct {
-		Items  []car                     `json:"items"`
-		Total  int                       `json:"total"`
-		Facets map[string]map[string]int `json:"facets"`
+		items[car]
+		Facets map[string]map[string]int
 	}
-	if !res.decode(&body) {
-		cl.problemOf(res)
+	if !cl.accepted(res, &body) {
 		return carList{}, res
 	}
 	list := carList{Cars: body.Items, Total: body.Total}
@@ -95,21 +85,24 @@ func (cl *call) readCars(path, query string, pairs []pair, self string, offset, 
 			}
 			fc.Values = append(fc.Values, facetValue{Value: v, Count: n, Selected: selected(pairs, f, v), Link: link})
 		}
+		// Most counted first, "null" (in no garage) last.
 		slices.SortFunc(fc.Values, func(a, b facetValue) int {
-			if (a.Value == "null") != (b.Value == "null") {
-				if a.Value == "null" {
-					return 1
-				}
-				return -1
-			}
-			if a.Count != b.Count {
-				return b.Count - a.Count
-			}
-			return strings.Compare(a.Value, b.Value)
+			return cmp.Or(boolCompare(a.Value == "null", b.Value == "null"), b.Count-a.Count, strings.Compare(a.Value, b.Value))
 		})
 		list.Facets = append(list.Facets, fc)
 	}
 	return list, res
+}
+
+// boolCompare orders false before true.
+func boolCompare(a, b bool) int {
+	if a == b {
+		return 0
+	}
+	if a {
+		return 1
+	}
+	return -1
 }
 
 // filters reads the car filters of a console page: the query box
@@ -124,12 +117,10 @@ func filters(r *http.Request) (string, []pair) {
 }
 
 type carsPage struct {
-	List    carList
-	Query   string
-	Shapes  []shape
-	Body    string
-	Saved   *search
-	IsAdmin bool
+	List        carList
+	Query, Body string // the query, and as a search body
+	Shapes      []shape
+	Saved       *search
 }
 
 // handleCars is the faceted car search: the facets' counts as links that
@@ -139,33 +130,23 @@ type carsPage struct {
 func (c *Console) handleCars(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "cars"
 	query, pairs := filters(r)
-	status := http.StatusOK
-	page := carsPage{Query: query, IsAdmin: cl.user.IsAdmin()}
+	page := carsPage{Query: query}
 	if r.Method == http.MethodPost {
 		query = strings.TrimSpace(r.PostForm.Get("grammar"))
 		pairs = splitQuery(query)
 		query = joinQuery(pairs, "&")
 		page.Query = query
 		var s search
-		res := cl.do("POST", "/searches", searchBody(pairs, strings.TrimSpace(r.PostForm.Get("name"))), nil)
-		if res.decode(&s) {
+		if cl.accepted(cl.do("POST", "/searches", searchBody(pairs, strings.TrimSpace(r.PostForm.Get("name"))), nil), &s) {
 			page.Saved = &s
 			cl.notice = "The search is saved."
-		} else {
-			cl.problemOf(res)
-			status = res.Status
 		}
 	}
-	offset, max := paging(r)
-	list, res := cl.readCars("/cars", query, pairs, Prefix+"cars", offset, max)
-	if !res.ok() && status == http.StatusOK {
-		status = res.Status
-	}
-	page.List = list
+	page.List, _ = cl.readCars(r, "/cars", query, pairs, Prefix+"cars")
 	page.Shapes = shapes(c.cfg.BaseURL, query, pairs)
 	b, _ := json.Marshal(searchBody(pairs, ""))
 	page.Body = string(b)
-	c.render(w, r, cl, status, "cars", "Cars", page)
+	c.render(w, r, cl, cl.status, "cars", "Cars", page)
 }
 
 // handleCar is one car (GET /cars/{car_id}) and its garage.
@@ -175,10 +156,7 @@ func (c *Console) handleCar(cl *call, w http.ResponseWriter, r *http.Request) {
 		Car    car
 		Garage *garage
 	}
-	res := cl.do("GET", "/cars/"+seg(r.PathValue("car_id")), nil, nil)
-	if !res.decode(&v.Car) {
-		cl.problemOf(res)
-		c.render(w, r, cl, res.Status, "error", "Car not shown", errorPage{Detail: "The car could not be read."})
+	if _, ok := c.read(w, r, cl, "/cars/"+seg(r.PathValue("car_id")), &v.Car, "car"); !ok {
 		return
 	}
 	if v.Car.Garage != nil {
@@ -193,12 +171,8 @@ func (c *Console) handleCar(cl *call, w http.ResponseWriter, r *http.Request) {
 // handleGarages lists the garages a page at a time (GET /garages).
 func (c *Console) handleGarages(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "garages"
-	status := http.StatusOK
-	garages, pg := readList[garage](cl, r, "/garages", Prefix+"garages?", &status)
-	c.render(w, r, cl, status, "garages", "Garages", struct {
-		Garages []garage
-		Pager   pager
-	}{garages, pg})
+	garages := readList[garage](cl, r, "/garages", Prefix+"garages?")
+	c.render(w, r, cl, cl.status, "garages", "Garages", garages)
 }
 
 // handleGarage is a garage and its cars (GET /garages/{garage_id}, GET
@@ -207,20 +181,12 @@ func (c *Console) handleGarage(cl *call, w http.ResponseWriter, r *http.Request)
 	cl.section = "garages"
 	id := r.PathValue("garage_id")
 	var g garage
-	res := cl.do("GET", "/garages/"+seg(id), nil, nil)
-	if !res.decode(&g) {
-		cl.problemOf(res)
-		c.render(w, r, cl, res.Status, "error", "Garage not shown", errorPage{Detail: "The garage could not be read."})
+	if _, ok := c.read(w, r, cl, "/garages/"+seg(id), &g, "garage"); !ok {
 		return
 	}
 	query, pairs := filters(r)
-	offset, max := paging(r)
-	list, lres := cl.readCars("/garages/"+seg(id)+"/cars", query, pairs, Prefix+"garages/"+seg(id), offset, max)
-	status := http.StatusOK
-	if !lres.ok() {
-		status = lres.Status
-	}
-	c.render(w, r, cl, status, "garage", g.Name, struct {
+	list, _ := cl.readCars(r, "/garages/"+seg(id)+"/cars", query, pairs, Prefix+"garages/"+seg(id))
+	c.render(w, r, cl, cl.status, "garage", g.Name, struct {
 		Garage garage
 		List   carList
 		Query  string
@@ -233,40 +199,31 @@ func (c *Console) handleSearch(cl *call, w http.ResponseWriter, r *http.Request)
 	cl.section = "cars"
 	id := r.PathValue("search_id")
 	if r.Method == http.MethodPost && r.PostForm.Get("op") == "delete" {
-		res := cl.do("DELETE", "/searches/"+seg(id), nil, nil)
-		if res.ok() {
-			c.render(w, r, cl, http.StatusOK, "message", "Search deleted",
-				message{Text: "The search is deleted.", Link: Prefix + "searches", LinkLabel: "Back to the searches"})
-			return
+		if res := cl.do("DELETE", "/searches/"+seg(id), nil, nil); res.ok() {
+			c.deleted(w, r, cl, "search", "searches")
+		} else {
+			c.failPage(w, r, cl, res, "Search not deleted", "The search could not be deleted.")
 		}
-		cl.problemOf(res)
-		c.render(w, r, cl, res.Status, "error", "Search not deleted", errorPage{Detail: "The search could not be deleted."})
 		return
 	}
 	query, pairs := filters(r)
-	offset, max := paging(r)
 	self := Prefix + "searches/" + seg(id)
-	list, res := cl.readCars("/searches/"+seg(id), query, pairs, self, offset, max)
+	list, res := cl.readCars(r, "/searches/"+seg(id), query, pairs, self)
 	if !res.ok() {
-		c.render(w, r, cl, res.Status, "error", "Search not run", errorPage{Detail: "The search could not be run."})
+		c.failPage(w, r, cl, res, "Search not run", "The search could not be run.")
 		return
 	}
 	c.render(w, r, cl, http.StatusOK, "search", "Search "+id, struct {
-		ID      string
-		Self    string
-		List    carList
-		IsAdmin bool
-	}{id, self, list, cl.user.IsAdmin()})
+		ID   string
+		Self string
+		List carList
+	}{id, self, list})
 }
 
 // handleSearches lists the saved searches (GET /searches; administrators
 // only).
 func (c *Console) handleSearches(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "searches"
-	status := http.StatusOK
-	searches, pg := readList[search](cl, r, "/searches", Prefix+"searches?", &status)
-	c.render(w, r, cl, status, "searches", "Saved searches", struct {
-		Searches []search
-		Pager    pager
-	}{searches, pg})
+	searches := readList[search](cl, r, "/searches", Prefix+"searches?")
+	c.render(w, r, cl, cl.status, "searches", "Saved searches", searches)
 }

@@ -22,6 +22,7 @@ package console
 import (
 	"bytes"
 	"embed"
+	"hash/fnv"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -92,36 +93,30 @@ func New(cfg Config) *Console {
 func (c *Console) routes() {
 	c.handle("GET /console/assets/{name}", http.HandlerFunc(c.handleAsset))
 	c.page("GET /console/{$}", false, c.handleHome)
-	c.page("GET /console/dogs", false, c.handleDogs)
-	c.page("POST /console/dogs", false, c.handleDogs)
-	c.page("GET /console/dogs/{dog_id}/{$}", false, c.handleDog)
-	c.page("POST /console/dogs/{dog_id}/{$}", false, c.handleDog)
-	c.page("GET /console/cars", false, c.handleCars)
-	c.page("POST /console/cars", false, c.handleCars)
+	c.form("/console/dogs", false, c.handleDogs)
+	c.form("/console/dogs/{dog_id}/{$}", false, c.handleDog)
+	c.form("/console/cars", false, c.handleCars)
 	c.page("GET /console/cars/{car_id}", false, c.handleCar)
 	c.page("GET /console/garages", false, c.handleGarages)
 	c.page("GET /console/garages/{garage_id}", false, c.handleGarage)
 	c.page("GET /console/searches", true, c.handleSearches)
-	c.page("GET /console/searches/{search_id}", false, c.handleSearch)
-	c.page("POST /console/searches/{search_id}", false, c.handleSearch)
-	c.page("GET /console/orders", false, c.handleOrders)
-	c.page("POST /console/orders", false, c.handleOrders)
-	c.page("GET /console/orders/{order_id}", false, c.handleOrder)
-	c.page("POST /console/orders/{order_id}", false, c.handleOrder)
+	c.form("/console/searches/{search_id}", false, c.handleSearch)
+	c.form("/console/orders", false, c.handleOrders)
+	c.form("/console/orders/{order_id}", false, c.handleOrder)
 	c.page("GET /console/events", false, c.handleEvents)
-	c.page("GET /console/webhooks", false, c.handleWebhooks)
-	c.page("POST /console/webhooks", false, c.handleWebhooks)
-	c.page("GET /console/webhooks/{webhook_id}", false, c.handleWebhook)
-	c.page("POST /console/webhooks/{webhook_id}", false, c.handleWebhook)
-	c.page("GET /console/lab", false, c.handleLab)
-	c.page("POST /console/lab", false, c.handleLab)
+	c.form("/console/webhooks", false, c.handleWebhooks)
+	c.form("/console/webhooks/{webhook_id}", false, c.handleWebhook)
+	c.form("/console/lab", false, c.handleLab)
 	c.page("POST /console/signout", false, c.handleSignOut)
-	c.page("GET /console/admin/people", true, c.handlePeople)
-	c.page("POST /console/admin/people", true, c.handlePeople)
-	c.page("GET /console/admin/server", true, c.handleOps)
-	c.page("POST /console/admin/server", true, c.handleOps)
-	c.page("GET /console/admin/oauth", true, c.handleConsumers)
-	c.page("POST /console/admin/oauth", true, c.handleConsumers)
+	c.form("/console/admin/people", true, c.handlePeople)
+	c.form("/console/admin/server", true, c.handleOps)
+	c.form("/console/admin/oauth", true, c.handleConsumers)
+}
+
+// form registers a page that shows a form (GET) and takes it (POST).
+func (c *Console) form(path string, admin bool, h func(*call, http.ResponseWriter, *http.Request)) {
+	c.page("GET "+path, admin, h)
+	c.page("POST "+path, admin, h)
 }
 
 // handle registers h for pattern ("METHOD /path") and remembers the path.
@@ -155,7 +150,7 @@ func (c *Console) page(pattern string, admin bool, h func(*call, http.ResponseWr
 			c.cfg.Pages.RedirectToSignIn(w, r)
 			return
 		}
-		cl := &call{c: c, r: r, user: user}
+		cl := &call{c: c, r: r, user: user, status: http.StatusOK}
 		if admin && !user.IsAdmin() {
 			c.render(w, r, cl, http.StatusForbidden, "error", "Administrators only",
 				errorPage{Detail: "This page is for administrators."})
@@ -189,9 +184,8 @@ func parseTemplates() map[string]*template.Template {
 		"form": func(d dog) dogForm {
 			return dogForm{Name: d.Name, Email: d.Email, BarkEffect: d.BarkEffect, CodeURL: d.CodeURL}
 		},
-		"dict": func(f dogForm, effects []string, prefix string) dogFields {
-			return dogFields{Form: f, Effects: effects, Prefix: prefix}
-		},
+		"dict":    func(f dogForm, prefix string) dogFields { return dogFields{Form: f, Prefix: prefix} },
+		"effects": func() []string { return effects },
 	}
 	m := map[string]*template.Template{}
 	for _, name := range []string{"home", "dogs", "dog", "people", "error", "message",
@@ -221,9 +215,8 @@ type secret struct{ Label, Value string }
 
 // dogFields is what the dog form's fields show.
 type dogFields struct {
-	Form    dogForm
-	Effects []string
-	Prefix  string // the fields' id prefix
+	Form   dogForm
+	Prefix string // the fields' id prefix
 }
 
 // errorPage is the body of a page that could not be shown.
@@ -235,14 +228,10 @@ type message struct{ Text, Link, LinkLabel string }
 // render writes a whole page: the layout around template name, with the
 // API calls the request made.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, cl *call, status int, name, title string, v any) {
-	c.renderView(w, r, status, name, view{Title: title, Page: v, Calls: cl.calls, Notice: cl.notice,
-		Problem: cl.problem, Secret: cl.secret, Section: cl.section, User: cl.user})
-}
-
-func (c *Console) renderView(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
-	v.CSRF = pages.CSRFToken(r)
+	page := view{Title: title, Page: v, Calls: cl.calls, Notice: cl.notice, Problem: cl.problem, Secret: cl.secret,
+		Section: cl.section, User: cl.user, CSRF: pages.CSRFToken(r)}
 	var buf bytes.Buffer
-	if err := c.templates[name].ExecuteTemplate(&buf, "layout", v); err != nil {
+	if err := c.templates[name].ExecuteTemplate(&buf, "layout", page); err != nil {
 		c.cfg.Logger.ErrorContext(r.Context(), "console template", slog.String("page", name), slog.String("error", err.Error()))
 		c.cfg.Pages.Error(w, r, http.StatusInternalServerError, "Something went wrong", "The console could not show this page.")
 		return
@@ -256,6 +245,31 @@ func (c *Console) renderView(w http.ResponseWriter, r *http.Request, status int,
 	}
 }
 
+// failPage renders the error page for the API's refusal res.
+func (c *Console) failPage(w http.ResponseWriter, r *http.Request, cl *call, res result, title, detail string) {
+	cl.problemOf(res)
+	c.render(w, r, cl, res.Status, "error", title, errorPage{Detail: detail})
+}
+
+// read reads the API resource at path into v for a page of one thing
+// (what names it: "dog"); when the API refuses, it renders the error page
+// and reports false.
+func (c *Console) read(w http.ResponseWriter, r *http.Request, cl *call, path string, v any, what string) (result, bool) {
+	res := cl.do("GET", path, nil, nil)
+	if res.decode(v) {
+		return res, true
+	}
+	c.failPage(w, r, cl, res, strings.ToUpper(what[:1])+what[1:]+" not shown", "The "+what+" could not be read.")
+	return res, false
+}
+
+// deleted renders the page that says the thing (what: "dog") is deleted,
+// with a link back to its list, the console page list.
+func (c *Console) deleted(w http.ResponseWriter, r *http.Request, cl *call, what, list string) {
+	c.render(w, r, cl, http.StatusOK, "message", strings.ToUpper(what[:1])+what[1:]+" deleted",
+		message{Text: "The " + what + " is deleted.", Link: Prefix + list, LinkLabel: "Back to the " + list})
+}
+
 func loadAssets() map[string]asset {
 	m := map[string]asset{}
 	for name, ct := range map[string]string{"console.css": "text/css; charset=utf-8", "console.js": "text/javascript; charset=utf-8",
@@ -264,19 +278,11 @@ func loadAssets() map[string]asset {
 		if err != nil {
 			panic(err) // embedded above: cannot happen
 		}
-		m[name] = asset{body: b, contentType: ct, etag: `"` + strconv.FormatUint(fnv64(b), 16) + `"`}
+		h := fnv.New64a() // the validator: FNV-1a of the body
+		h.Write(b)
+		m[name] = asset{body: b, contentType: ct, etag: `"` + strconv.FormatUint(h.Sum64(), 16) + `"`}
 	}
 	return m
-}
-
-// fnv64 is FNV-1a, the assets' validator.
-func fnv64(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, x := range b {
-		h ^= uint64(x)
-		h *= 1099511628211
-	}
-	return h
 }
 
 // handleAsset serves the console's stylesheet and script (public: they
@@ -317,8 +323,7 @@ func (c *Console) handleSignOut(cl *call, w http.ResponseWriter, r *http.Request
 // go.
 func (c *Console) handleHome(cl *call, w http.ResponseWriter, r *http.Request) {
 	var me person
-	res := cl.do("GET", "/v1/people/"+seg(cl.user.UserID), nil, nil)
-	if !res.decode(&me) {
+	if res := cl.do("GET", "/v1/people/"+seg(cl.user.UserID), nil, nil); !res.decode(&me) {
 		cl.problemOf(res)
 	}
 	cl.section = "home"

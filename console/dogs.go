@@ -1,8 +1,6 @@
 package console
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,45 +10,28 @@ import (
 // effects are the bark effects (docs/barks.md, "The effects").
 var effects = []string{"record", "email", "email-count", "fetch-code"}
 
+// mergePatch is the header of a JSON merge patch (RFC 7396).
+var mergePatch = map[string]string{"Content-Type": "application/merge-patch+json"}
+
 // person is a person as GET /v1/people/{id} shows them.
 type person struct {
-	ID       string   `json:"id"`
-	Name     string   `json:"name"`
-	Email    string   `json:"email"`
-	Phone    string   `json:"phone"`
-	Roles    []string `json:"roles"`
-	Disabled bool     `json:"disabled"`
-	Password string   `json:"password"`
+	ID, Name, Email, Password string
+	Roles                     []string
+	Disabled                  bool
 }
 
 // dog is a dog as GET /v1/dogs/{dog_id}/ shows it.
 type dog struct {
-	ID           string `json:"id"`
-	Name         string `json:"name"`
-	Email        string `json:"email"`
-	Owner        string `json:"owner"`
-	BarkCount    int64  `json:"barkCount"`
-	BarkEffect   string `json:"barkEffect"`
-	CodeURL      string `json:"codeUrl"`
-	CodeRevision string `json:"codeRevision"`
-	Barks        *struct {
-		Next      *string  `json:"next"`
-		Frequency int      `json:"frequency"`
-		Previous  []string `json:"previous"`
-	} `json:"barks"`
+	ID, Name, Email, BarkEffect, CodeURL, CodeRevision string
+	BarkCount                                          int64
+	Barks                                              *struct { // the schedule
+		Next      *string
+		Frequency int
+	}
 }
 
 // task is a bark task as GET …/barks shows it.
-type task struct {
-	ID         string  `json:"id"`
-	Effect     string  `json:"effect"`
-	Status     string  `json:"status"`
-	Async      bool    `json:"async"`
-	Source     string  `json:"source"`
-	CreatedAt  string  `json:"createdAt"`
-	FinishedAt *string `json:"finishedAt"`
-	Error      *string `json:"error"`
-}
+type task struct{ ID, Effect, Status, CreatedAt string }
 
 // Open reports whether the task may still be canceled.
 func (t task) Open() bool { return t.Status == "pending" || t.Status == "running" }
@@ -67,40 +48,39 @@ type pager struct {
 // max.
 func newPager(prefix string, res result, offset, max, total int) pager {
 	p := pager{Offset: offset, Max: max, Total: total}
-	link := func(off int) string { return prefix + "offset=" + strconv.Itoa(off) + "&max=" + strconv.Itoa(max) }
+	links := map[string]*string{"first": &p.First, "prev": &p.Prev, "next": &p.Next, "last": &p.Last}
 	for rel, off := range pageLinks(res.Header) {
-		switch rel {
-		case "first":
-			p.First = link(off)
-		case "prev":
-			p.Prev = link(off)
-		case "next":
-			p.Next = link(off)
-		case "last":
-			p.Last = link(off)
+		if l := links[rel]; l != nil {
+			*l = prefix + "offset=" + strconv.Itoa(off) + "&max=" + strconv.Itoa(max)
 		}
 	}
 	return p
+}
+
+// items is the body of an API list: a page of items and, where the API
+// counts them, their total.
+type items[T any] struct {
+	Items []T
+	Total int
 }
 
 // readList reads the page of the API list at path (no query) that the
 // console page's own offset and max name, and its pager over the console
 // page self (a console path and "?"). A refusal becomes the page's problem
 // and, unless an earlier call on the page set one, its status.
-func readList[T any](cl *call, r *http.Request, path, self string, status *int) ([]T, pager) {
+func readList[T any](cl *call, r *http.Request, path, self string) list[T] {
 	offset, max := paging(r)
-	var list struct {
-		Items []T `json:"items"`
-		Total int `json:"total"`
-	}
+	var body items[T]
 	res := cl.do("GET", path+"?offset="+strconv.Itoa(offset)+"&max="+strconv.Itoa(max), nil, nil)
-	if !res.decode(&list) {
-		cl.problemOf(res)
-		if *status == http.StatusOK {
-			*status = res.Status
-		}
-	}
-	return list.Items, newPager(self, res, offset, max, list.Total)
+	cl.accepted(res, &body)
+	return list[T]{Items: body.Items, Pager: newPager(self, res, offset, max, body.Total)}
+}
+
+// list is a page of an API list as a console page shows it: the items and
+// the pager over them.
+type list[T any] struct {
+	Items []T
+	Pager pager
 }
 
 // paging reads offset and max of a console list page.
@@ -114,10 +94,8 @@ func paging(r *http.Request) (offset, max int) {
 }
 
 type dogsPage struct {
-	Dogs    []dog
-	Pager   pager
-	Effects []string
-	Form    dogForm
+	List list[dog]
+	Form dogForm
 }
 
 // dogForm is what the create and edit forms hold.
@@ -144,28 +122,23 @@ func (f dogForm) body() map[string]any {
 // the form that creates one (POST /v1/dogs).
 func (c *Console) handleDogs(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "dogs"
-	page := dogsPage{Effects: effects}
-	status := http.StatusOK
+	var page dogsPage
 	if r.Method == http.MethodPost {
 		page.Form = readDogForm(r)
-		res := cl.do("POST", "/v1/dogs", page.Form.body(), nil)
-		if res.ok() {
-			cl.notice = "Created the dog " + page.Form.Name + "."
+		if res := cl.noteOK(cl.do("POST", "/v1/dogs", page.Form.body(), nil), "Created the dog "+page.Form.Name+"."); res.ok() {
 			page.Form = dogForm{}
 		} else {
-			cl.problemOf(res)
-			status = res.Status
+			cl.refused(res)
 		}
 	}
-	page.Dogs, page.Pager = readList[dog](cl, r, "/v1/dogs", Prefix+"dogs?", &status)
-	c.render(w, r, cl, status, "dogs", "Dogs", page)
+	page.List = readList[dog](cl, r, "/v1/dogs", Prefix+"dogs?")
+	c.render(w, r, cl, cl.status, "dogs", "Dogs", page)
 }
 
 type dogPage struct {
 	Dog      dog
 	TaskList []task
 	Tasks    string // the API path of the dog's tasks, which the script reads
-	Effects  []string
 	Events   string // the event stream the page's script follows
 	Self     string // this page's path
 }
@@ -177,37 +150,29 @@ func (c *Console) handleDog(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "dogs"
 	id := r.PathValue("dog_id")
 	api := "/v1/dogs/" + seg(id) + "/"
-	status := http.StatusOK
 	if r.Method == http.MethodPost {
 		res, done := c.dogAction(cl, r, api)
 		if done {
-			c.render(w, r, cl, http.StatusOK, "message", "Dog deleted",
-				message{Text: "The dog is deleted.", Link: Prefix + "dogs", LinkLabel: "Back to the dogs"})
+			c.deleted(w, r, cl, "dog", "dogs")
 			return
 		}
 		if !res.ok() && res.Status != http.StatusSeeOther {
-			cl.problemOf(res)
-			status = res.Status
+			cl.refused(res)
 		}
 	}
 	var page dogPage
-	res := cl.do("GET", api, nil, nil)
-	if !res.decode(&page.Dog) {
-		cl.problemOf(res)
-		c.render(w, r, cl, res.Status, "error", "Dog not shown", errorPage{Detail: "The dog could not be read."})
+	if _, ok := c.read(w, r, cl, api, &page.Dog, "dog"); !ok {
 		return
 	}
-	var tasks struct {
-		Items []task `json:"items"`
-	}
+	var tasks items[task]
 	page.Tasks = "/v1/dogs/" + seg(id) + "/barks?max=20"
 	if tr := cl.do("GET", page.Tasks, nil, nil); tr.decode(&tasks) {
 		page.TaskList = tasks.Items
 	}
-	page.Effects, page.Self = effects, Prefix+"dogs/"+seg(id)+"/"
+	page.Self = Prefix + "dogs/" + seg(id) + "/"
 	page.Events = cl.scripted("/v1/events?types=bark.*", "text/event-stream")
 	cl.scripted(page.Tasks, "application/json")
-	c.render(w, r, cl, status, "dog", page.Dog.Name, page)
+	c.render(w, r, cl, cl.status, "dog", page.Dog.Name, page)
 }
 
 // dogAction runs the form's op against the dog at api; done reports a
@@ -216,10 +181,7 @@ func (c *Console) dogAction(cl *call, r *http.Request, api string) (res result, 
 	f := r.PostForm
 	switch f.Get("op") {
 	case "edit":
-		res = cl.do("PATCH", api, readDogForm(r).body(), map[string]string{"Content-Type": "application/merge-patch+json"})
-		if res.ok() {
-			cl.notice = "Saved."
-		}
+		res = cl.noteOK(cl.do("PATCH", api, readDogForm(r).body(), mergePatch), "Saved.")
 	case "delete":
 		res = cl.do("DELETE", api, nil, nil)
 		return res, res.ok()
@@ -237,10 +199,7 @@ func (c *Console) dogAction(cl *call, r *http.Request, api string) (res result, 
 			cl.notice = "The dog barked (" + strconv.Itoa(res.Status) + " " + http.StatusText(res.Status) + ")."
 		}
 	case "cancel":
-		res = cl.do("DELETE", api+"barks/"+seg(f.Get("bark")), nil, nil)
-		if res.ok() {
-			cl.notice = "The task is canceled."
-		}
+		res = cl.noteOK(cl.do("DELETE", api+"barks/"+seg(f.Get("bark")), nil, nil), "The task is canceled.")
 	case "schedule":
 		next, err := scheduleNext(f.Get("next"))
 		if err != nil {
@@ -248,15 +207,12 @@ func (c *Console) dogAction(cl *call, r *http.Request, api string) (res result, 
 			return result{Status: http.StatusBadRequest}, false
 		}
 		freq := atoiDefault(f.Get("frequency"), -1)
-		res = cl.do("POST", api+"bark-schedule", map[string]any{"token": newToken(), "next": next, "frequency": freq}, nil)
-		if res.ok() {
-			cl.notice = "The schedule is saved."
-		}
+		// A fresh token: a repeat of the same form post is a new change,
+		// as the person asked.
+		body := map[string]any{"token": randomHex(12), "next": next, "frequency": freq}
+		res = cl.noteOK(cl.do("POST", api+"bark-schedule", body, nil), "The schedule is saved.")
 	case "unschedule":
-		res = cl.do("DELETE", api+"bark-schedule", nil, nil)
-		if res.ok() {
-			cl.notice = "The schedule is stopped."
-		}
+		res = cl.noteOK(cl.do("DELETE", api+"bark-schedule", nil, nil), "The schedule is stopped.")
 	default:
 		cl.problem = "Unknown action."
 		return result{Status: http.StatusBadRequest}, false
@@ -277,12 +233,4 @@ func scheduleNext(s string) (any, error) {
 	}
 	_, err := time.Parse(time.RFC3339, s)
 	return nil, err
-}
-
-// newToken is a fresh schedule token: a repeat of the same form post is
-// a new change, as the person asked.
-func newToken() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -14,11 +14,8 @@ var eventTypes = []string{"bark.*", "dog.*", "order.*", "webhook.*", "car.*", "g
 
 // event is a CloudEvent as GET /v1/events shows it.
 type event struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Time    string `json:"time"`
-	Subject string `json:"subject"`
-	Link    string `json:"-"` // the console's page of the subject, if any
+	ID, Type, Time, Subject string
+	Link                    string `json:"-"` // the console's page of the subject, if any
 }
 
 // subjectLink is the console page of an event's subject (an absolute URL
@@ -44,6 +41,20 @@ func subjectLink(base, subject, typ string) string {
 	return ""
 }
 
+// commaList splits comma-separated values into their non-empty,
+// trimmed parts.
+func commaList(values ...string) []string {
+	var out []string
+	for _, v := range values {
+		for part := range strings.SplitSeq(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
 type eventsPage struct {
 	Events  []event
 	Types   []typeChoice
@@ -58,9 +69,8 @@ type eventsPage struct {
 
 // typeChoice is one checkbox of the type filter.
 type typeChoice struct {
-	Type   string
-	ID     string
-	Chosen bool
+	Type, ID string
+	Chosen   bool
 }
 
 // handleEvents is the person's events: the page after an id (GET
@@ -71,35 +81,29 @@ type typeChoice struct {
 func (c *Console) handleEvents(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "events"
 	q := r.URL.Query()
-	var chosen []string
-	for _, t := range q["types"] {
-		for part := range strings.SplitSeq(t, ",") {
-			if part = strings.TrimSpace(part); part != "" {
-				chosen = append(chosen, part)
-			}
-		}
-	}
+	chosen := commaList(q["types"]...)
 	page := eventsPage{After: q.Get("after"), Chosen: strings.Join(chosen, ","), MaxShow: 100}
 	for i, t := range eventTypes {
 		page.Types = append(page.Types, typeChoice{Type: t, ID: "type-" + strconv.Itoa(i), Chosen: slices.Contains(chosen, t)})
 	}
-	api := url.Values{"max": {strconv.Itoa(page.MaxShow)}}
-	if page.Chosen != "" {
-		api.Set("types", page.Chosen)
+	// The types and a start, as the API's queries (and this page's) take them.
+	query := func(after string) url.Values {
+		v := url.Values{}
+		if page.Chosen != "" {
+			v.Set("types", page.Chosen)
+		}
+		if after != "" {
+			v.Set("after", after)
+		}
+		return v
 	}
-	if page.After != "" {
-		api.Set("after", page.After)
-	}
+	api := query(page.After)
+	api.Set("max", strconv.Itoa(page.MaxShow))
 	var body struct {
-		Items []event `json:"items"`
-		Next  string  `json:"next"`
+		Items []event
+		Next  string
 	}
-	status := http.StatusOK
-	res := cl.do("GET", "/v1/events?"+api.Encode(), nil, nil)
-	if !res.decode(&body) {
-		cl.problemOf(res)
-		status = res.Status
-	}
+	cl.accepted(cl.do("GET", "/v1/events?"+api.Encode(), nil, nil), &body)
 	page.Events, page.Next = body.Items, body.Next
 	for i, ev := range page.Events {
 		page.Events[i].Link = subjectLink(c.cfg.BaseURL, ev.Subject, ev.Type)
@@ -107,84 +111,51 @@ func (c *Console) handleEvents(cl *call, w http.ResponseWriter, r *http.Request)
 	if page.Next == "" {
 		page.Next = page.After
 	}
-	self := url.Values{}
-	if page.Chosen != "" {
-		self.Set("types", page.Chosen)
-	}
 	if len(page.Events) == page.MaxShow && page.Next != "" {
-		self.Set("after", page.Next)
-		page.Newer = Prefix + "events?" + self.Encode()
-		self.Del("after")
+		page.Newer = Prefix + "events?" + query(page.Next).Encode()
 	}
 	page.Refresh = r.URL.RequestURI()
-	stream := url.Values{}
-	if page.Chosen != "" {
-		stream.Set("types", page.Chosen)
-	}
-	if page.Next != "" {
-		stream.Set("after", page.Next)
-	}
 	page.Stream = "/v1/events"
-	if len(stream) > 0 {
+	if stream := query(page.Next); len(stream) > 0 {
 		page.Stream += "?" + stream.Encode()
 	}
 	cl.scripted(page.Stream, "text/event-stream")
-	c.render(w, r, cl, status, "events", "Events", page)
+	c.render(w, r, cl, cl.status, "events", "Events", page)
 }
 
 // webhook is a subscription as GET /v1/webhooks/{webhook_id} shows it.
 type webhook struct {
-	ID             string   `json:"id"`
-	URL            string   `json:"url"`
-	Types          []string `json:"types"`
-	Enabled        bool     `json:"enabled"`
-	DisabledReason *string  `json:"disabledReason"`
-	FailingSince   *string  `json:"failingSince"`
-	CreatedAt      string   `json:"createdAt"`
-	Secret         string   `json:"secret"`
+	ID, URL, CreatedAt, Secret   string
+	Types                        []string
+	Enabled                      bool
+	DisabledReason, FailingSince *string
 }
 
 // delivery is one attempt to deliver an event to a webhook.
 type delivery struct {
-	EventID   string  `json:"eventId"`
-	EventType string  `json:"eventType"`
-	Attempt   int     `json:"attempt"`
-	Status    string  `json:"status"`
-	Code      *int    `json:"code"`
-	Error     *string `json:"error"`
-	Time      string  `json:"time"`
+	EventType, Status, Time string
+	Attempt                 int
+	Code                    *int
+	Error                   *string
 }
 
 // handleWebhooks lists the person's webhooks (GET /v1/webhooks) and
 // creates one (POST /v1/webhooks; its secret is shown once).
 func (c *Console) handleWebhooks(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "webhooks"
-	status := http.StatusOK
 	if r.Method == http.MethodPost {
-		var types []string
-		for _, t := range strings.Split(r.PostForm.Get("types"), ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				types = append(types, t)
-			}
-		}
 		body := map[string]any{"url": strings.TrimSpace(r.PostForm.Get("url"))}
-		if len(types) > 0 {
+		if types := commaList(r.PostForm.Get("types")); len(types) > 0 {
 			body["types"] = types
 		}
 		var h webhook
-		if res := cl.do("POST", "/v1/webhooks", body, nil); res.decode(&h) {
+		if cl.accepted(cl.do("POST", "/v1/webhooks", body, nil), &h) {
 			cl.notice = "Created the webhook."
 			cl.secret = &secret{Label: "Its signing secret (shown once)", Value: h.Secret}
-		} else {
-			cl.problemOf(res)
-			status = res.Status
 		}
 	}
-	hooks, pg := readList[webhook](cl, r, "/v1/webhooks", Prefix+"webhooks?", &status)
-	c.render(w, r, cl, status, "webhooks", "Webhooks", struct {
-		Webhooks []webhook
-		Pager    pager
-	}{hooks, pg})
+	hooks := readList[webhook](cl, r, "/v1/webhooks", Prefix+"webhooks?")
+	c.render(w, r, cl, cl.status, "webhooks", "Webhooks", hooks)
 }
 
 // handleWebhook is one webhook with its latest deliveries; it is enabled,
@@ -193,42 +164,28 @@ func (c *Console) handleWebhook(cl *call, w http.ResponseWriter, r *http.Request
 	cl.section = "webhooks"
 	id := r.PathValue("webhook_id")
 	api := "/v1/webhooks/" + seg(id)
-	status := http.StatusOK
 	if r.Method == http.MethodPost {
-		var res result
+		res := result{Status: http.StatusBadRequest}
 		switch op := r.PostForm.Get("op"); op {
 		case "enable", "disable":
-			res = cl.do("PATCH", api, map[string]any{"enabled": op == "enable"}, map[string]string{"Content-Type": "application/merge-patch+json"})
-			if res.ok() {
-				cl.notice = "The webhook is " + op + "d."
-			}
+			res = cl.noteOK(cl.do("PATCH", api, map[string]any{"enabled": op == "enable"}, mergePatch), "The webhook is "+op+"d.")
 		case "delete":
-			res = cl.do("DELETE", api, nil, nil)
-			if res.ok() {
-				c.render(w, r, cl, http.StatusOK, "message", "Webhook deleted",
-					message{Text: "The webhook is deleted.", Link: Prefix + "webhooks", LinkLabel: "Back to the webhooks"})
+			if res = cl.do("DELETE", api, nil, nil); res.ok() {
+				c.deleted(w, r, cl, "webhook", "webhooks")
 				return
 			}
-		default:
-			res = result{Status: http.StatusBadRequest}
 		}
 		if !res.ok() {
-			cl.problemOf(res)
-			status = res.Status
+			cl.refused(res)
 		}
 	}
 	var h webhook
-	res := cl.do("GET", api, nil, nil)
-	if !res.decode(&h) {
-		cl.problemOf(res)
-		c.render(w, r, cl, res.Status, "error", "Webhook not shown", errorPage{Detail: "The webhook could not be read."})
+	if _, ok := c.read(w, r, cl, api, &h, "webhook"); !ok {
 		return
 	}
-	var ds struct {
-		Items []delivery `json:"items"`
-	}
+	var ds items[delivery]
 	cl.do("GET", api+"/deliveries?max=20", nil, nil).decode(&ds)
-	c.render(w, r, cl, status, "webhook", "Webhook", struct {
+	c.render(w, r, cl, cl.status, "webhook", "Webhook", struct {
 		Hook       webhook
 		Deliveries []delivery
 		Self       string

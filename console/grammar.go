@@ -170,16 +170,12 @@ func searchBody(pairs []pair, name string) map[string]any {
 		if ops[op] == nil {
 			ops[op] = map[string]any{}
 		}
-		switch old := ops[op][path].(type) {
-		case nil:
-			if _, ok := ops[op][path]; ok {
-				ops[op][path] = []any{nil, val}
-			} else {
-				ops[op][path] = val
-			}
-		case []any:
-			ops[op][path] = append(old, val)
-		default:
+		// A second value of a path makes a list.
+		if old, had := ops[op][path]; !had {
+			ops[op][path] = val
+		} else if list, ok := old.([]any); ok {
+			ops[op][path] = append(list, val)
+		} else {
 			ops[op][path] = []any{old, val}
 		}
 	}
@@ -201,11 +197,7 @@ func searchBody(pairs []pair, name string) map[string]any {
 			}
 		}
 	}
-	q := map[string]any{}
-	for op, m := range ops {
-		q[op] = m
-	}
-	body := map[string]any{"$class": "car", "$q": q}
+	body := map[string]any{"$class": "car", "$q": ops}
 	if name != "" {
 		body["name"] = name
 	}

@@ -41,11 +41,9 @@ var labSchemes = []struct{ ID, Label string }{
 
 // labStep is one message of an exchange and what the lab computed.
 type labStep struct {
-	Title    string
-	Request  []string
-	Status   int
-	Response []string
-	Notes    []string
+	Title                    string
+	Request, Response, Notes []string
+	Status                   int
 }
 
 type labPage struct {
@@ -149,13 +147,49 @@ func (l *lab) curl(opts string, path string) string {
 	return "curl -i " + opts + " " + shellQuote(l.cl.c.cfg.BaseURL+path)
 }
 
+// toMe is a GET of the person's own resource with authorization (an
+// Authorization header's value, or none), which curl repeats with opts.
+func (l *lab) toMe(authorization, opts string) request {
+	q := request{method: "GET", path: l.me, curl: l.curl(opts, l.me)}
+	if authorization != "" {
+		q.header = map[string]string{"Authorization": authorization}
+	}
+	return q
+}
+
+// login posts the person's name and password as JSON to path, which
+// curl repeats with opts before its own; mark follows the shown body.
+func (l *lab) login(title, path, opts, password, mark string) result {
+	body, _ := json.Marshal(map[string]string{"username": l.cl.user.Name, "password": password})
+	name := `{"username":` + strconv.Quote(l.cl.user.Name)
+	return l.exchange(title, request{method: "POST", path: path, body: body, header: map[string]string{"Content-Type": "application/json"},
+		curl: l.curl(opts+`-H 'Content-Type: application/json' -d '`+name+`,"password":"…"}'`, path)},
+		[]string{"Content-Type: application/json", "", name + `,"password":"<password>"}` + mark})
+}
+
+// own sends q with the console's session (something the run needs, such
+// as an API key), records it as a step, and returns the answer.
+func (l *lab) own(title string, q request, shown []string, notes ...string) result {
+	q.session = true
+	res := l.cl.send(q)
+	l.steps = append(l.steps, labStep{Title: title, Request: append([]string{q.method + " " + l.cl.c.cfg.BaseURL + q.path}, shown...),
+		Status: res.Status, Response: []string{excerpt(maskJSON(res.Body))}, Notes: notes})
+	return res
+}
+
+// remove deletes, with the console's session, what the run made at path
+// (what names it), and notes it.
+func (l *lab) remove(path, what string) {
+	l.cl.send(request{method: "DELETE", path: path, session: true})
+	l.note("The run's " + what + " is deleted (DELETE " + path + ").")
+}
+
 // basic: the challenge, then the credentials in the Authorization header.
 func (l *lab) basic() bool {
-	l.exchange("1. No credentials: the challenge", request{method: "GET", path: l.me, curl: l.curl("", l.me)}, nil,
+	l.exchange("1. No credentials: the challenge", l.toMe("", ""), nil,
 		"The server lists the schemes it takes, one WWW-Authenticate value each.")
-	res := l.exchange("2. Basic credentials", request{method: "GET", path: l.me,
-		header: map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(l.cl.user.Name+":"+l.pw()))},
-		curl:   l.curl("-u "+shellQuote(l.cl.user.Name), l.me)},
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte(l.cl.user.Name+":"+l.pw()))
+	res := l.exchange("2. Basic credentials", l.toMe(basic, "-u "+shellQuote(l.cl.user.Name)),
 		[]string{"Authorization: Basic base64(" + l.cl.user.Name + ":<password>)" + mistakeNote(l.mistake)},
 		"The value is base64 of name:password: an encoding, not a protection; only TLS keeps it secret.")
 	return res.ok()
@@ -171,7 +205,7 @@ func mistakeNote(m bool) string {
 // digest: the challenges, the one of the chosen algorithm (SHA-256 or
 // MD5), HA1, HA2 and the response (RFC 7616 §3.4.1).
 func (l *lab) digest(alg string) bool {
-	res := l.exchange("1. No credentials: the challenges", request{method: "GET", path: l.me, curl: l.curl("", l.me)}, nil)
+	res := l.exchange("1. No credentials: the challenges", l.toMe("", ""), nil)
 	var params map[string]string
 	var offered []string
 	for _, v := range res.Header.Values("WWW-Authenticate") {
@@ -217,19 +251,14 @@ func (l *lab) digest(alg string) bool {
 	if o := params["opaque"]; o != "" {
 		header += `, opaque="` + o + `"`
 	}
-	res = l.exchange("2. The answer to the challenge", request{method: "GET", path: l.me, header: map[string]string{"Authorization": header},
-		curl: l.curl("--digest -u "+shellQuote(l.cl.user.Name), l.me)}, []string{"Authorization: " + header},
+	res = l.exchange("2. The answer to the challenge", l.toMe(header, "--digest -u "+shellQuote(l.cl.user.Name)), []string{"Authorization: " + header},
 		"The server recomputes the response from its stored HA1 for "+alg+" and compares; the nonce is its own (HMAC with a time), nc may not repeat.")
 	return res.ok()
 }
 
 // session: POST /sessions, the cookie on a request, DELETE /sessions.
 func (l *lab) session() bool {
-	body, _ := json.Marshal(map[string]string{"username": l.cl.user.Name, "password": l.pw()})
-	res := l.exchange("1. Start a session", request{method: "POST", path: "/sessions", body: body,
-		header: map[string]string{"Content-Type": "application/json"},
-		curl:   `curl -i -c cookies.txt -H 'Content-Type: application/json' -d '{"username":` + strconv.Quote(l.cl.user.Name) + `,"password":"…"}' ` + shellQuote(l.cl.c.cfg.BaseURL+"/sessions")},
-		[]string{"Content-Type: application/json", "", `{"username":` + strconv.Quote(l.cl.user.Name) + `,"password":"<password>"}` + mistakeNote(l.mistake)})
+	res := l.login("1. Start a session", "/sessions", "-c cookies.txt ", l.pw(), mistakeNote(l.mistake))
 	var key string
 	for _, c := range (&http.Response{Header: res.Header}).Cookies() {
 		if c.Name == auth.SessionCookie {
@@ -241,14 +270,12 @@ func (l *lab) session() bool {
 	}
 	l.hidden = append(l.hidden, key)
 	l.note("The cookie is Secure, HttpOnly, SameSite=Lax; its key has 256 random bits and the store keeps only its hash.")
-	res = l.exchange("2. A request with the cookie", request{method: "GET", path: l.me,
-		header: map[string]string{"Cookie": auth.SessionCookie + "=" + key}, curl: l.curl("-b cookies.txt", l.me)},
-		[]string{"Cookie: " + auth.SessionCookie + "=<the key>"})
-	ok := res.ok()
+	cookie := map[string]string{"Cookie": auth.SessionCookie + "=" + key}
+	shown := []string{"Cookie: " + auth.SessionCookie + "=<the key>"}
+	res = l.exchange("2. A request with the cookie", request{method: "GET", path: l.me, header: cookie, curl: l.curl("-b cookies.txt", l.me)}, shown)
 	l.exchange("3. End the session", request{method: "DELETE", path: "/sessions/" + key, shown: "/sessions/<the key>",
-		header: map[string]string{"Cookie": auth.SessionCookie + "=" + key}, curl: l.curl("-b cookies.txt -X DELETE", "/sessions/KEY")},
-		[]string{"Cookie: " + auth.SessionCookie + "=<the key>"})
-	return ok
+		header: cookie, curl: l.curl("-b cookies.txt -X DELETE", "/sessions/KEY")}, shown)
+	return res.ok()
 }
 
 // jwtParts decodes a JWS's header and claims for display.
@@ -274,54 +301,46 @@ func jwtParts(token string) (header, claims string, parts []string) {
 // tokens: login, a request with the access token, refresh, logout (or,
 // as the mistake, the old refresh token again).
 func (l *lab) tokens() bool {
-	body, _ := json.Marshal(map[string]string{"username": l.cl.user.Name, "password": l.password})
 	var pair struct {
 		Access  string `json:"access_token"`
 		Refresh string `json:"refresh_token"`
 	}
-	res := l.exchange("1. Log in", request{method: "POST", path: "/auth/login", body: body, header: map[string]string{"Content-Type": "application/json"},
-		curl: `curl -i -H 'Content-Type: application/json' -d '{"username":` + strconv.Quote(l.cl.user.Name) + `,"password":"…"}' ` + shellQuote(l.cl.c.cfg.BaseURL+"/auth/login")},
-		[]string{"Content-Type: application/json", "", `{"username":` + strconv.Quote(l.cl.user.Name) + `,"password":"<password>"}`})
-	if !res.decode(&pair) {
+	if res := l.login("1. Log in", "/auth/login", "", l.password, ""); !res.decode(&pair) {
 		return false
 	}
 	hd, cl, _ := jwtParts(pair.Access)
 	l.note("The access token is a JWS: header.claims.signature, each base64url. Its header:", hd, "Its claims:", cl)
-	bearer := func(t string) map[string]string { return map[string]string{"Authorization": "Bearer " + t} }
-	if res = l.exchange("2. A request with the access token", request{method: "GET", path: l.me, header: bearer(pair.Access),
-		curl: l.curl(`-H "Authorization: Bearer $ACCESS"`, l.me)}, []string{"Authorization: Bearer <the access token>"}); !res.ok() {
+	if res := l.exchange("2. A request with the access token", l.toMe("Bearer "+pair.Access, `-H "Authorization: Bearer $ACCESS"`),
+		[]string{"Authorization: Bearer <the access token>"}); !res.ok() {
 		return false
 	}
+	// A POST to path with a refresh token.
+	post := func(path, refresh string) request {
+		return request{method: "POST", path: path, header: map[string]string{"Authorization": "Bearer " + refresh},
+			curl: l.curl(`-X POST -H "Authorization: Bearer $REFRESH"`, path)}
+	}
 	old := pair.Refresh
-	res = l.exchange("3. Refresh: a new pair", request{method: "POST", path: "/auth/refresh", header: bearer(old),
-		curl: l.curl(`-X POST -H "Authorization: Bearer $REFRESH"`, "/auth/refresh")}, []string{"Authorization: Bearer <the refresh token>"},
+	res := l.exchange("3. Refresh: a new pair", post("/auth/refresh", old), []string{"Authorization: Bearer <the refresh token>"},
 		"A refresh token works once; the answer is a new pair with the person's current roles.")
 	if !res.decode(&pair) {
 		return false
 	}
 	if l.mistake {
-		res = l.exchange("4. The mistake: the old refresh token again", request{method: "POST", path: "/auth/refresh", header: bearer(old),
-			curl: l.curl(`-X POST -H "Authorization: Bearer $REFRESH"`, "/auth/refresh")}, []string{"Authorization: Bearer <the first refresh token, used already>"},
+		res = l.exchange("4. The mistake: the old refresh token again", post("/auth/refresh", old), []string{"Authorization: Bearer <the first refresh token, used already>"},
 			"A reused refresh token revokes its whole family: the pair of step 3 is revoked too.")
 		return res.ok()
 	}
-	res = l.exchange("4. Log out: the family revoked", request{method: "POST", path: "/auth/logout", header: bearer(pair.Refresh),
-		curl: l.curl(`-X POST -H "Authorization: Bearer $REFRESH"`, "/auth/logout")}, []string{"Authorization: Bearer <the new refresh token>"})
+	res = l.exchange("4. Log out: the family revoked", post("/auth/logout", pair.Refresh), []string{"Authorization: Bearer <the new refresh token>"})
 	return res.ok()
 }
 
 // pkToken: the token, the JWKS, the signature checked here, the token
 // used (or, as the mistake, one with a changed claim).
 func (l *lab) pkToken() bool {
-	body, _ := json.Marshal(map[string]any{"username": l.cl.user.Name, "password": l.password})
 	var tok struct {
 		Token string `json:"token"`
 	}
-	res := l.exchange("1. Ask for a public-key token", request{method: "POST", path: "/auth/pk-token", body: body,
-		header: map[string]string{"Content-Type": "application/json"},
-		curl:   `curl -i -H 'Content-Type: application/json' -d '{"username":` + strconv.Quote(l.cl.user.Name) + `,"password":"…"}' ` + shellQuote(l.cl.c.cfg.BaseURL+"/auth/pk-token")},
-		[]string{"Content-Type: application/json", "", `{"username":` + strconv.Quote(l.cl.user.Name) + `,"password":"<password>"}`})
-	if !res.decode(&tok) {
+	if res := l.login("1. Ask for a public-key token", "/auth/pk-token", "", l.password, ""); !res.decode(&tok) {
 		return false
 	}
 	hd, claims, parts := jwtParts(tok.Token)
@@ -330,13 +349,12 @@ func (l *lab) pkToken() bool {
 		return false
 	}
 	l.note("Header:", hd, "Claims:", claims)
-	var head struct{ Kid, Alg string }
-	raw, _ := base64.RawURLEncoding.DecodeString(parts[0])
-	_ = json.Unmarshal(raw, &head)
+	var head struct{ Kid string }
+	_ = json.Unmarshal([]byte(hd), &head)
 	var jwks struct {
 		Keys []struct{ Kid, Kty, Crv, X string }
 	}
-	res = l.exchange("2. The server's public keys", request{method: "GET", path: "/.well-known/jwks.json", curl: l.curl("", "/.well-known/jwks.json")}, nil)
+	res := l.exchange("2. The server's public keys", request{method: "GET", path: "/.well-known/jwks.json", curl: l.curl("", "/.well-known/jwks.json")}, nil)
 	_ = json.Unmarshal(res.Body, &jwks)
 	payload := parts[1]
 	if l.mistake {
@@ -370,9 +388,7 @@ func (l *lab) pkToken() bool {
 	if l.mistake {
 		shown = "Authorization: Bearer <the token with exp pushed a year on, the signature unchanged>   ← the mistake"
 	}
-	res = l.exchange("3. A request with the token", request{method: "GET", path: l.me,
-		header: map[string]string{"Authorization": "Bearer " + signed + "." + parts[2]}, curl: l.curl(`-H "Authorization: Bearer $TOKEN"`, l.me)},
-		[]string{shown})
+	res = l.exchange("3. A request with the token", l.toMe("Bearer "+signed+"."+parts[2], `-H "Authorization: Bearer $TOKEN"`), []string{shown})
 	return res.ok()
 }
 
@@ -381,17 +397,12 @@ func (l *lab) pkToken() bool {
 // timestamp), and the key deleted.
 func (l *lab) signed() bool {
 	var key struct{ APIKey, Secret string }
-	res := l.cl.send(request{method: "POST", path: "/apikeys", session: true})
-	l.steps = append(l.steps, labStep{Title: "1. An API key for this run (with the console's session)",
-		Request: []string{"POST " + l.cl.c.cfg.BaseURL + "/apikeys"}, Status: res.Status,
-		Response: []string{excerpt(maskJSON(res.Body))}, Notes: []string{"The secret is shown once to the client; here it is used and not shown."}})
+	res := l.own("1. An API key for this run (with the console's session)", request{method: "POST", path: "/apikeys"}, nil,
+		"The secret is shown once to the client; here it is used and not shown.")
 	if !res.decode(&key) || key.APIKey == "" {
 		return false
 	}
-	defer func() {
-		l.cl.send(request{method: "DELETE", path: "/apikeys/" + seg(key.APIKey), session: true})
-		l.note("The run's API key is deleted (DELETE /apikeys/" + key.APIKey + ").")
-	}()
+	defer l.remove("/apikeys/"+seg(key.APIKey), "API key")
 	signedAt := time.Now()
 	if l.mistake {
 		signedAt = signedAt.Add(-10 * time.Minute)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/yard-api/yard/internal/sigbase"
-	"github.com/yard-api/yard/pages"
 )
 
 // oauthCallback is where the lab's consumer says it wants the person
@@ -17,8 +16,9 @@ import (
 const oauthCallback = "https://lab.invalid/callback"
 
 // oauthSign signs a request of the lab's consumer (RFC 5849 §3.4,
-// HMAC-SHA1) and returns its Authorization header and the base string.
-func (l *lab) oauthSign(method, path string, extra [][2]string, consumerKey, consumerSecret, tokenSecret string) (header, base string) {
+// HMAC-SHA1) and returns it, with its Authorization header as the step
+// shows it, and the base string.
+func (l *lab) oauthSign(method, path string, extra [][2]string, consumerKey, consumerSecret, tokenSecret string) (q request, shown []string, base string) {
 	params := append([][2]string{
 		{"oauth_consumer_key", consumerKey},
 		{"oauth_signature_method", sigbase.OAuthHMACSHA1},
@@ -34,7 +34,12 @@ func (l *lab) oauthSign(method, path string, extra [][2]string, consumerKey, con
 	for _, p := range append(params, [2]string{"oauth_signature", sig}) {
 		b.WriteString(", " + p[0] + `="` + sigbase.OAuthEncode(p[1]) + `"`)
 	}
-	return b.String(), base
+	opts := `-H "Authorization: OAuth …"`
+	if method != "GET" {
+		opts = "-X " + method + " " + opts
+	}
+	q = request{method: method, path: path, header: map[string]string{"Authorization": b.String()}, curl: l.curl(opts, path)}
+	return q, []string{"Authorization: " + hideSignature(b.String())}, base
 }
 
 // oauth runs OAuth 1.0a's three legs (RFC 5849 §2) with a consumer
@@ -49,24 +54,17 @@ func (l *lab) oauth() bool {
 		return false
 	}
 	var k consumer
-	res := l.cl.send(request{method: "POST", path: "/oauth/consumers", body: []byte(`{"name":"yard console lab"}`),
-		header: map[string]string{"Content-Type": "application/json"}, session: true})
-	l.steps = append(l.steps, labStep{Title: "1. A consumer for this run (with the console's session)",
-		Request: []string{"POST " + l.cl.c.cfg.BaseURL + "/oauth/consumers", "", `{"name":"yard console lab"}`}, Status: res.Status,
-		Response: []string{excerpt(maskJSON(res.Body))}})
+	const name = `{"name":"yard console lab"}`
+	res := l.own("1. A consumer for this run (with the console's session)", request{method: "POST", path: "/oauth/consumers",
+		body: []byte(name), header: map[string]string{"Content-Type": "application/json"}}, []string{"", name})
 	if !res.decode(&k) || k.Key == "" {
 		return false
 	}
-	defer func() {
-		l.cl.send(request{method: "DELETE", path: "/oauth/consumers/" + seg(k.Key), session: true})
-		l.note("The run's consumer is deleted (DELETE /oauth/consumers/" + k.Key + ").")
-	}()
+	defer l.remove("/oauth/consumers/"+seg(k.Key), "consumer")
 
 	// 1. Temporary credentials.
-	h, base := l.oauthSign("POST", "/oauth/request_token", [][2]string{{"oauth_callback", oauthCallback}}, k.Key, k.Secret, "")
-	res = l.exchange("2. Temporary credentials (RFC 5849 §2.1)", request{method: "POST", path: "/oauth/request_token",
-		header: map[string]string{"Authorization": h}, curl: l.curl(`-X POST -H "Authorization: OAuth …"`, "/oauth/request_token")},
-		[]string{"Authorization: " + hideSignature(h)},
+	q, shown, base := l.oauthSign("POST", "/oauth/request_token", [][2]string{{"oauth_callback", oauthCallback}}, k.Key, k.Secret, "")
+	res = l.exchange("2. Temporary credentials (RFC 5849 §2.1)", q, shown,
 		"The signature base string (§3.4.1): method & base URI & the sorted, encoded parameters:", base,
 		"oauth_signature = base64(HMAC-SHA1(consumer secret & \"\", base string)); the secret is not shown.")
 	temp, _ := url.ParseQuery(string(res.Body))
@@ -78,12 +76,9 @@ func (l *lab) oauth() bool {
 	// 2. The person allows the consumer: the authorisation form, posted
 	// as the person's browser would (their session, the pages' CSRF
 	// token).
-	form := url.Values{"oauth_token": {temp.Get("oauth_token")}, "decision": {"allow"}, pages.CSRFField: {pages.CSRFToken(l.cl.r)}}.Encode()
-	cookie := l.browserCookie()
-	res = l.exchange("3. The person allows it (RFC 5849 §2.2)", request{method: "POST", path: "/oauth/authorize", body: []byte(form),
-		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookie, "Accept": "text/html"},
-		curl:   "(a browser: the page at /oauth/authorize?oauth_token=…, Allow)"},
-		[]string{"Cookie: <your session>, <the form's CSRF token>", "", "oauth_token=" + temp.Get("oauth_token") + "&decision=allow&csrf_token=<the CSRF token>"},
+	res = l.browserPost("3. The person allows it (RFC 5849 §2.2)", "/oauth/authorize",
+		url.Values{"oauth_token": {temp.Get("oauth_token")}, "decision": {"allow"}}, "(a browser: the page at /oauth/authorize?oauth_token=…, Allow)",
+		"oauth_token="+temp.Get("oauth_token")+"&decision=allow&csrf_token=<the CSRF token>",
 		"The answer sends the browser back to the consumer's callback with the verifier.")
 	loc, err := url.Parse(res.Header.Get("Location"))
 	if res.Status != http.StatusSeeOther || err != nil || loc.Query().Get("oauth_verifier") == "" {
@@ -91,12 +86,9 @@ func (l *lab) oauth() bool {
 	}
 
 	// 3. Token credentials.
-	h, base = l.oauthSign("POST", "/oauth/access_token", [][2]string{{"oauth_token", temp.Get("oauth_token")},
+	q, shown, base = l.oauthSign("POST", "/oauth/access_token", [][2]string{{"oauth_token", temp.Get("oauth_token")},
 		{"oauth_verifier", loc.Query().Get("oauth_verifier")}}, k.Key, k.Secret, temp.Get("oauth_token_secret"))
-	res = l.exchange("4. Token credentials (RFC 5849 §2.3)", request{method: "POST", path: "/oauth/access_token",
-		header: map[string]string{"Authorization": h}, curl: l.curl(`-X POST -H "Authorization: OAuth …"`, "/oauth/access_token")},
-		[]string{"Authorization: " + hideSignature(h)},
-		"Base string:", base, "Signed with the consumer secret & the temporary token's secret.")
+	res = l.exchange("4. Token credentials (RFC 5849 §2.3)", q, shown, "Base string:", base, "Signed with the consumer secret & the temporary token's secret.")
 	tok, _ := url.ParseQuery(string(res.Body))
 	if !res.ok() || tok.Get("oauth_token") == "" {
 		return false
@@ -108,31 +100,26 @@ func (l *lab) oauth() bool {
 	if l.mistake {
 		secret += "-wrong"
 	}
-	h, base = l.oauthSign("GET", l.me, [][2]string{{"oauth_token", tok.Get("oauth_token")}}, k.Key, secret, tok.Get("oauth_token_secret"))
+	q, shown, base = l.oauthSign("GET", l.me, [][2]string{{"oauth_token", tok.Get("oauth_token")}}, k.Key, secret, tok.Get("oauth_token_secret"))
 	notes := []string{"Base string:", base}
 	if l.mistake {
 		notes = append(notes, "The mistake: signed with a wrong consumer secret; the refusal names the base string the server built.")
 	}
-	res = l.exchange("5. A request signed with the token credentials (RFC 5849 §3)", request{method: "GET", path: l.me,
-		header: map[string]string{"Authorization": h}, curl: l.curl(`-H "Authorization: OAuth …"`, l.me)},
-		[]string{"Authorization: " + hideSignature(h)}, notes...)
+	res = l.exchange("5. A request signed with the token credentials (RFC 5849 §3)", q, shown, notes...)
 	return res.ok()
 }
 
 // hideSignature shortens the oauth_signature of an Authorization header
 // for display.
 func hideSignature(h string) string {
-	i := strings.Index(h, `oauth_signature="`)
-	if i < 0 {
+	const name = `oauth_signature="`
+	before, rest, ok := strings.Cut(h, name)
+	sig, after, closed := strings.Cut(rest, `"`)
+	if !ok || !closed {
 		return h
 	}
-	j := strings.IndexByte(h[i+len(`oauth_signature="`):], '"')
-	if j < 0 {
-		return h
-	}
-	sig := h[i+len(`oauth_signature="`) : i+len(`oauth_signature="`)+j]
 	if len(sig) > 8 {
 		sig = sig[:8] + "…"
 	}
-	return h[:i] + `oauth_signature="` + sig + `"` + h[i+len(`oauth_signature="`)+j+1:]
+	return before + name + sig + `"` + after
 }

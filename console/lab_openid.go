@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"html"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -37,6 +38,16 @@ func (l *lab) browserCookie() string {
 		cookie += "; " + auth.SessionCookie + "=" + ck.Value
 	}
 	return cookie
+}
+
+// browserPost posts form to path as the person's browser does (their
+// session, the pages' CSRF token in the cookie and the form), which the
+// step shows as shownForm; curl says what a browser does instead.
+func (l *lab) browserPost(title, path string, form url.Values, curl, shownForm string, notes ...string) result {
+	form.Set(pages.CSRFField, pages.CSRFToken(l.cl.r))
+	return l.exchange(title, request{method: "POST", path: path, body: []byte(form.Encode()),
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Cookie": l.browserCookie(), "Accept": "text/html"}, curl: curl},
+		[]string{"Cookie: <your session>, <the form's CSRF token>", "", shownForm}, notes...)
 }
 
 // keyValues reads OpenID's key-value form (OpenID 2.0 §4.1.1).
@@ -166,20 +177,23 @@ func (l *lab) num() string { return strconv.Itoa(len(l.steps)+1) + ". " }
 // mode), the assertion's identity changed, and the provider's
 // check_authentication says it is not valid.
 func (l *lab) openID() bool {
-	form := func(v url.Values) []byte { return []byte(v.Encode()) }
-	formHeader := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
 	claimed := l.cl.c.cfg.BaseURL + "/openid/id/" + seg(l.cl.user.Name)
 	endpoint, localID, ok := l.discover(claimed)
 	if !ok {
 		return false
 	}
+	// The relying party's own posts to the endpoint, shown with shownForm.
+	rpPost := func(title string, form url.Values, shownForm string, notes ...string) result {
+		return l.exchange(title, request{method: "POST", path: endpoint, body: []byte(form.Encode()),
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}},
+			[]string{"Content-Type: application/x-www-form-urlencoded", "", shownForm}, notes...)
+	}
 	var macKey []byte
 	handle := ""
 	if !l.mistake {
-		res := l.exchange(l.num()+"Association with the discovered endpoint (OpenID 2.0 §8)", request{method: "POST", path: endpoint,
-			body: form(url.Values{"openid.ns": {openidNS}, "openid.mode": {"associate"}, "openid.assoc_type": {"HMAC-SHA256"},
-				"openid.session_type": {"no-encryption"}}), header: formHeader},
-			[]string{"Content-Type: application/x-www-form-urlencoded", "", "openid.ns=…&openid.mode=associate&openid.assoc_type=HMAC-SHA256&openid.session_type=no-encryption"},
+		res := rpPost(l.num()+"Association with the discovered endpoint (OpenID 2.0 §8)", url.Values{"openid.ns": {openidNS},
+			"openid.mode": {"associate"}, "openid.assoc_type": {"HMAC-SHA256"}, "openid.session_type": {"no-encryption"}},
+			"openid.ns=…&openid.mode=associate&openid.assoc_type=HMAC-SHA256&openid.session_type=no-encryption",
 			"The relying party and the provider share a MAC key (sent in clear: HTTPS protects it; it is not shown here).")
 		kv := keyValues(res.Body)
 		key, err := base64.StdEncoding.DecodeString(kv["mac_key"])
@@ -204,14 +218,10 @@ func (l *lab) openID() bool {
 	loc := res.Header.Get("Location")
 	if res.Status == http.StatusOK {
 		l.note("The provider's confirmation page (not shown): Sign in or Cancel; its form posts to /openid/confirm.")
-		post := url.Values{pages.CSRFField: {pages.CSRFToken(l.cl.r)}, "decision": {"allow"}}
-		for k, v := range req {
-			post[k] = v
-		}
-		res = l.exchange(l.num()+"The person confirms the sign-in", request{method: "POST", path: "/openid/confirm", body: form(post),
-			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Cookie": l.browserCookie(), "Accept": "text/html"},
-			curl:   "(a browser: the confirmation page's Sign in)"},
-			[]string{"Cookie: <your session>, <the form's CSRF token>", "", "decision=allow&csrf_token=<the CSRF token>&openid.mode=checkid_setup&openid.realm=" + labRealm + "&…"},
+		post := maps.Clone(req)
+		post.Set("decision", "allow")
+		res = l.browserPost(l.num()+"The person confirms the sign-in", "/openid/confirm", post, "(a browser: the confirmation page's Sign in)",
+			"decision=allow&csrf_token=<the CSRF token>&openid.mode=checkid_setup&openid.realm="+labRealm+"&…",
 			"The answer sends the browser to return_to with the signed assertion (§10.1).")
 		loc = res.Header.Get("Location")
 	}
@@ -246,16 +256,13 @@ func (l *lab) openID() bool {
 	}
 	// The mistake: stateless mode, and the identity changed before the
 	// provider is asked.
-	check := url.Values{}
-	for k, v := range a {
-		check[k] = v
-	}
+	check := maps.Clone(a)
 	check.Set("openid.mode", "check_authentication")
 	other := l.cl.c.cfg.BaseURL + "/openid/id/someone-else"
 	check.Set("openid.claimed_id", other)
 	check.Set("openid.identity", other)
-	res = l.exchange(l.num()+"check_authentication of a changed assertion (§11.4.2)", request{method: "POST", path: endpoint, body: form(check), header: formHeader},
-		[]string{"Content-Type: application/x-www-form-urlencoded", "", "openid.mode=check_authentication&openid.claimed_id=" + other + "&…   ← the mistake: the identity changed after signing"},
+	res = rpPost(l.num()+"check_authentication of a changed assertion (§11.4.2)", check,
+		"openid.mode=check_authentication&openid.claimed_id="+other+"&…   ← the mistake: the identity changed after signing",
 		"Without an association the relying party asks the provider; the signature no longer covers what is sent.")
 	return res.ok() && keyValues(res.Body)["is_valid"] == "true"
 }

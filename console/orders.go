@@ -17,33 +17,28 @@ type order struct {
 	UpdatedAt  string   `json:"updatedAt,omitempty" xml:"updatedAt,omitempty"`
 }
 
+// acceptXML asks for the XML representation.
+var acceptXML = map[string]string{"Accept": "application/xml"}
+
 // handleOrders lists the person's orders (GET /orders; administrators:
 // all) and places a new one (POST /orders).
 func (c *Console) handleOrders(cl *call, w http.ResponseWriter, r *http.Request) {
 	cl.section = "orders"
-	status := http.StatusOK
 	if r.Method == http.MethodPost {
 		var o order
-		if res := cl.do("POST", "/orders", map[string]any{}, nil); res.decode(&o) {
+		if cl.accepted(cl.do("POST", "/orders", map[string]any{}, nil), &o) {
 			cl.notice = "Placed the order " + o.ID + "."
-		} else {
-			cl.problemOf(res)
-			status = res.Status
 		}
 	}
-	orders, pg := readList[order](cl, r, "/orders", Prefix+"orders?", &status)
-	c.render(w, r, cl, status, "orders", "Orders", struct {
-		Orders []order
-		Pager  pager
-	}{orders, pg})
+	orders := readList[order](cl, r, "/orders", Prefix+"orders?")
+	c.render(w, r, cl, cl.status, "orders", "Orders", orders)
 }
 
 type orderPage struct {
-	Order   order
-	JSON    string // the JSON representation, as the API sent it
-	XML     string // the XML representation, as the API sent it
-	Self    string
-	IsAdmin bool
+	Order order
+	JSON  string // the JSON representation, as the API sent it
+	XML   string // the XML representation, as the API sent it
+	Self  string
 }
 
 // handleOrder is one order in both representations, with the two ways to
@@ -55,25 +50,21 @@ func (c *Console) handleOrder(cl *call, w http.ResponseWriter, r *http.Request) 
 	cl.section = "orders"
 	id := r.PathValue("order_id")
 	api := "/order/" + seg(id)
-	status := http.StatusOK
 	if r.Method == http.MethodPost {
 		if res := c.orderAction(cl, r, api); !res.ok() {
-			cl.problemOf(res)
-			status = res.Status
+			cl.refused(res)
 		}
 	}
-	page := orderPage{Self: Prefix + "orders/" + seg(id), IsAdmin: cl.user.IsAdmin()}
-	res := cl.do("GET", api, nil, nil)
-	if !res.decode(&page.Order) {
-		cl.problemOf(res)
-		c.render(w, r, cl, res.Status, "error", "Order not shown", errorPage{Detail: "The order could not be read."})
+	page := orderPage{Self: Prefix + "orders/" + seg(id)}
+	res, ok := c.read(w, r, cl, api, &page.Order, "order")
+	if !ok {
 		return
 	}
 	page.JSON = string(res.Body)
-	if x := cl.do("GET", api, nil, map[string]string{"Accept": "application/xml"}); x.ok() {
+	if x := cl.do("GET", api, nil, acceptXML); x.ok() {
 		page.XML = string(x.Body)
 	}
-	c.render(w, r, cl, status, "order", "Order", page)
+	c.render(w, r, cl, cl.status, "order", "Order", page)
 }
 
 // orderAction runs the form's op against the order at api.
@@ -81,7 +72,7 @@ func (c *Console) orderAction(cl *call, r *http.Request, api string) result {
 	switch r.PostForm.Get("op") {
 	case "cancel-put":
 		// Read the XML representation, set canceled, put it back.
-		x := cl.do("GET", api, nil, map[string]string{"Accept": "application/xml"})
+		x := cl.do("GET", api, nil, acceptXML)
 		var o order
 		if !x.ok() || xml.Unmarshal(x.Body, &o) != nil {
 			return x
@@ -89,16 +80,9 @@ func (c *Console) orderAction(cl *call, r *http.Request, api string) result {
 		o.Canceled, o.CreatedAt, o.UpdatedAt = true, "", ""
 		body, _ := xml.Marshal(o)
 		res := cl.do("PUT", api, body, map[string]string{"Content-Type": "application/xml", "Accept": "application/xml"})
-		if res.ok() {
-			cl.notice = "Canceled by a PUT of the XML representation."
-		}
-		return res
+		return cl.noteOK(res, "Canceled by a PUT of the XML representation.")
 	case "cancel-post":
-		res := cl.do("POST", api+"/canceled", true, nil)
-		if res.ok() {
-			cl.notice = "Canceled by a POST to the canceled sub-resource."
-		}
-		return res
+		return cl.noteOK(cl.do("POST", api+"/canceled", true, nil), "Canceled by a POST to the canceled sub-resource.")
 	case "status":
 		var o order
 		g := cl.do("GET", api, nil, nil)
@@ -106,11 +90,7 @@ func (c *Console) orderAction(cl *call, r *http.Request, api string) result {
 			return g
 		}
 		o.Status, o.CreatedAt, o.UpdatedAt = r.PostForm.Get("status"), "", ""
-		res := cl.do("PUT", api, o, nil)
-		if res.ok() {
-			cl.notice = "The order is " + o.Status + "."
-		}
-		return res
+		return cl.noteOK(cl.do("PUT", api, o, nil), "The order is "+o.Status+".")
 	}
 	cl.problem = "Unknown action."
 	return result{Status: http.StatusBadRequest}
