@@ -130,12 +130,20 @@ func (c *Console) handleOps(cl *call, w http.ResponseWriter, r *http.Request) {
 
 // consumer is an OAuth 1.0a consumer as GET /oauth/consumers shows it.
 type consumer struct {
-	Key, Secret, Name, CreatedAt string
-	CallbackURL                  *string
+	Key         string  `json:"key"`
+	Secret      string  `json:"secret"`
+	Name        string  `json:"name"`
+	CallbackURL *string `json:"callbackUrl"`
+	CreatedAt   string  `json:"createdAt"`
 }
 
 // authorization is an application a person allowed (OAuth 1.0a).
-type authorization struct{ ID, ConsumerName, UserID, CreatedAt string }
+type authorization struct {
+	ID           string `json:"id"`
+	ConsumerName string `json:"consumerName"`
+	UserID       string `json:"userId"`
+	CreatedAt    string `json:"createdAt"`
+}
 
 // handleConsumers lists, registers (secret shown once) and deletes OAuth
 // 1.0a consumers, and lists the authorizations people gave them.

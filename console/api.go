@@ -52,9 +52,7 @@ type result struct {
 func (r result) ok() bool { return r.Status >= 200 && r.Status < 300 }
 
 // decode reads a 2xx JSON answer into v, reporting success. The structs
-// that mirror the API's JSON name only the members a page shows, as the
-// API names them: encoding/json matches names regardless of case, so they
-// need no tags.
+// that mirror the API's JSON name only the members a page shows.
 func (r result) decode(v any) bool {
 	return r.ok() && json.Unmarshal(r.Body, v) == nil
 }

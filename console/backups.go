@@ -7,8 +7,9 @@ import (
 
 // backup is a backup as GET /v1/backups shows it (docs/api.md, "Backups").
 type backup struct {
-	Name, CreatedAt string
-	Size            int64
+	Name      string `json:"name"`
+	Size      int64  `json:"size"`
+	CreatedAt string `json:"createdAt"`
 }
 
 // Bytes is the backup's size for people: "12.3 MB".

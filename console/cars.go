@@ -11,29 +11,39 @@ import (
 
 // car is a car as GET /cars/{car_id} shows it.
 type car struct {
-	ID, Color, Type, Make, Model string
-	Doors, Year                  int
-	Garage                       *string
+	ID     string  `json:"id"`
+	Color  string  `json:"color"`
+	Type   string  `json:"type"`
+	Doors  int     `json:"doors"`
+	Make   string  `json:"make"`
+	Model  string  `json:"model"`
+	Year   int     `json:"year"`
+	Garage *string `json:"garage"`
 }
 
 // garage is a garage as GET /garages/{garage_id} shows it.
 type garage struct {
-	ID, Name, State string
-	CarCount        int
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	CarCount int    `json:"carCount"`
 }
 
 // search is a saved search as POST /searches and GET /searches show it.
 type search struct {
-	ID, Query, CreatedAt string
-	Name                 *string
+	ID        string  `json:"id"`
+	Name      *string `json:"name"`
+	Query     string  `json:"query"`
+	CreatedAt string  `json:"createdAt"`
 }
 
 // facetValue is one value of a facet: its count, whether the query asks
 // for it, and the console link that adds or removes it.
 type facetValue struct {
-	Value, Link string
-	Count       int
-	Selected    bool
+	Value    string
+	Count    int
+	Selected bool
+	Link     string
 }
 
 // facet is the counts of one field.
@@ -64,7 +74,7 @@ func (cl *call) readCars(r *http.Request, path, query string, pairs []pair, self
 	res := cl.do("GET", path+"?"+q, nil, nil)
 	var body struct {
 		items[car]
-		Facets map[string]map[string]int
+		Facets map[string]map[string]int `json:"facets"`
 	}
 	if !cl.accepted(res, &body) {
 		return carList{}, res
@@ -117,10 +127,11 @@ func filters(r *http.Request) (string, []pair) {
 }
 
 type carsPage struct {
-	List        carList
-	Query, Body string // the query, and as a search body
-	Shapes      []shape
-	Saved       *search
+	List   carList
+	Query  string
+	Shapes []shape
+	Body   string // the query as a search body
+	Saved  *search
 }
 
 // handleCars is the faceted car search: the facets' counts as links that

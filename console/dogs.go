@@ -15,23 +15,36 @@ var mergePatch = map[string]string{"Content-Type": "application/merge-patch+json
 
 // person is a person as GET /v1/people/{id} shows them.
 type person struct {
-	ID, Name, Email, Password string
-	Roles                     []string
-	Disabled                  bool
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Email    string   `json:"email"`
+	Roles    []string `json:"roles"`
+	Disabled bool     `json:"disabled"`
+	Password string   `json:"password"`
 }
 
 // dog is a dog as GET /v1/dogs/{dog_id}/ shows it.
 type dog struct {
-	ID, Name, Email, BarkEffect, CodeURL, CodeRevision string
-	BarkCount                                          int64
-	Barks                                              *struct { // the schedule
-		Next      *string
-		Frequency int
-	}
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Email        string `json:"email"`
+	BarkCount    int64  `json:"barkCount"`
+	BarkEffect   string `json:"barkEffect"`
+	CodeURL      string `json:"codeUrl"`
+	CodeRevision string `json:"codeRevision"`
+	Barks        *struct {
+		Next      *string `json:"next"`
+		Frequency int     `json:"frequency"`
+	} `json:"barks"` // the schedule
 }
 
 // task is a bark task as GET …/barks shows it.
-type task struct{ ID, Effect, Status, CreatedAt string }
+type task struct {
+	ID        string `json:"id"`
+	Effect    string `json:"effect"`
+	Status    string `json:"status"`
+	CreatedAt string `json:"createdAt"`
+}
 
 // Open reports whether the task may still be canceled.
 func (t task) Open() bool { return t.Status == "pending" || t.Status == "running" }
@@ -60,8 +73,8 @@ func newPager(prefix string, res result, offset, max, total int) pager {
 // items is the body of an API list: a page of items and, where the API
 // counts them, their total.
 type items[T any] struct {
-	Items []T
-	Total int
+	Items []T `json:"items"`
+	Total int `json:"total"`
 }
 
 // readList reads the page of the API list at path (no query) that the

@@ -14,8 +14,11 @@ var eventTypes = []string{"bark.*", "dog.*", "order.*", "webhook.*", "car.*", "g
 
 // event is a CloudEvent as GET /v1/events shows it.
 type event struct {
-	ID, Type, Time, Subject string
-	Link                    string `json:"-"` // the console's page of the subject, if any
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Time    string `json:"time"`
+	Subject string `json:"subject"`
+	Link    string `json:"-"` // the console's page of the subject, if any
 }
 
 // subjectLink is the console page of an event's subject (an absolute URL
@@ -69,8 +72,9 @@ type eventsPage struct {
 
 // typeChoice is one checkbox of the type filter.
 type typeChoice struct {
-	Type, ID string
-	Chosen   bool
+	Type   string
+	ID     string
+	Chosen bool
 }
 
 // handleEvents is the person's events: the page after an id (GET
@@ -100,8 +104,8 @@ func (c *Console) handleEvents(cl *call, w http.ResponseWriter, r *http.Request)
 	api := query(page.After)
 	api.Set("max", strconv.Itoa(page.MaxShow))
 	var body struct {
-		Items []event
-		Next  string
+		Items []event `json:"items"`
+		Next  string  `json:"next"`
 	}
 	cl.accepted(cl.do("GET", "/v1/events?"+api.Encode(), nil, nil), &body)
 	page.Events, page.Next = body.Items, body.Next
@@ -125,18 +129,24 @@ func (c *Console) handleEvents(cl *call, w http.ResponseWriter, r *http.Request)
 
 // webhook is a subscription as GET /v1/webhooks/{webhook_id} shows it.
 type webhook struct {
-	ID, URL, CreatedAt, Secret   string
-	Types                        []string
-	Enabled                      bool
-	DisabledReason, FailingSince *string
+	ID             string   `json:"id"`
+	URL            string   `json:"url"`
+	Types          []string `json:"types"`
+	Enabled        bool     `json:"enabled"`
+	DisabledReason *string  `json:"disabledReason"`
+	FailingSince   *string  `json:"failingSince"`
+	CreatedAt      string   `json:"createdAt"`
+	Secret         string   `json:"secret"`
 }
 
 // delivery is one attempt to deliver an event to a webhook.
 type delivery struct {
-	EventType, Status, Time string
-	Attempt                 int
-	Code                    *int
-	Error                   *string
+	EventType string  `json:"eventType"`
+	Attempt   int     `json:"attempt"`
+	Status    string  `json:"status"`
+	Code      *int    `json:"code"`
+	Error     *string `json:"error"`
+	Time      string  `json:"time"`
 }
 
 // handleWebhooks lists the person's webhooks (GET /v1/webhooks) and

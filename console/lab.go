@@ -41,9 +41,11 @@ var labSchemes = []struct{ ID, Label string }{
 
 // labStep is one message of an exchange and what the lab computed.
 type labStep struct {
-	Title                    string
-	Request, Response, Notes []string
-	Status                   int
+	Title    string
+	Request  []string
+	Response []string
+	Notes    []string
+	Status   int
 }
 
 type labPage struct {
