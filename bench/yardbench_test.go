@@ -11,6 +11,12 @@
 //
 //	go test -c -o /tmp/yardbench ./bench
 //	/tmp/yardbench -test.run TestYardbench -test.timeout 0 -groups barks [-duration 5s] ...
+//
+// The same binary is the programs scripts/bench-http and scripts/bench-backup
+// start beside yard serve (the TLS ceiling, the request paths, the backup
+// writers), chosen by YARDBENCH_TOOL (tools):
+//
+//	YARDBENCH_TOOL=paths /tmp/yardbench -workload pages -n 200000 -seed 1 > pages.txt
 package bench
 
 import (
