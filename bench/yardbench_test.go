@@ -11,6 +11,12 @@
 //
 //	go test -c -o /tmp/yardbench ./bench
 //	/tmp/yardbench -test.run TestYardbench -test.timeout 0 -groups barks [-duration 5s] ...
+//
+// The same binary is the programs scripts/bench-http and scripts/bench-backup
+// start beside yard serve (the TLS ceiling, the request paths, the backup
+// writers), chosen by YARDBENCH_TOOL (tools):
+//
+//	YARDBENCH_TOOL=paths /tmp/yardbench -workload pages -n 200000 -seed 1 > pages.txt
 package bench
 
 import (
@@ -90,12 +96,32 @@ func groups() map[string]func(b *bench) error {
 	}
 }
 
+// tools is the table of the programs the scripts run through this binary:
+// YARDBENCH_TOOL names one, which reads its own flags from the command
+// line (the test flags are not parsed).
+func tools() map[string]func(args []string) {
+	return map[string]func(args []string){
+		"bare":   bareServer,    // scripts/bench-http's ceiling
+		"paths":  writePaths,    // scripts/bench-http's request paths
+		"backup": backupWriters, // scripts/bench-backup's writers
+	}
+}
+
 // TestMain runs the stream client of the events group when this binary is
-// started again as that group's child process (YARDBENCH_STREAMS set), and
-// the tests otherwise.
+// started again as that group's child process (YARDBENCH_STREAMS set), the
+// program of tools that YARDBENCH_TOOL names, and the tests otherwise.
 func TestMain(m *testing.M) {
 	if urls := os.Getenv("YARDBENCH_STREAMS"); urls != "" {
 		streamClient(urls)
+		return
+	}
+	if name := os.Getenv("YARDBENCH_TOOL"); name != "" {
+		tool, ok := tools()[name]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "bench: YARDBENCH_TOOL=%s: not one of bare, paths, backup\n", name)
+			os.Exit(2)
+		}
+		tool(os.Args[1:])
 		return
 	}
 	os.Exit(m.Run())

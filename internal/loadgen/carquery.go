@@ -1,6 +1,6 @@
 // Package loadgen holds the mix of car queries the benchmarks send, the
 // in-process harness (bench, the carsearch group) and the one from outside
-// (scripts/bench-http through scripts/benchhttp/paths), so that both send
+// (scripts/bench-http through bench's paths writer), so that both send
 // the same mix (docs/benchmarks.md).
 package loadgen
 

@@ -1,5 +1,5 @@
 -- wrk script of scripts/bench-http: each thread reads the paths file once
--- (one request path a line, written by scripts/benchhttp/paths), formats
+-- (one request path a line, written by bench/paths_test.go), formats
 -- every request up front, and sends them in order, round-robin, thread k of
 -- T starting k/T of the way into the file. wrk's -H headers (an
 -- Authorization header, say) are in wrk.headers when init runs.

@@ -1,13 +1,4 @@
-// Command benchbackup measures what a backup costs the writers of a
-// running yard serve (docs/operations.md, "Backups and restore"): it runs
-// -clients writers, each creating dogs through the API one after another,
-// for -before, then runs the backup command given after the flags while
-// the writers go on, then -after more. It prints the latency of the writes
-// answered before the backup began and of those that overlapped it
-// (p50, p99, max), their rates, and how long the backup took.
-//
-//	go run ./scripts/benchbackup -url https://127.0.0.1:18460 -user admin -password PW -- ./yard backup --data DIR
-package main
+package bench
 
 import (
 	"bytes"
@@ -22,27 +13,40 @@ import (
 	"time"
 )
 
-type write struct {
+// backupWrite is one write of the backup writers.
+type backupWrite struct {
 	start, end time.Time
 	ok         bool
 }
 
-func main() {
-	base := flag.String("url", "https://127.0.0.1:18460", "yard serve's base URL")
-	user := flag.String("user", "admin", "user that creates dogs (Basic)")
-	pass := flag.String("password", "", "its password")
-	clients := flag.Int("clients", 4, "writers, each one write at a time")
-	before := flag.Duration("before", 5*time.Second, "writes before the backup starts")
-	after := flag.Duration("after", 2*time.Second, "writes after it ends")
-	flag.Parse()
-	if flag.NArg() == 0 {
+// backupWriters measures what a backup costs the writers of a running yard
+// serve, for scripts/bench-backup (docs/operations.md, "Backups and
+// restore"): it runs -clients writers, each creating dogs through the API
+// one after another, for -before, then runs the backup command given after
+// the flags while the writers go on, then -after more. It prints the latency
+// of the writes answered before the backup began and of those that
+// overlapped it (p50, p99, max), their rates, and how long the backup took.
+// It is a program of this test binary (tools, YARDBENCH_TOOL=backup):
+//
+//	go test -c -o /tmp/bench.test ./bench
+//	YARDBENCH_TOOL=backup /tmp/bench.test -url https://127.0.0.1:18460 -user admin -password PW -- ./yard backup --data DIR
+func backupWriters(args []string) {
+	fs := flag.NewFlagSet("benchbackup", flag.ExitOnError)
+	base := fs.String("url", "https://127.0.0.1:18460", "yard serve's base URL")
+	user := fs.String("user", "admin", "user that creates dogs (Basic)")
+	pass := fs.String("password", "", "its password")
+	clients := fs.Int("clients", 4, "writers, each one write at a time")
+	before := fs.Duration("before", 5*time.Second, "writes before the backup starts")
+	after := fs.Duration("after", 2*time.Second, "writes after it ends")
+	_ = fs.Parse(args)
+	if fs.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "benchbackup: the backup command follows the flags")
 		os.Exit(2)
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: *clients}}
 	var (
 		mu     sync.Mutex
-		writes []write
+		writes []backupWrite
 		stop   = make(chan struct{})
 		wg     sync.WaitGroup
 	)
@@ -58,7 +62,7 @@ func main() {
 				req, _ := http.NewRequest("POST", *base+"/v1/dogs", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
 				req.SetBasicAuth(*user, *pass)
-				w := write{start: time.Now()}
+				w := backupWrite{start: time.Now()}
 				resp, err := client.Do(req)
 				w.end = time.Now()
 				if err == nil {
@@ -72,7 +76,7 @@ func main() {
 		})
 	}
 	time.Sleep(*before)
-	cmd := exec.Command(flag.Arg(0), flag.Args()[1:]...)
+	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	bStart := time.Now()
 	err := cmd.Run()
@@ -99,11 +103,12 @@ func main() {
 		}
 	}
 	fmt.Printf("backup took %s; %d writers; %d writes failed\n", bEnd.Sub(bStart).Round(time.Millisecond), *clients, failed)
-	report("before the backup", base0, *before)
-	report("during the backup", during, bEnd.Sub(bStart))
+	reportWrites("before the backup", base0, *before)
+	reportWrites("during the backup", during, bEnd.Sub(bStart))
 }
 
-func report(what string, d []time.Duration, window time.Duration) {
+// reportWrites prints the latency and rate of the writes d over window.
+func reportWrites(what string, d []time.Duration, window time.Duration) {
 	if len(d) == 0 {
 		fmt.Printf("%s: no writes\n", what)
 		return
