@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -33,10 +32,7 @@ func openStoreCommand(ctx context.Context, name string, args []string, getenv fu
 	var sf storeFlags
 	fs := newFlagSet(name, stderr)
 	sf.register(fs)
-	if err := parseFlags(fs, args, getenv); err != nil {
-		return nil, err
-	}
-	if err := noMoreArgs(fs, fs.Args()); err != nil {
+	if err := parseNoArgs(fs, args, getenv); err != nil {
 		return nil, err
 	}
 	return openStore(ctx, sf)
@@ -193,12 +189,7 @@ func runUserList(ctx context.Context, args []string, getenv func(string) string,
 // readPassword takes the first line of stdin as the password, or generates
 // one when stdin is empty or a terminal.
 func readPassword(stdin io.Reader) (string, bool, error) {
-	if f, ok := stdin.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			return auth.GeneratePassword(), true, nil
-		}
-	}
-	if stdin != nil {
+	if stdin != nil && !isTerminal(stdin) {
 		line, err := bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
 			return "", false, err

@@ -30,10 +30,7 @@ func runBackup(ctx context.Context, args []string, getenv func(string) string, s
 	fs := newFlagSet("backup", stderr)
 	sf.register(fs)
 	out := fs.String("out", "", "write the backup to this new file instead of DATA/backups/yard-TIME.db")
-	if err := parseFlags(fs, args, getenv); err != nil {
-		return err
-	}
-	if err := noMoreArgs(fs, fs.Args()); err != nil {
+	if err := parseNoArgs(fs, args, getenv); err != nil {
 		return err
 	}
 	path, ok := store.SQLitePath(sf.db, sf.data)

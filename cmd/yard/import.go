@@ -127,10 +127,11 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// isTerminal reports whether w is a terminal (a character device), where
-// a progress line that rewrites itself is welcome.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether rw, a reader or a writer, is a terminal (a
+// character device): where a progress line that rewrites itself is
+// welcome, and where no password is piped in.
+func isTerminal(rw any) bool {
+	f, ok := rw.(*os.File)
 	if !ok {
 		return false
 	}
