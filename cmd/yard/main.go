@@ -334,3 +334,11 @@ func (sf *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&sf.data, "data", "./data", "data directory (SQLite file, keys, outboxes, certificates)")
 	fs.StringVar(&sf.db, "db", "sqlite", "store: sqlite (in the data directory), sqlite:PATH, or a postgres:// URL")
 }
+
+// newStoreFlagSet is newFlagSet with the store flags registered.
+func newStoreFlagSet(path string, stderr io.Writer) (*flag.FlagSet, *storeFlags) {
+	fs := newFlagSet(path, stderr)
+	sf := &storeFlags{}
+	sf.register(fs)
+	return fs, sf
+}
