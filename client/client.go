@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 )
@@ -150,10 +151,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, heade
 		if err != nil {
 			return nil, err
 		}
-		if attempt > 0 || c.Auth == nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusBadRequest) {
-			return resp, nil
-		}
-		again, err := c.Auth.Retry(ctx, c, resp)
+		again, err := c.renew(ctx, attempt, resp)
 		if err != nil {
 			return nil, err
 		}
@@ -163,35 +161,30 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, heade
 	}
 }
 
-// send makes one request with the given authenticator (nil: none).
-func (c *Client) send(ctx context.Context, method, path string, body []byte, header http.Header, auth Authenticator) (*Response, error) {
-	if c.err != nil {
-		return nil, c.err
+// renew reports whether the answer of a first attempt should be sent
+// again: when it refused the credentials (400 or 401) and the
+// Authenticator renewed them.
+func (c *Client) renew(ctx context.Context, attempt int, resp *Response) (bool, error) {
+	if attempt > 0 || c.Auth == nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusBadRequest) {
+		return false, nil
 	}
+	return c.Auth.Retry(ctx, c, resp)
+}
+
+// send makes one request with the given authenticator (nil: none) and
+// reads the answer.
+func (c *Client) send(ctx context.Context, method, path string, body []byte, header http.Header, auth Authenticator) (*Response, error) {
+	h := http.Header{}
+	maps.Copy(h, header)
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	if body != nil && req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	if c.UserAgent != "" {
-		req.Header.Set("User-Agent", c.UserAgent)
-	}
-	if auth != nil {
-		if err := auth.Apply(c, req); err != nil {
-			return nil, err
+		if h.Get("Content-Type") == "" {
+			h.Set("Content-Type", "application/json")
 		}
 	}
-	res, err := c.HTTP.Do(req)
+	h.Set("Accept", "application/json")
+	res, err := c.roundTrip(ctx, method, path, rd, h, auth)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +194,29 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, hea
 		return nil, err
 	}
 	return &Response{Response: res, Body: b}, nil
+}
+
+// roundTrip sends one request to path with header, the client's
+// User-Agent and auth's credentials (nil: none), and returns the answer
+// with its body unread.
+func (c *Client) roundTrip(ctx context.Context, method, path string, body io.Reader, header http.Header, auth Authenticator) (*http.Response, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, body)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(req.Header, header)
+	if c.UserAgent != "" {
+		req.Header.Set("User-Agent", c.UserAgent)
+	}
+	if auth != nil {
+		if err := auth.Apply(c, req); err != nil {
+			return nil, err
+		}
+	}
+	return c.HTTP.Do(req)
 }
 
 // post sends a JSON body without the client's authenticator (for sign-in

@@ -348,10 +348,7 @@ func (s *EventStream) dial() (refused *Response, err error) {
 		if res.StatusCode == http.StatusOK {
 			return nil, fmt.Errorf("client: GET /v1/events answered %q, not text/event-stream", res.Header.Get("Content-Type"))
 		}
-		if attempt > 0 || s.c.Auth == nil || (res.StatusCode != http.StatusUnauthorized && res.StatusCode != http.StatusBadRequest) {
-			return resp, nil
-		}
-		again, err := s.c.Auth.Retry(s.ctx, s.c, resp)
+		again, err := s.c.renew(s.ctx, attempt, resp)
 		if err != nil {
 			return nil, err
 		}
@@ -364,9 +361,6 @@ func (s *EventStream) dial() (refused *Response, err error) {
 // request sends one GET /v1/events with the client's credentials, on a
 // context of its own (cancelled to drop the connection).
 func (s *EventStream) request() (*http.Response, context.CancelFunc, error) {
-	if s.c.err != nil {
-		return nil, nil, s.c.err
-	}
 	q := url.Values{}
 	if len(s.opts.Types) > 0 {
 		q.Set("types", strings.Join(s.opts.Types, ","))
@@ -374,31 +368,16 @@ func (s *EventStream) request() (*http.Response, context.CancelFunc, error) {
 	if s.opts.Subject != "" {
 		q.Set("subject", s.opts.Subject)
 	}
-	u := s.c.BaseURL + "/v1/events"
+	path := "/v1/events"
 	if len(q) > 0 {
-		u += "?" + q.Encode()
+		path += "?" + q.Encode()
+	}
+	h := http.Header{"Accept": {"text/event-stream"}, "Cache-Control": {"no-cache"}}
+	if id := s.LastID(); id != "" {
+		h.Set("Last-Event-ID", id)
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Cache-Control", "no-cache")
-	if id := s.LastID(); id != "" {
-		req.Header.Set("Last-Event-ID", id)
-	}
-	if s.c.UserAgent != "" {
-		req.Header.Set("User-Agent", s.c.UserAgent)
-	}
-	if s.c.Auth != nil {
-		if err := s.c.Auth.Apply(s.c, req); err != nil {
-			cancel()
-			return nil, nil, err
-		}
-	}
-	res, err := s.c.HTTP.Do(req)
+	res, err := s.c.roundTrip(ctx, http.MethodGet, path, nil, h, s.c.Auth)
 	if err != nil {
 		cancel()
 		return nil, nil, err

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -435,11 +436,7 @@ func (s *Signed) Apply(_ *Client, req *http.Request) error {
 		ts = max(now().Unix(), last+1)
 	}
 	if ts != s.pruned { // forget signatures of past seconds, once a second
-		for k, v := range s.used {
-			if v < ts {
-				delete(s.used, k)
-			}
-		}
+		maps.DeleteFunc(s.used, func(_ string, v int64) bool { return v < ts })
 		s.pruned = ts
 	}
 	s.used[base] = ts

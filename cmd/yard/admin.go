@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -30,16 +29,11 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 // openStoreCommand parses the arguments of a command that takes the store
 // flags and nothing else, and opens the store.
 func openStoreCommand(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer) (*store.DB, error) {
-	var sf storeFlags
-	fs := newFlagSet(name, stderr)
-	sf.register(fs)
-	if err := parseFlags(fs, args, getenv); err != nil {
+	fs, sf := newStoreFlagSet(name, stderr)
+	if err := parseNoArgs(fs, args, getenv); err != nil {
 		return nil, err
 	}
-	if err := noMoreArgs(fs, fs.Args()); err != nil {
-		return nil, err
-	}
-	return openStore(ctx, sf)
+	return openStore(ctx, *sf)
 }
 
 // openStoreNamed parses the arguments of a command that takes one NAME and
@@ -100,13 +94,11 @@ func parseNamed(fs *flag.FlagSet, what string, args []string, getenv func(string
 // runUserAdd is "yard user add NAME": a person with the user role (and
 // the admin role with --admin).
 func runUserAdd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var sf storeFlags
-	fs := newFlagSet("user add", stderr)
-	sf.register(fs)
+	fs, sf := newStoreFlagSet("user add", stderr)
 	admin := fs.Bool("admin", false, "give the admin role")
 	email := fs.String("email", "", "e-mail address")
 	phone := fs.String("phone", "", "phone number in E.164 form, for text messages")
-	name, db, err := openStoreNamed(ctx, fs, &sf, args, getenv)
+	name, db, err := openStoreNamed(ctx, fs, sf, args, getenv)
 	if err != nil {
 		return err
 	}
@@ -136,10 +128,8 @@ func runUserAdd(ctx context.Context, args []string, getenv func(string) string, 
 
 // runUserPasswd is "yard user passwd NAME".
 func runUserPasswd(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var sf storeFlags
-	fs := newFlagSet("user passwd", stderr)
-	sf.register(fs)
-	name, db, err := openStoreNamed(ctx, fs, &sf, args, getenv)
+	fs, sf := newStoreFlagSet("user passwd", stderr)
+	name, db, err := openStoreNamed(ctx, fs, sf, args, getenv)
 	if err != nil {
 		return err
 	}
@@ -193,12 +183,7 @@ func runUserList(ctx context.Context, args []string, getenv func(string) string,
 // readPassword takes the first line of stdin as the password, or generates
 // one when stdin is empty or a terminal.
 func readPassword(stdin io.Reader) (string, bool, error) {
-	if f, ok := stdin.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			return auth.GeneratePassword(), true, nil
-		}
-	}
-	if stdin != nil {
+	if stdin != nil && !isTerminal(stdin) {
 		line, err := bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
 			return "", false, err

@@ -105,10 +105,7 @@ func newAuthKit(ctx context.Context, c *serveConfig, db *store.DB, limiter *auth
 // ES256 keys when DATA/keys holds them.
 func openKeyRings(fs *flag.FlagSet, args []string, getenv func(string) string) ([]*auth.KeyRing, error) {
 	data := fs.String("data", "./data", "data directory (its keys/ holds the token signing keys)")
-	if err := parseFlags(fs, args, getenv); err != nil {
-		return nil, err
-	}
-	if err := noMoreArgs(fs, fs.Args()); err != nil {
+	if err := parseNoArgs(fs, args, getenv); err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(*data, "keys")

@@ -26,14 +26,9 @@ const pgBackupHelp = "yard backup and yard restore copy SQLite stores; back up P
 // while a server keeps serving, into --out or DATA/backups/yard-TIME.db,
 // whose path it prints.
 func runBackup(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var sf storeFlags
-	fs := newFlagSet("backup", stderr)
-	sf.register(fs)
+	fs, sf := newStoreFlagSet("backup", stderr)
 	out := fs.String("out", "", "write the backup to this new file instead of DATA/backups/yard-TIME.db")
-	if err := parseFlags(fs, args, getenv); err != nil {
-		return err
-	}
-	if err := noMoreArgs(fs, fs.Args()); err != nil {
+	if err := parseNoArgs(fs, args, getenv); err != nil {
 		return err
 	}
 	path, ok := store.SQLitePath(sf.db, sf.data)
@@ -113,9 +108,7 @@ func (p *backupProgress) end() {
 // runRestore is "yard restore FILE": replace the SQLite store by a backup,
 // refusing while any process has the store open.
 func runRestore(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var sf storeFlags
-	fs := newFlagSet("restore", stderr)
-	sf.register(fs)
+	fs, sf := newStoreFlagSet("restore", stderr)
 	file, err := parseNamed(fs, "FILE", args, getenv)
 	if err != nil {
 		return err

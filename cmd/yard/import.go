@@ -23,9 +23,7 @@ import (
 // lines written, the bytes read of the file and the rate; a summary goes to
 // stdout once everything is written.
 func runImport(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var sf storeFlags
-	fs := newFlagSet("import", stderr)
-	sf.register(fs)
+	fs, sf := newStoreFlagSet("import", stderr)
 	batch := fs.Int("batch", store.DefaultImportBatch, "lines per transaction")
 	progress := fs.String("progress", "auto", "progress line on stderr: auto (when stderr is a terminal), on or off")
 	keep := fs.Bool("keep-indexes", false, "keep cars_garage_idx up to date during the load even into an empty store (docs/cars.md)")
@@ -58,7 +56,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	// A batch job waits for SQLite's write lock longer than a request
 	// does: a server starting beside the import may hold it for a while
 	// to build an index (docs/cars.md, "How an import is made fast").
-	db, err := openStore(ctx, sf, store.WithSQLiteBusyTimeout(importBusyTimeout))
+	db, err := openStore(ctx, *sf, store.WithSQLiteBusyTimeout(importBusyTimeout))
 	if err != nil {
 		return err
 	}
@@ -127,10 +125,11 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// isTerminal reports whether w is a terminal (a character device), where
-// a progress line that rewrites itself is welcome.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether rw, a reader or a writer, is a terminal (a
+// character device): where a progress line that rewrites itself is
+// welcome, and where no password is piped in.
+func isTerminal(rw any) bool {
+	f, ok := rw.(*os.File)
 	if !ok {
 		return false
 	}

@@ -25,6 +25,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -159,12 +160,11 @@ func dispatch(ctx context.Context, path string, table []command, args []string, 
 }
 
 func findCommand(table []command, name string) (command, bool) {
-	for _, c := range table {
-		if c.name == name {
-			return c, true
-		}
+	i := slices.IndexFunc(table, func(c command) bool { return c.name == name })
+	if i < 0 {
+		return command{}, false
 	}
-	return command{}, false
+	return table[i], true
 }
 
 // lookupCommand finds a command by its path ("serve", "user add").
@@ -184,16 +184,12 @@ func lookupCommand(path string) (command, bool) {
 func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
 
 // wantsHelp reports whether the arguments of a command ask for its help.
+// Nothing after "--" is a flag.
 func wantsHelp(args []string) bool {
-	for _, a := range args {
-		if a == "--" {
-			return false
-		}
-		if isHelpFlag(a) {
-			return true
-		}
+	if i := slices.Index(args, "--"); i >= 0 {
+		args = args[:i]
 	}
-	return false
+	return slices.ContainsFunc(args, isHelpFlag)
 }
 
 // printUsage prints the help of yard: every command of the table.
@@ -228,10 +224,7 @@ func printGroupUsage(w io.Writer, path string) {
 // runVersion is "yard version".
 func runVersion(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("version", stderr)
-	if err := parseFlags(fs, args, getenv); err != nil {
-		return err
-	}
-	if err := noMoreArgs(fs, fs.Args()); err != nil {
+	if err := parseNoArgs(fs, args, getenv); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, "yard", Version)
@@ -300,6 +293,15 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 	return nil
 }
 
+// parseNoArgs parses the flags of a command that takes no other
+// arguments.
+func parseNoArgs(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return err
+	}
+	return noMoreArgs(fs, fs.Args())
+}
+
 // noMoreArgs is a usage error naming the arguments left over after a
 // command took its flags and operands.
 func noMoreArgs(fs *flag.FlagSet, rest []string) error {
@@ -331,4 +333,12 @@ type storeFlags struct {
 func (sf *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&sf.data, "data", "./data", "data directory (SQLite file, keys, outboxes, certificates)")
 	fs.StringVar(&sf.db, "db", "sqlite", "store: sqlite (in the data directory), sqlite:PATH, or a postgres:// URL")
+}
+
+// newStoreFlagSet is newFlagSet with the store flags registered.
+func newStoreFlagSet(path string, stderr io.Writer) (*flag.FlagSet, *storeFlags) {
+	fs := newFlagSet(path, stderr)
+	sf := &storeFlags{}
+	sf.register(fs)
+	return fs, sf
 }

@@ -312,10 +312,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	cfg := &serveConfig{}
 	fs := newFlagSet("serve", stderr)
 	cfg.register(fs)
-	if err := parseFlags(fs, args, getenv); err != nil {
-		return err
-	}
-	if err := noMoreArgs(fs, fs.Args()); err != nil {
+	if err := parseNoArgs(fs, args, getenv); err != nil {
 		return err
 	}
 	if err := cfg.otel.resolve(getenv); err != nil {

@@ -40,11 +40,7 @@ func selfSignedCert(dir string) (tls.Certificate, string, bool, error) {
 // Fingerprint formats the SHA-256 of a DER certificate as colon-separated hex.
 func Fingerprint(der []byte) string {
 	sum := sha256.Sum256(der)
-	parts := make([]string, len(sum))
-	for i, b := range sum {
-		parts[i] = fmt.Sprintf("%02X", b)
-	}
-	return strings.Join(parts, ":")
+	return strings.ReplaceAll(fmt.Sprintf("% X", sum[:]), " ", ":")
 }
 
 func writeSelfSigned(dir, certPath, keyPath string) error {
@@ -91,19 +87,17 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(perm)
 	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
+	if err == nil {
+		err = tmp.Sync()
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
+	if err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
