@@ -84,6 +84,14 @@ func FieldKindOf(path string) (FieldKind, bool) {
 	return fi.kind, ok
 }
 
+// CanonicalField resolves a field name of the grammar (any case, aliases
+// such as vendor for make allowed) to its canonical path, and false when
+// no queryable path has that name.
+func CanonicalField(name string) (string, bool) {
+	path, _, ok := canonicalField(name)
+	return path, ok
+}
+
 // canonicalField resolves a field name (any case, aliases allowed) to its
 // canonical path.
 func canonicalField(name string) (string, fieldInfo, bool) {

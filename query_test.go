@@ -253,3 +253,18 @@ func TestEquivalentForms(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonicalField: names resolve as the grammar reads them, aliases and
+// case included; a name that is no queryable path is refused.
+func TestCanonicalField(t *testing.T) {
+	for name, want := range map[string]string{"make": "make", "Vendor": "make", "GARAGE": "garage.id", "garage.State": "garage.state", "doors": "doors"} {
+		if got, ok := yard.CanonicalField(name); !ok || got != want {
+			t.Errorf("CanonicalField(%q) = %q, %v; want %q", name, got, ok, want)
+		}
+	}
+	for _, name := range []string{"owner", "q.make.eq", ""} {
+		if got, ok := yard.CanonicalField(name); ok {
+			t.Errorf("CanonicalField(%q) = %q, true; want false", name, got)
+		}
+	}
+}

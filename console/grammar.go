@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/yard-api/yard"
 )
 
 // The car query grammar as the console handles it (docs/cars.md, "The
@@ -58,17 +60,15 @@ func decoded(raw string) string {
 	return raw
 }
 
-// sameField compares field names as the grammar does (case and aliases).
+// sameField compares field names as the grammar does (case and aliases,
+// yard.CanonicalField); a name the grammar does not know matches itself.
 func sameField(a, b string) bool {
 	canon := func(s string) string {
-		s = strings.ToLower(decoded(s))
-		switch s {
-		case "vendor":
-			return "make"
-		case "garage":
-			return "garage.id"
+		s = decoded(s)
+		if path, ok := yard.CanonicalField(s); ok {
+			return path
 		}
-		return s
+		return strings.ToLower(s)
 	}
 	return canon(a) == canon(b)
 }
