@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -10,31 +9,11 @@ import (
 	"time"
 )
 
-// lockedBuffer is a writer the test reads while the buffer writes to it.
-type lockedBuffer struct {
-	mu     sync.Mutex
-	b      bytes.Buffer
-	writes int
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.writes++
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestLineBufferKeepsEveryLineInOrder: lines from many goroutines, past
 // the buffer's size several times, all come out whole, each goroutine's
 // in its order, in far fewer writes than lines.
 func TestLineBufferKeepsEveryLineInOrder(t *testing.T) {
-	out := &lockedBuffer{}
+	out := &syncBuffer{}
 	b := newLineBuffer(out)
 	const writers, lines = 8, 2000
 	var wg sync.WaitGroup
@@ -68,7 +47,7 @@ func TestLineBufferKeepsEveryLineInOrder(t *testing.T) {
 // lineBufferWait of its first line, with no Close; a warning at once; a
 // line after Close straight away.
 func TestLineBufferWritesSoon(t *testing.T) {
-	out := &lockedBuffer{}
+	out := &syncBuffer{}
 	b := newLineBuffer(out)
 	logger := slog.New(flushingHandler{slog.NewJSONHandler(b, nil), b}).With("pid", 1)
 	logger.Info("request", "status", 200)
@@ -98,7 +77,7 @@ func TestLineBufferWritesSoon(t *testing.T) {
 // TestLineBufferPanic: a panic in a background task writes what the
 // buffer holds before it goes on.
 func TestLineBufferPanic(t *testing.T) {
-	out := &lockedBuffer{}
+	out := &syncBuffer{}
 	b := newLineBuffer(out)
 	fmt.Fprintln(b, "last words")
 	var got any
