@@ -347,18 +347,28 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info.pattern = pattern
-	if s.deps.StoreWait > 0 && !s.indexReads[pattern] {
-		// A request that waits this long for the store (every pooled
-		// connection busy, or a store that does not answer) ends with 503
-		// rather than holding its client until the write time-out. The
-		// car reads the index answers from memory arm it only when they
-		// reach the store (search.WithStoreWait, publicRead): a timer a
-		// request is a tenth of such a read's cost in the middleware.
-		ctx, cancel := context.WithTimeout(ctx, s.deps.StoreWait)
+	if !s.indexReads[pattern] {
+		// The car reads the index answers from memory arm the store wait
+		// only when they reach the store (search.WithStoreWait,
+		// publicRead): a timer a request was a twentieth of such a read's
+		// CPU (docs/benchmark-journal.md).
+		var cancel context.CancelFunc
+		r, cancel = s.withStoreWait(r)
 		defer cancel()
-		r = r.WithContext(ctx)
 	}
 	s.mux.ServeHTTP(&muxRedirects{statusWriter: sw, s: s}, r)
+}
+
+// withStoreWait bounds the request's wait for the store by Deps.StoreWait,
+// unless its context already has a deadline: a request that waits this
+// long (every pooled connection busy, or a store that does not answer)
+// ends with 503 rather than holding its client until the write time-out.
+func (s *Server) withStoreWait(r *http.Request) (*http.Request, context.CancelFunc) {
+	if _, ok := r.Context().Deadline(); ok || s.deps.StoreWait <= 0 {
+		return r, func() {}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.deps.StoreWait)
+	return r.WithContext(ctx), cancel
 }
 
 // handleIndexRead registers a public car read that the index (Deps.Cars)
@@ -404,22 +414,17 @@ func (s *Server) publicRead(h http.HandlerFunc) http.HandlerFunc {
 			h(w, r)
 			return
 		}
-		ctx := r.Context()
-		if _, ok := ctx.Deadline(); !ok && s.deps.StoreWait > 0 {
-			// An index read (handleIndexRead): checking credentials may
-			// reach the store.
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, s.deps.StoreWait)
-			defer cancel()
-			r = r.WithContext(ctx)
-		}
+		// An index read (handleIndexRead) has no store wait yet, and
+		// checking credentials may reach the store.
+		r, cancel := s.withStoreWait(r)
+		defer cancel()
 		p, err := s.deps.Auth.Authenticate(r)
 		if err != nil {
 			s.error(w, r, err)
 			return
 		}
 		if p != nil {
-			r = r.WithContext(yard.NewContextWithPrincipal(ctx, p))
+			r = r.WithContext(yard.NewContextWithPrincipal(r.Context(), p))
 		}
 		h(w, r)
 	}
