@@ -18,7 +18,6 @@ import (
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/httpapi"
-	"github.com/yard-api/yard/internal/loadgen"
 	"github.com/yard-api/yard/search"
 )
 
@@ -123,7 +122,7 @@ func carSearchGroup(b *bench) error {
 	}
 	random := func(suffix string) func(w, i int) *http.Request {
 		return func(w, i int) *http.Request {
-			req, _ := http.NewRequest("GET", url+"/cars?"+loadgen.RandomCarQuery(rngs[w])+suffix, nil)
+			req, _ := http.NewRequest("GET", url+"/cars?"+randomCarQuery(rngs[w])+suffix, nil)
 			return req
 		}
 	}

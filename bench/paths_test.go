@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/yard-api/yard/internal/loadgen"
 )
 
 // writePaths writes seeded random request paths for scripts/bench-http to
@@ -24,7 +22,7 @@ import (
 // Workloads:
 //
 //	car     GET /cars/{id}, random ids car-0000001 … of the scripts/gencars data set (-cars)
-//	pages   random filtered pages (loadgen.RandomCarQuery, the mix of the carsearch group)
+//	pages   random filtered pages (randomCarQuery, the mix of the carsearch group)
 //	facets  the same random pages with facets=make,color,year
 //	same    one fixed query string (-same), written once
 //
@@ -64,9 +62,9 @@ func writePaths(args []string) {
 		case "car":
 			fmt.Fprintf(w, "/cars/car-%07d\n", 1+r.IntN(*cars))
 		case "pages":
-			fmt.Fprintf(w, "/cars?%s\n", loadgen.RandomCarQuery(r))
+			fmt.Fprintf(w, "/cars?%s\n", randomCarQuery(r))
 		case "facets":
-			fmt.Fprintf(w, "/cars?%s&facets=make,color,year\n", loadgen.RandomCarQuery(r))
+			fmt.Fprintf(w, "/cars?%s&facets=make,color,year\n", randomCarQuery(r))
 		case "same":
 			fmt.Fprintf(w, "/cars?%s\n", *same)
 		}

@@ -79,7 +79,7 @@ func BenchmarkIndexHeap(b *testing.B) {
 	}
 }
 
-// benchQuery draws the mix of loadgen.RandomCarQuery (internal/loadgen)
+// benchQuery draws the mix of randomCarQuery (bench/carquery_test.go)
 // over this index's synthetic values.
 func benchQuery(r *rand.Rand) string {
 	var pairs []string

@@ -1,8 +1,8 @@
-// Package loadgen holds the mix of car queries the benchmarks send, the
-// in-process harness (bench, the carsearch group) and the one from outside
-// (scripts/bench-http through bench's paths writer), so that both send
-// the same mix (docs/benchmarks.md).
-package loadgen
+package bench
+
+// The mix of car queries the benchmarks send: the carsearch group in
+// process, and scripts/bench-http from outside through the paths writer
+// (paths_test.go), so that both send the same mix (docs/benchmarks.md).
 
 import (
 	"math/rand/v2"
@@ -23,11 +23,11 @@ var (
 		"OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV", "WI", "WY"}
 )
 
-// RandomCarQuery returns a random filtered page as users send them: a
+// randomCarQuery returns a random filtered page as users send them: a
 // random combination of color (one value or two), make (sometimes
 // excluded), type, q.year.ge, doors=!N and q.garage.state.eq; 80% first
 // pages, 20% offsets up to 1,000; max=20. Nothing is repeated on purpose.
-func RandomCarQuery(r *rand.Rand) string {
+func randomCarQuery(r *rand.Rand) string {
 	var pairs []string
 	for len(pairs) == 0 {
 		if r.IntN(2) == 0 {
