@@ -2,6 +2,7 @@ package yard
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -102,7 +103,7 @@ func ReadQuery(raw string, paging Paging, param func(name, rawValue string) stri
 			continue
 		}
 		rawName, rawValue, hasEq := strings.Cut(pair, "=")
-		name, err := unescape(rawName)
+		name, err := url.QueryUnescape(rawName)
 		if err != nil {
 			return Page{}, ParamError(rawName, "the name is not correctly percent-encoded")
 		}
@@ -135,7 +136,7 @@ func readCount(n *int, seen *bool, rawValue string) string {
 		return RepeatedParam
 	}
 	*seen = true
-	v, err := unescape(rawValue)
+	v, err := url.QueryUnescape(rawValue)
 	if err != nil {
 		return BadValueEscape
 	}
@@ -167,7 +168,7 @@ func ReadParams(raw string, paging Paging, names ...string) (Page, map[string]st
 		if _, ok := vals[name]; ok {
 			return RepeatedParam
 		}
-		v, err := unescape(rawValue)
+		v, err := url.QueryUnescape(rawValue)
 		if err != nil {
 			return BadValueEscape
 		}

@@ -2,6 +2,7 @@ package yard
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -128,7 +129,7 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 			if negated {
 				item = item[1:]
 			}
-			v, err := unescape(item)
+			v, err := url.QueryUnescape(item)
 			if err != nil {
 				return BadValueEscape
 			}

@@ -2,6 +2,7 @@ package yard
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -407,7 +408,7 @@ func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 	page, err := ReadQuery(raw, Paging{}, func(key, rawValue string) string {
 		if key == "facets" && facets != nil {
 			for item := range strings.SplitSeq(rawValue, ",") {
-				name, err := unescape(item)
+				name, err := url.QueryUnescape(item)
 				if err != nil {
 					return BadValueEscape
 				}
@@ -437,7 +438,7 @@ func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 			if negated {
 				item = item[1:]
 			}
-			v, err := unescape(item)
+			v, err := url.QueryUnescape(item)
 			if err != nil {
 				return BadValueEscape
 			}
@@ -451,43 +452,6 @@ func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 		return Query{}, Page{}, err
 	}
 	return b.query(), page, nil
-}
-
-// unescape percent-decodes s, reading '+' as a space (HTML form encoding).
-func unescape(s string) (string, error) {
-	if !strings.ContainsAny(s, "%+") {
-		return s, nil
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '+':
-			b.WriteByte(' ')
-		case '%':
-			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
-				return "", fmt.Errorf("bad escape")
-			}
-			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
-			i += 2
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), nil
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0'
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10
-	}
-	return c - 'A' + 10
 }
 
 // filterKey reads the name of a filter parameter: a bare field (operator
