@@ -86,12 +86,7 @@ func (d *Digest) now() time.Time {
 	return time.Now()
 }
 
-func (d *Digest) ttl() time.Duration {
-	if d.NonceTTL > 0 {
-		return d.NonceTTL
-	}
-	return 5 * time.Minute
-}
+func (d *Digest) ttl() time.Duration { return orDefault(d.NonceTTL, 5*time.Minute) }
 
 // NewNonce returns a nonce issued now.
 func (d *Digest) NewNonce() string {

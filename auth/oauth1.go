@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,10 +57,9 @@ type OAuth1 struct {
 
 	base      *url.URL
 	baseOnce  sync.Once
-	mu        sync.Mutex
 	consumers ttlCache[string, openedConsumer]
 	tokens    ttlCache[string, openedToken]
-	batcher   *signatureBatcher
+	batcher   signatureBatcher
 }
 
 // openedConsumer is a consumer with its opened secret, as cached.
@@ -97,12 +97,7 @@ func OAuthProblem(err error) (string, url.Values) {
 	return "", nil
 }
 
-func (o *OAuth1) realm() string {
-	if o.Realm == "" {
-		return "yard"
-	}
-	return o.Realm
-}
+func (o *OAuth1) realm() string { return cmp.Or(o.Realm, "yard") }
 
 // refuse returns a 401 (or, for code EINVALID, a 400 naming param) with
 // the oauth_problem and a WWW-Authenticate challenge carrying it.

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/yard-api/yard"
 )
@@ -105,20 +104,13 @@ func (o *OAuth1) IssueRequestToken(ctx context.Context, v *OAuthVerified) (token
 	}
 	now := o.Now()
 	t := &yard.OAuthToken{ID: yard.NewID(), Token: randomString("rt_", 18), Kind: yard.OAuthRequestToken, State: yard.OAuthPending,
-		ConsumerKey: v.Consumer.Key, Callback: cb, CreatedAt: now, ExpiresAt: now.Add(o.requestTTL())}
+		ConsumerKey: v.Consumer.Key, Callback: cb, CreatedAt: now, ExpiresAt: now.Add(orDefault(o.RequestTTL, OAuthRequestTTL))}
 	secret = randomString("", 24)
 	t.SealedSecret = o.Box.Seal([]byte(secret), tokenSealID(t.Token))
 	if err := o.Store.CreateOAuthToken(ctx, t); err != nil {
 		return "", "", err
 	}
 	return t.Token, secret, nil
-}
-
-func (o *OAuth1) requestTTL() time.Duration {
-	if o.RequestTTL > 0 {
-		return o.RequestTTL
-	}
-	return OAuthRequestTTL
 }
 
 // Decide records the resource owner's decision on a request token. With

@@ -170,13 +170,7 @@ func (o *OAuth1) useNonce(ctx context.Context, consumer, token, nonce, ts string
 		h.Write([]byte{0})
 	}
 	key := "oauth1:" + hex.EncodeToString(h.Sum(nil))
-	o.mu.Lock()
-	if o.batcher == nil {
-		o.batcher = newSignatureBatcher(o.Replay)
-	}
-	b := o.batcher
-	o.mu.Unlock()
-	fresh, err := b.use(ctx, key, stamp.Add(OAuthWindow))
+	fresh, err := o.batcher.use(ctx, o.Replay, key, stamp.Add(OAuthWindow))
 	if err != nil {
 		return err
 	}
@@ -205,12 +199,7 @@ func (o *OAuth1) baseURI(r *http.Request) string {
 	return sigbase.OAuthBaseURI(u)
 }
 
-func (o *OAuth1) cacheTTL() time.Duration {
-	if o.CacheTTL > 0 {
-		return o.CacheTTL
-	}
-	return 5 * time.Second
-}
+func (o *OAuth1) cacheTTL() time.Duration { return orDefault(o.CacheTTL, 5*time.Second) }
 
 // consumer returns a consumer and its opened secret, through the cache.
 func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard.OAuthConsumer, string, error) {

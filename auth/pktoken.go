@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
@@ -37,9 +36,8 @@ type PKTokens struct {
 	flights singleflight.Group
 
 	verified verifiedTokens
-	mu       sync.Mutex
 	// passwords remembers (token, X-Password) pairs that matched pwh.
-	passwords map[[32]byte]time.Time
+	passwords ttlCache[[32]byte, struct{}]
 }
 
 // PKOptions are the optional claims of a public-key token.
@@ -125,16 +123,8 @@ func (p *PKTokens) Verify(r *http.Request, token, kid string) (*yard.Principal, 
 // address and user name) before the slow hash and gives it back when the
 // password was right.
 func (p *PKTokens) checkPassword(r *http.Request, username, token, pwh, pw string, now time.Time) error {
-	h := sha256.New()
-	h.Write([]byte(token))
-	h.Write([]byte{0})
-	h.Write([]byte(pw))
-	var key [32]byte
-	copy(key[:], h.Sum(nil))
-	p.mu.Lock()
-	until, ok := p.passwords[key]
-	p.mu.Unlock()
-	if ok && now.Before(until) {
+	key := sha256.Sum256([]byte(token + "\x00" + pw))
+	if _, ok := p.passwords.get(key, now, time.Minute); ok {
 		return nil
 	}
 	keys := Keys(r, username)
@@ -159,12 +149,7 @@ func (p *PKTokens) checkPassword(r *http.Request, username, token, pwh, pw strin
 	if err != nil {
 		return err
 	}
-	p.mu.Lock()
-	if p.passwords == nil || len(p.passwords) > 100000 {
-		p.passwords = map[[32]byte]time.Time{}
-	}
-	p.passwords[key] = now.Add(time.Minute)
-	p.mu.Unlock()
+	p.passwords.put(key, struct{}{}, now, 100000)
 	return nil
 }
 

@@ -175,51 +175,6 @@ func (l *LoginLimiter) blockedLocked(keys []string, now time.Time) time.Duration
 	return wait
 }
 
-// Check returns the 429 of a key that is full, without reserving a place.
-// Prefer Begin: checking and recording separately lets parallel attempts
-// through.
-func (l *LoginLimiter) Check(keys ...string) error {
-	if l == nil || l.Limit <= 0 {
-		return nil
-	}
-	if l.Store != nil {
-		// A reservation that is given back at once answers the question
-		// with the store's view.
-		a, err := l.Begin(context.Background(), keys...)
-		a.Succeeded(context.Background())
-		return err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if wait := l.waitLocked(keys, l.Now()); wait > 0 {
-		return l.refusal(wait)
-	}
-	return nil
-}
-
-// Fail records a failed attempt for each key that did not hold a place
-// through Begin.
-func (l *LoginLimiter) Fail(keys ...string) {
-	if l == nil || l.Limit <= 0 {
-		return
-	}
-	if l.Store != nil {
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		now := l.Now()
-		// A limit of MaxInt32 always records.
-		_, _, _ = l.Store.ReserveLoginAttempt(context.Background(), hex.EncodeToString(b[:]), keys, now, now.Add(-l.window()), math.MaxInt32)
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.Now()
-	for _, k := range keys {
-		l.attempts[k] = append(l.pruneLocked(k, now), memAttempt{at: now})
-	}
-	l.gcLocked(now)
-}
-
 // Purge drops attempts that have left the window from the store.
 func (l *LoginLimiter) Purge(ctx context.Context) error {
 	if l == nil || l.Store == nil {
@@ -228,12 +183,7 @@ func (l *LoginLimiter) Purge(ctx context.Context) error {
 	return l.Store.PurgeLoginAttempts(ctx, l.Now().Add(-l.window()))
 }
 
-func (l *LoginLimiter) window() time.Duration {
-	if l.Window > 0 {
-		return l.Window
-	}
-	return time.Minute
-}
+func (l *LoginLimiter) window() time.Duration { return orDefault(l.Window, time.Minute) }
 
 func (l *LoginLimiter) refusal(wait time.Duration) error {
 	return &yard.Error{Code: yard.ERATELIMIT, Message: "Too many sign-in attempts; try again later.",

@@ -6,9 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"maps"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -41,13 +39,7 @@ type Sessions struct {
 	// CrossOrigin checks unsafe cookie-authenticated requests.
 	CrossOrigin *http.CrossOriginProtection
 
-	mu    sync.Mutex
-	cache map[string]sessionEntry
-}
-
-type sessionEntry struct {
-	s       yard.Session
-	fetched time.Time
+	cache ttlCache[string, yard.Session]
 }
 
 // Name implements Scheme.
@@ -92,9 +84,7 @@ func (s *Sessions) CreateAt(ctx context.Context, userID string) (string, time.Ti
 // Delete ends the session with key and reports whether it existed.
 func (s *Sessions) Delete(ctx context.Context, key string) (bool, error) {
 	h := HashKey(key)
-	s.mu.Lock()
-	delete(s.cache, h)
-	s.mu.Unlock()
+	s.cache.drop(h)
 	return s.Store.DeleteSession(ctx, h)
 }
 
@@ -129,27 +119,20 @@ func (s *Sessions) Authenticate(r *http.Request) (*yard.Principal, error) {
 			return nil, err
 		}
 		if s.expired(sess, now) {
-			s.mu.Lock()
-			delete(s.cache, h)
-			s.mu.Unlock()
+			s.cache.drop(h)
 			_, _ = s.Store.DeleteSession(ctx, h)
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The session has expired; sign in again.")
 		}
 	}
-	if now.Sub(sess.LastSeen) >= s.touchEvery() {
+	if now.Sub(sess.LastSeen) >= orDefault(s.TouchEvery, TouchInterval(s.Idle)) {
 		if err := s.Store.TouchSession(ctx, h, now); err != nil {
 			return nil, err
 		}
 		sess.LastSeen = now
-		s.mu.Lock()
 		// Keep the time the session was read: a session in constant use
 		// must still be read again every CacheTTL, or a logout on another
 		// process would never reach this one.
-		if e, ok := s.cache[h]; ok {
-			e.s.LastSeen = now
-			s.cache[h] = e
-		}
-		s.mu.Unlock()
+		s.cache.update(h, func(c *yard.Session) { c.LastSeen = now })
 	}
 	if !isSafe(r.Method) && s.CrossOrigin != nil {
 		if err := s.CrossOrigin.Check(r); err != nil {
@@ -164,13 +147,6 @@ func (s *Sessions) Authenticate(r *http.Request) (*yard.Principal, error) {
 	return p, nil
 }
 
-func (s *Sessions) touchEvery() time.Duration {
-	if s.TouchEvery > 0 {
-		return s.TouchEvery
-	}
-	return TouchInterval(s.Idle)
-}
-
 // TouchInterval is how often the last-action time of a session in use is
 // written for an idle time-out: a twentieth of it (so the time-out is exact
 // to within 5 %), at most a minute, at least 10 ms.
@@ -181,9 +157,7 @@ func TouchInterval(idle time.Duration) time.Duration {
 // ForgetUser drops the remembered sessions of a user (after a password
 // change, which ends them in the store).
 func (s *Sessions) ForgetUser(userID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	maps.DeleteFunc(s.cache, func(_ string, e sessionEntry) bool { return e.s.UserID == userID })
+	s.cache.dropFunc(func(sess yard.Session) bool { return sess.UserID == userID })
 }
 
 func (s *Sessions) expired(sess yard.Session, now time.Time) bool {
@@ -191,27 +165,17 @@ func (s *Sessions) expired(sess yard.Session, now time.Time) bool {
 }
 
 func (s *Sessions) lookup(ctx context.Context, h string, now time.Time, fresh bool) (yard.Session, error) {
-	s.mu.Lock()
-	e, ok := s.cache[h]
-	s.mu.Unlock()
-	if ok && !fresh && now.Sub(e.fetched) < s.CacheTTL {
-		return e.s, nil
+	if sess, ok := s.cache.get(h, now, s.CacheTTL); ok && !fresh {
+		return sess, nil
 	}
 	sess, err := s.Store.FindSession(ctx, h)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		s.mu.Lock()
-		delete(s.cache, h)
-		s.mu.Unlock()
+		s.cache.drop(h)
 		return yard.Session{}, yard.Errorf(yard.EUNAUTHORIZED, "The session does not exist; sign in again.")
 	} else if err != nil {
 		return yard.Session{}, err
 	}
-	s.mu.Lock()
-	if s.cache == nil || len(s.cache) > 100000 {
-		s.cache = map[string]sessionEntry{}
-	}
-	s.cache[h] = sessionEntry{s: *sess, fetched: now}
-	s.mu.Unlock()
+	s.cache.put(h, *sess, now, 100000)
 	return *sess, nil
 }
 

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -11,7 +12,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -51,15 +51,13 @@ type Signed struct {
 	// (docs/auth.md, "Diagnostics of a refused signature").
 	Diagnostics bool
 
-	mu      sync.Mutex
-	cache   map[string]signedKey
-	batcher *signatureBatcher
+	cache   ttlCache[string, signedKey]
+	batcher signatureBatcher
 }
 
 type signedKey struct {
-	userID  string
-	secret  []byte
-	fetched time.Time
+	userID string
+	secret []byte
 }
 
 // Name implements Scheme.
@@ -92,9 +90,7 @@ func (s *Signed) Challenges(*http.Request) []string { return nil }
 
 // Forget drops a key from the cache (after it is deleted).
 func (s *Signed) Forget(id string) {
-	s.mu.Lock()
-	delete(s.cache, id)
-	s.mu.Unlock()
+	s.cache.drop(id)
 }
 
 // Authenticate implements Scheme.
@@ -181,13 +177,7 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	if s.batcher == nil {
-		s.batcher = newSignatureBatcher(s.Keys)
-	}
-	b := s.batcher
-	s.mu.Unlock()
-	fresh, err := b.use(r.Context(), sig, stamp.Add(SignedWindow))
+	fresh, err := s.batcher.use(r.Context(), s.Keys, sig, stamp.Add(SignedWindow))
 	if err != nil {
 		return nil, err
 	}
@@ -218,33 +208,21 @@ func hashBody(r *http.Request) (string, error) {
 }
 
 func (s *Signed) key(ctx context.Context, id string, now time.Time) (signedKey, error) {
-	ttl := s.KeyCacheTTL
-	if ttl == 0 {
-		ttl = 10 * time.Second
-	}
-	s.mu.Lock()
-	k, ok := s.cache[id]
-	s.mu.Unlock()
-	if ok && now.Sub(k.fetched) < ttl {
+	if k, ok := s.cache.get(id, now, cmp.Or(s.KeyCacheTTL, 10*time.Second)); ok {
 		return k, nil
 	}
 	ak, err := s.Keys.FindAPIKey(ctx, id)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		return k, yard.Errorf(yard.EUNAUTHORIZED, "The API key is not known.")
+		return signedKey{}, yard.Errorf(yard.EUNAUTHORIZED, "The API key is not known.")
 	} else if err != nil {
-		return k, err
+		return signedKey{}, err
 	}
 	secret, err := s.Box.Open(ak.SealedSecret, ak.ID)
 	if err != nil {
-		return k, err
+		return signedKey{}, err
 	}
-	k = signedKey{userID: ak.UserID, secret: secret, fetched: now}
-	s.mu.Lock()
-	if s.cache == nil || len(s.cache) > 10000 {
-		s.cache = map[string]signedKey{}
-	}
-	s.cache[id] = k
-	s.mu.Unlock()
+	k := signedKey{userID: ak.UserID, secret: secret}
+	s.cache.put(id, k, now, 10000)
 	return k, nil
 }
 
