@@ -63,6 +63,11 @@ var keyKinds = map[string]keyKind{
 	}},
 }
 
+// file is the name of the key file in dir made at created.
+func (k keyKind) file(dir string, created time.Time) string {
+	return filepath.Join(dir, fmt.Sprintf("%s%d.pem", k.prefix, created.Unix()))
+}
+
 func isEd25519(k crypto.PublicKey) bool { _, ok := k.(ed25519.PublicKey); return ok }
 
 func isP256(k crypto.PublicKey) bool {
@@ -292,21 +297,7 @@ func (k *KeyRing) Rotate() error {
 		now = k.keys[n-1].Created.Add(time.Second) // names (whole seconds) must grow
 	}
 	k.mu.RUnlock()
-	tmp, err := os.CreateTemp(k.Dir, ".key-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := pem.Encode(tmp, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	path := filepath.Join(k.Dir, fmt.Sprintf("%s%d.pem", kind.prefix, now.Unix()))
-	// os.Link fails if path exists: the first process to make it wins.
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := createOnce(kind.file(k.Dir, now), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})); err != nil {
 		return err
 	}
 	return k.Reload()
@@ -324,7 +315,7 @@ func (k *KeyRing) Prune() error {
 	k.mu.RUnlock()
 	for i := 0; i+1 < len(keys); i++ {
 		if now.Sub(keys[i+1].Created) > k.Overlap {
-			if err := os.Remove(filepath.Join(k.Dir, fmt.Sprintf("%s%d.pem", kind.prefix, keys[i].Created.Unix()))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.Remove(kind.file(k.Dir, keys[i].Created)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
 		}

@@ -167,14 +167,8 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 		if scheme == nil {
 			continue // not offered by this server
 		}
-		switch entry.carrier {
-		case inHeader:
-			k.Chain.Header = append(k.Chain.Header, scheme)
-		case inQuery:
-			k.Chain.Query = append(k.Chain.Query, scheme)
-		case inCookie:
-			k.Chain.Cookie = append(k.Chain.Cookie, scheme)
-		}
+		group := [...]*[]Scheme{inHeader: &k.Chain.Header, inQuery: &k.Chain.Query, inCookie: &k.Chain.Cookie}[entry.carrier]
+		*group = append(*group, scheme)
 	}
 	return k, nil
 }

@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -189,15 +188,10 @@ func readForm(r *http.Request) (pairs [][2]string, raw string, ok bool, err erro
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
 		return nil, "", false, nil
 	}
-	b, err := io.ReadAll(r.Body)
+	b, err := readBody(r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, "", false, err
-		}
-		return nil, "", false, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
+		return nil, "", false, err
 	}
-	r.Body = io.NopCloser(bytes.NewReader(b))
 	if pairs, err = sigbase.ParseRawQuery(string(b)); err != nil {
 		return nil, "", false, yard.Errorf(yard.EMALFORMED, "The form body cannot be parsed.")
 	}

@@ -2,9 +2,7 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"net/url"
@@ -16,13 +14,6 @@ import (
 // What the OAuth 1.0a provider (oauth1.go) issues and takes back:
 // consumers, request tokens and their verifiers, access tokens (RFC 5849
 // §2).
-
-// randomString returns n random bytes, base64url-encoded, after prefix.
-func randomString(prefix string, n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return prefix + base64.RawURLEncoding.EncodeToString(b)
-}
 
 // HashVerifier returns the stored form of an oauth_verifier.
 func HashVerifier(v string) string {

@@ -153,7 +153,5 @@ func ValidatePassword(p string) error {
 
 // GeneratePassword returns a random password of 24 URL-safe characters.
 func GeneratePassword() string {
-	b := make([]byte, 18)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return randomString("", 18)
 }

@@ -2,9 +2,7 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"net/http"
 	"time"
@@ -69,11 +67,7 @@ func (s *Sessions) Create(ctx context.Context, userID string) (string, error) {
 // CreateAt is Create that also returns when the session began, as the
 // store keeps it (milliseconds), for an answer that shows it.
 func (s *Sessions) CreateAt(ctx context.Context, userID string) (string, time.Time, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", time.Time{}, err
-	}
-	key := base64.RawURLEncoding.EncodeToString(b[:])
+	key := randomString("", 32)
 	now := s.Now().UTC().Truncate(time.Millisecond)
 	if err := s.Store.CreateSession(ctx, &yard.Session{KeyHash: HashKey(key), UserID: userID, CreatedAt: now, LastSeen: now}); err != nil {
 		return "", time.Time{}, err

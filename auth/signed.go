@@ -191,20 +191,30 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 // hashBody returns the lower-case hex SHA-256 of r's body, leaving the body
 // readable again for the handler.
 func hashBody(r *http.Request) (string, error) {
-	var body []byte
-	if r.Body != nil && r.Body != http.NoBody {
-		var err error
-		if body, err = io.ReadAll(r.Body); err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return "", err
-			}
-			return "", yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+	body, err := readBody(r)
+	if err != nil {
+		return "", err
 	}
 	sum := sha256.Sum256(body)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// readBody reads r's body whole (nil without one) and puts it back for the
+// handler; the server's body limit bounds it (an *http.MaxBytesError is
+// returned as it is, 413).
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return nil, err
+		}
+		return nil, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return b, nil
 }
 
 func (s *Signed) key(ctx context.Context, id string, now time.Time) (signedKey, error) {

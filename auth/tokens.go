@@ -2,8 +2,6 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -120,11 +118,8 @@ func (t *Tokens) verify(ctx context.Context, token string) (*Claims, error) {
 	return verifyJWT(token, t.alg(), pub)
 }
 
-func newJTI() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
+// newJTI returns a new token id (jti).
+func newJTI() string { return randomString("", 16) }
 
 // Issue logs a user in: a new refresh family and its first pair.
 func (t *Tokens) Issue(ctx context.Context, u *yard.User) (*TokenPair, error) {
