@@ -35,10 +35,8 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 	}
 	params := OAuthParams(req.proto)
 	method := params.Value("oauth_signature_method")
-	for _, name := range []string{"oauth_consumer_key", "oauth_signature_method", "oauth_signature"} {
-		if params.Value(name) == "" {
-			return nil, o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
-		}
+	if err := o.absent(params, "oauth_consumer_key", "oauth_signature_method", "oauth_signature"); err != nil {
+		return nil, err
 	}
 	switch method {
 	case sigbase.OAuthHMACSHA1, sigbase.OAuthHMACSHA256, sigbase.OAuthPlaintext:
@@ -53,10 +51,8 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 	ts, hasTS := params.Get("oauth_timestamp")
 	nonce, hasNonce := params.Get("oauth_nonce")
 	if method != sigbase.OAuthPlaintext || hasTS || hasNonce {
-		for _, name := range []string{"oauth_timestamp", "oauth_nonce"} {
-			if params.Value(name) == "" {
-				return nil, o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
-			}
+		if err := o.absent(params, "oauth_timestamp", "oauth_nonce"); err != nil {
+			return nil, err
 		}
 		if len(nonce) > 255 {
 			return nil, o.refuse(yard.EINVALID, "parameter_rejected", "oauth_nonce", "The nonce is longer than 255 characters.")
@@ -91,12 +87,13 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 			return nil, diagnose(o.refuse(yard.EUNAUTHORIZED, "timestamp_refused", "", "oauth_timestamp is more than %d s from the server's clock.", int(OAuthWindow.Seconds())))
 		}
 	}
-	token, hasToken := params.Get("oauth_token")
-	switch {
-	case tokenKind == "" && token != "":
+	token := params.Value("oauth_token")
+	if tokenKind == "" && token != "" {
 		return nil, o.refuse(yard.EINVALID, "parameter_rejected", "oauth_token", "A temporary credential request carries no oauth_token.")
-	case tokenKind != "" && !hasToken || tokenKind != "" && token == "":
-		return nil, o.refuse(yard.EINVALID, "parameter_absent", "oauth_token", "The OAuth parameter oauth_token is missing.")
+	} else if tokenKind != "" {
+		if err := o.absent(params, "oauth_token"); err != nil {
+			return nil, err
+		}
 	}
 
 	ctx := r.Context()
@@ -129,11 +126,10 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 		if err := o.requestTokenUsable(tok, now); err != nil {
 			return nil, err
 		}
-		verifier := params.Value("oauth_verifier")
-		if verifier == "" {
-			return nil, o.refuse(yard.EINVALID, "parameter_absent", "oauth_verifier", "The OAuth parameter oauth_verifier is missing.")
+		if err := o.absent(params, "oauth_verifier"); err != nil {
+			return nil, err
 		}
-		if subtle.ConstantTimeCompare([]byte(HashVerifier(verifier)), []byte(tok.VerifierHash)) != 1 {
+		if subtle.ConstantTimeCompare([]byte(HashVerifier(params.Value("oauth_verifier"))), []byte(tok.VerifierHash)) != 1 {
 			return nil, o.refuse(yard.EUNAUTHORIZED, "verifier_invalid", "", "The oauth_verifier is not the one given to the user.")
 		}
 	}
@@ -146,6 +142,16 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 		stripFormProtocolParams(r, req.rawForm)
 	}
 	return &OAuthVerified{Consumer: consumer, Token: tok, Params: params}, nil
+}
+
+// absent refuses the first of names that params lack or leave empty.
+func (o *OAuth1) absent(params OAuthParams, names ...string) error {
+	for _, name := range names {
+		if params.Value(name) == "" {
+			return o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
+		}
+	}
+	return nil
 }
 
 func (o *OAuth1) requestTokenUsable(t *yard.OAuthToken, now time.Time) error {
