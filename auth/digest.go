@@ -115,11 +115,7 @@ func (d *Digest) checkNonce(nonce string) (time.Time, bool) {
 
 // refuse is a 401 naming, when diagnostics are on, the refused field.
 func (d *Digest) refuse(field, format string, args ...any) error {
-	e := yard.Errorf(yard.EUNAUTHORIZED, format, args...)
-	if !d.Diagnostics {
-		return e
-	}
-	return withDiagnostics(e, Diagnostics{DigestField: field})
+	return withDiagnostics(d.Diagnostics, yard.Errorf(yard.EUNAUTHORIZED, format, args...), Diagnostics{DigestField: field})
 }
 
 // Authenticate implements Scheme.
@@ -147,11 +143,8 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 		return nil, d.refuse("qop", "Digest qop must be auth.")
 	case p["uri"] != r.RequestURI && p["uri"] != r.URL.RequestURI():
 		// RFC 7616 §3.4.6: the uri must name the request target.
-		e := yard.Errorf(yard.EUNAUTHORIZED, "Digest uri does not match the request-target.")
-		if !d.Diagnostics {
-			return nil, e
-		}
-		return nil, withDiagnostics(e, Diagnostics{DigestField: "uri", RequestTarget: r.URL.RequestURI()})
+		return nil, withDiagnostics(d.Diagnostics, yard.Errorf(yard.EUNAUTHORIZED, "Digest uri does not match the request-target."),
+			Diagnostics{DigestField: "uri", RequestTarget: r.URL.RequestURI()})
 	case p["userhash"] == "true":
 		return nil, d.refuse("userhash", "Digest userhash is not supported.")
 	}
@@ -201,12 +194,8 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 	expires := issued.Add(d.ttl())
 	if !d.now().Before(expires) {
 		// RFC 7616 §3.3: the credentials were right, only the nonce is old.
-		e := &yard.Error{Code: yard.EUNAUTHORIZED, Message: "The Digest nonce is stale; retry with the new one.",
-			Challenge: d.challenges(true)}
-		if !d.Diagnostics {
-			return nil, e
-		}
-		return nil, withDiagnostics(e, Diagnostics{DigestField: "nonce"})
+		return nil, withDiagnostics(d.Diagnostics, &yard.Error{Code: yard.EUNAUTHORIZED, Message: "The Digest nonce is stale; retry with the new one.",
+			Challenge: d.challenges(true)}, Diagnostics{DigestField: "nonce"})
 	}
 	fresh, err := d.Counter.UseNonceCount(ctx, p["nonce"], nc, expires)
 	if err != nil {

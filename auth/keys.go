@@ -353,10 +353,6 @@ func (k *KeyRing) PublicKey(_ context.Context, kid string) (crypto.PublicKey, bo
 	return nil, false
 }
 
-// JWKS returns the JSON Web Key Set (RFC 7517 §5) of the ring's live
-// public keys.
-func (k *KeyRing) JWKS() ([]byte, error) { return JWKS(k) }
-
 // JWKS returns the JSON Web Key Set (RFC 7517 §5) of the live public keys
 // of every ring given (nil rings are skipped), each with its kid, alg and
 // use "sig".

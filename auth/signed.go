@@ -124,8 +124,8 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 		if !s.Diagnostics {
 			return e
 		}
-		return withDiagnostics(e, Diagnostics{CanonicalString: sigbase.CanonicalString(r.URL.Path, pairs),
-			AcceptableTimestamps: acceptableTimestamps(now, SignedWindow)})
+		return &diagnosed{err: e, diag: Diagnostics{CanonicalString: sigbase.CanonicalString(r.URL.Path, pairs),
+			AcceptableTimestamps: acceptableTimestamps(now, SignedWindow)}}
 	}
 	if nts != 1 || nkey != 1 || nsig != 1 {
 		return nil, refuse("A signed request needs exactly one timestamp, apiKey and signature.")
@@ -154,9 +154,7 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	m := hmac.New(sha256.New, k.secret)
-	m.Write([]byte(sigbase.CanonicalString(r.URL.Path, pairs)))
-	if !hmac.Equal(m.Sum(nil), got) { // constant time
+	if !hmac.Equal([]byte(sigbase.Sign(k.secret, sigbase.CanonicalString(r.URL.Path, pairs))), []byte(sig)) { // constant time
 		return nil, refuse("The signature does not match the request.")
 	}
 	// The binding is checked before the signature is recorded as used, so

@@ -96,9 +96,6 @@ func New(cfg Config) *Gate {
 	return &Gate{cfg: cfg, clients: map[string]*client{}}
 }
 
-// Config returns the gate's bounds, defaults filled in.
-func (g *Gate) Config() Config { return g.cfg }
-
 // Acquire takes a slot for a request of the client key, waiting its turn
 // if none is free. On nil the caller must call Release with the same key
 // once its work is done. It returns ErrClientBusy or ErrBusy when the
@@ -160,12 +157,7 @@ func (g *Gate) Acquire(ctx context.Context, key string) error {
 		g.Release(key)
 		return err
 	}
-	c.line.Remove(w.elem)
-	g.waiting--
-	if c.line.Len() == 0 {
-		g.lines.Remove(c.place)
-		c.place = nil
-	}
+	g.unwaitLocked(c, w.elem)
 	g.forgetLocked(c)
 	if err == ErrBusy {
 		g.refusedBusy++
@@ -179,6 +171,18 @@ func (g *Gate) grantLocked(c *client) {
 	c.running++
 	g.clock++
 	c.served = g.clock
+}
+
+// unwaitLocked takes the waiter at e out of c's line, and c out of the
+// lines when its line is empty.
+func (g *Gate) unwaitLocked(c *client, e *list.Element) *waiter {
+	w := c.line.Remove(e).(*waiter)
+	g.waiting--
+	if c.line.Len() == 0 {
+		g.lines.Remove(c.place)
+		c.place = nil
+	}
+	return w
 }
 
 // forgetLocked drops c when it neither runs nor waits.
@@ -213,12 +217,7 @@ func (g *Gate) Release(key string) {
 		g.busy--
 		return
 	}
-	w := next.line.Remove(next.line.Front()).(*waiter)
-	g.waiting--
-	if next.line.Len() == 0 {
-		g.lines.Remove(next.place)
-		next.place = nil
-	}
+	w := g.unwaitLocked(next, next.line.Front())
 	g.grantLocked(next)
 	w.granted = true
 	close(w.ready)
