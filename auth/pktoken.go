@@ -77,7 +77,7 @@ func (p *PKTokens) Issue(u *yard.User, opt PKOptions) (token string, expires tim
 // use the API.
 func (p *PKTokens) Verify(r *http.Request, token, kid string) (*yard.Principal, error) {
 	ctx := r.Context()
-	c, err := p.verified.verify(token, func() (*Claims, error) {
+	c, err := p.verified.live(token, p.Now, func() (*Claims, error) {
 		pub, ok := p.Keys.PublicKey(ctx, kid)
 		if !ok {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The token was signed with an unknown key.")
@@ -87,15 +87,9 @@ func (p *PKTokens) Verify(r *http.Request, token, kid string) (*yard.Principal, 
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is not valid.")
 		}
 		return c, nil
-	})
+	}, "The public-key token has expired; get a new one.", "The token expired")
 	if err != nil {
 		return nil, err
-	}
-	now := p.Now()
-	if !now.Before(time.Unix(c.Expires, 0)) {
-		p.verified.forget(token)
-		return nil, &yard.Error{Code: yard.ETOKENEXPIRED, Message: "The public-key token has expired; get a new one.",
-			Challenge: InvalidTokenChallenge("The token expired")}
 	}
 	if c.IP != "" && c.IP != ClientIP(r) {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The token is bound to another address.")
@@ -109,7 +103,7 @@ func (p *PKTokens) Verify(r *http.Request, token, kid string) (*yard.Principal, 
 		if pw == "" {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "This token needs the X-Password header.")
 		}
-		if err := p.checkPassword(r, pr.Name, token, c.PasswordHash, pw, now); err != nil {
+		if err := p.checkPassword(r, pr.Name, token, c.PasswordHash, pw, p.Now()); err != nil {
 			return nil, err
 		}
 	}

@@ -2,8 +2,6 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"math"
 	"net"
 	"net/http"
@@ -92,9 +90,7 @@ func (l *LoginLimiter) Begin(ctx context.Context, keys ...string) (*Attempt, err
 	if l == nil || l.Limit <= 0 {
 		return nil, nil
 	}
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	a := &Attempt{l: l, id: hex.EncodeToString(b[:]), keys: keys}
+	a := &Attempt{l: l, id: randomString("", 12), keys: keys}
 	now := l.Now()
 	l.mu.Lock()
 	combo := strings.Join(keys, "\x00")

@@ -215,7 +215,7 @@ func (t *Tokens) Logout(ctx context.Context, token string) error {
 // use the API. Verified tokens are remembered until they expire, so a
 // request pays for the signature check once per token.
 func (t *Tokens) VerifyAccess(ctx context.Context, token string) (*yard.Principal, error) {
-	c, err := t.verified.verify(token, func() (*Claims, error) {
+	c, err := t.verified.live(token, t.Now, func() (*Claims, error) {
 		c, err := t.verify(ctx, token)
 		if errors.Is(err, errUnknownKey) {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The token was signed with an unknown key.")
@@ -227,14 +227,9 @@ func (t *Tokens) VerifyAccess(ctx context.Context, token string) (*yard.Principa
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is not an access token.")
 		}
 		return c, nil
-	})
+	}, "The access token has expired; refresh it.", "The access token expired")
 	if err != nil {
 		return nil, err
-	}
-	if !t.Now().Before(time.Unix(c.Expires, 0)) {
-		t.verified.forget(token)
-		return nil, &yard.Error{Code: yard.ETOKENEXPIRED, Message: "The access token has expired; refresh it.",
-			Challenge: InvalidTokenChallenge("The access token expired")}
 	}
 	if _, err := t.Users.Principal(ctx, c.Subject); err != nil {
 		return nil, err

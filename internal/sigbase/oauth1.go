@@ -82,13 +82,7 @@ func encodeParams(params [][2]string) [][2]string {
 // appendBaseString appends the base string to dst; params are encoded
 // and sorted in place.
 func appendBaseString(dst []byte, method, baseURI string, params [][2]string) []byte {
-	for i := 0; i < len(method); i++ {
-		c := method[i]
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
+	dst = append(dst, strings.ToUpper(method)...)
 	dst = append(dst, '&')
 	dst = appendEncoded(dst, baseURI)
 	dst = append(dst, '&')
