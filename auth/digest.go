@@ -79,19 +79,12 @@ func (d *Digest) challenges(stale bool) []string {
 	return out
 }
 
-func (d *Digest) now() time.Time {
-	if d.Now != nil {
-		return d.Now()
-	}
-	return time.Now()
-}
-
 func (d *Digest) ttl() time.Duration { return orDefault(d.NonceTTL, 5*time.Minute) }
 
 // NewNonce returns a nonce issued now.
 func (d *Digest) NewNonce() string {
 	var b [36]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(d.now().UnixMilli()))
+	binary.BigEndian.PutUint64(b[:8], uint64(d.Now().UnixMilli()))
 	_, _ = rand.Read(b[8:20])
 	m := hmac.New(sha256.New, d.Secret)
 	m.Write(b[:20])
@@ -192,7 +185,7 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The account is disabled.")
 	}
 	expires := issued.Add(d.ttl())
-	if !d.now().Before(expires) {
+	if !d.Now().Before(expires) {
 		// RFC 7616 §3.3: the credentials were right, only the nonce is old.
 		return nil, withDiagnostics(d.Diagnostics, &yard.Error{Code: yard.EUNAUTHORIZED, Message: "The Digest nonce is stale; retry with the new one.",
 			Challenge: d.challenges(true)}, Diagnostics{DigestField: "nonce"})

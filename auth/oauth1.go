@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,11 +44,9 @@ type OAuth1 struct {
 	Users  *UserCache
 	Box    *SecretBox
 	// BaseURL is the public base address the base string URI is built on.
-	BaseURL    string
-	Realm      string
-	Now        func() time.Time
-	CacheTTL   time.Duration
-	RequestTTL time.Duration
+	BaseURL  string
+	Now      func() time.Time
+	CacheTTL time.Duration
 	// Diagnostics adds to a refused signature the base string the server
 	// signed and the timestamps it accepts (docs/auth.md, "Diagnostics of
 	// a refused signature").
@@ -97,8 +94,6 @@ func OAuthProblem(err error) (string, url.Values) {
 	return "", nil
 }
 
-func (o *OAuth1) realm() string { return cmp.Or(o.Realm, "yard") }
-
 // refuse returns a 401 (or, for code EINVALID, a 400 naming param) with
 // the oauth_problem and a WWW-Authenticate challenge carrying it.
 func (o *OAuth1) refuse(code, problem, param, format string, args ...any) error {
@@ -107,7 +102,7 @@ func (o *OAuth1) refuse(code, problem, param, format string, args ...any) error 
 		e.Fields = []yard.FieldError{{Field: param, Message: problem}}
 	}
 	if code == yard.EUNAUTHORIZED {
-		e.Challenge = []string{fmt.Sprintf(`OAuth realm=%q, oauth_problem=%q`, o.realm(), problem)}
+		e.Challenge = []string{fmt.Sprintf(`OAuth realm=%q, oauth_problem=%q`, Realm, problem)}
 	}
 	oe := &OAuthError{Err: e, Problem: problem}
 	if param != "" {
@@ -134,7 +129,7 @@ func (o *OAuth1) Match(r *http.Request) bool {
 
 // Challenges implements Scheme (RFC 5849 §3.2).
 func (o *OAuth1) Challenges(*http.Request) []string {
-	return []string{fmt.Sprintf(`OAuth realm=%q`, o.realm())}
+	return []string{`OAuth realm="` + Realm + `"`}
 }
 
 // Authenticate implements Scheme: a call signed with an access token.

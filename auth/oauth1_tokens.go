@@ -95,7 +95,7 @@ func (o *OAuth1) IssueRequestToken(ctx context.Context, v *OAuthVerified) (token
 	}
 	now := o.Now()
 	t := &yard.OAuthToken{ID: yard.NewID(), Token: randomString("rt_", 18), Kind: yard.OAuthRequestToken, State: yard.OAuthPending,
-		ConsumerKey: v.Consumer.Key, Callback: cb, CreatedAt: now, ExpiresAt: now.Add(orDefault(o.RequestTTL, OAuthRequestTTL))}
+		ConsumerKey: v.Consumer.Key, Callback: cb, CreatedAt: now, ExpiresAt: now.Add(OAuthRequestTTL)}
 	secret = randomString("", 24)
 	t.SealedSecret = o.Box.Seal([]byte(secret), tokenSealID(t.Token))
 	if err := o.Store.CreateOAuthToken(ctx, t); err != nil {

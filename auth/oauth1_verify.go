@@ -205,11 +205,9 @@ func (o *OAuth1) baseURI(r *http.Request) string {
 	return sigbase.OAuthBaseURI(u)
 }
 
-func (o *OAuth1) cacheTTL() time.Duration { return orDefault(o.CacheTTL, 5*time.Second) }
-
 // consumer returns a consumer and its opened secret, through the cache.
 func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard.OAuthConsumer, string, error) {
-	if e, ok := o.consumers.get(key, now, o.cacheTTL()); ok {
+	if e, ok := o.consumers.get(key, now, o.CacheTTL); ok {
 		return e.c, e.secret, nil
 	}
 	c, err := o.Store.FindOAuthConsumer(ctx, key)
@@ -230,7 +228,7 @@ func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard
 // tokens are cached; request tokens change state and are always read.
 func (o *OAuth1) token(ctx context.Context, value, kind string, now time.Time) (*yard.OAuthToken, string, error) {
 	if kind == yard.OAuthAccessToken {
-		if e, ok := o.tokens.get(value, now, o.cacheTTL()); ok {
+		if e, ok := o.tokens.get(value, now, o.CacheTTL); ok {
 			return e.t, e.secret, nil
 		}
 	}

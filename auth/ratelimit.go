@@ -30,9 +30,8 @@ import (
 // second: a burst against one key costs the store a few statements, not
 // one per request.
 type LoginLimiter struct {
-	Limit  int
-	Window time.Duration
-	Now    func() time.Time
+	Limit int
+	Now   func() time.Time
 	// Store keeps the counts for every process; nil keeps them in memory.
 	Store yard.LoginAttemptService
 
@@ -56,7 +55,7 @@ type memAttempt struct {
 // limit) whose counts live in store, shared by every process on it, or in
 // this process's memory when store is nil.
 func NewLoginLimiter(limit int, store yard.LoginAttemptService) *LoginLimiter {
-	return &LoginLimiter{Limit: limit, Window: time.Minute, Now: time.Now, Store: store, attempts: map[string][]memAttempt{}}
+	return &LoginLimiter{Limit: limit, Now: time.Now, Store: store, attempts: map[string][]memAttempt{}}
 }
 
 // Attempt is a sign-in attempt holding its place in the limiter.
@@ -107,7 +106,7 @@ func (l *LoginLimiter) Begin(ctx context.Context, keys ...string) (*Attempt, err
 		return a, nil
 	}
 	reserveCtx, cancel := detach(ctx)
-	ok, oldest, err := l.Store.ReserveLoginAttempt(reserveCtx, a.id, keys, now, now.Add(-l.window()), l.Limit)
+	ok, oldest, err := l.Store.ReserveLoginAttempt(reserveCtx, a.id, keys, now, now.Add(-loginWindow), l.Limit)
 	cancel()
 	if err != nil || !ok {
 		l.forget(a)
@@ -116,7 +115,7 @@ func (l *LoginLimiter) Begin(ctx context.Context, keys ...string) (*Attempt, err
 		return nil, err
 	}
 	if !ok {
-		wait := oldest.Add(l.window()).Sub(now)
+		wait := oldest.Add(loginWindow).Sub(now)
 		l.mu.Lock()
 		if l.refused == nil {
 			l.refused = map[string]storeRefusal{}
@@ -176,10 +175,11 @@ func (l *LoginLimiter) Purge(ctx context.Context) error {
 	if l == nil || l.Store == nil {
 		return nil
 	}
-	return l.Store.PurgeLoginAttempts(ctx, l.Now().Add(-l.window()))
+	return l.Store.PurgeLoginAttempts(ctx, l.Now().Add(-loginWindow))
 }
 
-func (l *LoginLimiter) window() time.Duration { return orDefault(l.Window, time.Minute) }
+// loginWindow is the limiter's sliding window.
+const loginWindow = time.Minute
 
 func (l *LoginLimiter) refusal(wait time.Duration) error {
 	return &yard.Error{Code: yard.ERATELIMIT, Message: "Too many sign-in attempts; try again later.",
@@ -193,7 +193,7 @@ func (l *LoginLimiter) waitLocked(keys []string, now time.Time) time.Duration {
 	for _, k := range keys {
 		f := l.pruneLocked(k, now)
 		if len(f) >= l.Limit {
-			if d := f[len(f)-l.Limit].at.Add(l.window()).Sub(now); d > wait {
+			if d := f[len(f)-l.Limit].at.Add(loginWindow).Sub(now); d > wait {
 				wait = d
 			}
 		}
@@ -202,7 +202,7 @@ func (l *LoginLimiter) waitLocked(keys []string, now time.Time) time.Duration {
 }
 
 func (l *LoginLimiter) gcLocked(now time.Time) {
-	if now.Sub(l.lastGC) > l.window() {
+	if now.Sub(l.lastGC) > loginWindow {
 		for k := range l.attempts {
 			l.pruneLocked(k, now)
 		}
@@ -216,12 +216,9 @@ func (l *LoginLimiter) gcLocked(now time.Time) {
 }
 
 func (l *LoginLimiter) pruneLocked(k string, now time.Time) []memAttempt {
-	if l.attempts == nil {
-		l.attempts = map[string][]memAttempt{}
-	}
 	f := l.attempts[k]
 	i := 0
-	for i < len(f) && now.Sub(f[i].at) >= l.window() {
+	for i < len(f) && now.Sub(f[i].at) >= loginWindow {
 		i++
 	}
 	f = f[i:]

@@ -30,7 +30,7 @@ const (
 // Tokens issues and checks the JWT token pair, signed with one algorithm
 // (Alg), pinned: a token with any other alg is refused.
 //
-//   - HS256 (the default; a zero Alg): an HMAC with the server secret Key,
+//   - HS256 (the default of ParseTokenAlg): an HMAC with the server secret Key,
 //     so only the servers holding it can verify.
 //   - EdDSA or ES256: the newest key of Ring signs, its key id in the kid
 //     header; Keys finds the public key of a kid (the ring itself, or on a
@@ -73,15 +73,7 @@ func ParseTokenAlg(name string) (jwa.SignatureAlgorithm, error) {
 	return jwa.SignatureAlgorithm{}, fmt.Errorf("token algorithm %q: want HS256, EdDSA or ES256", name)
 }
 
-// alg is the algorithm the pair is signed with.
-func (t *Tokens) alg() jwa.SignatureAlgorithm {
-	if t.Alg.String() == "" {
-		return jwa.HS256()
-	}
-	return t.Alg
-}
-
-func (t *Tokens) symmetric() bool { return t.alg().String() == jwa.HS256().String() }
+func (t *Tokens) symmetric() bool { return t.Alg.String() == jwa.HS256().String() }
 
 // sign signs claims with the pair's algorithm and key.
 func (t *Tokens) sign(c *Claims) (string, error) {
@@ -95,7 +87,7 @@ func (t *Tokens) sign(c *Claims) (string, error) {
 	if sk == nil {
 		return "", yard.Errorf(yard.EUNAVAILABLE, "This server only verifies tokens; ask the issuing server.")
 	}
-	return signJWT(c, t.alg(), sk.Private, sk.ID)
+	return signJWT(c, t.Alg, sk.Private, sk.ID)
 }
 
 var errUnknownKey = errors.New("unknown key id")
@@ -105,7 +97,7 @@ var errUnknownKey = errors.New("unknown key id")
 // public key its kid names. Claims are the caller's business.
 func (t *Tokens) verify(ctx context.Context, token string) (*Claims, error) {
 	h, err := peekHeader(token)
-	if err != nil || h.Alg != t.alg().String() {
+	if err != nil || h.Alg != t.Alg.String() {
 		return nil, errMalformedJWT
 	}
 	if t.symmetric() {
@@ -115,7 +107,7 @@ func (t *Tokens) verify(ctx context.Context, token string) (*Claims, error) {
 	if !ok {
 		return nil, errUnknownKey
 	}
-	return verifyJWT(token, t.alg(), pub)
+	return verifyJWT(token, t.Alg, pub)
 }
 
 // newJTI returns a new token id (jti).
@@ -281,7 +273,7 @@ func (b *Bearer) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err != nil {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is malformed.")
 	}
-	pair := b.Pair != nil && h.Alg == b.Pair.alg().String()
+	pair := b.Pair != nil && h.Alg == b.Pair.Alg.String()
 	pk := b.PK != nil && h.Alg == jwa.EdDSA().String()
 	if pair && pk {
 		if peekUse(token) == UseAccess {
