@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"net/http"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -196,8 +195,6 @@ func verifyUserPassword(ctx context.Context, hashing *HashGate, users Users, use
 	}
 	return &yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}, creds.PasswordHash, nil
 }
-
-func foldName(s string) string { return strings.ToLower(s) }
 
 // buildBasic is Basic's entry in the chain's ordered list (kit.go): the
 // server's own Basic (Config.Basic, shared with endpoints that check

@@ -80,16 +80,12 @@ type oauthRequest struct {
 // without oauth_signature wherever it is.
 func (q *oauthRequest) signedParams() [][2]string {
 	all := make([][2]string, 0, len(q.query)+len(q.form)+len(q.header))
-	for _, list := range [][][2]string{q.query, q.form} {
+	for i, list := range [][][2]string{q.query, q.form, q.header} {
 		for _, p := range list {
-			if p[0] != "oauth_signature" {
+			// realm is left out of the header's parameters only.
+			if p[0] != "oauth_signature" && (i < 2 || p[0] != "realm") {
 				all = append(all, p)
 			}
-		}
-	}
-	for _, p := range q.header {
-		if p[0] != "realm" && p[0] != "oauth_signature" {
-			all = append(all, p)
 		}
 	}
 	return all

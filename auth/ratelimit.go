@@ -235,7 +235,7 @@ func (l *LoginLimiter) pruneLocked(k string, now time.Time) []memAttempt {
 func Keys(r *http.Request, username string) []string {
 	keys := []string{"ip:" + ClientIP(r)}
 	if username != "" {
-		keys = append(keys, "user:"+foldName(username))
+		keys = append(keys, "user:"+strings.ToLower(username))
 	}
 	return keys
 }
