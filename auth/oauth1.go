@@ -138,12 +138,7 @@ func (o *OAuth1) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := o.Users.Principal(r.Context(), v.Token.UserID)
-	if err != nil {
-		return nil, err
-	}
-	p.Scheme = o.Name()
-	return p, nil
+	return o.Users.Principal(r.Context(), v.Token.UserID, o.Name())
 }
 
 // oauthProtocolParams are the protocol parameters of RFC 5849 (§2, §3.1).

@@ -94,7 +94,7 @@ func (p *PKTokens) Verify(r *http.Request, token, kid string) (*yard.Principal, 
 	if c.IP != "" && c.IP != ClientIP(r) {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The token is bound to another address.")
 	}
-	pr, err := p.Users.Principal(ctx, c.Subject)
+	pr, err := p.Users.Principal(ctx, c.Subject, "pk-token")
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,6 @@ func (p *PKTokens) Verify(r *http.Request, token, kid string) (*yard.Principal, 
 			return nil, err
 		}
 	}
-	pr.Scheme = "pk-token"
 	return pr, nil
 }
 

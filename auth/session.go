@@ -133,12 +133,7 @@ func (s *Sessions) Authenticate(r *http.Request) (*yard.Principal, error) {
 			return nil, yard.Errorf(yard.EFORBIDDEN, "Cross-site request refused: a cookie-authenticated %s must come from this site.", r.Method)
 		}
 	}
-	p, err := s.Users.Principal(ctx, sess.UserID)
-	if err != nil {
-		return nil, err
-	}
-	p.Scheme = s.Name()
-	return p, nil
+	return s.Users.Principal(ctx, sess.UserID, s.Name())
 }
 
 // TouchInterval is how often the last-action time of a session in use is

@@ -171,7 +171,7 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 			return nil, refuse("The body does not match the signed bodyhash.")
 		}
 	}
-	p, err := s.Users.Principal(r.Context(), k.userID)
+	p, err := s.Users.Principal(r.Context(), k.userID, s.Name())
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +182,6 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if !fresh {
 		return nil, refuse("This signature was already used (replay).")
 	}
-	p.Scheme = s.Name()
 	return p, nil
 }
 

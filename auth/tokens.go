@@ -223,7 +223,7 @@ func (t *Tokens) VerifyAccess(ctx context.Context, token string) (*yard.Principa
 	if err != nil {
 		return nil, err
 	}
-	if _, err := t.Users.Principal(ctx, c.Subject); err != nil {
+	if _, err := t.Users.Principal(ctx, c.Subject, "bearer"); err != nil {
 		return nil, err
 	}
 	return &yard.Principal{UserID: c.Subject, Name: c.Name, Roles: c.Roles, Scheme: "bearer"}, nil

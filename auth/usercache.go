@@ -25,8 +25,9 @@ type userEntry struct {
 	ok bool
 }
 
-// Principal returns the principal of an enabled user, or EUNAUTHORIZED.
-func (c *UserCache) Principal(ctx context.Context, userID string) (*yard.Principal, error) {
+// Principal returns the principal of an enabled user, authenticated by the
+// scheme named, or EUNAUTHORIZED.
+func (c *UserCache) Principal(ctx context.Context, userID, scheme string) (*yard.Principal, error) {
 	now := c.Now()
 	e, hit := c.cache.get(userID, now, c.TTL)
 	if !hit {
@@ -45,6 +46,7 @@ func (c *UserCache) Principal(ctx context.Context, userID string) (*yard.Princip
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The account does not exist or is disabled.")
 	}
 	p := e.p
+	p.Scheme = scheme
 	return &p, nil
 }
 
