@@ -98,19 +98,15 @@ func (b *Basic) Authenticate(r *http.Request) (*yard.Principal, error) {
 	v, err, _ := b.flights.Do(string(key[:]), func() (any, error) {
 		ctx, cancel := detach(r.Context())
 		defer cancel()
-		attempt, err := b.Limiter.Begin(ctx, keys...)
-		if err != nil {
-			return nil, err
-		}
-		p, hash, err := verifyUserPassword(ctx, b.Hashing, b.Users, username, password)
-		if yard.ErrorCode(err) != yard.EUNAUTHORIZED {
-			// Right, or not checked at all (busy, store down): not a guess.
-			attempt.Succeeded(ctx)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return basicEntry{principal: *p, hash: hash}, nil
+		var e basicEntry
+		err := b.Limiter.Guard(ctx, keys, func() error {
+			p, hash, err := verifyUserPassword(ctx, b.Hashing, b.Users, username, password)
+			if err == nil {
+				e = basicEntry{principal: *p, hash: hash}
+			}
+			return err
+		})
+		return e, err
 	})
 	if err != nil {
 		return nil, err

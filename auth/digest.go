@@ -153,34 +153,34 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 	ctx := r.Context()
 	// The attempt takes its place in the limiter before the response is
 	// checked, and gives it back only when it was right.
-	attempt, err := d.Limiter.Begin(ctx, Keys(r, username)...)
+	var u *yard.User
+	err = d.Limiter.Guard(ctx, Keys(r, username), func() error {
+		// The same answer for an unknown user and a wrong password, so
+		// that the field does not tell which names exist.
+		refused := d.refuse("response", "The user name or password is wrong (the response does not match).")
+		var err error
+		if u, err = d.Users.FindUserByName(ctx, username); yard.ErrorCode(err) == yard.ENOTFOUND {
+			return refused
+		} else if err != nil {
+			return err
+		}
+		creds, err := d.Users.FindCredentials(ctx, u.ID)
+		if err != nil {
+			return err
+		}
+		ha1 := creds.HA1SHA256
+		if strings.EqualFold(alg, DigestMD5) {
+			ha1 = creds.HA1MD5
+		}
+		want := DigestResponse(alg, ha1, r.Method, p["uri"], p["nonce"], p["nc"], p["cnonce"], p["qop"])
+		if ha1 == "" || subtle.ConstantTimeCompare([]byte(want), []byte(strings.ToLower(p["response"]))) != 1 {
+			return refused
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	// The same answer for an unknown user and a wrong password, so that
-	// the field does not tell which names exist.
-	refused := d.refuse("response", "The user name or password is wrong (the response does not match).")
-	u, err := d.Users.FindUserByName(ctx, username)
-	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		return nil, refused
-	} else if err != nil {
-		attempt.Succeeded(ctx)
-		return nil, err
-	}
-	creds, err := d.Users.FindCredentials(ctx, u.ID)
-	if err != nil {
-		attempt.Succeeded(ctx)
-		return nil, err
-	}
-	ha1 := creds.HA1SHA256
-	if strings.EqualFold(alg, DigestMD5) {
-		ha1 = creds.HA1MD5
-	}
-	want := DigestResponse(alg, ha1, r.Method, p["uri"], p["nonce"], p["nc"], p["cnonce"], p["qop"])
-	if ha1 == "" || subtle.ConstantTimeCompare([]byte(want), []byte(strings.ToLower(p["response"]))) != 1 {
-		return nil, refused
-	}
-	attempt.Succeeded(ctx)
 	if u.Disabled {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The account is disabled.")
 	}

@@ -184,15 +184,11 @@ func (k *Kit) Login(r *http.Request, username, password string) (*yard.User, err
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A user name and a password are required.")
 	}
 	ctx := r.Context()
-	attempt, err := k.Limiter.Begin(ctx, Keys(r, username)...)
-	if err != nil {
-		return nil, err
-	}
-	p, err := VerifyUserPassword(ctx, k.Hashing, k.Store, username, password)
-	if yard.ErrorCode(err) != yard.EUNAUTHORIZED {
-		// Right, or not checked at all (busy, store down): not a guess.
-		attempt.Succeeded(ctx)
-	}
+	var p *yard.Principal
+	err := k.Limiter.Guard(ctx, Keys(r, username), func() (err error) {
+		p, err = VerifyUserPassword(ctx, k.Hashing, k.Store, username, password)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

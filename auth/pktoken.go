@@ -124,20 +124,13 @@ func (p *PKTokens) checkPassword(r *http.Request, username, token, pwh, pw strin
 	_, err, _ := p.flights.Do(string(key[:]), func() (any, error) {
 		ctx, cancel := detach(r.Context())
 		defer cancel()
-		attempt, err := p.Limiter.Begin(ctx, keys...)
-		if err != nil {
-			return nil, err
-		}
-		match, err := p.Hashing.Check(ctx, pwh, pw)
-		if err != nil {
-			attempt.Succeeded(ctx) // not checked: not a guess
-			return nil, err
-		}
-		if !match {
-			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The X-Password does not match the token.")
-		}
-		attempt.Succeeded(ctx)
-		return nil, nil
+		return nil, p.Limiter.Guard(ctx, keys, func() error {
+			match, err := p.Hashing.Check(ctx, pwh, pw)
+			if err == nil && !match {
+				return yard.Errorf(yard.EUNAUTHORIZED, "The X-Password does not match the token.")
+			}
+			return err
+		})
 	})
 	if err != nil {
 		return err

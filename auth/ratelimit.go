@@ -127,6 +127,23 @@ func (l *LoginLimiter) Begin(ctx context.Context, keys ...string) (*Attempt, err
 	return a, nil
 }
 
+// Guard runs a password check as an attempt under keys: the attempt takes
+// its place first (the 429 of a full key is returned, and check does not
+// run), and gives it back unless check refused the password
+// (EUNAUTHORIZED): a right password, or one not checked at all (busy,
+// store down), was not a guess.
+func (l *LoginLimiter) Guard(ctx context.Context, keys []string, check func() error) error {
+	attempt, err := l.Begin(ctx, keys...)
+	if err != nil {
+		return err
+	}
+	err = check()
+	if yard.ErrorCode(err) != yard.EUNAUTHORIZED {
+		attempt.Succeeded(ctx)
+	}
+	return err
+}
+
 // forget drops an attempt from this process's memory.
 func (l *LoginLimiter) forget(a *Attempt) {
 	l.mu.Lock()
