@@ -99,7 +99,7 @@ func (b *Basic) Authenticate(r *http.Request) (*yard.Principal, error) {
 		ctx, cancel := detach(r.Context())
 		defer cancel()
 		var e basicEntry
-		err := b.Limiter.Guard(ctx, keys, func() error {
+		err := b.Limiter.guard(ctx, keys, func() error {
 			p, hash, err := verifyUserPassword(ctx, b.Hashing, b.Users, username, password)
 			if err == nil {
 				e = basicEntry{principal: *p, hash: hash}

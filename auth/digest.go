@@ -154,7 +154,7 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 	// The attempt takes its place in the limiter before the response is
 	// checked, and gives it back only when it was right.
 	var u *yard.User
-	err = d.Limiter.Guard(ctx, Keys(r, username), func() error {
+	err = d.Limiter.guard(ctx, Keys(r, username), func() error {
 		// The same answer for an unknown user and a wrong password, so
 		// that the field does not tell which names exist.
 		refused := d.refuse("response", "The user name or password is wrong (the response does not match).")

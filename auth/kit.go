@@ -185,7 +185,7 @@ func (k *Kit) Login(r *http.Request, username, password string) (*yard.User, err
 	}
 	ctx := r.Context()
 	var p *yard.Principal
-	err := k.Limiter.Guard(ctx, Keys(r, username), func() (err error) {
+	err := k.Limiter.guard(ctx, Keys(r, username), func() (err error) {
 		p, err = VerifyUserPassword(ctx, k.Hashing, k.Store, username, password)
 		return err
 	})

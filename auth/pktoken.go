@@ -124,7 +124,7 @@ func (p *PKTokens) checkPassword(r *http.Request, username, token, pwh, pw strin
 	_, err, _ := p.flights.Do(string(key[:]), func() (any, error) {
 		ctx, cancel := detach(r.Context())
 		defer cancel()
-		return nil, p.Limiter.Guard(ctx, keys, func() error {
+		return nil, p.Limiter.guard(ctx, keys, func() error {
 			match, err := p.Hashing.Check(ctx, pwh, pw)
 			if err == nil && !match {
 				return yard.Errorf(yard.EUNAUTHORIZED, "The X-Password does not match the token.")

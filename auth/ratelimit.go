@@ -15,7 +15,7 @@ import (
 
 // LoginLimiter counts sign-in attempts in a sliding window per key (a
 // client address, a user name). An attempt takes its place in the count
-// before its password is checked (Begin) and gives it back only when the
+// before its password is checked (guard) and gives it back only when the
 // check succeeds, so a burst of parallel guesses cannot all pass the
 // limiter before the first failure is recorded. Once a key holds Limit
 // attempts inside the window, every attempt for it is refused with 429
@@ -58,61 +58,59 @@ func NewLoginLimiter(limit int, store yard.LoginAttemptService) *LoginLimiter {
 	return &LoginLimiter{Limit: limit, Now: time.Now, Store: store, attempts: map[string][]memAttempt{}}
 }
 
-// Attempt is a sign-in attempt holding its place in the limiter.
-type Attempt struct {
-	l    *LoginLimiter
-	id   string
-	keys []string
-	done bool
-}
-
-// Succeeded gives the attempt's place back: a successful sign-in does not
-// count against the limit. A failed attempt simply keeps its place (call
-// nothing). Succeeded on a nil Attempt does nothing.
-func (a *Attempt) Succeeded(ctx context.Context) {
-	if a == nil || a.done {
-		return
-	}
-	a.done = true
-	a.l.forget(a)
-	if a.l.Store != nil {
-		// Best effort: a place not given back only counts one attempt
-		// too many, until it leaves the window.
-		_ = a.l.Store.ReleaseLoginAttempt(context.WithoutCancel(ctx), a.id, a.keys)
-	}
-}
-
-// Begin reserves a place for a sign-in attempt under every key, or returns
-// the 429 of a key that is full. The caller checks the password only after
-// Begin succeeded, and calls Succeeded when it was right.
-func (l *LoginLimiter) Begin(ctx context.Context, keys ...string) (*Attempt, error) {
+// guard runs a password check as a sign-in attempt under every key of
+// keys. The attempt takes its place before check runs (a key that is
+// full answers 429, and check does not run), and gives it back unless
+// check refused the password (EUNAUTHORIZED): a right password, or one not
+// checked at all (busy, store down), was not a guess. So a burst of
+// parallel guesses cannot all pass before the first failure is counted.
+func (l *LoginLimiter) guard(ctx context.Context, keys []string, check func() error) error {
 	if l == nil || l.Limit <= 0 {
-		return nil, nil
+		return check()
 	}
-	a := &Attempt{l: l, id: randomString("", 12), keys: keys}
+	id, err := l.reserve(ctx, keys)
+	if err != nil {
+		return err
+	}
+	err = check()
+	if yard.ErrorCode(err) != yard.EUNAUTHORIZED {
+		l.forget(id, keys)
+		if l.Store != nil {
+			// Best effort: a place not given back only counts one attempt
+			// too many, until it leaves the window.
+			_ = l.Store.ReleaseLoginAttempt(context.WithoutCancel(ctx), id, keys)
+		}
+	}
+	return err
+}
+
+// reserve takes a place for an attempt under every key and returns its
+// id, or returns the 429 of a key that is full.
+func (l *LoginLimiter) reserve(ctx context.Context, keys []string) (string, error) {
+	id := randomString("", 12)
 	now := l.Now()
 	l.mu.Lock()
 	combo := strings.Join(keys, "\x00")
 	if wait := l.blockedLocked(keys, now); wait > 0 {
 		l.mu.Unlock()
-		return nil, l.refusal(wait)
+		return "", l.refusal(wait)
 	}
 	for _, k := range keys {
-		l.attempts[k] = append(l.attempts[k], memAttempt{id: a.id, at: now})
+		l.attempts[k] = append(l.attempts[k], memAttempt{id: id, at: now})
 	}
 	l.gcLocked(now)
 	l.mu.Unlock()
 	if l.Store == nil {
-		return a, nil
+		return id, nil
 	}
 	reserveCtx, cancel := detach(ctx)
-	ok, oldest, err := l.Store.ReserveLoginAttempt(reserveCtx, a.id, keys, now, now.Add(-loginWindow), l.Limit)
+	ok, oldest, err := l.Store.ReserveLoginAttempt(reserveCtx, id, keys, now, now.Add(-loginWindow), l.Limit)
 	cancel()
 	if err != nil || !ok {
-		l.forget(a)
+		l.forget(id, keys)
 	}
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if !ok {
 		wait := oldest.Add(loginWindow).Sub(now)
@@ -122,34 +120,17 @@ func (l *LoginLimiter) Begin(ctx context.Context, keys ...string) (*Attempt, err
 		}
 		l.refused[combo] = storeRefusal{until: now.Add(min(wait, time.Second)), retryAt: now.Add(wait)}
 		l.mu.Unlock()
-		return nil, l.refusal(wait)
+		return "", l.refusal(wait)
 	}
-	return a, nil
-}
-
-// Guard runs a password check as an attempt under keys: the attempt takes
-// its place first (the 429 of a full key is returned, and check does not
-// run), and gives it back unless check refused the password
-// (EUNAUTHORIZED): a right password, or one not checked at all (busy,
-// store down), was not a guess.
-func (l *LoginLimiter) Guard(ctx context.Context, keys []string, check func() error) error {
-	attempt, err := l.Begin(ctx, keys...)
-	if err != nil {
-		return err
-	}
-	err = check()
-	if yard.ErrorCode(err) != yard.EUNAUTHORIZED {
-		attempt.Succeeded(ctx)
-	}
-	return err
+	return id, nil
 }
 
 // forget drops an attempt from this process's memory.
-func (l *LoginLimiter) forget(a *Attempt) {
+func (l *LoginLimiter) forget(id string, keys []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, k := range a.keys {
-		l.attempts[k] = slices.DeleteFunc(l.attempts[k], func(m memAttempt) bool { return m.id == a.id })
+	for _, k := range keys {
+		l.attempts[k] = slices.DeleteFunc(l.attempts[k], func(m memAttempt) bool { return m.id == id })
 		if len(l.attempts[k]) == 0 {
 			delete(l.attempts, k)
 		}
