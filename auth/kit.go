@@ -91,8 +91,6 @@ type Kit struct {
 	Hashing *HashGate
 	Store   Store
 	Now     func() time.Time
-	// SessionMax is the absolute session lifetime (for purging).
-	SessionMax time.Duration
 	// cacheTTL is Config.CacheTTL with its default, for the schemes.
 	cacheTTL time.Duration
 }
@@ -146,8 +144,7 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 		now = time.Now
 	}
 	cacheTTL := orDefault(cfg.CacheTTL, 5*time.Second)
-	k := &Kit{Basic: cfg.Basic, Limiter: cfg.Limiter, Hashing: cfg.Hashing, Store: cfg.Store, Now: now,
-		SessionMax: orDefault(cfg.SessionMax, 12*time.Hour), cacheTTL: cacheTTL}
+	k := &Kit{Basic: cfg.Basic, Limiter: cfg.Limiter, Hashing: cfg.Hashing, Store: cfg.Store, Now: now, cacheTTL: cacheTTL}
 	k.Users = &UserCache{Users: cfg.Store, TTL: cacheTTL, Now: now}
 
 	boxKey, err := LoadOrCreateSecret(filepath.Join(cfg.KeyDir, "apikey-seal.key"), 32)
@@ -229,5 +226,5 @@ func (k *Kit) Purge(ctx context.Context) error {
 			return err
 		}
 	}
-	return k.Store.PurgeAuthState(ctx, k.Now(), k.SessionMax)
+	return k.Store.PurgeAuthState(ctx, k.Now(), k.Sessions.Max)
 }

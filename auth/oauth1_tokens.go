@@ -2,8 +2,6 @@ package auth
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/url"
 	"strings"
@@ -14,12 +12,6 @@ import (
 // What the OAuth 1.0a provider (oauth1.go) issues and takes back:
 // consumers, request tokens and their verifiers, access tokens (RFC 5849
 // §2).
-
-// HashVerifier returns the stored form of an oauth_verifier.
-func HashVerifier(v string) string {
-	sum := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(sum[:])
-}
 
 // CheckCallbackURL reports whether raw may be a consumer's callback: an
 // absolute http or https URL without a fragment or user information.
@@ -111,7 +103,7 @@ func (o *OAuth1) Decide(ctx context.Context, token, userID string, allow bool) (
 	state, hash := yard.OAuthDenied, ""
 	if allow {
 		verifier = randomString("", 16)
-		state, hash = yard.OAuthAuthorized, HashVerifier(verifier)
+		state, hash = yard.OAuthAuthorized, HashKey(verifier)
 	}
 	ok, err = o.Store.DecideOAuthToken(ctx, token, state, userID, hash, o.Now())
 	if !ok || !allow {

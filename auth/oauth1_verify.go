@@ -129,7 +129,7 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 		if err := o.absent(params, "oauth_verifier"); err != nil {
 			return nil, err
 		}
-		if subtle.ConstantTimeCompare([]byte(HashVerifier(params.Value("oauth_verifier"))), []byte(tok.VerifierHash)) != 1 {
+		if subtle.ConstantTimeCompare([]byte(HashKey(params.Value("oauth_verifier"))), []byte(tok.VerifierHash)) != 1 {
 			return nil, o.refuse(yard.EUNAUTHORIZED, "verifier_invalid", "", "The oauth_verifier is not the one given to the user.")
 		}
 	}

@@ -52,7 +52,8 @@ func (s *Sessions) Match(r *http.Request) bool {
 // Challenges implements Scheme; cookies have no challenge.
 func (s *Sessions) Challenges(*http.Request) []string { return nil }
 
-// HashKey returns the stored form of a session key.
+// HashKey returns the stored form of a session key or an oauth_verifier:
+// the hex SHA-256 of it.
 func HashKey(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:])
@@ -181,7 +182,7 @@ func isSafe(method string) bool {
 func buildSessions(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
 	idle := orDefault(cfg.SessionIdle, 30*time.Minute)
 	k.Sessions = &Sessions{Store: cfg.Store, Users: k.Users, Idle: idle,
-		Max: k.SessionMax, TouchEvery: TouchInterval(idle), CacheTTL: k.cacheTTL, Now: k.Now,
+		Max: orDefault(cfg.SessionMax, 12*time.Hour), TouchEvery: TouchInterval(idle), CacheTTL: k.cacheTTL, Now: k.Now,
 		CrossOrigin: http.NewCrossOriginProtection()}
 	return k.Sessions, nil
 }
