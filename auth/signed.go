@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,22 +100,18 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err != nil {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The query string of a signed request cannot be parsed.")
 	}
-	var ts, keyID, sig, method, bodyHash string
-	var nts, nkey, nsig, nmethod, nbody int
+	// Each variable's last value and how often it came (names without
+	// regard to case).
+	names := [...]string{"timestamp", "apikey", "signature", "method", "bodyhash"}
+	var val [len(names)]string
+	var n [len(names)]int
 	for _, p := range pairs {
-		switch strings.ToLower(p[0]) {
-		case "timestamp":
-			ts, nts = p[1], nts+1
-		case "apikey":
-			keyID, nkey = p[1], nkey+1
-		case "signature":
-			sig, nsig = p[1], nsig+1
-		case "method":
-			method, nmethod = p[1], nmethod+1
-		case "bodyhash":
-			bodyHash, nbody = p[1], nbody+1
+		if i := slices.Index(names[:], strings.ToLower(p[0])); i >= 0 {
+			val[i], n[i] = p[1], n[i]+1
 		}
 	}
+	ts, keyID, sig, method, bodyHash := val[0], val[1], val[2], val[3], val[4]
+	nmethod, nbody := n[3], n[4]
 	now := s.Now()
 	// refuse is a 401 with, when diagnostics are on, the canonical string
 	// the server signed and the timestamps it accepts (never the secret
@@ -127,7 +124,7 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 		return &diagnosed{err: e, diag: Diagnostics{CanonicalString: sigbase.CanonicalString(r.URL.Path, pairs),
 			AcceptableTimestamps: acceptableTimestamps(now, SignedWindow)}}
 	}
-	if nts != 1 || nkey != 1 || nsig != 1 {
+	if n[0] != 1 || n[1] != 1 || n[2] != 1 {
 		return nil, refuse("A signed request needs exactly one timestamp, apiKey and signature.")
 	}
 	if nmethod > 1 || nbody > 1 {
