@@ -106,12 +106,11 @@ func (o *OAuth1) refuse(code, problem, param, format string, args ...any) error 
 	}
 	oe := &OAuthError{Err: e, Problem: problem}
 	if param != "" {
-		oe.Extra = url.Values{}
+		key := "oauth_parameters_rejected"
 		if problem == "parameter_absent" {
-			oe.Extra.Set("oauth_parameters_absent", param)
-		} else {
-			oe.Extra.Set("oauth_parameters_rejected", param)
+			key = "oauth_parameters_absent"
 		}
+		oe.Extra = url.Values{key: {param}}
 	}
 	return oe
 }
@@ -168,8 +167,8 @@ func (s oauthInRequest) Match(r *http.Request) bool {
 	if carriesOAuth(r.URL.RawQuery) {
 		return true
 	}
-	_, raw, ok, err := readForm(r)
-	return ok && err == nil && carriesOAuth(raw)
+	_, raw, err := readForm(r)
+	return err == nil && carriesOAuth(raw)
 }
 
 // Challenges implements Scheme: OAuth1 sends OAuth's challenge.

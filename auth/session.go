@@ -123,7 +123,6 @@ func (s *Sessions) Authenticate(r *http.Request) (*yard.Principal, error) {
 		if err := s.Store.TouchSession(ctx, h, now); err != nil {
 			return nil, err
 		}
-		sess.LastSeen = now
 		// Keep the time the session was read: a session in constant use
 		// must still be read again every CacheTTL, or a logout on another
 		// process would never reach this one.

@@ -76,14 +76,10 @@ func (p *Provider) find(ctx context.Context, handle string, private bool) (*yard
 		return nil, nil, nil
 	}
 	a, err := p.Store.FindOpenIDAssociation(ctx, handle)
-	if yard.ErrorCode(err) == yard.ENOTFOUND {
+	if yard.ErrorCode(err) == yard.ENOTFOUND || err == nil && (a.Private != private || !p.Now().Before(a.ExpiresAt)) {
 		return nil, nil, nil
-	}
-	if err != nil {
+	} else if err != nil {
 		return nil, nil, err
-	}
-	if a.Private != private || !p.Now().Before(a.ExpiresAt) {
-		return nil, nil, nil
 	}
 	key, err := p.Box.Open(a.SealedKey, "openid:"+a.Handle)
 	if err != nil {
