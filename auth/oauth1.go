@@ -54,20 +54,15 @@ type OAuth1 struct {
 
 	base      *url.URL
 	baseOnce  sync.Once
-	consumers ttlCache[string, openedConsumer]
-	tokens    ttlCache[string, openedToken]
+	consumers ttlCache[string, opened[yard.OAuthConsumer]]
+	tokens    ttlCache[string, opened[yard.OAuthToken]]
 	batcher   signatureBatcher
 }
 
-// openedConsumer is a consumer with its opened secret, as cached.
-type openedConsumer struct {
-	c      *yard.OAuthConsumer
-	secret string
-}
-
-// openedToken is an access token with its opened secret, as cached.
-type openedToken struct {
-	t      *yard.OAuthToken
+// opened is a consumer or an access token with its opened secret, as
+// cached.
+type opened[T any] struct {
+	v      *T
 	secret string
 }
 

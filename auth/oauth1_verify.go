@@ -208,7 +208,7 @@ func (o *OAuth1) baseURI(r *http.Request) string {
 // consumer returns a consumer and its opened secret, through the cache.
 func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard.OAuthConsumer, string, error) {
 	if e, ok := o.consumers.get(key, now, o.CacheTTL); ok {
-		return e.c, e.secret, nil
+		return e.v, e.secret, nil
 	}
 	c, err := o.Store.FindOAuthConsumer(ctx, key)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
@@ -220,7 +220,7 @@ func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard
 	if err != nil {
 		return nil, "", err
 	}
-	o.consumers.put(key, openedConsumer{c: c, secret: string(secret)}, now, 10000)
+	o.consumers.put(key, opened[yard.OAuthConsumer]{v: c, secret: string(secret)}, now, 10000)
 	return c, string(secret), nil
 }
 
@@ -229,7 +229,7 @@ func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard
 func (o *OAuth1) token(ctx context.Context, value, kind string, now time.Time) (*yard.OAuthToken, string, error) {
 	if kind == yard.OAuthAccessToken {
 		if e, ok := o.tokens.get(value, now, o.CacheTTL); ok {
-			return e.t, e.secret, nil
+			return e.v, e.secret, nil
 		}
 	}
 	t, err := o.Store.FindOAuthToken(ctx, value)
@@ -243,7 +243,7 @@ func (o *OAuth1) token(ctx context.Context, value, kind string, now time.Time) (
 		return nil, "", err
 	}
 	if kind == yard.OAuthAccessToken {
-		o.tokens.put(value, openedToken{t: t, secret: string(secret)}, now, 100000)
+		o.tokens.put(value, opened[yard.OAuthToken]{v: t, secret: string(secret)}, now, 100000)
 	}
 	return t, string(secret), nil
 }
