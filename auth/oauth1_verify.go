@@ -123,8 +123,15 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 	if tokenKind == yard.OAuthRequestToken {
 		// Checked after the signature, so that only the consumer learns
 		// the state of its request token.
-		if err := o.requestTokenUsable(tok, now); err != nil {
-			return nil, err
+		switch {
+		case tok.State == yard.OAuthUsed:
+			return nil, o.refuse(yard.EUNAUTHORIZED, "token_used", "", "The request token was already exchanged.")
+		case !tok.ExpiresAt.After(now):
+			return nil, o.refuse(yard.EUNAUTHORIZED, "token_expired", "", "The request token has expired; ask for a new one.")
+		case tok.State == yard.OAuthDenied:
+			return nil, o.refuse(yard.EUNAUTHORIZED, "permission_denied", "", "The user denied this request token.")
+		case tok.State != yard.OAuthAuthorized:
+			return nil, o.refuse(yard.EUNAUTHORIZED, "permission_unknown", "", "The user has not authorised this request token yet.")
 		}
 		if err := o.absent(params, "oauth_verifier"); err != nil {
 			return nil, err
@@ -150,20 +157,6 @@ func (o *OAuth1) absent(params OAuthParams, names ...string) error {
 		if params.Value(name) == "" {
 			return o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
 		}
-	}
-	return nil
-}
-
-func (o *OAuth1) requestTokenUsable(t *yard.OAuthToken, now time.Time) error {
-	switch {
-	case t.State == yard.OAuthUsed:
-		return o.refuse(yard.EUNAUTHORIZED, "token_used", "", "The request token was already exchanged.")
-	case !t.ExpiresAt.After(now):
-		return o.refuse(yard.EUNAUTHORIZED, "token_expired", "", "The request token has expired; ask for a new one.")
-	case t.State == yard.OAuthDenied:
-		return o.refuse(yard.EUNAUTHORIZED, "permission_denied", "", "The user denied this request token.")
-	case t.State != yard.OAuthAuthorized:
-		return o.refuse(yard.EUNAUTHORIZED, "permission_unknown", "", "The user has not authorised this request token yet.")
 	}
 	return nil
 }
