@@ -126,7 +126,8 @@ var chainOrder = []struct {
 	{inCookie, buildSessions},       // session.go
 }
 
-func orDefault(d, def time.Duration) time.Duration {
+// orDefault returns d, or def when d is not positive.
+func orDefault[T int | time.Duration](d, def T) T {
 	if d > 0 {
 		return d
 	}

@@ -81,19 +81,19 @@ type waiter struct {
 
 // New returns a gate with cfg's bounds.
 func New(cfg Config) *Gate {
-	if cfg.Slots <= 0 {
-		cfg.Slots = DefaultSlots()
-	}
-	if cfg.PerClient <= 0 {
-		cfg.PerClient = 256
-	}
-	if cfg.Waiting <= 0 {
-		cfg.Waiting = 4096
-	}
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = 10 * time.Second
-	}
+	cfg.Slots = positive(cfg.Slots, DefaultSlots())
+	cfg.PerClient = positive(cfg.PerClient, 256)
+	cfg.Waiting = positive(cfg.Waiting, 4096)
+	cfg.MaxWait = positive(cfg.MaxWait, 10*time.Second)
 	return &Gate{cfg: cfg, clients: map[string]*client{}}
+}
+
+// positive returns v, or def when v is not positive.
+func positive[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // Acquire takes a slot for a request of the client key, waiting its turn
