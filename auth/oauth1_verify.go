@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,9 +39,7 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 	if err := o.absent(params, "oauth_consumer_key", "oauth_signature_method", "oauth_signature"); err != nil {
 		return nil, err
 	}
-	switch method {
-	case sigbase.OAuthHMACSHA1, sigbase.OAuthHMACSHA256, sigbase.OAuthPlaintext:
-	default:
+	if !slices.Contains([]string{sigbase.OAuthHMACSHA1, sigbase.OAuthHMACSHA256, sigbase.OAuthPlaintext}, method) {
 		return nil, o.refuse(yard.EINVALID, "signature_method_rejected", "oauth_signature_method",
 			"The signature method %q is not supported; use HMAC-SHA1, HMAC-SHA256 or PLAINTEXT.", method)
 	}

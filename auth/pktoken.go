@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -59,11 +60,7 @@ func (p *PKTokens) Issue(u *yard.User, opt PKOptions) (token string, expires tim
 	c := &Claims{Subject: u.ID, Name: u.Name, IssuedAt: now.Unix(), Expires: expires.Unix(), IP: opt.BindIP}
 	if opt.IncludePasswordHash {
 		// A fresh, salted slow hash: never the stored credential hash.
-		ctx := opt.Context
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		if c.PasswordHash, err = p.Hashing.Hash(ctx, opt.Password); err != nil {
+		if c.PasswordHash, err = p.Hashing.Hash(cmp.Or(opt.Context, context.Background()), opt.Password); err != nil {
 			return "", time.Time{}, err
 		}
 	}
