@@ -89,14 +89,6 @@ func Btwoc(n *big.Int) []byte {
 	return b
 }
 
-// Unbtwoc decodes Btwoc; negative numbers are refused.
-func Unbtwoc(b []byte) (*big.Int, error) {
-	if len(b) == 0 || b[0]&0x80 != 0 {
-		return nil, errors.New("not a positive btwoc integer")
-	}
-	return new(big.Int).SetBytes(b), nil
-}
-
 // DHKey is one side's Diffie-Hellman key pair.
 type DHKey struct {
 	Modulus, Generator *big.Int
@@ -151,13 +143,16 @@ func XORSecret(sessionType string, shared *big.Int, key []byte) ([]byte, error) 
 	return out, nil
 }
 
-// B64Int decodes a base64(btwoc(n)) field.
+// B64Int decodes a base64(btwoc(n)) field; negative numbers are refused.
 func B64Int(s string) (*big.Int, error) {
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, errors.New("not base64")
 	}
-	return Unbtwoc(b)
+	if len(b) == 0 || b[0]&0x80 != 0 {
+		return nil, errors.New("not a positive btwoc integer")
+	}
+	return new(big.Int).SetBytes(b), nil
 }
 
 // IntB64 encodes n as base64(btwoc(n)).
