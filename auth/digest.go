@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/md5"
@@ -123,10 +124,7 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 			return nil, d.refuse(name, "Digest credentials lack the %s field.", name)
 		}
 	}
-	alg := p["algorithm"]
-	if alg == "" {
-		alg = DigestMD5 // RFC 7616 §3.3: absent means MD5
-	}
+	alg := cmp.Or(p["algorithm"], DigestMD5) // RFC 7616 §3.3: absent means MD5
 	switch {
 	case p["realm"] != Realm:
 		return nil, d.refuse("realm", "Digest realm must be %q.", Realm)

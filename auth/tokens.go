@@ -276,11 +276,8 @@ func (b *Bearer) Authenticate(r *http.Request) (*yard.Principal, error) {
 	pair := b.Pair != nil && h.Alg == b.Pair.Alg.String()
 	pk := b.PK != nil && h.Alg == jwa.EdDSA().String()
 	if pair && pk {
-		if peekUse(token) == UseAccess {
-			pk = false
-		} else {
-			pair = false
-		}
+		pair = peekUse(token) == UseAccess
+		pk = !pair
 	}
 	switch {
 	case pair:
