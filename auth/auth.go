@@ -123,15 +123,9 @@ func (c *Chain) Challenges(r *http.Request) []string {
 }
 
 func hasCredentials(r *http.Request) bool {
-	if r.Header.Get("Authorization") != "" {
-		return true
-	}
 	q := r.URL.Query()
-	if q.Has("signature") || q.Has("apiKey") || q.Has("oauth_signature") {
-		return true
-	}
 	_, err := r.Cookie(SessionCookie)
-	return err == nil
+	return r.Header.Get("Authorization") != "" || q.Has("signature") || q.Has("apiKey") || q.Has("oauth_signature") || err == nil
 }
 
 // SingleAuthorization refuses a request with more than one Authorization

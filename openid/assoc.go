@@ -52,13 +52,6 @@ func MACSize(assocType string) int {
 	return 0
 }
 
-func hashFor(assocType string) func() hash.Hash {
-	if assocType == HMACSHA1 {
-		return sha1.New
-	}
-	return sha256.New
-}
-
 // Compatible reports whether a session type can carry the MAC key of an
 // association type: a Diffie-Hellman session XORs the key with a hash of
 // the shared secret, so the hash sizes must agree (OpenID 2.0 §8.4.2).
@@ -257,7 +250,11 @@ func Sign(assocType string, key []byte, m Message, signed []string) (string, err
 	if err != nil {
 		return "", err
 	}
-	mac := hmac.New(hashFor(assocType), key)
+	h := sha256.New
+	if assocType == HMACSHA1 {
+		h = sha1.New
+	}
+	mac := hmac.New(h, key)
 	mac.Write(kv)
 	return base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
 }
