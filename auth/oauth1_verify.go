@@ -162,12 +162,8 @@ func (o *OAuth1) absent(params OAuthParams, names ...string) error {
 
 // useNonce records (consumer, token, nonce, timestamp) once.
 func (o *OAuth1) useNonce(ctx context.Context, consumer, token, nonce, ts string, stamp time.Time) error {
-	h := sha256.New()
-	for _, s := range []string{consumer, token, nonce, ts} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	key := "oauth1:" + hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256([]byte(consumer + "\x00" + token + "\x00" + nonce + "\x00" + ts + "\x00"))
+	key := "oauth1:" + hex.EncodeToString(sum[:])
 	fresh, err := o.batcher.use(ctx, o.Replay, key, stamp.Add(OAuthWindow))
 	if err != nil {
 		return err
