@@ -67,7 +67,8 @@ func (c *Chain) Authenticate(r *http.Request) (*yard.Principal, error) {
 				return s.Authenticate(r)
 			}
 		}
-		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The Authorization scheme %q is not supported.", schemeWord(h))
+		w, _, _ := strings.Cut(h, " ")
+		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The Authorization scheme %q is not supported.", w[:min(len(w), 32)])
 	}
 	for _, group := range [][]Scheme{c.Query, c.Cookie} {
 		for _, s := range group {
@@ -122,15 +123,9 @@ func (c *Chain) Challenges(r *http.Request) []string {
 }
 
 func hasCredentials(r *http.Request) bool {
-	if r.Header.Get("Authorization") != "" {
-		return true
-	}
 	q := r.URL.Query()
-	if q.Has("signature") || q.Has("apiKey") || q.Has("oauth_signature") {
-		return true
-	}
 	_, err := r.Cookie(SessionCookie)
-	return err == nil
+	return r.Header.Get("Authorization") != "" || q.Has("signature") || q.Has("apiKey") || q.Has("oauth_signature") || err == nil
 }
 
 // SingleAuthorization refuses a request with more than one Authorization
@@ -145,14 +140,6 @@ func SingleAuthorization(r *http.Request) error {
 
 // SessionCookie is the name of the cookie carrying a session key.
 const SessionCookie = "sessionToken"
-
-func schemeWord(h string) string {
-	w, _, _ := strings.Cut(h, " ")
-	if len(w) > 32 {
-		w = w[:32]
-	}
-	return w
-}
 
 // AuthScheme returns the scheme word of an Authorization header value,
 // lower-cased, and the rest.

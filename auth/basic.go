@@ -3,10 +3,7 @@ package auth
 import (
 	"context"
 	"crypto/sha256"
-	"maps"
 	"net/http"
-	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -44,8 +41,8 @@ type Basic struct {
 	MaxAge   time.Duration
 	Now      func() time.Time
 
-	mu    sync.Mutex
-	cache map[[32]byte]basicEntry
+	// cache holds each verification from when it ran.
+	cache ttlCache[[32]byte, basicEntry]
 	// flights shares one verification among concurrent requests carrying
 	// the same credentials, so a burst after a cache miss pays argon2id once.
 	flights singleflight.Group
@@ -54,16 +51,16 @@ type Basic struct {
 type basicEntry struct {
 	principal yard.Principal
 	// hash is the stored password hash the entry was verified against.
-	hash     string
-	checked  time.Time
-	verified time.Time
+	hash string
+	// checked is when the entry was last compared with the store.
+	checked time.Time
 }
 
 // NewBasic returns a Basic scheme that trusts a verification for 5 s
 // before comparing it with the store, and verifies afresh every 10 minutes.
 func NewBasic(users Users, limiter *LoginLimiter, hashing *HashGate) *Basic {
 	return &Basic{Users: users, Limiter: limiter, Hashing: hashing, CacheTTL: 5 * time.Second, MaxAge: 10 * time.Minute,
-		Now: time.Now, cache: map[[32]byte]basicEntry{}}
+		Now: time.Now}
 }
 
 // Name implements Scheme.
@@ -78,20 +75,6 @@ func (b *Basic) Match(r *http.Request) bool {
 // Challenges implements Scheme (RFC 7617 §2).
 func (b *Basic) Challenges(*http.Request) []string {
 	return []string{`Basic realm="` + Realm + `", charset="UTF-8"`}
-}
-
-func (b *Basic) ttl() time.Duration {
-	if b.CacheTTL > 0 {
-		return b.CacheTTL
-	}
-	return 5 * time.Second
-}
-
-func (b *Basic) maxAge() time.Duration {
-	if b.MaxAge > 0 {
-		return b.MaxAge
-	}
-	return 10 * time.Minute
 }
 
 // Authenticate implements Scheme.
@@ -115,32 +98,23 @@ func (b *Basic) Authenticate(r *http.Request) (*yard.Principal, error) {
 	v, err, _ := b.flights.Do(string(key[:]), func() (any, error) {
 		ctx, cancel := detach(r.Context())
 		defer cancel()
-		attempt, err := b.Limiter.Begin(ctx, keys...)
-		if err != nil {
-			return nil, err
-		}
-		p, hash, err := verifyUserPassword(ctx, b.Hashing, b.Users, username, password)
-		if yard.ErrorCode(err) != yard.EUNAUTHORIZED {
-			// Right, or not checked at all (busy, store down): not a guess.
-			attempt.Succeeded(ctx)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return basicEntry{principal: *p, hash: hash}, nil
+		var e basicEntry
+		err := b.Limiter.guard(ctx, keys, func() error {
+			p, hash, err := verifyUserPassword(ctx, b.Hashing, b.Users, username, password)
+			if err == nil {
+				e = basicEntry{principal: *p, hash: hash}
+			}
+			return err
+		})
+		return e, err
 	})
 	if err != nil {
 		return nil, err
 	}
 	e := v.(basicEntry) // a copy: concurrent callers share the flight's result
 	e.principal.Scheme = b.Name()
-	e.checked, e.verified = now, now
-	b.mu.Lock()
-	if b.cache == nil || len(b.cache) > 100000 {
-		b.cache = map[[32]byte]basicEntry{}
-	}
-	b.cache[key] = e
-	b.mu.Unlock()
+	e.checked = now
+	b.cache.put(key, e, now, 100000)
 	p := e.principal
 	return &p, nil
 }
@@ -148,54 +122,33 @@ func (b *Basic) Authenticate(r *http.Request) (*yard.Principal, error) {
 // cached answers from a remembered verification, comparing it with the
 // store when it is older than CacheTTL.
 func (b *Basic) cached(ctx context.Context, key [32]byte, now time.Time) (*yard.Principal, bool, error) {
-	b.mu.Lock()
-	e, hit := b.cache[key]
-	b.mu.Unlock()
-	if !hit || now.Sub(e.verified) >= b.maxAge() {
+	e, hit := b.cache.get(key, now, orDefault(b.MaxAge, 10*time.Minute))
+	if !hit {
 		return nil, false, nil
 	}
-	if now.Sub(e.checked) >= b.ttl() {
+	if now.Sub(e.checked) >= orDefault(b.CacheTTL, 5*time.Second) {
 		u, err := b.Users.FindUserByID(ctx, e.principal.UserID)
-		if yard.ErrorCode(err) == yard.ENOTFOUND {
-			b.drop(key)
+		var creds *yard.Credentials
+		if err == nil {
+			creds, err = b.Users.FindCredentials(ctx, u.ID)
+		}
+		if yard.ErrorCode(err) == yard.ENOTFOUND || err == nil && (u.Disabled || creds.PasswordHash != e.hash) {
+			// Gone or changed: verify afresh (and refuse) the slow way.
+			b.cache.drop(key)
 			return nil, false, nil
 		} else if err != nil {
 			return nil, false, err
-		}
-		creds, err := b.Users.FindCredentials(ctx, u.ID)
-		if yard.ErrorCode(err) == yard.ENOTFOUND {
-			b.drop(key)
-			return nil, false, nil
-		} else if err != nil {
-			return nil, false, err
-		}
-		if u.Disabled || creds.PasswordHash != e.hash {
-			// Changed: verify afresh (and refuse) the slow way.
-			b.drop(key)
-			return nil, false, nil
 		}
 		e.principal.Name, e.principal.Roles, e.checked = u.Name, u.Roles, now
-		b.mu.Lock()
-		if _, still := b.cache[key]; still {
-			b.cache[key] = e
-		}
-		b.mu.Unlock()
+		b.cache.update(key, func(c *basicEntry) { *c = e })
 	}
 	p := e.principal
 	return &p, true, nil
 }
 
-func (b *Basic) drop(key [32]byte) {
-	b.mu.Lock()
-	delete(b.cache, key)
-	b.mu.Unlock()
-}
-
 // Invalidate drops every cached entry of the user.
 func (b *Basic) Invalidate(userID string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	maps.DeleteFunc(b.cache, func(_ [32]byte, e basicEntry) bool { return e.principal.UserID == userID })
+	b.cache.dropFunc(func(e basicEntry) bool { return e.principal.UserID == userID })
 }
 
 // VerifyUserPassword checks a user name and password against the store and
@@ -238,8 +191,6 @@ func verifyUserPassword(ctx context.Context, hashing *HashGate, users Users, use
 	}
 	return &yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}, creds.PasswordHash, nil
 }
-
-func foldName(s string) string { return strings.ToLower(s) }
 
 // buildBasic is Basic's entry in the chain's ordered list (kit.go): the
 // server's own Basic (Config.Basic, shared with endpoints that check

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"maps"
 	"sync"
 	"time"
 )
@@ -46,6 +47,24 @@ func (c *ttlCache[K, V]) put(k K, v V, now time.Time, limit int) {
 func (c *ttlCache[K, V]) drop(k K) {
 	c.mu.Lock()
 	delete(c.m, k)
+	c.mu.Unlock()
+}
+
+// update changes the value of k, if it is held, in place: when it was
+// fetched stays as it was.
+func (c *ttlCache[K, V]) update(k K, f func(*V)) {
+	c.mu.Lock()
+	if e, ok := c.m[k]; ok {
+		f(&e.v)
+		c.m[k] = e
+	}
+	c.mu.Unlock()
+}
+
+// dropFunc forgets every value del reports true for.
+func (c *ttlCache[K, V]) dropFunc(del func(V) bool) {
+	c.mu.Lock()
+	maps.DeleteFunc(c.m, func(_ K, e ttlEntry[V]) bool { return del(e.v) })
 	c.mu.Unlock()
 }
 

@@ -53,8 +53,12 @@ type diagnosed struct {
 func (e *diagnosed) Error() string { return e.err.Error() }
 func (e *diagnosed) Unwrap() error { return e.err }
 
-// withDiagnostics returns e carrying d.
-func withDiagnostics(e *yard.Error, d Diagnostics) error {
+// withDiagnostics returns e carrying d when on is set (the scheme's
+// Diagnostics field), else e alone.
+func withDiagnostics(on bool, e *yard.Error, d Diagnostics) error {
+	if !on {
+		return e
+	}
 	return &diagnosed{err: e, diag: d}
 }
 

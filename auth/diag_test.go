@@ -189,7 +189,7 @@ func TestDiagnosticsOf(t *testing.T) {
 	if d := DiagnosticsOf(oe); d == nil || d.OAuthProblem != "signature_invalid" || d.OAuthSignatureBaseString != "GET&x&" || d.OAuthAcceptableTimestamps != "1-2" {
 		t.Errorf("OAuth refusal: got %+v", d)
 	}
-	err := withDiagnostics(yard.Errorf(yard.EUNAUTHORIZED, "Digest qop must be auth."), Diagnostics{DigestField: "qop"})
+	err := withDiagnostics(true, yard.Errorf(yard.EUNAUTHORIZED, "Digest qop must be auth."), Diagnostics{DigestField: "qop"})
 	if yard.ErrorCode(err) != yard.EUNAUTHORIZED || yard.ErrorMessage(err) != "Digest qop must be auth." || diagnostics(t, err).DigestField != "qop" {
 		t.Errorf("diagnosed refusal: code %q, message %q", yard.ErrorCode(err), yard.ErrorMessage(err))
 	}

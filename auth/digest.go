@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/md5"
@@ -79,24 +80,12 @@ func (d *Digest) challenges(stale bool) []string {
 	return out
 }
 
-func (d *Digest) now() time.Time {
-	if d.Now != nil {
-		return d.Now()
-	}
-	return time.Now()
-}
-
-func (d *Digest) ttl() time.Duration {
-	if d.NonceTTL > 0 {
-		return d.NonceTTL
-	}
-	return 5 * time.Minute
-}
+func (d *Digest) ttl() time.Duration { return orDefault(d.NonceTTL, 5*time.Minute) }
 
 // NewNonce returns a nonce issued now.
 func (d *Digest) NewNonce() string {
 	var b [36]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(d.now().UnixMilli()))
+	binary.BigEndian.PutUint64(b[:8], uint64(d.Now().UnixMilli()))
 	_, _ = rand.Read(b[8:20])
 	m := hmac.New(sha256.New, d.Secret)
 	m.Write(b[:20])
@@ -120,11 +109,7 @@ func (d *Digest) checkNonce(nonce string) (time.Time, bool) {
 
 // refuse is a 401 naming, when diagnostics are on, the refused field.
 func (d *Digest) refuse(field, format string, args ...any) error {
-	e := yard.Errorf(yard.EUNAUTHORIZED, format, args...)
-	if !d.Diagnostics {
-		return e
-	}
-	return withDiagnostics(e, Diagnostics{DigestField: field})
+	return withDiagnostics(d.Diagnostics, yard.Errorf(yard.EUNAUTHORIZED, format, args...), Diagnostics{DigestField: field})
 }
 
 // Authenticate implements Scheme.
@@ -139,10 +124,7 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 			return nil, d.refuse(name, "Digest credentials lack the %s field.", name)
 		}
 	}
-	alg := p["algorithm"]
-	if alg == "" {
-		alg = DigestMD5 // RFC 7616 §3.3: absent means MD5
-	}
+	alg := cmp.Or(p["algorithm"], DigestMD5) // RFC 7616 §3.3: absent means MD5
 	switch {
 	case p["realm"] != Realm:
 		return nil, d.refuse("realm", "Digest realm must be %q.", Realm)
@@ -152,11 +134,8 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 		return nil, d.refuse("qop", "Digest qop must be auth.")
 	case p["uri"] != r.RequestURI && p["uri"] != r.URL.RequestURI():
 		// RFC 7616 §3.4.6: the uri must name the request target.
-		e := yard.Errorf(yard.EUNAUTHORIZED, "Digest uri does not match the request-target.")
-		if !d.Diagnostics {
-			return nil, e
-		}
-		return nil, withDiagnostics(e, Diagnostics{DigestField: "uri", RequestTarget: r.URL.RequestURI()})
+		return nil, withDiagnostics(d.Diagnostics, yard.Errorf(yard.EUNAUTHORIZED, "Digest uri does not match the request-target."),
+			Diagnostics{DigestField: "uri", RequestTarget: r.URL.RequestURI()})
 	case p["userhash"] == "true":
 		return nil, d.refuse("userhash", "Digest userhash is not supported.")
 	}
@@ -172,46 +151,42 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 	ctx := r.Context()
 	// The attempt takes its place in the limiter before the response is
 	// checked, and gives it back only when it was right.
-	attempt, err := d.Limiter.Begin(ctx, Keys(r, username)...)
+	var u *yard.User
+	err = d.Limiter.guard(ctx, Keys(r, username), func() error {
+		// The same answer for an unknown user and a wrong password, so
+		// that the field does not tell which names exist.
+		refused := d.refuse("response", "The user name or password is wrong (the response does not match).")
+		var err error
+		if u, err = d.Users.FindUserByName(ctx, username); yard.ErrorCode(err) == yard.ENOTFOUND {
+			return refused
+		} else if err != nil {
+			return err
+		}
+		creds, err := d.Users.FindCredentials(ctx, u.ID)
+		if err != nil {
+			return err
+		}
+		ha1 := creds.HA1SHA256
+		if strings.EqualFold(alg, DigestMD5) {
+			ha1 = creds.HA1MD5
+		}
+		want := DigestResponse(alg, ha1, r.Method, p["uri"], p["nonce"], p["nc"], p["cnonce"], p["qop"])
+		if ha1 == "" || subtle.ConstantTimeCompare([]byte(want), []byte(strings.ToLower(p["response"]))) != 1 {
+			return refused
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	// The same answer for an unknown user and a wrong password, so that
-	// the field does not tell which names exist.
-	refused := d.refuse("response", "The user name or password is wrong (the response does not match).")
-	u, err := d.Users.FindUserByName(ctx, username)
-	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		return nil, refused
-	} else if err != nil {
-		attempt.Succeeded(ctx)
-		return nil, err
-	}
-	creds, err := d.Users.FindCredentials(ctx, u.ID)
-	if err != nil {
-		attempt.Succeeded(ctx)
-		return nil, err
-	}
-	ha1 := creds.HA1SHA256
-	if strings.EqualFold(alg, DigestMD5) {
-		ha1 = creds.HA1MD5
-	}
-	want := DigestResponse(alg, ha1, r.Method, p["uri"], p["nonce"], p["nc"], p["cnonce"], p["qop"])
-	if ha1 == "" || subtle.ConstantTimeCompare([]byte(want), []byte(strings.ToLower(p["response"]))) != 1 {
-		return nil, refused
-	}
-	attempt.Succeeded(ctx)
 	if u.Disabled {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The account is disabled.")
 	}
 	expires := issued.Add(d.ttl())
-	if !d.now().Before(expires) {
+	if !d.Now().Before(expires) {
 		// RFC 7616 §3.3: the credentials were right, only the nonce is old.
-		e := &yard.Error{Code: yard.EUNAUTHORIZED, Message: "The Digest nonce is stale; retry with the new one.",
-			Challenge: d.challenges(true)}
-		if !d.Diagnostics {
-			return nil, e
-		}
-		return nil, withDiagnostics(e, Diagnostics{DigestField: "nonce"})
+		return nil, withDiagnostics(d.Diagnostics, &yard.Error{Code: yard.EUNAUTHORIZED, Message: "The Digest nonce is stale; retry with the new one.",
+			Challenge: d.challenges(true)}, Diagnostics{DigestField: "nonce"})
 	}
 	fresh, err := d.Counter.UseNonceCount(ctx, p["nonce"], nc, expires)
 	if err != nil {

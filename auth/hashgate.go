@@ -28,15 +28,11 @@ type HashGate struct {
 // and the longest wait for a slot. slots <= 0 takes DefaultHashSlots;
 // queue < 0 takes four per slot.
 func NewHashGate(slots, queue int, maxWait time.Duration) *HashGate {
-	if slots <= 0 {
-		slots = DefaultHashSlots()
-	}
+	slots = orDefault(slots, DefaultHashSlots())
 	if queue < 0 {
 		queue = 4 * slots
 	}
-	if maxWait <= 0 {
-		maxWait = 2 * time.Second
-	}
+	maxWait = orDefault(maxWait, 2*time.Second)
 	return &HashGate{slots: make(chan struct{}, slots), queue: make(chan struct{}, queue), maxWait: maxWait}
 }
 

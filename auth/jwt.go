@@ -51,11 +51,19 @@ func peekHeader(token string) (jwtHeader, error) {
 		}
 	}
 	head, _, _ := strings.Cut(token, ".")
-	b, err := base64.RawURLEncoding.DecodeString(head)
-	if err != nil || json.Unmarshal(b, &h) != nil {
+	if decodeSegment(head, &h) != nil {
 		return h, errMalformedJWT
 	}
 	return h, nil
+}
+
+// decodeSegment decodes a base64url JSON part of a compact JWS into v.
+func decodeSegment(seg string, v any) error {
+	b, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }
 
 // signJWT signs claims as a compact JWS with the algorithm given (pinned by
@@ -97,18 +105,11 @@ func verifyJWT(token string, alg jwa.SignatureAlgorithm, key any) (*Claims, erro
 // peekUse returns the token_use claim of a compact JWS without verifying
 // it: only to choose a verifier, which then checks everything.
 func peekUse(token string) string {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return ""
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return ""
-	}
 	var c struct {
 		Use string `json:"token_use"`
 	}
-	if json.Unmarshal(b, &c) != nil {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 || decodeSegment(parts[1], &c) != nil {
 		return ""
 	}
 	return c.Use

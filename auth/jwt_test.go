@@ -95,7 +95,7 @@ func TestKeyRingRotation(t *testing.T) {
 	if other.Active().ID != second.ID {
 		t.Errorf("other process signs with %s, want %s", other.Active().ID, second.ID)
 	}
-	jwks, err := ring.JWKS()
+	jwks, err := JWKS(ring)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestKeyRingRotation(t *testing.T) {
 	if err := other.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	jwks, _ = other.JWKS()
+	jwks, _ = JWKS(other)
 	keys, _ = ParseJWKS(jwks)
 	if _, ok := keys[second.ID]; !ok || len(keys) != 1 {
 		t.Errorf("JWKS after pruning = %v, want only the new key", keys)
@@ -208,7 +208,7 @@ func TestKeyRingES256(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := ring.Active()
-	set, err := jwk.Parse(must(ring.JWKS()))
+	set, err := jwk.Parse(must(JWKS(ring)))
 	if err != nil || set.Len() != 2 {
 		t.Fatalf("JWKS during the overlap: %v keys, %v", set.Len(), err)
 	}

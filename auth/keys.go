@@ -7,7 +7,6 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -63,6 +62,11 @@ var keyKinds = map[string]keyKind{
 	}},
 }
 
+// file is the name of the key file in dir made at created.
+func (k keyKind) file(dir string, created time.Time) string {
+	return filepath.Join(dir, fmt.Sprintf("%s%d.pem", k.prefix, created.Unix()))
+}
+
 func isEd25519(k crypto.PublicKey) bool { _, ok := k.(ed25519.PublicKey); return ok }
 
 func isP256(k crypto.PublicKey) bool {
@@ -111,6 +115,7 @@ type KeyRing struct {
 	Overlap time.Duration
 	Now     func() time.Time
 
+	kind keyKind
 	mu   sync.RWMutex
 	keys []*SigningKey // oldest first
 	// reloaded is when the ring last read Dir.
@@ -120,10 +125,11 @@ type KeyRing struct {
 // OpenKeyRing loads the alg keys of dir, creating the first one if there
 // is none.
 func OpenKeyRing(dir string, alg jwa.SignatureAlgorithm, overlap time.Duration, now func() time.Time) (*KeyRing, error) {
-	if _, err := kindOf(alg); err != nil {
+	kind, err := kindOf(alg)
+	if err != nil {
 		return nil, err
 	}
-	k := &KeyRing{Dir: dir, Alg: alg, Overlap: overlap, Now: now}
+	k := &KeyRing{Dir: dir, Alg: alg, Overlap: overlap, Now: now, kind: kind}
 	if err := k.Reload(); err != nil {
 		return nil, err
 	}
@@ -171,7 +177,7 @@ func LoadKeyFile(path string, alg jwa.SignatureAlgorithm) (*KeyRing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &KeyRing{Alg: alg, keys: []*SigningKey{sk}, Now: time.Now}, nil
+	return &KeyRing{Alg: alg, keys: []*SigningKey{sk}, Now: time.Now, kind: kind}, nil
 }
 
 func parsePrivatePEM(b []byte, kind keyKind, alg jwa.SignatureAlgorithm) (*SigningKey, error) {
@@ -194,12 +200,6 @@ func parsePrivatePEM(b []byte, kind keyKind, alg jwa.SignatureAlgorithm) (*Signi
 // Thumbprint is the RFC 7638 JWK thumbprint (SHA-256, base64url) of an
 // Ed25519 or P-256 public key; it is the key id.
 func Thumbprint(pub crypto.PublicKey) string {
-	if ed, ok := pub.(ed25519.PublicKey); ok {
-		// RFC 8037 §2: the required members of an OKP key, in lexical order.
-		s := `{"crv":"Ed25519","kty":"OKP","x":"` + base64.RawURLEncoding.EncodeToString(ed) + `"}`
-		sum := sha256.Sum256([]byte(s))
-		return base64.RawURLEncoding.EncodeToString(sum[:])
-	}
 	key, err := jwk.Import(pub)
 	if err != nil {
 		return ""
@@ -216,20 +216,16 @@ func (k *KeyRing) Reload() error {
 	if k.Dir == "" {
 		return nil
 	}
-	kind, err := kindOf(k.Alg)
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(k.Dir, 0o700); err != nil {
 		return err
 	}
-	names, err := filepath.Glob(filepath.Join(k.Dir, kind.prefix+"*.pem"))
+	names, err := filepath.Glob(filepath.Join(k.Dir, k.kind.prefix+"*.pem"))
 	if err != nil {
 		return err
 	}
 	var keys []*SigningKey
 	for _, n := range names {
-		sec, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), kind.prefix), ".pem"), 10, 64)
+		sec, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), k.kind.prefix), ".pem"), 10, 64)
 		if err != nil {
 			continue
 		}
@@ -237,7 +233,7 @@ func (k *KeyRing) Reload() error {
 		if err != nil {
 			return err
 		}
-		sk, err := parsePrivatePEM(b, kind, k.Alg)
+		sk, err := parsePrivatePEM(b, k.kind, k.Alg)
 		if err != nil {
 			return fmt.Errorf("%s: %w", n, err)
 		}
@@ -271,14 +267,10 @@ func (k *KeyRing) Rotate() error {
 	if k.Dir == "" {
 		return errors.New("key ring: a key given as a file does not rotate")
 	}
-	kind, err := kindOf(k.Alg)
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(k.Dir, 0o700); err != nil {
 		return err
 	}
-	priv, err := kind.generate()
+	priv, err := k.kind.generate()
 	if err != nil {
 		return err
 	}
@@ -292,21 +284,7 @@ func (k *KeyRing) Rotate() error {
 		now = k.keys[n-1].Created.Add(time.Second) // names (whole seconds) must grow
 	}
 	k.mu.RUnlock()
-	tmp, err := os.CreateTemp(k.Dir, ".key-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := pem.Encode(tmp, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	path := filepath.Join(k.Dir, fmt.Sprintf("%s%d.pem", kind.prefix, now.Unix()))
-	// os.Link fails if path exists: the first process to make it wins.
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := createOnce(k.kind.file(k.Dir, now), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})); err != nil {
 		return err
 	}
 	return k.Reload()
@@ -314,9 +292,8 @@ func (k *KeyRing) Rotate() error {
 
 // Prune deletes keys that were replaced more than Overlap ago.
 func (k *KeyRing) Prune() error {
-	kind, err := kindOf(k.Alg)
-	if err != nil || k.Dir == "" {
-		return err
+	if k.Dir == "" {
+		return nil
 	}
 	now := k.Now()
 	k.mu.RLock()
@@ -324,7 +301,7 @@ func (k *KeyRing) Prune() error {
 	k.mu.RUnlock()
 	for i := 0; i+1 < len(keys); i++ {
 		if now.Sub(keys[i+1].Created) > k.Overlap {
-			if err := os.Remove(filepath.Join(k.Dir, fmt.Sprintf("%s%d.pem", kind.prefix, keys[i].Created.Unix()))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.Remove(k.kind.file(k.Dir, keys[i].Created)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
 		}
@@ -375,10 +352,6 @@ func (k *KeyRing) PublicKey(_ context.Context, kid string) (crypto.PublicKey, bo
 	}
 	return nil, false
 }
-
-// JWKS returns the JSON Web Key Set (RFC 7517 §5) of the ring's live
-// public keys.
-func (k *KeyRing) JWKS() ([]byte, error) { return JWKS(k) }
 
 // JWKS returns the JSON Web Key Set (RFC 7517 §5) of the live public keys
 // of every ring given (nil rings are skipped), each with its kid, alg and

@@ -91,8 +91,6 @@ type Kit struct {
 	Hashing *HashGate
 	Store   Store
 	Now     func() time.Time
-	// SessionMax is the absolute session lifetime (for purging).
-	SessionMax time.Duration
 	// cacheTTL is Config.CacheTTL with its default, for the schemes.
 	cacheTTL time.Duration
 }
@@ -128,7 +126,8 @@ var chainOrder = []struct {
 	{inCookie, buildSessions},       // session.go
 }
 
-func orDefault(d, def time.Duration) time.Duration {
+// orDefault returns d, or def when d is not positive.
+func orDefault[T int | time.Duration](d, def T) T {
 	if d > 0 {
 		return d
 	}
@@ -146,8 +145,7 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 		now = time.Now
 	}
 	cacheTTL := orDefault(cfg.CacheTTL, 5*time.Second)
-	k := &Kit{Basic: cfg.Basic, Limiter: cfg.Limiter, Hashing: cfg.Hashing, Store: cfg.Store, Now: now,
-		SessionMax: orDefault(cfg.SessionMax, 12*time.Hour), cacheTTL: cacheTTL}
+	k := &Kit{Basic: cfg.Basic, Limiter: cfg.Limiter, Hashing: cfg.Hashing, Store: cfg.Store, Now: now, cacheTTL: cacheTTL}
 	k.Users = &UserCache{Users: cfg.Store, TTL: cacheTTL, Now: now}
 
 	boxKey, err := LoadOrCreateSecret(filepath.Join(cfg.KeyDir, "apikey-seal.key"), 32)
@@ -167,14 +165,8 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 		if scheme == nil {
 			continue // not offered by this server
 		}
-		switch entry.carrier {
-		case inHeader:
-			k.Chain.Header = append(k.Chain.Header, scheme)
-		case inQuery:
-			k.Chain.Query = append(k.Chain.Query, scheme)
-		case inCookie:
-			k.Chain.Cookie = append(k.Chain.Cookie, scheme)
-		}
+		group := [...]*[]Scheme{inHeader: &k.Chain.Header, inQuery: &k.Chain.Query, inCookie: &k.Chain.Cookie}[entry.carrier]
+		*group = append(*group, scheme)
 	}
 	return k, nil
 }
@@ -190,15 +182,11 @@ func (k *Kit) Login(r *http.Request, username, password string) (*yard.User, err
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "A user name and a password are required.")
 	}
 	ctx := r.Context()
-	attempt, err := k.Limiter.Begin(ctx, Keys(r, username)...)
-	if err != nil {
-		return nil, err
-	}
-	p, err := VerifyUserPassword(ctx, k.Hashing, k.Store, username, password)
-	if yard.ErrorCode(err) != yard.EUNAUTHORIZED {
-		// Right, or not checked at all (busy, store down): not a guess.
-		attempt.Succeeded(ctx)
-	}
+	var p *yard.Principal
+	err := k.Limiter.guard(ctx, Keys(r, username), func() (err error) {
+		p, err = VerifyUserPassword(ctx, k.Hashing, k.Store, username, password)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -239,5 +227,5 @@ func (k *Kit) Purge(ctx context.Context) error {
 			return err
 		}
 	}
-	return k.Store.PurgeAuthState(ctx, k.Now(), k.SessionMax)
+	return k.Store.PurgeAuthState(ctx, k.Now(), k.Sessions.Max)
 }

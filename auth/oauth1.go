@@ -44,11 +44,9 @@ type OAuth1 struct {
 	Users  *UserCache
 	Box    *SecretBox
 	// BaseURL is the public base address the base string URI is built on.
-	BaseURL    string
-	Realm      string
-	Now        func() time.Time
-	CacheTTL   time.Duration
-	RequestTTL time.Duration
+	BaseURL  string
+	Now      func() time.Time
+	CacheTTL time.Duration
 	// Diagnostics adds to a refused signature the base string the server
 	// signed and the timestamps it accepts (docs/auth.md, "Diagnostics of
 	// a refused signature").
@@ -56,21 +54,15 @@ type OAuth1 struct {
 
 	base      *url.URL
 	baseOnce  sync.Once
-	mu        sync.Mutex
-	consumers ttlCache[string, openedConsumer]
-	tokens    ttlCache[string, openedToken]
-	batcher   *signatureBatcher
+	consumers ttlCache[string, opened[yard.OAuthConsumer]]
+	tokens    ttlCache[string, opened[yard.OAuthToken]]
+	batcher   signatureBatcher
 }
 
-// openedConsumer is a consumer with its opened secret, as cached.
-type openedConsumer struct {
-	c      *yard.OAuthConsumer
-	secret string
-}
-
-// openedToken is an access token with its opened secret, as cached.
-type openedToken struct {
-	t      *yard.OAuthToken
+// opened is a consumer or an access token with its opened secret, as
+// cached.
+type opened[T any] struct {
+	v      *T
 	secret string
 }
 
@@ -97,13 +89,6 @@ func OAuthProblem(err error) (string, url.Values) {
 	return "", nil
 }
 
-func (o *OAuth1) realm() string {
-	if o.Realm == "" {
-		return "yard"
-	}
-	return o.Realm
-}
-
 // refuse returns a 401 (or, for code EINVALID, a 400 naming param) with
 // the oauth_problem and a WWW-Authenticate challenge carrying it.
 func (o *OAuth1) refuse(code, problem, param, format string, args ...any) error {
@@ -112,16 +97,15 @@ func (o *OAuth1) refuse(code, problem, param, format string, args ...any) error 
 		e.Fields = []yard.FieldError{{Field: param, Message: problem}}
 	}
 	if code == yard.EUNAUTHORIZED {
-		e.Challenge = []string{fmt.Sprintf(`OAuth realm=%q, oauth_problem=%q`, o.realm(), problem)}
+		e.Challenge = []string{fmt.Sprintf(`OAuth realm=%q, oauth_problem=%q`, Realm, problem)}
 	}
 	oe := &OAuthError{Err: e, Problem: problem}
 	if param != "" {
-		oe.Extra = url.Values{}
+		key := "oauth_parameters_rejected"
 		if problem == "parameter_absent" {
-			oe.Extra.Set("oauth_parameters_absent", param)
-		} else {
-			oe.Extra.Set("oauth_parameters_rejected", param)
+			key = "oauth_parameters_absent"
 		}
+		oe.Extra = url.Values{key: {param}}
 	}
 	return oe
 }
@@ -139,7 +123,7 @@ func (o *OAuth1) Match(r *http.Request) bool {
 
 // Challenges implements Scheme (RFC 5849 §3.2).
 func (o *OAuth1) Challenges(*http.Request) []string {
-	return []string{fmt.Sprintf(`OAuth realm=%q`, o.realm())}
+	return []string{`OAuth realm="` + Realm + `"`}
 }
 
 // Authenticate implements Scheme: a call signed with an access token.
@@ -148,12 +132,7 @@ func (o *OAuth1) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := o.Users.Principal(r.Context(), v.Token.UserID)
-	if err != nil {
-		return nil, err
-	}
-	p.Scheme = o.Name()
-	return p, nil
+	return o.Users.Principal(r.Context(), v.Token.UserID, o.Name())
 }
 
 // oauthProtocolParams are the protocol parameters of RFC 5849 (§2, §3.1).
@@ -183,8 +162,8 @@ func (s oauthInRequest) Match(r *http.Request) bool {
 	if carriesOAuth(r.URL.RawQuery) {
 		return true
 	}
-	_, raw, ok, err := readForm(r)
-	return ok && err == nil && carriesOAuth(raw)
+	_, raw, err := readForm(r)
+	return err == nil && carriesOAuth(raw)
 }
 
 // Challenges implements Scheme: OAuth1 sends OAuth's challenge.

@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -81,16 +80,12 @@ type oauthRequest struct {
 // without oauth_signature wherever it is.
 func (q *oauthRequest) signedParams() [][2]string {
 	all := make([][2]string, 0, len(q.query)+len(q.form)+len(q.header))
-	for _, list := range [][][2]string{q.query, q.form} {
+	for i, list := range [][][2]string{q.query, q.form, q.header} {
 		for _, p := range list {
-			if p[0] != "oauth_signature" {
+			// realm is left out of the header's parameters only.
+			if p[0] != "oauth_signature" && (i < 2 || p[0] != "realm") {
 				all = append(all, p)
 			}
-		}
-	}
-	for _, p := range q.header {
-		if p[0] != "realm" && p[0] != "oauth_signature" {
-			all = append(all, p)
 		}
 	}
 	return all
@@ -115,7 +110,7 @@ func (o *OAuth1) readRequest(r *http.Request) (*oauthRequest, error) {
 	if q.query, err = sigbase.ParseRawQuery(r.URL.RawQuery); err != nil {
 		return nil, yard.Errorf(yard.EMALFORMED, "The query string cannot be parsed.")
 	}
-	if q.form, q.rawForm, _, err = readForm(r); err != nil {
+	if q.form, q.rawForm, err = readForm(r); err != nil {
 		return nil, err
 	}
 	hasHeader := false
@@ -181,27 +176,19 @@ func (o *OAuth1) readRequest(r *http.Request) (*oauthRequest, error) {
 // readForm reads a single-part application/x-www-form-urlencoded body
 // (RFC 5849 §3.4.1.3.1) and puts it back for the handler; the server's
 // body limit bounds it (an *http.MaxBytesError is returned as it is, 413).
-// ok is false when r has no such body.
-func readForm(r *http.Request) (pairs [][2]string, raw string, ok bool, err error) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, "", false, nil
-	}
+// Without such a body, or with an empty one, there are no pairs.
+func readForm(r *http.Request) (pairs [][2]string, raw string, err error) {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
-		return nil, "", false, nil
+		return nil, "", nil
 	}
-	b, err := io.ReadAll(r.Body)
+	b, err := readBody(r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, "", false, err
-		}
-		return nil, "", false, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
+		return nil, "", err
 	}
-	r.Body = io.NopCloser(bytes.NewReader(b))
 	if pairs, err = sigbase.ParseRawQuery(string(b)); err != nil {
-		return nil, "", false, yard.Errorf(yard.EMALFORMED, "The form body cannot be parsed.")
+		return nil, "", yard.Errorf(yard.EMALFORMED, "The form body cannot be parsed.")
 	}
-	return pairs, string(b), true, nil
+	return pairs, string(b), nil
 }
 
 // stripFormProtocolParams leaves the handler the form body without its

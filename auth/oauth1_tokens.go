@@ -2,14 +2,9 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/yard-api/yard"
 )
@@ -17,19 +12,6 @@ import (
 // What the OAuth 1.0a provider (oauth1.go) issues and takes back:
 // consumers, request tokens and their verifiers, access tokens (RFC 5849
 // §2).
-
-// randomString returns n random bytes, base64url-encoded, after prefix.
-func randomString(prefix string, n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return prefix + base64.RawURLEncoding.EncodeToString(b)
-}
-
-// HashVerifier returns the stored form of an oauth_verifier.
-func HashVerifier(v string) string {
-	sum := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(sum[:])
-}
 
 // CheckCallbackURL reports whether raw may be a consumer's callback: an
 // absolute http or https URL without a fragment or user information.
@@ -105,20 +87,13 @@ func (o *OAuth1) IssueRequestToken(ctx context.Context, v *OAuthVerified) (token
 	}
 	now := o.Now()
 	t := &yard.OAuthToken{ID: yard.NewID(), Token: randomString("rt_", 18), Kind: yard.OAuthRequestToken, State: yard.OAuthPending,
-		ConsumerKey: v.Consumer.Key, Callback: cb, CreatedAt: now, ExpiresAt: now.Add(o.requestTTL())}
+		ConsumerKey: v.Consumer.Key, Callback: cb, CreatedAt: now, ExpiresAt: now.Add(OAuthRequestTTL)}
 	secret = randomString("", 24)
 	t.SealedSecret = o.Box.Seal([]byte(secret), tokenSealID(t.Token))
 	if err := o.Store.CreateOAuthToken(ctx, t); err != nil {
 		return "", "", err
 	}
 	return t.Token, secret, nil
-}
-
-func (o *OAuth1) requestTTL() time.Duration {
-	if o.RequestTTL > 0 {
-		return o.RequestTTL
-	}
-	return OAuthRequestTTL
 }
 
 // Decide records the resource owner's decision on a request token. With
@@ -128,7 +103,7 @@ func (o *OAuth1) Decide(ctx context.Context, token, userID string, allow bool) (
 	state, hash := yard.OAuthDenied, ""
 	if allow {
 		verifier = randomString("", 16)
-		state, hash = yard.OAuthAuthorized, HashVerifier(verifier)
+		state, hash = yard.OAuthAuthorized, HashKey(verifier)
 	}
 	ok, err = o.Store.DecideOAuthToken(ctx, token, state, userID, hash, o.Now())
 	if !ok || !allow {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,14 +36,10 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 	}
 	params := OAuthParams(req.proto)
 	method := params.Value("oauth_signature_method")
-	for _, name := range []string{"oauth_consumer_key", "oauth_signature_method", "oauth_signature"} {
-		if params.Value(name) == "" {
-			return nil, o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
-		}
+	if err := o.absent(params, "oauth_consumer_key", "oauth_signature_method", "oauth_signature"); err != nil {
+		return nil, err
 	}
-	switch method {
-	case sigbase.OAuthHMACSHA1, sigbase.OAuthHMACSHA256, sigbase.OAuthPlaintext:
-	default:
+	if !slices.Contains([]string{sigbase.OAuthHMACSHA1, sigbase.OAuthHMACSHA256, sigbase.OAuthPlaintext}, method) {
 		return nil, o.refuse(yard.EINVALID, "signature_method_rejected", "oauth_signature_method",
 			"The signature method %q is not supported; use HMAC-SHA1, HMAC-SHA256 or PLAINTEXT.", method)
 	}
@@ -53,10 +50,8 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 	ts, hasTS := params.Get("oauth_timestamp")
 	nonce, hasNonce := params.Get("oauth_nonce")
 	if method != sigbase.OAuthPlaintext || hasTS || hasNonce {
-		for _, name := range []string{"oauth_timestamp", "oauth_nonce"} {
-			if params.Value(name) == "" {
-				return nil, o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
-			}
+		if err := o.absent(params, "oauth_timestamp", "oauth_nonce"); err != nil {
+			return nil, err
 		}
 		if len(nonce) > 255 {
 			return nil, o.refuse(yard.EINVALID, "parameter_rejected", "oauth_nonce", "The nonce is longer than 255 characters.")
@@ -91,12 +86,13 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 			return nil, diagnose(o.refuse(yard.EUNAUTHORIZED, "timestamp_refused", "", "oauth_timestamp is more than %d s from the server's clock.", int(OAuthWindow.Seconds())))
 		}
 	}
-	token, hasToken := params.Get("oauth_token")
-	switch {
-	case tokenKind == "" && token != "":
+	token := params.Value("oauth_token")
+	if tokenKind == "" && token != "" {
 		return nil, o.refuse(yard.EINVALID, "parameter_rejected", "oauth_token", "A temporary credential request carries no oauth_token.")
-	case tokenKind != "" && !hasToken || tokenKind != "" && token == "":
-		return nil, o.refuse(yard.EINVALID, "parameter_absent", "oauth_token", "The OAuth parameter oauth_token is missing.")
+	} else if tokenKind != "" {
+		if err := o.absent(params, "oauth_token"); err != nil {
+			return nil, err
+		}
 	}
 
 	ctx := r.Context()
@@ -126,14 +122,20 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 	if tokenKind == yard.OAuthRequestToken {
 		// Checked after the signature, so that only the consumer learns
 		// the state of its request token.
-		if err := o.requestTokenUsable(tok, now); err != nil {
+		switch {
+		case tok.State == yard.OAuthUsed:
+			return nil, o.refuse(yard.EUNAUTHORIZED, "token_used", "", "The request token was already exchanged.")
+		case !tok.ExpiresAt.After(now):
+			return nil, o.refuse(yard.EUNAUTHORIZED, "token_expired", "", "The request token has expired; ask for a new one.")
+		case tok.State == yard.OAuthDenied:
+			return nil, o.refuse(yard.EUNAUTHORIZED, "permission_denied", "", "The user denied this request token.")
+		case tok.State != yard.OAuthAuthorized:
+			return nil, o.refuse(yard.EUNAUTHORIZED, "permission_unknown", "", "The user has not authorised this request token yet.")
+		}
+		if err := o.absent(params, "oauth_verifier"); err != nil {
 			return nil, err
 		}
-		verifier := params.Value("oauth_verifier")
-		if verifier == "" {
-			return nil, o.refuse(yard.EINVALID, "parameter_absent", "oauth_verifier", "The OAuth parameter oauth_verifier is missing.")
-		}
-		if subtle.ConstantTimeCompare([]byte(HashVerifier(verifier)), []byte(tok.VerifierHash)) != 1 {
+		if subtle.ConstantTimeCompare([]byte(HashKey(params.Value("oauth_verifier"))), []byte(tok.VerifierHash)) != 1 {
 			return nil, o.refuse(yard.EUNAUTHORIZED, "verifier_invalid", "", "The oauth_verifier is not the one given to the user.")
 		}
 	}
@@ -148,35 +150,21 @@ func (o *OAuth1) Verify(r *http.Request, tokenKind string) (*OAuthVerified, erro
 	return &OAuthVerified{Consumer: consumer, Token: tok, Params: params}, nil
 }
 
-func (o *OAuth1) requestTokenUsable(t *yard.OAuthToken, now time.Time) error {
-	switch {
-	case t.State == yard.OAuthUsed:
-		return o.refuse(yard.EUNAUTHORIZED, "token_used", "", "The request token was already exchanged.")
-	case !t.ExpiresAt.After(now):
-		return o.refuse(yard.EUNAUTHORIZED, "token_expired", "", "The request token has expired; ask for a new one.")
-	case t.State == yard.OAuthDenied:
-		return o.refuse(yard.EUNAUTHORIZED, "permission_denied", "", "The user denied this request token.")
-	case t.State != yard.OAuthAuthorized:
-		return o.refuse(yard.EUNAUTHORIZED, "permission_unknown", "", "The user has not authorised this request token yet.")
+// absent refuses the first of names that params lack or leave empty.
+func (o *OAuth1) absent(params OAuthParams, names ...string) error {
+	for _, name := range names {
+		if params.Value(name) == "" {
+			return o.refuse(yard.EINVALID, "parameter_absent", name, "The OAuth parameter %s is missing.", name)
+		}
 	}
 	return nil
 }
 
 // useNonce records (consumer, token, nonce, timestamp) once.
 func (o *OAuth1) useNonce(ctx context.Context, consumer, token, nonce, ts string, stamp time.Time) error {
-	h := sha256.New()
-	for _, s := range []string{consumer, token, nonce, ts} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	key := "oauth1:" + hex.EncodeToString(h.Sum(nil))
-	o.mu.Lock()
-	if o.batcher == nil {
-		o.batcher = newSignatureBatcher(o.Replay)
-	}
-	b := o.batcher
-	o.mu.Unlock()
-	fresh, err := b.use(ctx, key, stamp.Add(OAuthWindow))
+	sum := sha256.Sum256([]byte(consumer + "\x00" + token + "\x00" + nonce + "\x00" + ts + "\x00"))
+	key := "oauth1:" + hex.EncodeToString(sum[:])
+	fresh, err := o.batcher.use(ctx, o.Replay, key, stamp.Add(OAuthWindow))
 	if err != nil {
 		return err
 	}
@@ -205,17 +193,10 @@ func (o *OAuth1) baseURI(r *http.Request) string {
 	return sigbase.OAuthBaseURI(u)
 }
 
-func (o *OAuth1) cacheTTL() time.Duration {
-	if o.CacheTTL > 0 {
-		return o.CacheTTL
-	}
-	return 5 * time.Second
-}
-
 // consumer returns a consumer and its opened secret, through the cache.
 func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard.OAuthConsumer, string, error) {
-	if e, ok := o.consumers.get(key, now, o.cacheTTL()); ok {
-		return e.c, e.secret, nil
+	if e, ok := o.consumers.get(key, now, o.CacheTTL); ok {
+		return e.v, e.secret, nil
 	}
 	c, err := o.Store.FindOAuthConsumer(ctx, key)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
@@ -227,7 +208,7 @@ func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard
 	if err != nil {
 		return nil, "", err
 	}
-	o.consumers.put(key, openedConsumer{c: c, secret: string(secret)}, now, 10000)
+	o.consumers.put(key, opened[yard.OAuthConsumer]{v: c, secret: string(secret)}, now, 10000)
 	return c, string(secret), nil
 }
 
@@ -235,8 +216,8 @@ func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard
 // tokens are cached; request tokens change state and are always read.
 func (o *OAuth1) token(ctx context.Context, value, kind string, now time.Time) (*yard.OAuthToken, string, error) {
 	if kind == yard.OAuthAccessToken {
-		if e, ok := o.tokens.get(value, now, o.cacheTTL()); ok {
-			return e.t, e.secret, nil
+		if e, ok := o.tokens.get(value, now, o.CacheTTL); ok {
+			return e.v, e.secret, nil
 		}
 	}
 	t, err := o.Store.FindOAuthToken(ctx, value)
@@ -250,7 +231,7 @@ func (o *OAuth1) token(ctx context.Context, value, kind string, now time.Time) (
 		return nil, "", err
 	}
 	if kind == yard.OAuthAccessToken {
-		o.tokens.put(value, openedToken{t: t, secret: string(secret)}, now, 100000)
+		o.tokens.put(value, opened[yard.OAuthToken]{v: t, secret: string(secret)}, now, 100000)
 	}
 	return t, string(secret), nil
 }

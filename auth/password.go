@@ -2,12 +2,9 @@ package auth
 
 import (
 	"context"
-	"crypto/md5"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -38,9 +35,7 @@ func HashPassword(password string) (string, error) {
 // (EUNAVAILABLE when the server is busy), waiting no longer than ctx.
 func (g *HashGate) Hash(ctx context.Context, password string) (string, error) {
 	salt := make([]byte, 16)
-	if _, err := rand.Read(salt); err != nil {
-		return "", err
-	}
+	_, _ = rand.Read(salt)
 	var key []byte
 	if err := g.Do(ctx, func() {
 		key = argon2.IDKey([]byte(password), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
@@ -77,8 +72,7 @@ func (g *HashGate) Check(ctx context.Context, phc, password string) (bool, error
 		return false, nil
 	}
 	var version int
-	var m uint32
-	var t uint32
+	var m, t uint32
 	var p uint8
 	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2.Version {
 		return false, nil
@@ -134,13 +128,7 @@ func CredentialsWithHash(username, password, hash string) *yard.Credentials {
 
 // HA1 computes H(username:realm:password) with the Digest algorithm named.
 func HA1(algorithm, username, realm, password string) string {
-	s := username + ":" + realm + ":" + password
-	if strings.EqualFold(strings.TrimSuffix(algorithm, "-sess"), "MD5") {
-		sum := md5.Sum([]byte(s))
-		return hex.EncodeToString(sum[:])
-	}
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
+	return hexHash(digestHash(strings.TrimSuffix(algorithm, "-sess")), username+":"+realm+":"+password)
 }
 
 // ValidatePassword enforces the minimum password policy.
@@ -153,7 +141,5 @@ func ValidatePassword(p string) error {
 
 // GeneratePassword returns a random password of 24 URL-safe characters.
 func GeneratePassword() string {
-	b := make([]byte, 18)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return randomString("", 18)
 }

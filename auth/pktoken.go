@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -10,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
@@ -37,9 +37,8 @@ type PKTokens struct {
 	flights singleflight.Group
 
 	verified verifiedTokens
-	mu       sync.Mutex
 	// passwords remembers (token, X-Password) pairs that matched pwh.
-	passwords map[[32]byte]time.Time
+	passwords ttlCache[[32]byte, struct{}]
 }
 
 // PKOptions are the optional claims of a public-key token.
@@ -61,11 +60,7 @@ func (p *PKTokens) Issue(u *yard.User, opt PKOptions) (token string, expires tim
 	c := &Claims{Subject: u.ID, Name: u.Name, IssuedAt: now.Unix(), Expires: expires.Unix(), IP: opt.BindIP}
 	if opt.IncludePasswordHash {
 		// A fresh, salted slow hash: never the stored credential hash.
-		ctx := opt.Context
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		if c.PasswordHash, err = p.Hashing.Hash(ctx, opt.Password); err != nil {
+		if c.PasswordHash, err = p.Hashing.Hash(cmp.Or(opt.Context, context.Background()), opt.Password); err != nil {
 			return "", time.Time{}, err
 		}
 	}
@@ -79,7 +74,7 @@ func (p *PKTokens) Issue(u *yard.User, opt PKOptions) (token string, expires tim
 // use the API.
 func (p *PKTokens) Verify(r *http.Request, token, kid string) (*yard.Principal, error) {
 	ctx := r.Context()
-	c, err := p.verified.verify(token, func() (*Claims, error) {
+	c, err := p.verified.live(token, p.Now, func() (*Claims, error) {
 		pub, ok := p.Keys.PublicKey(ctx, kid)
 		if !ok {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The token was signed with an unknown key.")
@@ -89,20 +84,14 @@ func (p *PKTokens) Verify(r *http.Request, token, kid string) (*yard.Principal, 
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is not valid.")
 		}
 		return c, nil
-	})
+	}, "The public-key token has expired; get a new one.", "The token expired")
 	if err != nil {
 		return nil, err
-	}
-	now := p.Now()
-	if !now.Before(time.Unix(c.Expires, 0)) {
-		p.verified.forget(token)
-		return nil, &yard.Error{Code: yard.ETOKENEXPIRED, Message: "The public-key token has expired; get a new one.",
-			Challenge: InvalidTokenChallenge("The token expired")}
 	}
 	if c.IP != "" && c.IP != ClientIP(r) {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The token is bound to another address.")
 	}
-	pr, err := p.Users.Principal(ctx, c.Subject)
+	pr, err := p.Users.Principal(ctx, c.Subject, "pk-token")
 	if err != nil {
 		return nil, err
 	}
@@ -111,11 +100,10 @@ func (p *PKTokens) Verify(r *http.Request, token, kid string) (*yard.Principal, 
 		if pw == "" {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "This token needs the X-Password header.")
 		}
-		if err := p.checkPassword(r, pr.Name, token, c.PasswordHash, pw, now); err != nil {
+		if err := p.checkPassword(r, pr.Name, token, c.PasswordHash, pw, p.Now()); err != nil {
 			return nil, err
 		}
 	}
-	pr.Scheme = "pk-token"
 	return pr, nil
 }
 
@@ -125,46 +113,26 @@ func (p *PKTokens) Verify(r *http.Request, token, kid string) (*yard.Principal, 
 // address and user name) before the slow hash and gives it back when the
 // password was right.
 func (p *PKTokens) checkPassword(r *http.Request, username, token, pwh, pw string, now time.Time) error {
-	h := sha256.New()
-	h.Write([]byte(token))
-	h.Write([]byte{0})
-	h.Write([]byte(pw))
-	var key [32]byte
-	copy(key[:], h.Sum(nil))
-	p.mu.Lock()
-	until, ok := p.passwords[key]
-	p.mu.Unlock()
-	if ok && now.Before(until) {
+	key := sha256.Sum256([]byte(token + "\x00" + pw))
+	if _, ok := p.passwords.get(key, now, time.Minute); ok {
 		return nil
 	}
 	keys := Keys(r, username)
 	_, err, _ := p.flights.Do(string(key[:]), func() (any, error) {
 		ctx, cancel := detach(r.Context())
 		defer cancel()
-		attempt, err := p.Limiter.Begin(ctx, keys...)
-		if err != nil {
-			return nil, err
-		}
-		match, err := p.Hashing.Check(ctx, pwh, pw)
-		if err != nil {
-			attempt.Succeeded(ctx) // not checked: not a guess
-			return nil, err
-		}
-		if !match {
-			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The X-Password does not match the token.")
-		}
-		attempt.Succeeded(ctx)
-		return nil, nil
+		return nil, p.Limiter.guard(ctx, keys, func() error {
+			match, err := p.Hashing.Check(ctx, pwh, pw)
+			if err == nil && !match {
+				return yard.Errorf(yard.EUNAUTHORIZED, "The X-Password does not match the token.")
+			}
+			return err
+		})
 	})
 	if err != nil {
 		return err
 	}
-	p.mu.Lock()
-	if p.passwords == nil || len(p.passwords) > 100000 {
-		p.passwords = map[[32]byte]time.Time{}
-	}
-	p.passwords[key] = now.Add(time.Minute)
-	p.mu.Unlock()
+	p.passwords.put(key, struct{}{}, now, 100000)
 	return nil
 }
 

@@ -2,8 +2,6 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"math"
 	"net"
 	"net/http"
@@ -17,7 +15,7 @@ import (
 
 // LoginLimiter counts sign-in attempts in a sliding window per key (a
 // client address, a user name). An attempt takes its place in the count
-// before its password is checked (Begin) and gives it back only when the
+// before its password is checked (guard) and gives it back only when the
 // check succeeds, so a burst of parallel guesses cannot all pass the
 // limiter before the first failure is recorded. Once a key holds Limit
 // attempts inside the window, every attempt for it is refused with 429
@@ -32,9 +30,8 @@ import (
 // second: a burst against one key costs the store a few statements, not
 // one per request.
 type LoginLimiter struct {
-	Limit  int
-	Window time.Duration
-	Now    func() time.Time
+	Limit int
+	Now   func() time.Time
 	// Store keeps the counts for every process; nil keeps them in memory.
 	Store yard.LoginAttemptService
 
@@ -58,86 +55,82 @@ type memAttempt struct {
 // limit) whose counts live in store, shared by every process on it, or in
 // this process's memory when store is nil.
 func NewLoginLimiter(limit int, store yard.LoginAttemptService) *LoginLimiter {
-	return &LoginLimiter{Limit: limit, Window: time.Minute, Now: time.Now, Store: store, attempts: map[string][]memAttempt{}}
+	return &LoginLimiter{Limit: limit, Now: time.Now, Store: store, attempts: map[string][]memAttempt{}}
 }
 
-// Attempt is a sign-in attempt holding its place in the limiter.
-type Attempt struct {
-	l    *LoginLimiter
-	id   string
-	keys []string
-	done bool
-}
-
-// Succeeded gives the attempt's place back: a successful sign-in does not
-// count against the limit. A failed attempt simply keeps its place (call
-// nothing). Succeeded on a nil Attempt does nothing.
-func (a *Attempt) Succeeded(ctx context.Context) {
-	if a == nil || a.done {
-		return
-	}
-	a.done = true
-	a.l.forget(a)
-	if a.l.Store != nil {
-		// Best effort: a place not given back only counts one attempt
-		// too many, until it leaves the window.
-		_ = a.l.Store.ReleaseLoginAttempt(context.WithoutCancel(ctx), a.id, a.keys)
-	}
-}
-
-// Begin reserves a place for a sign-in attempt under every key, or returns
-// the 429 of a key that is full. The caller checks the password only after
-// Begin succeeded, and calls Succeeded when it was right.
-func (l *LoginLimiter) Begin(ctx context.Context, keys ...string) (*Attempt, error) {
+// guard runs a password check as a sign-in attempt under every key of
+// keys. The attempt takes its place before check runs (a key that is
+// full answers 429, and check does not run), and gives it back unless
+// check refused the password (EUNAUTHORIZED): a right password, or one not
+// checked at all (busy, store down), was not a guess. So a burst of
+// parallel guesses cannot all pass before the first failure is counted.
+func (l *LoginLimiter) guard(ctx context.Context, keys []string, check func() error) error {
 	if l == nil || l.Limit <= 0 {
-		return nil, nil
+		return check()
 	}
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	a := &Attempt{l: l, id: hex.EncodeToString(b[:]), keys: keys}
+	id, err := l.reserve(ctx, keys)
+	if err != nil {
+		return err
+	}
+	err = check()
+	if yard.ErrorCode(err) != yard.EUNAUTHORIZED {
+		l.forget(id, keys)
+		if l.Store != nil {
+			// Best effort: a place not given back only counts one attempt
+			// too many, until it leaves the window.
+			_ = l.Store.ReleaseLoginAttempt(context.WithoutCancel(ctx), id, keys)
+		}
+	}
+	return err
+}
+
+// reserve takes a place for an attempt under every key and returns its
+// id, or returns the 429 of a key that is full.
+func (l *LoginLimiter) reserve(ctx context.Context, keys []string) (string, error) {
+	id := randomString("", 12)
 	now := l.Now()
 	l.mu.Lock()
 	combo := strings.Join(keys, "\x00")
 	if wait := l.blockedLocked(keys, now); wait > 0 {
 		l.mu.Unlock()
-		return nil, l.refusal(wait)
+		return "", l.refusal(wait)
 	}
 	for _, k := range keys {
-		l.attempts[k] = append(l.attempts[k], memAttempt{id: a.id, at: now})
+		l.attempts[k] = append(l.attempts[k], memAttempt{id: id, at: now})
 	}
 	l.gcLocked(now)
 	l.mu.Unlock()
 	if l.Store == nil {
-		return a, nil
+		return id, nil
 	}
 	reserveCtx, cancel := detach(ctx)
-	ok, oldest, err := l.Store.ReserveLoginAttempt(reserveCtx, a.id, keys, now, now.Add(-l.window()), l.Limit)
+	ok, oldest, err := l.Store.ReserveLoginAttempt(reserveCtx, id, keys, now, now.Add(-loginWindow), l.Limit)
 	cancel()
 	if err != nil || !ok {
-		l.forget(a)
+		l.forget(id, keys)
 	}
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if !ok {
-		wait := oldest.Add(l.window()).Sub(now)
+		wait := oldest.Add(loginWindow).Sub(now)
 		l.mu.Lock()
 		if l.refused == nil {
 			l.refused = map[string]storeRefusal{}
 		}
 		l.refused[combo] = storeRefusal{until: now.Add(min(wait, time.Second)), retryAt: now.Add(wait)}
 		l.mu.Unlock()
-		return nil, l.refusal(wait)
+		return "", l.refusal(wait)
 	}
-	return a, nil
+	return id, nil
 }
 
 // forget drops an attempt from this process's memory.
-func (l *LoginLimiter) forget(a *Attempt) {
+func (l *LoginLimiter) forget(id string, keys []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, k := range a.keys {
-		l.attempts[k] = slices.DeleteFunc(l.attempts[k], func(m memAttempt) bool { return m.id == a.id })
+	for _, k := range keys {
+		l.attempts[k] = slices.DeleteFunc(l.attempts[k], func(m memAttempt) bool { return m.id == id })
 		if len(l.attempts[k]) == 0 {
 			delete(l.attempts, k)
 		}
@@ -175,65 +168,16 @@ func (l *LoginLimiter) blockedLocked(keys []string, now time.Time) time.Duration
 	return wait
 }
 
-// Check returns the 429 of a key that is full, without reserving a place.
-// Prefer Begin: checking and recording separately lets parallel attempts
-// through.
-func (l *LoginLimiter) Check(keys ...string) error {
-	if l == nil || l.Limit <= 0 {
-		return nil
-	}
-	if l.Store != nil {
-		// A reservation that is given back at once answers the question
-		// with the store's view.
-		a, err := l.Begin(context.Background(), keys...)
-		a.Succeeded(context.Background())
-		return err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if wait := l.waitLocked(keys, l.Now()); wait > 0 {
-		return l.refusal(wait)
-	}
-	return nil
-}
-
-// Fail records a failed attempt for each key that did not hold a place
-// through Begin.
-func (l *LoginLimiter) Fail(keys ...string) {
-	if l == nil || l.Limit <= 0 {
-		return
-	}
-	if l.Store != nil {
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		now := l.Now()
-		// A limit of MaxInt32 always records.
-		_, _, _ = l.Store.ReserveLoginAttempt(context.Background(), hex.EncodeToString(b[:]), keys, now, now.Add(-l.window()), math.MaxInt32)
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.Now()
-	for _, k := range keys {
-		l.attempts[k] = append(l.pruneLocked(k, now), memAttempt{at: now})
-	}
-	l.gcLocked(now)
-}
-
 // Purge drops attempts that have left the window from the store.
 func (l *LoginLimiter) Purge(ctx context.Context) error {
 	if l == nil || l.Store == nil {
 		return nil
 	}
-	return l.Store.PurgeLoginAttempts(ctx, l.Now().Add(-l.window()))
+	return l.Store.PurgeLoginAttempts(ctx, l.Now().Add(-loginWindow))
 }
 
-func (l *LoginLimiter) window() time.Duration {
-	if l.Window > 0 {
-		return l.Window
-	}
-	return time.Minute
-}
+// loginWindow is the limiter's sliding window.
+const loginWindow = time.Minute
 
 func (l *LoginLimiter) refusal(wait time.Duration) error {
 	return &yard.Error{Code: yard.ERATELIMIT, Message: "Too many sign-in attempts; try again later.",
@@ -247,7 +191,7 @@ func (l *LoginLimiter) waitLocked(keys []string, now time.Time) time.Duration {
 	for _, k := range keys {
 		f := l.pruneLocked(k, now)
 		if len(f) >= l.Limit {
-			if d := f[len(f)-l.Limit].at.Add(l.window()).Sub(now); d > wait {
+			if d := f[len(f)-l.Limit].at.Add(loginWindow).Sub(now); d > wait {
 				wait = d
 			}
 		}
@@ -256,7 +200,7 @@ func (l *LoginLimiter) waitLocked(keys []string, now time.Time) time.Duration {
 }
 
 func (l *LoginLimiter) gcLocked(now time.Time) {
-	if now.Sub(l.lastGC) > l.window() {
+	if now.Sub(l.lastGC) > loginWindow {
 		for k := range l.attempts {
 			l.pruneLocked(k, now)
 		}
@@ -270,12 +214,9 @@ func (l *LoginLimiter) gcLocked(now time.Time) {
 }
 
 func (l *LoginLimiter) pruneLocked(k string, now time.Time) []memAttempt {
-	if l.attempts == nil {
-		l.attempts = map[string][]memAttempt{}
-	}
 	f := l.attempts[k]
 	i := 0
-	for i < len(f) && now.Sub(f[i].at) >= l.window() {
+	for i < len(f) && now.Sub(f[i].at) >= loginWindow {
 		i++
 	}
 	f = f[i:]
@@ -292,7 +233,7 @@ func (l *LoginLimiter) pruneLocked(k string, now time.Time) []memAttempt {
 func Keys(r *http.Request, username string) []string {
 	keys := []string{"ip:" + ClientIP(r)}
 	if username != "" {
-		keys = append(keys, "user:"+foldName(username))
+		keys = append(keys, "user:"+strings.ToLower(username))
 	}
 	return keys
 }

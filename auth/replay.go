@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -12,9 +13,11 @@ import (
 // requests that arrive while a write is in flight are written together in
 // the next one. Each caller still waits for its own row to be committed, so
 // the answer is exactly as strict as one write per request (the store's
-// primary key decides, across processes), at a fraction of the cost.
+// primary key decides, across processes), at a fraction of the cost. The
+// zero value is ready; it writes to the store its first use names.
 type signatureBatcher struct {
-	q batch.Queue[sigUse, bool]
+	once sync.Once
+	q    batch.Queue[sigUse, bool]
 }
 
 type sigUse struct {
@@ -24,26 +27,22 @@ type sigUse struct {
 
 const maxSignatureBatch = 256
 
-// newSignatureBatcher returns a batcher writing to store, one write at a
-// time: a batch is whatever queued while the previous write ran. On
+// use records sig in store and reports whether it was new. The batcher
+// writes one batch at a time: a batch is whatever queued while the
+// previous write ran. On
 // PostgreSQL a second write in flight mostly started with a single
 // request (the one that arrived first after the other write began), so
 // it made smaller batches, more commits and more round trips for the same
 // requests: 3.3 rows a batch against 5.0 with one write at 16 clients,
 // and a lower rate (docs/benchmark-journal.md, "OAuth 1.0a and signed requests:
 // cheaper signing and nonce writes"). SQLite has one writer anyway.
-func newSignatureBatcher(store yard.AuthStateService) *signatureBatcher {
-	return &signatureBatcher{q: batch.Queue[sigUse, bool]{
-		Flights: 1,
-		Max:     maxSignatureBatch,
+func (b *signatureBatcher) use(ctx context.Context, store yard.AuthStateService, sig string, expires time.Time) (bool, error) {
+	b.once.Do(func() {
+		b.q.Flights, b.q.Max = 1, maxSignatureBatch
 		// Requests already running join the next write.
-		Gather: true,
-		Run:    func(uses []sigUse, res []batch.Result[bool]) { writeSignatures(store, uses, res) },
-	}}
-}
-
-// use records sig and reports whether it was new.
-func (b *signatureBatcher) use(ctx context.Context, sig string, expires time.Time) (bool, error) {
+		b.q.Gather = true
+		b.q.Run = func(uses []sigUse, res []batch.Result[bool]) { writeSignatures(store, uses, res) }
+	})
 	return b.q.Do(ctx, sigUse{sig, expires})
 }
 

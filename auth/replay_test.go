@@ -20,7 +20,7 @@ func TestSignatureBatcherAcceptsEachSignatureOnce(t *testing.T) {
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
 			db := storetest.Open(t, engine)
-			procs := []*signatureBatcher{newSignatureBatcher(db), newSignatureBatcher(db)}
+			procs := []*signatureBatcher{{}, {}}
 			exp := time.Now().Add(time.Minute)
 			const sigs, copies = 100, 4
 			accepted := make([]atomic.Int32, sigs)
@@ -28,7 +28,7 @@ func TestSignatureBatcherAcceptsEachSignatureOnce(t *testing.T) {
 			for i := range sigs {
 				for c := range copies {
 					wg.Go(func() {
-						ok, err := procs[c%2].use(context.Background(), "sig"+strconv.Itoa(i), exp)
+						ok, err := procs[c%2].use(context.Background(), db, "sig"+strconv.Itoa(i), exp)
 						if err != nil {
 							t.Error(err)
 						}

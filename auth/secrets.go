@@ -28,23 +28,8 @@ func LoadOrCreateSecret(path string, n int) ([]byte, error) {
 		return nil, err
 	}
 	key := make([]byte, n)
-	if _, err := rand.Read(key); err != nil {
-		return nil, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".secret-*")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(base64.StdEncoding.EncodeToString(key) + "\n"); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, err
-	}
-	// os.Link fails if path exists: the first process to create it wins.
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, os.ErrExist) {
+	_, _ = rand.Read(key)
+	if err := createOnce(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n")); err != nil {
 		return nil, err
 	}
 	b, err := os.ReadFile(path)
@@ -54,12 +39,43 @@ func LoadOrCreateSecret(path string, n int) ([]byte, error) {
 	return decodeSecret(path, b)
 }
 
+// createOnce makes the file path (mode 0600) holding data, unless it
+// exists. The file appears whole (written aside, then linked into place),
+// so another process never reads half of it; of processes making it at
+// once, the first wins.
+func createOnce(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".new-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	// os.Link fails if path exists.
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return nil
+}
+
 func decodeSecret(path string, b []byte) ([]byte, error) {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
 	if err != nil || len(key) < 32 {
 		return nil, fmt.Errorf("secret file %s: want base64 of at least 32 bytes", path)
 	}
 	return key, nil
+}
+
+// randomString returns n random bytes, base64url-encoded, after prefix.
+func randomString(prefix string, n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return prefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
 // SecretBox seals small secrets (API-key secrets) with AES-256-GCM under a

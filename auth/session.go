@@ -2,13 +2,9 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"maps"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -41,13 +37,7 @@ type Sessions struct {
 	// CrossOrigin checks unsafe cookie-authenticated requests.
 	CrossOrigin *http.CrossOriginProtection
 
-	mu    sync.Mutex
-	cache map[string]sessionEntry
-}
-
-type sessionEntry struct {
-	s       yard.Session
-	fetched time.Time
+	cache ttlCache[string, yard.Session]
 }
 
 // Name implements Scheme.
@@ -62,7 +52,8 @@ func (s *Sessions) Match(r *http.Request) bool {
 // Challenges implements Scheme; cookies have no challenge.
 func (s *Sessions) Challenges(*http.Request) []string { return nil }
 
-// HashKey returns the stored form of a session key.
+// HashKey returns the stored form of a session key or an oauth_verifier:
+// the hex SHA-256 of it.
 func HashKey(key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:])
@@ -77,11 +68,7 @@ func (s *Sessions) Create(ctx context.Context, userID string) (string, error) {
 // CreateAt is Create that also returns when the session began, as the
 // store keeps it (milliseconds), for an answer that shows it.
 func (s *Sessions) CreateAt(ctx context.Context, userID string) (string, time.Time, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", time.Time{}, err
-	}
-	key := base64.RawURLEncoding.EncodeToString(b[:])
+	key := randomString("", 32)
 	now := s.Now().UTC().Truncate(time.Millisecond)
 	if err := s.Store.CreateSession(ctx, &yard.Session{KeyHash: HashKey(key), UserID: userID, CreatedAt: now, LastSeen: now}); err != nil {
 		return "", time.Time{}, err
@@ -92,9 +79,7 @@ func (s *Sessions) CreateAt(ctx context.Context, userID string) (string, time.Ti
 // Delete ends the session with key and reports whether it existed.
 func (s *Sessions) Delete(ctx context.Context, key string) (bool, error) {
 	h := HashKey(key)
-	s.mu.Lock()
-	delete(s.cache, h)
-	s.mu.Unlock()
+	s.cache.drop(h)
 	return s.Store.DeleteSession(ctx, h)
 }
 
@@ -129,46 +114,26 @@ func (s *Sessions) Authenticate(r *http.Request) (*yard.Principal, error) {
 			return nil, err
 		}
 		if s.expired(sess, now) {
-			s.mu.Lock()
-			delete(s.cache, h)
-			s.mu.Unlock()
+			s.cache.drop(h)
 			_, _ = s.Store.DeleteSession(ctx, h)
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The session has expired; sign in again.")
 		}
 	}
-	if now.Sub(sess.LastSeen) >= s.touchEvery() {
+	if now.Sub(sess.LastSeen) >= orDefault(s.TouchEvery, TouchInterval(s.Idle)) {
 		if err := s.Store.TouchSession(ctx, h, now); err != nil {
 			return nil, err
 		}
-		sess.LastSeen = now
-		s.mu.Lock()
 		// Keep the time the session was read: a session in constant use
 		// must still be read again every CacheTTL, or a logout on another
 		// process would never reach this one.
-		if e, ok := s.cache[h]; ok {
-			e.s.LastSeen = now
-			s.cache[h] = e
-		}
-		s.mu.Unlock()
+		s.cache.update(h, func(c *yard.Session) { c.LastSeen = now })
 	}
 	if !isSafe(r.Method) && s.CrossOrigin != nil {
 		if err := s.CrossOrigin.Check(r); err != nil {
 			return nil, yard.Errorf(yard.EFORBIDDEN, "Cross-site request refused: a cookie-authenticated %s must come from this site.", r.Method)
 		}
 	}
-	p, err := s.Users.Principal(ctx, sess.UserID)
-	if err != nil {
-		return nil, err
-	}
-	p.Scheme = s.Name()
-	return p, nil
-}
-
-func (s *Sessions) touchEvery() time.Duration {
-	if s.TouchEvery > 0 {
-		return s.TouchEvery
-	}
-	return TouchInterval(s.Idle)
+	return s.Users.Principal(ctx, sess.UserID, s.Name())
 }
 
 // TouchInterval is how often the last-action time of a session in use is
@@ -181,9 +146,7 @@ func TouchInterval(idle time.Duration) time.Duration {
 // ForgetUser drops the remembered sessions of a user (after a password
 // change, which ends them in the store).
 func (s *Sessions) ForgetUser(userID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	maps.DeleteFunc(s.cache, func(_ string, e sessionEntry) bool { return e.s.UserID == userID })
+	s.cache.dropFunc(func(sess yard.Session) bool { return sess.UserID == userID })
 }
 
 func (s *Sessions) expired(sess yard.Session, now time.Time) bool {
@@ -191,27 +154,17 @@ func (s *Sessions) expired(sess yard.Session, now time.Time) bool {
 }
 
 func (s *Sessions) lookup(ctx context.Context, h string, now time.Time, fresh bool) (yard.Session, error) {
-	s.mu.Lock()
-	e, ok := s.cache[h]
-	s.mu.Unlock()
-	if ok && !fresh && now.Sub(e.fetched) < s.CacheTTL {
-		return e.s, nil
+	if sess, ok := s.cache.get(h, now, s.CacheTTL); ok && !fresh {
+		return sess, nil
 	}
 	sess, err := s.Store.FindSession(ctx, h)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		s.mu.Lock()
-		delete(s.cache, h)
-		s.mu.Unlock()
+		s.cache.drop(h)
 		return yard.Session{}, yard.Errorf(yard.EUNAUTHORIZED, "The session does not exist; sign in again.")
 	} else if err != nil {
 		return yard.Session{}, err
 	}
-	s.mu.Lock()
-	if s.cache == nil || len(s.cache) > 100000 {
-		s.cache = map[string]sessionEntry{}
-	}
-	s.cache[h] = sessionEntry{s: *sess, fetched: now}
-	s.mu.Unlock()
+	s.cache.put(h, *sess, now, 100000)
 	return *sess, nil
 }
 
@@ -228,7 +181,7 @@ func isSafe(method string) bool {
 func buildSessions(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
 	idle := orDefault(cfg.SessionIdle, 30*time.Minute)
 	k.Sessions = &Sessions{Store: cfg.Store, Users: k.Users, Idle: idle,
-		Max: k.SessionMax, TouchEvery: TouchInterval(idle), CacheTTL: k.cacheTTL, Now: k.Now,
+		Max: orDefault(cfg.SessionMax, 12*time.Hour), TouchEvery: TouchInterval(idle), CacheTTL: k.cacheTTL, Now: k.Now,
 		CrossOrigin: http.NewCrossOriginProtection()}
 	return k.Sessions, nil
 }

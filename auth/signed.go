@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -9,9 +10,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -51,15 +52,13 @@ type Signed struct {
 	// (docs/auth.md, "Diagnostics of a refused signature").
 	Diagnostics bool
 
-	mu      sync.Mutex
-	cache   map[string]signedKey
-	batcher *signatureBatcher
+	cache   ttlCache[string, signedKey]
+	batcher signatureBatcher
 }
 
 type signedKey struct {
-	userID  string
-	secret  []byte
-	fetched time.Time
+	userID string
+	secret []byte
 }
 
 // Name implements Scheme.
@@ -92,9 +91,7 @@ func (s *Signed) Challenges(*http.Request) []string { return nil }
 
 // Forget drops a key from the cache (after it is deleted).
 func (s *Signed) Forget(id string) {
-	s.mu.Lock()
-	delete(s.cache, id)
-	s.mu.Unlock()
+	s.cache.drop(id)
 }
 
 // Authenticate implements Scheme.
@@ -103,22 +100,18 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err != nil {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The query string of a signed request cannot be parsed.")
 	}
-	var ts, keyID, sig, method, bodyHash string
-	var nts, nkey, nsig, nmethod, nbody int
+	// Each variable's last value and how often it came (names without
+	// regard to case).
+	names := [...]string{"timestamp", "apikey", "signature", "method", "bodyhash"}
+	var val [len(names)]string
+	var n [len(names)]int
 	for _, p := range pairs {
-		switch strings.ToLower(p[0]) {
-		case "timestamp":
-			ts, nts = p[1], nts+1
-		case "apikey":
-			keyID, nkey = p[1], nkey+1
-		case "signature":
-			sig, nsig = p[1], nsig+1
-		case "method":
-			method, nmethod = p[1], nmethod+1
-		case "bodyhash":
-			bodyHash, nbody = p[1], nbody+1
+		if i := slices.Index(names[:], strings.ToLower(p[0])); i >= 0 {
+			val[i], n[i] = p[1], n[i]+1
 		}
 	}
+	ts, keyID, sig, method, bodyHash := val[0], val[1], val[2], val[3], val[4]
+	nmethod, nbody := n[3], n[4]
 	now := s.Now()
 	// refuse is a 401 with, when diagnostics are on, the canonical string
 	// the server signed and the timestamps it accepts (never the secret
@@ -128,10 +121,10 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 		if !s.Diagnostics {
 			return e
 		}
-		return withDiagnostics(e, Diagnostics{CanonicalString: sigbase.CanonicalString(r.URL.Path, pairs),
-			AcceptableTimestamps: acceptableTimestamps(now, SignedWindow)})
+		return &diagnosed{err: e, diag: Diagnostics{CanonicalString: sigbase.CanonicalString(r.URL.Path, pairs),
+			AcceptableTimestamps: acceptableTimestamps(now, SignedWindow)}}
 	}
-	if nts != 1 || nkey != 1 || nsig != 1 {
+	if n[0] != 1 || n[1] != 1 || n[2] != 1 {
 		return nil, refuse("A signed request needs exactly one timestamp, apiKey and signature.")
 	}
 	if nmethod > 1 || nbody > 1 {
@@ -158,9 +151,7 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	m := hmac.New(sha256.New, k.secret)
-	m.Write([]byte(sigbase.CanonicalString(r.URL.Path, pairs)))
-	if !hmac.Equal(m.Sum(nil), got) { // constant time
+	if !hmac.Equal([]byte(sigbase.Sign(k.secret, sigbase.CanonicalString(r.URL.Path, pairs))), []byte(sig)) { // constant time
 		return nil, refuse("The signature does not match the request.")
 	}
 	// The binding is checked before the signature is recorded as used, so
@@ -177,74 +168,65 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 			return nil, refuse("The body does not match the signed bodyhash.")
 		}
 	}
-	p, err := s.Users.Principal(r.Context(), k.userID)
+	p, err := s.Users.Principal(r.Context(), k.userID, s.Name())
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	if s.batcher == nil {
-		s.batcher = newSignatureBatcher(s.Keys)
-	}
-	b := s.batcher
-	s.mu.Unlock()
-	fresh, err := b.use(r.Context(), sig, stamp.Add(SignedWindow))
+	fresh, err := s.batcher.use(r.Context(), s.Keys, sig, stamp.Add(SignedWindow))
 	if err != nil {
 		return nil, err
 	}
 	if !fresh {
 		return nil, refuse("This signature was already used (replay).")
 	}
-	p.Scheme = s.Name()
 	return p, nil
 }
 
 // hashBody returns the lower-case hex SHA-256 of r's body, leaving the body
 // readable again for the handler.
 func hashBody(r *http.Request) (string, error) {
-	var body []byte
-	if r.Body != nil && r.Body != http.NoBody {
-		var err error
-		if body, err = io.ReadAll(r.Body); err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return "", err
-			}
-			return "", yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+	body, err := readBody(r)
+	if err != nil {
+		return "", err
 	}
 	sum := sha256.Sum256(body)
 	return hex.EncodeToString(sum[:]), nil
 }
 
-func (s *Signed) key(ctx context.Context, id string, now time.Time) (signedKey, error) {
-	ttl := s.KeyCacheTTL
-	if ttl == 0 {
-		ttl = 10 * time.Second
+// readBody reads r's body whole (nil without one) and puts it back for the
+// handler; the server's body limit bounds it (an *http.MaxBytesError is
+// returned as it is, 413).
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
 	}
-	s.mu.Lock()
-	k, ok := s.cache[id]
-	s.mu.Unlock()
-	if ok && now.Sub(k.fetched) < ttl {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return nil, err
+		}
+		return nil, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	return b, nil
+}
+
+func (s *Signed) key(ctx context.Context, id string, now time.Time) (signedKey, error) {
+	if k, ok := s.cache.get(id, now, cmp.Or(s.KeyCacheTTL, 10*time.Second)); ok {
 		return k, nil
 	}
 	ak, err := s.Keys.FindAPIKey(ctx, id)
 	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		return k, yard.Errorf(yard.EUNAUTHORIZED, "The API key is not known.")
+		return signedKey{}, yard.Errorf(yard.EUNAUTHORIZED, "The API key is not known.")
 	} else if err != nil {
-		return k, err
+		return signedKey{}, err
 	}
 	secret, err := s.Box.Open(ak.SealedSecret, ak.ID)
 	if err != nil {
-		return k, err
+		return signedKey{}, err
 	}
-	k = signedKey{userID: ak.UserID, secret: secret, fetched: now}
-	s.mu.Lock()
-	if s.cache == nil || len(s.cache) > 10000 {
-		s.cache = map[string]signedKey{}
-	}
-	s.cache[id] = k
-	s.mu.Unlock()
+	k := signedKey{userID: ak.UserID, secret: secret}
+	s.cache.put(id, k, now, 10000)
 	return k, nil
 }
 

@@ -2,8 +2,6 @@ package auth
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -32,7 +30,7 @@ const (
 // Tokens issues and checks the JWT token pair, signed with one algorithm
 // (Alg), pinned: a token with any other alg is refused.
 //
-//   - HS256 (the default; a zero Alg): an HMAC with the server secret Key,
+//   - HS256 (the default of ParseTokenAlg): an HMAC with the server secret Key,
 //     so only the servers holding it can verify.
 //   - EdDSA or ES256: the newest key of Ring signs, its key id in the kid
 //     header; Keys finds the public key of a kid (the ring itself, or on a
@@ -75,15 +73,7 @@ func ParseTokenAlg(name string) (jwa.SignatureAlgorithm, error) {
 	return jwa.SignatureAlgorithm{}, fmt.Errorf("token algorithm %q: want HS256, EdDSA or ES256", name)
 }
 
-// alg is the algorithm the pair is signed with.
-func (t *Tokens) alg() jwa.SignatureAlgorithm {
-	if t.Alg.String() == "" {
-		return jwa.HS256()
-	}
-	return t.Alg
-}
-
-func (t *Tokens) symmetric() bool { return t.alg().String() == jwa.HS256().String() }
+func (t *Tokens) symmetric() bool { return t.Alg.String() == jwa.HS256().String() }
 
 // sign signs claims with the pair's algorithm and key.
 func (t *Tokens) sign(c *Claims) (string, error) {
@@ -97,7 +87,7 @@ func (t *Tokens) sign(c *Claims) (string, error) {
 	if sk == nil {
 		return "", yard.Errorf(yard.EUNAVAILABLE, "This server only verifies tokens; ask the issuing server.")
 	}
-	return signJWT(c, t.alg(), sk.Private, sk.ID)
+	return signJWT(c, t.Alg, sk.Private, sk.ID)
 }
 
 var errUnknownKey = errors.New("unknown key id")
@@ -107,7 +97,7 @@ var errUnknownKey = errors.New("unknown key id")
 // public key its kid names. Claims are the caller's business.
 func (t *Tokens) verify(ctx context.Context, token string) (*Claims, error) {
 	h, err := peekHeader(token)
-	if err != nil || h.Alg != t.alg().String() {
+	if err != nil || h.Alg != t.Alg.String() {
 		return nil, errMalformedJWT
 	}
 	if t.symmetric() {
@@ -117,14 +107,11 @@ func (t *Tokens) verify(ctx context.Context, token string) (*Claims, error) {
 	if !ok {
 		return nil, errUnknownKey
 	}
-	return verifyJWT(token, t.alg(), pub)
+	return verifyJWT(token, t.Alg, pub)
 }
 
-func newJTI() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
+// newJTI returns a new token id (jti).
+func newJTI() string { return randomString("", 16) }
 
 // Issue logs a user in: a new refresh family and its first pair.
 func (t *Tokens) Issue(ctx context.Context, u *yard.User) (*TokenPair, error) {
@@ -220,7 +207,7 @@ func (t *Tokens) Logout(ctx context.Context, token string) error {
 // use the API. Verified tokens are remembered until they expire, so a
 // request pays for the signature check once per token.
 func (t *Tokens) VerifyAccess(ctx context.Context, token string) (*yard.Principal, error) {
-	c, err := t.verified.verify(token, func() (*Claims, error) {
+	c, err := t.verified.live(token, t.Now, func() (*Claims, error) {
 		c, err := t.verify(ctx, token)
 		if errors.Is(err, errUnknownKey) {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The token was signed with an unknown key.")
@@ -232,16 +219,11 @@ func (t *Tokens) VerifyAccess(ctx context.Context, token string) (*yard.Principa
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is not an access token.")
 		}
 		return c, nil
-	})
+	}, "The access token has expired; refresh it.", "The access token expired")
 	if err != nil {
 		return nil, err
 	}
-	if !t.Now().Before(time.Unix(c.Expires, 0)) {
-		t.verified.forget(token)
-		return nil, &yard.Error{Code: yard.ETOKENEXPIRED, Message: "The access token has expired; refresh it.",
-			Challenge: InvalidTokenChallenge("The access token expired")}
-	}
-	if _, err := t.Users.Principal(ctx, c.Subject); err != nil {
+	if _, err := t.Users.Principal(ctx, c.Subject, "bearer"); err != nil {
 		return nil, err
 	}
 	return &yard.Principal{UserID: c.Subject, Name: c.Name, Roles: c.Roles, Scheme: "bearer"}, nil
@@ -291,14 +273,11 @@ func (b *Bearer) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err != nil {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is malformed.")
 	}
-	pair := b.Pair != nil && h.Alg == b.Pair.alg().String()
+	pair := b.Pair != nil && h.Alg == b.Pair.Alg.String()
 	pk := b.PK != nil && h.Alg == jwa.EdDSA().String()
 	if pair && pk {
-		if peekUse(token) == UseAccess {
-			pk = false
-		} else {
-			pair = false
-		}
+		pair = peekUse(token) == UseAccess
+		pk = !pair
 	}
 	switch {
 	case pair:

@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -18,49 +17,40 @@ type UserCache struct {
 	TTL   time.Duration
 	Now   func() time.Time
 
-	mu sync.Mutex
-	m  map[string]userEntry
+	cache ttlCache[string, userEntry]
 }
 
 type userEntry struct {
-	p       yard.Principal
-	ok      bool
-	fetched time.Time
+	p  yard.Principal
+	ok bool
 }
 
-// Principal returns the principal of an enabled user, or EUNAUTHORIZED.
-func (c *UserCache) Principal(ctx context.Context, userID string) (*yard.Principal, error) {
+// Principal returns the principal of an enabled user, authenticated by the
+// scheme named, or EUNAUTHORIZED.
+func (c *UserCache) Principal(ctx context.Context, userID, scheme string) (*yard.Principal, error) {
 	now := c.Now()
-	c.mu.Lock()
-	e, hit := c.m[userID]
-	c.mu.Unlock()
-	if !hit || now.Sub(e.fetched) >= c.TTL {
+	e, hit := c.cache.get(userID, now, c.TTL)
+	if !hit {
 		u, err := c.Users.FindUserByID(ctx, userID)
 		switch {
 		case yard.ErrorCode(err) == yard.ENOTFOUND:
-			e = userEntry{fetched: now}
+			e = userEntry{}
 		case err != nil:
 			return nil, err
 		default:
-			e = userEntry{p: yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}, ok: !u.Disabled, fetched: now}
+			e = userEntry{p: yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}, ok: !u.Disabled}
 		}
-		c.mu.Lock()
-		if c.m == nil || len(c.m) > 100000 {
-			c.m = map[string]userEntry{}
-		}
-		c.m[userID] = e
-		c.mu.Unlock()
+		c.cache.put(userID, e, now, 100000)
 	}
 	if !e.ok {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The account does not exist or is disabled.")
 	}
 	p := e.p
+	p.Scheme = scheme
 	return &p, nil
 }
 
 // Forget drops a user from the cache (after a change of the user).
 func (c *UserCache) Forget(userID string) {
-	c.mu.Lock()
-	delete(c.m, userID)
-	c.mu.Unlock()
+	c.cache.drop(userID)
 }

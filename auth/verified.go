@@ -1,6 +1,11 @@
 package auth
 
-import "sync"
+import (
+	"sync"
+	"time"
+
+	"github.com/yard-api/yard"
+)
 
 // maxVerified bounds the tokens a verifiedTokens holds; past it the map
 // starts afresh (tokens are checked again, never trusted longer).
@@ -35,6 +40,21 @@ func (v *verifiedTokens) verify(token string, check func() (*Claims, error)) (*C
 	}
 	v.m[token] = c
 	v.mu.Unlock()
+	return c, nil
+}
+
+// live returns the claims of token as verify does, or, when they have
+// expired by now() (read after the check), ETOKENEXPIRED with msg and an
+// invalid_token challenge saying desc; an expired token is forgotten.
+func (v *verifiedTokens) live(token string, now func() time.Time, check func() (*Claims, error), msg, desc string) (*Claims, error) {
+	c, err := v.verify(token, check)
+	if err != nil {
+		return nil, err
+	}
+	if !now().Before(time.Unix(c.Expires, 0)) {
+		v.forget(token)
+		return nil, &yard.Error{Code: yard.ETOKENEXPIRED, Message: msg, Challenge: InvalidTokenChallenge(desc)}
+	}
 	return c, nil
 }
 

@@ -52,13 +52,6 @@ func MACSize(assocType string) int {
 	return 0
 }
 
-func hashFor(assocType string) func() hash.Hash {
-	if assocType == HMACSHA1 {
-		return sha1.New
-	}
-	return sha256.New
-}
-
 // Compatible reports whether a session type can carry the MAC key of an
 // association type: a Diffie-Hellman session XORs the key with a hash of
 // the shared secret, so the hash sizes must agree (OpenID 2.0 §8.4.2).
@@ -87,14 +80,6 @@ func Btwoc(n *big.Int) []byte {
 		return append([]byte{0}, b...)
 	}
 	return b
-}
-
-// Unbtwoc decodes Btwoc; negative numbers are refused.
-func Unbtwoc(b []byte) (*big.Int, error) {
-	if len(b) == 0 || b[0]&0x80 != 0 {
-		return nil, errors.New("not a positive btwoc integer")
-	}
-	return new(big.Int).SetBytes(b), nil
 }
 
 // DHKey is one side's Diffie-Hellman key pair.
@@ -151,13 +136,16 @@ func XORSecret(sessionType string, shared *big.Int, key []byte) ([]byte, error) 
 	return out, nil
 }
 
-// B64Int decodes a base64(btwoc(n)) field.
+// B64Int decodes a base64(btwoc(n)) field; negative numbers are refused.
 func B64Int(s string) (*big.Int, error) {
 	b, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, errors.New("not base64")
 	}
-	return Unbtwoc(b)
+	if len(b) == 0 || b[0]&0x80 != 0 {
+		return nil, errors.New("not a positive btwoc integer")
+	}
+	return new(big.Int).SetBytes(b), nil
 }
 
 // IntB64 encodes n as base64(btwoc(n)).
@@ -262,7 +250,11 @@ func Sign(assocType string, key []byte, m Message, signed []string) (string, err
 	if err != nil {
 		return "", err
 	}
-	mac := hmac.New(hashFor(assocType), key)
+	h := sha256.New
+	if assocType == HMACSHA1 {
+		h = sha1.New
+	}
+	mac := hmac.New(h, key)
 	mac.Write(kv)
 	return base64.StdEncoding.EncodeToString(mac.Sum(nil)), nil
 }

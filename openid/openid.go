@@ -12,6 +12,7 @@ package openid
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -78,12 +79,7 @@ func (m Message) Values() url.Values {
 // KV encodes the message in key-value form (OpenID 2.0 §4.1.1), keys in
 // sorted order. Keys must not hold ':' or a newline; values no newline.
 func (m Message) KV() ([]byte, error) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return kvEncode(keys, m)
+	return kvEncode(slices.Sorted(maps.Keys(m)), m)
 }
 
 func kvEncode(keys []string, m Message) ([]byte, error) {
@@ -164,13 +160,12 @@ func ParseSReg(m Message) *SRegRequest {
 		}
 	}
 	if alias == "" {
-		if _, ok := m["sreg.required"]; ok {
-			alias = "sreg"
-		} else if _, ok := m["sreg.optional"]; ok {
-			alias = "sreg"
-		} else {
+		_, req := m["sreg.required"]
+		_, opt := m["sreg.optional"]
+		if !req && !opt {
 			return nil
 		}
+		alias = "sreg"
 	}
 	split := func(s string) []string {
 		var out []string

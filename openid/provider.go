@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -28,33 +29,16 @@ type Provider struct {
 	Box   Sealer
 	// Endpoint is the OP endpoint URL ({base_url}/openid/login).
 	Endpoint string
-	// AssocTTL is the lifetime of shared associations; PrivateTTL that of
-	// private ones, and the longest a response nonce is accepted by
-	// check_authentication.
-	AssocTTL   time.Duration
-	PrivateTTL time.Duration
-	Now        func() time.Time
+	Now      func() time.Time
 }
 
-// Default lifetimes.
+// AssocTTL is the lifetime of shared associations; PrivateTTL that of
+// private ones, and the longest a response nonce is accepted by
+// check_authentication.
 const (
-	DefaultAssocTTL   = 2 * time.Hour
-	DefaultPrivateTTL = 5 * time.Minute
+	AssocTTL   = 2 * time.Hour
+	PrivateTTL = 5 * time.Minute
 )
-
-func (p *Provider) assocTTL() time.Duration {
-	if p.AssocTTL > 0 {
-		return p.AssocTTL
-	}
-	return DefaultAssocTTL
-}
-
-func (p *Provider) privateTTL() time.Duration {
-	if p.PrivateTTL > 0 {
-		return p.PrivateTTL
-	}
-	return DefaultPrivateTTL
-}
 
 // ProtocolError is a request the provider refuses. Message is safe to show
 // to the relying party and the user.
@@ -71,16 +55,12 @@ func protoErr(format string, args ...any) error {
 	return &ProtocolError{Message: fmt.Sprintf(format, args...)}
 }
 
-func newHandle() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
 func (p *Provider) create(ctx context.Context, assocType string, private bool, ttl time.Duration) (*yard.OpenIDAssociation, []byte, error) {
 	now := p.Now()
 	key := NewMACKey(assocType)
-	h := newHandle()
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	h := base64.RawURLEncoding.EncodeToString(b[:])
 	a := &yard.OpenIDAssociation{Handle: h, Type: assocType, SealedKey: p.Box.Seal(key, "openid:"+h), Private: private,
 		CreatedAt: now, ExpiresAt: now.Add(ttl)}
 	if err := p.Store.CreateOpenIDAssociation(ctx, a); err != nil {
@@ -96,14 +76,10 @@ func (p *Provider) find(ctx context.Context, handle string, private bool) (*yard
 		return nil, nil, nil
 	}
 	a, err := p.Store.FindOpenIDAssociation(ctx, handle)
-	if yard.ErrorCode(err) == yard.ENOTFOUND {
+	if yard.ErrorCode(err) == yard.ENOTFOUND || err == nil && (a.Private != private || !p.Now().Before(a.ExpiresAt)) {
 		return nil, nil, nil
-	}
-	if err != nil {
+	} else if err != nil {
 		return nil, nil, err
-	}
-	if a.Private != private || !p.Now().Before(a.ExpiresAt) {
-		return nil, nil, nil
 	}
 	key, err := p.Box.Open(a.SealedKey, "openid:"+a.Handle)
 	if err != nil {
@@ -126,12 +102,11 @@ func (p *Provider) Associate(ctx context.Context, m Message, overTLS bool) (Mess
 	if req.SessionType == NoEncryption && !overTLS {
 		return nil, &ProtocolError{Message: "no-encryption sessions are offered over HTTPS only.", Unsupported: true}
 	}
-	ttl := p.assocTTL()
-	a, key, err := p.create(ctx, req.AssocType, false, ttl)
+	a, key, err := p.create(ctx, req.AssocType, false, AssocTTL)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := AssociateResponse(req, a.Handle, key, int64(ttl/time.Second))
+	resp, err := AssociateResponse(req, a.Handle, key, int64(AssocTTL/time.Second))
 	if err != nil {
 		// Only a Diffie-Hellman key out of range gets here.
 		_ = p.Store.DeleteOpenIDAssociation(ctx, a.Handle)
@@ -217,7 +192,7 @@ func (p *Provider) Assert(ctx context.Context, req *CheckIDRequest, localID stri
 		if req.AssocHandle != "" {
 			out["invalidate_handle"] = req.AssocHandle
 		}
-		if a, key, err = p.create(ctx, HMACSHA256, true, p.privateTTL()); err != nil {
+		if a, key, err = p.create(ctx, HMACSHA256, true, PrivateTTL); err != nil {
 			return nil, err
 		}
 	}
@@ -280,10 +255,7 @@ func (p *Provider) CheckAuthentication(ctx context.Context, m Message) (Message,
 	if err != nil || a == nil {
 		return out, err
 	}
-	signedMsg := Message{}
-	for k, v := range m {
-		signedMsg[k] = v
-	}
+	signedMsg := maps.Clone(m)
 	signedMsg["mode"] = ModeIDRes
 	if err := Verify(a.Type, key, signedMsg); err != nil {
 		return out, nil
@@ -293,10 +265,10 @@ func (p *Provider) CheckAuthentication(ctx context.Context, m Message) (Message,
 	}
 	t, err := NonceTime(m["response_nonce"])
 	now := p.Now()
-	if err != nil || now.Sub(t) > p.privateTTL() || t.Sub(now) > time.Minute {
+	if err != nil || now.Sub(t) > PrivateTTL || t.Sub(now) > time.Minute {
 		return out, nil
 	}
-	fresh, err := p.Store.UseOpenIDNonce(ctx, m["response_nonce"], t.Add(p.privateTTL()+time.Minute))
+	fresh, err := p.Store.UseOpenIDNonce(ctx, m["response_nonce"], t.Add(PrivateTTL+time.Minute))
 	if err != nil || !fresh {
 		return out, err
 	}

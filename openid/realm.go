@@ -42,13 +42,8 @@ func ParseRealm(s string) (*Realm, error) {
 	if u.User != nil {
 		return nil, errors.New("the realm must not carry user information")
 	}
-	r := &Realm{Scheme: u.Scheme, Host: strings.ToLower(u.Hostname()), Port: u.Port(), Path: u.EscapedPath(), raw: s}
-	if r.Port == "" {
-		r.Port = defaultPort(u.Scheme)
-	}
-	if r.Path == "" {
-		r.Path = "/"
-	}
+	r := &Realm{Scheme: u.Scheme, Host: strings.ToLower(u.Hostname()), raw: s}
+	r.Port, r.Path = portPath(u)
 	if rest, ok := strings.CutPrefix(r.Host, "*."); ok {
 		r.Host, r.Wildcard = rest, true
 		if !strings.Contains(rest, ".") || net.ParseIP(rest) != nil {
@@ -61,11 +56,20 @@ func ParseRealm(s string) (*Realm, error) {
 	return r, nil
 }
 
-func defaultPort(scheme string) string {
-	if scheme == "https" {
-		return "443"
+// portPath returns u's port, the scheme's default when it names none, and
+// its escaped path, "/" when empty.
+func portPath(u *url.URL) (port, path string) {
+	port, path = u.Port(), u.EscapedPath()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
 	}
-	return "80"
+	if path == "" {
+		path = "/"
+	}
+	return port, path
 }
 
 // Matches reports whether a return_to URL lies inside the realm: same
@@ -76,20 +80,13 @@ func (r *Realm) Matches(returnTo string) bool {
 	if err != nil || u.Scheme != r.Scheme || u.Host == "" || u.Fragment != "" || u.User != nil {
 		return false
 	}
-	port := u.Port()
-	if port == "" {
-		port = defaultPort(u.Scheme)
-	}
+	port, p := portPath(u)
 	if port != r.Port {
 		return false
 	}
 	host := strings.ToLower(u.Hostname())
 	if host != r.Host && !(r.Wildcard && strings.HasSuffix(host, "."+r.Host)) {
 		return false
-	}
-	p := u.EscapedPath()
-	if p == "" {
-		p = "/"
 	}
 	switch {
 	case p == r.Path:

@@ -81,23 +81,20 @@ type waiter struct {
 
 // New returns a gate with cfg's bounds.
 func New(cfg Config) *Gate {
-	if cfg.Slots <= 0 {
-		cfg.Slots = DefaultSlots()
-	}
-	if cfg.PerClient <= 0 {
-		cfg.PerClient = 256
-	}
-	if cfg.Waiting <= 0 {
-		cfg.Waiting = 4096
-	}
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = 10 * time.Second
-	}
+	cfg.Slots = positive(cfg.Slots, DefaultSlots())
+	cfg.PerClient = positive(cfg.PerClient, 256)
+	cfg.Waiting = positive(cfg.Waiting, 4096)
+	cfg.MaxWait = positive(cfg.MaxWait, 10*time.Second)
 	return &Gate{cfg: cfg, clients: map[string]*client{}}
 }
 
-// Config returns the gate's bounds, defaults filled in.
-func (g *Gate) Config() Config { return g.cfg }
+// positive returns v, or def when v is not positive.
+func positive[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}
 
 // Acquire takes a slot for a request of the client key, waiting its turn
 // if none is free. On nil the caller must call Release with the same key
@@ -160,12 +157,7 @@ func (g *Gate) Acquire(ctx context.Context, key string) error {
 		g.Release(key)
 		return err
 	}
-	c.line.Remove(w.elem)
-	g.waiting--
-	if c.line.Len() == 0 {
-		g.lines.Remove(c.place)
-		c.place = nil
-	}
+	g.unwaitLocked(c, w.elem)
 	g.forgetLocked(c)
 	if err == ErrBusy {
 		g.refusedBusy++
@@ -179,6 +171,18 @@ func (g *Gate) grantLocked(c *client) {
 	c.running++
 	g.clock++
 	c.served = g.clock
+}
+
+// unwaitLocked takes the waiter at e out of c's line, and c out of the
+// lines when its line is empty.
+func (g *Gate) unwaitLocked(c *client, e *list.Element) *waiter {
+	w := c.line.Remove(e).(*waiter)
+	g.waiting--
+	if c.line.Len() == 0 {
+		g.lines.Remove(c.place)
+		c.place = nil
+	}
+	return w
 }
 
 // forgetLocked drops c when it neither runs nor waits.
@@ -213,12 +217,7 @@ func (g *Gate) Release(key string) {
 		g.busy--
 		return
 	}
-	w := next.line.Remove(next.line.Front()).(*waiter)
-	g.waiting--
-	if next.line.Len() == 0 {
-		g.lines.Remove(next.place)
-		next.place = nil
-	}
+	w := g.unwaitLocked(next, next.line.Front())
 	g.grantLocked(next)
 	w.granted = true
 	close(w.ready)

@@ -60,25 +60,12 @@ func OAuthBaseURI(u *url.URL) string {
 	return scheme + "://" + host + path
 }
 
-// OAuthNormalizeParams returns the normalized request parameters of RFC
-// 5849 §3.4.1.3.2: each name and value encoded, sorted by name and then by
-// value, joined as name=value with '&'. params must already exclude
-// oauth_signature and realm.
-func OAuthNormalizeParams(params [][2]string) string {
-	return joinSorted(encodeParams(slices.Clone(params)))
-}
-
 // OAuthBaseString returns the signature base string of RFC 5849 §3.4.1.1
-// that OAuthSignature signs, leaving params as they are: the server shows
-// it in a refusal (docs/auth.md, "Diagnostics of a refused signature").
+// that OAuthSignature signs: the upper-case method, the encoded base
+// string URI and the encoded normalized parameters, joined with '&'. It
+// leaves params as they are; the server shows it in a refusal
+// (docs/auth.md, "Diagnostics of a refused signature").
 func OAuthBaseString(method, baseURI string, params [][2]string) string {
-	return oauthBaseString(method, baseURI, params)
-}
-
-// oauthBaseString returns the signature base string of RFC 5849 §3.4.1.1:
-// the upper-case method, the encoded base string URI and the encoded
-// normalized parameters, joined with '&'.
-func oauthBaseString(method, baseURI string, params [][2]string) string {
 	return string(appendBaseString(nil, method, baseURI, slices.Clone(params)))
 }
 
@@ -95,13 +82,7 @@ func encodeParams(params [][2]string) [][2]string {
 // appendBaseString appends the base string to dst; params are encoded
 // and sorted in place.
 func appendBaseString(dst []byte, method, baseURI string, params [][2]string) []byte {
-	for i := 0; i < len(method); i++ {
-		c := method[i]
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
+	dst = append(dst, strings.ToUpper(method)...)
 	dst = append(dst, '&')
 	dst = appendEncoded(dst, baseURI)
 	dst = append(dst, '&')
@@ -136,7 +117,7 @@ func appendEncoded(dst []byte, s string) []byte {
 
 // OAuthSignature signs a request (RFC 5849 §3.4): the base string of
 // method, baseURI and params, signed with the secrets by the signature
-// method sigMethod. It is oauthSign(sigMethod, oauthBaseString(…), …)
+// method sigMethod. It is signBase(sigMethod, OAuthBaseString(…), …)
 // built in one buffer. params must exclude oauth_signature and realm;
 // they are encoded and sorted in place.
 func OAuthSignature(sigMethod, method, baseURI string, params [][2]string, consumerSecret, tokenSecret string) (string, error) {
@@ -159,15 +140,10 @@ var basePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b
 // ErrOAuthMethod is returned for a signature method yard does not accept.
 var ErrOAuthMethod = errors.New("oauth1: unsupported signature method")
 
-// oauthSign returns the oauth_signature of a base string with the given
+// signBase returns the oauth_signature of a base string with the given
 // method (RFC 5849 §3.4.2 and §3.4.4): the key is the encoded consumer
 // secret, '&', and the encoded token secret (empty when there is no
 // token). PLAINTEXT ignores the base string and is the key itself.
-func oauthSign(method, base, consumerSecret, tokenSecret string) (string, error) {
-	return signBase(method, []byte(base), consumerSecret, tokenSecret)
-}
-
-// signBase signs a base string (oauthSign).
 func signBase(method string, base []byte, consumerSecret, tokenSecret string) (string, error) {
 	var kb [128]byte
 	key := appendEncoded(kb[:0], consumerSecret)

@@ -9,6 +9,19 @@ import (
 	"testing"
 )
 
+// oauthSign signs a base string given as a string (RFC 5849 §3.4.2 and
+// §3.4.4), for comparing OAuthSignature's one buffer with the strings.
+func oauthSign(method, base, consumerSecret, tokenSecret string) (string, error) {
+	return signBase(method, []byte(base), consumerSecret, tokenSecret)
+}
+
+// normalizeParams returns the normalized request parameters of RFC 5849
+// §3.4.1.3.2: each name and value encoded, sorted by name and then by
+// value, joined as name=value with '&'.
+func normalizeParams(params [][2]string) string {
+	return joinSorted(encodeParams(slices.Clone(params)))
+}
+
 // RFC 5849 §1.2's worked example: the signed call for the photo, with the
 // consumer's and the access token's credentials.
 func TestOAuthRFC5849WorkedExample(t *testing.T) {
@@ -27,7 +40,7 @@ func TestOAuthRFC5849WorkedExample(t *testing.T) {
 	if sig, _ := OAuthSignature(OAuthHMACSHA1, "GET", OAuthBaseURI(u), slices.Clone(params), "kd94hf93k423kf44", "pfkkdhi9sl3r4s00"); sig != "MdpQcU8iPSUjWoN/UDMsK2sui9I=" {
 		t.Errorf("OAuthSignature: got %s", sig)
 	}
-	base := oauthBaseString("GET", OAuthBaseURI(u), params)
+	base := OAuthBaseString("GET", OAuthBaseURI(u), params)
 	wantBase := "GET&http%3A%2F%2Fphotos.example.net%2Fphotos&file%3Dvacation.jpg%26oauth_consumer_key%3Ddpf43f3p2l4k3l03%26oauth_nonce%3DchapoH%26oauth_signature_method%3DHMAC-SHA1%26oauth_timestamp%3D137131202%26oauth_token%3Dnnch734d00sl2jdk%26size%3Doriginal"
 	if base != wantBase {
 		t.Fatalf("base string:\n got %s\nwant %s", base, wantBase)
@@ -51,7 +64,7 @@ func TestOAuthNormalizeAndEncode(t *testing.T) {
 		{"oauth_nonce", "7d8f3e4a"}, {"c2", ""}, {"a3", "2 q"},
 	}
 	want := "a2=r%20b&a3=2%20q&a3=a&b5=%3D%253D&c%40=&c2=&oauth_consumer_key=9djdj82h48djs9d2&oauth_nonce=7d8f3e4a&oauth_signature_method=HMAC-SHA1&oauth_timestamp=137131201&oauth_token=kkk9d7dh3k39sjv7"
-	if got := OAuthNormalizeParams(params); got != want {
+	if got := normalizeParams(params); got != want {
 		t.Errorf("normalized:\n got %s\nwant %s", got, want)
 	}
 	for in, want := range map[string]string{"abc-._~XYZ09": "abc-._~XYZ09", "a b+c/é*": "a%20b%2Bc%2F%C3%A9%2A", "": ""} {
@@ -106,8 +119,8 @@ func TestOAuthSignatureMatchesBaseString(t *testing.T) {
 			params[i] = [2]string{word(), word()}
 		}
 		base := literal("get", "https://h/p%20q", params)
-		if got := oauthBaseString("get", "https://h/p%20q", params); got != base {
-			t.Fatalf("oauthBaseString(%q):\n got %s\nwant %s", params, got, base)
+		if got := OAuthBaseString("get", "https://h/p%20q", params); got != base {
+			t.Fatalf("OAuthBaseString(%q):\n got %s\nwant %s", params, got, base)
 		}
 		for _, m := range []string{OAuthHMACSHA1, OAuthHMACSHA256, OAuthPlaintext} {
 			cs, ts := word(), word()
@@ -127,7 +140,7 @@ func TestOAuthSignatureMatchesBaseString(t *testing.T) {
 }
 
 // BenchmarkOAuthSignature: signing one request the way the client and the
-// server do, against the string functions (oauthBaseString, then oauthSign),
+// server do, against the string functions (OAuthBaseString, then oauthSign),
 // over requests from a seeded generator: a path, zero to four query
 // parameters, some needing percent-encoding, and the protocol parameters
 // with a fresh nonce.
@@ -168,7 +181,7 @@ func BenchmarkOAuthSignature(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			r := reqs[i%n]
-			if _, err := oauthSign(OAuthHMACSHA1, oauthBaseString("GET", r.uri, r.params), "cs_secret", "ts_secret"); err != nil {
+			if _, err := oauthSign(OAuthHMACSHA1, OAuthBaseString("GET", r.uri, r.params), "cs_secret", "ts_secret"); err != nil {
 				b.Fatal(err)
 			}
 		}
