@@ -26,6 +26,7 @@ import (
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/fetch"
+	"github.com/yard-api/yard/internal/defaults"
 	"github.com/yard-api/yard/internal/outage"
 	"github.com/yard-api/yard/internal/tracing"
 )
@@ -98,7 +99,7 @@ type Service struct {
 	Config
 
 	// outage is set while the loops meet a store that cannot be reached,
-	// so that an outage is logged once (outage.go).
+	// so that an outage is logged once (logLoopError).
 	outage    outage.Tracker
 	wake      chan struct{}
 	wakeFetch chan struct{}
@@ -114,24 +115,24 @@ var (
 // New returns the service of cfg, its defaults filled in.
 func New(cfg Config) *Service {
 	s := &Service{Config: cfg}
-	positive(&s.Workers, DefaultWorkers)
-	positive(&s.Poll, DefaultPoll)
-	positive(&s.Lease, DefaultLease)
-	positive(&s.Heartbeat, min(DefaultHeartbeat, s.Lease/3))
-	positive(&s.MaxAttempts, DefaultMaxAttempts)
+	defaults.Positive(&s.Workers, DefaultWorkers)
+	defaults.Positive(&s.Poll, DefaultPoll)
+	defaults.Positive(&s.Lease, DefaultLease)
+	defaults.Positive(&s.Heartbeat, min(DefaultHeartbeat, s.Lease/3))
+	defaults.Positive(&s.MaxAttempts, DefaultMaxAttempts)
 	if s.Backoff == nil {
 		s.Backoff = Backoff
 	}
-	positive(&s.FetchWorkers, DefaultFetchWorkers)
-	positive(&s.FetchPerUser, DefaultFetchPerUser)
-	positive(&s.TimeoutAttempts, DefaultTimeoutAttempts)
+	defaults.Positive(&s.FetchWorkers, DefaultFetchWorkers)
+	defaults.Positive(&s.FetchPerUser, DefaultFetchPerUser)
+	defaults.Positive(&s.TimeoutAttempts, DefaultTimeoutAttempts)
 	if s.TimeoutBackoff == nil {
 		s.TimeoutBackoff = func(attempt int) time.Duration {
 			return DefaultTimeoutBackoff << min(max(attempt-1, 0), 4)
 		}
 	}
-	positive(&s.ScheduleEvery, DefaultScheduleEvery)
-	positive(&s.SyncTimeout, time.Minute)
+	defaults.Positive(&s.ScheduleEvery, DefaultScheduleEvery)
+	defaults.Positive(&s.SyncTimeout, time.Minute)
 	if s.Owner == "" {
 		s.Owner = "worker-" + yard.NewID()
 	}
@@ -142,13 +143,6 @@ func New(cfg Config) *Service {
 	s.wakeFetch = make(chan struct{}, s.FetchWorkers)
 	s.running = map[string]context.CancelCauseFunc{}
 	return s
-}
-
-// positive sets *v to def when it is not positive (unset).
-func positive[T int | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
 }
 
 // Backoff is the default wait before attempt n+1: 1 s doubling per attempt
@@ -428,22 +422,20 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 			return rerr
 		}
 		return err
-	case timedOut(err) && b.Attempts < s.TimeoutAttempts:
-		wait := s.TimeoutBackoff(b.Attempts)
-		log.Warn("bark timed out; will retry", slog.String("error", err.Error()), slog.Duration("wait", wait))
-		observe("retry")
-		return ignoreLost(s.DB.RetryTask(wctx, b.ID, token, wait, err.Error(), res.Output))
-	case timedOut(err):
-		log.Warn("bark timed out", slog.String("error", err.Error()))
-		observe(yard.BarkFailed)
-		return ignoreLost(s.DB.FailTask(wctx, b.ID, token, err.Error(), res.Output))
-	case isTemporary(err) && b.Attempts < s.MaxAttempts:
-		wait := s.Backoff(b.Attempts)
-		log.Warn("bark failed; will retry", slog.String("error", err.Error()), slog.Duration("wait", wait))
-		observe("retry")
-		return ignoreLost(s.DB.RetryTask(wctx, b.ID, token, wait, err.Error(), res.Output))
 	default:
-		log.Warn("bark failed", slog.String("error", err.Error()))
+		// A task whose last try ended on a time limit waits longer and
+		// stops sooner (TimeoutAttempts, TimeoutBackoff).
+		what, attempts, backoff := "bark failed", s.MaxAttempts, s.Backoff
+		if timedOut(err) {
+			what, attempts, backoff = "bark timed out", s.TimeoutAttempts, s.TimeoutBackoff
+		}
+		if (timedOut(err) || isTemporary(err)) && b.Attempts < attempts {
+			wait := backoff(b.Attempts)
+			log.Warn(what+"; will retry", slog.String("error", err.Error()), slog.Duration("wait", wait))
+			observe("retry")
+			return ignoreLost(s.DB.RetryTask(wctx, b.ID, token, wait, err.Error(), res.Output))
+		}
+		log.Warn(what, slog.String("error", err.Error()))
 		observe(yard.BarkFailed)
 		return ignoreLost(s.DB.FailTask(wctx, b.ID, token, err.Error(), res.Output))
 	}
@@ -484,4 +476,10 @@ func (s *Service) execute(ctx context.Context, b *yard.Bark) (res yard.TaskResul
 		return res, fromStore(err)
 	}
 	return s.Effects.Run(ctx, b, d)
+}
+
+// logLoopError logs an error of a worker or scheduler loop (what names
+// it); an unreachable store is logged once per outage (internal/outage).
+func (s *Service) logLoopError(what string, err error) {
+	s.outage.LoopError(s.Logger, what, err, err != nil && s.DB.Unavailable(err) != nil)
 }

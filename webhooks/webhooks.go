@@ -39,6 +39,7 @@ import (
 	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/internal/batch"
+	"github.com/yard-api/yard/internal/defaults"
 	"github.com/yard-api/yard/internal/outage"
 	"github.com/yard-api/yard/internal/retention"
 )
@@ -171,14 +172,14 @@ func New(cfg Config) *Service {
 		panic("webhooks: Config.Render is not set")
 	}
 	s := &Service{Config: cfg}
-	positive(&s.Workers, DefaultWorkers)
-	positive(&s.PerWebhook, DefaultPerWebhook)
-	positive(&s.PerPerson, DefaultPerPerson)
-	positive(&s.Timeout, DefaultTimeout)
-	positive(&s.Lease, 3*s.Timeout)
+	defaults.Positive(&s.Workers, DefaultWorkers)
+	defaults.Positive(&s.PerWebhook, DefaultPerWebhook)
+	defaults.Positive(&s.PerPerson, DefaultPerPerson)
+	defaults.Positive(&s.Timeout, DefaultTimeout)
+	defaults.Positive(&s.Lease, 3*s.Timeout)
 	s.Lease = max(s.Lease, 2*s.Timeout)
-	positive(&s.Poll, DefaultPoll)
-	positive(&s.Retention, events.DefaultRetention)
+	defaults.Positive(&s.Poll, DefaultPoll)
+	defaults.Positive(&s.Retention, events.DefaultRetention)
 	if s.Backoff == nil {
 		s.Backoff = Backoff
 	}
@@ -203,13 +204,6 @@ func New(cfg Config) *Service {
 	return s
 }
 
-// positive sets *v to def when it is not positive (unset).
-func positive[T int | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
-}
-
 // backoffSteps are the waits after the first failed attempts; later ones
 // wait backoffLast. With the 24-hour window that makes about 19 attempts.
 var backoffSteps = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour}
@@ -226,13 +220,6 @@ func Backoff(attempt int) time.Duration {
 	}
 	return d + time.Duration(rand.Int64N(int64(d)/5+1)) - d/10
 }
-
-// CheckURL checks a subscription's URL when it is written (the policy of
-// the service; see CheckURL).
-func (s *Service) CheckURL(u string) error { return CheckURL(s.Policy, u) }
-
-// Wake asks the fan-out to look for new events now.
-func (s *Service) Wake() { signal(s.wakeFanOut) }
 
 func signal(ch chan struct{}) {
 	select {
@@ -301,7 +288,7 @@ func (s *Service) fanOutLoop(ctx context.Context) {
 		if ctx.Err() == nil {
 			s.logLoopError("webhook fan-out", err)
 		}
-		resetTimer(t, s.Poll)
+		t.Reset(s.Poll)
 	}
 }
 
@@ -345,7 +332,7 @@ func (s *Service) dispatch(ctx context.Context, work chan<- *yard.WebhookClaim) 
 		for _, c := range claims {
 			work <- c // never blocks: one slot per free worker
 		}
-		resetTimer(t, s.Poll)
+		t.Reset(s.Poll)
 	}
 }
 
@@ -363,20 +350,6 @@ func (s *Service) claim(ctx context.Context, n int, look bool) ([]*yard.WebhookC
 		}
 	}
 	return s.DB.ClaimWebhookDeliveries(ctx, n, s.Lease, yard.DeliveryBounds{PerWebhook: s.PerWebhook, PerPerson: s.PerPerson})
-}
-
-// DeliverDue claims the deliveries due now (as many as there are workers)
-// and makes their attempts, all at once; it returns how many it made. Run
-// does this continuously; tests call it to step through time.
-func (s *Service) DeliverDue(ctx context.Context) (int, error) {
-	claims, err := s.claim(ctx, s.Workers, true)
-	var wg sync.WaitGroup
-	for _, c := range claims {
-		wg.Go(func() { s.deliver(ctx, c) })
-	}
-	wg.Wait()
-	s.unrecorded.Wait()
-	return len(claims), err
 }
 
 // deliver makes one attempt and hands its outcome to the finisher, which
@@ -477,13 +450,4 @@ func (s *Service) prune(ctx context.Context) {
 // once per outage.
 func (s *Service) logLoopError(what string, err error) {
 	s.outage.LoopError(s.Logger, what, err, err != nil && s.DB.Unavailable(err) != nil)
-}
-
-func resetTimer(t *time.Timer, d time.Duration) {
-	t.Stop()
-	select {
-	case <-t.C:
-	default:
-	}
-	t.Reset(d)
 }
