@@ -375,12 +375,7 @@ func (r *Runner) failure(tctx, ctx context.Context, err error, output string, g 
 // classifyOutput reads git's and ssh's messages.
 func classifyOutput(output string) (Kind, bool) {
 	has := func(ss ...string) bool {
-		for _, s := range ss {
-			if strings.Contains(output, s) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(ss, func(s string) bool { return strings.Contains(output, s) })
 	}
 	switch {
 	case has("returned error: 30"):

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -151,13 +150,11 @@ func (s *SMTP) sendMail(ctx context.Context, m Mail) error {
 		return permanent("smtp: %v", err)
 	}
 	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
+		// A refused message says whether it may pass later; a network
+		// failure or a time-out may.
 		var se *gomail.SendError
-		var ne net.Error
-		switch {
-		case errors.As(err, &se):
+		if errors.As(err, &se) {
 			return &Error{Err: fmt.Errorf("smtp: %w", err), Temp: se.IsTemp()}
-		case errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded):
-			return temporary("smtp: %v", err)
 		}
 		return temporary("smtp: %v", err)
 	}
