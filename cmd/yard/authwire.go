@@ -71,12 +71,6 @@ func newHashGate(f authFlags) (*auth.HashGate, error) {
 	return auth.NewHashGate(f.hashConcurrency, f.hashQueue, 0), nil
 }
 
-// newLoginLimiter counts failed sign-ins in the store, shared by every
-// process on it (--login-rate a minute; 0: no limit).
-func newLoginLimiter(rate int, db *store.DB) *auth.LoginLimiter {
-	return auth.NewLoginLimiter(rate, db)
-}
-
 // newAuthKit builds every first-party scheme beside Basic (Digest,
 // sessions, the token pair, public-key tokens, signed requests, OAuth
 // 1.0a) and the chain that runs them in order, Basic first.

@@ -194,7 +194,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	if err != nil {
 		return nil, err
 	}
-	limiter := newLoginLimiter(cfg.loginRate, db)
+	limiter := auth.NewLoginLimiter(cfg.loginRate, db)
 	basic := auth.NewBasic(db, limiter, hashing)
 	kit, err := newAuthKit(ctx, cfg, db, limiter, basic)
 	if err != nil {
@@ -247,10 +247,8 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	if cfg.searchSlots < 0 || cfg.searchQueue < 1 {
 		return nil, usageError("--search-slots must be 0 (sixteen per core) or more, --search-queue at least 1")
 	}
-	for _, h := range cfg.webhookAllowHosts {
-		if strings.ContainsAny(h, "/@ \t") {
-			return nil, usageError("--webhook-allow-host " + h + ": want HOST or HOST:PORT")
-		}
+	if err := cfg.webhookAllowHosts.checkHosts("webhook-allow-host"); err != nil {
+		return nil, err
 	}
 	hookPolicy := &fetch.Policy{AllowHosts: cfg.webhookAllowHosts}
 

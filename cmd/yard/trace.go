@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/internal/tracing"
 )
 
@@ -58,9 +55,7 @@ func newTraces(ctx context.Context, f traceFlags, logger *slog.Logger) (traces, 
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("traces", slog.String("error", err.Error()))
 	}))
-	host, _ := os.Hostname()
-	p, err := tracing.New(ctx, tracing.Config{URL: f.url, Service: "yard", Version: Version,
-		Instance: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), yard.NewID()[24:])})
+	p, err := tracing.New(ctx, tracing.Config{URL: f.url, Service: "yard", Version: Version, Instance: instanceID()})
 	if err != nil {
 		return traces{}, err
 	}
