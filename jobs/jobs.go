@@ -340,17 +340,14 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 
 	// Renew the lease while the effect runs; a failed renewal means the
 	// task was canceled (perhaps by another process) or taken over.
-	hbDone := make(chan struct{})
-	hbStop := make(chan struct{})
-	go func() {
-		defer close(hbDone)
+	hbCtx, hbStop := context.WithCancel(tctx)
+	var hb sync.WaitGroup
+	hb.Go(func() {
 		t := time.NewTicker(s.Heartbeat)
 		defer t.Stop()
 		for {
 			select {
-			case <-hbStop:
-				return
-			case <-tctx.Done():
+			case <-hbCtx.Done():
 				return
 			case <-t.C:
 				err := s.DB.ExtendLease(tctx, b.ID, token, s.Lease)
@@ -362,14 +359,14 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 				}
 			}
 		}
-	}()
+	})
 
 	started := time.Now()
 	span := s.startRun(ctx, b)
 	defer span.End()
 	res, err := s.execute(tracing.ContextWith(tctx, span), b)
-	close(hbStop)
-	<-hbDone
+	hbStop()
+	hb.Wait()
 	observe := func(outcome string) {
 		if span.IsRecording() {
 			span.SetAttributes(tracing.BarkOutcome.String(outcome))

@@ -31,14 +31,8 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	var show bool
-	switch *progress {
-	case "auto":
-		show = isTerminal(stderr)
-	case "on":
-		show = true
-	case "off":
-	default:
+	show, ok := map[string]bool{"auto": isTerminal(stderr), "on": true, "off": false}[*progress]
+	if !ok {
 		return usageError("--progress must be auto, on or off, not " + *progress)
 	}
 	in, name, size := stdin, "stdin", int64(-1)

@@ -168,17 +168,14 @@ func findCommand(table []command, name string) (command, bool) {
 }
 
 // lookupCommand finds a command by its path ("serve", "user add").
-func lookupCommand(path string) (command, bool) {
-	table := commands()
-	var c command
+func lookupCommand(path string) (c command, ok bool) {
+	c.subs = commands()
 	for _, name := range strings.Fields(path) {
-		var ok bool
-		if c, ok = findCommand(table, name); !ok {
-			return command{}, false
+		if c, ok = findCommand(c.subs, name); !ok {
+			break
 		}
-		table = c.subs
 	}
-	return c, c.name != ""
+	return c, ok
 }
 
 func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }

@@ -370,7 +370,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	tlsConfig = withALPN(tlsConfig)
 
 	a, err := newApp(ctx, cfg, logger)
 	if err != nil {
@@ -494,28 +493,26 @@ var aeadSuites = []uint16{
 	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 }
 
-// tlsSetup returns the TLS configuration of the HTTPS listener and the
-// wrapper of the plain-HTTP handler (ACME answers its challenges there).
+// tlsSetup returns the TLS configuration of the HTTPS listener (its
+// protocols offered: withALPN) and the wrapper of the plain-HTTP handler
+// (ACME answers its challenges there).
 func tlsSetup(cfg *serveConfig, stdout io.Writer) (*tls.Config, func(http.Handler) http.Handler, error) {
-	base := &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: aeadSuites}
-	identity := func(h http.Handler) http.Handler { return h }
+	c := &tls.Config{}
+	wrap := func(h http.Handler) http.Handler { return h }
 	switch {
 	case cfg.acmeDomain != "":
-		domains := strings.Split(cfg.acmeDomain, ",")
 		m := &autocert.Manager{
 			Prompt:     autocert.AcceptTOS,
 			Cache:      autocert.DirCache(filepath.Join(cfg.data, "acme")),
-			HostPolicy: autocert.HostWhitelist(domains...),
+			HostPolicy: autocert.HostWhitelist(strings.Split(cfg.acmeDomain, ",")...),
 		}
-		c := m.TLSConfig()
-		c.MinVersion, c.CipherSuites = tls.VersionTLS12, aeadSuites
-		return c, m.HTTPHandler, nil
+		c, wrap = m.TLSConfig(), m.HTTPHandler
 	case cfg.tlsCert != "":
 		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
 		if err != nil {
 			return nil, nil, fmt.Errorf("TLS key pair: %w", err)
 		}
-		base.Certificates = []tls.Certificate{cert}
+		c.Certificates = []tls.Certificate{cert}
 	default:
 		cert, fingerprint, created, err := selfSignedCert(filepath.Join(cfg.data, "tls"))
 		if err != nil {
@@ -525,9 +522,10 @@ func tlsSetup(cfg *serveConfig, stdout io.Writer) (*tls.Config, func(http.Handle
 			fmt.Fprintf(stdout, "created a self-signed certificate for localhost in %s\n", filepath.Join(cfg.data, "tls"))
 		}
 		fmt.Fprintf(stdout, "TLS certificate SHA-256 fingerprint: %s\n", fingerprint)
-		base.Certificates = []tls.Certificate{cert}
+		c.Certificates = []tls.Certificate{cert}
 	}
-	return base, identity, nil
+	c.MinVersion, c.CipherSuites = tls.VersionTLS12, aeadSuites
+	return withALPN(c), wrap, nil
 }
 
 // withALPN offers HTTP/2 and HTTP/1.1 (what ServeTLS would add), keeping

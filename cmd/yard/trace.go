@@ -73,9 +73,6 @@ func (t traces) provider() trace.TracerProvider {
 
 // shutdown exports the spans still queued, within tracing.ShutdownTimeout.
 func (t traces) shutdown() {
-	if t.p == nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), tracing.ShutdownTimeout)
 	defer cancel()
 	_ = t.p.Shutdown(ctx)
