@@ -8,6 +8,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -113,9 +114,7 @@ func New(st Store, cfg Config) *Hub {
 	defaults.Positive(&cfg.PerPerson, DefaultPerPerson)
 	defaults.Positive(&cfg.PerProcess, DefaultPerProcess)
 	defaults.Positive(&cfg.Buffer, DefaultBuffer)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

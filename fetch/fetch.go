@@ -6,6 +6,7 @@ package fetch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -157,10 +158,7 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 	if url == "" {
 		return Result{}, &Error{Kind: Failed, Reason: "the dog has no codeUrl", Err: errors.New("no codeUrl")}
 	}
-	policy := r.Policy
-	if policy == nil {
-		policy = &Policy{}
-	}
+	policy := cmp.Or(r.Policy, &Policy{})
 	if err := policy.CheckURL(url); err != nil {
 		return Result{}, &Error{Kind: NotAllowed, Reason: "codeUrl " + strings.TrimPrefix(err.Error(), string(NotAllowed)+": "), Err: err}
 	}
@@ -197,13 +195,14 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 		}
 		defer g.close()
 		proxy := g.proxyURL()
+		ssh := sshCommand(target, pinned, idle)
 		env = append(env, "GIT_ALLOW_PROTOCOL="+target.Scheme,
 			"https_proxy="+proxy, "HTTPS_PROXY="+proxy, "http_proxy="+proxy, "ALL_PROXY="+proxy, "all_proxy="+proxy,
-			"NO_PROXY=", "no_proxy=", "GIT_SSH_COMMAND="+sshCommand(target, pinned, idle))
+			"NO_PROXY=", "no_proxy=", "GIT_SSH_COMMAND="+ssh)
 		gitArgs = []string{"-c", "protocol.allow=never", "-c", "protocol." + target.Scheme + ".allow=always",
 			"-c", "http.followRedirects=false", "-c", "http.proxy=" + proxy,
 			"-c", "http.lowSpeedLimit=1", "-c", "http.lowSpeedTime=" + strconv.Itoa(max(1, int(idle/time.Second))),
-			"-c", "core.sshCommand=" + sshCommand(target, pinned, idle)}
+			"-c", "core.sshCommand=" + ssh}
 		go r.watchIdle(ctx, cancel, g, idle)
 	} else {
 		env = append(env, "GIT_ALLOW_PROTOCOL=file")
@@ -247,8 +246,7 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 	}
 	res := Result{Output: out.String()}
 	if _, statErr := os.Stat(filepath.Join(dir, ".git")); statErr == nil {
-		var rev limitedBuffer
-		rev.max = 200
+		rev := limitedBuffer{max: 200}
 		if err := r.run(ctx, env, &rev, dir, "git", "rev-parse", "--verify", "HEAD"); err != nil {
 			return res, r.failure(tctx, ctx, err, rev.String(), g)
 		}

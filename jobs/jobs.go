@@ -14,6 +14,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -133,12 +134,8 @@ func New(cfg Config) *Service {
 	}
 	defaults.Positive(&s.ScheduleEvery, DefaultScheduleEvery)
 	defaults.Positive(&s.SyncTimeout, time.Minute)
-	if s.Owner == "" {
-		s.Owner = "worker-" + yard.NewID()
-	}
-	if s.Logger == nil {
-		s.Logger = slog.New(slog.DiscardHandler)
-	}
+	s.Owner = cmp.Or(s.Owner, "worker-"+yard.NewID())
+	s.Logger = cmp.Or(s.Logger, slog.New(slog.DiscardHandler))
 	s.wake = make(chan struct{}, s.Workers)
 	s.wakeFetch = make(chan struct{}, s.FetchWorkers)
 	s.running = map[string]context.CancelCauseFunc{}

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -128,14 +129,8 @@ func (s *SMTP) sendMail(ctx context.Context, m Mail) error {
 	if err != nil {
 		return err
 	}
-	tc := s.TLSConfig
-	if tc == nil {
-		tc = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	tc = tc.Clone()
-	if tc.ServerName == "" {
-		tc.ServerName = s.Host
-	}
+	tc := cmp.Or(s.TLSConfig, &tls.Config{MinVersion: tls.VersionTLS12}).Clone()
+	tc.ServerName = cmp.Or(tc.ServerName, s.Host)
 	opts := []gomail.Option{gomail.WithPort(s.Port), gomail.WithTimeout(s.Timeout), gomail.WithTLSConfig(tc)}
 	if s.ImplicitTLS {
 		opts = append(opts, gomail.WithSSL())

@@ -23,6 +23,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -186,12 +187,8 @@ func New(cfg Config) *Service {
 	if s.Now == nil {
 		s.Now = time.Now
 	}
-	if s.Logger == nil {
-		s.Logger = slog.New(slog.DiscardHandler)
-	}
-	if s.Policy == nil {
-		s.Policy = &fetch.Policy{}
-	}
+	s.Logger = cmp.Or(s.Logger, slog.New(slog.DiscardHandler))
+	s.Policy = cmp.Or(s.Policy, &fetch.Policy{})
 	s.client = s.newClient()
 	s.wakeFanOut = make(chan struct{}, 1)
 	s.wakeDispatch = make(chan struct{}, 1)

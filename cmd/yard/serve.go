@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -339,11 +340,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer ln.Close()
-	port := ln.Addr().(*net.TCPAddr).Port
-	if cfg.baseURL == "" {
-		cfg.baseURL = fmt.Sprintf("https://localhost:%d", port)
-	}
-	cfg.baseURL = strings.TrimRight(cfg.baseURL, "/")
+	cfg.baseURL = strings.TrimRight(cmp.Or(cfg.baseURL, fmt.Sprintf("https://localhost:%d", ln.Addr().(*net.TCPAddr).Port)), "/")
 
 	// Start-up checks everything before it writes anything
 	// (docs/configuration.md, "Start-up checks"): the listen addresses and
