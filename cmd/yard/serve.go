@@ -165,23 +165,19 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	if err != nil {
 		return nil, err
 	}
+	a := &app{db: db}
 	defer func() {
 		if err != nil {
-			db.Close()
+			a.close()
 		}
 	}()
 	// Traces (docs/operations.md, "Metrics and traces"): off unless an
 	// OTLP endpoint is configured; the request, the bark runs and the
 	// webhook deliveries start them.
-	tr, err := newTraces(ctx, cfg.otel, logger)
-	if err != nil {
+	if a.traces, err = newTraces(ctx, cfg.otel, logger); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			tr.shutdown()
-		}
-	}()
+	tr := a.traces
 	// The replay log of signed requests. On SQLite one process keeps it:
 	// a second serve on the same file stops here, not at a signed request.
 	if err := db.OpenSignatureLog(); err != nil {
@@ -268,7 +264,8 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		Retention: cfg.eventsRetention, Workers: cfg.webhookWorkers, Logger: logger.With("component", "webhooks"),
 		Tracing: tr.provider()})
 
-	return &app{db: db, api: api, events: hub, traces: tr, background: []func(context.Context){
+	a.api, a.events = api, hub
+	a.background = []func(context.Context){
 		func(ctx context.Context) { _ = hub.Run(ctx) },
 		barks.Run,
 		hooks.Run,
@@ -279,7 +276,8 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		api.WatchStore, // ends the store's outages (httpapi/outage.go)
 		every(time.Minute, logger, "purging expired auth state", func(ctx context.Context, _ time.Time) error { return kit.Purge(ctx) }),
 		every(time.Minute, logger, "purging expired OpenID state", db.PurgeOpenID),
-	}}, nil
+	}
+	return a, nil
 }
 
 // every runs f every period until its context ends, logging its failures.
