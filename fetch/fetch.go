@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yard-api/yard/internal/defaults"
 	"github.com/yard-api/yard/internal/tracing"
 )
 
@@ -219,9 +220,7 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 	}
 
 	out := &limitedBuffer{max: r.MaxOutput}
-	if out.max <= 0 {
-		out.max = DefaultMaxOutput
-	}
+	defaults.Positive(&out.max, DefaultMaxOutput)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return Result{}, &Error{Kind: Failed, Err: err, Temp: true}
 	}
@@ -241,10 +240,10 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 	} else {
 		err = r.git(ctx, env, gitArgs, out, url, dir)
 	}
-	if err != nil {
-		return Result{Output: out.String()}, r.failure(tctx, ctx, err, out.String(), g)
-	}
 	res := Result{Output: out.String()}
+	if err != nil {
+		return res, r.failure(tctx, ctx, err, res.Output, g)
+	}
 	if _, statErr := os.Stat(filepath.Join(dir, ".git")); statErr == nil {
 		rev := limitedBuffer{max: 200}
 		if err := r.run(ctx, env, &rev, dir, "git", "rev-parse", "--verify", "HEAD"); err != nil {
@@ -399,17 +398,15 @@ func classifyOutput(output string) (Kind, bool) {
 }
 
 func (r *Runner) timeout() time.Duration {
-	if r.Timeout <= 0 {
-		return DefaultTimeout
-	}
-	return r.Timeout
+	t := r.Timeout
+	defaults.Positive(&t, DefaultTimeout)
+	return t
 }
 
 func (r *Runner) idleTimeout() time.Duration {
-	if r.IdleTimeout <= 0 {
-		return DefaultIdleTimeout
-	}
-	return r.IdleTimeout
+	t := r.IdleTimeout
+	defaults.Positive(&t, DefaultIdleTimeout)
+	return t
 }
 
 // ParseCommand reads --fetch-command: a JSON array of strings, or words
