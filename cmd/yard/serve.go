@@ -25,6 +25,7 @@ import (
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/internal/fairgate"
+	"github.com/yard-api/yard/internal/tracing"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/search"
 	"github.com/yard-api/yard/store"
@@ -129,8 +130,9 @@ type app struct {
 	// events streams the store's events; closed first on shutdown, so
 	// open streams end and do not hold the graceful shutdown.
 	events *events.Hub
-	// traces exports spans; its last ones are sent on close.
-	traces traces
+	// traces exports spans (nil: traces are off); its last ones are
+	// sent on close, within tracing.ShutdownTimeout.
+	traces *tracing.Provider
 }
 
 // newLogger returns the JSON logger of the process.
@@ -177,7 +179,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	if a.traces, err = newTraces(ctx, cfg.otel, logger); err != nil {
 		return nil, err
 	}
-	tr := a.traces
+	tr := tracerOf(a.traces)
 	// The replay log of signed requests. On SQLite one process keeps it:
 	// a second serve on the same file stops here, not at a signed request.
 	if err := db.OpenSignatureLog(); err != nil {
@@ -215,7 +217,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		return nil, err
 	}
 	registry := prometheus.NewRegistry()
-	barks, err := newJobRunner(cfg, db, newBarkEffects(cfg, db, mailer, texter, fetcher), registry, logger, tr.provider())
+	barks, err := newJobRunner(cfg, db, newBarkEffects(cfg, db, mailer, texter, fetcher), registry, logger, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -258,11 +260,11 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		// POST /v1/backups backs up as --backup-every does, into the
 		// same directory, kept by the same --backup-keep.
 		Backups: &store.BackupDir{DB: db, Dir: filepath.Join(cfg.data, "backups"), Keep: cfg.backup.keep},
-		Tracing: tr.provider(),
+		Tracing: tr,
 	})
 	hooks := webhooks.New(webhooks.Config{DB: db, Hub: hub, Policy: hookPolicy, Render: api.RenderEvent,
 		Retention: cfg.eventsRetention, Workers: cfg.webhookWorkers, Logger: logger.With("component", "webhooks"),
-		Tracing: tr.provider()})
+		Tracing: tr})
 
 	a.api, a.events = api, hub
 	a.background = []func(context.Context){
@@ -299,7 +301,9 @@ func every(period time.Duration, logger *slog.Logger, what string, f func(ctx co
 }
 
 func (a *app) close() {
-	a.traces.shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), tracing.ShutdownTimeout)
+	defer cancel()
+	_ = a.traces.Shutdown(ctx)
 	a.db.Close()
 }
 
