@@ -403,7 +403,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		// OPTIONS * goes to the API, which answers it with its headers
 		// (httpapi.Server.serve), not to net/http's bare 200.
 		DisableGeneralOptionsHandler: true,
-		ConnState:                    newNewConns(maxNewConns, maxNewConnsPerAddr).connState,
+		ConnState:                    (&newConns{perAddr: map[string]int{}, pending: map[net.Conn]string{}}).connState,
 	}
 	srv.RegisterOnShutdown(a.events.Close)
 	errc := make(chan error, 2)
