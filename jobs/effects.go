@@ -179,12 +179,7 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (yar
 	return yard.TaskResult{Output: out.String(), CodeRevision: &rev}, nil
 }
 
+// shortRev is a revision's first 12 characters, "(none)" for none.
 func shortRev(r string) string {
-	if r == "" {
-		return "(none)"
-	}
-	if len(r) > 12 {
-		return r[:12]
-	}
-	return r
+	return cmp.Or(r[:min(len(r), 12)], "(none)")
 }

@@ -173,15 +173,14 @@ func (s *Service) Bark(ctx context.Context, d *yard.Dog, effect string, async bo
 		ectx, cancel := context.WithTimeout(ctx, s.SyncTimeout)
 		res, err := s.Effects.Run(ectx, b, d)
 		cancel()
+		b.Output = res.Output
 		if err != nil {
 			s.Logger.Warn("synchronous bark failed", slog.String("bark", b.ID), slog.String("dog", d.ID), slog.String("error", err.Error()))
-			b.Output = res.Output
 			if serr := s.DB.RecordFailedBark(context.WithoutCancel(ctx), b, err.Error()); serr != nil {
 				return nil, serr
 			}
 			return b, yard.Errorf(yard.EUNAVAILABLE, "The bark message could not be delivered; the bark %s is stored as failed.", b.ID)
 		}
-		b.Output = res.Output
 	}
 	if err := s.DB.RecordSyncBark(ctx, b); err != nil {
 		return nil, err

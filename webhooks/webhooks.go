@@ -378,16 +378,14 @@ func (s *Service) deliver(ctx context.Context, c *yard.WebhookClaim) {
 		out.RetryIn = s.Backoff(d.Attempt)
 	}
 	s.recording <- struct{}{}
-	s.unrecorded.Add(1)
-	go func() {
+	s.unrecorded.Go(func() {
 		defer func() {
 			<-s.recording
-			s.unrecorded.Done()
 			// Its subscription and owner may have room again.
 			signal(s.wakeDispatch)
 		}()
 		s.record(c, out, log, start)
-	}()
+	})
 }
 
 // record has the finisher record an outcome and says how it went. It

@@ -163,9 +163,7 @@ func (p *importProgress) written(st store.ImportStats) { p.lines.Store(int64(st.
 
 func (p *importProgress) run() {
 	p.done = make(chan struct{})
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
+	p.wg.Go(func() {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		for {
@@ -176,7 +174,7 @@ func (p *importProgress) run() {
 				p.print()
 			}
 		}
-	}()
+	})
 }
 
 // stop prints the last state and ends the line.
