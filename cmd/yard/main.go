@@ -305,15 +305,13 @@ func noMoreArgs(fs *flag.FlagSet, rest []string) error {
 	if len(rest) == 0 {
 		return nil
 	}
-	q := make([]string, len(rest))
-	for i, a := range rest {
-		q[i] = fmt.Sprintf("%q", a)
-	}
 	word := "argument"
 	if len(rest) > 1 {
 		word = "arguments"
 	}
-	return usageError(fmt.Sprintf("%s: unexpected %s %s", fs.Name(), word, strings.Join(q, " ")))
+	// %q quotes each argument: ["a" "b"], then without its brackets.
+	quoted := strings.Trim(fmt.Sprintf("%q", rest), "[]")
+	return usageError(fmt.Sprintf("%s: unexpected %s %s", fs.Name(), word, quoted))
 }
 
 // EnvName is the environment variable of a flag: --base-url is YARD_BASE_URL.
