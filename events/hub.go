@@ -8,6 +8,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 	"github.com/yard-api/yard/internal/outage"
 	"github.com/yard-api/yard/internal/retention"
 )
@@ -107,24 +109,12 @@ func (h *Hub) logLoop(t *outage.Tracker, what string, err error) {
 
 // New returns a hub over st.
 func New(st Store, cfg Config) *Hub {
-	if cfg.Poll <= 0 {
-		cfg.Poll = DefaultPoll
-	}
-	if cfg.Retention <= 0 {
-		cfg.Retention = DefaultRetention
-	}
-	if cfg.PerPerson <= 0 {
-		cfg.PerPerson = DefaultPerPerson
-	}
-	if cfg.PerProcess <= 0 {
-		cfg.PerProcess = DefaultPerProcess
-	}
-	if cfg.Buffer <= 0 {
-		cfg.Buffer = DefaultBuffer
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Positive(&cfg.Poll, DefaultPoll)
+	defaults.Positive(&cfg.Retention, DefaultRetention)
+	defaults.Positive(&cfg.PerPerson, DefaultPerPerson)
+	defaults.Positive(&cfg.PerProcess, DefaultPerProcess)
+	defaults.Positive(&cfg.Buffer, DefaultBuffer)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -219,14 +209,8 @@ func (h *Hub) Subscribe(ctx context.Context, person string, counted bool, keep f
 		}
 		h.mu.Lock()
 	}
-	if h.closed {
-		return nil, ErrClosed
-	}
-	if len(h.subs) >= h.cfg.PerProcess {
-		return nil, ErrFull
-	}
-	if counted && h.perPerson[person] >= h.cfg.PerPerson {
-		return nil, ErrTooMany
+	if err := h.roomLocked(person, counted); err != nil {
+		return nil, err
 	}
 	s.c, s.From = make(chan *Item, h.cfg.Buffer), h.pos
 	s.C, s.Cut = s.c, s.cut
@@ -278,6 +262,10 @@ func (h *Hub) dropLocked(s *Sub) {
 func (h *Hub) Room(person string, counted bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.roomLocked(person, counted)
+}
+
+func (h *Hub) roomLocked(person string, counted bool) error {
 	switch {
 	case h.closed:
 		return ErrClosed
@@ -313,7 +301,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	h.started = true
 	h.mu.Unlock()
-	defer h.close()
+	defer h.Close()
 
 	for {
 		pos, err := h.store.LastEventID(ctx)
@@ -378,12 +366,6 @@ func (h *Hub) Run(ctx context.Context) error {
 		}
 		if woke || n > 0 {
 			follow = time.After(followUp)
-		}
-		if !poll.Stop() {
-			select {
-			case <-poll.C:
-			default:
-			}
 		}
 		poll.Reset(h.cfg.Poll)
 	}
@@ -563,9 +545,7 @@ func (h *Hub) prune(ctx context.Context) {
 
 // Close cuts every subscriber off and refuses new ones (the server is
 // stopping); Run goes on until its context ends.
-func (h *Hub) Close() { h.close() }
-
-func (h *Hub) close() {
+func (h *Hub) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true
@@ -576,7 +556,7 @@ func (h *Hub) close() {
 }
 
 // readyLocked closes ready, once: Run does when it knows its position,
-// close does when the hub stops, whichever comes first (a server stopped
+// Close does when the hub stops, whichever comes first (a server stopped
 // while its hub still waited for the store's first answer).
 func (h *Hub) readyLocked() {
 	select {

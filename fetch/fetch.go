@@ -6,6 +6,7 @@ package fetch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yard-api/yard/internal/defaults"
 	"github.com/yard-api/yard/internal/tracing"
 )
 
@@ -157,10 +159,7 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 	if url == "" {
 		return Result{}, &Error{Kind: Failed, Reason: "the dog has no codeUrl", Err: errors.New("no codeUrl")}
 	}
-	policy := r.Policy
-	if policy == nil {
-		policy = &Policy{}
-	}
+	policy := cmp.Or(r.Policy, &Policy{})
 	if err := policy.CheckURL(url); err != nil {
 		return Result{}, &Error{Kind: NotAllowed, Reason: "codeUrl " + strings.TrimPrefix(err.Error(), string(NotAllowed)+": "), Err: err}
 	}
@@ -197,13 +196,14 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 		}
 		defer g.close()
 		proxy := g.proxyURL()
+		ssh := sshCommand(target, pinned, idle)
 		env = append(env, "GIT_ALLOW_PROTOCOL="+target.Scheme,
 			"https_proxy="+proxy, "HTTPS_PROXY="+proxy, "http_proxy="+proxy, "ALL_PROXY="+proxy, "all_proxy="+proxy,
-			"NO_PROXY=", "no_proxy=", "GIT_SSH_COMMAND="+sshCommand(target, pinned, idle))
+			"NO_PROXY=", "no_proxy=", "GIT_SSH_COMMAND="+ssh)
 		gitArgs = []string{"-c", "protocol.allow=never", "-c", "protocol." + target.Scheme + ".allow=always",
 			"-c", "http.followRedirects=false", "-c", "http.proxy=" + proxy,
 			"-c", "http.lowSpeedLimit=1", "-c", "http.lowSpeedTime=" + strconv.Itoa(max(1, int(idle/time.Second))),
-			"-c", "core.sshCommand=" + sshCommand(target, pinned, idle)}
+			"-c", "core.sshCommand=" + ssh}
 		go r.watchIdle(ctx, cancel, g, idle)
 	} else {
 		env = append(env, "GIT_ALLOW_PROTOCOL=file")
@@ -220,9 +220,7 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 	}
 
 	out := &limitedBuffer{max: r.MaxOutput}
-	if out.max <= 0 {
-		out.max = DefaultMaxOutput
-	}
+	defaults.Positive(&out.max, DefaultMaxOutput)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return Result{}, &Error{Kind: Failed, Err: err, Temp: true}
 	}
@@ -242,13 +240,12 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 	} else {
 		err = r.git(ctx, env, gitArgs, out, url, dir)
 	}
-	if err != nil {
-		return Result{Output: out.String()}, r.failure(tctx, ctx, err, out.String(), g)
-	}
 	res := Result{Output: out.String()}
+	if err != nil {
+		return res, r.failure(tctx, ctx, err, res.Output, g)
+	}
 	if _, statErr := os.Stat(filepath.Join(dir, ".git")); statErr == nil {
-		var rev limitedBuffer
-		rev.max = 200
+		rev := limitedBuffer{max: 200}
 		if err := r.run(ctx, env, &rev, dir, "git", "rev-parse", "--verify", "HEAD"); err != nil {
 			return res, r.failure(tctx, ctx, err, rev.String(), g)
 		}
@@ -375,12 +372,7 @@ func (r *Runner) failure(tctx, ctx context.Context, err error, output string, g 
 // classifyOutput reads git's and ssh's messages.
 func classifyOutput(output string) (Kind, bool) {
 	has := func(ss ...string) bool {
-		for _, s := range ss {
-			if strings.Contains(output, s) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(ss, func(s string) bool { return strings.Contains(output, s) })
 	}
 	switch {
 	case has("returned error: 30"):
@@ -406,17 +398,15 @@ func classifyOutput(output string) (Kind, bool) {
 }
 
 func (r *Runner) timeout() time.Duration {
-	if r.Timeout <= 0 {
-		return DefaultTimeout
-	}
-	return r.Timeout
+	t := r.Timeout
+	defaults.Positive(&t, DefaultTimeout)
+	return t
 }
 
 func (r *Runner) idleTimeout() time.Duration {
-	if r.IdleTimeout <= 0 {
-		return DefaultIdleTimeout
-	}
-	return r.IdleTimeout
+	t := r.IdleTimeout
+	defaults.Positive(&t, DefaultIdleTimeout)
+	return t
 }
 
 // ParseCommand reads --fetch-command: a JSON array of strings, or words

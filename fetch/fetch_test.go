@@ -4,41 +4,20 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/yard-api/yard/fetch"
+	"github.com/yard-api/yard/fetch/fetchtest"
 )
 
 // gitRepo makes a repository with one commit and returns its path and a
 // function that adds a commit and returns its id.
 func gitRepo(t *testing.T) (string, func(msg string) string) {
-	t.Helper()
-	dir := t.TempDir()
-	git := func(args ...string) string {
-		cmd := exec.Command("git", append([]string{"-c", "user.name=Test", "-c", "user.email=test@example.org", "-c", "init.defaultBranch=main"}, args...)...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	git("init", "--quiet")
-	commit := func(msg string) string {
-		if err := os.WriteFile(filepath.Join(dir, "bark.txt"), []byte(msg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		git("add", "bark.txt")
-		git("commit", "--quiet", "-m", msg)
-		return git("rev-parse", "HEAD")
-	}
-	commit("first")
-	return dir, commit
+	root := t.TempDir()
+	return filepath.Join(root, "repo"), fetchtest.Repo(t, root, "repo")
 }
 
 // exampleOrg lets operator commands "fetch" from example.org without a

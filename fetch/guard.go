@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,7 +150,7 @@ func (g *guard) handle(c net.Conn) {
 	}
 	host = normHost(host)
 	ctx, cancel := context.WithTimeout(context.Background(), g.dialTimeout)
-	remote, err := g.dial(ctx, host, uint16(port))
+	remote, err := g.policy.Dial(ctx, &net.Dialer{}, host, uint16(port))
 	cancel()
 	if err != nil {
 		if errors.Is(err, ErrNotPublic) {
@@ -178,40 +179,24 @@ func (g *guard) handle(c net.Conn) {
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
-	done := make(chan struct{}, 2)
-	go func() {
-		// Bytes git sent after its CONNECT are still in br.
-		_, _ = io.Copy(remote, &activityReader{r: br, last: &t.up})
-		if tc, ok := remote.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-		done <- struct{}{}
-	}()
-	go func() {
-		_, _ = io.Copy(c, &activityReader{r: remote, last: &t.down})
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-		done <- struct{}{}
-	}()
-	<-done
-	<-done
-}
-
-// dial connects to host:port: an allowed host as it is, any other only at
-// addresses that pass CheckAddr, resolved now.
-func (g *guard) dial(ctx context.Context, host string, port uint16) (net.Conn, error) {
-	return g.policy.Dial(ctx, &net.Dialer{}, host, port)
+	var pipes sync.WaitGroup
+	pipe := func(dst net.Conn, src io.Reader, last *atomic.Int64) {
+		pipes.Go(func() {
+			_, _ = io.Copy(dst, &activityReader{r: src, last: last})
+			if tc, ok := dst.(*net.TCPConn); ok {
+				_ = tc.CloseWrite()
+			}
+		})
+	}
+	pipe(remote, br, &t.up) // bytes git sent after its CONNECT are still in br
+	pipe(c, remote, &t.down)
+	pipes.Wait()
 }
 
 func (g *guard) authorized(req *http.Request) bool {
-	const prefix = "Basic "
-	h := req.Header.Get("Proxy-Authorization")
-	if len(h) < len(prefix) || h[:len(prefix)] != prefix {
-		return false
-	}
-	raw, err := base64.StdEncoding.DecodeString(h[len(prefix):])
-	if err != nil {
+	enc, ok := strings.CutPrefix(req.Header.Get("Proxy-Authorization"), "Basic ")
+	raw, err := base64.StdEncoding.DecodeString(enc)
+	if !ok || err != nil {
 		return false
 	}
 	return subtle.ConstantTimeCompare(raw, []byte("yard:"+g.secret)) == 1

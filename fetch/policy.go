@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -208,12 +209,7 @@ func endsInNumber(l string) bool {
 		_, err := strconv.ParseUint("0"+l[2:], 16, 64)
 		return err == nil || l[2:] == ""
 	}
-	for _, c := range l {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
+	return strings.Trim(l, "0123456789") == ""
 }
 
 // Ranges that are not the public Internet (IANA special-purpose address
@@ -266,41 +262,33 @@ var ErrNotPublic = errors.New("host not allowed")
 func CheckAddr(a netip.Addr) error {
 	a = a.WithZone("")
 	orig := a
+	refused := func() error { return fmt.Errorf("%w: %s is not a public address", ErrNotPublic, orig) }
 	if a.Is4In6() {
 		a = a.Unmap()
 	}
+	var embedded netip.Addr // the IPv4 address an IPv6 one carries
 	if a.Is6() {
 		b := a.As16()
 		switch {
 		case netip.MustParsePrefix("::/96").Contains(a):
 			// IPv4-compatible (deprecated), unspecified and loopback.
-			return fmt.Errorf("%w: %s is not a public address", ErrNotPublic, orig)
+			return refused()
 		case netip.MustParsePrefix("64:ff9b::/96").Contains(a):
-			return checkEmbedded(orig, netip.AddrFrom4([4]byte(b[12:16])))
+			embedded = netip.AddrFrom4([4]byte(b[12:16]))
 		case netip.MustParsePrefix("2002::/16").Contains(a):
-			return checkEmbedded(orig, netip.AddrFrom4([4]byte(b[2:6])))
+			embedded = netip.AddrFrom4([4]byte(b[2:6]))
+		case !global6.Contains(a) || slices.ContainsFunc(refused6, func(p netip.Prefix) bool { return p.Contains(a) }):
+			return refused()
+		default:
+			return nil
 		}
-		if !global6.Contains(a) {
-			return fmt.Errorf("%w: %s is not a public address", ErrNotPublic, orig)
-		}
-		for _, p := range refused6 {
-			if p.Contains(a) {
-				return fmt.Errorf("%w: %s is not a public address", ErrNotPublic, orig)
-			}
+		if CheckAddr(embedded) != nil {
+			return refused()
 		}
 		return nil
 	}
-	for _, p := range refused4 {
-		if p.Contains(a) {
-			return fmt.Errorf("%w: %s is not a public address", ErrNotPublic, orig)
-		}
-	}
-	return nil
-}
-
-func checkEmbedded(orig, v4 netip.Addr) error {
-	if CheckAddr(v4) != nil {
-		return fmt.Errorf("%w: %s is not a public address", ErrNotPublic, orig)
+	if slices.ContainsFunc(refused4, func(p netip.Prefix) bool { return p.Contains(a) }) {
+		return refused()
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,11 +104,7 @@ func timedOut(err error) bool {
 // MessageID returns the id carried by the messages of a bark task, the same
 // on every attempt, so a repeated message is recognisable.
 func (e *Effects) MessageID(barkID string) string {
-	d := e.Domain
-	if d == "" {
-		d = "yard.localhost"
-	}
-	return "bark-" + barkID + "@" + d
+	return "bark-" + barkID + "@" + cmp.Or(e.Domain, "yard.localhost")
 }
 
 // CodeDir returns where a dog's code is fetched to.
@@ -133,11 +130,7 @@ func (e *Effects) email(ctx context.Context, b *yard.Bark, d *yard.Dog) (yard.Ta
 	if e.Mailer == nil {
 		return yard.TaskResult{}, Permanent(errors.New("no mailer configured"))
 	}
-	from := e.From
-	if from == "" {
-		from = "yard@localhost"
-	}
-	m := notify.Mail{ID: e.MessageID(b.ID), From: from, To: d.Email,
+	m := notify.Mail{ID: e.MessageID(b.ID), From: cmp.Or(e.From, "yard@localhost"), To: d.Email,
 		Subject: fmt.Sprintf("Woof! %s barked", d.Name),
 		Body:    fmt.Sprintf("%s barked.\n\nBark %s (%s) of dog %s.\n", d.Name, b.ID, b.Effect, d.ID)}
 	if err := e.Mailer.SendMail(ctx, m); err != nil {
@@ -186,12 +179,7 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (yar
 	return yard.TaskResult{Output: out.String(), CodeRevision: &rev}, nil
 }
 
+// shortRev is a revision's first 12 characters, "(none)" for none.
 func shortRev(r string) string {
-	if r == "" {
-		return "(none)"
-	}
-	if len(r) > 12 {
-		return r[:12]
-	}
-	return r
+	return cmp.Or(r[:min(len(r), 12)], "(none)")
 }

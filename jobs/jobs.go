@@ -14,6 +14,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/fetch"
+	"github.com/yard-api/yard/internal/defaults"
 	"github.com/yard-api/yard/internal/outage"
 	"github.com/yard-api/yard/internal/tracing"
 )
@@ -98,7 +100,7 @@ type Service struct {
 	Config
 
 	// outage is set while the loops meet a store that cannot be reached,
-	// so that an outage is logged once (outage.go).
+	// so that an outage is logged once (logLoopError).
 	outage    outage.Tracker
 	wake      chan struct{}
 	wakeFetch chan struct{}
@@ -114,41 +116,30 @@ var (
 // New returns the service of cfg, its defaults filled in.
 func New(cfg Config) *Service {
 	s := &Service{Config: cfg}
-	positive(&s.Workers, DefaultWorkers)
-	positive(&s.Poll, DefaultPoll)
-	positive(&s.Lease, DefaultLease)
-	positive(&s.Heartbeat, min(DefaultHeartbeat, s.Lease/3))
-	positive(&s.MaxAttempts, DefaultMaxAttempts)
+	defaults.Positive(&s.Workers, DefaultWorkers)
+	defaults.Positive(&s.Poll, DefaultPoll)
+	defaults.Positive(&s.Lease, DefaultLease)
+	defaults.Positive(&s.Heartbeat, min(DefaultHeartbeat, s.Lease/3))
+	defaults.Positive(&s.MaxAttempts, DefaultMaxAttempts)
 	if s.Backoff == nil {
 		s.Backoff = Backoff
 	}
-	positive(&s.FetchWorkers, DefaultFetchWorkers)
-	positive(&s.FetchPerUser, DefaultFetchPerUser)
-	positive(&s.TimeoutAttempts, DefaultTimeoutAttempts)
+	defaults.Positive(&s.FetchWorkers, DefaultFetchWorkers)
+	defaults.Positive(&s.FetchPerUser, DefaultFetchPerUser)
+	defaults.Positive(&s.TimeoutAttempts, DefaultTimeoutAttempts)
 	if s.TimeoutBackoff == nil {
 		s.TimeoutBackoff = func(attempt int) time.Duration {
 			return DefaultTimeoutBackoff << min(max(attempt-1, 0), 4)
 		}
 	}
-	positive(&s.ScheduleEvery, DefaultScheduleEvery)
-	positive(&s.SyncTimeout, time.Minute)
-	if s.Owner == "" {
-		s.Owner = "worker-" + yard.NewID()
-	}
-	if s.Logger == nil {
-		s.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Positive(&s.ScheduleEvery, DefaultScheduleEvery)
+	defaults.Positive(&s.SyncTimeout, time.Minute)
+	s.Owner = cmp.Or(s.Owner, "worker-"+yard.NewID())
+	s.Logger = cmp.Or(s.Logger, slog.New(slog.DiscardHandler))
 	s.wake = make(chan struct{}, s.Workers)
 	s.wakeFetch = make(chan struct{}, s.FetchWorkers)
 	s.running = map[string]context.CancelCauseFunc{}
 	return s
-}
-
-// positive sets *v to def when it is not positive (unset).
-func positive[T int | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
 }
 
 // Backoff is the default wait before attempt n+1: 1 s doubling per attempt
@@ -182,15 +173,14 @@ func (s *Service) Bark(ctx context.Context, d *yard.Dog, effect string, async bo
 		ectx, cancel := context.WithTimeout(ctx, s.SyncTimeout)
 		res, err := s.Effects.Run(ectx, b, d)
 		cancel()
+		b.Output = res.Output
 		if err != nil {
 			s.Logger.Warn("synchronous bark failed", slog.String("bark", b.ID), slog.String("dog", d.ID), slog.String("error", err.Error()))
-			b.Output = res.Output
 			if serr := s.DB.RecordFailedBark(context.WithoutCancel(ctx), b, err.Error()); serr != nil {
 				return nil, serr
 			}
 			return b, yard.Errorf(yard.EUNAVAILABLE, "The bark message could not be delivered; the bark %s is stored as failed.", b.ID)
 		}
-		b.Output = res.Output
 	}
 	if err := s.DB.RecordSyncBark(ctx, b); err != nil {
 		return nil, err
@@ -346,17 +336,14 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 
 	// Renew the lease while the effect runs; a failed renewal means the
 	// task was canceled (perhaps by another process) or taken over.
-	hbDone := make(chan struct{})
-	hbStop := make(chan struct{})
-	go func() {
-		defer close(hbDone)
+	hbCtx, hbStop := context.WithCancel(tctx)
+	var hb sync.WaitGroup
+	hb.Go(func() {
 		t := time.NewTicker(s.Heartbeat)
 		defer t.Stop()
 		for {
 			select {
-			case <-hbStop:
-				return
-			case <-tctx.Done():
+			case <-hbCtx.Done():
 				return
 			case <-t.C:
 				err := s.DB.ExtendLease(tctx, b.ID, token, s.Lease)
@@ -368,14 +355,14 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 				}
 			}
 		}
-	}()
+	})
 
 	started := time.Now()
 	span := s.startRun(ctx, b)
 	defer span.End()
 	res, err := s.execute(tracing.ContextWith(tctx, span), b)
-	close(hbStop)
-	<-hbDone
+	hbStop()
+	hb.Wait()
 	observe := func(outcome string) {
 		if span.IsRecording() {
 			span.SetAttributes(tracing.BarkOutcome.String(outcome))
@@ -428,22 +415,20 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 			return rerr
 		}
 		return err
-	case timedOut(err) && b.Attempts < s.TimeoutAttempts:
-		wait := s.TimeoutBackoff(b.Attempts)
-		log.Warn("bark timed out; will retry", slog.String("error", err.Error()), slog.Duration("wait", wait))
-		observe("retry")
-		return ignoreLost(s.DB.RetryTask(wctx, b.ID, token, wait, err.Error(), res.Output))
-	case timedOut(err):
-		log.Warn("bark timed out", slog.String("error", err.Error()))
-		observe(yard.BarkFailed)
-		return ignoreLost(s.DB.FailTask(wctx, b.ID, token, err.Error(), res.Output))
-	case isTemporary(err) && b.Attempts < s.MaxAttempts:
-		wait := s.Backoff(b.Attempts)
-		log.Warn("bark failed; will retry", slog.String("error", err.Error()), slog.Duration("wait", wait))
-		observe("retry")
-		return ignoreLost(s.DB.RetryTask(wctx, b.ID, token, wait, err.Error(), res.Output))
 	default:
-		log.Warn("bark failed", slog.String("error", err.Error()))
+		// A task whose last try ended on a time limit waits longer and
+		// stops sooner (TimeoutAttempts, TimeoutBackoff).
+		what, attempts, backoff := "bark failed", s.MaxAttempts, s.Backoff
+		if timedOut(err) {
+			what, attempts, backoff = "bark timed out", s.TimeoutAttempts, s.TimeoutBackoff
+		}
+		if (timedOut(err) || isTemporary(err)) && b.Attempts < attempts {
+			wait := backoff(b.Attempts)
+			log.Warn(what+"; will retry", slog.String("error", err.Error()), slog.Duration("wait", wait))
+			observe("retry")
+			return ignoreLost(s.DB.RetryTask(wctx, b.ID, token, wait, err.Error(), res.Output))
+		}
+		log.Warn(what, slog.String("error", err.Error()))
 		observe(yard.BarkFailed)
 		return ignoreLost(s.DB.FailTask(wctx, b.ID, token, err.Error(), res.Output))
 	}
@@ -484,4 +469,10 @@ func (s *Service) execute(ctx context.Context, b *yard.Bark) (res yard.TaskResul
 		return res, fromStore(err)
 	}
 	return s.Effects.Run(ctx, b, d)
+}
+
+// logLoopError logs an error of a worker or scheduler loop (what names
+// it); an unreachable store is logged once per outage (internal/outage).
+func (s *Service) logLoopError(what string, err error) {
+	s.outage.LoopError(s.Logger, what, err, err != nil && s.DB.Unavailable(err) != nil)
 }

@@ -2,11 +2,11 @@ package notify
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -129,14 +129,8 @@ func (s *SMTP) sendMail(ctx context.Context, m Mail) error {
 	if err != nil {
 		return err
 	}
-	tc := s.TLSConfig
-	if tc == nil {
-		tc = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	tc = tc.Clone()
-	if tc.ServerName == "" {
-		tc.ServerName = s.Host
-	}
+	tc := cmp.Or(s.TLSConfig, &tls.Config{MinVersion: tls.VersionTLS12}).Clone()
+	tc.ServerName = cmp.Or(tc.ServerName, s.Host)
 	opts := []gomail.Option{gomail.WithPort(s.Port), gomail.WithTimeout(s.Timeout), gomail.WithTLSConfig(tc)}
 	if s.ImplicitTLS {
 		opts = append(opts, gomail.WithSSL())
@@ -151,13 +145,11 @@ func (s *SMTP) sendMail(ctx context.Context, m Mail) error {
 		return permanent("smtp: %v", err)
 	}
 	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
+		// A refused message says whether it may pass later; a network
+		// failure or a time-out may.
 		var se *gomail.SendError
-		var ne net.Error
-		switch {
-		case errors.As(err, &se):
+		if errors.As(err, &se) {
 			return &Error{Err: fmt.Errorf("smtp: %w", err), Temp: se.IsTemp()}
-		case errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded):
-			return temporary("smtp: %v", err)
 		}
 		return temporary("smtp: %v", err)
 	}

@@ -43,29 +43,32 @@ var idRe = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,200}$`)
 // rename, so a reader never sees half a message and a retry with the same
 // id replaces the file instead of adding one.
 func writeFileAtomic(dir, name string, data []byte) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return temporary("outbox: %v", err)
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return temporary("outbox: %v", err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return temporary("outbox: %v", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return temporary("outbox: %v", err)
-	}
-	if err := f.Close(); err != nil {
-		return temporary("outbox: %v", err)
-	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+	if err := writeFile(dir, name, data); err != nil {
 		return temporary("outbox: %v", err)
 	}
 	return nil
+}
+
+func writeFile(dir, name string, data []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), filepath.Join(dir, name))
 }
 
 // Delivery says, for a bark task's output, what handing a message to

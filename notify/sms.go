@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,10 +67,7 @@ func ParseSMSURL(raw string) (*SMSAPI, error) {
 	if from == "" {
 		return nil, fmt.Errorf("sms url: the sender number is missing (add ?from=+15551234567)")
 	}
-	path := strings.TrimRight(u.Path, "/")
-	if path == "" {
-		path = "/2010-04-01"
-	}
+	path := cmp.Or(strings.TrimRight(u.Path, "/"), "/2010-04-01")
 	return &SMSAPI{Base: u.Scheme + "://" + u.Host + path, Account: u.User.Username(), Token: token, From: from,
 		Client: &http.Client{Timeout: 30 * time.Second}}, nil
 }
@@ -103,11 +101,7 @@ func (a *SMSAPI) SendText(ctx context.Context, t Text) (err error) {
 	if span.IsRecording() {
 		span.SetAttributes(tracing.HTTPMethod.String(http.MethodPost), tracing.ServerAddress.String(req.URL.Hostname()))
 	}
-	client := a.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := cmp.Or(a.Client, http.DefaultClient).Do(req)
 	if err != nil {
 		return temporary("sms: %v", err)
 	}

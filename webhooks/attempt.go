@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -62,14 +63,9 @@ func CheckURL(p *fetch.Policy, s string) error {
 	if err := yard.ValidateWebhookURL(s); err != nil {
 		return err
 	}
-	if p == nil {
-		p = &fetch.Policy{}
-	}
+	p = cmp.Or(p, &fetch.Policy{})
 	u, _ := url.Parse(s) // ValidateWebhookURL parsed it
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
-	}
+	port := cmp.Or(u.Port(), map[string]string{"https": "443", "http": "80"}[u.Scheme])
 	if p.HostAllowed(u.Hostname(), port) {
 		return nil
 	}

@@ -23,6 +23,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -39,6 +40,7 @@ import (
 	"github.com/yard-api/yard/events"
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/internal/batch"
+	"github.com/yard-api/yard/internal/defaults"
 	"github.com/yard-api/yard/internal/outage"
 	"github.com/yard-api/yard/internal/retention"
 )
@@ -171,26 +173,22 @@ func New(cfg Config) *Service {
 		panic("webhooks: Config.Render is not set")
 	}
 	s := &Service{Config: cfg}
-	positive(&s.Workers, DefaultWorkers)
-	positive(&s.PerWebhook, DefaultPerWebhook)
-	positive(&s.PerPerson, DefaultPerPerson)
-	positive(&s.Timeout, DefaultTimeout)
-	positive(&s.Lease, 3*s.Timeout)
+	defaults.Positive(&s.Workers, DefaultWorkers)
+	defaults.Positive(&s.PerWebhook, DefaultPerWebhook)
+	defaults.Positive(&s.PerPerson, DefaultPerPerson)
+	defaults.Positive(&s.Timeout, DefaultTimeout)
+	defaults.Positive(&s.Lease, 3*s.Timeout)
 	s.Lease = max(s.Lease, 2*s.Timeout)
-	positive(&s.Poll, DefaultPoll)
-	positive(&s.Retention, events.DefaultRetention)
+	defaults.Positive(&s.Poll, DefaultPoll)
+	defaults.Positive(&s.Retention, events.DefaultRetention)
 	if s.Backoff == nil {
 		s.Backoff = Backoff
 	}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
-	if s.Logger == nil {
-		s.Logger = slog.New(slog.DiscardHandler)
-	}
-	if s.Policy == nil {
-		s.Policy = &fetch.Policy{}
-	}
+	s.Logger = cmp.Or(s.Logger, slog.New(slog.DiscardHandler))
+	s.Policy = cmp.Or(s.Policy, &fetch.Policy{})
 	s.client = s.newClient()
 	s.wakeFanOut = make(chan struct{}, 1)
 	s.wakeDispatch = make(chan struct{}, 1)
@@ -201,13 +199,6 @@ func New(cfg Config) *Service {
 	s.finisher = &batch.Queue[finishing, finished]{Flights: 1, Max: finishBatch, Run: s.finishAll}
 	s.recording = make(chan struct{}, s.Workers)
 	return s
-}
-
-// positive sets *v to def when it is not positive (unset).
-func positive[T int | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
 }
 
 // backoffSteps are the waits after the first failed attempts; later ones
@@ -230,9 +221,6 @@ func Backoff(attempt int) time.Duration {
 // CheckURL checks a subscription's URL when it is written (the policy of
 // the service; see CheckURL).
 func (s *Service) CheckURL(u string) error { return CheckURL(s.Policy, u) }
-
-// Wake asks the fan-out to look for new events now.
-func (s *Service) Wake() { signal(s.wakeFanOut) }
 
 func signal(ch chan struct{}) {
 	select {
@@ -301,7 +289,7 @@ func (s *Service) fanOutLoop(ctx context.Context) {
 		if ctx.Err() == nil {
 			s.logLoopError("webhook fan-out", err)
 		}
-		resetTimer(t, s.Poll)
+		t.Reset(s.Poll)
 	}
 }
 
@@ -345,7 +333,7 @@ func (s *Service) dispatch(ctx context.Context, work chan<- *yard.WebhookClaim) 
 		for _, c := range claims {
 			work <- c // never blocks: one slot per free worker
 		}
-		resetTimer(t, s.Poll)
+		t.Reset(s.Poll)
 	}
 }
 
@@ -363,20 +351,6 @@ func (s *Service) claim(ctx context.Context, n int, look bool) ([]*yard.WebhookC
 		}
 	}
 	return s.DB.ClaimWebhookDeliveries(ctx, n, s.Lease, yard.DeliveryBounds{PerWebhook: s.PerWebhook, PerPerson: s.PerPerson})
-}
-
-// DeliverDue claims the deliveries due now (as many as there are workers)
-// and makes their attempts, all at once; it returns how many it made. Run
-// does this continuously; tests call it to step through time.
-func (s *Service) DeliverDue(ctx context.Context) (int, error) {
-	claims, err := s.claim(ctx, s.Workers, true)
-	var wg sync.WaitGroup
-	for _, c := range claims {
-		wg.Go(func() { s.deliver(ctx, c) })
-	}
-	wg.Wait()
-	s.unrecorded.Wait()
-	return len(claims), err
 }
 
 // deliver makes one attempt and hands its outcome to the finisher, which
@@ -408,16 +382,14 @@ func (s *Service) deliver(ctx context.Context, c *yard.WebhookClaim) {
 		out.RetryIn = s.Backoff(d.Attempt)
 	}
 	s.recording <- struct{}{}
-	s.unrecorded.Add(1)
-	go func() {
+	s.unrecorded.Go(func() {
 		defer func() {
 			<-s.recording
-			s.unrecorded.Done()
 			// Its subscription and owner may have room again.
 			signal(s.wakeDispatch)
 		}()
 		s.record(c, out, log, start)
-	}()
+	})
 }
 
 // record has the finisher record an outcome and says how it went. It
@@ -477,13 +449,4 @@ func (s *Service) prune(ctx context.Context) {
 // once per outage.
 func (s *Service) logLoopError(what string, err error) {
 	s.outage.LoopError(s.Logger, what, err, err != nil && s.DB.Unavailable(err) != nil)
-}
-
-func resetTimer(t *time.Timer, d time.Duration) {
-	t.Stop()
-	select {
-	case <-t.C:
-	default:
-	}
-	t.Reset(d)
 }

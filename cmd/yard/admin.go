@@ -55,12 +55,8 @@ func ensureFirstAdmin(ctx context.Context, db *store.DB, stdout io.Writer) error
 		return err
 	}
 	password := auth.GeneratePassword()
-	creds, err := auth.NewCredentials("admin", password)
-	if err != nil {
-		return err
-	}
 	u := &yard.User{Name: "admin", Roles: []string{yard.RoleAdmin, yard.RoleUser}}
-	if err := db.CreateUser(ctx, u, creds); err != nil {
+	if err := createUser(ctx, db, u, password); err != nil {
 		if yard.ErrorCode(err) == yard.ECONFLICT { // another process was first
 			return nil
 		}
@@ -111,19 +107,29 @@ func runUserAdd(ctx context.Context, args []string, getenv func(string) string, 
 	if *admin {
 		roles = []string{yard.RoleAdmin, yard.RoleUser}
 	}
-	creds, err := auth.NewCredentials(name, password)
-	if err != nil {
-		return err
-	}
 	u := &yard.User{Name: name, Email: *email, Phone: *phone, Roles: roles}
-	if err := db.CreateUser(ctx, u, creds); err != nil {
+	if err := createUser(ctx, db, u, password); err != nil {
 		return describe(err)
 	}
 	fmt.Fprintf(stdout, "created %s (%s) with id %s\n", u.Name, strings.Join(roles, ","), u.ID)
+	printGenerated(stdout, password, generated)
+	return nil
+}
+
+// createUser stores u with password.
+func createUser(ctx context.Context, db *store.DB, u *yard.User, password string) error {
+	creds, err := auth.NewCredentials(u.Name, password)
+	if err != nil {
+		return err
+	}
+	return db.CreateUser(ctx, u, creds)
+}
+
+// printGenerated prints a password readPassword generated.
+func printGenerated(stdout io.Writer, password string, generated bool) {
 	if generated {
 		fmt.Fprintf(stdout, "password: %s\n", password)
 	}
-	return nil
 }
 
 // runUserPasswd is "yard user passwd NAME".
@@ -150,9 +156,7 @@ func runUserPasswd(ctx context.Context, args []string, getenv func(string) strin
 		return describe(err)
 	}
 	fmt.Fprintf(stdout, "changed the password of %s\n", u.Name)
-	if generated {
-		fmt.Fprintf(stdout, "password: %s\n", password)
-	}
+	printGenerated(stdout, password, generated)
 	return nil
 }
 

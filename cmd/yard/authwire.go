@@ -71,12 +71,6 @@ func newHashGate(f authFlags) (*auth.HashGate, error) {
 	return auth.NewHashGate(f.hashConcurrency, f.hashQueue, 0), nil
 }
 
-// newLoginLimiter counts failed sign-ins in the store, shared by every
-// process on it (--login-rate a minute; 0: no limit).
-func newLoginLimiter(rate int, db *store.DB) *auth.LoginLimiter {
-	return auth.NewLoginLimiter(rate, db)
-}
-
 // newAuthKit builds every first-party scheme beside Basic (Digest,
 // sessions, the token pair, public-key tokens, signed requests, OAuth
 // 1.0a) and the chain that runs them in order, Basic first.
@@ -100,18 +94,18 @@ func newAuthKit(ctx context.Context, c *serveConfig, db *store.DB, limiter *auth
 	return kit, nil
 }
 
-// openKeyRings opens the rotating token signing keys of "yard keys":
-// public-key tokens' (made when missing) and the token pair's EdDSA and
-// ES256 keys when DATA/keys holds them.
-func openKeyRings(fs *flag.FlagSet, args []string, getenv func(string) string) ([]*auth.KeyRing, error) {
+// eachKeyRing opens the rotating token signing keys of "yard keys" and
+// then does f with each: public-key tokens' (made when missing), then the
+// token pair's EdDSA and ES256 keys when DATA/keys holds them.
+func eachKeyRing(fs *flag.FlagSet, args []string, getenv func(string) string, f func(*auth.KeyRing) error) error {
 	data := fs.String("data", "./data", "data directory (its keys/ holds the token signing keys)")
 	if err := parseNoArgs(fs, args, getenv); err != nil {
-		return nil, err
+		return err
 	}
 	dir := filepath.Join(*data, "keys")
 	pk, err := auth.OpenKeyRing(filepath.Join(dir, auth.PKTokenKeyDir), jwa.EdDSA(), 24*time.Hour, time.Now)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rings := []*auth.KeyRing{pk}
 	for _, alg := range []jwa.SignatureAlgorithm{jwa.EdDSA(), jwa.ES256()} {
@@ -121,45 +115,39 @@ func openKeyRings(fs *flag.FlagSet, args []string, getenv func(string) string) (
 		}
 		ring, err := auth.OpenKeyRing(pairDir, alg, 24*time.Hour, time.Now)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rings = append(rings, ring)
 	}
-	return rings, nil
+	for _, ring := range rings {
+		if err := f(ring); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runKeysRotate is "yard keys rotate": make a new signing key for
 // public-key tokens and, when the token pair has keys, for the pair.
 func runKeysRotate(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	rings, err := openKeyRings(newFlagSet("keys rotate", stderr), args, getenv)
-	if err != nil {
-		return err
-	}
-	for _, ring := range rings {
+	return eachKeyRing(newFlagSet("keys rotate", stderr), args, getenv, func(ring *auth.KeyRing) error {
 		if err := ring.Rotate(); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "new signing key", ring.Active().ID, "in", ring.Dir)
-	}
-	return nil
+		return nil
+	})
 }
 
 // runKeysPublic is "yard keys public": print the signing public keys as
 // PEM (public-key tokens', then the token pair's), for verify-only
 // servers (--public-key).
 func runKeysPublic(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	rings, err := openKeyRings(newFlagSet("keys public", stderr), args, getenv)
-	if err != nil {
-		return err
-	}
-	for _, ring := range rings {
+	return eachKeyRing(newFlagSet("keys public", stderr), args, getenv, func(ring *auth.KeyRing) error {
 		pem, err := auth.PublicKeyPEM(ring.Active().Public)
-		if err != nil {
-			return err
+		if err == nil {
+			_, err = stdout.Write(pem)
 		}
-		if _, err := stdout.Write(pem); err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }

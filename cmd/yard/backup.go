@@ -45,7 +45,7 @@ func runBackup(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	defer db.Close()
 
-	p := newBackupProgress(stderr, path)
+	p := &backupProgress{w: stderr, path: path, terminal: isTerminal(stderr)}
 	var st store.BackupStats
 	if *out != "" {
 		st, err = db.Backup(ctx, *out, p.report)
@@ -72,13 +72,8 @@ type backupProgress struct {
 	w        io.Writer
 	path     string
 	terminal bool
-	start    time.Time
 	last     time.Time
 	printed  bool
-}
-
-func newBackupProgress(w io.Writer, path string) *backupProgress {
-	return &backupProgress{w: w, path: path, terminal: isTerminal(w), start: time.Now()}
 }
 
 func (p *backupProgress) report(bp store.BackupProgress) {

@@ -101,9 +101,8 @@ func newJobRunner(cfg *serveConfig, db *store.DB, effects *jobs.Effects, registr
 		return float64(n)
 	})
 	registry.MustRegister(tasks, durations, pending)
-	host, _ := os.Hostname()
 	return jobs.New(jobs.Config{DB: db, Effects: effects, Logger: logger.With("component", "barks"),
-		Owner:   fmt.Sprintf("%s-%d-%s", host, os.Getpid(), yard.NewID()[24:]),
+		Owner:   instanceID(),
 		Workers: cfg.workers, Lease: cfg.jobLease, FetchWorkers: cfg.fetch.workers, FetchPerUser: cfg.fetch.perUser,
 		Observe: func(effect, outcome string, d time.Duration) {
 			tasks.WithLabelValues(effect, outcome).Inc()
@@ -156,12 +155,7 @@ func (f *fetchFlags) check() error {
 		}
 		f.caFile = abs
 	}
-	for _, h := range f.allowHosts {
-		if h == "" || strings.ContainsAny(h, "/@ \t") {
-			return usageError("--fetch-allow-host " + h + ": want HOST or HOST:PORT")
-		}
-	}
-	return nil
+	return f.allowHosts.checkHosts("fetch-allow-host")
 }
 
 // listFlag collects a flag given several times or as a comma-separated
@@ -169,6 +163,25 @@ func (f *fetchFlags) check() error {
 type listFlag []string
 
 func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+// checkHosts refuses, as flag name's values, anything but HOST or
+// HOST:PORT.
+func (l listFlag) checkHosts(name string) error {
+	for _, h := range l {
+		if strings.ContainsAny(h, "/@ \t") {
+			return usageError("--" + name + " " + h + ": want HOST or HOST:PORT")
+		}
+	}
+	return nil
+}
+
+// instanceID is a new name of this process, host, process id and a
+// random suffix: the owner of its task leases, its traces'
+// service.instance.id.
+func instanceID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), yard.NewID()[24:])
+}
 
 // Set adds the comma-separated values of one occurrence.
 func (l *listFlag) Set(s string) error {

@@ -14,12 +14,10 @@ import (
 // --demo): people and dogs, then garages and cars. Each seeder says what
 // it added.
 func seedDemo(ctx context.Context, db *store.DB, out io.Writer) error {
-	for _, seed := range []func(ctx context.Context, db *store.DB, out io.Writer) error{seedDemoDogs, seedDemoCars} {
-		if err := seed(ctx, db, out); err != nil {
-			return err
-		}
+	if err := seedDemoDogs(ctx, db, out); err != nil {
+		return err
 	}
-	return nil
+	return seedDemoCars(ctx, db, out)
 }
 
 // seedDemoDogs adds two people with dogs when the store holds no dogs. The
@@ -48,12 +46,8 @@ func seedDemoDogs(ctx context.Context, db *store.DB, out io.Writer) error {
 		u, err := db.FindUserByName(ctx, p.name)
 		if yard.ErrorCode(err) == yard.ENOTFOUND {
 			password := auth.GeneratePassword()
-			creds, err := auth.NewCredentials(p.name, password)
-			if err != nil {
-				return err
-			}
 			u = &yard.User{Name: p.name, Email: p.email, Phone: p.phone, Roles: []string{yard.RoleUser}}
-			if err := db.CreateUser(ctx, u, creds); err != nil {
+			if err := createUser(ctx, db, u, password); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "demo: created person %q with password %s\n", p.name, password)

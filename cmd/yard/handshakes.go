@@ -21,15 +21,9 @@ const (
 // newConns counts the server's connections in http.StateNew (accepted, no
 // request read yet) through the server's ConnState hook.
 type newConns struct {
-	max, maxPerAddr int
-
 	mu      sync.Mutex
 	perAddr map[string]int
 	pending map[net.Conn]string // connection → its client's key (httpapi.ClientKey)
-}
-
-func newNewConns(max, maxPerAddr int) *newConns {
-	return &newConns{max: max, maxPerAddr: maxPerAddr, perAddr: map[string]int{}, pending: map[net.Conn]string{}}
 }
 
 // connState is the http.Server's ConnState hook.
@@ -46,7 +40,7 @@ func (n *newConns) connState(c net.Conn, s http.ConnState) {
 		return
 	}
 	key := httpapi.ClientKey(c.RemoteAddr().String())
-	if len(n.pending) >= n.max || n.perAddr[key] >= n.maxPerAddr {
+	if len(n.pending) >= maxNewConns || n.perAddr[key] >= maxNewConnsPerAddr {
 		_ = c.Close() // the server then sees it closed (StateClosed)
 		return
 	}

@@ -31,14 +31,8 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	var show bool
-	switch *progress {
-	case "auto":
-		show = isTerminal(stderr)
-	case "on":
-		show = true
-	case "off":
-	default:
+	show, ok := map[string]bool{"auto": isTerminal(stderr), "on": true, "off": false}[*progress]
+	if !ok {
 		return usageError("--progress must be auto, on or off, not " + *progress)
 	}
 	in, name, size := stdin, "stdin", int64(-1)
@@ -169,9 +163,7 @@ func (p *importProgress) written(st store.ImportStats) { p.lines.Store(int64(st.
 
 func (p *importProgress) run() {
 	p.done = make(chan struct{})
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
+	p.wg.Go(func() {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		for {
@@ -182,7 +174,7 @@ func (p *importProgress) run() {
 				p.print()
 			}
 		}
-	}()
+	})
 }
 
 // stop prints the last state and ends the line.

@@ -168,17 +168,14 @@ func findCommand(table []command, name string) (command, bool) {
 }
 
 // lookupCommand finds a command by its path ("serve", "user add").
-func lookupCommand(path string) (command, bool) {
-	table := commands()
-	var c command
+func lookupCommand(path string) (c command, ok bool) {
+	c.subs = commands()
 	for _, name := range strings.Fields(path) {
-		var ok bool
-		if c, ok = findCommand(table, name); !ok {
-			return command{}, false
+		if c, ok = findCommand(c.subs, name); !ok {
+			break
 		}
-		table = c.subs
 	}
-	return c, c.name != ""
+	return c, ok
 }
 
 func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
@@ -308,15 +305,13 @@ func noMoreArgs(fs *flag.FlagSet, rest []string) error {
 	if len(rest) == 0 {
 		return nil
 	}
-	q := make([]string, len(rest))
-	for i, a := range rest {
-		q[i] = fmt.Sprintf("%q", a)
-	}
 	word := "argument"
 	if len(rest) > 1 {
 		word = "arguments"
 	}
-	return usageError(fmt.Sprintf("%s: unexpected %s %s", fs.Name(), word, strings.Join(q, " ")))
+	// %q quotes each argument: ["a" "b"], then without its brackets.
+	quoted := strings.Trim(fmt.Sprintf("%q", rest), "[]")
+	return usageError(fmt.Sprintf("%s: unexpected %s %s", fs.Name(), word, quoted))
 }
 
 // EnvName is the environment variable of a flag: --base-url is YARD_BASE_URL.

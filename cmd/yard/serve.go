@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -24,6 +25,7 @@ import (
 	"github.com/yard-api/yard/fetch"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/internal/fairgate"
+	"github.com/yard-api/yard/internal/tracing"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/search"
 	"github.com/yard-api/yard/store"
@@ -128,8 +130,9 @@ type app struct {
 	// events streams the store's events; closed first on shutdown, so
 	// open streams end and do not hold the graceful shutdown.
 	events *events.Hub
-	// traces exports spans; its last ones are sent on close.
-	traces traces
+	// traces exports spans (nil: traces are off); its last ones are
+	// sent on close, within tracing.ShutdownTimeout.
+	traces *tracing.Provider
 }
 
 // newLogger returns the JSON logger of the process.
@@ -164,23 +167,19 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	if err != nil {
 		return nil, err
 	}
+	a := &app{db: db}
 	defer func() {
 		if err != nil {
-			db.Close()
+			a.close()
 		}
 	}()
 	// Traces (docs/operations.md, "Metrics and traces"): off unless an
 	// OTLP endpoint is configured; the request, the bark runs and the
 	// webhook deliveries start them.
-	tr, err := newTraces(ctx, cfg.otel, logger)
-	if err != nil {
+	if a.traces, err = newTraces(ctx, cfg.otel, logger); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			tr.shutdown()
-		}
-	}()
+	tr := tracerOf(a.traces)
 	// The replay log of signed requests. On SQLite one process keeps it:
 	// a second serve on the same file stops here, not at a signed request.
 	if err := db.OpenSignatureLog(); err != nil {
@@ -194,7 +193,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	if err != nil {
 		return nil, err
 	}
-	limiter := newLoginLimiter(cfg.loginRate, db)
+	limiter := auth.NewLoginLimiter(cfg.loginRate, db)
 	basic := auth.NewBasic(db, limiter, hashing)
 	kit, err := newAuthKit(ctx, cfg, db, limiter, basic)
 	if err != nil {
@@ -218,7 +217,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		return nil, err
 	}
 	registry := prometheus.NewRegistry()
-	barks, err := newJobRunner(cfg, db, newBarkEffects(cfg, db, mailer, texter, fetcher), registry, logger, tr.provider())
+	barks, err := newJobRunner(cfg, db, newBarkEffects(cfg, db, mailer, texter, fetcher), registry, logger, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -247,10 +246,8 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	if cfg.searchSlots < 0 || cfg.searchQueue < 1 {
 		return nil, usageError("--search-slots must be 0 (sixteen per core) or more, --search-queue at least 1")
 	}
-	for _, h := range cfg.webhookAllowHosts {
-		if strings.ContainsAny(h, "/@ \t") {
-			return nil, usageError("--webhook-allow-host " + h + ": want HOST or HOST:PORT")
-		}
+	if err := cfg.webhookAllowHosts.checkHosts("webhook-allow-host"); err != nil {
+		return nil, err
 	}
 	hookPolicy := &fetch.Policy{AllowHosts: cfg.webhookAllowHosts}
 
@@ -263,13 +260,14 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		// POST /v1/backups backs up as --backup-every does, into the
 		// same directory, kept by the same --backup-keep.
 		Backups: &store.BackupDir{DB: db, Dir: filepath.Join(cfg.data, "backups"), Keep: cfg.backup.keep},
-		Tracing: tr.provider(),
+		Tracing: tr,
 	})
 	hooks := webhooks.New(webhooks.Config{DB: db, Hub: hub, Policy: hookPolicy, Render: api.RenderEvent,
 		Retention: cfg.eventsRetention, Workers: cfg.webhookWorkers, Logger: logger.With("component", "webhooks"),
-		Tracing: tr.provider()})
+		Tracing: tr})
 
-	return &app{db: db, api: api, events: hub, traces: tr, background: []func(context.Context){
+	a.api, a.events = api, hub
+	a.background = []func(context.Context){
 		func(ctx context.Context) { _ = hub.Run(ctx) },
 		barks.Run,
 		hooks.Run,
@@ -280,7 +278,8 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		api.WatchStore, // ends the store's outages (httpapi/outage.go)
 		every(time.Minute, logger, "purging expired auth state", func(ctx context.Context, _ time.Time) error { return kit.Purge(ctx) }),
 		every(time.Minute, logger, "purging expired OpenID state", db.PurgeOpenID),
-	}}, nil
+	}
+	return a, nil
 }
 
 // every runs f every period until its context ends, logging its failures.
@@ -302,7 +301,9 @@ func every(period time.Duration, logger *slog.Logger, what string, f func(ctx co
 }
 
 func (a *app) close() {
-	a.traces.shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), tracing.ShutdownTimeout)
+	defer cancel()
+	_ = a.traces.Shutdown(ctx)
 	a.db.Close()
 }
 
@@ -341,11 +342,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer ln.Close()
-	port := ln.Addr().(*net.TCPAddr).Port
-	if cfg.baseURL == "" {
-		cfg.baseURL = fmt.Sprintf("https://localhost:%d", port)
-	}
-	cfg.baseURL = strings.TrimRight(cfg.baseURL, "/")
+	cfg.baseURL = strings.TrimRight(cmp.Or(cfg.baseURL, fmt.Sprintf("https://localhost:%d", ln.Addr().(*net.TCPAddr).Port)), "/")
 
 	// Start-up checks everything before it writes anything
 	// (docs/configuration.md, "Start-up checks"): the listen addresses and
@@ -372,7 +369,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	tlsConfig = withALPN(tlsConfig)
 
 	a, err := newApp(ctx, cfg, logger)
 	if err != nil {
@@ -407,7 +403,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		// OPTIONS * goes to the API, which answers it with its headers
 		// (httpapi.Server.serve), not to net/http's bare 200.
 		DisableGeneralOptionsHandler: true,
-		ConnState:                    newNewConns(maxNewConns, maxNewConnsPerAddr).connState,
+		ConnState:                    (&newConns{perAddr: map[string]int{}, pending: map[net.Conn]string{}}).connState,
 	}
 	srv.RegisterOnShutdown(a.events.Close)
 	errc := make(chan error, 2)
@@ -496,28 +492,26 @@ var aeadSuites = []uint16{
 	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 }
 
-// tlsSetup returns the TLS configuration of the HTTPS listener and the
-// wrapper of the plain-HTTP handler (ACME answers its challenges there).
+// tlsSetup returns the TLS configuration of the HTTPS listener (its
+// protocols offered: withALPN) and the wrapper of the plain-HTTP handler
+// (ACME answers its challenges there).
 func tlsSetup(cfg *serveConfig, stdout io.Writer) (*tls.Config, func(http.Handler) http.Handler, error) {
-	base := &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: aeadSuites}
-	identity := func(h http.Handler) http.Handler { return h }
+	c := &tls.Config{}
+	wrap := func(h http.Handler) http.Handler { return h }
 	switch {
 	case cfg.acmeDomain != "":
-		domains := strings.Split(cfg.acmeDomain, ",")
 		m := &autocert.Manager{
 			Prompt:     autocert.AcceptTOS,
 			Cache:      autocert.DirCache(filepath.Join(cfg.data, "acme")),
-			HostPolicy: autocert.HostWhitelist(domains...),
+			HostPolicy: autocert.HostWhitelist(strings.Split(cfg.acmeDomain, ",")...),
 		}
-		c := m.TLSConfig()
-		c.MinVersion, c.CipherSuites = tls.VersionTLS12, aeadSuites
-		return c, m.HTTPHandler, nil
+		c, wrap = m.TLSConfig(), m.HTTPHandler
 	case cfg.tlsCert != "":
 		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
 		if err != nil {
 			return nil, nil, fmt.Errorf("TLS key pair: %w", err)
 		}
-		base.Certificates = []tls.Certificate{cert}
+		c.Certificates = []tls.Certificate{cert}
 	default:
 		cert, fingerprint, created, err := selfSignedCert(filepath.Join(cfg.data, "tls"))
 		if err != nil {
@@ -527,9 +521,10 @@ func tlsSetup(cfg *serveConfig, stdout io.Writer) (*tls.Config, func(http.Handle
 			fmt.Fprintf(stdout, "created a self-signed certificate for localhost in %s\n", filepath.Join(cfg.data, "tls"))
 		}
 		fmt.Fprintf(stdout, "TLS certificate SHA-256 fingerprint: %s\n", fingerprint)
-		base.Certificates = []tls.Certificate{cert}
+		c.Certificates = []tls.Certificate{cert}
 	}
-	return base, identity, nil
+	c.MinVersion, c.CipherSuites = tls.VersionTLS12, aeadSuites
+	return withALPN(c), wrap, nil
 }
 
 // withALPN offers HTTP/2 and HTTP/1.1 (what ServeTLS would add), keeping

@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/internal/tracing"
 )
 
@@ -44,44 +41,25 @@ func (f *traceFlags) resolve(getenv func(string) string) error {
 	return nil
 }
 
-// traces is the tracer provider of the process; its zero value is
-// tracing off.
-type traces struct{ p *tracing.Provider }
-
-// newTraces starts the exporter when traces are on. The SDK's own errors
-// (an export the collector refused or did not answer) go to the log as
-// warnings, instead of the SDK's default of plain lines on standard error.
-func newTraces(ctx context.Context, f traceFlags, logger *slog.Logger) (traces, error) {
+// newTraces starts the exporter when traces are on; nil when they are off.
+// The SDK's own errors (an export the collector refused or did not answer)
+// go to the log as warnings, instead of the SDK's default of plain lines
+// on standard error.
+func newTraces(ctx context.Context, f traceFlags, logger *slog.Logger) (*tracing.Provider, error) {
 	if f.url == "" {
-		return traces{}, nil
+		return nil, nil
 	}
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("traces", slog.String("error", err.Error()))
 	}))
-	host, _ := os.Hostname()
-	p, err := tracing.New(ctx, tracing.Config{URL: f.url, Service: "yard", Version: Version,
-		Instance: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), yard.NewID()[24:])})
-	if err != nil {
-		return traces{}, err
-	}
-	return traces{p}, nil
+	return tracing.New(ctx, tracing.Config{URL: f.url, Service: "yard", Version: Version, Instance: instanceID()})
 }
 
-// provider is what the parts take: nil when traces are off (a nil
+// tracerOf is what the parts take: nil when traces are off (a nil
 // *tracing.Provider in the interface would not be nil).
-func (t traces) provider() trace.TracerProvider {
-	if t.p == nil {
+func tracerOf(p *tracing.Provider) trace.TracerProvider {
+	if p == nil {
 		return nil
 	}
-	return t.p
-}
-
-// shutdown exports the spans still queued, within tracing.ShutdownTimeout.
-func (t traces) shutdown() {
-	if t.p == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), tracing.ShutdownTimeout)
-	defer cancel()
-	_ = t.p.Shutdown(ctx)
+	return p
 }

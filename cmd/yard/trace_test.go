@@ -80,7 +80,7 @@ func TestTraceOfAnAsyncBarkAcrossProcesses(t *testing.T) {
 	}
 	barkPath := strings.TrimPrefix(resp.Header.Get("Location"), apiURL)
 	waitTasks(t, worker.URL, dogURI, 1)
-	if err := api.traces.p.ForceFlush(context.Background()); err != nil {
+	if err := api.traces.ForceFlush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 

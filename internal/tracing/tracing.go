@@ -12,6 +12,7 @@
 package tracing
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,10 +88,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("otel exporter: %w", err)
 	}
-	if cfg.Service == "" {
-		cfg.Service = "yard"
-	}
-	attrs := []attribute.KeyValue{semconv.ServiceName(cfg.Service)}
+	attrs := []attribute.KeyValue{semconv.ServiceName(cmp.Or(cfg.Service, "yard"))}
 	if cfg.Version != "" {
 		attrs = append(attrs, semconv.ServiceVersion(cfg.Version))
 	}

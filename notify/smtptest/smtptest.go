@@ -41,16 +41,6 @@ func (m Message) Header() mail.Header {
 	return msg.Header
 }
 
-// Body returns the message body.
-func (m Message) Body() string {
-	msg, err := mail.ReadMessage(bytes.NewReader(m.Data))
-	if err != nil {
-		return ""
-	}
-	b, _ := io.ReadAll(msg.Body)
-	return string(b)
-}
-
 // Server is a running SMTP server.
 type Server struct {
 	// Addr is host:port; Port the port alone.
