@@ -191,19 +191,15 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 		return nil, err
 	}
 	rows, err := db.replayWrite.QueryContext(ctx, insert+` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`, args...)
+	added, err := appendRows(nil, rows, err, scanValue[string])
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	fresh := make(map[string]bool, len(sigs))
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
+	fresh := make(map[string]bool, len(added))
+	for _, s := range added {
 		fresh[s] = true
 	}
-	return fresh, rows.Err()
+	return fresh, nil
 }
 
 // PurgeAuthState deletes expired nonce counts and signatures, sessions past

@@ -81,19 +81,10 @@ var (
 // previousBarks returns the times of the last scheduled barks, newest first.
 func previousBarks(ctx context.Context, q reader, dogID string) ([]time.Time, error) {
 	rows, err := q.QueryContext(ctx, previousBarksSQL, dogID, yard.MaxPreviousBarks)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []time.Time{}
-	for rows.Next() {
-		var ms int64
-		if err := rows.Scan(&ms); err != nil {
-			return nil, err
-		}
-		out = append(out, FromMillis(ms))
-	}
-	return out, rows.Err()
+	return appendRows([]time.Time{}, rows, err, func(row rowScanner) (time.Time, error) {
+		ms, err := scanValue[int64](row)
+		return FromMillis(ms), err
+	})
 }
 
 // FindSchedule returns the dog's running bark schedule, or nil when none is
@@ -299,20 +290,8 @@ func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, er
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		rows, err := tx.QueryContext(ctx, `SELECT dog_id FROM bark_schedules WHERE frequency > 0 AND next_at <= $1
 			ORDER BY next_at LIMIT CAST($2 AS BIGINT)`, Millis(now), limit)
+		due, err := appendRows(nil, rows, err, scanValue[string])
 		if err != nil {
-			return err
-		}
-		var due []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			due = append(due, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		for _, dogID := range due {

@@ -128,23 +128,14 @@ func checkGarages(ctx context.Context, tx *Tx, ids []string) error {
 		return err
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT id FROM garages WHERE id = ANY($1::text[]) ORDER BY id FOR KEY SHARE`, ids)
+	found, err := appendRows(nil, rows, err, scanValue[string])
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	found := make(map[string]bool, len(ids))
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return err
-		}
-		found[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if !found[id] {
+	// Both sorted, found a subset of ids: the first difference is the
+	// first garage missing.
+	for i, id := range ids {
+		if i == len(found) || found[i] != id {
 			return fmt.Errorf("garage %q is not stored (deleted while the import ran?)", id)
 		}
 	}

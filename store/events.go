@@ -415,30 +415,28 @@ func (db *DB) PruneEvents(ctx context.Context, before time.Time, limit int) (int
 		// or take a transaction's length): stop at the first one kept.
 		rows, err := tx.QueryContext(ctx, `DELETE FROM events WHERE (tx, seq) IN
 			(SELECT tx, seq FROM events ORDER BY tx, seq LIMIT CAST($2 AS BIGINT)) AND at < $1 RETURNING tx, seq`, Millis(before), limit)
-		if err != nil {
+		ids, err := appendRows(nil, rows, err, scanEventID)
+		if n = len(ids); err != nil || n == 0 {
 			return err
 		}
 		var newest yard.EventID
-		for rows.Next() {
-			var id yard.EventID
-			if err := rows.Scan(&id.Tx, &id.Seq); err != nil {
-				rows.Close()
-				return err
-			}
-			n++
+		for _, id := range ids {
 			if newest.Less(id) {
 				newest = id
 			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil || n == 0 {
-			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE event_clock SET pruned_tx = $1, pruned_seq = $2
 			WHERE id = 1 AND (pruned_tx < $1 OR (pruned_tx = $1 AND pruned_seq < $2))`, newest.Tx, newest.Seq)
 		return err
 	})
 	return n, err
+}
+
+// scanEventID reads a row of an event's id (tx, seq).
+func scanEventID(row rowScanner) (yard.EventID, error) {
+	var id yard.EventID
+	err := row.Scan(&id.Tx, &id.Seq)
+	return id, err
 }
 
 // EventsWritten is signalled (without blocking, so signals coalesce) after

@@ -42,19 +42,11 @@ func (db *DB) FindGarages(ctx context.Context, page yard.Page) ([]*yard.Garage, 
 		return nil, 0, err
 	}
 	rows, err := db.read.QueryContext(ctx, `SELECT `+garageColumns+` FROM garages g ORDER BY g.id LIMIT CAST($1 AS BIGINT) OFFSET $2`, page.Max, page.Offset)
+	out, err := appendRows([]*yard.Garage{}, rows, err, scanGarage)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	out := []*yard.Garage{}
-	for rows.Next() {
-		g, err := scanGarage(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, g)
-	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
 // CreateGarage stores a new garage; one without id gets one.

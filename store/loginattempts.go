@@ -32,20 +32,8 @@ func (db *DB) ReserveLoginAttempt(ctx context.Context, id string, keys []string,
 				return err
 			}
 			rows, err := tx.QueryContext(ctx, `SELECT at FROM login_attempts WHERE key = $1 ORDER BY at`, k)
+			ats, err := appendRows(nil, rows, err, scanValue[int64])
 			if err != nil {
-				return err
-			}
-			var ats []int64
-			for rows.Next() {
-				var ms int64
-				if err := rows.Scan(&ms); err != nil {
-					rows.Close()
-					return err
-				}
-				ats = append(ats, ms)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
 				return err
 			}
 			if len(ats) >= limit {

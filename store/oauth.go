@@ -149,19 +149,7 @@ func (db *DB) ListOAuthAccess(ctx context.Context, userID string) ([]*yard.OAuth
 		args = append(args, userID)
 	}
 	rows, err := db.read.QueryContext(ctx, q+` ORDER BY created_at DESC, id DESC`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*yard.OAuthToken
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return appendRows(nil, rows, err, scanToken)
 }
 
 // FindOAuthAccess returns the access token with that id.

@@ -132,21 +132,14 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Dura
 			rows, err = tx.QueryContext(ctx, claimCandidatesPG, now, min(int64(n), perWebhook))
 		} else {
 			// Two statements, each cheaper than the one above on SQLite.
-			if rows, err = db.txQuery(ctx, tx, claimBusySQL, now); err != nil {
+			rows, err = db.txQuery(ctx, tx, claimBusySQL, now)
+			var busy [][2]string
+			if busy, err = appendRows(nil, rows, err, scanPair); err != nil {
 				return err
 			}
-			for rows.Next() {
-				var hook, owner string
-				if err := rows.Scan(&hook, &owner); err != nil {
-					rows.Close()
-					return err
-				}
-				busyHook[hook]++
-				busyOwner[owner]++
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
+			for _, b := range busy {
+				busyHook[b[0]]++
+				busyOwner[b[1]]++
 			}
 			rows, err = db.txQuery(ctx, tx, claimDueSQL, now, min(int64(n), perWebhook))
 		}

@@ -104,28 +104,19 @@ func (db *DB) fanOutOnce(ctx context.Context, last yard.EventID, batch int) (cre
 			FROM webhooks w JOIN users u ON u.id = w.owner_id
 			WHERE w.enabled = TRUE AND u.disabled = FALSE AND (w.cursor_tx, w.cursor_seq) < ($1, $2)
 			ORDER BY w.cursor_tx, w.cursor_seq, w.id LIMIT CAST($3 AS BIGINT)`+lock, last.Tx, last.Seq, batch)
-		if err != nil {
-			return err
-		}
 		type sub struct {
 			w     yard.Webhook
 			cur   yard.EventID
 			admin bool
 		}
-		var subs []sub
-		for rows.Next() {
-			var s sub
+		subs, err := appendRows(nil, rows, err, func(row rowScanner) (s sub, err error) {
 			var types, roles string
-			if err := rows.Scan(&s.w.ID, &s.w.Owner, &types, &s.cur.Tx, &s.cur.Seq, &roles); err != nil {
-				rows.Close()
-				return err
-			}
+			err = row.Scan(&s.w.ID, &s.w.Owner, &types, &s.cur.Tx, &s.cur.Seq, &roles)
 			s.w.Types = splitTypes(types)
 			s.admin = slices.Contains(strings.Split(roles, ","), yard.RoleAdmin)
-			subs = append(subs, s)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return s, err
+		})
+		if err != nil {
 			return err
 		}
 		more = len(subs) == batch
