@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,11 +41,7 @@ func (db *DB) TouchSession(ctx context.Context, keyHash string, at time.Time) er
 
 // DeleteSession deletes a session and reports whether it existed.
 func (db *DB) DeleteSession(ctx context.Context, keyHash string) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `DELETE FROM sessions WHERE key_hash = $1`, keyHash)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	n, err := affected(db.write.ExecContext(ctx, `DELETE FROM sessions WHERE key_hash = $1`, keyHash))
 	return n > 0, err
 }
 
@@ -61,27 +58,20 @@ func (db *DB) CreateRefreshFamily(ctx context.Context, f *yard.RefreshFamily) er
 func (db *DB) RotateRefresh(ctx context.Context, familyID, oldJTI, newJTI string, expires time.Time) (int, error) {
 	out := yard.RotateRevoked
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE refresh_families SET current_jti = $3, expires_at = $4
-			WHERE id = $1 AND current_jti = $2 AND revoked_at = 0`, familyID, oldJTI, newJTI, Millis(expires))
+		n, err := affected(tx.ExecContext(ctx, `UPDATE refresh_families SET current_jti = $3, expires_at = $4
+			WHERE id = $1 AND current_jti = $2 AND revoked_at = 0`, familyID, oldJTI, newJTI, Millis(expires)))
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 1 {
+		if n == 1 {
 			out = yard.RotateOK
 			return nil
 		}
-		res, err = tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = $2 WHERE id = $1 AND revoked_at = 0`, familyID, Millis(tx.Now()))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 1 {
+		n, err = affected(tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = $2 WHERE id = $1 AND revoked_at = 0`, familyID, Millis(tx.Now())))
+		if n == 1 {
 			out = yard.RotateReused
 		}
-		return nil
+		return err
 	})
 	return out, err
 }
@@ -95,12 +85,8 @@ func (db *DB) RevokeRefreshFamily(ctx context.Context, familyID string) error {
 // UseNonceCount records nc for a Digest nonce if it is higher than the
 // highest count seen; one upsert, atomic on both engines.
 func (db *DB) UseNonceCount(ctx context.Context, nonce string, nc uint64, expires time.Time) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `INSERT INTO digest_nonces (nonce, nc, expires_at) VALUES ($1, $2, $3)
-		ON CONFLICT (nonce) DO UPDATE SET nc = excluded.nc WHERE digest_nonces.nc < excluded.nc`, nonce, int64(nc), Millis(expires))
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	n, err := affected(db.write.ExecContext(ctx, `INSERT INTO digest_nonces (nonce, nc, expires_at) VALUES ($1, $2, $3)
+		ON CONFLICT (nonce) DO UPDATE SET nc = excluded.nc WHERE digest_nonces.nc < excluded.nc`, nonce, int64(nc), Millis(expires)))
 	return n == 1, err
 }
 
@@ -126,11 +112,7 @@ func (db *DB) FindAPIKey(ctx context.Context, id string) (*yard.APIKey, error) {
 
 // DeleteAPIKey deletes an API key and reports whether it existed.
 func (db *DB) DeleteAPIKey(ctx context.Context, id string) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `DELETE FROM api_keys WHERE id = $1`, id)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	n, err := affected(db.write.ExecContext(ctx, `DELETE FROM api_keys WHERE id = $1`, id))
 	return n > 0, err
 }
 
@@ -171,7 +153,7 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 		if n > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("($" + itoa(2*n+1) + ", $" + itoa(2*n+2) + ")")
+		b.WriteString("($" + strconv.Itoa(2*n+1) + ", $" + strconv.Itoa(2*n+2) + ")")
 		args = append(args, sigs[i], Millis(expires[i]))
 	}
 	insert := b.String()

@@ -12,12 +12,12 @@ import (
 
 const barkColumns = `id, dog_id, effect, status, async, source, slot_at, created_at, started_at, finished_at, barked_at, error, output, dog_changed, attempts`
 
-// scanBark reads barkColumns, then the extra columns into extra.
-func scanBark(row interface{ Scan(...any) error }, extra ...any) (*yard.Bark, error) {
+// scanBark reads barkColumns.
+func scanBark(row rowScanner) (*yard.Bark, error) {
 	var b yard.Bark
 	var slot, created, started, finished, barked int64
-	if err := row.Scan(append([]any{&b.ID, &b.DogID, &b.Effect, &b.Status, &b.Async, &b.Source, &slot, &created, &started, &finished,
-		&barked, &b.Error, &b.Output, &b.DogChanged, &b.Attempts}, extra...)...); err != nil {
+	if err := row.Scan(&b.ID, &b.DogID, &b.Effect, &b.Status, &b.Async, &b.Source, &slot, &created, &started, &finished,
+		&barked, &b.Error, &b.Output, &b.DogChanged, &b.Attempts); err != nil {
 		return nil, err
 	}
 	b.Slot, b.CreatedAt, b.StartedAt, b.FinishedAt, b.Timestamp = FromMillis(slot), FromMillis(created), FromMillis(started), FromMillis(finished), FromMillis(barked)
@@ -62,7 +62,7 @@ func (db *DB) FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, i
 	ctx, span := db.span(ctx, "store.FindBarks")
 	defer span.End()
 	return findPage(ctx, db, barkColumns, `tasks WHERE dog_id = $1`, `created_at DESC, id DESC`, []any{f.DogID},
-		pageMax(f.Limit), f.Offset, func(row rowScanner) (*yard.Bark, error) { return scanBark(row) })
+		pageMax(f.Limit), f.Offset, scanBark)
 }
 
 // LastBark returns when the dog last barked (any effect, any source), or

@@ -108,7 +108,7 @@ var dogColumnsD = "d." + strings.ReplaceAll(dogColumns, ", ", ", d.")
 
 // withExtra scans a row's first columns with scan and the rest into extra.
 type withExtra struct {
-	row   interface{ Scan(...any) error }
+	row   rowScanner
 	extra []any
 }
 
@@ -239,13 +239,10 @@ func (db *DB) SetScheduleByToken(ctx context.Context, dogID, token string, c yar
 			return err
 		}
 		now := tx.Now()
-		res, err := tx.ExecContext(ctx, `INSERT INTO bark_schedule_tokens (dog_id, token, created_at) VALUES ($1, $2, $3)
-			ON CONFLICT (dog_id, token) DO NOTHING`, dogID, token, Millis(now))
-		if err != nil {
+		n, err := affected(tx.ExecContext(ctx, `INSERT INTO bark_schedule_tokens (dog_id, token, created_at) VALUES ($1, $2, $3)
+			ON CONFLICT (dog_id, token) DO NOTHING`, dogID, token, Millis(now)))
+		if err != nil || n == 0 {
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil
 		}
 		if err := yard.ValidateSchedule(c, received); err != nil {
 			return err
@@ -312,28 +309,27 @@ func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, er
 			}
 			period := freq * int64(time.Minute/time.Millisecond)
 			slot := next + (Millis(now)-next)/period*period
-			res, err := tx.ExecContext(ctx, `UPDATE bark_schedules SET next_at = $1, last_at = $2 WHERE dog_id = $3 AND next_at = $4`,
-				slot+period, slot, dogID, next)
+			n, err := affected(tx.ExecContext(ctx, `UPDATE bark_schedules SET next_at = $1, last_at = $2 WHERE dog_id = $3 AND next_at = $4`,
+				slot+period, slot, dogID, next))
 			if err != nil {
 				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
+			} else if n == 0 {
 				continue
 			}
 			b := &yard.Bark{ID: yard.NewID(), DogID: dogID, Effect: effect, Status: yard.BarkPending, Async: true,
 				Source: yard.BarkSourceSchedule, Slot: FromMillis(slot), CreatedAt: now}
 			// A schedule set again to a slot that already fired does not
 			// fire it twice.
-			res, err = tx.ExecContext(ctx, `INSERT INTO tasks (id, dog_id, effect, status, async, source, slot_key, slot_at, created_at, run_at)
+			n, err = affected(tx.ExecContext(ctx, `INSERT INTO tasks (id, dog_id, effect, status, async, source, slot_key, slot_at, created_at, run_at)
 				VALUES ($1, $2, $3, 'pending', TRUE, 'schedule', $4, $5, $6, $6) ON CONFLICT (slot_key) DO NOTHING`,
-				b.ID, dogID, effect, dogID+"@"+strconv.FormatInt(slot, 10), slot, Millis(now))
+				b.ID, dogID, effect, dogID+"@"+strconv.FormatInt(slot, 10), slot, Millis(now)))
 			if err != nil {
 				return err
 			}
 			if err := touchDog(ctx, tx, dogID, 0, now); err != nil {
 				return err
 			}
-			if n, _ := res.RowsAffected(); n == 1 {
+			if n == 1 {
 				fired = append(fired, b)
 				if err := barkEvent(ctx, tx, yard.EventBarkCreated, b); err != nil {
 					return err

@@ -71,7 +71,7 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 		}
 		row := db.txQueryRow(ctx, tx, claim, args...)
 		var traceParent string
-		b, err = scanBark(row, &traceParent)
+		b, err = scanBark(withExtra{row, []any{&traceParent}})
 		if b != nil {
 			b.TraceParent = traceParent
 		}
@@ -110,13 +110,10 @@ func leaseRow(err error) error {
 }
 
 func leaseResult(res sql.Result, err error) error {
-	if err != nil {
+	if n, err := affected(res, err); err != nil || n > 0 {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return yard.ErrLeaseLost
-	}
-	return nil
+	return yard.ErrLeaseLost
 }
 
 // CompleteTask marks a running task succeeded and applies its store

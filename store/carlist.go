@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/yard-api/yard"
@@ -123,10 +124,10 @@ func (db *DB) carPage(ctx context.Context, where string, args []any, page yard.P
 func carPageSQL(engine, where string, args []any, page yard.Page) (string, []any) {
 	head := `SELECT ` + carColumns + ` FROM cars WHERE ` + where + ` ORDER BY id`
 	if engine == SQLite {
-		return head + ` LIMIT ` + itoa(page.Max) + ` OFFSET ` + itoa(page.Offset), args
+		return head + ` LIMIT ` + strconv.Itoa(page.Max) + ` OFFSET ` + strconv.Itoa(page.Offset), args
 	}
 	n := len(args)
-	return head + ` LIMIT CAST($` + itoa(n+1) + ` AS BIGINT) OFFSET $` + itoa(n+2), append(append(make([]any, 0, n+2), args...), page.Max, page.Offset)
+	return head + ` LIMIT CAST($` + strconv.Itoa(n+1) + ` AS BIGINT) OFFSET $` + strconv.Itoa(n+2), append(append(make([]any, 0, n+2), args...), page.Max, page.Offset)
 }
 
 // CountCarsUncached counts the cars matching q (benchmarks and

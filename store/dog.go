@@ -8,7 +8,7 @@ import (
 
 const dogColumns = `id, name, email, owner_id, bark_count, bark_effect, code_url, code_revision, created_at, updated_at`
 
-func scanDog(row interface{ Scan(...any) error }) (*yard.Dog, error) {
+func scanDog(row rowScanner) (*yard.Dog, error) {
 	var d yard.Dog
 	var created, updated int64
 	if err := row.Scan(&d.ID, &d.Name, &d.Email, &d.Owner, &d.BarkCount, &d.BarkEffect, &d.CodeURL, &d.CodeRevision, &created, &updated); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
@@ -102,12 +103,9 @@ func barkEvent(ctx context.Context, tx *Tx, typ string, b *yard.Bark) error {
 // markDog notes that the dog changed in tx: one dog.updated is appended at
 // commit (flushDogs), unless the dog was created or deleted in tx.
 func (tx *Tx) markDog(id string) {
-	for _, d := range tx.dirtyDogs {
-		if d == id {
-			return
-		}
+	if !slices.Contains(tx.dirtyDogs, id) {
+		tx.dirtyDogs = append(tx.dirtyDogs, id)
 	}
-	tx.dirtyDogs = append(tx.dirtyDogs, id)
 }
 
 // flushDogs appends dog.updated for each dog marked in tx, with the dog as
@@ -393,12 +391,17 @@ func (db *DB) gone(ctx context.Context, id yard.EventID) error {
 // zero id when there is none): a stream that starts "from now" starts
 // after it.
 func (db *DB) LastEventID(ctx context.Context) (yard.EventID, error) {
-	q := `SELECT tx, seq FROM events ORDER BY tx DESC, seq DESC LIMIT 1`
-	if db.engine == Postgres {
-		q = `SELECT tx, seq FROM events WHERE tx < ` + horizonPG + ` ORDER BY tx DESC, seq DESC LIMIT 1`
+	return lastEventID(ctx, db.engine, preparedReader{db})
+}
+
+// lastEventID is LastEventID read through q; inside a transaction, on
+// PostgreSQL, every event after it becomes visible later, none before it.
+func lastEventID(ctx context.Context, engine string, q reader) (yard.EventID, error) {
+	query := `SELECT tx, seq FROM events ORDER BY tx DESC, seq DESC LIMIT 1`
+	if engine == Postgres {
+		query = `SELECT tx, seq FROM events WHERE tx < ` + horizonPG + ` ORDER BY tx DESC, seq DESC LIMIT 1`
 	}
-	var id yard.EventID
-	err := db.QueryRow(ctx, q).Scan(&id.Tx, &id.Seq)
+	id, err := scanEventID(q.QueryRowContext(ctx, query))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = nil
 	}

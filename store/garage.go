@@ -15,7 +15,7 @@ import (
 
 const garageColumns = `g.id, g.name, g.state, g.created_at, g.updated_at, (SELECT COUNT(*) FROM cars c WHERE c.garage_id = g.id)`
 
-func scanGarage(row interface{ Scan(...any) error }) (*yard.Garage, error) {
+func scanGarage(row rowScanner) (*yard.Garage, error) {
 	var g yard.Garage
 	var created, updated int64
 	if err := row.Scan(&g.ID, &g.Name, &g.State, &created, &updated, &g.CarCount); err != nil {

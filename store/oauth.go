@@ -19,7 +19,7 @@ func (db *DB) CreateOAuthConsumer(ctx context.Context, c *yard.OAuthConsumer) er
 
 const consumerColumns = `consumer_key, name, callback_url, sealed_secret, created_by, created_at`
 
-func scanConsumer(s interface{ Scan(...any) error }) (*yard.OAuthConsumer, error) {
+func scanConsumer(s rowScanner) (*yard.OAuthConsumer, error) {
 	var c yard.OAuthConsumer
 	var created int64
 	if err := s.Scan(&c.Key, &c.Name, &c.CallbackURL, &c.SealedSecret, &c.CreatedBy, &created); err != nil {
@@ -49,14 +49,10 @@ func (db *DB) DeleteOAuthConsumer(ctx context.Context, key string) (bool, error)
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		// The foreign key cascades; deleting the tokens first says so
 		// without relying on it.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE consumer_key = $1`, key); err != nil {
-			return err
+		_, err := tx.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE consumer_key = $1`, key)
+		if err == nil {
+			n, err = affected(tx.ExecContext(ctx, `DELETE FROM oauth_consumers WHERE consumer_key = $1`, key))
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM oauth_consumers WHERE consumer_key = $1`, key)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
 		return err
 	})
 	return n > 0, err
@@ -64,7 +60,7 @@ func (db *DB) DeleteOAuthConsumer(ctx context.Context, key string) (bool, error)
 
 const tokenColumns = `id, token, kind, state, consumer_key, sealed_secret, callback, user_id, verifier_hash, created_at, expires_at`
 
-func scanToken(s interface{ Scan(...any) error }) (*yard.OAuthToken, error) {
+func scanToken(s rowScanner) (*yard.OAuthToken, error) {
 	var t yard.OAuthToken
 	var user sql.NullString
 	var created, expires int64
@@ -109,13 +105,9 @@ func (db *DB) FindOAuthToken(ctx context.Context, token string) (*yard.OAuthToke
 // DecideOAuthToken records the resource owner's decision on a pending
 // request token; one conditional UPDATE, so two decisions cannot both win.
 func (db *DB) DecideOAuthToken(ctx context.Context, token, state, userID, verifierHash string, now time.Time) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `UPDATE oauth_tokens SET state = $2, user_id = $3, verifier_hash = $4
+	n, err := affected(db.write.ExecContext(ctx, `UPDATE oauth_tokens SET state = $2, user_id = $3, verifier_hash = $4
 		WHERE token = $1 AND kind = 'request' AND state = 'pending' AND expires_at > $5`,
-		token, state, nullable(userID), verifierHash, Millis(now))
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+		token, state, nullable(userID), verifierHash, Millis(now)))
 	return n == 1, err
 }
 
@@ -124,13 +116,10 @@ func (db *DB) DecideOAuthToken(ctx context.Context, token, state, userID, verifi
 func (db *DB) ExchangeOAuthToken(ctx context.Context, requestToken, verifierHash string, now time.Time, access *yard.OAuthToken) (bool, error) {
 	ok := false
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET state = 'used'
+		n, err := affected(tx.ExecContext(ctx, `UPDATE oauth_tokens SET state = 'used'
 			WHERE token = $1 AND kind = 'request' AND state = 'authorized' AND verifier_hash = $2 AND expires_at > $3`,
-			requestToken, verifierHash, Millis(now))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			requestToken, verifierHash, Millis(now)))
+		if err != nil || n != 1 {
 			return err
 		}
 		ok = true
@@ -163,11 +152,7 @@ func (db *DB) FindOAuthAccess(ctx context.Context, id string) (*yard.OAuthToken,
 
 // DeleteOAuthToken deletes a token by id.
 func (db *DB) DeleteOAuthToken(ctx context.Context, id string) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE id = $1`, id)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	n, err := affected(db.write.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE id = $1`, id))
 	return n > 0, err
 }
 

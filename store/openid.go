@@ -42,12 +42,8 @@ func (db *DB) DeleteOpenIDAssociation(ctx context.Context, handle string) error 
 // One INSERT ... ON CONFLICT DO NOTHING: of two processes racing with the
 // same nonce, exactly one sees a row written.
 func (db *DB) UseOpenIDNonce(ctx context.Context, nonce string, expires time.Time) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `INSERT INTO openid_nonces (nonce, expires_at) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING`,
-		nonce, Millis(expires))
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	n, err := affected(db.write.ExecContext(ctx, `INSERT INTO openid_nonces (nonce, expires_at) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING`,
+		nonce, Millis(expires)))
 	return n == 1, err
 }
 

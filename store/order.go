@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/yard-api/yard"
@@ -9,7 +10,7 @@ import (
 
 const orderColumns = `id, customer_id, status, canceled, created_at, updated_at`
 
-func scanOrder(row interface{ Scan(...any) error }) (*yard.Order, error) {
+func scanOrder(row rowScanner) (*yard.Order, error) {
 	var o yard.Order
 	var created, updated int64
 	if err := row.Scan(&o.ID, &o.CustomerID, &o.Status, &o.Canceled, &created, &updated); err != nil {
@@ -36,7 +37,7 @@ func (db *DB) FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
-		return "$" + itoa(len(args))
+		return "$" + strconv.Itoa(len(args))
 	}
 	in := func(col string, vals []string, not bool) {
 		if len(vals) == 0 {
@@ -145,13 +146,13 @@ func (db *DB) UpdateOrder(ctx context.Context, id string, fn func(o *yard.Order)
 		if !next.UpdatedAt.After(old.UpdatedAt) {
 			next.UpdatedAt = old.UpdatedAt.Add(1e6)
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE orders SET status = $1, canceled = $2, updated_at = $3
+		k, err := affected(tx.ExecContext(ctx, `UPDATE orders SET status = $1, canceled = $2, updated_at = $3
 			WHERE id = $4 AND status = $5 AND canceled = $6`,
-			next.Status, next.Canceled, Millis(next.UpdatedAt), id, old.Status, old.Canceled)
+			next.Status, next.Canceled, Millis(next.UpdatedAt), id, old.Status, old.Canceled))
 		if err != nil {
 			return err
 		}
-		if k, _ := res.RowsAffected(); k != 1 {
+		if k != 1 {
 			return yard.Errorf(yard.ECONFLICT, "The order changed while this request was applied; read it again.")
 		}
 		out = &next

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"strconv"
 
 	"github.com/yard-api/yard"
 )
@@ -22,7 +23,7 @@ func findPage[T any](ctx context.Context, db *DB, cols, from, order string, args
 	}
 	n := len(args)
 	rows, err := db.Query(ctx, `SELECT `+cols+` FROM `+from+` ORDER BY `+order+
-		` LIMIT CAST($`+itoa(n+1)+` AS BIGINT) OFFSET $`+itoa(n+2), append(args[:n:n], limit, offset)...)
+		` LIMIT CAST($`+strconv.Itoa(n+1)+` AS BIGINT) OFFSET $`+strconv.Itoa(n+2), append(args[:n:n], limit, offset)...)
 	out, err := appendRows(nil, rows, err, scan)
 	if err != nil {
 		return nil, 0, err

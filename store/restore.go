@@ -235,7 +235,7 @@ func prepareRestore(ctx context.Context, path string, now time.Time, say func(st
 	if tables == 0 {
 		return 0, 0, 0, errors.New("restore: the copy is not a yard store (it has no goose_db_version table)")
 	}
-	p, err := migrationProvider(conn)
+	p, err := newMigrations(SQLite, conn)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -256,12 +256,11 @@ func prepareRestore(ctx context.Context, path string, now time.Time, say func(st
 	// The processes that held these leases are gone: no one runs these
 	// tasks. Pending again now, each runs once on the restored server
 	// (the interrupted run counts as an attempt, as after a crash).
-	res, err := conn.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, lease_owner = '', lease_token = '', lease_until = 0
-		WHERE status = 'running'`, Millis(now))
+	n, err := affected(conn.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, lease_owner = '', lease_token = '', lease_until = 0
+		WHERE status = 'running'`, Millis(now)))
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("restore: %w", err)
 	}
-	n, _ := res.RowsAffected()
 	released = int(n)
 	// One self-contained file to move into place; serve turns WAL back on.
 	if _, err := conn.ExecContext(ctx, `PRAGMA journal_mode = DELETE`); err != nil {

@@ -10,7 +10,7 @@ import (
 
 const searchColumns = `id, name, query, created_by, created_at`
 
-func scanSearch(row interface{ Scan(...any) error }) (*yard.Search, error) {
+func scanSearch(row rowScanner) (*yard.Search, error) {
 	var s yard.Search
 	var name sql.NullString
 	var query string
@@ -86,13 +86,10 @@ func (db *DB) DeleteSearch(ctx context.Context, id string) error {
 	ctx, span := db.span(ctx, "store.DeleteSearch")
 	defer span.End()
 	return db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM searches WHERE id = $1`, id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		n, err := affected(tx.ExecContext(ctx, `DELETE FROM searches WHERE id = $1`, id))
+		if err == nil && n == 0 {
 			return yard.Errorf(yard.ENOTFOUND, "Search not found.")
 		}
-		return nil
+		return err
 	})
 }

@@ -519,6 +519,15 @@ func FromMillis(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
+// affected is how many rows a statement changed, from what it returned
+// (res, err := ExecContext(…)).
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 // isUniqueViolation reports whether err is a unique-constraint failure on
 // either engine.
 func isUniqueViolation(err error) bool {

@@ -9,7 +9,7 @@ import (
 
 const userColumns = `id, name, email, phone, roles, disabled, created_at, updated_at`
 
-func scanUser(row interface{ Scan(...any) error }) (*yard.User, error) {
+func scanUser(row rowScanner) (*yard.User, error) {
 	var u yard.User
 	var roles string
 	var created, updated int64
@@ -141,14 +141,11 @@ func (db *DB) DeleteUser(ctx context.Context, id string) error {
 		if n > 0 {
 			return yard.Errorf(yard.ECONFLICT, "The person still owns %d dog(s).", n)
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id)
-		if err != nil {
-			return err
-		}
-		if k, _ := res.RowsAffected(); k == 0 {
+		k, err := affected(tx.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id))
+		if err == nil && k == 0 {
 			return yard.Errorf(yard.ENOTFOUND, "Person not found.")
 		}
-		return nil
+		return err
 	})
 }
 
@@ -175,12 +172,12 @@ func (db *DB) SetCredentials(ctx context.Context, userID string, c *yard.Credent
 		if changed.IsZero() {
 			changed = tx.Now()
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE users SET password_hash=$1, ha1_md5=$2, ha1_sha256=$3, password_changed_at=$4, updated_at=$5 WHERE id=$6`,
-			c.PasswordHash, c.HA1MD5, c.HA1SHA256, Millis(changed), Millis(tx.Now()), userID)
+		k, err := affected(tx.ExecContext(ctx, `UPDATE users SET password_hash=$1, ha1_md5=$2, ha1_sha256=$3, password_changed_at=$4, updated_at=$5 WHERE id=$6`,
+			c.PasswordHash, c.HA1MD5, c.HA1SHA256, Millis(changed), Millis(tx.Now()), userID))
 		if err != nil {
 			return err
 		}
-		if k, _ := res.RowsAffected(); k == 0 {
+		if k == 0 {
 			return yard.Errorf(yard.ENOTFOUND, "Person not found.")
 		}
 		// A new password ends the user's cookie sessions and refresh-token
@@ -191,12 +188,4 @@ func (db *DB) SetCredentials(ctx context.Context, userID string, c *yard.Credent
 		_, err = tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = $1 WHERE user_id = $2 AND revoked_at = 0`, Millis(tx.Now()), userID)
 		return err
 	})
-}
-
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i < 10 {
-		return digits[i : i+1]
-	}
-	return itoa(i/10) + digits[i%10:i%10+1]
 }

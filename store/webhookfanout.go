@@ -19,13 +19,12 @@ import (
 const deliveryColumns = `id, webhook_id, event_tx, event_seq, event_type, event_subject, event_owner, event_at, data,
 	attempt, status, code, error, due_at, attempted_at, first_at`
 
-func scanDelivery(row interface{ Scan(...any) error }, extra ...any) (*yard.WebhookDelivery, error) {
+func scanDelivery(row rowScanner) (*yard.WebhookDelivery, error) {
 	var d yard.WebhookDelivery
 	var at, due, attempted, first int64
 	var data string
-	dest := []any{&d.ID, &d.WebhookID, &d.Event.ID.Tx, &d.Event.ID.Seq, &d.Event.Type, &d.Event.Subject, &d.Event.Owner, &at, &data,
-		&d.Attempt, &d.Status, &d.Code, &d.Error, &due, &attempted, &first}
-	if err := row.Scan(append(dest, extra...)...); err != nil {
+	if err := row.Scan(&d.ID, &d.WebhookID, &d.Event.ID.Tx, &d.Event.ID.Seq, &d.Event.Type, &d.Event.Subject, &d.Event.Owner, &at, &data,
+		&d.Attempt, &d.Status, &d.Code, &d.Error, &due, &attempted, &first); err != nil {
 		return nil, err
 	}
 	d.Event.Time, d.FirstAttempt = FromMillis(at), FromMillis(first)
@@ -190,12 +189,11 @@ func insertDeliveries(ctx context.Context, tx *Tx, rows [][]any) (int, error) {
 		// nothing, where a long VALUES list is parsed every time (it made
 		// a fan-out of 10,000 deliveries take 1.0 s instead of 0.4 s).
 		for _, row := range rows {
-			res, err := tx.db.txExec(ctx, tx, insertDeliverySQLite, row...)
+			n, err := affected(tx.db.txExec(ctx, tx, insertDeliverySQLite, row...))
+			created += int(n)
 			if err != nil {
 				return created, err
 			}
-			n, _ := res.RowsAffected()
-			created += int(n)
 		}
 		return created, nil
 	}
@@ -213,12 +211,11 @@ func insertDeliveries(ctx context.Context, tx *Tx, rows [][]any) (int, error) {
 			args = append(args, row...)
 		}
 		q.WriteString(" ON CONFLICT DO NOTHING")
-		res, err := tx.ExecContext(ctx, q.String(), args...)
+		n, err := affected(tx.ExecContext(ctx, q.String(), args...))
+		created += int(n)
 		if err != nil {
 			return created, err
 		}
-		n, _ := res.RowsAffected()
-		created += int(n)
 	}
 	return created, nil
 }
@@ -241,12 +238,9 @@ func placeholders(from, n int) string {
 func (db *DB) PruneWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
 	var n int64
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE id IN
-			(SELECT id FROM webhook_deliveries WHERE created_at < $1 AND lease_until < $2 LIMIT CAST($3 AS BIGINT))`, Millis(before), Millis(tx.Now()), limit)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+		var err error
+		n, err = affected(tx.ExecContext(ctx, `DELETE FROM webhook_deliveries WHERE id IN
+			(SELECT id FROM webhook_deliveries WHERE created_at < $1 AND lease_until < $2 LIMIT CAST($3 AS BIGINT))`, Millis(before), Millis(tx.Now()), limit))
 		return err
 	})
 	return int(n), err
