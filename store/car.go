@@ -86,6 +86,18 @@ func changeStamp(ctx context.Context, tx *Tx) (int64, error) {
 	return tx.evTx, err
 }
 
+// withCarTx is WithTx for a write of cars or garages: fn also gets the
+// transaction's stamp (carStamp).
+func (db *DB) withCarTx(ctx context.Context, fn func(tx *Tx, v int64) error) error {
+	return db.WithTx(ctx, func(tx *Tx) error {
+		v, err := carStamp(ctx, tx)
+		if err != nil {
+			return err
+		}
+		return fn(tx, v)
+	})
+}
+
 // carStamp is changeStamp for a transaction that writes cars or garages:
 // on PostgreSQL it is announced to the read leases before its commit
 // (carannounce.go).
@@ -217,14 +229,10 @@ func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 		return db.replaceCarPostgres(ctx, c)
 	}
 	var created bool
-	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
+	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		now := Millis(tx.Now())
 		var createdAt int64
-		err = tx.QueryRowContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
+		err := tx.QueryRowContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
 			make_key = $8, model = $9, model_key = $10, year = $11, garage_id = $12,
 			garage_state_key = (SELECT state_key FROM garages WHERE id = $12), updated_at = $13, changed_version = $14
 			WHERE id = $1 RETURNING created_at`,
@@ -337,11 +345,8 @@ func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*ya
 	ctx, span := db.span(ctx, "store.UpdateCar")
 	defer span.End()
 	var c *yard.Car
-	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
+	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
+		var err error
 		c, err = scanCar(tx.QueryRowContext(ctx, `SELECT `+carColumns+` FROM cars WHERE id = $1`, id))
 		if err != nil {
 			return notFound(err, "Car")
@@ -362,16 +367,12 @@ func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*ya
 func (db *DB) DeleteCar(ctx context.Context, id string) error {
 	ctx, span := db.span(ctx, "store.DeleteCar")
 	defer span.End()
-	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
+	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
+		n, err := affected(tx.ExecContext(ctx, `DELETE FROM cars WHERE id = $1`, id))
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM cars WHERE id = $1`, id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if n == 0 {
 			return yard.Errorf(yard.ENOTFOUND, "Car not found.")
 		}
 		if err := tombstone(ctx, tx, "car", id, v); err != nil {

@@ -59,11 +59,7 @@ func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
 	if g.ID == "" {
 		g.ID = yard.NewID()
 	}
-	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
+	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		if err := insertGarage(ctx, tx, g, v); err != nil {
 			return err
 		}
@@ -114,11 +110,7 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 		return false, yard.Invalid("The garage needs an id.", yard.FieldError{Field: "id", Message: "is required"})
 	}
 	created := false
-	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
+	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		old, err := scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, g.ID))
 		typ := yard.EventGarageUpdated
 		if errors.Is(err, sql.ErrNoRows) {
@@ -141,11 +133,8 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 	ctx, span := db.span(ctx, "store.UpdateGarage")
 	defer span.End()
 	var g *yard.Garage
-	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
+	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
+		var err error
 		g, err = scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
 		if err != nil {
 			return notFound(err, "Garage")
@@ -171,11 +160,7 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 func (db *DB) DeleteGarage(ctx context.Context, id string) error {
 	ctx, span := db.span(ctx, "store.DeleteGarage")
 	defer span.End()
-	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
+	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages WHERE id = $1`, id).Scan(&n); err != nil {
 			return err
