@@ -187,26 +187,18 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 // PurgeAuthState deletes expired nonce counts and signatures, sessions past
 // their absolute lifetime, and expired refresh families.
 func (db *DB) PurgeAuthState(ctx context.Context, now time.Time, sessionMax time.Duration) error {
-	ms := Millis(now)
 	db.replayMu.Lock()
 	if db.replay != nil {
 		db.replay.purge(now)
 	}
 	db.replayMu.Unlock()
 	return db.WithTx(ctx, func(tx *Tx) error {
-		for _, q := range []struct {
-			sql string
-			arg int64
-		}{
-			{`DELETE FROM digest_nonces WHERE expires_at < $1`, ms},
-			{`DELETE FROM signed_requests WHERE expires_at < $1`, ms},
-			{`DELETE FROM refresh_families WHERE expires_at < $1`, ms},
-			{`DELETE FROM sessions WHERE created_at < $1`, Millis(now.Add(-sessionMax))},
-		} {
-			if _, err := tx.ExecContext(ctx, q.sql, q.arg); err != nil {
-				return err
-			}
+		err := tx.execEach(ctx, []any{Millis(now)}, `DELETE FROM digest_nonces WHERE expires_at < $1`,
+			`DELETE FROM signed_requests WHERE expires_at < $1`, `DELETE FROM refresh_families WHERE expires_at < $1`)
+		if err != nil {
+			return err
 		}
-		return nil
+		_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE created_at < $1`, Millis(now.Add(-sessionMax)))
+		return err
 	})
 }

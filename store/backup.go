@@ -465,16 +465,3 @@ func syncDir(dir string) error {
 	}
 	return err
 }
-
-// sameFile reports whether a and b are one file.
-func sameFile(a, b string) (bool, error) {
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false, err
-	}
-	fb, err := os.Stat(b)
-	if err != nil {
-		return false, err
-	}
-	return os.SameFile(fa, fb), nil
-}

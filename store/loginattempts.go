@@ -71,10 +71,6 @@ func (db *DB) ReleaseLoginAttempt(ctx context.Context, id string, keys []string)
 // PurgeLoginAttempts implements yard.LoginAttemptService.
 func (db *DB) PurgeLoginAttempts(ctx context.Context, before time.Time) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM login_attempts WHERE at <= $1`, Millis(before)); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM login_keys WHERE at <= $1`, Millis(before))
-		return err
+		return tx.execEach(ctx, []any{Millis(before)}, `DELETE FROM login_attempts WHERE at <= $1`, `DELETE FROM login_keys WHERE at <= $1`)
 	})
 }

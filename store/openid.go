@@ -75,10 +75,7 @@ func (db *DB) SaveOpenIDApproval(ctx context.Context, a *yard.OpenIDApproval) er
 // PurgeOpenID deletes expired associations and nonces.
 func (db *DB) PurgeOpenID(ctx context.Context, now time.Time) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM openid_associations WHERE expires_at < $1`, Millis(now)); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM openid_nonces WHERE expires_at < $1`, Millis(now))
-		return err
+		return tx.execEach(ctx, []any{Millis(now)}, `DELETE FROM openid_associations WHERE expires_at < $1`,
+			`DELETE FROM openid_nonces WHERE expires_at < $1`)
 	})
 }

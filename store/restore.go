@@ -193,7 +193,7 @@ func checkBackupFile(src, path string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("restore: %s is not a file", src)
 	}
-	if same, _ := sameFile(src, path); same {
+	if store, err := os.Stat(path); err == nil && os.SameFile(fi, store) {
 		return fmt.Errorf("restore: %s is the store itself", src)
 	}
 	if wal, err := os.Stat(src + "-wal"); err == nil && wal.Size() > 0 {

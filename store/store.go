@@ -365,15 +365,10 @@ func (db *DB) prepared(ctx context.Context, query string) *sql.Stmt {
 	if db.nstmts.Load() >= maxCachedStmts {
 		return nil
 	}
-	st, err := db.read.PrepareContext(context.WithoutCancel(ctx), query)
-	if err != nil {
-		return nil
+	st, added := prepareInto(ctx, db.read, &db.stmts, query)
+	if added {
+		db.nstmts.Add(1)
 	}
-	if prev, loaded := db.stmts.LoadOrStore(query, st); loaded {
-		st.Close()
-		return prev.(*sql.Stmt)
-	}
-	db.nstmts.Add(1)
 	return st
 }
 
@@ -490,6 +485,16 @@ func (db *DB) withTxOn(ctx context.Context, conn *sql.Conn, fn func(tx *Tx) erro
 	}
 	if cars != nil {
 		return cars.confirm(ctx)
+	}
+	return nil
+}
+
+// execEach runs each statement in tx with args.
+func (tx *Tx) execEach(ctx context.Context, args []any, queries ...string) error {
+	for _, q := range queries {
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
 	}
 	return nil
 }
