@@ -40,27 +40,21 @@ func (db *DB) forUpdate(skip bool) string {
 // FindDogCore returns the dog without its schedule (for barking, where
 // the schedule is not needed), or ENOTFOUND.
 func (db *DB) FindDogCore(ctx context.Context, id string) (*yard.Dog, error) {
-	ctx, span := db.span(ctx, "store.FindDogCore")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindDogCore").End()
 	d, err := scanDog(db.QueryRow(ctx, `SELECT `+dogColumns+` FROM dogs WHERE id = $1`, id))
-	if err != nil {
-		return nil, notFound(err, "Dog")
-	}
-	return d, nil
+	return d, notFound(err, "Dog")
 }
 
 // FindBark returns a bark of a dog, or ENOTFOUND.
 func (db *DB) FindBark(ctx context.Context, dogID, id string) (*yard.Bark, error) {
-	ctx, span := db.span(ctx, "store.FindBark")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindBark").End()
 	b, err := scanBark(db.QueryRow(ctx, `SELECT `+barkColumns+` FROM tasks WHERE id = $1 AND dog_id = $2`, id, dogID))
 	return b, notFound(err, "Bark")
 }
 
 // FindBarks returns a page of a dog's barks, newest first, and their count.
 func (db *DB) FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, int, error) {
-	ctx, span := db.span(ctx, "store.FindBarks")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindBarks").End()
 	return findPage(ctx, db, barkColumns, `tasks WHERE dog_id = $1`, `created_at DESC, id DESC`, []any{f.DogID},
 		pageMax(f.Limit), f.Offset, scanBark)
 }
@@ -68,8 +62,7 @@ func (db *DB) FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, i
 // LastBark returns when the dog last barked (any effect, any source), or
 // ENOTFOUND when it never did.
 func (db *DB) LastBark(ctx context.Context, dogID string) (time.Time, error) {
-	ctx, span := db.span(ctx, "store.LastBark")
-	defer span.End()
+	defer db.trace(&ctx, "store.LastBark").End()
 	var ms sql.NullInt64
 	err := db.QueryRow(ctx, `SELECT MAX(barked_at) FROM tasks WHERE dog_id = $1 AND status = 'succeeded'`, dogID).Scan(&ms)
 	if err != nil {
@@ -125,6 +118,7 @@ func touchDog(ctx context.Context, tx *Tx, dogID string, delta int, now time.Tim
 // email-count and record the barkCount + 1, in one transaction. b's id,
 // times and status are set.
 func (db *DB) RecordSyncBark(ctx context.Context, b *yard.Bark) error {
+	// span, not trace: WithBatchTx's closure keeps ctx (trace.go).
 	ctx, span := db.span(ctx, "store.RecordSyncBark")
 	defer span.End()
 	db.prepareWrites(ctx, insertBarkSQL, touchDogSQL)
@@ -158,8 +152,7 @@ func (db *DB) RecordSyncBark(ctx context.Context, b *yard.Bark) error {
 
 // RecordFailedBark stores a synchronous bark whose effect failed.
 func (db *DB) RecordFailedBark(ctx context.Context, b *yard.Bark, msg string) error {
-	ctx, span := db.span(ctx, "store.RecordFailedBark")
-	defer span.End()
+	defer db.trace(&ctx, "store.RecordFailedBark").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		if b.ID == "" {
@@ -177,6 +170,7 @@ func (db *DB) RecordFailedBark(ctx context.Context, b *yard.Bark, msg string) er
 // EnqueueBark stores a pending asynchronous bark for the workers, with its
 // bark.created event.
 func (db *DB) EnqueueBark(ctx context.Context, b *yard.Bark) error {
+	// span, not trace: WithBatchTx's closure keeps ctx (trace.go).
 	ctx, span := db.span(ctx, "store.EnqueueBark")
 	defer span.End()
 	if db.engine == Postgres {
@@ -188,7 +182,7 @@ func (db *DB) EnqueueBark(ctx context.Context, b *yard.Bark) error {
 		if err := insertBark(ctx, tx, b, b.CreatedAt); err != nil {
 			return err
 		}
-		return barkEvent(ctx, tx, yard.EventBarkCreated, b)
+		return barkEvents(ctx, tx, b, yard.EventBarkCreated)
 	})
 }
 
@@ -233,8 +227,7 @@ var enqueueBarkPG = `WITH task AS (` + insertBarkSQL + `) ` + eventOfDogPG("1", 
 // bark is canceled; a finished record is deleted (barkCount unchanged);
 // anything else is ECONFLICT. It returns the bark as it was before.
 func (db *DB) CancelBark(ctx context.Context, dogID, id string) (*yard.Bark, error) {
-	ctx, span := db.span(ctx, "store.CancelBark")
-	defer span.End()
+	defer db.trace(&ctx, "store.CancelBark").End()
 	var before *yard.Bark
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		b, err := scanBark(tx.QueryRowContext(ctx, `SELECT `+barkColumns+` FROM tasks WHERE id = $1 AND dog_id = $2`+db.forUpdate(false), id, dogID))
@@ -249,7 +242,7 @@ func (db *DB) CancelBark(ctx context.Context, dogID, id string) (*yard.Bark, err
 			if err != nil {
 				return err
 			}
-			return barkEvent(ctx, tx, yard.EventBarkCanceled, canceled)
+			return barkEvents(ctx, tx, canceled, yard.EventBarkCanceled)
 		case b.Status == yard.BarkSucceeded && b.Effect == yard.EffectRecord:
 			if _, err = tx.ExecContext(ctx, `DELETE FROM tasks WHERE id = $1`, id); err != nil {
 				return err

@@ -90,8 +90,7 @@ func previousBarks(ctx context.Context, q reader, dogID string) ([]time.Time, er
 // FindSchedule returns the dog's running bark schedule, or nil when none is
 // set.
 func (db *DB) FindSchedule(ctx context.Context, dogID string) (*yard.BarkSchedule, error) {
-	ctx, span := db.span(ctx, "store.FindSchedule")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindSchedule").End()
 	s, err := loadSchedule(ctx, preparedReader{db}, dogID)
 	if err != nil || !s.isRunning {
 		return nil, err
@@ -187,8 +186,7 @@ const (
 // whether the stored representation differs from what was sent
 // (p.Differs, or that of the repeated request).
 func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p yard.SchedulePatch) (differs bool, err error) {
-	ctx, span := db.span(ctx, "store.ApplySchedulePatch")
-	defer span.End()
+	defer db.trace(&ctx, "store.ApplySchedulePatch").End()
 	err = db.WithTx(ctx, func(tx *Tx) error {
 		d, err := db.lockDog(ctx, tx, dogID)
 		if err != nil {
@@ -232,8 +230,7 @@ func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p yard.Sched
 // SetScheduleByToken applies a POST of the bark-schedule resource. A token
 // already applied to this dog changes nothing (applied is false).
 func (db *DB) SetScheduleByToken(ctx context.Context, dogID, token string, c yard.ScheduleChange, received time.Time) (applied bool, err error) {
-	ctx, span := db.span(ctx, "store.SetScheduleByToken")
-	defer span.End()
+	defer db.trace(&ctx, "store.SetScheduleByToken").End()
 	err = db.WithTx(ctx, func(tx *Tx) error {
 		if _, err := db.lockDog(ctx, tx, dogID); err != nil {
 			return err
@@ -255,8 +252,7 @@ func (db *DB) SetScheduleByToken(ctx context.Context, dogID, token string, c yar
 
 // StopSchedule stops the dog's schedule; ENOTFOUND when none is running.
 func (db *DB) StopSchedule(ctx context.Context, dogID string) error {
-	ctx, span := db.span(ctx, "store.StopSchedule")
-	defer span.End()
+	defer db.trace(&ctx, "store.StopSchedule").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		if _, err := db.lockDog(ctx, tx, dogID); err != nil {
 			return err
@@ -331,7 +327,7 @@ func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, er
 			}
 			if n == 1 {
 				fired = append(fired, b)
-				if err := barkEvent(ctx, tx, yard.EventBarkCreated, b); err != nil {
+				if err := barkEvents(ctx, tx, b, yard.EventBarkCreated); err != nil {
 					return err
 				}
 			}

@@ -25,8 +25,7 @@ func (db *DB) ClaimTask(ctx context.Context, owner string, lease time.Duration) 
 
 // ClaimTaskOf is ClaimTask for the tasks f selects.
 func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration, f yard.ClaimFilter) (b *yard.Bark, token string, err error) {
-	ctx, span := db.span(ctx, "store.ClaimTaskOf")
-	defer span.End()
+	defer db.trace(&ctx, "store.ClaimTaskOf").End()
 	// The conditions are fixed SQL text; the bound is a parameter.
 	cond := ""
 	switch f.Kind {
@@ -79,7 +78,7 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 			b, err = nil, nil
 		}
 		if b != nil && err == nil {
-			err = barkEvent(ctx, tx, yard.EventBarkRunning, b)
+			err = barkEvents(ctx, tx, b, yard.EventBarkRunning)
 		}
 		return err
 	})
@@ -92,8 +91,7 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 // ExtendLease renews a running task's lease. It returns ErrLeaseLost when
 // the task is no longer this worker's (canceled, or taken by another).
 func (db *DB) ExtendLease(ctx context.Context, id, token string, lease time.Duration) error {
-	ctx, span := db.span(ctx, "store.ExtendLease")
-	defer span.End()
+	defer db.trace(&ctx, "store.ExtendLease").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks SET lease_until = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'`,
 			Millis(tx.Now())+lease.Milliseconds(), id, token)
@@ -122,8 +120,7 @@ func leaseResult(res sql.Result, err error) error {
 // lease gets ErrLeaseLost and nothing is applied, so store effects happen
 // exactly once.
 func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r yard.TaskResult) error {
-	ctx, span := db.span(ctx, "store.CompleteTask")
-	defer span.End()
+	defer db.trace(&ctx, "store.CompleteTask").End()
 	db.prepareWrites(ctx, completeTaskSQL)
 	return db.WithTx(ctx, func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
@@ -139,7 +136,7 @@ func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r ya
 		if err := leaseRow(err); err != nil {
 			return err
 		}
-		if err := barkEvent(ctx, tx, yard.EventBarkSucceeded, done); err != nil {
+		if err := barkEvents(ctx, tx, done, yard.EventBarkSucceeded); err != nil {
 			return err
 		}
 		if r.CodeRevision != nil && changed {
@@ -163,8 +160,7 @@ const completeTaskSQL = `UPDATE tasks SET status = 'succeeded', finished_at = $1
 // RetryTask puts a running task back to pending, to run again after wait
 // (by the store's clock).
 func (db *DB) RetryTask(ctx context.Context, id, token string, wait time.Duration, msg, output string) error {
-	ctx, span := db.span(ctx, "store.RetryTask")
-	defer span.End()
+	defer db.trace(&ctx, "store.RetryTask").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, error = $2, output = $3, lease_token = '', lease_until = 0
 			WHERE id = $4 AND lease_token = $5 AND status = 'running'`, Millis(tx.Now().Add(wait)), msg, output, id, token)
@@ -174,23 +170,21 @@ func (db *DB) RetryTask(ctx context.Context, id, token string, wait time.Duratio
 
 // FailTask marks a running task failed; nothing of its effect is stored.
 func (db *DB) FailTask(ctx context.Context, id, token, msg, output string) error {
-	ctx, span := db.span(ctx, "store.FailTask")
-	defer span.End()
+	defer db.trace(&ctx, "store.FailTask").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		failed, err := scanBark(tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'failed', finished_at = $1, error = $2, output = $3, lease_token = '', lease_until = 0
 			WHERE id = $4 AND lease_token = $5 AND status = 'running' RETURNING `+barkColumns, Millis(tx.Now()), msg, output, id, token))
 		if err := leaseRow(err); err != nil {
 			return err
 		}
-		return barkEvent(ctx, tx, yard.EventBarkFailed, failed)
+		return barkEvents(ctx, tx, failed, yard.EventBarkFailed)
 	})
 }
 
 // ReleaseTask hands a running task back (graceful shutdown): it is pending
 // again at once and the attempt does not count.
 func (db *DB) ReleaseTask(ctx context.Context, id, token string) error {
-	ctx, span := db.span(ctx, "store.ReleaseTask")
-	defer span.End()
+	defer db.trace(&ctx, "store.ReleaseTask").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, attempts = attempts - 1, lease_token = '', lease_until = 0
 			WHERE id = $2 AND lease_token = $3 AND status = 'running'`, Millis(tx.Now()), id, token)

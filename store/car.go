@@ -142,8 +142,7 @@ func nullString(s string) any {
 
 // CreateCar stores a new car; a car without id gets one.
 func (db *DB) CreateCar(ctx context.Context, c *yard.Car) error {
-	ctx, span := db.span(ctx, "store.CreateCar")
-	defer span.End()
+	defer db.trace(&ctx, "store.CreateCar").End()
 	if err := c.Validate(); err != nil {
 		return err
 	}
@@ -217,8 +216,7 @@ func updateCarRow(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 // not exist fails the foreign key: EINVALID naming "garage", and nothing
 // is written.
 func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
-	ctx, span := db.span(ctx, "store.ReplaceCar")
-	defer span.End()
+	defer db.trace(&ctx, "store.ReplaceCar").End()
 	if err := c.Validate(); err != nil {
 		return false, err
 	}
@@ -342,8 +340,7 @@ func carWriteError(err error) error {
 
 // UpdateCar changes the given fields of a car and returns it.
 func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*yard.Car, error) {
-	ctx, span := db.span(ctx, "store.UpdateCar")
-	defer span.End()
+	defer db.trace(&ctx, "store.UpdateCar").End()
 	var c *yard.Car
 	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		var err error
@@ -365,8 +362,7 @@ func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*ya
 
 // DeleteCar removes a car.
 func (db *DB) DeleteCar(ctx context.Context, id string) error {
-	ctx, span := db.span(ctx, "store.DeleteCar")
-	defer span.End()
+	defer db.trace(&ctx, "store.DeleteCar").End()
 	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		n, err := affected(tx.ExecContext(ctx, `DELETE FROM cars WHERE id = $1`, id))
 		if err != nil {

@@ -33,7 +33,7 @@ func (db *DB) FindCars(ctx context.Context, q yard.Query, page yard.Page) ([]*ya
 func (db *DB) ListCars(ctx context.Context, q yard.Query, page yard.Page, facets []string) (*yard.CarList, error) {
 	ctx, span := db.span(ctx, "store.ListCars")
 	defer span.End()
-	where, args := CompileCarQuery(db.engine, q, nil)
+	where, args := CompileCarQuery(q, nil)
 	out, err := db.carPage(ctx, where, args, page)
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func carPageSQL(engine, where string, args []any, page yard.Page) (string, []any
 // CountCarsUncached counts the cars matching q (benchmarks and
 // diagnostics).
 func (db *DB) CountCarsUncached(ctx context.Context, q yard.Query) (int, error) {
-	where, args := CompileCarQuery(db.engine, q, nil)
+	where, args := CompileCarQuery(q, nil)
 	var n int
 	err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE `+where, args...).Scan(&n)
 	return n, err
@@ -143,7 +143,7 @@ func (db *DB) CountCarsUncached(ctx context.Context, q yard.Query) (int, error) 
 // query of q (EXPLAIN QUERY PLAN on SQLite, EXPLAIN on PostgreSQL), to
 // show which indexes they use.
 func (db *DB) ExplainCars(ctx context.Context, q yard.Query, page yard.Page) (string, error) {
-	where, args := CompileCarQuery(db.engine, q, nil)
+	where, args := CompileCarQuery(q, nil)
 	pageSQL, pageArgs := carPageSQL(db.engine, where, args, page)
 	countSQL := `SELECT COUNT(*) FROM cars WHERE ` + where
 	var b strings.Builder

@@ -20,15 +20,13 @@ func scanDog(row rowScanner) (*yard.Dog, error) {
 
 // FindDogByID returns the dog with that id, or ENOTFOUND.
 func (db *DB) FindDogByID(ctx context.Context, id string) (*yard.Dog, error) {
-	ctx, span := db.span(ctx, "store.FindDogByID")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindDogByID").End()
 	return db.findDogWithSchedule(ctx, id)
 }
 
 // FindDogs returns a page of dogs ordered by id, and the total count.
 func (db *DB) FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int, error) {
-	ctx, span := db.span(ctx, "store.FindDogs")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindDogs").End()
 	from, args := `dogs`, []any{}
 	if f.Owner != nil {
 		from, args = `dogs WHERE owner_id = $1`, append(args, *f.Owner)
@@ -43,8 +41,7 @@ func (db *DB) FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int,
 // CreateDog validates and stores d, setting its id (when empty) and
 // timestamps. An unknown owner is EINVALID; a taken id is ECONFLICT.
 func (db *DB) CreateDog(ctx context.Context, d *yard.Dog) error {
-	ctx, span := db.span(ctx, "store.CreateDog")
-	defer span.End()
+	defer db.trace(&ctx, "store.CreateDog").End()
 	if d.BarkEffect == "" {
 		d.BarkEffect = yard.EffectRecord
 	}
@@ -85,6 +82,7 @@ func ownerExists(ctx context.Context, tx *Tx, owner string) error {
 
 // UpdateDog applies upd to the dog and returns the result.
 func (db *DB) UpdateDog(ctx context.Context, id string, upd yard.DogUpdate) (*yard.Dog, error) {
+	// span, not trace: WithBatchTx's closure keeps ctx (trace.go).
 	ctx, span := db.span(ctx, "store.UpdateDog")
 	defer span.End()
 	var out *yard.Dog
@@ -141,8 +139,7 @@ func (db *DB) updateDogTx(ctx context.Context, tx *Tx, id string, upd yard.DogUp
 
 // DeleteDog removes a dog.
 func (db *DB) DeleteDog(ctx context.Context, id string) error {
-	ctx, span := db.span(ctx, "store.DeleteDog")
-	defer span.End()
+	defer db.trace(&ctx, "store.DeleteDog").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		var owner string
 		err := tx.QueryRowContext(ctx, `DELETE FROM dogs WHERE id = $1 RETURNING owner_id`, id).Scan(&owner)

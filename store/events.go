@@ -94,12 +94,6 @@ func appendEventOwnedBy(ctx context.Context, tx *Tx, typ, subject, owner, ofDog 
 	return err
 }
 
-// barkEvent appends a bark event with b as its data; the owner is the
-// dog's.
-func barkEvent(ctx context.Context, tx *Tx, typ string, b *yard.Bark) error {
-	return barkEvents(ctx, tx, b, typ)
-}
-
 // markDog notes that the dog changed in tx: one dog.updated is appended at
 // commit (flushDogs), unless the dog was created or deleted in tx.
 func (tx *Tx) markDog(id string) {
@@ -219,8 +213,7 @@ const maxEventScan = 10000
 // f.Limit events that f.Match keeps or has read f.Scan rows; Next is the last
 // row read, so a caller that continues from it skips nothing.
 func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPage, error) {
-	ctx, span := db.span(ctx, "store.ReadEvents")
-	defer span.End()
+	defer db.trace(&ctx, "store.ReadEvents").End()
 	limit, scan := f.Limit, f.Scan
 	if limit <= 0 {
 		limit = 100
@@ -494,7 +487,8 @@ func (db *DB) ListenEvents(ctx context.Context, wake func()) error {
 	})
 }
 
-// barkEvents appends one bark event per type, each with b as its data.
+// barkEvents appends one bark event per type, each with b as its data;
+// the owner is the dog's.
 func barkEvents(ctx context.Context, tx *Tx, b *yard.Bark, types ...string) error {
 	body, err := json.Marshal(b)
 	if err != nil {

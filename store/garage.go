@@ -27,16 +27,14 @@ func scanGarage(row rowScanner) (*yard.Garage, error) {
 
 // FindGarageByID returns the garage with its car count, or ENOTFOUND.
 func (db *DB) FindGarageByID(ctx context.Context, id string) (*yard.Garage, error) {
-	ctx, span := db.span(ctx, "store.FindGarageByID")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindGarageByID").End()
 	g, err := scanGarage(db.QueryRow(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
 	return g, notFound(err, "Garage")
 }
 
 // FindGarages returns a page of garages in id order and their number.
 func (db *DB) FindGarages(ctx context.Context, page yard.Page) ([]*yard.Garage, int, error) {
-	ctx, span := db.span(ctx, "store.FindGarages")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindGarages").End()
 	var total int
 	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages`).Scan(&total); err != nil {
 		return nil, 0, err
@@ -51,8 +49,7 @@ func (db *DB) FindGarages(ctx context.Context, page yard.Page) ([]*yard.Garage, 
 
 // CreateGarage stores a new garage; one without id gets one.
 func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
-	ctx, span := db.span(ctx, "store.CreateGarage")
-	defer span.End()
+	defer db.trace(&ctx, "store.CreateGarage").End()
 	if err := g.Validate(); err != nil {
 		return err
 	}
@@ -101,8 +98,7 @@ func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error
 
 // ReplaceGarage stores g under g.ID, creating the garage when there is none.
 func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
-	ctx, span := db.span(ctx, "store.ReplaceGarage")
-	defer span.End()
+	defer db.trace(&ctx, "store.ReplaceGarage").End()
 	if err := g.Validate(); err != nil {
 		return false, err
 	}
@@ -130,8 +126,7 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 
 // UpdateGarage changes the given fields of a garage and returns it.
 func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate) (*yard.Garage, error) {
-	ctx, span := db.span(ctx, "store.UpdateGarage")
-	defer span.End()
+	defer db.trace(&ctx, "store.UpdateGarage").End()
 	var g *yard.Garage
 	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		var err error
@@ -158,8 +153,7 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 
 // DeleteGarage removes an empty garage; one holding cars is ECONFLICT.
 func (db *DB) DeleteGarage(ctx context.Context, id string) error {
-	ctx, span := db.span(ctx, "store.DeleteGarage")
-	defer span.End()
+	defer db.trace(&ctx, "store.DeleteGarage").End()
 	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages WHERE id = $1`, id).Scan(&n); err != nil {

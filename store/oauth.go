@@ -32,10 +32,7 @@ func scanConsumer(s rowScanner) (*yard.OAuthConsumer, error) {
 // FindOAuthConsumer returns the consumer with that key, or ENOTFOUND.
 func (db *DB) FindOAuthConsumer(ctx context.Context, key string) (*yard.OAuthConsumer, error) {
 	c, err := scanConsumer(db.read.QueryRowContext(ctx, `SELECT `+consumerColumns+` FROM oauth_consumers WHERE consumer_key = $1`, key))
-	if err != nil {
-		return nil, notFound(err, "OAuth consumer")
-	}
-	return c, nil
+	return c, notFound(err, "OAuth consumer")
 }
 
 // ListOAuthConsumers returns a page of consumers, oldest first.
@@ -96,10 +93,7 @@ func (db *DB) CreateOAuthToken(ctx context.Context, t *yard.OAuthToken) error {
 // FindOAuthToken returns the token with that oauth_token value.
 func (db *DB) FindOAuthToken(ctx context.Context, token string) (*yard.OAuthToken, error) {
 	t, err := scanToken(db.read.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM oauth_tokens WHERE token = $1`, token))
-	if err != nil {
-		return nil, notFound(err, "OAuth token")
-	}
-	return t, nil
+	return t, notFound(err, "OAuth token")
 }
 
 // DecideOAuthToken records the resource owner's decision on a pending
@@ -144,10 +138,7 @@ func (db *DB) ListOAuthAccess(ctx context.Context, userID string) ([]*yard.OAuth
 // FindOAuthAccess returns the access token with that id.
 func (db *DB) FindOAuthAccess(ctx context.Context, id string) (*yard.OAuthToken, error) {
 	t, err := scanToken(db.read.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM oauth_tokens WHERE id = $1 AND kind = 'access'`, id))
-	if err != nil {
-		return nil, notFound(err, "OAuth authorization")
-	}
-	return t, nil
+	return t, notFound(err, "OAuth authorization")
 }
 
 // DeleteOAuthToken deletes a token by id.

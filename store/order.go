@@ -22,8 +22,7 @@ func scanOrder(row rowScanner) (*yard.Order, error) {
 
 // FindOrderByID returns the order with that id, or ENOTFOUND.
 func (db *DB) FindOrderByID(ctx context.Context, id string) (*yard.Order, error) {
-	ctx, span := db.span(ctx, "store.FindOrderByID")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindOrderByID").End()
 	o, err := scanOrder(db.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id))
 	return o, notFound(err, "Order")
 }
@@ -31,8 +30,7 @@ func (db *DB) FindOrderByID(ctx context.Context, id string) (*yard.Order, error)
 // FindOrders returns a page of orders ordered by id (so by creation: ids
 // are UUIDv7), and the total count of orders matching the filter.
 func (db *DB) FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order, int, error) {
-	ctx, span := db.span(ctx, "store.FindOrders")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindOrders").End()
 	var conds []string
 	var args []any
 	arg := func(v any) string {
@@ -86,8 +84,7 @@ func (db *DB) FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order
 // CreateOrder validates and stores o, setting its id and timestamps. An
 // unknown customer is EINVALID.
 func (db *DB) CreateOrder(ctx context.Context, o *yard.Order) error {
-	ctx, span := db.span(ctx, "store.CreateOrder")
-	defer span.End()
+	defer db.trace(&ctx, "store.CreateOrder").End()
 	if o.Status == "" {
 		o.Status = yard.OrderPlaced
 	}
@@ -121,8 +118,7 @@ func (db *DB) CreateOrder(ctx context.Context, o *yard.Order) error {
 // A change that changes nothing writes nothing (cancelling twice keeps
 // updatedAt).
 func (db *DB) UpdateOrder(ctx context.Context, id string, fn func(o *yard.Order) error) (*yard.Order, error) {
-	ctx, span := db.span(ctx, "store.UpdateOrder")
-	defer span.End()
+	defer db.trace(&ctx, "store.UpdateOrder").End()
 	var out *yard.Order
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		old, err := scanOrder(tx.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`+db.forUpdate(false), id))

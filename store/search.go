@@ -31,8 +31,7 @@ func scanSearch(row rowScanner) (*yard.Search, error) {
 // CreateSearch stores a search; its name, when set, must be free (ignoring
 // case) or the result is ECONFLICT.
 func (db *DB) CreateSearch(ctx context.Context, s *yard.Search) error {
-	ctx, span := db.span(ctx, "store.CreateSearch")
-	defer span.End()
+	defer db.trace(&ctx, "store.CreateSearch").End()
 	if s.Name != "" && !yard.ValidSearchName(s.Name) {
 		return yard.Invalid("The search name is not valid.", yard.FieldError{Field: "name", Message: "must be 1-64 letters, digits, '-', '_' or '.'"})
 	}
@@ -58,8 +57,7 @@ func (db *DB) CreateSearch(ctx context.Context, s *yard.Search) error {
 
 // FindSearchByID returns a search, or ENOTFOUND.
 func (db *DB) FindSearchByID(ctx context.Context, id string) (*yard.Search, error) {
-	ctx, span := db.span(ctx, "store.FindSearchByID")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindSearchByID").End()
 	s, err := scanSearch(db.read.QueryRowContext(ctx, `SELECT `+searchColumns+` FROM searches WHERE id = $1`, id))
 	return s, notFound(err, "Search")
 }
@@ -67,8 +65,7 @@ func (db *DB) FindSearchByID(ctx context.Context, id string) (*yard.Search, erro
 // FindSearchByName returns the search saved under name (ignoring case),
 // or ENOTFOUND.
 func (db *DB) FindSearchByName(ctx context.Context, name string) (*yard.Search, error) {
-	ctx, span := db.span(ctx, "store.FindSearchByName")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindSearchByName").End()
 	s, err := scanSearch(db.read.QueryRowContext(ctx, `SELECT `+searchColumns+` FROM searches WHERE name_key = $1`, strings.ToLower(name)))
 	return s, notFound(err, "Search")
 }
@@ -76,15 +73,13 @@ func (db *DB) FindSearchByName(ctx context.Context, name string) (*yard.Search, 
 // FindSearches returns a page of searches in id (creation) order and
 // their number.
 func (db *DB) FindSearches(ctx context.Context, page yard.Page) ([]*yard.Search, int, error) {
-	ctx, span := db.span(ctx, "store.FindSearches")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindSearches").End()
 	return findPage(ctx, db, searchColumns, `searches`, `id`, nil, page.Max, page.Offset, scanSearch)
 }
 
 // DeleteSearch removes a search, or answers ENOTFOUND.
 func (db *DB) DeleteSearch(ctx context.Context, id string) error {
-	ctx, span := db.span(ctx, "store.DeleteSearch")
-	defer span.End()
+	defer db.trace(&ctx, "store.DeleteSearch").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		n, err := affected(tx.ExecContext(ctx, `DELETE FROM searches WHERE id = $1`, id))
 		if err == nil && n == 0 {

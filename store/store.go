@@ -126,13 +126,11 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 		pool.SetMaxIdleConns(32)
 		pool.SetConnMaxIdleTime(5 * time.Minute)
 		db.write, db.read = pool, pool
-		if db.replayWrite, err = openReplayWriter(dsn); err != nil {
-			pool.Close()
-			return nil, err
+		if db.replayWrite, err = openReplayWriter(dsn); err == nil {
+			db.eventRead, err = openEventReader(dsn)
 		}
-		if db.eventRead, err = openEventReader(dsn); err != nil {
-			pool.Close()
-			db.replayWrite.Close()
+		if err != nil {
+			db.Close()
 			return nil, err
 		}
 	case dsn == "", dsn == "sqlite", strings.HasPrefix(dsn, "sqlite:"), strings.HasPrefix(dsn, "file:"):
@@ -157,13 +155,11 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 			db.held.Close()
 			return nil, storeOpenError(path, err)
 		}
-		if db.write, err = openSQLite(path, true, o.busyTimeout, sync); err != nil {
-			db.held.Close()
-			return nil, err
+		if db.write, err = openSQLite(path, true, o.busyTimeout, sync); err == nil {
+			db.read, err = openSQLite(path, false, o.busyTimeout, sync)
 		}
-		if db.read, err = openSQLite(path, false, o.busyTimeout, sync); err != nil {
-			db.write.Close()
-			db.held.Close()
+		if err != nil {
+			db.Close()
 			return nil, err
 		}
 	default:
@@ -441,16 +437,13 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 // on SQLite conn is the pool's only connection, which a statement
 // prepared on the pool would wait for.
 func (db *DB) withTxOn(ctx context.Context, conn *sql.Conn, fn func(tx *Tx) error) error {
-	if conn == nil {
+	begin := db.write.BeginTx
+	if conn != nil {
+		begin = conn.BeginTx
+	} else {
 		db.prepareWrites(ctx, eventWrites...)
 	}
-	var sqlTx *sql.Tx
-	var err error
-	if conn != nil {
-		sqlTx, err = conn.BeginTx(ctx, nil)
-	} else {
-		sqlTx, err = db.write.BeginTx(ctx, nil)
-	}
+	sqlTx, err := begin(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

@@ -25,24 +25,21 @@ func scanUser(row rowScanner) (*yard.User, error) {
 
 // FindUserByID returns the user with that id, or ENOTFOUND.
 func (db *DB) FindUserByID(ctx context.Context, id string) (*yard.User, error) {
-	ctx, span := db.span(ctx, "store.FindUserByID")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindUserByID").End()
 	u, err := scanUser(db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
 	return u, notFound(err, "Person")
 }
 
 // FindUserByName returns the user with that name (ignoring case), or ENOTFOUND.
 func (db *DB) FindUserByName(ctx context.Context, name string) (*yard.User, error) {
-	ctx, span := db.span(ctx, "store.FindUserByName")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindUserByName").End()
 	u, err := scanUser(db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE name_key = $1`, strings.ToLower(name)))
 	return u, notFound(err, "Person")
 }
 
 // FindUsers returns a page of users ordered by id, and the total count.
 func (db *DB) FindUsers(ctx context.Context, f yard.UserFilter) ([]*yard.User, int, error) {
-	ctx, span := db.span(ctx, "store.FindUsers")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindUsers").End()
 	from, args := `users`, []any{}
 	if f.Name != nil {
 		from, args = `users WHERE name_key = $1`, append(args, strings.ToLower(*f.Name))
@@ -60,8 +57,7 @@ func (db *DB) CountUsers(ctx context.Context) (int, error) {
 // CreateUser validates and stores u with its credentials, setting its id
 // (when empty) and timestamps. A taken name is ECONFLICT.
 func (db *DB) CreateUser(ctx context.Context, u *yard.User, creds *yard.Credentials) error {
-	ctx, span := db.span(ctx, "store.CreateUser")
-	defer span.End()
+	defer db.trace(&ctx, "store.CreateUser").End()
 	if err := yard.ValidateUser(u); err != nil {
 		return err
 	}
@@ -91,8 +87,7 @@ func (db *DB) CreateUser(ctx context.Context, u *yard.User, creds *yard.Credenti
 
 // UpdateUser applies upd to the user and returns the result.
 func (db *DB) UpdateUser(ctx context.Context, id string, upd yard.UserUpdate) (*yard.User, error) {
-	ctx, span := db.span(ctx, "store.UpdateUser")
-	defer span.End()
+	defer db.trace(&ctx, "store.UpdateUser").End()
 	var out *yard.User
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		u, err := scanUser(tx.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
@@ -131,8 +126,7 @@ func (db *DB) UpdateUser(ctx context.Context, id string, upd yard.UserUpdate) (*
 
 // DeleteUser removes a user who owns no dogs (ECONFLICT otherwise).
 func (db *DB) DeleteUser(ctx context.Context, id string) error {
-	ctx, span := db.span(ctx, "store.DeleteUser")
-	defer span.End()
+	defer db.trace(&ctx, "store.DeleteUser").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM dogs WHERE owner_id = $1`, id).Scan(&n); err != nil {
@@ -151,8 +145,7 @@ func (db *DB) DeleteUser(ctx context.Context, id string) error {
 
 // FindCredentials returns the stored secrets of a user.
 func (db *DB) FindCredentials(ctx context.Context, userID string) (*yard.Credentials, error) {
-	ctx, span := db.span(ctx, "store.FindCredentials")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindCredentials").End()
 	var c yard.Credentials
 	var changed int64
 	err := db.QueryRow(ctx, `SELECT password_hash, ha1_md5, ha1_sha256, password_changed_at FROM users WHERE id = $1`, userID).

@@ -122,16 +122,7 @@ func (c *Cluster) Start(t testing.TB) {
 // NewDatabase creates an empty database in the cluster and returns its URL.
 func (c *Cluster) NewDatabase(t testing.TB) string {
 	t.Helper()
-	conn, err := sql.Open("pgx", c.URL)
-	if err != nil {
-		t.Fatalf("postgres: %v", err)
-	}
-	defer conn.Close()
-	name := fmt.Sprintf("yard_own_%d", dbCounter.Add(1))
-	if _, err := conn.Exec(`CREATE DATABASE ` + name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	return c.URL[:len(c.URL)-len("/postgres?sslmode=disable")] + "/" + name + "?sslmode=disable"
+	return createDatabase(t, c.URL, fmt.Sprintf("yard_own_%d", dbCounter.Add(1)))
 }
 
 func (c *Cluster) remove() {

@@ -143,14 +143,7 @@ func NewPostgresDatabase(t testing.TB) string {
 	t.Helper()
 	admin := PostgresURL(t)
 	name := fmt.Sprintf("yard_%d_%d", os.Getpid(), dbCounter.Add(1))
-	conn, err := sql.Open("pgx", admin)
-	if err != nil {
-		t.Fatalf("postgres: %v", err)
-	}
-	defer conn.Close()
-	if _, err := conn.Exec(`CREATE DATABASE ` + name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
+	dsn := createDatabase(t, admin, name)
 	t.Cleanup(func() {
 		c, err := sql.Open("pgx", admin)
 		if err != nil {
@@ -159,6 +152,21 @@ func NewPostgresDatabase(t testing.TB) string {
 		defer c.Close()
 		_, _ = c.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`)
 	})
+	return dsn
+}
+
+// createDatabase creates the database name on the server of the admin
+// URL and returns its URL.
+func createDatabase(t testing.TB, admin, name string) string {
+	t.Helper()
+	conn, err := sql.Open("pgx", admin)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	defer conn.Close()
+	if _, err := conn.Exec(`CREATE DATABASE ` + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
 	u, _ := url.Parse(admin)
 	u.Path = "/" + name
 	return u.String()
