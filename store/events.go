@@ -367,8 +367,7 @@ const maxEventWindows = 64
 // events after it: EGONE, naming the oldest event kept.
 func (db *DB) gone(ctx context.Context, id yard.EventID) error {
 	e := yard.Errorf(yard.EGONE, "Events after %s are no longer kept (retention); the oldest one kept is in oldest.", id)
-	var oldest yard.EventID
-	err := db.QueryRow(ctx, `SELECT tx, seq FROM events ORDER BY tx, seq LIMIT 1`).Scan(&oldest.Tx, &oldest.Seq)
+	oldest, err := scanEventID(db.QueryRow(ctx, `SELECT tx, seq FROM events ORDER BY tx, seq LIMIT 1`))
 	switch {
 	case err == nil:
 		e.Oldest = oldest.String()
