@@ -49,7 +49,7 @@ func (db *DB) CreateDog(ctx context.Context, d *yard.Dog) error {
 		return err
 	}
 	return db.WithTx(ctx, func(tx *Tx) error {
-		if err := ownerExists(ctx, tx, d.Owner); err != nil {
+		if err := personExists(ctx, tx, d.Owner, "dog", "owner"); err != nil {
 			return err
 		}
 		if d.ID == "" {
@@ -69,13 +69,22 @@ func (db *DB) CreateDog(ctx context.Context, d *yard.Dog) error {
 	})
 }
 
-func ownerExists(ctx context.Context, tx *Tx, owner string) error {
+// setIf sets *dst to *v, when v is not nil (a field of a partial update).
+func setIf[T any](dst, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// personExists checks that the person id, the field of a what (a dog's
+// owner, an order's customer), exists: EINVALID naming the field when not.
+func personExists(ctx context.Context, tx *Tx, id, what, field string) error {
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE id = $1`, owner).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE id = $1`, id).Scan(&n); err != nil {
 		return err
 	}
 	if n == 0 {
-		return yard.Invalid("The dog has invalid fields.", yard.FieldError{Field: "owner", Message: "no person has this id"})
+		return yard.Invalid("The "+what+" has invalid fields.", yard.FieldError{Field: field, Message: "no person has this id"})
 	}
 	return nil
 }
@@ -107,26 +116,16 @@ func (db *DB) updateDogTx(ctx context.Context, tx *Tx, id string, upd yard.DogUp
 	if err != nil {
 		return nil, err
 	}
-	if upd.Name != nil {
-		d.Name = *upd.Name
-	}
-	if upd.Email != nil {
-		d.Email = *upd.Email
-	}
-	if upd.Owner != nil {
-		d.Owner = *upd.Owner
-	}
-	if upd.BarkEffect != nil {
-		d.BarkEffect = *upd.BarkEffect
-	}
-	if upd.CodeURL != nil {
-		d.CodeURL = *upd.CodeURL
-	}
+	setIf(&d.Name, upd.Name)
+	setIf(&d.Email, upd.Email)
+	setIf(&d.Owner, upd.Owner)
+	setIf(&d.BarkEffect, upd.BarkEffect)
+	setIf(&d.CodeURL, upd.CodeURL)
 	if err := yard.ValidateDog(d); err != nil {
 		return nil, err
 	}
 	if upd.Owner != nil {
-		if err := ownerExists(ctx, tx, d.Owner); err != nil {
+		if err := personExists(ctx, tx, d.Owner, "dog", "owner"); err != nil {
 			return nil, err
 		}
 	}

@@ -134,12 +134,8 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 		if err != nil {
 			return notFound(err, "Garage")
 		}
-		if upd.Name != nil {
-			g.Name = *upd.Name
-		}
-		if upd.State != nil {
-			g.State = *upd.State
-		}
+		setIf(&g.Name, upd.Name)
+		setIf(&g.State, upd.State)
 		if err := g.Validate(); err != nil {
 			return err
 		}

@@ -92,12 +92,8 @@ func (db *DB) CreateOrder(ctx context.Context, o *yard.Order) error {
 		return err
 	}
 	return db.WithTx(ctx, func(tx *Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE id = $1`, o.CustomerID).Scan(&n); err != nil {
+		if err := personExists(ctx, tx, o.CustomerID, "order", "customerId"); err != nil {
 			return err
-		}
-		if n == 0 {
-			return yard.Invalid("The order has invalid fields.", yard.FieldError{Field: "customerId", Message: "no person has this id"})
 		}
 		o.ID = yard.NewID()
 		now := tx.Now().UTC().Truncate(1e6)

@@ -94,21 +94,11 @@ func (db *DB) UpdateUser(ctx context.Context, id string, upd yard.UserUpdate) (*
 		if err != nil {
 			return notFound(err, "Person")
 		}
-		if upd.Name != nil {
-			u.Name = *upd.Name
-		}
-		if upd.Email != nil {
-			u.Email = *upd.Email
-		}
-		if upd.Phone != nil {
-			u.Phone = *upd.Phone
-		}
-		if upd.Roles != nil {
-			u.Roles = *upd.Roles
-		}
-		if upd.Disabled != nil {
-			u.Disabled = *upd.Disabled
-		}
+		setIf(&u.Name, upd.Name)
+		setIf(&u.Email, upd.Email)
+		setIf(&u.Phone, upd.Phone)
+		setIf(&u.Roles, upd.Roles)
+		setIf(&u.Disabled, upd.Disabled)
 		if err := yard.ValidateUser(u); err != nil {
 			return err
 		}
