@@ -13,17 +13,13 @@ import (
 // the lease renewed, and the task completed, retried, failed or released,
 // each guarded by the lease's token. Barks are stored in bark.go.
 
-// ClaimTask takes the next due task for a worker: a pending task whose time
-// has come, or a running one whose lease expired (its worker died). On
-// PostgreSQL the row is locked with FOR UPDATE SKIP LOCKED, so processes
-// sharing the store never take the same task; on SQLite the single writer
-// does the same. It returns nil when no task is due. token identifies this
-// lease: every later change of the task must present it.
-func (db *DB) ClaimTask(ctx context.Context, owner string, lease time.Duration) (b *yard.Bark, token string, err error) {
-	return db.ClaimTaskOf(ctx, owner, lease, yard.ClaimFilter{})
-}
-
-// ClaimTaskOf is ClaimTask for the tasks f selects.
+// ClaimTaskOf takes the next due task of those f selects for a worker: a
+// pending task whose time has come, or a running one whose lease expired
+// (its worker died). On PostgreSQL the row is locked with FOR UPDATE SKIP
+// LOCKED, so processes sharing the store never take the same task; on
+// SQLite the single writer does the same. It returns nil when no task is
+// due. token identifies this lease: every later change of the task must
+// present it.
 func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration, f yard.ClaimFilter) (b *yard.Bark, token string, err error) {
 	defer db.trace(&ctx, "store.ClaimTaskOf").End()
 	// The conditions are fixed SQL text; the bound is a parameter.
@@ -197,12 +193,4 @@ func (db *DB) PendingTasks(ctx context.Context) (int, error) {
 	var n int
 	err := db.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE status = 'pending'`).Scan(&n)
 	return n, err
-}
-
-// TaskStatus returns the status of a task (the workers poll it to notice
-// a cancel made by another process).
-func (db *DB) TaskStatus(ctx context.Context, id string) (string, error) {
-	var s string
-	err := db.QueryRow(ctx, `SELECT status FROM tasks WHERE id = $1`, id).Scan(&s)
-	return s, notFound(err, "Bark")
 }

@@ -115,7 +115,7 @@ func checkGarages(ctx context.Context, tx *Tx, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if tx.DB().Engine() == SQLite {
+	if tx.db.engine == SQLite {
 		list, _ := json.Marshal(ids)
 		var id string
 		err := tx.QueryRowContext(ctx, `SELECT j.value FROM json_each(?) j

@@ -423,9 +423,6 @@ type Tx struct {
 // Now returns the time the transaction began, by the store's clock.
 func (tx *Tx) Now() time.Time { return tx.now }
 
-// DB returns the store the transaction belongs to.
-func (tx *Tx) DB() *DB { return tx.db }
-
 // WithTx runs fn in a write transaction, committing when fn returns nil.
 func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 	return db.withTxOn(ctx, nil, fn)
