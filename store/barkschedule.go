@@ -113,14 +113,9 @@ type withExtra struct {
 
 func (w withExtra) Scan(dest ...any) error { return w.row.Scan(append(dest, w.extra...)...) }
 
-// findDogWithSchedule reads a dog and its schedule in one query (a read of
-// a dog is the hottest request); the previous barks need a second one only
-// when a schedule runs.
-func (db *DB) findDogWithSchedule(ctx context.Context, id string) (*yard.Dog, error) {
-	return dogWithSchedule(ctx, preparedReader{db}, id)
-}
-
-// dogWithSchedule reads a dog with its schedule through q.
+// dogWithSchedule reads a dog with its schedule through q, in one query (a
+// read of a dog is the hottest request); the previous barks need a second
+// one only when a schedule runs.
 func dogWithSchedule(ctx context.Context, q reader, id string) (*yard.Dog, error) {
 	var next, last, freq sql.NullInt64
 	d, err := scanDog(withExtra{q.QueryRowContext(ctx, dogWithScheduleSQL, id), []any{&next, &freq, &last}})

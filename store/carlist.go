@@ -174,38 +174,26 @@ func (db *DB) explain(ctx context.Context, query string, args ...any) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	cols, _ := rows.Columns()
-	var lines []string
-	for rows.Next() {
-		vals, err := scanValues(rows, len(cols))
+	return appendRows(nil, rows, nil, func(row rowScanner) (string, error) {
+		vals, err := scanValues(row, len(cols))
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		// SQLite: id, parent, notused, detail; PostgreSQL: one text column.
-		switch v := vals[len(vals)-1].(type) {
-		case []byte:
-			lines = append(lines, string(v))
-		default:
-			lines = append(lines, strings.TrimSpace(fmtAny(v)))
+		if b, ok := vals[len(vals)-1].([]byte); ok {
+			return string(b), nil
 		}
-	}
-	return lines, rows.Err()
+		return strings.TrimSpace(fmt.Sprint(vals[len(vals)-1])), nil
+	})
 }
 
-// scanValues scans the current row of n columns of any types.
-func scanValues(rows *sql.Rows, n int) ([]any, error) {
+// scanValues scans a row of n columns of any types.
+func scanValues(row rowScanner, n int) ([]any, error) {
 	vals := make([]any, n)
 	ptrs := make([]any, n)
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
-	return vals, rows.Scan(ptrs...)
-}
-
-func fmtAny(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return fmt.Sprint(v)
+	return vals, row.Scan(ptrs...)
 }

@@ -276,24 +276,19 @@ func checkRows(ctx context.Context, conn *sql.DB, query, want string) error {
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
 	cols, err := rows.Columns()
+	if err != nil {
+		rows.Close()
+		return err
+	}
+	got, err := appendRows(nil, rows, nil, func(row rowScanner) (string, error) {
+		vals, err := scanValues(row, len(cols))
+		return strings.TrimSpace(fmt.Sprintln(vals...)), err
+	})
 	if err != nil {
 		return err
 	}
-	var got []string
-	for rows.Next() {
-		vals, err := scanValues(rows, len(cols))
-		if err != nil {
-			return err
-		}
-		if len(got) < 10 {
-			got = append(got, strings.TrimSpace(fmt.Sprintln(vals...)))
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
+	got = got[:min(len(got), 10)]
 	if (want == "" && len(got) == 0) || (len(got) == 1 && got[0] == want) {
 		return nil
 	}
