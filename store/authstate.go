@@ -141,10 +141,7 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int {
-		if c := cmp.Compare(Millis(expires[a]), Millis(expires[b])); c != 0 {
-			return c
-		}
-		return strings.Compare(sigs[a], sigs[b])
+		return cmp.Or(cmp.Compare(Millis(expires[a]), Millis(expires[b])), strings.Compare(sigs[a], sigs[b]))
 	})
 	var b strings.Builder
 	args := make([]any, 0, 2*len(sigs))

@@ -97,12 +97,10 @@ func barkRow(b *yard.Bark, runAt time.Time) []any {
 	if b.Source == yard.BarkSourceSchedule {
 		slotKey = b.DogID + "@" + strconv.FormatInt(Millis(b.Slot), 10)
 	}
-	var traceParent any // NULL when the bark was not created by a traced request
-	if b.TraceParent != "" {
-		traceParent = b.TraceParent
-	}
+	// The trace parent is NULL when the bark was not created by a traced
+	// request.
 	return []any{b.ID, b.DogID, b.Effect, b.Status, b.Async, b.Source, slotKey, Millis(b.Slot), Millis(b.CreatedAt), Millis(runAt),
-		Millis(b.StartedAt), Millis(b.FinishedAt), Millis(b.Timestamp), b.Error, b.Output, b.DogChanged, b.Attempts, traceParent}
+		Millis(b.StartedAt), Millis(b.FinishedAt), Millis(b.Timestamp), b.Error, b.Output, b.DogChanged, b.Attempts, nullString(b.TraceParent)}
 }
 
 // touchDog marks the dog's representation as changed at now, adding delta

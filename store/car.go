@@ -133,6 +133,7 @@ func garageStateKey(ctx context.Context, tx *Tx, garage string) (any, error) {
 	return state, err
 }
 
+// nullString is s as a column's value: NULL when empty.
 func nullString(s string) any {
 	if s == "" {
 		return nil

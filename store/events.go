@@ -106,22 +106,18 @@ func (tx *Tx) markDog(id string) {
 // it is now.
 func (tx *Tx) flushDogs(ctx context.Context) error {
 	for _, id := range tx.dirtyDogs {
-		if err := dogEvent(ctx, tx, yard.EventDogUpdated, id); err != nil && yard.ErrorCode(err) != yard.ENOTFOUND {
+		d, err := dogWithSchedule(ctx, txReader{tx}, id)
+		if yard.ErrorCode(err) == yard.ENOTFOUND {
+			continue // deleted in tx
+		} else if err != nil {
+			return err
+		}
+		if err := appendEvent(ctx, tx, yard.EventDogUpdated, yard.DogPath(d.ID), d.Owner, d); err != nil {
 			return err
 		}
 	}
 	tx.dirtyDogs = tx.dirtyDogs[:0]
 	return nil
-}
-
-// dogEvent appends a dog event with the dog (and its schedule) as tx holds
-// it; ENOTFOUND when the dog is gone.
-func dogEvent(ctx context.Context, tx *Tx, typ, id string) error {
-	d, err := dogWithSchedule(ctx, txReader{tx}, id)
-	if err != nil {
-		return err
-	}
-	return appendEvent(ctx, tx, typ, yard.DogPath(d.ID), d.Owner, d)
 }
 
 // deletedEvent appends a deletion event.
@@ -519,9 +515,7 @@ func importEvent(ctx context.Context, tx *Tx, b *importBatch) error {
 		if d.First == "" || c.ID < d.First {
 			d.First = c.ID
 		}
-		if c.ID > d.Last {
-			d.Last = c.ID
-		}
+		d.Last = max(d.Last, c.ID)
 	}
 	return appendEvent(ctx, tx, yard.EventCarImported, "/cars", "", d)
 }

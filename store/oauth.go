@@ -69,18 +69,11 @@ func scanToken(s rowScanner) (*yard.OAuthToken, error) {
 	return &t, nil
 }
 
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 func insertToken(ctx context.Context, ex interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, t *yard.OAuthToken) error {
 	_, err := ex.ExecContext(ctx, `INSERT INTO oauth_tokens (`+tokenColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		t.ID, t.Token, t.Kind, t.State, t.ConsumerKey, t.SealedSecret, t.Callback, nullable(t.UserID), t.VerifierHash,
+		t.ID, t.Token, t.Kind, t.State, t.ConsumerKey, t.SealedSecret, t.Callback, nullString(t.UserID), t.VerifierHash,
 		Millis(t.CreatedAt), Millis(t.ExpiresAt))
 	return err
 }
@@ -101,7 +94,7 @@ func (db *DB) FindOAuthToken(ctx context.Context, token string) (*yard.OAuthToke
 func (db *DB) DecideOAuthToken(ctx context.Context, token, state, userID, verifierHash string, now time.Time) (bool, error) {
 	n, err := affected(db.write.ExecContext(ctx, `UPDATE oauth_tokens SET state = $2, user_id = $3, verifier_hash = $4
 		WHERE token = $1 AND kind = 'request' AND state = 'pending' AND expires_at > $5`,
-		token, state, nullable(userID), verifierHash, Millis(now)))
+		token, state, nullString(userID), verifierHash, Millis(now)))
 	return n == 1, err
 }
 

@@ -39,12 +39,8 @@ func (db *DB) CreateSearch(ctx context.Context, s *yard.Search) error {
 		s.ID = yard.NewID()
 	}
 	return db.WithTx(ctx, func(tx *Tx) error {
-		var nameKey any
-		if s.Name != "" {
-			nameKey = strings.ToLower(s.Name)
-		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO searches (id, name, name_key, query, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-			s.ID, nullString(s.Name), nameKey, s.Query.String(), s.CreatedBy, Millis(tx.Now()))
+			s.ID, nullString(s.Name), nullString(strings.ToLower(s.Name)), s.Query.String(), s.CreatedBy, Millis(tx.Now()))
 		if isUniqueViolation(err) {
 			return yard.Errorf(yard.ECONFLICT, "A search named %q exists.", s.Name)
 		} else if err != nil {
