@@ -23,13 +23,11 @@ func (db *DB) CreateSession(ctx context.Context, s *yard.Session) error {
 // FindSession returns the session with that key hash, or ENOTFOUND.
 func (db *DB) FindSession(ctx context.Context, keyHash string) (*yard.Session, error) {
 	var s yard.Session
-	var created, seen int64
 	err := db.read.QueryRowContext(ctx, `SELECT key_hash, user_id, created_at, last_seen_at FROM sessions WHERE key_hash = $1`, keyHash).
-		Scan(&s.KeyHash, &s.UserID, &created, &seen)
+		Scan(&s.KeyHash, &s.UserID, ms(&s.CreatedAt), ms(&s.LastSeen))
 	if err != nil {
 		return nil, notFound(err, "Session")
 	}
-	s.CreatedAt, s.LastSeen = FromMillis(created), FromMillis(seen)
 	return &s, nil
 }
 
@@ -100,13 +98,11 @@ func (db *DB) CreateAPIKey(ctx context.Context, k *yard.APIKey) error {
 // FindAPIKey returns the API key with that id, or ENOTFOUND.
 func (db *DB) FindAPIKey(ctx context.Context, id string) (*yard.APIKey, error) {
 	var k yard.APIKey
-	var created int64
 	err := db.read.QueryRowContext(ctx, `SELECT id, user_id, sealed_secret, created_at FROM api_keys WHERE id = $1`, id).
-		Scan(&k.ID, &k.UserID, &k.SealedSecret, &created)
+		Scan(&k.ID, &k.UserID, &k.SealedSecret, ms(&k.CreatedAt))
 	if err != nil {
 		return nil, notFound(err, "API key")
 	}
-	k.CreatedAt = FromMillis(created)
 	return &k, nil
 }
 

@@ -15,12 +15,10 @@ const barkColumns = `id, dog_id, effect, status, async, source, slot_at, created
 // scanBark reads barkColumns.
 func scanBark(row rowScanner) (*yard.Bark, error) {
 	var b yard.Bark
-	var slot, created, started, finished, barked int64
-	if err := row.Scan(&b.ID, &b.DogID, &b.Effect, &b.Status, &b.Async, &b.Source, &slot, &created, &started, &finished,
-		&barked, &b.Error, &b.Output, &b.DogChanged, &b.Attempts); err != nil {
+	if err := row.Scan(&b.ID, &b.DogID, &b.Effect, &b.Status, &b.Async, &b.Source, ms(&b.Slot), ms(&b.CreatedAt), ms(&b.StartedAt),
+		ms(&b.FinishedAt), ms(&b.Timestamp), &b.Error, &b.Output, &b.DogChanged, &b.Attempts); err != nil {
 		return nil, err
 	}
-	b.Slot, b.CreatedAt, b.StartedAt, b.FinishedAt, b.Timestamp = FromMillis(slot), FromMillis(created), FromMillis(started), FromMillis(finished), FromMillis(barked)
 	return &b, nil
 }
 

@@ -10,11 +10,10 @@ const dogColumns = `id, name, email, owner_id, bark_count, bark_effect, code_url
 
 func scanDog(row rowScanner) (*yard.Dog, error) {
 	var d yard.Dog
-	var created, updated int64
-	if err := row.Scan(&d.ID, &d.Name, &d.Email, &d.Owner, &d.BarkCount, &d.BarkEffect, &d.CodeURL, &d.CodeRevision, &created, &updated); err != nil {
+	if err := row.Scan(&d.ID, &d.Name, &d.Email, &d.Owner, &d.BarkCount, &d.BarkEffect, &d.CodeURL, &d.CodeRevision,
+		ms(&d.CreatedAt), ms(&d.UpdatedAt)); err != nil {
 		return nil, err
 	}
-	d.CreatedAt, d.UpdatedAt = FromMillis(created), FromMillis(updated)
 	return &d, nil
 }
 

@@ -17,11 +17,9 @@ const garageColumns = `g.id, g.name, g.state, g.created_at, g.updated_at, (SELEC
 
 func scanGarage(row rowScanner) (*yard.Garage, error) {
 	var g yard.Garage
-	var created, updated int64
-	if err := row.Scan(&g.ID, &g.Name, &g.State, &created, &updated, &g.CarCount); err != nil {
+	if err := row.Scan(&g.ID, &g.Name, &g.State, ms(&g.CreatedAt), ms(&g.UpdatedAt), &g.CarCount); err != nil {
 		return nil, err
 	}
-	g.CreatedAt, g.UpdatedAt = FromMillis(created), FromMillis(updated)
 	return &g, nil
 }
 

@@ -21,11 +21,9 @@ const consumerColumns = `consumer_key, name, callback_url, sealed_secret, create
 
 func scanConsumer(s rowScanner) (*yard.OAuthConsumer, error) {
 	var c yard.OAuthConsumer
-	var created int64
-	if err := s.Scan(&c.Key, &c.Name, &c.CallbackURL, &c.SealedSecret, &c.CreatedBy, &created); err != nil {
+	if err := s.Scan(&c.Key, &c.Name, &c.CallbackURL, &c.SealedSecret, &c.CreatedBy, ms(&c.CreatedAt)); err != nil {
 		return nil, err
 	}
-	c.CreatedAt = FromMillis(created)
 	return &c, nil
 }
 
@@ -60,12 +58,11 @@ const tokenColumns = `id, token, kind, state, consumer_key, sealed_secret, callb
 func scanToken(s rowScanner) (*yard.OAuthToken, error) {
 	var t yard.OAuthToken
 	var user sql.NullString
-	var created, expires int64
-	if err := s.Scan(&t.ID, &t.Token, &t.Kind, &t.State, &t.ConsumerKey, &t.SealedSecret, &t.Callback, &user, &t.VerifierHash, &created, &expires); err != nil {
+	if err := s.Scan(&t.ID, &t.Token, &t.Kind, &t.State, &t.ConsumerKey, &t.SealedSecret, &t.Callback, &user, &t.VerifierHash,
+		ms(&t.CreatedAt), ms(&t.ExpiresAt)); err != nil {
 		return nil, err
 	}
 	t.UserID = user.String
-	t.CreatedAt, t.ExpiresAt = FromMillis(created), FromMillis(expires)
 	return &t, nil
 }
 

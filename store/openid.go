@@ -21,13 +21,11 @@ func (db *DB) CreateOpenIDAssociation(ctx context.Context, a *yard.OpenIDAssocia
 // ENOTFOUND. Expired ones are returned too: the caller decides.
 func (db *DB) FindOpenIDAssociation(ctx context.Context, handle string) (*yard.OpenIDAssociation, error) {
 	var a yard.OpenIDAssociation
-	var created, expires int64
 	err := db.read.QueryRowContext(ctx, `SELECT handle, assoc_type, sealed_key, private, created_at, expires_at
-		FROM openid_associations WHERE handle = $1`, handle).Scan(&a.Handle, &a.Type, &a.SealedKey, &a.Private, &created, &expires)
+		FROM openid_associations WHERE handle = $1`, handle).Scan(&a.Handle, &a.Type, &a.SealedKey, &a.Private, ms(&a.CreatedAt), ms(&a.ExpiresAt))
 	if err != nil {
 		return nil, notFound(err, "OpenID association")
 	}
-	a.CreatedAt, a.ExpiresAt = FromMillis(created), FromMillis(expires)
 	return &a, nil
 }
 
@@ -51,16 +49,14 @@ func (db *DB) UseOpenIDNonce(ctx context.Context, nonce string, expires time.Tim
 func (db *DB) FindOpenIDApproval(ctx context.Context, userID, realm string) (*yard.OpenIDApproval, error) {
 	var a yard.OpenIDApproval
 	var sreg string
-	var created int64
 	err := db.read.QueryRowContext(ctx, `SELECT user_id, realm, sreg, created_at FROM openid_approvals WHERE user_id = $1 AND realm = $2`,
-		userID, realm).Scan(&a.UserID, &a.Realm, &sreg, &created)
+		userID, realm).Scan(&a.UserID, &a.Realm, &sreg, ms(&a.CreatedAt))
 	if err != nil {
 		return nil, notFound(err, "OpenID approval")
 	}
 	if sreg != "" {
 		a.SReg = strings.Split(sreg, ",")
 	}
-	a.CreatedAt = FromMillis(created)
 	return &a, nil
 }
 

@@ -12,11 +12,9 @@ const orderColumns = `id, customer_id, status, canceled, created_at, updated_at`
 
 func scanOrder(row rowScanner) (*yard.Order, error) {
 	var o yard.Order
-	var created, updated int64
-	if err := row.Scan(&o.ID, &o.CustomerID, &o.Status, &o.Canceled, &created, &updated); err != nil {
+	if err := row.Scan(&o.ID, &o.CustomerID, &o.Status, &o.Canceled, ms(&o.CreatedAt), ms(&o.UpdatedAt)); err != nil {
 		return nil, err
 	}
-	o.CreatedAt, o.UpdatedAt = FromMillis(created), FromMillis(updated)
 	return &o, nil
 }
 

@@ -14,11 +14,10 @@ func scanSearch(row rowScanner) (*yard.Search, error) {
 	var s yard.Search
 	var name sql.NullString
 	var query string
-	var created int64
-	if err := row.Scan(&s.ID, &name, &query, &s.CreatedBy, &created); err != nil {
+	if err := row.Scan(&s.ID, &name, &query, &s.CreatedBy, ms(&s.CreatedAt)); err != nil {
 		return nil, err
 	}
-	s.Name, s.CreatedAt = name.String, FromMillis(created)
+	s.Name = name.String
 	// The stored text is the canonical rendering of a parsed query.
 	q, _, err := yard.ParseCarQuery(query)
 	if err != nil {

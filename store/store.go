@@ -523,6 +523,25 @@ func affected(res sql.Result, err error) (int64, error) {
 	return res.RowsAffected()
 }
 
+// millis is a time.Time read from a column of Unix milliseconds, as
+// FromMillis converts it.
+type millis time.Time
+
+// ms is t as a destination of Scan for a column of Unix milliseconds.
+func ms(t *time.Time) *millis { return (*millis)(t) }
+
+// Scan implements sql.Scanner.
+func (m *millis) Scan(src any) error {
+	if n, ok := src.(int64); ok { // what both drivers give for BIGINT
+		*m = millis(FromMillis(n))
+		return nil
+	}
+	var n sql.NullInt64 // any other value converted as a scan into an int64 does
+	err := n.Scan(src)
+	*m = millis(FromMillis(n.Int64))
+	return err
+}
+
 // isUniqueViolation reports whether err is a unique-constraint failure on
 // either engine.
 func isUniqueViolation(err error) bool {

@@ -12,14 +12,12 @@ const userColumns = `id, name, email, phone, roles, disabled, created_at, update
 func scanUser(row rowScanner) (*yard.User, error) {
 	var u yard.User
 	var roles string
-	var created, updated int64
-	if err := row.Scan(&u.ID, &u.Name, &u.Email, &u.Phone, &roles, &u.Disabled, &created, &updated); err != nil {
+	if err := row.Scan(&u.ID, &u.Name, &u.Email, &u.Phone, &roles, &u.Disabled, ms(&u.CreatedAt), ms(&u.UpdatedAt)); err != nil {
 		return nil, err
 	}
 	if roles != "" {
 		u.Roles = strings.Split(roles, ",")
 	}
-	u.CreatedAt, u.UpdatedAt = FromMillis(created), FromMillis(updated)
 	return &u, nil
 }
 
@@ -137,13 +135,11 @@ func (db *DB) DeleteUser(ctx context.Context, id string) error {
 func (db *DB) FindCredentials(ctx context.Context, userID string) (*yard.Credentials, error) {
 	defer db.trace(&ctx, "store.FindCredentials").End()
 	var c yard.Credentials
-	var changed int64
 	err := db.QueryRow(ctx, `SELECT password_hash, ha1_md5, ha1_sha256, password_changed_at FROM users WHERE id = $1`, userID).
-		Scan(&c.PasswordHash, &c.HA1MD5, &c.HA1SHA256, &changed)
+		Scan(&c.PasswordHash, &c.HA1MD5, &c.HA1SHA256, ms(&c.PasswordChangedAt))
 	if err != nil {
 		return nil, notFound(err, "Person")
 	}
-	c.PasswordChangedAt = FromMillis(changed)
 	return &c, nil
 }
 

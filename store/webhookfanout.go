@@ -21,13 +21,12 @@ const deliveryColumns = `id, webhook_id, event_tx, event_seq, event_type, event_
 
 func scanDelivery(row rowScanner) (*yard.WebhookDelivery, error) {
 	var d yard.WebhookDelivery
-	var at, due, attempted, first int64
+	var due, attempted int64
 	var data string
-	if err := row.Scan(&d.ID, &d.WebhookID, &d.Event.ID.Tx, &d.Event.ID.Seq, &d.Event.Type, &d.Event.Subject, &d.Event.Owner, &at, &data,
-		&d.Attempt, &d.Status, &d.Code, &d.Error, &due, &attempted, &first); err != nil {
+	if err := row.Scan(&d.ID, &d.WebhookID, &d.Event.ID.Tx, &d.Event.ID.Seq, &d.Event.Type, &d.Event.Subject, &d.Event.Owner, ms(&d.Event.Time), &data,
+		&d.Attempt, &d.Status, &d.Code, &d.Error, &due, &attempted, ms(&d.FirstAttempt)); err != nil {
 		return nil, err
 	}
-	d.Event.Time, d.FirstAttempt = FromMillis(at), FromMillis(first)
 	if data != "" {
 		d.Event.Data = json.RawMessage(data)
 	}

@@ -37,12 +37,11 @@ const webhookColumns = `id, owner_id, url, types, secret, enabled, disabled_reas
 func scanWebhook(row rowScanner) (*yard.Webhook, error) {
 	var w yard.Webhook
 	var types string
-	var failing, created, updated int64
-	if err := row.Scan(&w.ID, &w.Owner, &w.URL, &types, &w.Secret, &w.Enabled, &w.DisabledReason, &failing, &created, &updated); err != nil {
+	if err := row.Scan(&w.ID, &w.Owner, &w.URL, &types, &w.Secret, &w.Enabled, &w.DisabledReason,
+		ms(&w.FailingSince), ms(&w.CreatedAt), ms(&w.UpdatedAt)); err != nil {
 		return nil, err
 	}
 	w.Types = splitTypes(types)
-	w.FailingSince, w.CreatedAt, w.UpdatedAt = FromMillis(failing), FromMillis(created), FromMillis(updated)
 	return &w, nil
 }
 
