@@ -176,9 +176,7 @@ func insertCar(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 	_, err = tx.ExecContext(ctx, `INSERT INTO cars (`+carWriteColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
 		append(carFieldArgs(make([]any, 0, 16), c), state, now, now, v)...)
-	if isUniqueViolation(err) {
-		return yard.Errorf(yard.ECONFLICT, "A car with id %q exists.", c.ID)
-	} else if err != nil {
+	if err := conflictIf(err, "A car with id %q exists.", c.ID); err != nil {
 		return err
 	}
 	c.CreatedAt, c.UpdatedAt = FromMillis(Millis(tx.Now())), FromMillis(Millis(tx.Now()))

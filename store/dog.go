@@ -59,9 +59,7 @@ func (db *DB) CreateDog(ctx context.Context, d *yard.Dog) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO dogs (id, name, email, owner_id, bark_count, bark_effect, code_url, code_revision, created_at, updated_at)
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
 			d.ID, d.Name, d.Email, d.Owner, d.BarkCount, d.BarkEffect, d.CodeURL, d.CodeRevision, Millis(now), Millis(now))
-		if isUniqueViolation(err) {
-			return yard.Errorf(yard.ECONFLICT, "A dog with id %q already exists.", d.ID)
-		} else if err != nil {
+		if err := conflictIf(err, "A dog with id %q already exists.", d.ID); err != nil {
 			return err
 		}
 		return appendEvent(ctx, tx, yard.EventDogCreated, yard.DogPath(d.ID), d.Owner, d)

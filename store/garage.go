@@ -67,9 +67,7 @@ func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 	now := Millis(tx.Now())
 	_, err := tx.ExecContext(ctx, `INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version)
 		VALUES ($1, $2, $3, $4, $5, $6, $6, $7)`, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now, v)
-	if isUniqueViolation(err) {
-		return yard.Errorf(yard.ECONFLICT, "A garage with id %q exists.", g.ID)
-	} else if err != nil {
+	if err := conflictIf(err, "A garage with id %q exists.", g.ID); err != nil {
 		return err
 	}
 	g.CreatedAt, g.UpdatedAt, g.CarCount = FromMillis(now), FromMillis(now), 0

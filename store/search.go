@@ -40,9 +40,7 @@ func (db *DB) CreateSearch(ctx context.Context, s *yard.Search) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO searches (id, name, name_key, query, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 			s.ID, nullString(s.Name), nullString(strings.ToLower(s.Name)), s.Query.String(), s.CreatedBy, Millis(tx.Now()))
-		if isUniqueViolation(err) {
-			return yard.Errorf(yard.ECONFLICT, "A search named %q exists.", s.Name)
-		} else if err != nil {
+		if err := conflictIf(err, "A search named %q exists.", s.Name); err != nil {
 			return err
 		}
 		s.CreatedAt = FromMillis(Millis(tx.Now()))

@@ -552,6 +552,15 @@ func isUniqueViolation(err error) bool {
 	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505")
 }
 
+// conflictIf is err, or ECONFLICT with the message when err is a
+// unique-constraint failure (an id or a name taken).
+func conflictIf(err error, format string, args ...any) error {
+	if isUniqueViolation(err) {
+		return yard.Errorf(yard.ECONFLICT, format, args...)
+	}
+	return err
+}
+
 // isForeignKeyViolation reports whether err is a foreign-key failure on
 // either engine.
 func isForeignKeyViolation(err error) bool {

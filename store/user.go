@@ -76,10 +76,7 @@ func (db *DB) CreateUser(ctx context.Context, u *yard.User, creds *yard.Credenti
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
 			u.ID, u.Name, strings.ToLower(u.Name), u.Email, u.Phone, strings.Join(u.Roles, ","), u.Disabled,
 			creds.PasswordHash, creds.HA1MD5, creds.HA1SHA256, Millis(changed), Millis(u.CreatedAt), Millis(u.UpdatedAt))
-		if isUniqueViolation(err) {
-			return yard.Errorf(yard.ECONFLICT, "A person named %q already exists.", u.Name)
-		}
-		return err
+		return conflictIf(err, "A person named %q already exists.", u.Name)
 	})
 }
 
