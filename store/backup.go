@@ -195,7 +195,7 @@ func (db *DB) Backup(ctx context.Context, dest string, progress func(BackupProgr
 	if err != nil {
 		return BackupStats{}, fmt.Errorf("backup: %w", err)
 	}
-	if err := syncFile(tmpName); err != nil {
+	if err := fsync(tmpName, os.O_RDWR); err != nil {
 		return BackupStats{}, fmt.Errorf("backup: %w", err)
 	}
 	fi, err := os.Stat(tmpName)
@@ -208,7 +208,7 @@ func (db *DB) Backup(ctx context.Context, dest string, progress func(BackupProgr
 	}
 	done = true
 	os.Remove(tmpName)
-	if err := syncDir(dir); err != nil {
+	if err := fsync(dir, os.O_RDONLY); err != nil {
 		return BackupStats{}, fmt.Errorf("backup: %w", err)
 	}
 	if progress != nil {
@@ -441,26 +441,15 @@ func removeSQLiteFiles(path string) {
 	}
 }
 
-func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+// fsync writes the file at path, opened with flag, to the disk; for a
+// directory (os.O_RDONLY) it makes a rename or a new file in it durable.
+func fsync(path string, flag int) error {
+	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// syncDir makes a rename or a new file in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err

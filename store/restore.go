@@ -173,7 +173,7 @@ func Restore(ctx context.Context, src, dsn, dataDir string, now time.Time, say f
 	for _, f := range rep.Aside {
 		_ = os.Chmod(f, 0o600)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := fsync(filepath.Dir(path), os.O_RDONLY); err != nil {
 		return rep, fmt.Errorf("restore: %w", err)
 	}
 	return rep, nil
@@ -307,17 +307,15 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if err := makePrivate(dst); err != nil {
-		out.Close()
-		return err
+	err = makePrivate(dst)
+	if err == nil {
+		_, err = io.Copy(out, in)
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
+	if err == nil {
+		err = out.Sync()
 	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
+	if cerr := out.Close(); err == nil {
+		err = cerr
 	}
-	return out.Close()
+	return err
 }

@@ -11,6 +11,7 @@ package storetest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -76,12 +77,8 @@ func appendSkipLine(path, binary string, err error) error {
 	if ferr != nil {
 		return ferr
 	}
-	line := fmt.Sprintf("%s: PostgreSQL tests skipped: %s\n", strings.TrimSuffix(binary, ".test"), strings.ReplaceAll(err.Error(), "\n", " "))
-	if _, werr := f.WriteString(line); werr != nil {
-		f.Close()
-		return werr
-	}
-	return f.Close()
+	_, werr := fmt.Fprintf(f, "%s: PostgreSQL tests skipped: %s\n", strings.TrimSuffix(binary, ".test"), strings.ReplaceAll(err.Error(), "\n", " "))
+	return errors.Join(werr, f.Close())
 }
 
 // Engines lists the engine names ForEachEngine runs.
