@@ -61,15 +61,15 @@ func (db *DB) FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, i
 // ENOTFOUND when it never did.
 func (db *DB) LastBark(ctx context.Context, dogID string) (time.Time, error) {
 	defer db.trace(&ctx, "store.LastBark").End()
-	var ms sql.NullInt64
-	err := db.QueryRow(ctx, `SELECT MAX(barked_at) FROM tasks WHERE dog_id = $1 AND status = 'succeeded'`, dogID).Scan(&ms)
+	var last sql.NullInt64
+	err := db.QueryRow(ctx, `SELECT MAX(barked_at) FROM tasks WHERE dog_id = $1 AND status = 'succeeded'`, dogID).Scan(&last)
 	if err != nil {
 		return time.Time{}, err
 	}
-	if !ms.Valid || ms.Int64 == 0 {
+	if !last.Valid || last.Int64 == 0 {
 		return time.Time{}, yard.Errorf(yard.ENOTFOUND, "The dog never barked.")
 	}
-	return FromMillis(ms.Int64), nil
+	return FromMillis(last.Int64), nil
 }
 
 // countsBark reports whether an effect adds 1 to barkCount (spec (b), (c)).

@@ -25,9 +25,7 @@ type schedule struct {
 	exists, isRunning bool
 }
 
-func loadSchedule(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, dogID string) (schedule, error) {
+func loadSchedule(ctx context.Context, q reader, dogID string) (schedule, error) {
 	var s schedule
 	err := q.QueryRowContext(ctx, `SELECT next_at, last_at, frequency, change_date, change_hash, change_status FROM bark_schedules WHERE dog_id = $1`, dogID).
 		Scan(&s.next, &s.last, &s.frequency, &s.changeDate, &s.changeHash, &s.changeStatus)
@@ -82,8 +80,8 @@ var (
 func previousBarks(ctx context.Context, q reader, dogID string) ([]time.Time, error) {
 	rows, err := q.QueryContext(ctx, previousBarksSQL, dogID, yard.MaxPreviousBarks)
 	return appendRows([]time.Time{}, rows, err, func(row rowScanner) (time.Time, error) {
-		ms, err := scanValue[int64](row)
-		return FromMillis(ms), err
+		slot, err := scanValue[int64](row)
+		return FromMillis(slot), err
 	})
 }
 
