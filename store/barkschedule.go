@@ -27,7 +27,7 @@ type schedule struct {
 
 func loadSchedule(ctx context.Context, q reader, dogID string) (schedule, error) {
 	var s schedule
-	err := q.QueryRowContext(ctx, `SELECT next_at, last_at, frequency, change_date, change_hash, change_status FROM bark_schedules WHERE dog_id = $1`, dogID).
+	err := q.QueryRow(ctx, `SELECT next_at, last_at, frequency, change_date, change_hash, change_status FROM bark_schedules WHERE dog_id = $1`, dogID).
 		Scan(&s.next, &s.last, &s.frequency, &s.changeDate, &s.changeHash, &s.changeStatus)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, nil
@@ -36,35 +36,24 @@ func loadSchedule(ctx context.Context, q reader, dogID string) (schedule, error)
 	return s, err
 }
 
-// preparedReader reads outside a transaction through the store's cache of
-// prepared statements.
-type preparedReader struct{ db *DB }
-
-func (p preparedReader) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return p.db.QueryRow(ctx, q, args...)
-}
-
-func (p preparedReader) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return p.db.Query(ctx, q, args...)
-}
-
 // txReader reads inside tx, through the statements prepared on the SQLite
 // writer (prepareWrites) where there are.
 type txReader struct{ tx *Tx }
 
-func (r txReader) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+func (r txReader) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	return r.tx.db.txQueryRow(ctx, r.tx, q, args...)
 }
 
-func (r txReader) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+func (r txReader) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	return r.tx.db.txQuery(ctx, r.tx, q, args...)
 }
 
-// reader is what reads a dog with its schedule: preparedReader outside a
-// transaction, txReader inside one.
+// reader is what reads a dog with its schedule: the DB outside a
+// transaction (through its cache of prepared statements), txReader inside
+// one.
 type reader interface {
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRow(ctx context.Context, q string, args ...any) *sql.Row
+	Query(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 }
 
 // The statements of dogWithSchedule: the dog with its schedule, and the
@@ -78,7 +67,7 @@ var (
 
 // previousBarks returns the times of the last scheduled barks, newest first.
 func previousBarks(ctx context.Context, q reader, dogID string) ([]time.Time, error) {
-	rows, err := q.QueryContext(ctx, previousBarksSQL, dogID, yard.MaxPreviousBarks)
+	rows, err := q.Query(ctx, previousBarksSQL, dogID, yard.MaxPreviousBarks)
 	return appendRows([]time.Time{}, rows, err, func(row rowScanner) (time.Time, error) {
 		slot, err := scanValue[int64](row)
 		return FromMillis(slot), err
@@ -89,11 +78,11 @@ func previousBarks(ctx context.Context, q reader, dogID string) ([]time.Time, er
 // set.
 func (db *DB) FindSchedule(ctx context.Context, dogID string) (*yard.BarkSchedule, error) {
 	defer db.trace(&ctx, "store.FindSchedule").End()
-	s, err := loadSchedule(ctx, preparedReader{db}, dogID)
+	s, err := loadSchedule(ctx, db, dogID)
 	if err != nil || !s.isRunning {
 		return nil, err
 	}
-	prev, err := previousBarks(ctx, preparedReader{db}, dogID)
+	prev, err := previousBarks(ctx, db, dogID)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +105,7 @@ func (w withExtra) Scan(dest ...any) error { return w.row.Scan(append(dest, w.ex
 // one only when a schedule runs.
 func dogWithSchedule(ctx context.Context, q reader, id string) (*yard.Dog, error) {
 	var next, last, freq sql.NullInt64
-	d, err := scanDog(withExtra{q.QueryRowContext(ctx, dogWithScheduleSQL, id), []any{&next, &freq, &last}})
+	d, err := scanDog(withExtra{q.QueryRow(ctx, dogWithScheduleSQL, id), []any{&next, &freq, &last}})
 	if err != nil {
 		return nil, notFound(err, "Dog")
 	}
@@ -185,7 +174,7 @@ func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p yard.Sched
 		if err != nil {
 			return err
 		}
-		s, err := loadSchedule(ctx, tx, dogID)
+		s, err := loadSchedule(ctx, txReader{tx}, dogID)
 		if err != nil {
 			return err
 		}
@@ -250,7 +239,7 @@ func (db *DB) StopSchedule(ctx context.Context, dogID string) error {
 		if _, err := db.lockDog(ctx, tx, dogID); err != nil {
 			return err
 		}
-		s, err := loadSchedule(ctx, tx, dogID)
+		s, err := loadSchedule(ctx, txReader{tx}, dogID)
 		if err != nil {
 			return err
 		}

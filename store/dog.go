@@ -20,7 +20,7 @@ func scanDog(row rowScanner) (*yard.Dog, error) {
 // FindDogByID returns the dog with that id, or ENOTFOUND.
 func (db *DB) FindDogByID(ctx context.Context, id string) (*yard.Dog, error) {
 	defer db.trace(&ctx, "store.FindDogByID").End()
-	return dogWithSchedule(ctx, preparedReader{db}, id)
+	return dogWithSchedule(ctx, db, id)
 }
 
 // FindDogs returns a page of dogs ordered by id, and the total count.

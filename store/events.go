@@ -379,7 +379,7 @@ func (db *DB) gone(ctx context.Context, id yard.EventID) error {
 // zero id when there is none): a stream that starts "from now" starts
 // after it.
 func (db *DB) LastEventID(ctx context.Context) (yard.EventID, error) {
-	return lastEventID(ctx, db.engine, preparedReader{db})
+	return lastEventID(ctx, db.engine, db)
 }
 
 // lastEventID is LastEventID read through q; inside a transaction, on
@@ -389,7 +389,7 @@ func lastEventID(ctx context.Context, engine string, q reader) (yard.EventID, er
 	if engine == Postgres {
 		query = `SELECT tx, seq FROM events WHERE tx < ` + horizonPG + ` ORDER BY tx DESC, seq DESC LIMIT 1`
 	}
-	id, err := scanEventID(q.QueryRowContext(ctx, query))
+	id, err := scanEventID(q.QueryRow(ctx, query))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = nil
 	}
