@@ -35,34 +35,29 @@ func (db *DB) FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	in := func(col string, vals []string, not bool) {
+	// in is col IN (or NOT IN) the values; IN no value holds for no row.
+	in := func(col, op string, vals []string) {
 		if len(vals) == 0 {
-			if !not {
-				conds = append(conds, "1 = 0")
-			}
+			conds = append(conds, "1 = 0")
 			return
 		}
 		ph := make([]string, len(vals))
 		for i, v := range vals {
 			ph[i] = arg(v)
 		}
-		op := " IN ("
-		if not {
-			op = " NOT IN ("
-		}
-		conds = append(conds, col+op+strings.Join(ph, ", ")+")")
+		conds = append(conds, col+" "+op+" ("+strings.Join(ph, ", ")+")")
 	}
 	if f.Customer != nil {
 		conds = append(conds, "customer_id = "+arg(*f.Customer))
 	}
 	if f.CustomerIn != nil {
-		in("customer_id", f.CustomerIn, false)
+		in("customer_id", "IN", f.CustomerIn)
 	}
 	if len(f.CustomerNotIn) > 0 {
-		in("customer_id", f.CustomerNotIn, true)
+		in("customer_id", "NOT IN", f.CustomerNotIn)
 	}
 	if f.Status != nil && len(f.Status) < len(yard.OrderStatuses) {
-		in("status", f.Status, false)
+		in("status", "IN", f.Status)
 	}
 	if f.Canceled != nil {
 		switch {
