@@ -124,9 +124,7 @@ func (db *DB) RecordSyncBark(ctx context.Context, b *yard.Bark) error {
 	}
 	return db.WithBatchTx(ctx, key, func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
-		if b.ID == "" {
-			b.ID = yard.NewID()
-		}
+		ensureID(&b.ID)
 		b.Status, b.Source, b.Async, b.Attempts = yard.BarkSucceeded, yard.BarkSourceRequest, false, 1
 		b.CreatedAt, b.StartedAt, b.FinishedAt = now, now, now
 		if b.Timestamp.IsZero() {
@@ -151,9 +149,7 @@ func (db *DB) RecordFailedBark(ctx context.Context, b *yard.Bark, msg string) er
 	defer db.trace(&ctx, "store.RecordFailedBark").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
-		if b.ID == "" {
-			b.ID = yard.NewID()
-		}
+		ensureID(&b.ID)
 		b.Status, b.Source, b.Async, b.Attempts, b.Error = yard.BarkFailed, yard.BarkSourceRequest, false, 1, msg
 		b.CreatedAt, b.StartedAt, b.FinishedAt = now, now, now
 		if err := insertBark(ctx, tx, b, now); err != nil {
@@ -186,9 +182,7 @@ func (db *DB) EnqueueBark(ctx context.Context, b *yard.Bark) error {
 // when it has none, its status and its creation time (now, to the
 // millisecond, as stored).
 func newPendingBark(b *yard.Bark, now time.Time) {
-	if b.ID == "" {
-		b.ID = yard.NewID()
-	}
+	ensureID(&b.ID)
 	b.Status, b.Async, b.CreatedAt = yard.BarkPending, true, now.UTC().Truncate(time.Millisecond)
 	if b.Source == "" {
 		b.Source = yard.BarkSourceRequest

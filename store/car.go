@@ -147,9 +147,7 @@ func (db *DB) CreateCar(ctx context.Context, c *yard.Car) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	if c.ID == "" {
-		c.ID = yard.NewID()
-	}
+	ensureID(&c.ID)
 	return db.WithTx(ctx, func(tx *Tx) error { return createCar(ctx, tx, c) })
 }
 

@@ -51,9 +51,7 @@ func (db *DB) CreateDog(ctx context.Context, d *yard.Dog) error {
 		if err := personExists(ctx, tx, d.Owner, "dog", "owner"); err != nil {
 			return err
 		}
-		if d.ID == "" {
-			d.ID = yard.NewID()
-		}
+		ensureID(&d.ID)
 		now := tx.Now().UTC().Truncate(1e6)
 		d.CreatedAt, d.UpdatedAt = now, now
 		_, err := tx.ExecContext(ctx, `INSERT INTO dogs (id, name, email, owner_id, bark_count, bark_effect, code_url, code_revision, created_at, updated_at)

@@ -51,9 +51,7 @@ func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
 	if err := g.Validate(); err != nil {
 		return err
 	}
-	if g.ID == "" {
-		g.ID = yard.NewID()
-	}
+	ensureID(&g.ID)
 	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		if err := insertGarage(ctx, tx, g, v); err != nil {
 			return err

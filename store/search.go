@@ -34,9 +34,7 @@ func (db *DB) CreateSearch(ctx context.Context, s *yard.Search) error {
 	if s.Name != "" && !yard.ValidSearchName(s.Name) {
 		return yard.Invalid("The search name is not valid.", yard.FieldError{Field: "name", Message: "must be 1-64 letters, digits, '-', '_' or '.'"})
 	}
-	if s.ID == "" {
-		s.ID = yard.NewID()
-	}
+	ensureID(&s.ID)
 	return db.WithTx(ctx, func(tx *Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO searches (id, name, name_key, query, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 			s.ID, nullString(s.Name), nullString(strings.ToLower(s.Name)), s.Query.String(), s.CreatedBy, Millis(tx.Now()))

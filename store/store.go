@@ -497,6 +497,13 @@ func (db *DB) eventsCommitted() {
 	}
 }
 
+// ensureID gives *id a new id (yard.NewID) when it is empty.
+func ensureID(id *string) {
+	if *id == "" {
+		*id = yard.NewID()
+	}
+}
+
 // Millis converts a time to the stored form: Unix milliseconds.
 func Millis(t time.Time) int64 {
 	if t.IsZero() {

@@ -63,9 +63,7 @@ func (db *DB) CreateUser(ctx context.Context, u *yard.User, creds *yard.Credenti
 		creds = &yard.Credentials{}
 	}
 	return db.WithTx(ctx, func(tx *Tx) error {
-		if u.ID == "" {
-			u.ID = yard.NewID()
-		}
+		ensureID(&u.ID)
 		u.CreatedAt, u.UpdatedAt = tx.Now().UTC().Truncate(1e6), tx.Now().UTC().Truncate(1e6)
 		changed := creds.PasswordChangedAt
 		if changed.IsZero() && creds.PasswordHash != "" {
