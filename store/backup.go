@@ -256,16 +256,12 @@ func Backups(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// os.ReadDir sorts by name, and a name's digits sort as its time does.
 	var names []string
-	for _, e := range entries {
+	for _, e := range slices.Backward(entries) {
 		if _, ok := backupTime(e.Name()); ok && e.Type().IsRegular() {
-			names = append(names, e.Name())
+			names = append(names, filepath.Join(dir, e.Name()))
 		}
-	}
-	slices.Sort(names) // the time's digits sort as the times do
-	slices.Reverse(names)
-	for i, n := range names {
-		names[i] = filepath.Join(dir, n)
 	}
 	return names, nil
 }

@@ -407,7 +407,8 @@ func (db *DB) PruneEvents(ctx context.Context, before time.Time, limit int) (int
 		rows, err := tx.QueryContext(ctx, `DELETE FROM events WHERE (tx, seq) IN
 			(SELECT tx, seq FROM events ORDER BY tx, seq LIMIT CAST($2 AS BIGINT)) AND at < $1 RETURNING tx, seq`, Millis(before), limit)
 		ids, err := appendRows(nil, rows, err, scanEventID)
-		if n = len(ids); err != nil || n == 0 {
+		n = len(ids)
+		if err != nil || n == 0 {
 			return err
 		}
 		var newest yard.EventID
