@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -259,11 +260,7 @@ func (l *replayLog) purgeLocked(now time.Time) {
 	if minute <= l.minute {
 		return
 	}
-	for m := range l.seen {
-		if m < minute {
-			delete(l.seen, m)
-		}
-	}
+	maps.DeleteFunc(l.seen, func(m int64, _ map[[sha256.Size]byte]struct{}) bool { return m < minute })
 	for m, f := range l.files {
 		if m < minute {
 			f.Close()

@@ -381,17 +381,14 @@ func (db *DB) Close() error {
 			return true
 		})
 	}
-	if db.write != nil {
-		err = errors.Join(err, db.write.Close())
+	pools := []*sql.DB{db.write, db.eventRead, db.replayWrite}
+	if db.read != db.write { // one pool on PostgreSQL
+		pools = append(pools, db.read)
 	}
-	if db.read != nil && db.read != db.write {
-		err = errors.Join(err, db.read.Close())
-	}
-	if db.eventRead != nil {
-		err = errors.Join(err, db.eventRead.Close())
-	}
-	if db.replayWrite != nil {
-		err = errors.Join(err, db.replayWrite.Close())
+	for _, pool := range pools {
+		if pool != nil {
+			err = errors.Join(err, pool.Close())
+		}
 	}
 	if db.held != nil { // after the connections: the lock outlives them
 		err = errors.Join(err, db.held.Close())
