@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -170,28 +171,26 @@ func (db *DB) Backup(ctx context.Context, dest string, progress func(BackupProgr
 	total := (pages - free) * size
 
 	stop := make(chan struct{})
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		if progress == nil {
-			return
-		}
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if fi, err := os.Stat(tmpName); err == nil {
-					progress(BackupProgress{Written: fi.Size(), Total: total})
+	var watch sync.WaitGroup
+	if progress != nil {
+		watch.Go(func() {
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					if fi, err := os.Stat(tmpName); err == nil {
+						progress(BackupProgress{Written: fi.Size(), Total: total})
+					}
 				}
 			}
-		}
-	}()
+		})
+	}
 	_, err = conn.ExecContext(ctx, `VACUUM INTO $1`, tmpName)
 	close(stop)
-	<-watched
+	watch.Wait()
 	if err != nil {
 		return BackupStats{}, fmt.Errorf("backup: %w", err)
 	}
