@@ -190,7 +190,5 @@ func (db *DB) ReleaseTask(ctx context.Context, id, token string) error {
 
 // PendingTasks counts the tasks waiting to run.
 func (db *DB) PendingTasks(ctx context.Context) (int, error) {
-	var n int
-	err := db.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE status = 'pending'`).Scan(&n)
-	return n, err
+	return scanValue[int](db.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE status = 'pending'`))
 }

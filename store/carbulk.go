@@ -87,9 +87,7 @@ func (db *DB) HasCarGarageIndex(ctx context.Context) (bool, error) {
 	if db.engine == Postgres {
 		q = `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'cars_garage_idx')`
 	}
-	var ok bool
-	err := db.read.QueryRowContext(ctx, q).Scan(&ok)
-	return ok, err
+	return scanValue[bool](db.read.QueryRowContext(ctx, q))
 }
 
 // maySkipTriggers reports whether the store's role may set

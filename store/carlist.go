@@ -134,9 +134,7 @@ func carPageSQL(engine, where string, args []any, page yard.Page) (string, []any
 // diagnostics).
 func (db *DB) CountCarsUncached(ctx context.Context, q yard.Query) (int, error) {
 	where, args := CompileCarQuery(q, nil)
-	var n int
-	err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE `+where, args...).Scan(&n)
-	return n, err
+	return scanValue[int](db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE `+where, args...))
 }
 
 // ExplainCars returns the engine's plan for the page query and the count

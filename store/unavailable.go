@@ -105,8 +105,7 @@ func (db *DB) Reachable(ctx context.Context) error {
 	}
 	if db.engine == SQLite {
 		// BEGIN IMMEDIATE takes the lock; a plain read settles it.
-		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+		if _, err := scanValue[int](tx.QueryRowContext(ctx, `SELECT 1`)); err != nil {
 			_ = tx.Rollback()
 			return err
 		}

@@ -47,9 +47,7 @@ func (db *DB) FindUsers(ctx context.Context, f yard.UserFilter) ([]*yard.User, i
 
 // CountUsers returns how many users exist.
 func (db *DB) CountUsers(ctx context.Context) (int, error) {
-	var n int
-	err := db.QueryRow(ctx, `SELECT COUNT(*) FROM users`).Scan(&n)
-	return n, err
+	return scanValue[int](db.QueryRow(ctx, `SELECT COUNT(*) FROM users`))
 }
 
 // CreateUser validates and stores u with its credentials, setting its id

@@ -20,9 +20,8 @@ import (
 // subscription is due and unclaimed (a read, so idle workers need not
 // write to find out).
 func (db *DB) HasDueWebhookDeliveries(ctx context.Context) (bool, error) {
-	var one int
-	err := db.QueryRow(ctx, `SELECT 1 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-		WHERE d.status = 'pending' AND d.due_at <= $1 AND d.lease_until < $1 AND w.enabled = TRUE LIMIT 1`, Millis(db.Now())).Scan(&one)
+	_, err := scanValue[int](db.QueryRow(ctx, `SELECT 1 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+		WHERE d.status = 'pending' AND d.due_at <= $1 AND d.lease_until < $1 AND w.enabled = TRUE LIMIT 1`, Millis(db.Now())))
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

@@ -70,9 +70,8 @@ func (db *DB) FanOutWebhooks(ctx context.Context, batch int) (int, error) {
 	}
 	// A read first, so that a process with nothing to do takes no write
 	// transaction.
-	var one int
-	err = db.QueryRow(ctx, `SELECT 1 FROM webhooks w JOIN users u ON u.id = w.owner_id
-		WHERE w.enabled = TRUE AND u.disabled = FALSE AND (w.cursor_tx, w.cursor_seq) < ($1, $2) LIMIT 1`, last.Tx, last.Seq).Scan(&one)
+	_, err = scanValue[int](db.QueryRow(ctx, `SELECT 1 FROM webhooks w JOIN users u ON u.id = w.owner_id
+		WHERE w.enabled = TRUE AND u.disabled = FALSE AND (w.cursor_tx, w.cursor_seq) < ($1, $2) LIMIT 1`, last.Tx, last.Seq))
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	} else if err != nil {

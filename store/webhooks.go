@@ -64,8 +64,7 @@ func (db *DB) CreateWebhook(ctx context.Context, w *yard.Webhook) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
 		// The owner's row orders concurrent creates of one person, so the
 		// count below holds (PostgreSQL; SQLite has one writer).
-		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = $1`+db.forUpdate(false), w.Owner).Scan(&one); err != nil {
+		if _, err := scanValue[int](tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = $1`+db.forUpdate(false), w.Owner)); err != nil {
 			return notFound(err, "Person")
 		}
 		var n int
