@@ -61,8 +61,7 @@ func (db *DB) FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, i
 // ENOTFOUND when it never did.
 func (db *DB) LastBark(ctx context.Context, dogID string) (time.Time, error) {
 	defer db.trace(&ctx, "store.LastBark").End()
-	var last sql.NullInt64
-	err := db.QueryRow(ctx, `SELECT MAX(barked_at) FROM tasks WHERE dog_id = $1 AND status = 'succeeded'`, dogID).Scan(&last)
+	last, err := scanValue[sql.NullInt64](db.QueryRow(ctx, `SELECT MAX(barked_at) FROM tasks WHERE dog_id = $1 AND status = 'succeeded'`, dogID))
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -270,8 +270,7 @@ func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, er
 			return err
 		}
 		for _, dogID := range due {
-			var effect string
-			err := tx.QueryRowContext(ctx, `SELECT bark_effect FROM dogs WHERE id = $1`+db.forUpdate(true), dogID).Scan(&effect)
+			effect, err := scanValue[string](tx.QueryRowContext(ctx, `SELECT bark_effect FROM dogs WHERE id = $1`+db.forUpdate(true), dogID))
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // locked by another transaction, or deleted
 			} else if err != nil {

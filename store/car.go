@@ -125,8 +125,7 @@ func garageStateKey(ctx context.Context, tx *Tx, garage string) (any, error) {
 	if garage == "" {
 		return nil, nil
 	}
-	var state string
-	err := tx.QueryRowContext(ctx, `SELECT state_key FROM garages WHERE id = $1`, garage).Scan(&state)
+	state, err := scanValue[string](tx.QueryRowContext(ctx, `SELECT state_key FROM garages WHERE id = $1`, garage))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, noSuchGarage()
 	}

@@ -135,8 +135,7 @@ func (db *DB) updateDogTx(ctx context.Context, tx *Tx, id string, upd yard.DogUp
 func (db *DB) DeleteDog(ctx context.Context, id string) error {
 	defer db.trace(&ctx, "store.DeleteDog").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
-		var owner string
-		err := tx.QueryRowContext(ctx, `DELETE FROM dogs WHERE id = $1 RETURNING owner_id`, id).Scan(&owner)
+		owner, err := scanValue[string](tx.QueryRowContext(ctx, `DELETE FROM dogs WHERE id = $1 RETURNING owner_id`, id))
 		if err != nil {
 			return notFound(err, "Dog")
 		}
