@@ -194,7 +194,7 @@ func TestExpiredLeaseIsTakenAgain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dead, token, err := db.ClaimTask(ctx, "dead-process", 30*time.Second)
+		dead, token, err := db.ClaimTaskOf(ctx, "dead-process", 30*time.Second, yard.ClaimFilter{})
 		if err != nil || dead == nil || dead.ID != b.ID {
 			t.Fatalf("claim: %v %v", dead, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,13 +23,11 @@ func (db *DB) CreateSession(ctx context.Context, s *yard.Session) error {
 // FindSession returns the session with that key hash, or ENOTFOUND.
 func (db *DB) FindSession(ctx context.Context, keyHash string) (*yard.Session, error) {
 	var s yard.Session
-	var created, seen int64
 	err := db.read.QueryRowContext(ctx, `SELECT key_hash, user_id, created_at, last_seen_at FROM sessions WHERE key_hash = $1`, keyHash).
-		Scan(&s.KeyHash, &s.UserID, &created, &seen)
+		Scan(&s.KeyHash, &s.UserID, ms(&s.CreatedAt), ms(&s.LastSeen))
 	if err != nil {
 		return nil, notFound(err, "Session")
 	}
-	s.CreatedAt, s.LastSeen = FromMillis(created), FromMillis(seen)
 	return &s, nil
 }
 
@@ -40,11 +39,7 @@ func (db *DB) TouchSession(ctx context.Context, keyHash string, at time.Time) er
 
 // DeleteSession deletes a session and reports whether it existed.
 func (db *DB) DeleteSession(ctx context.Context, keyHash string) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `DELETE FROM sessions WHERE key_hash = $1`, keyHash)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	n, err := affected(db.write.ExecContext(ctx, `DELETE FROM sessions WHERE key_hash = $1`, keyHash))
 	return n > 0, err
 }
 
@@ -61,27 +56,20 @@ func (db *DB) CreateRefreshFamily(ctx context.Context, f *yard.RefreshFamily) er
 func (db *DB) RotateRefresh(ctx context.Context, familyID, oldJTI, newJTI string, expires time.Time) (int, error) {
 	out := yard.RotateRevoked
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE refresh_families SET current_jti = $3, expires_at = $4
-			WHERE id = $1 AND current_jti = $2 AND revoked_at = 0`, familyID, oldJTI, newJTI, Millis(expires))
+		n, err := affected(tx.ExecContext(ctx, `UPDATE refresh_families SET current_jti = $3, expires_at = $4
+			WHERE id = $1 AND current_jti = $2 AND revoked_at = 0`, familyID, oldJTI, newJTI, Millis(expires)))
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 1 {
+		if n == 1 {
 			out = yard.RotateOK
 			return nil
 		}
-		res, err = tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = $2 WHERE id = $1 AND revoked_at = 0`, familyID, Millis(tx.Now()))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 1 {
+		n, err = affected(tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = $2 WHERE id = $1 AND revoked_at = 0`, familyID, Millis(tx.Now())))
+		if n == 1 {
 			out = yard.RotateReused
 		}
-		return nil
+		return err
 	})
 	return out, err
 }
@@ -95,12 +83,8 @@ func (db *DB) RevokeRefreshFamily(ctx context.Context, familyID string) error {
 // UseNonceCount records nc for a Digest nonce if it is higher than the
 // highest count seen; one upsert, atomic on both engines.
 func (db *DB) UseNonceCount(ctx context.Context, nonce string, nc uint64, expires time.Time) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `INSERT INTO digest_nonces (nonce, nc, expires_at) VALUES ($1, $2, $3)
-		ON CONFLICT (nonce) DO UPDATE SET nc = excluded.nc WHERE digest_nonces.nc < excluded.nc`, nonce, int64(nc), Millis(expires))
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	n, err := affected(db.write.ExecContext(ctx, `INSERT INTO digest_nonces (nonce, nc, expires_at) VALUES ($1, $2, $3)
+		ON CONFLICT (nonce) DO UPDATE SET nc = excluded.nc WHERE digest_nonces.nc < excluded.nc`, nonce, int64(nc), Millis(expires)))
 	return n == 1, err
 }
 
@@ -114,23 +98,17 @@ func (db *DB) CreateAPIKey(ctx context.Context, k *yard.APIKey) error {
 // FindAPIKey returns the API key with that id, or ENOTFOUND.
 func (db *DB) FindAPIKey(ctx context.Context, id string) (*yard.APIKey, error) {
 	var k yard.APIKey
-	var created int64
 	err := db.read.QueryRowContext(ctx, `SELECT id, user_id, sealed_secret, created_at FROM api_keys WHERE id = $1`, id).
-		Scan(&k.ID, &k.UserID, &k.SealedSecret, &created)
+		Scan(&k.ID, &k.UserID, &k.SealedSecret, ms(&k.CreatedAt))
 	if err != nil {
 		return nil, notFound(err, "API key")
 	}
-	k.CreatedAt = FromMillis(created)
 	return &k, nil
 }
 
 // DeleteAPIKey deletes an API key and reports whether it existed.
 func (db *DB) DeleteAPIKey(ctx context.Context, id string) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `DELETE FROM api_keys WHERE id = $1`, id)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	n, err := affected(db.write.ExecContext(ctx, `DELETE FROM api_keys WHERE id = $1`, id))
 	return n > 0, err
 }
 
@@ -159,10 +137,7 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int {
-		if c := cmp.Compare(Millis(expires[a]), Millis(expires[b])); c != 0 {
-			return c
-		}
-		return strings.Compare(sigs[a], sigs[b])
+		return cmp.Or(cmp.Compare(Millis(expires[a]), Millis(expires[b])), strings.Compare(sigs[a], sigs[b]))
 	})
 	var b strings.Builder
 	args := make([]any, 0, 2*len(sigs))
@@ -171,7 +146,7 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 		if n > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("($" + itoa(2*n+1) + ", $" + itoa(2*n+2) + ")")
+		b.WriteString("($" + strconv.Itoa(2*n+1) + ", $" + strconv.Itoa(2*n+2) + ")")
 		args = append(args, sigs[i], Millis(expires[i]))
 	}
 	insert := b.String()
@@ -191,44 +166,32 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 		return nil, err
 	}
 	rows, err := db.replayWrite.QueryContext(ctx, insert+` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`, args...)
+	added, err := appendRows(nil, rows, err, scanValue[string])
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	fresh := make(map[string]bool, len(sigs))
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
+	fresh := make(map[string]bool, len(added))
+	for _, s := range added {
 		fresh[s] = true
 	}
-	return fresh, rows.Err()
+	return fresh, nil
 }
 
 // PurgeAuthState deletes expired nonce counts and signatures, sessions past
 // their absolute lifetime, and expired refresh families.
 func (db *DB) PurgeAuthState(ctx context.Context, now time.Time, sessionMax time.Duration) error {
-	ms := Millis(now)
 	db.replayMu.Lock()
 	if db.replay != nil {
 		db.replay.purge(now)
 	}
 	db.replayMu.Unlock()
 	return db.WithTx(ctx, func(tx *Tx) error {
-		for _, q := range []struct {
-			sql string
-			arg int64
-		}{
-			{`DELETE FROM digest_nonces WHERE expires_at < $1`, ms},
-			{`DELETE FROM signed_requests WHERE expires_at < $1`, ms},
-			{`DELETE FROM refresh_families WHERE expires_at < $1`, ms},
-			{`DELETE FROM sessions WHERE created_at < $1`, Millis(now.Add(-sessionMax))},
-		} {
-			if _, err := tx.ExecContext(ctx, q.sql, q.arg); err != nil {
-				return err
-			}
+		err := tx.execEach(ctx, []any{Millis(now)}, `DELETE FROM digest_nonces WHERE expires_at < $1`,
+			`DELETE FROM signed_requests WHERE expires_at < $1`, `DELETE FROM refresh_families WHERE expires_at < $1`)
+		if err != nil {
+			return err
 		}
-		return nil
+		_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE created_at < $1`, Millis(now.Add(-sessionMax)))
+		return err
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -170,32 +171,30 @@ func (db *DB) Backup(ctx context.Context, dest string, progress func(BackupProgr
 	total := (pages - free) * size
 
 	stop := make(chan struct{})
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		if progress == nil {
-			return
-		}
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if fi, err := os.Stat(tmpName); err == nil {
-					progress(BackupProgress{Written: fi.Size(), Total: total})
+	var watch sync.WaitGroup
+	if progress != nil {
+		watch.Go(func() {
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					if fi, err := os.Stat(tmpName); err == nil {
+						progress(BackupProgress{Written: fi.Size(), Total: total})
+					}
 				}
 			}
-		}
-	}()
+		})
+	}
 	_, err = conn.ExecContext(ctx, `VACUUM INTO $1`, tmpName)
 	close(stop)
-	<-watched
+	watch.Wait()
 	if err != nil {
 		return BackupStats{}, fmt.Errorf("backup: %w", err)
 	}
-	if err := syncFile(tmpName); err != nil {
+	if err := fsync(tmpName, os.O_RDWR); err != nil {
 		return BackupStats{}, fmt.Errorf("backup: %w", err)
 	}
 	fi, err := os.Stat(tmpName)
@@ -208,7 +207,7 @@ func (db *DB) Backup(ctx context.Context, dest string, progress func(BackupProgr
 	}
 	done = true
 	os.Remove(tmpName)
-	if err := syncDir(dir); err != nil {
+	if err := fsync(dir, os.O_RDONLY); err != nil {
 		return BackupStats{}, fmt.Errorf("backup: %w", err)
 	}
 	if progress != nil {
@@ -256,16 +255,12 @@ func Backups(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// os.ReadDir sorts by name, and a name's digits sort as its time does.
 	var names []string
-	for _, e := range entries {
+	for _, e := range slices.Backward(entries) {
 		if _, ok := backupTime(e.Name()); ok && e.Type().IsRegular() {
-			names = append(names, e.Name())
+			names = append(names, filepath.Join(dir, e.Name()))
 		}
-	}
-	slices.Sort(names) // the time's digits sort as the times do
-	slices.Reverse(names)
-	for i, n := range names {
-		names[i] = filepath.Join(dir, n)
 	}
 	return names, nil
 }
@@ -441,40 +436,16 @@ func removeSQLiteFiles(path string) {
 	}
 }
 
-func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+// fsync writes the file at path, opened with flag, to the disk; for a
+// directory (os.O_RDONLY) it makes a rename or a new file in it durable.
+func fsync(path string, flag int) error {
+	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// syncDir makes a rename or a new file in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
-}
-
-// sameFile reports whether a and b are one file.
-func sameFile(a, b string) (bool, error) {
-	fa, err := os.Stat(a)
-	if err != nil {
-		return false, err
-	}
-	fb, err := os.Stat(b)
-	if err != nil {
-		return false, err
-	}
-	return os.SameFile(fa, fb), nil
 }

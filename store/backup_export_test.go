@@ -8,7 +8,7 @@ import (
 // MigrateTo migrates an SQLite store up to version only: a store as an
 // older binary left it.
 func (db *DB) MigrateTo(ctx context.Context, version int64) error {
-	p, err := migrationProvider(db.write)
+	p, err := newMigrations(SQLite, db.write)
 	if err != nil {
 		return err
 	}

@@ -274,7 +274,7 @@ func TestRestoreOlderSchema(t *testing.T) {
 	// Both tasks are due now, each claimed once.
 	claimed := map[string]int{}
 	for range 3 {
-		b, _, err := db.ClaimTask(ctx, "restored", time.Minute)
+		b, _, err := db.ClaimTaskOf(ctx, "restored", time.Minute, yard.ClaimFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,15 +12,13 @@ import (
 
 const barkColumns = `id, dog_id, effect, status, async, source, slot_at, created_at, started_at, finished_at, barked_at, error, output, dog_changed, attempts`
 
-// scanBark reads barkColumns, then the extra columns into extra.
-func scanBark(row interface{ Scan(...any) error }, extra ...any) (*yard.Bark, error) {
+// scanBark reads barkColumns.
+func scanBark(row rowScanner) (*yard.Bark, error) {
 	var b yard.Bark
-	var slot, created, started, finished, barked int64
-	if err := row.Scan(append([]any{&b.ID, &b.DogID, &b.Effect, &b.Status, &b.Async, &b.Source, &slot, &created, &started, &finished,
-		&barked, &b.Error, &b.Output, &b.DogChanged, &b.Attempts}, extra...)...); err != nil {
+	if err := row.Scan(&b.ID, &b.DogID, &b.Effect, &b.Status, &b.Async, &b.Source, ms(&b.Slot), ms(&b.CreatedAt), ms(&b.StartedAt),
+		ms(&b.FinishedAt), ms(&b.Timestamp), &b.Error, &b.Output, &b.DogChanged, &b.Attempts); err != nil {
 		return nil, err
 	}
-	b.Slot, b.CreatedAt, b.StartedAt, b.FinishedAt, b.Timestamp = FromMillis(slot), FromMillis(created), FromMillis(started), FromMillis(finished), FromMillis(barked)
 	return &b, nil
 }
 
@@ -40,45 +38,37 @@ func (db *DB) forUpdate(skip bool) string {
 // FindDogCore returns the dog without its schedule (for barking, where
 // the schedule is not needed), or ENOTFOUND.
 func (db *DB) FindDogCore(ctx context.Context, id string) (*yard.Dog, error) {
-	ctx, span := db.span(ctx, "store.FindDogCore")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindDogCore").End()
 	d, err := scanDog(db.QueryRow(ctx, `SELECT `+dogColumns+` FROM dogs WHERE id = $1`, id))
-	if err != nil {
-		return nil, notFound(err, "Dog")
-	}
-	return d, nil
+	return d, notFound(err, "Dog")
 }
 
 // FindBark returns a bark of a dog, or ENOTFOUND.
 func (db *DB) FindBark(ctx context.Context, dogID, id string) (*yard.Bark, error) {
-	ctx, span := db.span(ctx, "store.FindBark")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindBark").End()
 	b, err := scanBark(db.QueryRow(ctx, `SELECT `+barkColumns+` FROM tasks WHERE id = $1 AND dog_id = $2`, id, dogID))
 	return b, notFound(err, "Bark")
 }
 
 // FindBarks returns a page of a dog's barks, newest first, and their count.
 func (db *DB) FindBarks(ctx context.Context, f yard.BarkFilter) ([]*yard.Bark, int, error) {
-	ctx, span := db.span(ctx, "store.FindBarks")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindBarks").End()
 	return findPage(ctx, db, barkColumns, `tasks WHERE dog_id = $1`, `created_at DESC, id DESC`, []any{f.DogID},
-		pageMax(f.Limit), f.Offset, func(row rowScanner) (*yard.Bark, error) { return scanBark(row) })
+		pageMax(f.Limit), f.Offset, scanBark)
 }
 
 // LastBark returns when the dog last barked (any effect, any source), or
 // ENOTFOUND when it never did.
 func (db *DB) LastBark(ctx context.Context, dogID string) (time.Time, error) {
-	ctx, span := db.span(ctx, "store.LastBark")
-	defer span.End()
-	var ms sql.NullInt64
-	err := db.QueryRow(ctx, `SELECT MAX(barked_at) FROM tasks WHERE dog_id = $1 AND status = 'succeeded'`, dogID).Scan(&ms)
+	defer db.trace(&ctx, "store.LastBark").End()
+	last, err := scanValue[sql.NullInt64](db.QueryRow(ctx, `SELECT MAX(barked_at) FROM tasks WHERE dog_id = $1 AND status = 'succeeded'`, dogID))
 	if err != nil {
 		return time.Time{}, err
 	}
-	if !ms.Valid || ms.Int64 == 0 {
+	if !last.Valid || last.Int64 == 0 {
 		return time.Time{}, yard.Errorf(yard.ENOTFOUND, "The dog never barked.")
 	}
-	return FromMillis(ms.Int64), nil
+	return FromMillis(last.Int64), nil
 }
 
 // countsBark reports whether an effect adds 1 to barkCount (spec (b), (c)).
@@ -104,12 +94,10 @@ func barkRow(b *yard.Bark, runAt time.Time) []any {
 	if b.Source == yard.BarkSourceSchedule {
 		slotKey = b.DogID + "@" + strconv.FormatInt(Millis(b.Slot), 10)
 	}
-	var traceParent any // NULL when the bark was not created by a traced request
-	if b.TraceParent != "" {
-		traceParent = b.TraceParent
-	}
+	// The trace parent is NULL when the bark was not created by a traced
+	// request.
 	return []any{b.ID, b.DogID, b.Effect, b.Status, b.Async, b.Source, slotKey, Millis(b.Slot), Millis(b.CreatedAt), Millis(runAt),
-		Millis(b.StartedAt), Millis(b.FinishedAt), Millis(b.Timestamp), b.Error, b.Output, b.DogChanged, b.Attempts, traceParent}
+		Millis(b.StartedAt), Millis(b.FinishedAt), Millis(b.Timestamp), b.Error, b.Output, b.DogChanged, b.Attempts, nullString(b.TraceParent)}
 }
 
 // touchDog marks the dog's representation as changed at now, adding delta
@@ -125,6 +113,7 @@ func touchDog(ctx context.Context, tx *Tx, dogID string, delta int, now time.Tim
 // email-count and record the barkCount + 1, in one transaction. b's id,
 // times and status are set.
 func (db *DB) RecordSyncBark(ctx context.Context, b *yard.Bark) error {
+	// span, not trace: WithBatchTx's closure keeps ctx (trace.go).
 	ctx, span := db.span(ctx, "store.RecordSyncBark")
 	defer span.End()
 	db.prepareWrites(ctx, insertBarkSQL, touchDogSQL)
@@ -134,9 +123,7 @@ func (db *DB) RecordSyncBark(ctx context.Context, b *yard.Bark) error {
 	}
 	return db.WithBatchTx(ctx, key, func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
-		if b.ID == "" {
-			b.ID = yard.NewID()
-		}
+		ensureID(&b.ID)
 		b.Status, b.Source, b.Async, b.Attempts = yard.BarkSucceeded, yard.BarkSourceRequest, false, 1
 		b.CreatedAt, b.StartedAt, b.FinishedAt = now, now, now
 		if b.Timestamp.IsZero() {
@@ -158,13 +145,10 @@ func (db *DB) RecordSyncBark(ctx context.Context, b *yard.Bark) error {
 
 // RecordFailedBark stores a synchronous bark whose effect failed.
 func (db *DB) RecordFailedBark(ctx context.Context, b *yard.Bark, msg string) error {
-	ctx, span := db.span(ctx, "store.RecordFailedBark")
-	defer span.End()
+	defer db.trace(&ctx, "store.RecordFailedBark").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
-		if b.ID == "" {
-			b.ID = yard.NewID()
-		}
+		ensureID(&b.ID)
 		b.Status, b.Source, b.Async, b.Attempts, b.Error = yard.BarkFailed, yard.BarkSourceRequest, false, 1, msg
 		b.CreatedAt, b.StartedAt, b.FinishedAt = now, now, now
 		if err := insertBark(ctx, tx, b, now); err != nil {
@@ -177,6 +161,7 @@ func (db *DB) RecordFailedBark(ctx context.Context, b *yard.Bark, msg string) er
 // EnqueueBark stores a pending asynchronous bark for the workers, with its
 // bark.created event.
 func (db *DB) EnqueueBark(ctx context.Context, b *yard.Bark) error {
+	// span, not trace: WithBatchTx's closure keeps ctx (trace.go).
 	ctx, span := db.span(ctx, "store.EnqueueBark")
 	defer span.End()
 	if db.engine == Postgres {
@@ -188,7 +173,7 @@ func (db *DB) EnqueueBark(ctx context.Context, b *yard.Bark) error {
 		if err := insertBark(ctx, tx, b, b.CreatedAt); err != nil {
 			return err
 		}
-		return barkEvent(ctx, tx, yard.EventBarkCreated, b)
+		return barkEvents(ctx, tx, b, yard.EventBarkCreated)
 	})
 }
 
@@ -196,9 +181,7 @@ func (db *DB) EnqueueBark(ctx context.Context, b *yard.Bark) error {
 // when it has none, its status and its creation time (now, to the
 // millisecond, as stored).
 func newPendingBark(b *yard.Bark, now time.Time) {
-	if b.ID == "" {
-		b.ID = yard.NewID()
-	}
+	ensureID(&b.ID)
 	b.Status, b.Async, b.CreatedAt = yard.BarkPending, true, now.UTC().Truncate(time.Millisecond)
 	if b.Source == "" {
 		b.Source = yard.BarkSourceRequest
@@ -233,8 +216,7 @@ var enqueueBarkPG = `WITH task AS (` + insertBarkSQL + `) ` + eventOfDogPG("1", 
 // bark is canceled; a finished record is deleted (barkCount unchanged);
 // anything else is ECONFLICT. It returns the bark as it was before.
 func (db *DB) CancelBark(ctx context.Context, dogID, id string) (*yard.Bark, error) {
-	ctx, span := db.span(ctx, "store.CancelBark")
-	defer span.End()
+	defer db.trace(&ctx, "store.CancelBark").End()
 	var before *yard.Bark
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		b, err := scanBark(tx.QueryRowContext(ctx, `SELECT `+barkColumns+` FROM tasks WHERE id = $1 AND dog_id = $2`+db.forUpdate(false), id, dogID))
@@ -249,7 +231,7 @@ func (db *DB) CancelBark(ctx context.Context, dogID, id string) (*yard.Bark, err
 			if err != nil {
 				return err
 			}
-			return barkEvent(ctx, tx, yard.EventBarkCanceled, canceled)
+			return barkEvents(ctx, tx, canceled, yard.EventBarkCanceled)
 		case b.Status == yard.BarkSucceeded && b.Effect == yard.EffectRecord:
 			if _, err = tx.ExecContext(ctx, `DELETE FROM tasks WHERE id = $1`, id); err != nil {
 				return err

@@ -25,11 +25,9 @@ type schedule struct {
 	exists, isRunning bool
 }
 
-func loadSchedule(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, dogID string) (schedule, error) {
+func loadSchedule(ctx context.Context, q reader, dogID string) (schedule, error) {
 	var s schedule
-	err := q.QueryRowContext(ctx, `SELECT next_at, last_at, frequency, change_date, change_hash, change_status FROM bark_schedules WHERE dog_id = $1`, dogID).
+	err := q.QueryRow(ctx, `SELECT next_at, last_at, frequency, change_date, change_hash, change_status FROM bark_schedules WHERE dog_id = $1`, dogID).
 		Scan(&s.next, &s.last, &s.frequency, &s.changeDate, &s.changeHash, &s.changeStatus)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, nil
@@ -38,35 +36,24 @@ func loadSchedule(ctx context.Context, q interface {
 	return s, err
 }
 
-// preparedReader reads outside a transaction through the store's cache of
-// prepared statements.
-type preparedReader struct{ db *DB }
-
-func (p preparedReader) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return p.db.QueryRow(ctx, q, args...)
-}
-
-func (p preparedReader) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return p.db.Query(ctx, q, args...)
-}
-
 // txReader reads inside tx, through the statements prepared on the SQLite
 // writer (prepareWrites) where there are.
 type txReader struct{ tx *Tx }
 
-func (r txReader) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+func (r txReader) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	return r.tx.db.txQueryRow(ctx, r.tx, q, args...)
 }
 
-func (r txReader) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+func (r txReader) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	return r.tx.db.txQuery(ctx, r.tx, q, args...)
 }
 
-// reader is what reads a dog with its schedule: preparedReader outside a
-// transaction, txReader inside one.
+// reader is what reads a dog with its schedule: the DB outside a
+// transaction (through its cache of prepared statements), txReader inside
+// one.
 type reader interface {
-	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRow(ctx context.Context, q string, args ...any) *sql.Row
+	Query(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 }
 
 // The statements of dogWithSchedule: the dog with its schedule, and the
@@ -80,32 +67,22 @@ var (
 
 // previousBarks returns the times of the last scheduled barks, newest first.
 func previousBarks(ctx context.Context, q reader, dogID string) ([]time.Time, error) {
-	rows, err := q.QueryContext(ctx, previousBarksSQL, dogID, yard.MaxPreviousBarks)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []time.Time{}
-	for rows.Next() {
-		var ms int64
-		if err := rows.Scan(&ms); err != nil {
-			return nil, err
-		}
-		out = append(out, FromMillis(ms))
-	}
-	return out, rows.Err()
+	rows, err := q.Query(ctx, previousBarksSQL, dogID, yard.MaxPreviousBarks)
+	return appendRows([]time.Time{}, rows, err, func(row rowScanner) (time.Time, error) {
+		slot, err := scanValue[int64](row)
+		return FromMillis(slot), err
+	})
 }
 
 // FindSchedule returns the dog's running bark schedule, or nil when none is
 // set.
 func (db *DB) FindSchedule(ctx context.Context, dogID string) (*yard.BarkSchedule, error) {
-	ctx, span := db.span(ctx, "store.FindSchedule")
-	defer span.End()
-	s, err := loadSchedule(ctx, preparedReader{db}, dogID)
+	defer db.trace(&ctx, "store.FindSchedule").End()
+	s, err := loadSchedule(ctx, db, dogID)
 	if err != nil || !s.isRunning {
 		return nil, err
 	}
-	prev, err := previousBarks(ctx, preparedReader{db}, dogID)
+	prev, err := previousBarks(ctx, db, dogID)
 	if err != nil {
 		return nil, err
 	}
@@ -117,23 +94,18 @@ var dogColumnsD = "d." + strings.ReplaceAll(dogColumns, ", ", ", d.")
 
 // withExtra scans a row's first columns with scan and the rest into extra.
 type withExtra struct {
-	row   interface{ Scan(...any) error }
+	row   rowScanner
 	extra []any
 }
 
 func (w withExtra) Scan(dest ...any) error { return w.row.Scan(append(dest, w.extra...)...) }
 
-// findDogWithSchedule reads a dog and its schedule in one query (a read of
-// a dog is the hottest request); the previous barks need a second one only
-// when a schedule runs.
-func (db *DB) findDogWithSchedule(ctx context.Context, id string) (*yard.Dog, error) {
-	return dogWithSchedule(ctx, preparedReader{db}, id)
-}
-
-// dogWithSchedule reads a dog with its schedule through q.
+// dogWithSchedule reads a dog with its schedule through q, in one query (a
+// read of a dog is the hottest request); the previous barks need a second
+// one only when a schedule runs.
 func dogWithSchedule(ctx context.Context, q reader, id string) (*yard.Dog, error) {
 	var next, last, freq sql.NullInt64
-	d, err := scanDog(withExtra{q.QueryRowContext(ctx, dogWithScheduleSQL, id), []any{&next, &freq, &last}})
+	d, err := scanDog(withExtra{q.QueryRow(ctx, dogWithScheduleSQL, id), []any{&next, &freq, &last}})
 	if err != nil {
 		return nil, notFound(err, "Dog")
 	}
@@ -196,14 +168,13 @@ const (
 // whether the stored representation differs from what was sent
 // (p.Differs, or that of the repeated request).
 func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p yard.SchedulePatch) (differs bool, err error) {
-	ctx, span := db.span(ctx, "store.ApplySchedulePatch")
-	defer span.End()
+	defer db.trace(&ctx, "store.ApplySchedulePatch").End()
 	err = db.WithTx(ctx, func(tx *Tx) error {
 		d, err := db.lockDog(ctx, tx, dogID)
 		if err != nil {
 			return err
 		}
-		s, err := loadSchedule(ctx, tx, dogID)
+		s, err := loadSchedule(ctx, txReader{tx}, dogID)
 		if err != nil {
 			return err
 		}
@@ -241,20 +212,16 @@ func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p yard.Sched
 // SetScheduleByToken applies a POST of the bark-schedule resource. A token
 // already applied to this dog changes nothing (applied is false).
 func (db *DB) SetScheduleByToken(ctx context.Context, dogID, token string, c yard.ScheduleChange, received time.Time) (applied bool, err error) {
-	ctx, span := db.span(ctx, "store.SetScheduleByToken")
-	defer span.End()
+	defer db.trace(&ctx, "store.SetScheduleByToken").End()
 	err = db.WithTx(ctx, func(tx *Tx) error {
 		if _, err := db.lockDog(ctx, tx, dogID); err != nil {
 			return err
 		}
 		now := tx.Now()
-		res, err := tx.ExecContext(ctx, `INSERT INTO bark_schedule_tokens (dog_id, token, created_at) VALUES ($1, $2, $3)
-			ON CONFLICT (dog_id, token) DO NOTHING`, dogID, token, Millis(now))
-		if err != nil {
+		n, err := affected(tx.ExecContext(ctx, `INSERT INTO bark_schedule_tokens (dog_id, token, created_at) VALUES ($1, $2, $3)
+			ON CONFLICT (dog_id, token) DO NOTHING`, dogID, token, Millis(now)))
+		if err != nil || n == 0 {
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return nil
 		}
 		if err := yard.ValidateSchedule(c, received); err != nil {
 			return err
@@ -267,13 +234,12 @@ func (db *DB) SetScheduleByToken(ctx context.Context, dogID, token string, c yar
 
 // StopSchedule stops the dog's schedule; ENOTFOUND when none is running.
 func (db *DB) StopSchedule(ctx context.Context, dogID string) error {
-	ctx, span := db.span(ctx, "store.StopSchedule")
-	defer span.End()
+	defer db.trace(&ctx, "store.StopSchedule").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		if _, err := db.lockDog(ctx, tx, dogID); err != nil {
 			return err
 		}
-		s, err := loadSchedule(ctx, tx, dogID)
+		s, err := loadSchedule(ctx, txReader{tx}, dogID)
 		if err != nil {
 			return err
 		}
@@ -299,25 +265,12 @@ func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, er
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		rows, err := tx.QueryContext(ctx, `SELECT dog_id FROM bark_schedules WHERE frequency > 0 AND next_at <= $1
 			ORDER BY next_at LIMIT CAST($2 AS BIGINT)`, Millis(now), limit)
+		due, err := appendRows(nil, rows, err, scanValue[string])
 		if err != nil {
 			return err
 		}
-		var due []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			due = append(due, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
 		for _, dogID := range due {
-			var effect string
-			err := tx.QueryRowContext(ctx, `SELECT bark_effect FROM dogs WHERE id = $1`+db.forUpdate(true), dogID).Scan(&effect)
+			effect, err := scanValue[string](tx.QueryRowContext(ctx, `SELECT bark_effect FROM dogs WHERE id = $1`+db.forUpdate(true), dogID))
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // locked by another transaction, or deleted
 			} else if err != nil {
@@ -333,30 +286,29 @@ func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, er
 			}
 			period := freq * int64(time.Minute/time.Millisecond)
 			slot := next + (Millis(now)-next)/period*period
-			res, err := tx.ExecContext(ctx, `UPDATE bark_schedules SET next_at = $1, last_at = $2 WHERE dog_id = $3 AND next_at = $4`,
-				slot+period, slot, dogID, next)
+			n, err := affected(tx.ExecContext(ctx, `UPDATE bark_schedules SET next_at = $1, last_at = $2 WHERE dog_id = $3 AND next_at = $4`,
+				slot+period, slot, dogID, next))
 			if err != nil {
 				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
+			} else if n == 0 {
 				continue
 			}
 			b := &yard.Bark{ID: yard.NewID(), DogID: dogID, Effect: effect, Status: yard.BarkPending, Async: true,
 				Source: yard.BarkSourceSchedule, Slot: FromMillis(slot), CreatedAt: now}
 			// A schedule set again to a slot that already fired does not
 			// fire it twice.
-			res, err = tx.ExecContext(ctx, `INSERT INTO tasks (id, dog_id, effect, status, async, source, slot_key, slot_at, created_at, run_at)
+			n, err = affected(tx.ExecContext(ctx, `INSERT INTO tasks (id, dog_id, effect, status, async, source, slot_key, slot_at, created_at, run_at)
 				VALUES ($1, $2, $3, 'pending', TRUE, 'schedule', $4, $5, $6, $6) ON CONFLICT (slot_key) DO NOTHING`,
-				b.ID, dogID, effect, dogID+"@"+strconv.FormatInt(slot, 10), slot, Millis(now))
+				b.ID, dogID, effect, dogID+"@"+strconv.FormatInt(slot, 10), slot, Millis(now)))
 			if err != nil {
 				return err
 			}
 			if err := touchDog(ctx, tx, dogID, 0, now); err != nil {
 				return err
 			}
-			if n, _ := res.RowsAffected(); n == 1 {
+			if n == 1 {
 				fired = append(fired, b)
-				if err := barkEvent(ctx, tx, yard.EventBarkCreated, b); err != nil {
+				if err := barkEvents(ctx, tx, b, yard.EventBarkCreated); err != nil {
 					return err
 				}
 			}

@@ -13,20 +13,15 @@ import (
 // the lease renewed, and the task completed, retried, failed or released,
 // each guarded by the lease's token. Barks are stored in bark.go.
 
-// ClaimTask takes the next due task for a worker: a pending task whose time
-// has come, or a running one whose lease expired (its worker died). On
-// PostgreSQL the row is locked with FOR UPDATE SKIP LOCKED, so processes
-// sharing the store never take the same task; on SQLite the single writer
-// does the same. It returns nil when no task is due. token identifies this
-// lease: every later change of the task must present it.
-func (db *DB) ClaimTask(ctx context.Context, owner string, lease time.Duration) (b *yard.Bark, token string, err error) {
-	return db.ClaimTaskOf(ctx, owner, lease, yard.ClaimFilter{})
-}
-
-// ClaimTaskOf is ClaimTask for the tasks f selects.
+// ClaimTaskOf takes the next due task of those f selects for a worker: a
+// pending task whose time has come, or a running one whose lease expired
+// (its worker died). On PostgreSQL the row is locked with FOR UPDATE SKIP
+// LOCKED, so processes sharing the store never take the same task; on
+// SQLite the single writer does the same. It returns nil when no task is
+// due. token identifies this lease: every later change of the task must
+// present it.
 func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration, f yard.ClaimFilter) (b *yard.Bark, token string, err error) {
-	ctx, span := db.span(ctx, "store.ClaimTaskOf")
-	defer span.End()
+	defer db.trace(&ctx, "store.ClaimTaskOf").End()
 	// The conditions are fixed SQL text; the bound is a parameter.
 	cond := ""
 	switch f.Kind {
@@ -71,7 +66,7 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 		}
 		row := db.txQueryRow(ctx, tx, claim, args...)
 		var traceParent string
-		b, err = scanBark(row, &traceParent)
+		b, err = scanBark(withExtra{row, []any{&traceParent}})
 		if b != nil {
 			b.TraceParent = traceParent
 		}
@@ -79,7 +74,7 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 			b, err = nil, nil
 		}
 		if b != nil && err == nil {
-			err = barkEvent(ctx, tx, yard.EventBarkRunning, b)
+			err = barkEvents(ctx, tx, b, yard.EventBarkRunning)
 		}
 		return err
 	})
@@ -92,8 +87,7 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 // ExtendLease renews a running task's lease. It returns ErrLeaseLost when
 // the task is no longer this worker's (canceled, or taken by another).
 func (db *DB) ExtendLease(ctx context.Context, id, token string, lease time.Duration) error {
-	ctx, span := db.span(ctx, "store.ExtendLease")
-	defer span.End()
+	defer db.trace(&ctx, "store.ExtendLease").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks SET lease_until = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'`,
 			Millis(tx.Now())+lease.Milliseconds(), id, token)
@@ -110,13 +104,10 @@ func leaseRow(err error) error {
 }
 
 func leaseResult(res sql.Result, err error) error {
-	if err != nil {
+	if n, err := affected(res, err); err != nil || n > 0 {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return yard.ErrLeaseLost
-	}
-	return nil
+	return yard.ErrLeaseLost
 }
 
 // CompleteTask marks a running task succeeded and applies its store
@@ -125,8 +116,7 @@ func leaseResult(res sql.Result, err error) error {
 // lease gets ErrLeaseLost and nothing is applied, so store effects happen
 // exactly once.
 func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r yard.TaskResult) error {
-	ctx, span := db.span(ctx, "store.CompleteTask")
-	defer span.End()
+	defer db.trace(&ctx, "store.CompleteTask").End()
 	db.prepareWrites(ctx, completeTaskSQL)
 	return db.WithTx(ctx, func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
@@ -142,7 +132,7 @@ func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r ya
 		if err := leaseRow(err); err != nil {
 			return err
 		}
-		if err := barkEvent(ctx, tx, yard.EventBarkSucceeded, done); err != nil {
+		if err := barkEvents(ctx, tx, done, yard.EventBarkSucceeded); err != nil {
 			return err
 		}
 		if r.CodeRevision != nil && changed {
@@ -166,8 +156,7 @@ const completeTaskSQL = `UPDATE tasks SET status = 'succeeded', finished_at = $1
 // RetryTask puts a running task back to pending, to run again after wait
 // (by the store's clock).
 func (db *DB) RetryTask(ctx context.Context, id, token string, wait time.Duration, msg, output string) error {
-	ctx, span := db.span(ctx, "store.RetryTask")
-	defer span.End()
+	defer db.trace(&ctx, "store.RetryTask").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, error = $2, output = $3, lease_token = '', lease_until = 0
 			WHERE id = $4 AND lease_token = $5 AND status = 'running'`, Millis(tx.Now().Add(wait)), msg, output, id, token)
@@ -177,23 +166,21 @@ func (db *DB) RetryTask(ctx context.Context, id, token string, wait time.Duratio
 
 // FailTask marks a running task failed; nothing of its effect is stored.
 func (db *DB) FailTask(ctx context.Context, id, token, msg, output string) error {
-	ctx, span := db.span(ctx, "store.FailTask")
-	defer span.End()
+	defer db.trace(&ctx, "store.FailTask").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		failed, err := scanBark(tx.QueryRowContext(ctx, `UPDATE tasks SET status = 'failed', finished_at = $1, error = $2, output = $3, lease_token = '', lease_until = 0
 			WHERE id = $4 AND lease_token = $5 AND status = 'running' RETURNING `+barkColumns, Millis(tx.Now()), msg, output, id, token))
 		if err := leaseRow(err); err != nil {
 			return err
 		}
-		return barkEvent(ctx, tx, yard.EventBarkFailed, failed)
+		return barkEvents(ctx, tx, failed, yard.EventBarkFailed)
 	})
 }
 
 // ReleaseTask hands a running task back (graceful shutdown): it is pending
 // again at once and the attempt does not count.
 func (db *DB) ReleaseTask(ctx context.Context, id, token string) error {
-	ctx, span := db.span(ctx, "store.ReleaseTask")
-	defer span.End()
+	defer db.trace(&ctx, "store.ReleaseTask").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, attempts = attempts - 1, lease_token = '', lease_until = 0
 			WHERE id = $2 AND lease_token = $3 AND status = 'running'`, Millis(tx.Now()), id, token)
@@ -203,15 +190,5 @@ func (db *DB) ReleaseTask(ctx context.Context, id, token string) error {
 
 // PendingTasks counts the tasks waiting to run.
 func (db *DB) PendingTasks(ctx context.Context) (int, error) {
-	var n int
-	err := db.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE status = 'pending'`).Scan(&n)
-	return n, err
-}
-
-// TaskStatus returns the status of a task (the workers poll it to notice
-// a cancel made by another process).
-func (db *DB) TaskStatus(ctx context.Context, id string) (string, error) {
-	var s string
-	err := db.QueryRow(ctx, `SELECT status FROM tasks WHERE id = $1`, id).Scan(&s)
-	return s, notFound(err, "Bark")
+	return scanValue[int](db.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE status = 'pending'`))
 }

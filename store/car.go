@@ -86,6 +86,18 @@ func changeStamp(ctx context.Context, tx *Tx) (int64, error) {
 	return tx.evTx, err
 }
 
+// withCarTx is WithTx for a write of cars or garages: fn also gets the
+// transaction's stamp (carStamp).
+func (db *DB) withCarTx(ctx context.Context, fn func(tx *Tx, v int64) error) error {
+	return db.WithTx(ctx, func(tx *Tx) error {
+		v, err := carStamp(ctx, tx)
+		if err != nil {
+			return err
+		}
+		return fn(tx, v)
+	})
+}
+
 // carStamp is changeStamp for a transaction that writes cars or garages:
 // on PostgreSQL it is announced to the read leases before its commit
 // (carannounce.go).
@@ -113,14 +125,14 @@ func garageStateKey(ctx context.Context, tx *Tx, garage string) (any, error) {
 	if garage == "" {
 		return nil, nil
 	}
-	var state string
-	err := tx.QueryRowContext(ctx, `SELECT state_key FROM garages WHERE id = $1`, garage).Scan(&state)
+	state, err := scanValue[string](tx.QueryRowContext(ctx, `SELECT state_key FROM garages WHERE id = $1`, garage))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, noSuchGarage()
 	}
 	return state, err
 }
 
+// nullString is s as a column's value: NULL when empty.
 func nullString(s string) any {
 	if s == "" {
 		return nil
@@ -130,14 +142,11 @@ func nullString(s string) any {
 
 // CreateCar stores a new car; a car without id gets one.
 func (db *DB) CreateCar(ctx context.Context, c *yard.Car) error {
-	ctx, span := db.span(ctx, "store.CreateCar")
-	defer span.End()
+	defer db.trace(&ctx, "store.CreateCar").End()
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	if c.ID == "" {
-		c.ID = yard.NewID()
-	}
+	ensureID(&c.ID)
 	return db.WithTx(ctx, func(tx *Tx) error { return createCar(ctx, tx, c) })
 }
 
@@ -164,9 +173,7 @@ func insertCar(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 	_, err = tx.ExecContext(ctx, `INSERT INTO cars (`+carWriteColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
 		append(carFieldArgs(make([]any, 0, 16), c), state, now, now, v)...)
-	if isUniqueViolation(err) {
-		return yard.Errorf(yard.ECONFLICT, "A car with id %q exists.", c.ID)
-	} else if err != nil {
+	if err := conflictIf(err, "A car with id %q exists.", c.ID); err != nil {
 		return err
 	}
 	c.CreatedAt, c.UpdatedAt = FromMillis(Millis(tx.Now())), FromMillis(Millis(tx.Now()))
@@ -205,8 +212,7 @@ func updateCarRow(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 // not exist fails the foreign key: EINVALID naming "garage", and nothing
 // is written.
 func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
-	ctx, span := db.span(ctx, "store.ReplaceCar")
-	defer span.End()
+	defer db.trace(&ctx, "store.ReplaceCar").End()
 	if err := c.Validate(); err != nil {
 		return false, err
 	}
@@ -217,14 +223,10 @@ func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 		return db.replaceCarPostgres(ctx, c)
 	}
 	var created bool
-	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
+	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		now := Millis(tx.Now())
 		var createdAt int64
-		err = tx.QueryRowContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
+		err := tx.QueryRowContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
 			make_key = $8, model = $9, model_key = $10, year = $11, garage_id = $12,
 			garage_state_key = (SELECT state_key FROM garages WHERE id = $12), updated_at = $13, changed_version = $14
 			WHERE id = $1 RETURNING created_at`,
@@ -334,14 +336,10 @@ func carWriteError(err error) error {
 
 // UpdateCar changes the given fields of a car and returns it.
 func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*yard.Car, error) {
-	ctx, span := db.span(ctx, "store.UpdateCar")
-	defer span.End()
+	defer db.trace(&ctx, "store.UpdateCar").End()
 	var c *yard.Car
-	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
+	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
+		var err error
 		c, err = scanCar(tx.QueryRowContext(ctx, `SELECT `+carColumns+` FROM cars WHERE id = $1`, id))
 		if err != nil {
 			return notFound(err, "Car")
@@ -360,18 +358,13 @@ func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*ya
 
 // DeleteCar removes a car.
 func (db *DB) DeleteCar(ctx context.Context, id string) error {
-	ctx, span := db.span(ctx, "store.DeleteCar")
-	defer span.End()
-	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
+	defer db.trace(&ctx, "store.DeleteCar").End()
+	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
+		n, err := affected(tx.ExecContext(ctx, `DELETE FROM cars WHERE id = $1`, id))
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM cars WHERE id = $1`, id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if n == 0 {
 			return yard.Errorf(yard.ENOTFOUND, "Car not found.")
 		}
 		if err := tombstone(ctx, tx, "car", id, v); err != nil {

@@ -87,9 +87,7 @@ func (db *DB) HasCarGarageIndex(ctx context.Context) (bool, error) {
 	if db.engine == Postgres {
 		q = `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'cars_garage_idx')`
 	}
-	var ok bool
-	err := db.read.QueryRowContext(ctx, q).Scan(&ok)
-	return ok, err
+	return scanValue[bool](db.read.QueryRowContext(ctx, q))
 }
 
 // maySkipTriggers reports whether the store's role may set
@@ -115,7 +113,7 @@ func checkGarages(ctx context.Context, tx *Tx, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if tx.DB().Engine() == SQLite {
+	if tx.db.engine == SQLite {
 		list, _ := json.Marshal(ids)
 		var id string
 		err := tx.QueryRowContext(ctx, `SELECT j.value FROM json_each(?) j
@@ -128,23 +126,14 @@ func checkGarages(ctx context.Context, tx *Tx, ids []string) error {
 		return err
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT id FROM garages WHERE id = ANY($1::text[]) ORDER BY id FOR KEY SHARE`, ids)
+	found, err := appendRows(nil, rows, err, scanValue[string])
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	found := make(map[string]bool, len(ids))
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return err
-		}
-		found[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if !found[id] {
+	// Both sorted, found a subset of ids: the first difference is the
+	// first garage missing.
+	for i, id := range ids {
+		if i == len(found) || found[i] != id {
 			return fmt.Errorf("garage %q is not stored (deleted while the import ran?)", id)
 		}
 	}

@@ -34,11 +34,7 @@ func (db *DB) SeedDemoCars(ctx context.Context) (bool, error) {
 		{"Tesla", "Model 3", "sedan", 4}, {"Volkswagen", "Golf", "hatchback", 3}, {"Ford", "F-150", "pickup", 4},
 		{"Subaru", "Outback", "wagon", 5}, {"BMW", "M3", "sedan", 4}, {"Mazda", "MX-5", "convertible", 2},
 	}
-	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
+	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		for _, g := range garages {
 			if err := insertGarage(ctx, tx, g, v); err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/yard-api/yard"
@@ -32,7 +33,7 @@ func (db *DB) FindCars(ctx context.Context, q yard.Query, page yard.Page) ([]*ya
 func (db *DB) ListCars(ctx context.Context, q yard.Query, page yard.Page, facets []string) (*yard.CarList, error) {
 	ctx, span := db.span(ctx, "store.ListCars")
 	defer span.End()
-	where, args := CompileCarQuery(db.engine, q, nil)
+	where, args := CompileCarQuery(q, nil)
 	out, err := db.carPage(ctx, where, args, page)
 	if err != nil {
 		return nil, err
@@ -123,26 +124,24 @@ func (db *DB) carPage(ctx context.Context, where string, args []any, page yard.P
 func carPageSQL(engine, where string, args []any, page yard.Page) (string, []any) {
 	head := `SELECT ` + carColumns + ` FROM cars WHERE ` + where + ` ORDER BY id`
 	if engine == SQLite {
-		return head + ` LIMIT ` + itoa(page.Max) + ` OFFSET ` + itoa(page.Offset), args
+		return head + ` LIMIT ` + strconv.Itoa(page.Max) + ` OFFSET ` + strconv.Itoa(page.Offset), args
 	}
 	n := len(args)
-	return head + ` LIMIT CAST($` + itoa(n+1) + ` AS BIGINT) OFFSET $` + itoa(n+2), append(append(make([]any, 0, n+2), args...), page.Max, page.Offset)
+	return head + ` LIMIT CAST($` + strconv.Itoa(n+1) + ` AS BIGINT) OFFSET $` + strconv.Itoa(n+2), append(append(make([]any, 0, n+2), args...), page.Max, page.Offset)
 }
 
 // CountCarsUncached counts the cars matching q (benchmarks and
 // diagnostics).
 func (db *DB) CountCarsUncached(ctx context.Context, q yard.Query) (int, error) {
-	where, args := CompileCarQuery(db.engine, q, nil)
-	var n int
-	err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE `+where, args...).Scan(&n)
-	return n, err
+	where, args := CompileCarQuery(q, nil)
+	return scanValue[int](db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE `+where, args...))
 }
 
 // ExplainCars returns the engine's plan for the page query and the count
 // query of q (EXPLAIN QUERY PLAN on SQLite, EXPLAIN on PostgreSQL), to
 // show which indexes they use.
 func (db *DB) ExplainCars(ctx context.Context, q yard.Query, page yard.Page) (string, error) {
-	where, args := CompileCarQuery(db.engine, q, nil)
+	where, args := CompileCarQuery(q, nil)
 	pageSQL, pageArgs := carPageSQL(db.engine, where, args, page)
 	countSQL := `SELECT COUNT(*) FROM cars WHERE ` + where
 	var b strings.Builder
@@ -173,38 +172,26 @@ func (db *DB) explain(ctx context.Context, query string, args ...any) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	cols, _ := rows.Columns()
-	var lines []string
-	for rows.Next() {
-		vals, err := scanValues(rows, len(cols))
+	return appendRows(nil, rows, nil, func(row rowScanner) (string, error) {
+		vals, err := scanValues(row, len(cols))
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		// SQLite: id, parent, notused, detail; PostgreSQL: one text column.
-		switch v := vals[len(vals)-1].(type) {
-		case []byte:
-			lines = append(lines, string(v))
-		default:
-			lines = append(lines, strings.TrimSpace(fmtAny(v)))
+		if b, ok := vals[len(vals)-1].([]byte); ok {
+			return string(b), nil
 		}
-	}
-	return lines, rows.Err()
+		return strings.TrimSpace(fmt.Sprint(vals[len(vals)-1])), nil
+	})
 }
 
-// scanValues scans the current row of n columns of any types.
-func scanValues(rows *sql.Rows, n int) ([]any, error) {
+// scanValues scans a row of n columns of any types.
+func scanValues(row rowScanner, n int) ([]any, error) {
 	vals := make([]any, n)
 	ptrs := make([]any, n)
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
-	return vals, rows.Scan(ptrs...)
-}
-
-func fmtAny(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return fmt.Sprint(v)
+	return vals, row.Scan(ptrs...)
 }

@@ -28,10 +28,8 @@ var rangeSQL = map[string]string{yard.OpLt: "<", yard.OpLe: "<=", yard.OpGt: ">"
 // value becomes a $N placeholder, numbered from len(args)+1 so callers can
 // put their own arguments first; the SQL text holds nothing but the
 // whitelisted column names, keywords and placeholders. The same text runs
-// on SQLite (modernc binds $N by number) and PostgreSQL; engine is the
-// seam for any future difference.
-func CompileCarQuery(engine string, q yard.Query, args []any) (string, []any) {
-	_ = engine
+// on SQLite (modernc binds $N by number) and PostgreSQL.
+func CompileCarQuery(q yard.Query, args []any) (string, []any) {
 	c := carCompiler{args: args}
 	var conds []string
 	for _, f := range q.Filters {

@@ -8,27 +8,24 @@ import (
 
 const dogColumns = `id, name, email, owner_id, bark_count, bark_effect, code_url, code_revision, created_at, updated_at`
 
-func scanDog(row interface{ Scan(...any) error }) (*yard.Dog, error) {
+func scanDog(row rowScanner) (*yard.Dog, error) {
 	var d yard.Dog
-	var created, updated int64
-	if err := row.Scan(&d.ID, &d.Name, &d.Email, &d.Owner, &d.BarkCount, &d.BarkEffect, &d.CodeURL, &d.CodeRevision, &created, &updated); err != nil {
+	if err := row.Scan(&d.ID, &d.Name, &d.Email, &d.Owner, &d.BarkCount, &d.BarkEffect, &d.CodeURL, &d.CodeRevision,
+		ms(&d.CreatedAt), ms(&d.UpdatedAt)); err != nil {
 		return nil, err
 	}
-	d.CreatedAt, d.UpdatedAt = FromMillis(created), FromMillis(updated)
 	return &d, nil
 }
 
 // FindDogByID returns the dog with that id, or ENOTFOUND.
 func (db *DB) FindDogByID(ctx context.Context, id string) (*yard.Dog, error) {
-	ctx, span := db.span(ctx, "store.FindDogByID")
-	defer span.End()
-	return db.findDogWithSchedule(ctx, id)
+	defer db.trace(&ctx, "store.FindDogByID").End()
+	return dogWithSchedule(ctx, db, id)
 }
 
 // FindDogs returns a page of dogs ordered by id, and the total count.
 func (db *DB) FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int, error) {
-	ctx, span := db.span(ctx, "store.FindDogs")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindDogs").End()
 	from, args := `dogs`, []any{}
 	if f.Owner != nil {
 		from, args = `dogs WHERE owner_id = $1`, append(args, *f.Owner)
@@ -43,8 +40,7 @@ func (db *DB) FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int,
 // CreateDog validates and stores d, setting its id (when empty) and
 // timestamps. An unknown owner is EINVALID; a taken id is ECONFLICT.
 func (db *DB) CreateDog(ctx context.Context, d *yard.Dog) error {
-	ctx, span := db.span(ctx, "store.CreateDog")
-	defer span.End()
+	defer db.trace(&ctx, "store.CreateDog").End()
 	if d.BarkEffect == "" {
 		d.BarkEffect = yard.EffectRecord
 	}
@@ -52,39 +48,45 @@ func (db *DB) CreateDog(ctx context.Context, d *yard.Dog) error {
 		return err
 	}
 	return db.WithTx(ctx, func(tx *Tx) error {
-		if err := ownerExists(ctx, tx, d.Owner); err != nil {
+		if err := personExists(ctx, tx, d.Owner, "dog", "owner"); err != nil {
 			return err
 		}
-		if d.ID == "" {
-			d.ID = yard.NewID()
-		}
+		ensureID(&d.ID)
 		now := tx.Now().UTC().Truncate(1e6)
 		d.CreatedAt, d.UpdatedAt = now, now
 		_, err := tx.ExecContext(ctx, `INSERT INTO dogs (id, name, email, owner_id, bark_count, bark_effect, code_url, code_revision, created_at, updated_at)
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
 			d.ID, d.Name, d.Email, d.Owner, d.BarkCount, d.BarkEffect, d.CodeURL, d.CodeRevision, Millis(now), Millis(now))
-		if isUniqueViolation(err) {
-			return yard.Errorf(yard.ECONFLICT, "A dog with id %q already exists.", d.ID)
-		} else if err != nil {
+		if err := conflictIf(err, "A dog with id %q already exists.", d.ID); err != nil {
 			return err
 		}
 		return appendEvent(ctx, tx, yard.EventDogCreated, yard.DogPath(d.ID), d.Owner, d)
 	})
 }
 
-func ownerExists(ctx context.Context, tx *Tx, owner string) error {
+// setIf sets *dst to *v, when v is not nil (a field of a partial update).
+func setIf[T any](dst, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// personExists checks that the person id, the field of a what (a dog's
+// owner, an order's customer), exists: EINVALID naming the field when not.
+func personExists(ctx context.Context, tx *Tx, id, what, field string) error {
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE id = $1`, owner).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE id = $1`, id).Scan(&n); err != nil {
 		return err
 	}
 	if n == 0 {
-		return yard.Invalid("The dog has invalid fields.", yard.FieldError{Field: "owner", Message: "no person has this id"})
+		return yard.Invalid("The "+what+" has invalid fields.", yard.FieldError{Field: field, Message: "no person has this id"})
 	}
 	return nil
 }
 
 // UpdateDog applies upd to the dog and returns the result.
 func (db *DB) UpdateDog(ctx context.Context, id string, upd yard.DogUpdate) (*yard.Dog, error) {
+	// span, not trace: WithBatchTx's closure keeps ctx (trace.go).
 	ctx, span := db.span(ctx, "store.UpdateDog")
 	defer span.End()
 	var out *yard.Dog
@@ -109,26 +111,16 @@ func (db *DB) updateDogTx(ctx context.Context, tx *Tx, id string, upd yard.DogUp
 	if err != nil {
 		return nil, err
 	}
-	if upd.Name != nil {
-		d.Name = *upd.Name
-	}
-	if upd.Email != nil {
-		d.Email = *upd.Email
-	}
-	if upd.Owner != nil {
-		d.Owner = *upd.Owner
-	}
-	if upd.BarkEffect != nil {
-		d.BarkEffect = *upd.BarkEffect
-	}
-	if upd.CodeURL != nil {
-		d.CodeURL = *upd.CodeURL
-	}
+	setIf(&d.Name, upd.Name)
+	setIf(&d.Email, upd.Email)
+	setIf(&d.Owner, upd.Owner)
+	setIf(&d.BarkEffect, upd.BarkEffect)
+	setIf(&d.CodeURL, upd.CodeURL)
 	if err := yard.ValidateDog(d); err != nil {
 		return nil, err
 	}
 	if upd.Owner != nil {
-		if err := ownerExists(ctx, tx, d.Owner); err != nil {
+		if err := personExists(ctx, tx, d.Owner, "dog", "owner"); err != nil {
 			return nil, err
 		}
 	}
@@ -141,11 +133,9 @@ func (db *DB) updateDogTx(ctx context.Context, tx *Tx, id string, upd yard.DogUp
 
 // DeleteDog removes a dog.
 func (db *DB) DeleteDog(ctx context.Context, id string) error {
-	ctx, span := db.span(ctx, "store.DeleteDog")
-	defer span.End()
+	defer db.trace(&ctx, "store.DeleteDog").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
-		var owner string
-		err := tx.QueryRowContext(ctx, `DELETE FROM dogs WHERE id = $1 RETURNING owner_id`, id).Scan(&owner)
+		owner, err := scanValue[string](tx.QueryRowContext(ctx, `DELETE FROM dogs WHERE id = $1 RETURNING owner_id`, id))
 		if err != nil {
 			return notFound(err, "Dog")
 		}

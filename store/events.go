@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
@@ -93,43 +94,30 @@ func appendEventOwnedBy(ctx context.Context, tx *Tx, typ, subject, owner, ofDog 
 	return err
 }
 
-// barkEvent appends a bark event with b as its data; the owner is the
-// dog's.
-func barkEvent(ctx context.Context, tx *Tx, typ string, b *yard.Bark) error {
-	return barkEvents(ctx, tx, b, typ)
-}
-
 // markDog notes that the dog changed in tx: one dog.updated is appended at
 // commit (flushDogs), unless the dog was created or deleted in tx.
 func (tx *Tx) markDog(id string) {
-	for _, d := range tx.dirtyDogs {
-		if d == id {
-			return
-		}
+	if !slices.Contains(tx.dirtyDogs, id) {
+		tx.dirtyDogs = append(tx.dirtyDogs, id)
 	}
-	tx.dirtyDogs = append(tx.dirtyDogs, id)
 }
 
 // flushDogs appends dog.updated for each dog marked in tx, with the dog as
 // it is now.
 func (tx *Tx) flushDogs(ctx context.Context) error {
 	for _, id := range tx.dirtyDogs {
-		if err := dogEvent(ctx, tx, yard.EventDogUpdated, id); err != nil && yard.ErrorCode(err) != yard.ENOTFOUND {
+		d, err := dogWithSchedule(ctx, txReader{tx}, id)
+		if yard.ErrorCode(err) == yard.ENOTFOUND {
+			continue // deleted in tx
+		} else if err != nil {
+			return err
+		}
+		if err := appendEvent(ctx, tx, yard.EventDogUpdated, yard.DogPath(d.ID), d.Owner, d); err != nil {
 			return err
 		}
 	}
 	tx.dirtyDogs = tx.dirtyDogs[:0]
 	return nil
-}
-
-// dogEvent appends a dog event with the dog (and its schedule) as tx holds
-// it; ENOTFOUND when the dog is gone.
-func dogEvent(ctx context.Context, tx *Tx, typ, id string) error {
-	d, err := dogWithSchedule(ctx, txReader{tx}, id)
-	if err != nil {
-		return err
-	}
-	return appendEvent(ctx, tx, typ, yard.DogPath(d.ID), d.Owner, d)
 }
 
 // deletedEvent appends a deletion event.
@@ -221,8 +209,7 @@ const maxEventScan = 10000
 // f.Limit events that f.Match keeps or has read f.Scan rows; Next is the last
 // row read, so a caller that continues from it skips nothing.
 func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPage, error) {
-	ctx, span := db.span(ctx, "store.ReadEvents")
-	defer span.End()
+	defer db.trace(&ctx, "store.ReadEvents").End()
 	limit, scan := f.Limit, f.Scan
 	if limit <= 0 {
 		limit = 100
@@ -376,8 +363,7 @@ const maxEventWindows = 64
 // events after it: EGONE, naming the oldest event kept.
 func (db *DB) gone(ctx context.Context, id yard.EventID) error {
 	e := yard.Errorf(yard.EGONE, "Events after %s are no longer kept (retention); the oldest one kept is in oldest.", id)
-	var oldest yard.EventID
-	err := db.QueryRow(ctx, `SELECT tx, seq FROM events ORDER BY tx, seq LIMIT 1`).Scan(&oldest.Tx, &oldest.Seq)
+	oldest, err := scanEventID(db.QueryRow(ctx, `SELECT tx, seq FROM events ORDER BY tx, seq LIMIT 1`))
 	switch {
 	case err == nil:
 		e.Oldest = oldest.String()
@@ -393,12 +379,17 @@ func (db *DB) gone(ctx context.Context, id yard.EventID) error {
 // zero id when there is none): a stream that starts "from now" starts
 // after it.
 func (db *DB) LastEventID(ctx context.Context) (yard.EventID, error) {
-	q := `SELECT tx, seq FROM events ORDER BY tx DESC, seq DESC LIMIT 1`
-	if db.engine == Postgres {
-		q = `SELECT tx, seq FROM events WHERE tx < ` + horizonPG + ` ORDER BY tx DESC, seq DESC LIMIT 1`
+	return lastEventID(ctx, db.engine, db)
+}
+
+// lastEventID is LastEventID read through q; inside a transaction, on
+// PostgreSQL, every event after it becomes visible later, none before it.
+func lastEventID(ctx context.Context, engine string, q reader) (yard.EventID, error) {
+	query := `SELECT tx, seq FROM events ORDER BY tx DESC, seq DESC LIMIT 1`
+	if engine == Postgres {
+		query = `SELECT tx, seq FROM events WHERE tx < ` + horizonPG + ` ORDER BY tx DESC, seq DESC LIMIT 1`
 	}
-	var id yard.EventID
-	err := db.QueryRow(ctx, q).Scan(&id.Tx, &id.Seq)
+	id, err := scanEventID(q.QueryRow(ctx, query))
 	if errors.Is(err, sql.ErrNoRows) {
 		err = nil
 	}
@@ -415,30 +406,29 @@ func (db *DB) PruneEvents(ctx context.Context, before time.Time, limit int) (int
 		// or take a transaction's length): stop at the first one kept.
 		rows, err := tx.QueryContext(ctx, `DELETE FROM events WHERE (tx, seq) IN
 			(SELECT tx, seq FROM events ORDER BY tx, seq LIMIT CAST($2 AS BIGINT)) AND at < $1 RETURNING tx, seq`, Millis(before), limit)
-		if err != nil {
+		ids, err := appendRows(nil, rows, err, scanEventID)
+		n = len(ids)
+		if err != nil || n == 0 {
 			return err
 		}
 		var newest yard.EventID
-		for rows.Next() {
-			var id yard.EventID
-			if err := rows.Scan(&id.Tx, &id.Seq); err != nil {
-				rows.Close()
-				return err
-			}
-			n++
+		for _, id := range ids {
 			if newest.Less(id) {
 				newest = id
 			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil || n == 0 {
-			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE event_clock SET pruned_tx = $1, pruned_seq = $2
 			WHERE id = 1 AND (pruned_tx < $1 OR (pruned_tx = $1 AND pruned_seq < $2))`, newest.Tx, newest.Seq)
 		return err
 	})
 	return n, err
+}
+
+// scanEventID reads a row of an event's id (tx, seq).
+func scanEventID(row rowScanner) (yard.EventID, error) {
+	var id yard.EventID
+	err := row.Scan(&id.Tx, &id.Seq)
+	return id, err
 }
 
 // EventsWritten is signalled (without blocking, so signals coalesce) after
@@ -493,7 +483,8 @@ func (db *DB) ListenEvents(ctx context.Context, wake func()) error {
 	})
 }
 
-// barkEvents appends one bark event per type, each with b as its data.
+// barkEvents appends one bark event per type, each with b as its data;
+// the owner is the dog's.
 func barkEvents(ctx context.Context, tx *Tx, b *yard.Bark, types ...string) error {
 	body, err := json.Marshal(b)
 	if err != nil {
@@ -525,9 +516,7 @@ func importEvent(ctx context.Context, tx *Tx, b *importBatch) error {
 		if d.First == "" || c.ID < d.First {
 			d.First = c.ID
 		}
-		if c.ID > d.Last {
-			d.Last = c.ID
-		}
+		d.Last = max(d.Last, c.ID)
 	}
 	return appendEvent(ctx, tx, yard.EventCarImported, "/cars", "", d)
 }

@@ -117,7 +117,7 @@ func TestEventsOfEveryWrite(t *testing.T) {
 		if err := db.EnqueueBark(ctx, async); err != nil {
 			t.Fatal(err)
 		}
-		claimed, token, err := db.ClaimTask(ctx, "w1", time.Minute)
+		claimed, token, err := db.ClaimTaskOf(ctx, "w1", time.Minute, yard.ClaimFilter{})
 		if err != nil || claimed == nil || claimed.ID != async.ID {
 			t.Fatalf("claim: %v %v", claimed, err)
 		}

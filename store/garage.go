@@ -15,63 +15,44 @@ import (
 
 const garageColumns = `g.id, g.name, g.state, g.created_at, g.updated_at, (SELECT COUNT(*) FROM cars c WHERE c.garage_id = g.id)`
 
-func scanGarage(row interface{ Scan(...any) error }) (*yard.Garage, error) {
+func scanGarage(row rowScanner) (*yard.Garage, error) {
 	var g yard.Garage
-	var created, updated int64
-	if err := row.Scan(&g.ID, &g.Name, &g.State, &created, &updated, &g.CarCount); err != nil {
+	if err := row.Scan(&g.ID, &g.Name, &g.State, ms(&g.CreatedAt), ms(&g.UpdatedAt), &g.CarCount); err != nil {
 		return nil, err
 	}
-	g.CreatedAt, g.UpdatedAt = FromMillis(created), FromMillis(updated)
 	return &g, nil
 }
 
 // FindGarageByID returns the garage with its car count, or ENOTFOUND.
 func (db *DB) FindGarageByID(ctx context.Context, id string) (*yard.Garage, error) {
-	ctx, span := db.span(ctx, "store.FindGarageByID")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindGarageByID").End()
 	g, err := scanGarage(db.QueryRow(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
 	return g, notFound(err, "Garage")
 }
 
 // FindGarages returns a page of garages in id order and their number.
 func (db *DB) FindGarages(ctx context.Context, page yard.Page) ([]*yard.Garage, int, error) {
-	ctx, span := db.span(ctx, "store.FindGarages")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindGarages").End()
 	var total int
 	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages`).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	rows, err := db.read.QueryContext(ctx, `SELECT `+garageColumns+` FROM garages g ORDER BY g.id LIMIT CAST($1 AS BIGINT) OFFSET $2`, page.Max, page.Offset)
+	out, err := appendRows([]*yard.Garage{}, rows, err, scanGarage)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	out := []*yard.Garage{}
-	for rows.Next() {
-		g, err := scanGarage(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, g)
-	}
-	return out, total, rows.Err()
+	return out, total, nil
 }
 
 // CreateGarage stores a new garage; one without id gets one.
 func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
-	ctx, span := db.span(ctx, "store.CreateGarage")
-	defer span.End()
+	defer db.trace(&ctx, "store.CreateGarage").End()
 	if err := g.Validate(); err != nil {
 		return err
 	}
-	if g.ID == "" {
-		g.ID = yard.NewID()
-	}
-	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
+	ensureID(&g.ID)
+	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		if err := insertGarage(ctx, tx, g, v); err != nil {
 			return err
 		}
@@ -84,9 +65,7 @@ func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 	now := Millis(tx.Now())
 	_, err := tx.ExecContext(ctx, `INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version)
 		VALUES ($1, $2, $3, $4, $5, $6, $6, $7)`, g.ID, g.Name, strings.ToLower(g.Name), g.State, strings.ToLower(g.State), now, v)
-	if isUniqueViolation(err) {
-		return yard.Errorf(yard.ECONFLICT, "A garage with id %q exists.", g.ID)
-	} else if err != nil {
+	if err := conflictIf(err, "A garage with id %q exists.", g.ID); err != nil {
 		return err
 	}
 	g.CreatedAt, g.UpdatedAt, g.CarCount = FromMillis(now), FromMillis(now), 0
@@ -113,8 +92,7 @@ func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error
 
 // ReplaceGarage stores g under g.ID, creating the garage when there is none.
 func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
-	ctx, span := db.span(ctx, "store.ReplaceGarage")
-	defer span.End()
+	defer db.trace(&ctx, "store.ReplaceGarage").End()
 	if err := g.Validate(); err != nil {
 		return false, err
 	}
@@ -122,11 +100,7 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 		return false, yard.Invalid("The garage needs an id.", yard.FieldError{Field: "id", Message: "is required"})
 	}
 	created := false
-	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
+	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		old, err := scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, g.ID))
 		typ := yard.EventGarageUpdated
 		if errors.Is(err, sql.ErrNoRows) {
@@ -146,24 +120,16 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 
 // UpdateGarage changes the given fields of a garage and returns it.
 func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate) (*yard.Garage, error) {
-	ctx, span := db.span(ctx, "store.UpdateGarage")
-	defer span.End()
+	defer db.trace(&ctx, "store.UpdateGarage").End()
 	var g *yard.Garage
-	err := db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
+	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
+		var err error
 		g, err = scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, id))
 		if err != nil {
 			return notFound(err, "Garage")
 		}
-		if upd.Name != nil {
-			g.Name = *upd.Name
-		}
-		if upd.State != nil {
-			g.State = *upd.State
-		}
+		setIf(&g.Name, upd.Name)
+		setIf(&g.State, upd.State)
 		if err := g.Validate(); err != nil {
 			return err
 		}
@@ -177,13 +143,8 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 
 // DeleteGarage removes an empty garage; one holding cars is ECONFLICT.
 func (db *DB) DeleteGarage(ctx context.Context, id string) error {
-	ctx, span := db.span(ctx, "store.DeleteGarage")
-	defer span.End()
-	return db.WithTx(ctx, func(tx *Tx) error {
-		v, err := carStamp(ctx, tx)
-		if err != nil {
-			return err
-		}
+	defer db.trace(&ctx, "store.DeleteGarage").End()
+	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages WHERE id = $1`, id).Scan(&n); err != nil {
 			return err

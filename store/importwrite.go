@@ -29,7 +29,7 @@ const defaultImportChunk = 64
 // writeGarages writes a batch's garages, stamped v.
 func (im *importer) writeGarages(ctx context.Context, tx *Tx, gs []*yard.Garage, v int64) error {
 	now := Millis(tx.Now())
-	if tx.DB().Engine() == Postgres {
+	if tx.db.engine == Postgres {
 		return writeGaragesPG(ctx, tx, gs, now, v)
 	}
 	args := make([]driver.NamedValue, 0, 5*len(gs))
@@ -68,7 +68,7 @@ func (im *importer) writeCars(ctx context.Context, tx *Tx, b *importBatch, v int
 	if im.upsert {
 		conflict = ` ON CONFLICT (id) DO UPDATE SET ` + carUpsertSet
 	}
-	if tx.DB().Engine() == Postgres {
+	if tx.db.engine == Postgres {
 		return writeCarsPG(ctx, tx, b, now, v, conflict)
 	}
 	return insertChunks(ctx, tx, carArgCols, b.carArgs, `INSERT INTO cars (`+carWriteColumns+`) VALUES `, stampValues(now, v), conflict)

@@ -32,20 +32,8 @@ func (db *DB) ReserveLoginAttempt(ctx context.Context, id string, keys []string,
 				return err
 			}
 			rows, err := tx.QueryContext(ctx, `SELECT at FROM login_attempts WHERE key = $1 ORDER BY at`, k)
+			ats, err := appendRows(nil, rows, err, scanValue[int64])
 			if err != nil {
-				return err
-			}
-			var ats []int64
-			for rows.Next() {
-				var ms int64
-				if err := rows.Scan(&ms); err != nil {
-					rows.Close()
-					return err
-				}
-				ats = append(ats, ms)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
 				return err
 			}
 			if len(ats) >= limit {
@@ -83,10 +71,6 @@ func (db *DB) ReleaseLoginAttempt(ctx context.Context, id string, keys []string)
 // PurgeLoginAttempts implements yard.LoginAttemptService.
 func (db *DB) PurgeLoginAttempts(ctx context.Context, before time.Time) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM login_attempts WHERE at <= $1`, Millis(before)); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM login_keys WHERE at <= $1`, Millis(before))
-		return err
+		return tx.execEach(ctx, []any{Millis(before)}, `DELETE FROM login_attempts WHERE at <= $1`, `DELETE FROM login_keys WHERE at <= $1`)
 	})
 }

@@ -16,7 +16,8 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// newMigrations returns the migrations of the engine over conn.
+// newMigrations returns the migrations of the engine over conn (also a
+// restore's check of a backup's schema, restore.go).
 func newMigrations(engine string, conn *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
@@ -31,12 +32,6 @@ func newMigrations(engine string, conn *sql.DB, opts ...goose.ProviderOption) (*
 		return nil, fmt.Errorf("migrations: %w", err)
 	}
 	return p, nil
-}
-
-// migrationProvider returns the SQLite migrations over conn (a restore's
-// check of a backup's schema, restore.go).
-func migrationProvider(conn *sql.DB) (*goose.Provider, error) {
-	return newMigrations(SQLite, conn)
 }
 
 // Migrate applies every pending migration, and builds cars_garage_idx if

@@ -19,23 +19,18 @@ func (db *DB) CreateOAuthConsumer(ctx context.Context, c *yard.OAuthConsumer) er
 
 const consumerColumns = `consumer_key, name, callback_url, sealed_secret, created_by, created_at`
 
-func scanConsumer(s interface{ Scan(...any) error }) (*yard.OAuthConsumer, error) {
+func scanConsumer(s rowScanner) (*yard.OAuthConsumer, error) {
 	var c yard.OAuthConsumer
-	var created int64
-	if err := s.Scan(&c.Key, &c.Name, &c.CallbackURL, &c.SealedSecret, &c.CreatedBy, &created); err != nil {
+	if err := s.Scan(&c.Key, &c.Name, &c.CallbackURL, &c.SealedSecret, &c.CreatedBy, ms(&c.CreatedAt)); err != nil {
 		return nil, err
 	}
-	c.CreatedAt = FromMillis(created)
 	return &c, nil
 }
 
 // FindOAuthConsumer returns the consumer with that key, or ENOTFOUND.
 func (db *DB) FindOAuthConsumer(ctx context.Context, key string) (*yard.OAuthConsumer, error) {
 	c, err := scanConsumer(db.read.QueryRowContext(ctx, `SELECT `+consumerColumns+` FROM oauth_consumers WHERE consumer_key = $1`, key))
-	if err != nil {
-		return nil, notFound(err, "OAuth consumer")
-	}
-	return c, nil
+	return c, notFound(err, "OAuth consumer")
 }
 
 // ListOAuthConsumers returns a page of consumers, oldest first.
@@ -49,14 +44,10 @@ func (db *DB) DeleteOAuthConsumer(ctx context.Context, key string) (bool, error)
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		// The foreign key cascades; deleting the tokens first says so
 		// without relying on it.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE consumer_key = $1`, key); err != nil {
-			return err
+		_, err := tx.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE consumer_key = $1`, key)
+		if err == nil {
+			n, err = affected(tx.ExecContext(ctx, `DELETE FROM oauth_consumers WHERE consumer_key = $1`, key))
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM oauth_consumers WHERE consumer_key = $1`, key)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
 		return err
 	})
 	return n > 0, err
@@ -64,30 +55,22 @@ func (db *DB) DeleteOAuthConsumer(ctx context.Context, key string) (bool, error)
 
 const tokenColumns = `id, token, kind, state, consumer_key, sealed_secret, callback, user_id, verifier_hash, created_at, expires_at`
 
-func scanToken(s interface{ Scan(...any) error }) (*yard.OAuthToken, error) {
+func scanToken(s rowScanner) (*yard.OAuthToken, error) {
 	var t yard.OAuthToken
 	var user sql.NullString
-	var created, expires int64
-	if err := s.Scan(&t.ID, &t.Token, &t.Kind, &t.State, &t.ConsumerKey, &t.SealedSecret, &t.Callback, &user, &t.VerifierHash, &created, &expires); err != nil {
+	if err := s.Scan(&t.ID, &t.Token, &t.Kind, &t.State, &t.ConsumerKey, &t.SealedSecret, &t.Callback, &user, &t.VerifierHash,
+		ms(&t.CreatedAt), ms(&t.ExpiresAt)); err != nil {
 		return nil, err
 	}
 	t.UserID = user.String
-	t.CreatedAt, t.ExpiresAt = FromMillis(created), FromMillis(expires)
 	return &t, nil
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 func insertToken(ctx context.Context, ex interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, t *yard.OAuthToken) error {
 	_, err := ex.ExecContext(ctx, `INSERT INTO oauth_tokens (`+tokenColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		t.ID, t.Token, t.Kind, t.State, t.ConsumerKey, t.SealedSecret, t.Callback, nullable(t.UserID), t.VerifierHash,
+		t.ID, t.Token, t.Kind, t.State, t.ConsumerKey, t.SealedSecret, t.Callback, nullString(t.UserID), t.VerifierHash,
 		Millis(t.CreatedAt), Millis(t.ExpiresAt))
 	return err
 }
@@ -100,22 +83,15 @@ func (db *DB) CreateOAuthToken(ctx context.Context, t *yard.OAuthToken) error {
 // FindOAuthToken returns the token with that oauth_token value.
 func (db *DB) FindOAuthToken(ctx context.Context, token string) (*yard.OAuthToken, error) {
 	t, err := scanToken(db.read.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM oauth_tokens WHERE token = $1`, token))
-	if err != nil {
-		return nil, notFound(err, "OAuth token")
-	}
-	return t, nil
+	return t, notFound(err, "OAuth token")
 }
 
 // DecideOAuthToken records the resource owner's decision on a pending
 // request token; one conditional UPDATE, so two decisions cannot both win.
 func (db *DB) DecideOAuthToken(ctx context.Context, token, state, userID, verifierHash string, now time.Time) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `UPDATE oauth_tokens SET state = $2, user_id = $3, verifier_hash = $4
+	n, err := affected(db.write.ExecContext(ctx, `UPDATE oauth_tokens SET state = $2, user_id = $3, verifier_hash = $4
 		WHERE token = $1 AND kind = 'request' AND state = 'pending' AND expires_at > $5`,
-		token, state, nullable(userID), verifierHash, Millis(now))
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+		token, state, nullString(userID), verifierHash, Millis(now)))
 	return n == 1, err
 }
 
@@ -124,13 +100,10 @@ func (db *DB) DecideOAuthToken(ctx context.Context, token, state, userID, verifi
 func (db *DB) ExchangeOAuthToken(ctx context.Context, requestToken, verifierHash string, now time.Time, access *yard.OAuthToken) (bool, error) {
 	ok := false
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE oauth_tokens SET state = 'used'
+		n, err := affected(tx.ExecContext(ctx, `UPDATE oauth_tokens SET state = 'used'
 			WHERE token = $1 AND kind = 'request' AND state = 'authorized' AND verifier_hash = $2 AND expires_at > $3`,
-			requestToken, verifierHash, Millis(now))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			requestToken, verifierHash, Millis(now)))
+		if err != nil || n != 1 {
 			return err
 		}
 		ok = true
@@ -149,37 +122,18 @@ func (db *DB) ListOAuthAccess(ctx context.Context, userID string) ([]*yard.OAuth
 		args = append(args, userID)
 	}
 	rows, err := db.read.QueryContext(ctx, q+` ORDER BY created_at DESC, id DESC`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*yard.OAuthToken
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return appendRows(nil, rows, err, scanToken)
 }
 
 // FindOAuthAccess returns the access token with that id.
 func (db *DB) FindOAuthAccess(ctx context.Context, id string) (*yard.OAuthToken, error) {
 	t, err := scanToken(db.read.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM oauth_tokens WHERE id = $1 AND kind = 'access'`, id))
-	if err != nil {
-		return nil, notFound(err, "OAuth authorization")
-	}
-	return t, nil
+	return t, notFound(err, "OAuth authorization")
 }
 
 // DeleteOAuthToken deletes a token by id.
 func (db *DB) DeleteOAuthToken(ctx context.Context, id string) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE id = $1`, id)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	n, err := affected(db.write.ExecContext(ctx, `DELETE FROM oauth_tokens WHERE id = $1`, id))
 	return n > 0, err
 }
 

@@ -21,13 +21,11 @@ func (db *DB) CreateOpenIDAssociation(ctx context.Context, a *yard.OpenIDAssocia
 // ENOTFOUND. Expired ones are returned too: the caller decides.
 func (db *DB) FindOpenIDAssociation(ctx context.Context, handle string) (*yard.OpenIDAssociation, error) {
 	var a yard.OpenIDAssociation
-	var created, expires int64
 	err := db.read.QueryRowContext(ctx, `SELECT handle, assoc_type, sealed_key, private, created_at, expires_at
-		FROM openid_associations WHERE handle = $1`, handle).Scan(&a.Handle, &a.Type, &a.SealedKey, &a.Private, &created, &expires)
+		FROM openid_associations WHERE handle = $1`, handle).Scan(&a.Handle, &a.Type, &a.SealedKey, &a.Private, ms(&a.CreatedAt), ms(&a.ExpiresAt))
 	if err != nil {
 		return nil, notFound(err, "OpenID association")
 	}
-	a.CreatedAt, a.ExpiresAt = FromMillis(created), FromMillis(expires)
 	return &a, nil
 }
 
@@ -42,12 +40,8 @@ func (db *DB) DeleteOpenIDAssociation(ctx context.Context, handle string) error 
 // One INSERT ... ON CONFLICT DO NOTHING: of two processes racing with the
 // same nonce, exactly one sees a row written.
 func (db *DB) UseOpenIDNonce(ctx context.Context, nonce string, expires time.Time) (bool, error) {
-	res, err := db.write.ExecContext(ctx, `INSERT INTO openid_nonces (nonce, expires_at) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING`,
-		nonce, Millis(expires))
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	n, err := affected(db.write.ExecContext(ctx, `INSERT INTO openid_nonces (nonce, expires_at) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING`,
+		nonce, Millis(expires)))
 	return n == 1, err
 }
 
@@ -55,16 +49,14 @@ func (db *DB) UseOpenIDNonce(ctx context.Context, nonce string, expires time.Tim
 func (db *DB) FindOpenIDApproval(ctx context.Context, userID, realm string) (*yard.OpenIDApproval, error) {
 	var a yard.OpenIDApproval
 	var sreg string
-	var created int64
 	err := db.read.QueryRowContext(ctx, `SELECT user_id, realm, sreg, created_at FROM openid_approvals WHERE user_id = $1 AND realm = $2`,
-		userID, realm).Scan(&a.UserID, &a.Realm, &sreg, &created)
+		userID, realm).Scan(&a.UserID, &a.Realm, &sreg, ms(&a.CreatedAt))
 	if err != nil {
 		return nil, notFound(err, "OpenID approval")
 	}
 	if sreg != "" {
 		a.SReg = strings.Split(sreg, ",")
 	}
-	a.CreatedAt = FromMillis(created)
 	return &a, nil
 }
 
@@ -79,10 +71,7 @@ func (db *DB) SaveOpenIDApproval(ctx context.Context, a *yard.OpenIDApproval) er
 // PurgeOpenID deletes expired associations and nonces.
 func (db *DB) PurgeOpenID(ctx context.Context, now time.Time) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM openid_associations WHERE expires_at < $1`, Millis(now)); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM openid_nonces WHERE expires_at < $1`, Millis(now))
-		return err
+		return tx.execEach(ctx, []any{Millis(now)}, `DELETE FROM openid_associations WHERE expires_at < $1`,
+			`DELETE FROM openid_nonces WHERE expires_at < $1`)
 	})
 }

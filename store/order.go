@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/yard-api/yard"
@@ -9,20 +10,17 @@ import (
 
 const orderColumns = `id, customer_id, status, canceled, created_at, updated_at`
 
-func scanOrder(row interface{ Scan(...any) error }) (*yard.Order, error) {
+func scanOrder(row rowScanner) (*yard.Order, error) {
 	var o yard.Order
-	var created, updated int64
-	if err := row.Scan(&o.ID, &o.CustomerID, &o.Status, &o.Canceled, &created, &updated); err != nil {
+	if err := row.Scan(&o.ID, &o.CustomerID, &o.Status, &o.Canceled, ms(&o.CreatedAt), ms(&o.UpdatedAt)); err != nil {
 		return nil, err
 	}
-	o.CreatedAt, o.UpdatedAt = FromMillis(created), FromMillis(updated)
 	return &o, nil
 }
 
 // FindOrderByID returns the order with that id, or ENOTFOUND.
 func (db *DB) FindOrderByID(ctx context.Context, id string) (*yard.Order, error) {
-	ctx, span := db.span(ctx, "store.FindOrderByID")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindOrderByID").End()
 	o, err := scanOrder(db.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`, id))
 	return o, notFound(err, "Order")
 }
@@ -30,42 +28,36 @@ func (db *DB) FindOrderByID(ctx context.Context, id string) (*yard.Order, error)
 // FindOrders returns a page of orders ordered by id (so by creation: ids
 // are UUIDv7), and the total count of orders matching the filter.
 func (db *DB) FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order, int, error) {
-	ctx, span := db.span(ctx, "store.FindOrders")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindOrders").End()
 	var conds []string
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
-		return "$" + itoa(len(args))
+		return "$" + strconv.Itoa(len(args))
 	}
-	in := func(col string, vals []string, not bool) {
+	// in is col IN (or NOT IN) the values; IN no value holds for no row.
+	in := func(col, op string, vals []string) {
 		if len(vals) == 0 {
-			if !not {
-				conds = append(conds, "1 = 0")
-			}
+			conds = append(conds, "1 = 0")
 			return
 		}
 		ph := make([]string, len(vals))
 		for i, v := range vals {
 			ph[i] = arg(v)
 		}
-		op := " IN ("
-		if not {
-			op = " NOT IN ("
-		}
-		conds = append(conds, col+op+strings.Join(ph, ", ")+")")
+		conds = append(conds, col+" "+op+" ("+strings.Join(ph, ", ")+")")
 	}
 	if f.Customer != nil {
 		conds = append(conds, "customer_id = "+arg(*f.Customer))
 	}
 	if f.CustomerIn != nil {
-		in("customer_id", f.CustomerIn, false)
+		in("customer_id", "IN", f.CustomerIn)
 	}
 	if len(f.CustomerNotIn) > 0 {
-		in("customer_id", f.CustomerNotIn, true)
+		in("customer_id", "NOT IN", f.CustomerNotIn)
 	}
 	if f.Status != nil && len(f.Status) < len(yard.OrderStatuses) {
-		in("status", f.Status, false)
+		in("status", "IN", f.Status)
 	}
 	if f.Canceled != nil {
 		switch {
@@ -85,8 +77,7 @@ func (db *DB) FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order
 // CreateOrder validates and stores o, setting its id and timestamps. An
 // unknown customer is EINVALID.
 func (db *DB) CreateOrder(ctx context.Context, o *yard.Order) error {
-	ctx, span := db.span(ctx, "store.CreateOrder")
-	defer span.End()
+	defer db.trace(&ctx, "store.CreateOrder").End()
 	if o.Status == "" {
 		o.Status = yard.OrderPlaced
 	}
@@ -94,12 +85,8 @@ func (db *DB) CreateOrder(ctx context.Context, o *yard.Order) error {
 		return err
 	}
 	return db.WithTx(ctx, func(tx *Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE id = $1`, o.CustomerID).Scan(&n); err != nil {
+		if err := personExists(ctx, tx, o.CustomerID, "order", "customerId"); err != nil {
 			return err
-		}
-		if n == 0 {
-			return yard.Invalid("The order has invalid fields.", yard.FieldError{Field: "customerId", Message: "no person has this id"})
 		}
 		o.ID = yard.NewID()
 		now := tx.Now().UTC().Truncate(1e6)
@@ -120,8 +107,7 @@ func (db *DB) CreateOrder(ctx context.Context, o *yard.Order) error {
 // A change that changes nothing writes nothing (cancelling twice keeps
 // updatedAt).
 func (db *DB) UpdateOrder(ctx context.Context, id string, fn func(o *yard.Order) error) (*yard.Order, error) {
-	ctx, span := db.span(ctx, "store.UpdateOrder")
-	defer span.End()
+	defer db.trace(&ctx, "store.UpdateOrder").End()
 	var out *yard.Order
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		old, err := scanOrder(tx.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = $1`+db.forUpdate(false), id))
@@ -145,13 +131,13 @@ func (db *DB) UpdateOrder(ctx context.Context, id string, fn func(o *yard.Order)
 		if !next.UpdatedAt.After(old.UpdatedAt) {
 			next.UpdatedAt = old.UpdatedAt.Add(1e6)
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE orders SET status = $1, canceled = $2, updated_at = $3
+		k, err := affected(tx.ExecContext(ctx, `UPDATE orders SET status = $1, canceled = $2, updated_at = $3
 			WHERE id = $4 AND status = $5 AND canceled = $6`,
-			next.Status, next.Canceled, Millis(next.UpdatedAt), id, old.Status, old.Canceled)
+			next.Status, next.Canceled, Millis(next.UpdatedAt), id, old.Status, old.Canceled))
 		if err != nil {
 			return err
 		}
-		if k, _ := res.RowsAffected(); k != 1 {
+		if k != 1 {
 			return yard.Errorf(yard.ECONFLICT, "The order changed while this request was applied; read it again.")
 		}
 		out = &next

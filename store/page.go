@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"strconv"
 
 	"github.com/yard-api/yard"
 )
@@ -21,20 +23,47 @@ func findPage[T any](ctx context.Context, db *DB, cols, from, order string, args
 	}
 	n := len(args)
 	rows, err := db.Query(ctx, `SELECT `+cols+` FROM `+from+` ORDER BY `+order+
-		` LIMIT CAST($`+itoa(n+1)+` AS BIGINT) OFFSET $`+itoa(n+2), append(args[:n:n], limit, offset)...)
+		` LIMIT CAST($`+strconv.Itoa(n+1)+` AS BIGINT) OFFSET $`+strconv.Itoa(n+2), append(args[:n:n], limit, offset)...)
+	out, err := appendRows(nil, rows, err, scan)
 	if err != nil {
 		return nil, 0, err
 	}
+	return out, total, nil
+}
+
+// appendRows appends every row of rows, each read by scan, to out, and
+// closes rows; err is the query's (rows, err := QueryContext(…)), returned
+// as it is.
+func appendRows[T any](out []T, rows *sql.Rows, err error, scan func(rowScanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
-	var out []T
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		out = append(out, v)
 	}
-	return out, total, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanValue reads a row of one column.
+func scanValue[T any](row rowScanner) (T, error) {
+	var v T
+	err := row.Scan(&v)
+	return v, err
+}
+
+// scanPair reads a row of two text columns.
+func scanPair(row rowScanner) ([2]string, error) {
+	var p [2]string
+	err := row.Scan(&p[0], &p[1])
+	return p, err
 }
 
 // pageMax is a filter's page size: yard.DefaultPageMax when it sets none.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -185,9 +186,7 @@ func (l *replayLog) bucket(minute int64) map[[sha256.Size]byte]struct{} {
 func (l *replayLog) use(sigs []string, expires []time.Time, now time.Time) (map[string]bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if m := now.UnixMilli() / 60000; m > l.minute {
-		l.purgeLocked(m)
-	}
+	l.purgeLocked(now)
 	type added struct {
 		minute int64
 		hash   [sha256.Size]byte
@@ -254,13 +253,14 @@ func (l *replayLog) appendLocked(minute int64, buf []byte) error {
 	return nil
 }
 
-// purgeLocked forgets the minutes before minute and deletes their files.
-func (l *replayLog) purgeLocked(minute int64) {
-	for m := range l.seen {
-		if m < minute {
-			delete(l.seen, m)
-		}
+// purgeLocked forgets the minutes that have passed at now and deletes
+// their files.
+func (l *replayLog) purgeLocked(now time.Time) {
+	minute := now.UnixMilli() / 60000
+	if minute <= l.minute {
+		return
 	}
+	maps.DeleteFunc(l.seen, func(m int64, _ map[[sha256.Size]byte]struct{}) bool { return m < minute })
 	for m, f := range l.files {
 		if m < minute {
 			f.Close()
@@ -281,9 +281,7 @@ func (l *replayLog) purgeLocked(minute int64) {
 func (l *replayLog) purge(now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if m := now.UnixMilli() / 60000; m > l.minute {
-		l.purgeLocked(m)
-	}
+	l.purgeLocked(now)
 }
 
 // syncLoop fsyncs the files written since the last round, every interval.

@@ -173,7 +173,7 @@ func Restore(ctx context.Context, src, dsn, dataDir string, now time.Time, say f
 	for _, f := range rep.Aside {
 		_ = os.Chmod(f, 0o600)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := fsync(filepath.Dir(path), os.O_RDONLY); err != nil {
 		return rep, fmt.Errorf("restore: %w", err)
 	}
 	return rep, nil
@@ -193,7 +193,7 @@ func checkBackupFile(src, path string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("restore: %s is not a file", src)
 	}
-	if same, _ := sameFile(src, path); same {
+	if store, err := os.Stat(path); err == nil && os.SameFile(fi, store) {
 		return fmt.Errorf("restore: %s is the store itself", src)
 	}
 	if wal, err := os.Stat(src + "-wal"); err == nil && wal.Size() > 0 {
@@ -235,7 +235,7 @@ func prepareRestore(ctx context.Context, path string, now time.Time, say func(st
 	if tables == 0 {
 		return 0, 0, 0, errors.New("restore: the copy is not a yard store (it has no goose_db_version table)")
 	}
-	p, err := migrationProvider(conn)
+	p, err := newMigrations(SQLite, conn)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -256,12 +256,11 @@ func prepareRestore(ctx context.Context, path string, now time.Time, say func(st
 	// The processes that held these leases are gone: no one runs these
 	// tasks. Pending again now, each runs once on the restored server
 	// (the interrupted run counts as an attempt, as after a crash).
-	res, err := conn.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, lease_owner = '', lease_token = '', lease_until = 0
-		WHERE status = 'running'`, Millis(now))
+	n, err := affected(conn.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, lease_owner = '', lease_token = '', lease_until = 0
+		WHERE status = 'running'`, Millis(now)))
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("restore: %w", err)
 	}
-	n, _ := res.RowsAffected()
 	released = int(n)
 	// One self-contained file to move into place; serve turns WAL back on.
 	if _, err := conn.ExecContext(ctx, `PRAGMA journal_mode = DELETE`); err != nil {
@@ -277,24 +276,19 @@ func checkRows(ctx context.Context, conn *sql.DB, query, want string) error {
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
 	cols, err := rows.Columns()
+	if err != nil {
+		rows.Close()
+		return err
+	}
+	got, err := appendRows(nil, rows, nil, func(row rowScanner) (string, error) {
+		vals, err := scanValues(row, len(cols))
+		return strings.TrimSpace(fmt.Sprintln(vals...)), err
+	})
 	if err != nil {
 		return err
 	}
-	var got []string
-	for rows.Next() {
-		vals, err := scanValues(rows, len(cols))
-		if err != nil {
-			return err
-		}
-		if len(got) < 10 {
-			got = append(got, strings.TrimSpace(fmt.Sprintln(vals...)))
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
+	got = got[:min(len(got), 10)]
 	if (want == "" && len(got) == 0) || (len(got) == 1 && got[0] == want) {
 		return nil
 	}
@@ -313,17 +307,15 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if err := makePrivate(dst); err != nil {
-		out.Close()
-		return err
+	err = makePrivate(dst)
+	if err == nil {
+		_, err = io.Copy(out, in)
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
+	if err == nil {
+		err = out.Sync()
 	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
+	if cerr := out.Close(); err == nil {
+		err = cerr
 	}
-	return out.Close()
+	return err
 }

@@ -10,15 +10,14 @@ import (
 
 const searchColumns = `id, name, query, created_by, created_at`
 
-func scanSearch(row interface{ Scan(...any) error }) (*yard.Search, error) {
+func scanSearch(row rowScanner) (*yard.Search, error) {
 	var s yard.Search
 	var name sql.NullString
 	var query string
-	var created int64
-	if err := row.Scan(&s.ID, &name, &query, &s.CreatedBy, &created); err != nil {
+	if err := row.Scan(&s.ID, &name, &query, &s.CreatedBy, ms(&s.CreatedAt)); err != nil {
 		return nil, err
 	}
-	s.Name, s.CreatedAt = name.String, FromMillis(created)
+	s.Name = name.String
 	// The stored text is the canonical rendering of a parsed query.
 	q, _, err := yard.ParseCarQuery(query)
 	if err != nil {
@@ -31,24 +30,15 @@ func scanSearch(row interface{ Scan(...any) error }) (*yard.Search, error) {
 // CreateSearch stores a search; its name, when set, must be free (ignoring
 // case) or the result is ECONFLICT.
 func (db *DB) CreateSearch(ctx context.Context, s *yard.Search) error {
-	ctx, span := db.span(ctx, "store.CreateSearch")
-	defer span.End()
+	defer db.trace(&ctx, "store.CreateSearch").End()
 	if s.Name != "" && !yard.ValidSearchName(s.Name) {
 		return yard.Invalid("The search name is not valid.", yard.FieldError{Field: "name", Message: "must be 1-64 letters, digits, '-', '_' or '.'"})
 	}
-	if s.ID == "" {
-		s.ID = yard.NewID()
-	}
+	ensureID(&s.ID)
 	return db.WithTx(ctx, func(tx *Tx) error {
-		var nameKey any
-		if s.Name != "" {
-			nameKey = strings.ToLower(s.Name)
-		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO searches (id, name, name_key, query, created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-			s.ID, nullString(s.Name), nameKey, s.Query.String(), s.CreatedBy, Millis(tx.Now()))
-		if isUniqueViolation(err) {
-			return yard.Errorf(yard.ECONFLICT, "A search named %q exists.", s.Name)
-		} else if err != nil {
+			s.ID, nullString(s.Name), nullString(strings.ToLower(s.Name)), s.Query.String(), s.CreatedBy, Millis(tx.Now()))
+		if err := conflictIf(err, "A search named %q exists.", s.Name); err != nil {
 			return err
 		}
 		s.CreatedAt = FromMillis(Millis(tx.Now()))
@@ -58,8 +48,7 @@ func (db *DB) CreateSearch(ctx context.Context, s *yard.Search) error {
 
 // FindSearchByID returns a search, or ENOTFOUND.
 func (db *DB) FindSearchByID(ctx context.Context, id string) (*yard.Search, error) {
-	ctx, span := db.span(ctx, "store.FindSearchByID")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindSearchByID").End()
 	s, err := scanSearch(db.read.QueryRowContext(ctx, `SELECT `+searchColumns+` FROM searches WHERE id = $1`, id))
 	return s, notFound(err, "Search")
 }
@@ -67,8 +56,7 @@ func (db *DB) FindSearchByID(ctx context.Context, id string) (*yard.Search, erro
 // FindSearchByName returns the search saved under name (ignoring case),
 // or ENOTFOUND.
 func (db *DB) FindSearchByName(ctx context.Context, name string) (*yard.Search, error) {
-	ctx, span := db.span(ctx, "store.FindSearchByName")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindSearchByName").End()
 	s, err := scanSearch(db.read.QueryRowContext(ctx, `SELECT `+searchColumns+` FROM searches WHERE name_key = $1`, strings.ToLower(name)))
 	return s, notFound(err, "Search")
 }
@@ -76,23 +64,18 @@ func (db *DB) FindSearchByName(ctx context.Context, name string) (*yard.Search, 
 // FindSearches returns a page of searches in id (creation) order and
 // their number.
 func (db *DB) FindSearches(ctx context.Context, page yard.Page) ([]*yard.Search, int, error) {
-	ctx, span := db.span(ctx, "store.FindSearches")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindSearches").End()
 	return findPage(ctx, db, searchColumns, `searches`, `id`, nil, page.Max, page.Offset, scanSearch)
 }
 
 // DeleteSearch removes a search, or answers ENOTFOUND.
 func (db *DB) DeleteSearch(ctx context.Context, id string) error {
-	ctx, span := db.span(ctx, "store.DeleteSearch")
-	defer span.End()
+	defer db.trace(&ctx, "store.DeleteSearch").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM searches WHERE id = $1`, id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		n, err := affected(tx.ExecContext(ctx, `DELETE FROM searches WHERE id = $1`, id))
+		if err == nil && n == 0 {
 			return yard.Errorf(yard.ENOTFOUND, "Search not found.")
 		}
-		return nil
+		return err
 	})
 }

@@ -126,13 +126,11 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 		pool.SetMaxIdleConns(32)
 		pool.SetConnMaxIdleTime(5 * time.Minute)
 		db.write, db.read = pool, pool
-		if db.replayWrite, err = openReplayWriter(dsn); err != nil {
-			pool.Close()
-			return nil, err
+		if db.replayWrite, err = openReplayWriter(dsn); err == nil {
+			db.eventRead, err = openEventReader(dsn)
 		}
-		if db.eventRead, err = openEventReader(dsn); err != nil {
-			pool.Close()
-			db.replayWrite.Close()
+		if err != nil {
+			db.Close()
 			return nil, err
 		}
 	case dsn == "", dsn == "sqlite", strings.HasPrefix(dsn, "sqlite:"), strings.HasPrefix(dsn, "file:"):
@@ -157,13 +155,11 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 			db.held.Close()
 			return nil, storeOpenError(path, err)
 		}
-		if db.write, err = openSQLite(path, true, o.busyTimeout, sync); err != nil {
-			db.held.Close()
-			return nil, err
+		if db.write, err = openSQLite(path, true, o.busyTimeout, sync); err == nil {
+			db.read, err = openSQLite(path, false, o.busyTimeout, sync)
 		}
-		if db.read, err = openSQLite(path, false, o.busyTimeout, sync); err != nil {
-			db.write.Close()
-			db.held.Close()
+		if err != nil {
+			db.Close()
 			return nil, err
 		}
 	default:
@@ -365,15 +361,10 @@ func (db *DB) prepared(ctx context.Context, query string) *sql.Stmt {
 	if db.nstmts.Load() >= maxCachedStmts {
 		return nil
 	}
-	st, err := db.read.PrepareContext(context.WithoutCancel(ctx), query)
-	if err != nil {
-		return nil
+	st, added := prepareInto(ctx, db.read, &db.stmts, query)
+	if added {
+		db.nstmts.Add(1)
 	}
-	if prev, loaded := db.stmts.LoadOrStore(query, st); loaded {
-		st.Close()
-		return prev.(*sql.Stmt)
-	}
-	db.nstmts.Add(1)
 	return st
 }
 
@@ -390,17 +381,14 @@ func (db *DB) Close() error {
 			return true
 		})
 	}
-	if db.write != nil {
-		err = errors.Join(err, db.write.Close())
+	pools := []*sql.DB{db.write, db.eventRead, db.replayWrite}
+	if db.read != db.write { // one pool on PostgreSQL
+		pools = append(pools, db.read)
 	}
-	if db.read != nil && db.read != db.write {
-		err = errors.Join(err, db.read.Close())
-	}
-	if db.eventRead != nil {
-		err = errors.Join(err, db.eventRead.Close())
-	}
-	if db.replayWrite != nil {
-		err = errors.Join(err, db.replayWrite.Close())
+	for _, pool := range pools {
+		if pool != nil {
+			err = errors.Join(err, pool.Close())
+		}
 	}
 	if db.held != nil { // after the connections: the lock outlives them
 		err = errors.Join(err, db.held.Close())
@@ -432,9 +420,6 @@ type Tx struct {
 // Now returns the time the transaction began, by the store's clock.
 func (tx *Tx) Now() time.Time { return tx.now }
 
-// DB returns the store the transaction belongs to.
-func (tx *Tx) DB() *DB { return tx.db }
-
 // WithTx runs fn in a write transaction, committing when fn returns nil.
 func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 	return db.withTxOn(ctx, nil, fn)
@@ -446,16 +431,13 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 // on SQLite conn is the pool's only connection, which a statement
 // prepared on the pool would wait for.
 func (db *DB) withTxOn(ctx context.Context, conn *sql.Conn, fn func(tx *Tx) error) error {
-	if conn == nil {
+	begin := db.write.BeginTx
+	if conn != nil {
+		begin = conn.BeginTx
+	} else {
 		db.prepareWrites(ctx, eventWrites...)
 	}
-	var sqlTx *sql.Tx
-	var err error
-	if conn != nil {
-		sqlTx, err = conn.BeginTx(ctx, nil)
-	} else {
-		sqlTx, err = db.write.BeginTx(ctx, nil)
-	}
+	sqlTx, err := begin(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -494,11 +476,28 @@ func (db *DB) withTxOn(ctx context.Context, conn *sql.Conn, fn func(tx *Tx) erro
 	return nil
 }
 
+// execEach runs each statement in tx with args.
+func (tx *Tx) execEach(ctx context.Context, args []any, queries ...string) error {
+	for _, q := range queries {
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // eventsCommitted signals EventsWritten.
 func (db *DB) eventsCommitted() {
 	select {
 	case db.eventWake <- struct{}{}:
 	default:
+	}
+}
+
+// ensureID gives *id a new id (yard.NewID) when it is empty.
+func ensureID(id *string) {
+	if *id == "" {
+		*id = yard.NewID()
 	}
 }
 
@@ -519,6 +518,34 @@ func FromMillis(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
+// affected is how many rows a statement changed, from what it returned
+// (res, err := ExecContext(…)).
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// millis is a time.Time read from a column of Unix milliseconds, as
+// FromMillis converts it.
+type millis time.Time
+
+// ms is t as a destination of Scan for a column of Unix milliseconds.
+func ms(t *time.Time) *millis { return (*millis)(t) }
+
+// Scan implements sql.Scanner.
+func (m *millis) Scan(src any) error {
+	if n, ok := src.(int64); ok { // what both drivers give for BIGINT
+		*m = millis(FromMillis(n))
+		return nil
+	}
+	var n sql.NullInt64 // any other value converted as a scan into an int64 does
+	err := n.Scan(src)
+	*m = millis(FromMillis(n.Int64))
+	return err
+}
+
 // isUniqueViolation reports whether err is a unique-constraint failure on
 // either engine.
 func isUniqueViolation(err error) bool {
@@ -527,6 +554,15 @@ func isUniqueViolation(err error) bool {
 	}
 	s := err.Error()
 	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505")
+}
+
+// conflictIf is err, or ECONFLICT with the message when err is a
+// unique-constraint failure (an id or a name taken).
+func conflictIf(err error, format string, args ...any) error {
+	if isUniqueViolation(err) {
+		return yard.Errorf(yard.ECONFLICT, format, args...)
+	}
+	return err
 }
 
 // isForeignKeyViolation reports whether err is a foreign-key failure on

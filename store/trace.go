@@ -24,3 +24,13 @@ func (db *DB) span(ctx context.Context, name string) (context.Context, trace.Spa
 	}
 	return ctx, span
 }
+
+// trace is span for a store method that goes on with the span's context:
+// defer db.trace(&ctx, "store.Method").End(). A method whose ctx a
+// closure keeps beyond the call (WithBatchTx's) calls span instead: with
+// its address taken, ctx would move to the heap, an allocation a call.
+func (db *DB) trace(ctx *context.Context, name string) trace.Span {
+	var span trace.Span
+	*ctx, span = db.span(*ctx, name)
+	return span
+}

@@ -51,12 +51,8 @@ func unavailable(err error) bool {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		switch {
-		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "53"),
-			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03":
-			return true
-		}
-		return false
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "53") ||
+			pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
 	}
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &connectErr) {
@@ -64,11 +60,9 @@ func unavailable(err error) bool {
 	}
 	var sqliteErr *sqlite.Error
 	if errors.As(err, &sqliteErr) {
-		switch sqliteErr.Code() & 0xff {
-		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED: busy past the busy time-out
-			return true
-		}
-		return false
+		// SQLITE_BUSY, SQLITE_LOCKED: busy past the busy time-out
+		code := sqliteErr.Code() & 0xff
+		return code == 5 || code == 6
 	}
 	var netErr net.Error
 	switch {
@@ -111,8 +105,7 @@ func (db *DB) Reachable(ctx context.Context) error {
 	}
 	if db.engine == SQLite {
 		// BEGIN IMMEDIATE takes the lock; a plain read settles it.
-		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+		if _, err := scanValue[int](tx.QueryRowContext(ctx, `SELECT 1`)); err != nil {
 			_ = tx.Rollback()
 			return err
 		}

@@ -9,40 +9,35 @@ import (
 
 const userColumns = `id, name, email, phone, roles, disabled, created_at, updated_at`
 
-func scanUser(row interface{ Scan(...any) error }) (*yard.User, error) {
+func scanUser(row rowScanner) (*yard.User, error) {
 	var u yard.User
 	var roles string
-	var created, updated int64
-	if err := row.Scan(&u.ID, &u.Name, &u.Email, &u.Phone, &roles, &u.Disabled, &created, &updated); err != nil {
+	if err := row.Scan(&u.ID, &u.Name, &u.Email, &u.Phone, &roles, &u.Disabled, ms(&u.CreatedAt), ms(&u.UpdatedAt)); err != nil {
 		return nil, err
 	}
 	if roles != "" {
 		u.Roles = strings.Split(roles, ",")
 	}
-	u.CreatedAt, u.UpdatedAt = FromMillis(created), FromMillis(updated)
 	return &u, nil
 }
 
 // FindUserByID returns the user with that id, or ENOTFOUND.
 func (db *DB) FindUserByID(ctx context.Context, id string) (*yard.User, error) {
-	ctx, span := db.span(ctx, "store.FindUserByID")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindUserByID").End()
 	u, err := scanUser(db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
 	return u, notFound(err, "Person")
 }
 
 // FindUserByName returns the user with that name (ignoring case), or ENOTFOUND.
 func (db *DB) FindUserByName(ctx context.Context, name string) (*yard.User, error) {
-	ctx, span := db.span(ctx, "store.FindUserByName")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindUserByName").End()
 	u, err := scanUser(db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE name_key = $1`, strings.ToLower(name)))
 	return u, notFound(err, "Person")
 }
 
 // FindUsers returns a page of users ordered by id, and the total count.
 func (db *DB) FindUsers(ctx context.Context, f yard.UserFilter) ([]*yard.User, int, error) {
-	ctx, span := db.span(ctx, "store.FindUsers")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindUsers").End()
 	from, args := `users`, []any{}
 	if f.Name != nil {
 		from, args = `users WHERE name_key = $1`, append(args, strings.ToLower(*f.Name))
@@ -52,16 +47,13 @@ func (db *DB) FindUsers(ctx context.Context, f yard.UserFilter) ([]*yard.User, i
 
 // CountUsers returns how many users exist.
 func (db *DB) CountUsers(ctx context.Context) (int, error) {
-	var n int
-	err := db.QueryRow(ctx, `SELECT COUNT(*) FROM users`).Scan(&n)
-	return n, err
+	return scanValue[int](db.QueryRow(ctx, `SELECT COUNT(*) FROM users`))
 }
 
 // CreateUser validates and stores u with its credentials, setting its id
 // (when empty) and timestamps. A taken name is ECONFLICT.
 func (db *DB) CreateUser(ctx context.Context, u *yard.User, creds *yard.Credentials) error {
-	ctx, span := db.span(ctx, "store.CreateUser")
-	defer span.End()
+	defer db.trace(&ctx, "store.CreateUser").End()
 	if err := yard.ValidateUser(u); err != nil {
 		return err
 	}
@@ -69,9 +61,7 @@ func (db *DB) CreateUser(ctx context.Context, u *yard.User, creds *yard.Credenti
 		creds = &yard.Credentials{}
 	}
 	return db.WithTx(ctx, func(tx *Tx) error {
-		if u.ID == "" {
-			u.ID = yard.NewID()
-		}
+		ensureID(&u.ID)
 		u.CreatedAt, u.UpdatedAt = tx.Now().UTC().Truncate(1e6), tx.Now().UTC().Truncate(1e6)
 		changed := creds.PasswordChangedAt
 		if changed.IsZero() && creds.PasswordHash != "" {
@@ -82,38 +72,24 @@ func (db *DB) CreateUser(ctx context.Context, u *yard.User, creds *yard.Credenti
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
 			u.ID, u.Name, strings.ToLower(u.Name), u.Email, u.Phone, strings.Join(u.Roles, ","), u.Disabled,
 			creds.PasswordHash, creds.HA1MD5, creds.HA1SHA256, Millis(changed), Millis(u.CreatedAt), Millis(u.UpdatedAt))
-		if isUniqueViolation(err) {
-			return yard.Errorf(yard.ECONFLICT, "A person named %q already exists.", u.Name)
-		}
-		return err
+		return conflictIf(err, "A person named %q already exists.", u.Name)
 	})
 }
 
 // UpdateUser applies upd to the user and returns the result.
 func (db *DB) UpdateUser(ctx context.Context, id string, upd yard.UserUpdate) (*yard.User, error) {
-	ctx, span := db.span(ctx, "store.UpdateUser")
-	defer span.End()
+	defer db.trace(&ctx, "store.UpdateUser").End()
 	var out *yard.User
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		u, err := scanUser(tx.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
 		if err != nil {
 			return notFound(err, "Person")
 		}
-		if upd.Name != nil {
-			u.Name = *upd.Name
-		}
-		if upd.Email != nil {
-			u.Email = *upd.Email
-		}
-		if upd.Phone != nil {
-			u.Phone = *upd.Phone
-		}
-		if upd.Roles != nil {
-			u.Roles = *upd.Roles
-		}
-		if upd.Disabled != nil {
-			u.Disabled = *upd.Disabled
-		}
+		setIf(&u.Name, upd.Name)
+		setIf(&u.Email, upd.Email)
+		setIf(&u.Phone, upd.Phone)
+		setIf(&u.Roles, upd.Roles)
+		setIf(&u.Disabled, upd.Disabled)
 		if err := yard.ValidateUser(u); err != nil {
 			return err
 		}
@@ -131,8 +107,7 @@ func (db *DB) UpdateUser(ctx context.Context, id string, upd yard.UserUpdate) (*
 
 // DeleteUser removes a user who owns no dogs (ECONFLICT otherwise).
 func (db *DB) DeleteUser(ctx context.Context, id string) error {
-	ctx, span := db.span(ctx, "store.DeleteUser")
-	defer span.End()
+	defer db.trace(&ctx, "store.DeleteUser").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM dogs WHERE owner_id = $1`, id).Scan(&n); err != nil {
@@ -141,29 +116,23 @@ func (db *DB) DeleteUser(ctx context.Context, id string) error {
 		if n > 0 {
 			return yard.Errorf(yard.ECONFLICT, "The person still owns %d dog(s).", n)
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id)
-		if err != nil {
-			return err
-		}
-		if k, _ := res.RowsAffected(); k == 0 {
+		k, err := affected(tx.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id))
+		if err == nil && k == 0 {
 			return yard.Errorf(yard.ENOTFOUND, "Person not found.")
 		}
-		return nil
+		return err
 	})
 }
 
 // FindCredentials returns the stored secrets of a user.
 func (db *DB) FindCredentials(ctx context.Context, userID string) (*yard.Credentials, error) {
-	ctx, span := db.span(ctx, "store.FindCredentials")
-	defer span.End()
+	defer db.trace(&ctx, "store.FindCredentials").End()
 	var c yard.Credentials
-	var changed int64
 	err := db.QueryRow(ctx, `SELECT password_hash, ha1_md5, ha1_sha256, password_changed_at FROM users WHERE id = $1`, userID).
-		Scan(&c.PasswordHash, &c.HA1MD5, &c.HA1SHA256, &changed)
+		Scan(&c.PasswordHash, &c.HA1MD5, &c.HA1SHA256, ms(&c.PasswordChangedAt))
 	if err != nil {
 		return nil, notFound(err, "Person")
 	}
-	c.PasswordChangedAt = FromMillis(changed)
 	return &c, nil
 }
 
@@ -175,12 +144,12 @@ func (db *DB) SetCredentials(ctx context.Context, userID string, c *yard.Credent
 		if changed.IsZero() {
 			changed = tx.Now()
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE users SET password_hash=$1, ha1_md5=$2, ha1_sha256=$3, password_changed_at=$4, updated_at=$5 WHERE id=$6`,
-			c.PasswordHash, c.HA1MD5, c.HA1SHA256, Millis(changed), Millis(tx.Now()), userID)
+		k, err := affected(tx.ExecContext(ctx, `UPDATE users SET password_hash=$1, ha1_md5=$2, ha1_sha256=$3, password_changed_at=$4, updated_at=$5 WHERE id=$6`,
+			c.PasswordHash, c.HA1MD5, c.HA1SHA256, Millis(changed), Millis(tx.Now()), userID))
 		if err != nil {
 			return err
 		}
-		if k, _ := res.RowsAffected(); k == 0 {
+		if k == 0 {
 			return yard.Errorf(yard.ENOTFOUND, "Person not found.")
 		}
 		// A new password ends the user's cookie sessions and refresh-token
@@ -191,12 +160,4 @@ func (db *DB) SetCredentials(ctx context.Context, userID string, c *yard.Credent
 		_, err = tx.ExecContext(ctx, `UPDATE refresh_families SET revoked_at = $1 WHERE user_id = $2 AND revoked_at = 0`, Millis(tx.Now()), userID)
 		return err
 	})
-}
-
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i < 10 {
-		return digits[i : i+1]
-	}
-	return itoa(i/10) + digits[i%10:i%10+1]
 }

@@ -20,9 +20,8 @@ import (
 // subscription is due and unclaimed (a read, so idle workers need not
 // write to find out).
 func (db *DB) HasDueWebhookDeliveries(ctx context.Context) (bool, error) {
-	var one int
-	err := db.QueryRow(ctx, `SELECT 1 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-		WHERE d.status = 'pending' AND d.due_at <= $1 AND d.lease_until < $1 AND w.enabled = TRUE LIMIT 1`, Millis(db.Now())).Scan(&one)
+	_, err := scanValue[int](db.QueryRow(ctx, `SELECT 1 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+		WHERE d.status = 'pending' AND d.due_at <= $1 AND d.lease_until < $1 AND w.enabled = TRUE LIMIT 1`, Millis(db.Now())))
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -121,10 +120,10 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Dura
 		now := Millis(tx.Now())
 		type cand struct {
 			hook, owner, url, secret string
-			due                      int64
+			due                      sql.NullInt64
+			hookBusy, ownerBusy      int64 // PostgreSQL
 			avail, take              int
 		}
-		var cands []*cand
 		busyHook, busyOwner := map[string]int64{}, map[string]int64{}
 		var rows *sql.Rows
 		var err error
@@ -132,52 +131,38 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Dura
 			rows, err = tx.QueryContext(ctx, claimCandidatesPG, now, min(int64(n), perWebhook))
 		} else {
 			// Two statements, each cheaper than the one above on SQLite.
-			if rows, err = db.txQuery(ctx, tx, claimBusySQL, now); err != nil {
+			rows, err = db.txQuery(ctx, tx, claimBusySQL, now)
+			var busy [][2]string
+			if busy, err = appendRows(nil, rows, err, scanPair); err != nil {
 				return err
 			}
-			for rows.Next() {
-				var hook, owner string
-				if err := rows.Scan(&hook, &owner); err != nil {
-					rows.Close()
-					return err
-				}
-				busyHook[hook]++
-				busyOwner[owner]++
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
+			for _, b := range busy {
+				busyHook[b[0]]++
+				busyOwner[b[1]]++
 			}
 			rows, err = db.txQuery(ctx, tx, claimDueSQL, now, min(int64(n), perWebhook))
 		}
+		read, err := appendRows(nil, rows, err, func(row rowScanner) (*cand, error) {
+			c := &cand{}
+			dest := []any{&c.hook, &c.owner, &c.url, &c.secret, &c.due, &c.avail}
+			if db.engine == Postgres {
+				dest = append(dest, &c.hookBusy, &c.ownerBusy)
+			}
+			return c, row.Scan(dest...)
+		})
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var c cand
-			var due sql.NullInt64
-			dest := []any{&c.hook, &c.owner, &c.url, &c.secret, &due, &c.avail}
-			var hookBusy, ownerBusy int64
+		var cands []*cand
+		for _, c := range read {
 			if db.engine == Postgres {
-				dest = append(dest, &hookBusy, &ownerBusy)
+				busyHook[c.hook], busyOwner[c.owner] = c.hookBusy, c.ownerBusy
 			}
-			if err := rows.Scan(dest...); err != nil {
-				rows.Close()
-				return err
-			}
-			if db.engine == Postgres {
-				busyHook[c.hook], busyOwner[c.owner] = hookBusy, ownerBusy
-			}
-			if due.Valid && c.avail > 0 {
-				c.due = due.Int64
-				cands = append(cands, &c)
+			if c.due.Valid && c.avail > 0 {
+				cands = append(cands, c)
 			}
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		slices.SortStableFunc(cands, func(a, b *cand) int { return cmp.Compare(a.due, b.due) })
+		slices.SortStableFunc(cands, func(a, b *cand) int { return cmp.Compare(a.due.Int64, b.due.Int64) })
 		// Take turns: one delivery of each subscription in due order, then
 		// another round, until n are taken or none has room.
 		taken, due := 0, slices.Clone(cands) // compacted in place below

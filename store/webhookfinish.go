@@ -108,21 +108,13 @@ func (db *DB) FinishWebhookDeliveries(ctx context.Context, claims []*yard.Webhoo
 				ats, firsts = append(ats, Millis(a.at)), append(firsts, Millis(a.first))
 			}
 			rows, err := tx.QueryContext(ctx, finishPG, dIDs, tokens, statuses, codes, errs, ats, firsts)
+			kept, err := appendRows(nil, rows, err, scanPair)
 			if err != nil {
 				return err
 			}
 			held := map[[2]string]bool{}
-			for rows.Next() {
-				var k [2]string
-				if err := rows.Scan(&k[0], &k[1]); err != nil {
-					rows.Close()
-					return err
-				}
+			for _, k := range kept {
 				held[k] = true
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
 			}
 			for _, i := range mine {
 				lost[i] = !held[[2]string{claims[i].Delivery.ID, claims[i].Token}]
@@ -220,18 +212,11 @@ func lockWebhooks(ctx context.Context, tx *Tx, ids []string) (map[string]*yard.W
 		return out, nil
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		w, err := scanWebhook(rows)
-		if err != nil {
-			return nil, err
-		}
+	hooks, err := appendRows(nil, rows, err, scanWebhook)
+	for _, w := range hooks {
 		out[w.ID] = w
 	}
-	return out, rows.Err()
+	return out, err
 }
 
 // truncateText cuts s to at most n bytes, on a character boundary.

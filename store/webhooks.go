@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -36,15 +34,14 @@ import (
 
 const webhookColumns = `id, owner_id, url, types, secret, enabled, disabled_reason, failing_since, created_at, updated_at`
 
-func scanWebhook(row interface{ Scan(...any) error }) (*yard.Webhook, error) {
+func scanWebhook(row rowScanner) (*yard.Webhook, error) {
 	var w yard.Webhook
 	var types string
-	var failing, created, updated int64
-	if err := row.Scan(&w.ID, &w.Owner, &w.URL, &types, &w.Secret, &w.Enabled, &w.DisabledReason, &failing, &created, &updated); err != nil {
+	if err := row.Scan(&w.ID, &w.Owner, &w.URL, &types, &w.Secret, &w.Enabled, &w.DisabledReason,
+		ms(&w.FailingSince), ms(&w.CreatedAt), ms(&w.UpdatedAt)); err != nil {
 		return nil, err
 	}
 	w.Types = splitTypes(types)
-	w.FailingSince, w.CreatedAt, w.UpdatedAt = FromMillis(failing), FromMillis(created), FromMillis(updated)
 	return &w, nil
 }
 
@@ -67,8 +64,7 @@ func (db *DB) CreateWebhook(ctx context.Context, w *yard.Webhook) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
 		// The owner's row orders concurrent creates of one person, so the
 		// count below holds (PostgreSQL; SQLite has one writer).
-		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = $1`+db.forUpdate(false), w.Owner).Scan(&one); err != nil {
+		if _, err := scanValue[int](tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = $1`+db.forUpdate(false), w.Owner)); err != nil {
 			return notFound(err, "Person")
 		}
 		var n int
@@ -78,7 +74,7 @@ func (db *DB) CreateWebhook(ctx context.Context, w *yard.Webhook) error {
 		if n >= yard.MaxWebhooksPerPerson {
 			return yard.Errorf(yard.ECONFLICT, "You hold %d webhook subscriptions, the most one person may; delete one first.", n)
 		}
-		cur, err := lastEventInTx(ctx, tx)
+		cur, err := lastEventID(ctx, db.engine, txReader{tx})
 		if err != nil {
 			return err
 		}
@@ -93,21 +89,6 @@ func (db *DB) CreateWebhook(ctx context.Context, w *yard.Webhook) error {
 			w.ID, w.Owner, w.URL, joinTypes(w.Types), w.Secret, cur.Tx, cur.Seq, Millis(now))
 		return err
 	})
-}
-
-// lastEventInTx is LastEventID read inside tx: on PostgreSQL every event
-// after it becomes visible later, none before it.
-func lastEventInTx(ctx context.Context, tx *Tx) (yard.EventID, error) {
-	q := `SELECT tx, seq FROM events ORDER BY tx DESC, seq DESC LIMIT 1`
-	if tx.db.engine == Postgres {
-		q = `SELECT tx, seq FROM events WHERE tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint ORDER BY tx DESC, seq DESC LIMIT 1`
-	}
-	var id yard.EventID
-	err := tx.QueryRowContext(ctx, q).Scan(&id.Tx, &id.Seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		err = nil
-	}
-	return id, err
 }
 
 // FindWebhook returns a subscription (with its secret), or ENOTFOUND.
@@ -166,13 +147,10 @@ func (db *DB) UpdateWebhook(ctx context.Context, id string, up yard.WebhookUpdat
 // ENOTFOUND.
 func (db *DB) DeleteWebhook(ctx context.Context, id string) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM webhooks WHERE id = $1`, id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		n, err := affected(tx.ExecContext(ctx, `DELETE FROM webhooks WHERE id = $1`, id))
+		if err == nil && n == 0 {
 			return yard.Errorf(yard.ENOTFOUND, "Webhook not found.")
 		}
-		return nil
+		return err
 	})
 }

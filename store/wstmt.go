@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"sync"
 )
 
 // Hot writes of bark tasks run through statements prepared once on the
@@ -20,21 +21,23 @@ func (db *DB) prepareWrites(ctx context.Context, queries ...string) {
 	}
 	for _, q := range queries {
 		if _, ok := db.writeStmts.Load(q); !ok {
-			db.prepareWrite(ctx, q)
+			prepareInto(ctx, db.write, &db.writeStmts, q)
 		}
 	}
 }
 
-func (db *DB) prepareWrite(ctx context.Context, query string) *sql.Stmt {
-	st, err := db.write.PrepareContext(context.WithoutCancel(ctx), query)
+// prepareInto prepares query on pool and keeps it in stmts (query ->
+// *sql.Stmt); of two preparations racing, the first one kept is returned.
+func prepareInto(ctx context.Context, pool *sql.DB, stmts *sync.Map, query string) (*sql.Stmt, bool) {
+	st, err := pool.PrepareContext(context.WithoutCancel(ctx), query)
 	if err != nil {
-		return nil
+		return nil, false
 	}
-	if prev, loaded := db.writeStmts.LoadOrStore(query, st); loaded {
+	if prev, loaded := stmts.LoadOrStore(query, st); loaded {
 		st.Close()
-		return prev.(*sql.Stmt)
+		return prev.(*sql.Stmt), false
 	}
-	return st
+	return st, true
 }
 
 // txExec runs a write inside tx through its prepared statement when

@@ -27,7 +27,7 @@ type Cluster struct {
 // when PostgreSQL cannot be had (fails it under CI=true), like PostgresURL.
 func NewCluster(t testing.TB) *Cluster {
 	t.Helper()
-	c, err := newCluster()
+	c, err := newCluster("yard-pg-own-", 200)
 	if c != nil {
 		t.Cleanup(c.remove)
 	}
@@ -37,17 +37,21 @@ func NewCluster(t testing.TB) *Cluster {
 	return c
 }
 
-func newCluster() (*Cluster, error) {
+// newCluster starts a cluster in a new temporary directory named from
+// prefix, taking at most maxConns connections. On an error the cluster
+// returned, when not nil, is to be removed.
+func newCluster(prefix string, maxConns int) (*Cluster, error) {
 	bin, err := postgresBin()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "yard-pg-own-")
+	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{dir: dir, bin: bin, run: func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }}
 	if os.Geteuid() == 0 {
+		// initdb refuses to run as root: run the cluster as the postgres user.
 		pgUser, err := user.Lookup("postgres")
 		if err != nil {
 			return c, fmt.Errorf("running as root and no postgres user: %w", err)
@@ -68,7 +72,7 @@ func newCluster() (*Cluster, error) {
 		return c, err
 	}
 	c.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "+
-		"-c full_page_writes=off -c max_connections=200", port, dir)
+		"-c full_page_writes=off -c max_connections=%d", port, dir, maxConns)
 	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	return c, c.start()
 }
@@ -118,16 +122,7 @@ func (c *Cluster) Start(t testing.TB) {
 // NewDatabase creates an empty database in the cluster and returns its URL.
 func (c *Cluster) NewDatabase(t testing.TB) string {
 	t.Helper()
-	conn, err := sql.Open("pgx", c.URL)
-	if err != nil {
-		t.Fatalf("postgres: %v", err)
-	}
-	defer conn.Close()
-	name := fmt.Sprintf("yard_own_%d", dbCounter.Add(1))
-	if _, err := conn.Exec(`CREATE DATABASE ` + name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	return c.URL[:len(c.URL)-len("/postgres?sslmode=disable")] + "/" + name + "?sslmode=disable"
+	return createDatabase(t, c.URL, fmt.Sprintf("yard_own_%d", dbCounter.Add(1)))
 }
 
 func (c *Cluster) remove() {

@@ -11,12 +11,12 @@ package storetest
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -77,12 +77,8 @@ func appendSkipLine(path, binary string, err error) error {
 	if ferr != nil {
 		return ferr
 	}
-	line := fmt.Sprintf("%s: PostgreSQL tests skipped: %s\n", strings.TrimSuffix(binary, ".test"), strings.ReplaceAll(err.Error(), "\n", " "))
-	if _, werr := f.WriteString(line); werr != nil {
-		f.Close()
-		return werr
-	}
-	return f.Close()
+	_, werr := fmt.Fprintf(f, "%s: PostgreSQL tests skipped: %s\n", strings.TrimSuffix(binary, ".test"), strings.ReplaceAll(err.Error(), "\n", " "))
+	return errors.Join(werr, f.Close())
 }
 
 // Engines lists the engine names ForEachEngine runs.
@@ -144,14 +140,7 @@ func NewPostgresDatabase(t testing.TB) string {
 	t.Helper()
 	admin := PostgresURL(t)
 	name := fmt.Sprintf("yard_%d_%d", os.Getpid(), dbCounter.Add(1))
-	conn, err := sql.Open("pgx", admin)
-	if err != nil {
-		t.Fatalf("postgres: %v", err)
-	}
-	defer conn.Close()
-	if _, err := conn.Exec(`CREATE DATABASE ` + name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
+	dsn := createDatabase(t, admin, name)
 	t.Cleanup(func() {
 		c, err := sql.Open("pgx", admin)
 		if err != nil {
@@ -160,6 +149,21 @@ func NewPostgresDatabase(t testing.TB) string {
 		defer c.Close()
 		_, _ = c.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`)
 	})
+	return dsn
+}
+
+// createDatabase creates the database name on the server of the admin
+// URL and returns its URL.
+func createDatabase(t testing.TB, admin, name string) string {
+	t.Helper()
+	conn, err := sql.Open("pgx", admin)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	defer conn.Close()
+	if _, err := conn.Exec(`CREATE DATABASE ` + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
 	u, _ := url.Parse(admin)
 	u.Path = "/" + name
 	return u.String()
@@ -169,9 +173,7 @@ var cluster struct {
 	once sync.Once
 	url  string
 	err  error
-	dir  string
-	bin  string
-	run  func(args ...string) *exec.Cmd
+	c    *Cluster // nil with YARD_TEST_POSTGRES_URL
 }
 
 // PostgresURL returns the admin URL of the test cluster, starting it on
@@ -191,78 +193,16 @@ func startCluster() {
 		cluster.url = u
 		return
 	}
-	bin, err := postgresBin()
-	if err != nil {
-		cluster.err = err
-		return
-	}
-	dir, err := os.MkdirTemp("", "yard-pg-")
-	if err != nil {
-		cluster.err = err
-		return
-	}
-	cluster.dir, cluster.bin = dir, bin
-	cluster.run = func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
-	if os.Geteuid() == 0 {
-		// initdb refuses to run as root: run the cluster as the postgres user.
-		pgUser, err := user.Lookup("postgres")
-		if err != nil {
-			cluster.err = fmt.Errorf("running as root and no postgres user: %w", err)
-			return
-		}
-		if out, err := exec.Command("chown", "-R", pgUser.Username, dir).CombinedOutput(); err != nil {
-			cluster.err = fmt.Errorf("chown %s: %v: %s", dir, err, out)
-			return
-		}
-		cluster.run = func(args ...string) *exec.Cmd {
-			return exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...)
-		}
-	}
-	data := filepath.Join(dir, "data")
-	if out, err := cluster.run(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust",
-		"-E", "UTF8", "--no-sync", "--locale=C").CombinedOutput(); err != nil {
-		cluster.err = fmt.Errorf("initdb: %v: %s", err, out)
-		return
-	}
-	port, err := freePort()
-	if err != nil {
-		cluster.err = err
-		return
-	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "+
-		"-c full_page_writes=off -c max_connections=400", port, dir)
-	if out, err := cluster.run(filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"),
-		"-w", "-t", "60", "start").CombinedOutput(); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		cluster.err = fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
-		return
-	}
-	cluster.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	// Wait until it accepts connections over TCP.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := sql.Open("pgx", cluster.url)
-		if err == nil {
-			err = c.Ping()
-			c.Close()
-		}
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			cluster.err = fmt.Errorf("postgres did not answer: %w", err)
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	cluster.c, cluster.err = newCluster("yard-pg-", 400)
+	if cluster.c != nil {
+		cluster.url = cluster.c.URL
 	}
 }
 
 func stopCluster() {
-	if cluster.dir == "" {
-		return
+	if cluster.c != nil {
+		cluster.c.remove()
 	}
-	_ = cluster.run(filepath.Join(cluster.bin, "pg_ctl"), "-D", filepath.Join(cluster.dir, "data"), "-m", "immediate", "-w", "stop").Run()
-	_ = os.RemoveAll(cluster.dir)
 }
 
 // postgresBin finds the newest PostgreSQL server binaries.
