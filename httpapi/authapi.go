@@ -426,11 +426,7 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = k.Tokens.Logout(r.Context(), tok)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }
 
 // pkTokenView is the body of POST /auth/pk-token.

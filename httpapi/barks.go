@@ -295,11 +295,7 @@ func (s *Server) handleDeleteBark(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.deps.Barks.Cancel(r.Context(), d.ID, r.PathValue("bark_id")); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, s.deps.Barks.Cancel(r.Context(), d.ID, r.PathValue("bark_id")))
 }
 
 // handleListBarks pages a dog's barks, newest first.
@@ -319,13 +315,7 @@ func (s *Server) handleListBarks(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	views := make([]barkView, 0, len(barks))
-	if pg.Max > 0 {
-		for _, b := range barks {
-			views = append(views, s.newBarkView(b))
-		}
-	}
-	s.writePage(w, r, views, total, pg)
+	s.writePage(w, r, pageViews(barks, pg, s.newBarkView), total, pg)
 }
 
 // handleLastBark answers {"timestamp"} of the dog's last bark, 404 when it

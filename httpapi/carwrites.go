@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -116,12 +118,9 @@ func (in carWrite) full() error {
 	return nil
 }
 
+// sortFields orders field errors by field name.
 func sortFields(f []yard.FieldError) {
-	for i := 1; i < len(f); i++ {
-		for j := i; j > 0 && f[j].Field < f[j-1].Field; j-- {
-			f[j], f[j-1] = f[j-1], f[j]
-		}
-	}
+	slices.SortStableFunc(f, func(a, b yard.FieldError) int { return strings.Compare(a.Field, b.Field) })
 }
 
 func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
@@ -227,7 +226,7 @@ func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeDeleted(w, r, s.db.cars.DeleteCar(r.Context(), id))
+	s.writeNoContent(w, r, s.db.cars.DeleteCar(r.Context(), id))
 }
 
 // garageWrite is the body of a garage write. carCount is read-only: it
@@ -321,7 +320,7 @@ func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeDeleted(w, r, s.db.cars.DeleteGarage(r.Context(), id))
+	s.writeNoContent(w, r, s.db.cars.DeleteGarage(r.Context(), id))
 }
 
 // checkCarCount refuses a carCount in a garage's body that is not the
@@ -370,8 +369,9 @@ func (s *Server) writeReplaced(w http.ResponseWriter, created bool, path string,
 	writeUpdated(w, view, modified)
 }
 
-// writeDeleted answers a DELETE: 204, or the error of deleting.
-func (s *Server) writeDeleted(w http.ResponseWriter, r *http.Request, err error) {
+// writeNoContent answers a write without a body (a DELETE, a sign-out):
+// 204, or the error of making it.
+func (s *Server) writeNoContent(w http.ResponseWriter, r *http.Request, err error) {
 	if err != nil {
 		s.error(w, r, err)
 		return

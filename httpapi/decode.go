@@ -155,7 +155,7 @@ func scanJSON(body []byte) (nulls []string, err error) {
 			if _, length := dec.StackIndex(dec.StackDepth()); length%2 == 1 {
 				name := tok.String()
 				if !sc.levels[depth-1].add(name) {
-					return nil, duplicateMember(body, dec, name)
+					return nil, duplicateError(body, dec.StackPointer(), dec.InputOffset())
 				}
 				if depth == 1 {
 					topName = name
@@ -256,23 +256,20 @@ func (m *memberNames) add(name string) bool {
 	return true
 }
 
-// duplicateMember is the error for a member whose name, ignoring case,
-// an earlier member of the same object already has.
-func duplicateMember(body []byte, dec *jsontext.Decoder, name string) error {
-	field := pointerField(dec.StackPointer())
-	line, col := position(body, dec.InputOffset())
-	return &yard.Error{Code: yard.EINVALID,
-		Message: fmt.Sprintf("The JSON object at line %d, column %d has a member twice (names differing only in case are the same member).", line, col),
-		Fields:  []yard.FieldError{{Field: field, Message: "appears more than once in its object (names are compared ignoring case)"}}}
+// duplicateError is the error for a member at ptr (its name at offset off
+// of body) whose name, ignoring case, an earlier member of the same object
+// already has.
+func duplicateError(body []byte, ptr jsontext.Pointer, off int64) error {
+	field := pointerField(ptr)
+	line, col := position(body, off)
+	return yard.Invalid(fmt.Sprintf("The JSON object at line %d, column %d has a member twice (names differing only in case are the same member).", line, col),
+		yard.FieldError{Field: field, Message: "appears more than once in its object (names are compared ignoring case)"})
 }
 
 // pointerField renders an RFC 6901 JSON pointer as a field path:
 // "/barks/next" is "barks.next".
 func pointerField(p jsontext.Pointer) string {
-	var parts []string
-	for tok := range p.Tokens() {
-		parts = append(parts, tok)
-	}
+	parts := slices.Collect(p.Tokens())
 	if len(parts) == 0 {
 		return "(document)"
 	}
@@ -291,11 +288,7 @@ func jsonError(body []byte, err error) error {
 		line, col := position(body, int64(len(body))+1)
 		return yard.Errorf(yard.EMALFORMED, "Malformed JSON at line %d, column %d (offset %d): the document ends too early.", line, col, len(body))
 	case errors.As(err, &syn) && errors.Is(syn.Err, jsontext.ErrDuplicateName):
-		field := pointerField(syn.JSONPointer)
-		line, col := position(body, syn.ByteOffset+1)
-		return &yard.Error{Code: yard.EINVALID,
-			Message: fmt.Sprintf("The JSON object at line %d, column %d has a member twice (names differing only in case are the same member).", line, col),
-			Fields:  []yard.FieldError{{Field: field, Message: "appears more than once in its object (names are compared ignoring case)"}}}
+		return duplicateError(body, syn.JSONPointer, syn.ByteOffset+1)
 	case errors.As(err, &syn):
 		line, col := position(body, syn.ByteOffset+1)
 		msg := "syntax error"
@@ -306,8 +299,8 @@ func jsonError(body []byte, err error) error {
 		}
 		return yard.Errorf(yard.EMALFORMED, "Malformed JSON at line %d, column %d (offset %d): %s.", line, col, syn.ByteOffset, msg)
 	case errors.As(err, &sem) && errors.Is(sem.Err, jsonv2.ErrUnknownName):
-		return &yard.Error{Code: yard.EINVALID, Message: "The request body has an unknown field.",
-			Fields: []yard.FieldError{{Field: pointerField(sem.JSONPointer), Message: "is not a field of this resource (names match exactly, case included)"}}}
+		return yard.Invalid("The request body has an unknown field.",
+			yard.FieldError{Field: pointerField(sem.JSONPointer), Message: "is not a field of this resource (names match exactly, case included)"})
 	case errors.As(err, &sem):
 		field := pointerField(sem.JSONPointer)
 		want := "of another type"
@@ -323,15 +316,13 @@ func jsonError(body []byte, err error) error {
 		}
 		got := kindName(sem.JSONKind)
 		if t != nil && got == "number" && (want == "a number") {
-			return &yard.Error{Code: yard.EINVALID, Message: "A field has a number out of range.",
-				Fields: []yard.FieldError{{Field: field, Message: "must be a whole number in range"}}}
+			return yard.Invalid("A field has a number out of range.", yard.FieldError{Field: field, Message: "must be a whole number in range"})
 		}
-		if got == "" {
-			return &yard.Error{Code: yard.EINVALID, Message: "A field has the wrong type.",
-				Fields: []yard.FieldError{{Field: field, Message: "must be " + want}}}
+		msg := "must be " + want
+		if got != "" {
+			msg += ", not " + got
 		}
-		return &yard.Error{Code: yard.EINVALID, Message: "A field has the wrong type.",
-			Fields: []yard.FieldError{{Field: field, Message: fmt.Sprintf("must be %s, not %s", want, got)}}}
+		return yard.Invalid("A field has the wrong type.", yard.FieldError{Field: field, Message: msg})
 	}
 	return yard.Errorf(yard.EMALFORMED, "Malformed JSON.")
 }

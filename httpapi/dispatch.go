@@ -96,13 +96,7 @@ func (d *dispatcher) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	slices.Sort(allow)
-	list := strings.Join(slices.Compact(allow), ", ") + ", OPTIONS"
-	w.Header().Set("Allow", list)
-	if r.Method == http.MethodOptions {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	d.s.error(w, r, &yard.Error{Code: "method_not_allowed", Message: "This resource takes " + list + "."})
+	d.s.notAllowed(w, r, strings.Join(slices.Compact(allow), ", ")+", OPTIONS")
 }
 
 // answerAsUnrouted answers a request the catch-all received for a path no

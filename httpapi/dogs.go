@@ -176,8 +176,9 @@ func deref(s *string) string {
 	return *s
 }
 
-func (s *Server) handleCreateDog(v *dogVersion) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.createDog(w, r, v) }
+// forVersion serves the requests of an endpoint in version v with h.
+func forVersion(v *dogVersion, h func(http.ResponseWriter, *http.Request, *dogVersion)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { h(w, r, v) }
 }
 
 func (s *Server) createDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
@@ -261,10 +262,6 @@ func sameSchedule(raw json.RawMessage, d *yard.Dog) bool {
 	return err == nil && t.Equal(d.Schedule.Next) && in.Frequency == float64(d.Schedule.Frequency)
 }
 
-func (s *Server) handleListDogs(v *dogVersion) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.listDogs(w, r, v) }
-}
-
 func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 	pg, err := s.pageOf(r)
 	if err != nil {
@@ -281,16 +278,10 @@ func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion)
 		s.error(w, r, err)
 		return
 	}
-	views := make([]any, 0, len(dogs))
-	for _, d := range dogs {
-		if pg.Max > 0 {
-			views = append(views, v.view(s, d))
-		}
-	}
 	if v.listHeaders != nil {
 		v.listHeaders(s, w)
 	}
-	s.writePage(w, r, views, total, pg)
+	s.writePage(w, r, pageViews(dogs, pg, func(d *yard.Dog) any { return v.view(s, d) }), total, pg)
 }
 
 // handleDogRedirect sends every method on /v1/dogs/{id} to the dog's
@@ -305,21 +296,12 @@ func (s *Server) handleDogRedirect(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusPermanentRedirect)
 }
 
-func (s *Server) handleGetDog(v *dogVersion) http.HandlerFunc {
-	return s.withDog(v, s.getDog)
-}
-
 func (s *Server) getDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog) {
-	v.headers(s, w, d)
 	writeRepresentation(w, r, v.view(s, d), d.UpdatedAt)
 }
 
-// handlePutDog replaces the writable fields of a dog (200 with the new
+// putDog replaces the writable fields of a dog (200 with the new
 // representation), or creates the dog at a client-chosen id (201).
-func (s *Server) handlePutDog(v *dogVersion) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.putDog(w, r, v) }
-}
-
 func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 	id := r.PathValue("dog_id")
 	in, err := v.decode(r)
@@ -347,7 +329,7 @@ func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 		s.error(w, r, err)
 		return
 	}
-	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
+	if err := writePreconditions(r, etagOf(v.view(s, d)), d.UpdatedAt, "dog"); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -401,11 +383,7 @@ func (s *Server) createDogAt(w http.ResponseWriter, r *http.Request, v *dogVersi
 	s.insertDog(w, r, v, id, in)
 }
 
-// handlePatchDog applies a JSON merge patch (RFC 7396) to a dog: 204.
-func (s *Server) handlePatchDog(v *dogVersion) http.HandlerFunc {
-	return s.withDog(v, s.patchDog)
-}
-
+// patchDog applies a JSON merge patch (RFC 7396) to a dog: 204.
 func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog) {
 	in, err := v.decode(r)
 	if err != nil {
@@ -446,7 +424,7 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 		s.patchSchedule(w, r, v, d, in.raw, in.Barks, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
 		return
 	}
-	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
+	if err := writePreconditions(r, etagOf(v.view(s, d)), d.UpdatedAt, "dog"); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -455,7 +433,6 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 		s.error(w, r, err)
 		return
 	}
-	v.headers(s, w, d)
 	s.dogValidators(w, v, d)
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -468,26 +445,10 @@ func (s *Server) dogValidators(w http.ResponseWriter, v *dogVersion, d *yard.Dog
 	}
 }
 
-func (s *Server) handleDeleteDog(v *dogVersion) http.HandlerFunc {
-	return s.withDog(v, s.deleteDog)
-}
-
 func (s *Server) deleteDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog) {
-	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
+	if err := writePreconditions(r, etagOf(v.view(s, d)), d.UpdatedAt, "dog"); err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.db.dogs.DeleteDog(r.Context(), d.ID); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	v.headers(s, w, d)
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// checkPreconditions evaluates If-Match, If-Unmodified-Since and
-// If-None-Match against the stored dog, whose entity tag in the version at
-// hand is etag (writePreconditions): 412 when one does not hold.
-func checkPreconditions(r *http.Request, d *yard.Dog, etag string) error {
-	return writePreconditions(r, etag, d.UpdatedAt, "dog")
+	s.writeNoContent(w, r, s.db.dogs.DeleteDog(r.Context(), d.ID))
 }

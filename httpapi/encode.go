@@ -72,15 +72,22 @@ func writeRepresentation(w http.ResponseWriter, r *http.Request, v any, modified
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "encoding"})
 		return
 	}
+	writeValidated(w, r, http.StatusOK, mediaJSON, body, modified)
+}
+
+// writeValidated writes body, a representation of type ct, with the status, its
+// ETag and, unless modified is zero, its Last-Modified; a 200 to a GET or
+// HEAD whose validators match is 304 instead, and a HEAD gets no body.
+func writeValidated(w http.ResponseWriter, r *http.Request, status int, ct string, body []byte, modified time.Time) {
 	etag := setValidators(w.Header(), body, modified)
-	h := w.Header()
-	if notModified(r, etag, modified) {
+	if status == http.StatusOK && notModified(r, etag, modified) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h.Set("Content-Type", "application/json")
+	h := w.Header()
+	h.Set("Content-Type", ct)
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(append(body, '\n'))
 	}
@@ -161,12 +168,17 @@ func (s *Server) pageOf(r *http.Request) (yard.Page, error) {
 	return yard.ReadQuery(s.grammarQuery(r), yard.Paging{}, nil)
 }
 
-// PageBody is the body of every collection page (docs/api.md, HTTP).
-type PageBody[T any] struct {
-	Items  []T `json:"items"`
-	Offset int `json:"offset"`
-	Max    int `json:"max"`
-	Total  int `json:"total"`
+// pageViews renders the items of a page with view; a page of max=0 holds
+// none, whatever the store returned.
+func pageViews[T, V any](items []T, p yard.Page, view func(T) V) []V {
+	if p.Max == 0 {
+		items = nil
+	}
+	views := make([]V, 0, len(items))
+	for _, it := range items {
+		views = append(views, view(it))
+	}
+	return views
 }
 
 // writePage writes a page of items with the RFC 8288 Link header (first,

@@ -148,13 +148,19 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 
 func writeProblem(w http.ResponseWriter, p Problem) {
 	body, _ := marshalJSON(p)
+	writeProblemBody(w, p.Status, "application/problem+json", body)
+}
+
+// writeProblemBody writes a problem document of type ct: not stored, and
+// without the validators of the resource the request was about.
+func writeProblemBody(w http.ResponseWriter, status int, ct string, body []byte) {
 	h := w.Header()
 	h.Del("ETag")
 	h.Del("Last-Modified")
-	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Type", ct)
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(p.Status)
+	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -26,14 +27,15 @@ func (s *Server) oauth() (*auth.OAuth1, error) {
 	return s.deps.Kit.OAuth1, nil
 }
 
-// notDelegated refuses the management endpoints to a consumer acting for a
-// user: an application may not register consumers or revoke other
-// applications in the user's name.
-func notDelegated(r *http.Request) error {
-	if p := yard.PrincipalFromContext(r.Context()); p != nil && p.Scheme == "oauth" {
-		return yard.Errorf(yard.EFORBIDDEN, "An OAuth consumer cannot manage OAuth consumers or authorizations; sign in as the user.")
+// oauthManager returns the provider for a management endpoint, which a
+// consumer acting for a user is refused: an application may not register
+// consumers or revoke other applications in the user's name.
+func (s *Server) oauthManager(r *http.Request) (*auth.OAuth1, error) {
+	o, err := s.oauth()
+	if p := yard.PrincipalFromContext(r.Context()); err == nil && p != nil && p.Scheme == "oauth" {
+		err = yard.Errorf(yard.EFORBIDDEN, "An OAuth consumer cannot manage OAuth consumers or authorizations; sign in as the user.")
 	}
-	return nil
+	return o, err
 }
 
 // consumerView is the representation of a consumer; Secret only in the
@@ -75,10 +77,7 @@ type consumerWrite struct {
 
 // handleCreateConsumer is POST /oauth/consumers (admin).
 func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err == nil {
-		err = notDelegated(r)
-	}
+	o, err := s.oauthManager(r)
 	var in consumerWrite
 	if err == nil {
 		in, err = decode[consumerWrite](r)
@@ -119,36 +118,17 @@ func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request) {
 
 // handleListConsumers is GET /oauth/consumers (admin).
 func (s *Server) handleListConsumers(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err == nil {
-		err = notDelegated(r)
-	}
-	var page yard.Page
-	if err == nil {
-		page, err = s.pageOf(r)
-	}
-	var list []*yard.OAuthConsumer
-	var total int
-	if err == nil {
-		list, total, err = o.Store.ListOAuthConsumers(r.Context(), page)
-	}
+	o, err := s.oauthManager(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	views := make([]consumerView, 0, len(list))
-	for _, c := range list {
-		views = append(views, s.newConsumerView(c))
-	}
-	s.writePage(w, r, views, total, page)
+	writePagedList(s, w, r, o.Store.ListOAuthConsumers, s.newConsumerView)
 }
 
 // handleGetConsumer is GET /oauth/consumers/{key} (admin).
 func (s *Server) handleGetConsumer(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err == nil {
-		err = notDelegated(r)
-	}
+	o, err := s.oauthManager(r)
 	var c *yard.OAuthConsumer
 	if err == nil {
 		c, err = o.Store.FindOAuthConsumer(r.Context(), r.PathValue("key"))
@@ -163,10 +143,7 @@ func (s *Server) handleGetConsumer(w http.ResponseWriter, r *http.Request) {
 // handleDeleteConsumer is DELETE /oauth/consumers/{key} (admin): the
 // consumer and every token it holds are gone.
 func (s *Server) handleDeleteConsumer(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err == nil {
-		err = notDelegated(r)
-	}
+	o, err := s.oauthManager(r)
 	ok := false
 	if err == nil {
 		ok, err = o.DeleteConsumer(r.Context(), r.PathValue("key"))
@@ -174,11 +151,7 @@ func (s *Server) handleDeleteConsumer(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !ok {
 		err = yard.Errorf(yard.ENOTFOUND, "No OAuth consumer has this key.")
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }
 
 // oauthFormError answers a refusal at request_token or access_token. The
@@ -224,41 +197,37 @@ func writeForm(w http.ResponseWriter, status int, form url.Values) {
 // handleRequestToken is POST /oauth/request_token: temporary credentials
 // (RFC 5849 §2.1).
 func (s *Server) handleRequestToken(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	v, err := o.Verify(r, "")
-	var token, secret string
-	if err == nil {
-		token, secret, err = o.IssueRequestToken(r.Context(), v)
-	}
-	if err != nil {
-		s.oauthFormError(w, r, err)
-		return
-	}
-	writeForm(w, http.StatusOK, url.Values{"oauth_token": {token}, "oauth_token_secret": {secret}, "oauth_callback_confirmed": {"true"}})
+	s.issueOAuthToken(w, r, "", (*auth.OAuth1).IssueRequestToken, url.Values{"oauth_callback_confirmed": {"true"}})
 }
 
 // handleAccessToken is POST /oauth/access_token: token credentials (RFC
 // 5849 §2.3) for an authorised request token and its verifier, once.
 func (s *Server) handleAccessToken(w http.ResponseWriter, r *http.Request) {
+	s.issueOAuthToken(w, r, yard.OAuthRequestToken, (*auth.OAuth1).IssueAccessToken, url.Values{})
+}
+
+// issueOAuthToken verifies a signed request that carries a token of kind
+// ("" for none) and answers the credentials issue makes, with the extra
+// parameters, as a form.
+func (s *Server) issueOAuthToken(w http.ResponseWriter, r *http.Request, kind string,
+	issue func(*auth.OAuth1, context.Context, *auth.OAuthVerified) (string, string, error), form url.Values) {
 	o, err := s.oauth()
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	v, err := o.Verify(r, yard.OAuthRequestToken)
+	v, err := o.Verify(r, kind)
 	var token, secret string
 	if err == nil {
-		token, secret, err = o.IssueAccessToken(r.Context(), v)
+		token, secret, err = issue(o, r.Context(), v)
 	}
 	if err != nil {
 		s.oauthFormError(w, r, err)
 		return
 	}
-	writeForm(w, http.StatusOK, url.Values{"oauth_token": {token}, "oauth_token_secret": {secret}})
+	form.Set("oauth_token", token)
+	form.Set("oauth_token_secret", secret)
+	writeForm(w, http.StatusOK, form)
 }
 
 // authorizeTarget loads the request token of the authorisation page and
@@ -388,10 +357,7 @@ type authorizationView struct {
 // the caller allowed; an administrator sees everyone's, or one user's with
 // ?userId=.
 func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err == nil {
-		err = notDelegated(r)
-	}
+	o, err := s.oauthManager(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -431,10 +397,7 @@ func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request
 // handleRevokeAuthorization is DELETE /oauth/authorizations/{id}: the user
 // who allowed it, or an administrator, revokes an access token.
 func (s *Server) handleRevokeAuthorization(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err == nil {
-		err = notDelegated(r)
-	}
+	o, err := s.oauthManager(r)
 	var t *yard.OAuthToken
 	if err == nil {
 		t, err = o.Store.FindOAuthAccess(r.Context(), r.PathValue("id"))
@@ -447,9 +410,5 @@ func (s *Server) handleRevokeAuthorization(w http.ResponseWriter, r *http.Reques
 	if err == nil {
 		_, err = o.Revoke(r.Context(), t)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }

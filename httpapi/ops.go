@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -77,12 +76,10 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 // paths and schemas of every other fragment in openapi/ merged in, and the
 // server URL set to the base URL.
 // It is built once, on first use, and safe to call from any goroutine.
-func (s *Server) OpenAPI() ([]byte, error) {
-	s.openapiMu.Lock()
-	defer s.openapiMu.Unlock()
-	if s.openapi != nil {
-		return s.openapi, nil
-	}
+func (s *Server) OpenAPI() ([]byte, error) { return s.openapi() }
+
+// buildOpenAPI builds the document OpenAPI returns.
+func (s *Server) buildOpenAPI() ([]byte, error) {
 	var doc map[string]any
 	raw, err := openapiFS.ReadFile("openapi/base.json")
 	if err != nil {
@@ -93,7 +90,6 @@ func (s *Server) OpenAPI() ([]byte, error) {
 	}
 	paths := doc["paths"].(map[string]any)
 	components := doc["components"].(map[string]any)
-	schemas := components["schemas"].(map[string]any)
 	entries, _ := fs.ReadDir(openapiFS, "openapi")
 	for _, e := range entries {
 		if e.Name() == "base.json" {
@@ -102,12 +98,8 @@ func (s *Server) OpenAPI() ([]byte, error) {
 		raw, _ := openapiFS.ReadFile("openapi/" + e.Name())
 		var frag struct {
 			Paths      map[string]map[string]any `json:"paths"`
-			Components struct {
-				Schemas    map[string]any `json:"schemas"`
-				Parameters map[string]any `json:"parameters"`
-				Responses  map[string]any `json:"responses"`
-			} `json:"components"`
-			Tags []any `json:"tags"`
+			Components map[string]map[string]any `json:"components"`
+			Tags       []any                     `json:"tags"`
 		}
 		if err := json.Unmarshal(raw, &frag); err != nil {
 			return nil, fmt.Errorf("openapi/%s: %w", e.Name(), err)
@@ -120,20 +112,13 @@ func (s *Server) OpenAPI() ([]byte, error) {
 			maps.Copy(existing, ops)
 			paths[p] = existing
 		}
-		maps.Copy(schemas, frag.Components.Schemas)
-		for _, kind := range []struct {
-			name string
-			m    map[string]any
-		}{{"parameters", frag.Components.Parameters}, {"responses", frag.Components.Responses}} {
-			if len(kind.m) == 0 {
-				continue
-			}
-			dst, _ := components[kind.name].(map[string]any)
+		for kind, m := range frag.Components {
+			dst, _ := components[kind].(map[string]any)
 			if dst == nil {
 				dst = map[string]any{}
-				components[kind.name] = dst
+				components[kind] = dst
 			}
-			maps.Copy(dst, kind.m)
+			maps.Copy(dst, m)
 		}
 		if len(frag.Tags) > 0 {
 			tags, _ := doc["tags"].([]any)
@@ -184,9 +169,7 @@ func (s *Server) OpenAPI() ([]byte, error) {
 	if err := enc.Encode(doc); err != nil {
 		return nil, err
 	}
-	out := bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
-	s.openapi = out
-	return out, nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
@@ -236,11 +219,7 @@ var problemPage = template.Must(template.New("problem").Parse(`<!doctype html>
 // handleProblem explains a problem type.
 func (s *Server) handleProblem(w http.ResponseWriter, r *http.Request) {
 	slug := r.PathValue("slug")
-	var all []problemKind
-	for _, k := range problemKinds {
-		all = append(all, k)
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Slug < all[j].Slug })
+	all := slices.SortedFunc(maps.Values(problemKinds), func(a, b problemKind) int { return strings.Compare(a.Slug, b.Slug) })
 	i := slices.IndexFunc(all, func(k problemKind) bool { return k.Slug == slug })
 	if i < 0 {
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No problem type %q.", slug))

@@ -114,21 +114,8 @@ func (s *Server) writeOrder(w http.ResponseWriter, r *http.Request, status int, 
 		s.error(w, r, err)
 		return
 	}
-	etag := etagOfBody(body)
-	h := w.Header()
-	h.Set("Vary", "Accept")
-	h.Set("ETag", etag)
-	h.Set("Last-Modified", o.UpdatedAt.UTC().Format(http.TimeFormat))
-	if status == http.StatusOK && notModified(r, etag, o.UpdatedAt) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	h.Set("Content-Type", ct)
-	h.Set("Content-Length", strconv.Itoa(len(body)+1))
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(append(body, '\n'))
-	}
+	w.Header().Set("Vary", "Accept")
+	writeValidated(w, r, status, ct, body, o.UpdatedAt)
 }
 
 // orderBody renders an order in a media type and returns the body and its
@@ -260,14 +247,8 @@ func (s *Server) handleListOrders(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	items := make([]orderDoc, 0, len(orders))
-	for _, o := range orders {
-		if pg.Max > 0 {
-			items = append(items, newOrderDoc(o))
-		}
-	}
 	w.Header().Set("Vary", "Accept")
-	s.writePage(w, r, items, total, pg)
+	s.writePage(w, r, pageViews(orders, pg, newOrderDoc), total, pg)
 }
 
 // handleGetOrder answers an order in JSON or XML by Accept.

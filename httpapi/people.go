@@ -102,14 +102,7 @@ func (s *Server) handleListPeople(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if p.Max == 0 {
-		users = nil
-	}
-	views := make([]personView, 0, len(users))
-	for _, u := range users {
-		views = append(views, newPersonView(u))
-	}
-	s.writePage(w, r, views, total, p)
+	s.writePage(w, r, pageViews(users, p, newPersonView), total, p)
 }
 
 // personFor loads the person of the path if the caller is that person or an
@@ -227,12 +220,7 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.basic != nil {
-		s.basic.Invalidate(u.ID)
-	}
-	if s.deps.Kit != nil {
-		s.deps.Kit.ForgetUser(u.ID)
-	}
+	s.forgetUser(u.ID)
 	writeRepresentation(w, r, newPersonView(updated), updated.UpdatedAt)
 }
 
@@ -246,13 +234,19 @@ func (s *Server) handleDeletePerson(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	s.forgetUser(id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// forgetUser drops what the authentication schemes keep of a person who
+// changed or is gone (cached credentials, sessions' users).
+func (s *Server) forgetUser(id string) {
 	if s.basic != nil {
 		s.basic.Invalidate(id)
 	}
 	if s.deps.Kit != nil {
 		s.deps.Kit.ForgetUser(id)
 	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // hashing is the gate of the process's password hashes: the kit's, else

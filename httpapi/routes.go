@@ -34,22 +34,22 @@ func (s *Server) registerRoutes() {
 
 	// Dogs (v1). The dog's identity has the trailing slash; the bare form
 	// redirects there with 308 for every method.
-	s.handle("POST", "/v1/dogs", s.authenticated(s.handleCreateDog(dogV1)))
-	s.handle("GET", "/v1/dogs", s.authenticated(s.handleListDogs(dogV1)))
+	s.handle("POST", "/v1/dogs", s.authenticated(forVersion(dogV1, s.createDog)))
+	s.handle("GET", "/v1/dogs", s.authenticated(forVersion(dogV1, s.listDogs)))
 	s.handle("", "/v1/dogs/{dog_id}", s.handleDogRedirect)
-	s.handle("GET", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handleGetDog(dogV1)))
-	s.handle("PUT", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePutDog(dogV1)))
-	s.handle("PATCH", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePatchDog(dogV1)))
-	s.handle("DELETE", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handleDeleteDog(dogV1)))
+	s.handle("GET", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.withDog(dogV1, s.getDog)))
+	s.handle("PUT", "/v1/dogs/{dog_id}/{$}", s.authenticated(forVersion(dogV1, s.putDog)))
+	s.handle("PATCH", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.withDog(dogV1, s.patchDog)))
+	s.handle("DELETE", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.withDog(dogV1, s.deleteDog)))
 
 	// Dogs (v2): the same dogs, owner as a link object, schedule instead of
 	// barks, and _links.
-	s.handle("POST", "/v2/dogs", s.authenticated(s.handleCreateDog(dogV2)))
-	s.handle("GET", "/v2/dogs", s.authenticated(s.handleListDogs(dogV2)))
-	s.handle("GET", "/v2/dogs/{dog_id}", s.authenticated(s.handleGetDog(dogV2)))
-	s.handle("PUT", "/v2/dogs/{dog_id}", s.authenticated(s.handlePutDog(dogV2)))
-	s.handle("PATCH", "/v2/dogs/{dog_id}", s.authenticated(s.handlePatchDog(dogV2)))
-	s.handle("DELETE", "/v2/dogs/{dog_id}", s.authenticated(s.handleDeleteDog(dogV2)))
+	s.handle("POST", "/v2/dogs", s.authenticated(forVersion(dogV2, s.createDog)))
+	s.handle("GET", "/v2/dogs", s.authenticated(forVersion(dogV2, s.listDogs)))
+	s.handle("GET", "/v2/dogs/{dog_id}", s.authenticated(s.withDog(dogV2, s.getDog)))
+	s.handle("PUT", "/v2/dogs/{dog_id}", s.authenticated(forVersion(dogV2, s.putDog)))
+	s.handle("PATCH", "/v2/dogs/{dog_id}", s.authenticated(s.withDog(dogV2, s.patchDog)))
+	s.handle("DELETE", "/v2/dogs/{dog_id}", s.authenticated(s.withDog(dogV2, s.deleteDog)))
 
 	// Authentication endpoints (docs/auth.md). Sign-in endpoints and the
 	// JWKS are public; API keys belong to an authenticated principal.

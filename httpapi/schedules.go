@@ -117,7 +117,6 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVer
 		s.error(w, r, err)
 		return
 	}
-	v.headers(s, w, d)
 	// The store does not return the dog the schedule changed: read it.
 	if after, err := s.loadDogFor(r); err == nil {
 		s.dogValidators(w, v, after)
@@ -265,9 +264,5 @@ func (s *Server) handleDeleteSchedule(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.db.barks.StopSchedule(r.Context(), d.ID); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, s.db.barks.StopSchedule(r.Context(), d.ID))
 }

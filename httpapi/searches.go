@@ -82,7 +82,7 @@ func (s *Server) handleSearchResults(w http.ResponseWriter, r *http.Request) {
 
 // handleDeleteSearch answers DELETE /searches/{search_id} (administrators).
 func (s *Server) handleDeleteSearch(w http.ResponseWriter, r *http.Request) {
-	s.writeDeleted(w, r, s.db.cars.DeleteSearch(r.Context(), r.PathValue("search_id")))
+	s.writeNoContent(w, r, s.db.cars.DeleteSearch(r.Context(), r.PathValue("search_id")))
 }
 
 // handleNamedSearch answers GET /search/{name}: the saved search of that

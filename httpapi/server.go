@@ -167,9 +167,8 @@ type Server struct {
 	// there is an index (serve arms no store wait for them).
 	indexReads map[string]bool
 	metrics    *metrics
-	openapi    []byte
-	// openapiMu guards openapi, built on first use by concurrent requests.
-	openapiMu sync.Mutex
+	// openapi builds the OpenAPI document once, on first use.
+	openapi func() ([]byte, error)
 	// outage is set while the store cannot be reached, and storeDown
 	// wakes the store watcher when it begins (outage.go).
 	outage    outage.Tracker
@@ -214,6 +213,7 @@ func New(d Deps) *Server {
 	s := &Server{deps: d, db: storesOf(d.DB), basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{}, indexReads: map[string]bool{},
 		storeDown: make(chan struct{}, 1)}
 	s.metrics = newMetrics(s.deps.Registry)
+	s.openapi = sync.OnceValues(s.buildOpenAPI)
 	registerGateMetrics(s.deps.Registry, "yard_car_lists", "car lists and searches", s.deps.Lists)
 	if s.deps.Tracing != nil {
 		s.tracer = s.deps.Tracing.Tracer(tracing.Scope)

@@ -169,13 +169,7 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	views := make([]webhookView, 0, len(hooks))
-	for _, h := range hooks {
-		if pg.Max > 0 {
-			views = append(views, newWebhookView(h))
-		}
-	}
-	s.writePage(w, r, views, total, pg)
+	s.writePage(w, r, pageViews(hooks, pg, newWebhookView), total, pg)
 }
 
 // loadWebhookFor loads the subscription of the path for the caller: its
@@ -249,11 +243,7 @@ func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if err := s.db.webhooks.DeleteWebhook(r.Context(), hook.ID); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, s.db.webhooks.DeleteWebhook(r.Context(), hook.ID))
 }
 
 // handleListWebhookDeliveries answers GET
@@ -281,10 +271,6 @@ func (s *Server) handleListWebhookDeliveries(w http.ResponseWriter, r *http.Requ
 		s.error(w, r, err)
 		return
 	}
-	views := make([]deliveryView, 0, len(ds))
-	for _, d := range ds {
-		views = append(views, s.newDeliveryView(d))
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	s.writePage(w, r, views, total, pg)
+	s.writePage(w, r, pageViews(ds, pg, s.newDeliveryView), total, pg)
 }
