@@ -283,6 +283,8 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 		IdleTimeout: int(k.Sessions.Idle.Seconds()), ExpiresAt: Timestamp(now.Add(k.Sessions.Max)), Links: urlsMap{"self": loc}})
 }
 
+// validSessionKey reports whether key has the form of a session key: 32
+// bytes in unpadded base64url.
 func validSessionKey(key string) bool {
 	if len(key) != 43 {
 		return false

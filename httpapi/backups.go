@@ -88,11 +88,7 @@ func (s *Server) handleListBackups(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	views := []backupView{}
-	for _, bk := range all[min(p.Offset, len(all)):min(p.Offset+p.Max, len(all))] {
-		views = append(views, newBackupView(bk))
-	}
-	s.writePage(w, r, views, len(all), p)
+	s.writePage(w, r, pageViews(all[min(p.Offset, len(all)):min(p.Offset+p.Max, len(all))], p, newBackupView), len(all), p)
 }
 
 // handleGetBackup is one backup's metadata (administrators).

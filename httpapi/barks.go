@@ -72,10 +72,7 @@ func barkPath(dogID, id string) string { return "/v1/dogs/" + dogID + "/barks/" 
 func (s *Server) newBarkView(b *yard.Bark) barkView {
 	v := barkView{ID: b.ID, Dog: b.DogID, Effect: b.Effect, Status: b.Status, Async: b.Async, Source: b.Source,
 		CreatedAt: Timestamp(b.CreatedAt), StartedAt: TimestampPtr(b.StartedAt), FinishedAt: TimestampPtr(b.FinishedAt),
-		Output: b.Output, Attempts: b.Attempts, dogURL: s.url(dogPath(b.DogID)), selfURL: s.url(barkPath(b.DogID, b.ID))}
-	if b.Error != "" {
-		v.Error = &b.Error
-	}
+		Error: nonZero(b.Error), Output: b.Output, Attempts: b.Attempts, dogURL: s.url(dogPath(b.DogID)), selfURL: s.url(barkPath(b.DogID, b.ID))}
 	if b.Effect == yard.EffectRecord && b.Status == yard.BarkSucceeded {
 		v.Timestamp = TimestampPtr(b.Timestamp)
 	}

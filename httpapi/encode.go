@@ -27,6 +27,16 @@ func TimestampPtr(t time.Time) *string {
 	return &s
 }
 
+// nonZero returns a pointer to a copy of v, or nil for the zero value: a
+// member that is null when it has nothing to say.
+func nonZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
 // marshalJSON is json.Marshal without HTML escaping: API bodies are JSON
 // documents, not HTML, so `<`, `>` and `&` are written as themselves (a
 // saved search's query "color=red&max=5", not "color=red\u0026max=5").

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -113,8 +112,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	if code == yard.EINTERNAL {
-		s.deps.Logger.ErrorContext(r.Context(), "internal error", slog.String("request_id", p.RequestID),
-			slog.String("method", logMethod(r)), slog.String("path", logPath(r)), slog.String("error", err.Error()))
+		s.logInternal(w, r, err)
 	}
 	// A 401 carries a challenge per scheme (docs/auth.md); a scheme's own
 	// challenge from the error (OAuth's oauth_problem) takes the place

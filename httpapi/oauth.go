@@ -51,13 +51,8 @@ type consumerView struct {
 }
 
 func (s *Server) newConsumerView(c *yard.OAuthConsumer) consumerView {
-	v := consumerView{Key: c.Key, Name: c.Name, CreatedBy: c.CreatedBy, CreatedAt: Timestamp(c.CreatedAt),
+	return consumerView{Key: c.Key, Name: c.Name, CallbackURL: nonZero(c.CallbackURL), CreatedBy: c.CreatedBy, CreatedAt: Timestamp(c.CreatedAt),
 		Links: urlsMap{"self": s.url("/oauth/consumers/" + c.Key)}}
-	if c.CallbackURL != "" {
-		cb := c.CallbackURL
-		v.CallbackURL = &cb
-	}
-	return v
 }
 
 // validName reports whether a display name is 1 to 100 characters of

@@ -133,8 +133,8 @@ func (s *Server) registerRoutes() {
 	s.handleXML("POST", "/orders/{order_id}/canceled", s.authenticated(s.handleCancelOrder))
 	// Pages for people (pages.go): the sign-in form the delegated
 	// authorisation flows send a browser to, and the pages' stylesheet.
-	s.handle("GET", pages.SignInPath, s.page(s.handleSignIn))
-	s.handle("POST", pages.SignInPath, s.page(s.handleSignIn))
+	s.handle("GET", pages.SignInPath, s.page((*pages.Pages).HandleSignIn))
+	s.handle("POST", pages.SignInPath, s.page((*pages.Pages).HandleSignIn))
 	s.handleXML("GET", pages.StylePath, s.handlePagesStyle)
 	// The console for people (package console, docs/console.md): pages
 	// over this API, which call it as any client does. Not endpoints of

@@ -27,13 +27,8 @@ type searchView struct {
 }
 
 func (s *Server) newSearchView(se *yard.Search) searchView {
-	v := searchView{ID: se.ID, Class: yard.SearchClassCar, Query: se.Query.String(), CreatedBy: se.CreatedBy,
+	return searchView{ID: se.ID, Name: nonZero(se.Name), Class: yard.SearchClassCar, Query: se.Query.String(), CreatedBy: se.CreatedBy,
 		CreatedAt: Timestamp(se.CreatedAt), Results: s.url("/searches/" + se.ID)}
-	if se.Name != "" {
-		n := se.Name
-		v.Name = &n
-	}
-	return v
 }
 
 // handleCreateSearch answers POST /searches in either body shape.

@@ -173,9 +173,9 @@ type Server struct {
 	// wakes the store watcher when it begins (outage.go).
 	outage    outage.Tracker
 	storeDown chan struct{}
-	// pagesVal is the pages for people (pages.go), built from Kit; nil
+	// pages is the pages for people (pages.go), built from Kit; nil
 	// without a Kit.
-	pagesVal *pages.Pages
+	pages *pages.Pages
 	// console is the console for people (package console) over this
 	// API; nil without a Kit.
 	console *console.Console
@@ -219,8 +219,8 @@ func New(d Deps) *Server {
 		s.tracer = s.deps.Tracing.Tracer(tracing.Scope)
 	}
 	if s.deps.Kit != nil {
-		s.pagesVal = pages.New(s.deps.Kit, s.deps.BaseURL, s.deps.Logger)
-		s.console = console.New(console.Config{API: s.Handler(), Pages: s.pagesVal, BaseURL: s.deps.BaseURL, Logger: s.deps.Logger})
+		s.pages = pages.New(s.deps.Kit, s.deps.BaseURL, s.deps.Logger)
+		s.console = console.New(console.Config{API: s.Handler(), Pages: s.pages, BaseURL: s.deps.BaseURL, Logger: s.deps.Logger})
 	}
 	s.registerRoutes()
 	return s

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -31,7 +32,7 @@ func credentialParams(vars []string, components map[string]any) ([]string, error
 			continue
 		}
 		key := ""
-		for _, k := range sortedKeys(params) {
+		for _, k := range slices.Sorted(maps.Keys(params)) {
 			if m, ok := params[k].(map[string]any); ok && named(m) {
 				key = k
 				break
@@ -69,19 +70,10 @@ func addCredentialParams(op map[string]any, params []string) {
 
 func mapsOf(m map[string]any) []map[string]any {
 	var out []map[string]any
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if v, ok := m[k].(map[string]any); ok {
 			out = append(out, v)
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -47,14 +47,10 @@ type webhookView struct {
 }
 
 func newWebhookView(w *yard.Webhook) webhookView {
-	v := webhookView{ID: w.ID, Owner: w.Owner, URL: w.URL, Types: w.Types, Enabled: w.Enabled,
+	v := webhookView{ID: w.ID, Owner: w.Owner, URL: w.URL, Types: w.Types, Enabled: w.Enabled, DisabledReason: nonZero(w.DisabledReason),
 		FailingSince: TimestampPtr(w.FailingSince), CreatedAt: Timestamp(w.CreatedAt), UpdatedAt: Timestamp(w.UpdatedAt)}
 	if v.Types == nil {
 		v.Types = []string{}
-	}
-	if w.DisabledReason != "" {
-		reason := w.DisabledReason
-		v.DisabledReason = &reason
 	}
 	return v
 }
@@ -73,16 +69,8 @@ type deliveryView struct {
 }
 
 func (s *Server) newDeliveryView(d *yard.WebhookDelivery) deliveryView {
-	v := deliveryView{ID: d.ID, EventID: d.Event.ID.String(), EventType: d.Event.Type, Subject: s.url(d.Event.Subject),
-		Attempt: d.Attempt, Status: d.Status, Time: Timestamp(d.Time)}
-	if d.Error != "" {
-		v.Error = &d.Error
-	}
-	if d.Code != 0 {
-		code := d.Code
-		v.Code = &code
-	}
-	return v
+	return deliveryView{ID: d.ID, EventID: d.Event.ID.String(), EventType: d.Event.Type, Subject: s.url(d.Event.Subject),
+		Attempt: d.Attempt, Status: d.Status, Code: nonZero(d.Code), Error: nonZero(d.Error), Time: Timestamp(d.Time)}
 }
 
 // webhookWrite is the body of POST /v1/webhooks and of a PATCH (a JSON
