@@ -44,24 +44,27 @@ func requireTLS(r *http.Request) error {
 	return nil
 }
 
-// signIn is what every sign-in endpoint does first: HTTPS only, the
-// endpoint's own check (check may be nil), the sign-in body (allowPK
-// admits the public-key token flags), then the password (Kit.Login).
-func signIn(r *http.Request, k *auth.Kit, allowPK bool, check func() error) (*loginBody, *yard.User, error) {
-	if err := requireTLS(r); err != nil {
-		return nil, nil, err
+// signIn is what every sign-in endpoint does first: the schemes (kit,
+// which refuses on a server without them), HTTPS only, the endpoint's own
+// check (check may be nil), the sign-in body (allowPK admits the
+// public-key token flags), then the password (Kit.Login).
+func signIn(r *http.Request, kit func() (*auth.Kit, error), allowPK bool, check func(*auth.Kit) error) (*auth.Kit, *loginBody, *yard.User, error) {
+	k, err := kit()
+	if err == nil {
+		err = requireTLS(r)
 	}
-	if check != nil {
-		if err := check(); err != nil {
-			return nil, nil, err
-		}
+	if err == nil && check != nil {
+		err = check(k)
 	}
-	in, err := decodeLogin(r, allowPK)
+	var in *loginBody
+	if err == nil {
+		in, err = decodeLogin(r, allowPK)
+	}
 	if err != nil {
-		return nil, nil, err
+		return k, nil, nil, err
 	}
 	u, err := k.Login(r, in.Username, in.Password)
-	return in, u, err
+	return k, in, u, err
 }
 
 // keyPaths are the paths whose last segment names a credential or a key:
@@ -254,18 +257,14 @@ type urlsMap map[string]string
 
 // handleCreateSession is POST /sessions: sign in, set the session cookie.
 func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
-	k, err := s.kit()
-	var u *yard.User
-	if err == nil {
-		_, u, err = signIn(r, k, false, func() error {
-			// A login form posted from another site would sign the victim
-			// in as the attacker (login CSRF).
-			if k.Sessions.CrossOrigin != nil && k.Sessions.CrossOrigin.Check(r) != nil {
-				return yard.Errorf(yard.EFORBIDDEN, "Cross-site sign-in refused.")
-			}
-			return nil
-		})
-	}
+	k, _, u, err := signIn(r, s.kit, false, func(k *auth.Kit) error {
+		// A login form posted from another site would sign the victim in
+		// as the attacker (login CSRF).
+		if k.Sessions.CrossOrigin != nil && k.Sessions.CrossOrigin.Check(r) != nil {
+			return yard.Errorf(yard.EFORBIDDEN, "Cross-site sign-in refused.")
+		}
+		return nil
+	})
 	var key string
 	var now time.Time
 	if err == nil {
@@ -365,11 +364,7 @@ func (s *Server) tokens() (*auth.Kit, error) {
 
 // handleLogin is POST /auth/login: a new token pair.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
-	k, err := s.tokens()
-	var u *yard.User
-	if err == nil {
-		_, u, err = signIn(r, k, false, nil)
-	}
+	k, _, u, err := signIn(r, s.tokens, false, nil)
 	var pair *auth.TokenPair
 	if err == nil {
 		pair, err = k.Tokens.Issue(r.Context(), u)
@@ -388,26 +383,17 @@ func (s *Server) writePair(w http.ResponseWriter, r *http.Request, pair *auth.To
 	writeJSON(w, http.StatusOK, pair)
 }
 
-// bearerToken returns the token of an Authorization: Bearer header, or a
-// 401 when there is none (missing credentials).
-func bearerToken(r *http.Request) (string, error) {
-	scheme, tok := auth.AuthScheme(r.Header.Get("Authorization"))
-	if scheme != "bearer" || tok == "" {
-		return "", yard.Errorf(yard.EUNAUTHORIZED, "Send the refresh token as Authorization: Bearer <refresh_token>.")
-	}
-	return tok, nil
-}
-
 // refreshToken returns the token pair service and the refresh token of a
-// request (over TLS, as a bearer token), or why there are none.
+// request (over TLS, as a bearer token), or why there are none: without
+// an Authorization: Bearer header, 401 (missing credentials).
 func (s *Server) refreshToken(r *http.Request) (*auth.Kit, string, error) {
 	k, err := s.tokens()
 	if err == nil {
 		err = requireTLS(r)
 	}
-	var tok string
-	if err == nil {
-		tok, err = bearerToken(r)
+	scheme, tok := auth.AuthScheme(r.Header.Get("Authorization"))
+	if err == nil && (scheme != "bearer" || tok == "") {
+		err = yard.Errorf(yard.EUNAUTHORIZED, "Send the refresh token as Authorization: Bearer <refresh_token>.")
 	}
 	return k, tok, err
 }
@@ -441,17 +427,12 @@ type pkTokenView struct {
 
 // handlePKToken is POST /auth/pk-token: a public-key token.
 func (s *Server) handlePKToken(w http.ResponseWriter, r *http.Request) {
-	k, err := s.kit()
-	var in *loginBody
-	var u *yard.User
-	if err == nil {
-		in, u, err = signIn(r, k, true, func() error {
-			if k.PK.Ring == nil || k.PK.Ring.Active() == nil {
-				return yard.Errorf(yard.EUNAVAILABLE, "This server only verifies public-key tokens; ask the issuing server.")
-			}
-			return nil
-		})
-	}
+	k, in, u, err := signIn(r, s.kit, true, func(k *auth.Kit) error {
+		if k.PK.Ring == nil || k.PK.Ring.Active() == nil {
+			return yard.Errorf(yard.EUNAVAILABLE, "This server only verifies public-key tokens; ask the issuing server.")
+		}
+		return nil
+	})
 	var tok string
 	var exp time.Time
 	if err == nil {

@@ -90,8 +90,8 @@ func decodeAt[T writeBody](r *http.Request, id string, full bool, allowed ...str
 	if err == nil {
 		err = in.refuseNulls(allowed...)
 	}
-	if err == nil {
-		err = checkBodyID(in.bodyID(), id)
+	if b := in.bodyID(); err == nil && b != nil && *b != id {
+		err = yard.Invalid("The id in the body differs from the id in the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"})
 	}
 	if err == nil && full {
 		err = in.full()
@@ -136,14 +136,6 @@ func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeReplaced(w, true, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
-}
-
-// checkBodyID refuses a body id that differs from the path's.
-func checkBodyID(body *string, path string) error {
-	if body != nil && *body != path {
-		return yard.Invalid("The id in the body differs from the id in the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"})
-	}
-	return nil
 }
 
 func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {

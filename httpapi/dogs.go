@@ -193,7 +193,12 @@ func (s *Server) createDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 // insertDog creates the dog in (201), at id when the client chose one
 // (PUT) or at an id the server chooses when id is "".
 func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion, id string, in dogWrite) {
-	if f := createOnlyFields(in); len(f) > 0 {
+	f := readOnlyFields(in)
+	if in.Barks != nil {
+		// A new dog gets its schedule with PATCH or /bark-schedule.
+		f = append(f, yard.FieldError{Field: "barks", Message: "is set after the dog exists, with PATCH or /bark-schedule"})
+	}
+	if len(f) > 0 {
 		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", f...))
 		return
 	}
@@ -226,16 +231,6 @@ func readOnlyFields(in dogWrite) []yard.FieldError {
 	}
 	if in.CodeRevision != nil {
 		f = append(f, yard.FieldError{Field: "codeRevision", Message: "is read-only"})
-	}
-	return f
-}
-
-// createOnlyFields lists the fields a create cannot set: the read-only ones
-// and barks (a new dog gets its schedule with PATCH or /bark-schedule).
-func createOnlyFields(in dogWrite) []yard.FieldError {
-	f := readOnlyFields(in)
-	if in.Barks != nil {
-		f = append(f, yard.FieldError{Field: "barks", Message: "is set after the dog exists, with PATCH or /bark-schedule"})
 	}
 	return f
 }

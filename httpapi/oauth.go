@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/yard-api/yard"
@@ -58,10 +57,7 @@ func (s *Server) newConsumerView(c *yard.OAuthConsumer) consumerView {
 // validName reports whether a display name is 1 to 100 characters of
 // valid UTF-8 without control characters.
 func validName(s string) bool {
-	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > 100 || strings.TrimSpace(s) != s {
-		return false
-	}
-	return !strings.ContainsFunc(s, unicode.IsControl)
+	return s != "" && utf8.RuneCountInString(s) <= 100 && strings.TrimSpace(s) == s && !yard.HasControl(s)
 }
 
 // consumerWrite is the body of POST /oauth/consumers.

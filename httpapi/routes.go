@@ -93,12 +93,10 @@ func (s *Server) registerRoutes() {
 	s.handle("PUT", "/cars/{car_id}", s.adminOnly(s.handlePutCar))
 	s.handle("PATCH", "/cars/{car_id}", s.adminOnly(s.handlePatchCar))
 	s.handle("DELETE", "/cars/{car_id}", s.adminOnly(s.handleDeleteCar))
-	s.handleIndexRead("/cars", s.handleListCars)
+	for _, p := range []string{"/cars", "/cars/search", "/cars/search/all", "/cars/search/by-parameters", "/cars/search/by-vendor"} {
+		s.handleIndexRead(p, s.handleListCars)
+	}
 	s.handle("POST", "/cars", s.adminOnly(s.handleCreateCar))
-	s.handleIndexRead("/cars/search", s.handleListCars)
-	s.handleIndexRead("/cars/search/all", s.handleListCars)
-	s.handleIndexRead("/cars/search/by-parameters", s.handleListCars)
-	s.handleIndexRead("/cars/search/by-vendor", s.handleListCars)
 	s.handle("GET", "/garage/{garage_id}", s.publicRead(s.handleGetGarage))
 	s.handle("GET", "/garages/{garage_id}", s.publicRead(s.handleGetGarage))
 	s.handle("PUT", "/garages/{garage_id}", s.adminOnly(s.handlePutGarage))
