@@ -109,29 +109,22 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 	}
 	unsupported := yard.Errorf(yard.EUNSUPPORTED, "Send the sign-in body as application/json or application/x-www-form-urlencoded (UTF-8).")
 	trimmed := bytes.TrimLeft(raw, " \t\r\n")
-	isObject := len(trimmed) > 0 && trimmed[0] == '{'
-	asJSON := false
-	if ct := r.Header.Get("Content-Type"); ct == "" {
-		if !isObject && !bytes.Contains(raw, []byte("=")) {
+	// A JSON object is read as JSON without a type and as a form.
+	asJSON := len(trimmed) > 0 && trimmed[0] == '{'
+	ct := r.Header.Get("Content-Type")
+	mt, params, err := mime.ParseMediaType(ct)
+	cs, hasCharset := params["charset"]
+	switch {
+	case ct == "":
+		if !asJSON && !bytes.Contains(raw, []byte("=")) {
 			return nil, unsupported
 		}
-		asJSON = isObject
-	} else {
-		mt, params, err := mime.ParseMediaType(ct)
-		if err != nil {
-			return nil, unsupported
-		}
-		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-			return nil, unsupported
-		}
-		switch {
-		case mt == "application/json" || strings.HasSuffix(mt, "+json"):
-			asJSON = true
-		case mt == "application/x-www-form-urlencoded":
-			asJSON = isObject
-		default:
-			return nil, unsupported
-		}
+	case err != nil || hasCharset && !strings.EqualFold(cs, "utf-8"):
+		return nil, unsupported
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		asJSON = true
+	case mt != "application/x-www-form-urlencoded":
+		return nil, unsupported
 	}
 	var in loginBody
 	if asJSON {

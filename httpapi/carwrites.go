@@ -209,7 +209,7 @@ func (s *Server) handlePatchCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	writeUpdated(w, newCarView(c), c.UpdatedAt)
+	writeWithValidators(w, http.StatusOK, newCarView(c), c.UpdatedAt)
 }
 
 func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
@@ -303,7 +303,7 @@ func (s *Server) handlePatchGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	writeUpdated(w, newGarageView(g), time.Time{})
+	writeWithValidators(w, http.StatusOK, newGarageView(g), time.Time{})
 }
 
 func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
@@ -353,12 +353,12 @@ func (s *Server) writePut(w http.ResponseWriter, r *http.Request, created bool, 
 // HTTP), both with the validators a GET answers with (modified zero: no
 // Last-Modified).
 func (s *Server) writeReplaced(w http.ResponseWriter, created bool, path string, view any, modified time.Time) {
+	status := http.StatusOK
 	if created {
 		w.Header().Set("Location", s.url(path))
-		writeCreated(w, view, modified)
-		return
+		status = http.StatusCreated
 	}
-	writeUpdated(w, view, modified)
+	writeWithValidators(w, status, view, modified)
 }
 
 // writeNoContent answers a write without a body (a DELETE, a sign-out):

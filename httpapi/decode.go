@@ -113,6 +113,14 @@ func (b sent) refuseNulls(allowed ...string) error {
 	return nil
 }
 
+// setIf sets *dst to *src when src is not nil: a member a body sent
+// replaces the stored value.
+func setIf[T any](dst, src *T) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
 // readBody reads a request body; over MaxBodyBytes is 413 (the
 // *http.MaxBytesError goes to s.error as it is), any other failure 400.
 func readBody(r *http.Request) ([]byte, error) {

@@ -218,7 +218,7 @@ func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 	}
 	v.headers(s, w, d)
 	w.Header().Set("Location", s.url(v.path(d.ID)))
-	writeCreated(w, v.view(s, d), d.UpdatedAt)
+	writeWithValidators(w, http.StatusCreated, v.view(s, d), d.UpdatedAt)
 }
 
 func readOnlyFields(in dogWrite) []yard.FieldError {

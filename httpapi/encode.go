@@ -103,21 +103,11 @@ func writeValidated(w http.ResponseWriter, r *http.Request, status int, ct strin
 	}
 }
 
-// writeCreated writes v, the representation of a resource just created,
-// as 201 with the ETag and Last-Modified a GET of it answers with (RFC 9110
-// §8.8.2, §8.8.3), so a client can make its next request conditional
+// writeWithValidators writes v, the representation of a resource just
+// created (201) or changed (200), with the ETag and Last-Modified a GET of
+// it answers with (RFC 9110 §8.8.2, §8.8.3; modified zero: no
+// Last-Modified), so a client can make its next request conditional
 // without reading the resource again.
-func writeCreated(w http.ResponseWriter, v any, modified time.Time) {
-	writeWithValidators(w, http.StatusCreated, v, modified)
-}
-
-// writeUpdated writes v, the representation of a resource just changed,
-// as 200 with the validators a GET of it answers with (modified zero: no
-// Last-Modified).
-func writeUpdated(w http.ResponseWriter, v any, modified time.Time) {
-	writeWithValidators(w, http.StatusOK, v, modified)
-}
-
 func writeWithValidators(w http.ResponseWriter, status int, v any, modified time.Time) {
 	body, err := marshalJSON(v)
 	if err != nil {

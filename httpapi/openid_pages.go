@@ -239,14 +239,14 @@ func (s *Server) handleOpenIDCheckID(p *pages.Pages, w http.ResponseWriter, r *h
 	if req.SReg != nil && req.SReg.PolicyURL != "" {
 		details = append(details, "Its privacy policy: "+req.SReg.PolicyURL)
 	}
-	boxes := []pages.Checkbox{}
+	var boxes []pages.Checkbox
 	labels := map[string]string{"nickname": "Share my nickname", "email": "Share my e-mail address", "fullname": "Share my full name"}
-	for f, v := range sregShare(u, req, func(string) bool { return true }) {
-		boxes = append(boxes, pages.Checkbox{Name: "sreg_" + f, Label: labels[f] + " (" + v + ")", Checked: true})
+	asked := sregShare(u, req, func(string) bool { return true })
+	for _, f := range openid.SRegFields { // in the order of the fields
+		if v, ok := asked[f]; ok {
+			boxes = append(boxes, pages.Checkbox{Name: "sreg_" + f, Label: labels[f] + " (" + v + ")", Checked: true})
+		}
 	}
-	slices.SortFunc(boxes, func(a, b pages.Checkbox) int {
-		return slices.Index(openid.SRegFields, a.Name[5:]) - slices.Index(openid.SRegFields, b.Name[5:])
-	})
 	boxes = append(boxes, pages.Checkbox{Name: "remember", Label: "Remember my answer for this site"})
 	p.Consent(w, r, pages.Consent{
 		Title: "Sign in to another site?", Party: req.Realm.String(), Question: "asks you to sign in with your yard identity.",

@@ -143,18 +143,14 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 				// Two Authorization headers are 400 on every operation,
 				// public ones included, before routing (docs/auth.md,
 				// "Which credentials count").
-				if _, has400 := resp["400"]; !has400 {
-					resp["400"] = map[string]any{"$ref": "#/components/responses/BadRequest"}
-				}
+				addResponse(resp, "400", "BadRequest")
 				// First, so that its 503 names busy password hashing too.
 				if _, has401 := resp["401"]; has401 {
 					addCredentialParams(o, credParams)
 				}
 				// Any operation may meet a store that cannot be reached
 				// (docs/api.md, "503 Service Unavailable").
-				if _, has503 := resp["503"]; !has503 {
-					resp["503"] = map[string]any{"$ref": "#/components/responses/Unavailable"}
-				}
+				addResponse(resp, "503", "Unavailable")
 			}
 		}
 	}
@@ -184,16 +180,13 @@ func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleDocs serves the interactive API reference, built in the browser
-// from /openapi.json; its assets are embedded, no CDN.
+// from /openapi.json: /docs is its page, /docs/{asset} the assets, all
+// embedded, no CDN.
 func (s *Server) handleDocs(w http.ResponseWriter, r *http.Request) {
-	s.serveDocsFile(w, r, "index.html")
-}
-
-func (s *Server) handleDocsAsset(w http.ResponseWriter, r *http.Request) {
-	s.serveDocsFile(w, r, r.PathValue("asset"))
-}
-
-func (s *Server) serveDocsFile(w http.ResponseWriter, r *http.Request, name string) {
+	name := r.PathValue("asset")
+	if name == "" {
+		name = "index.html"
+	}
 	b, err := docsFS.ReadFile("docs/" + path.Base(name))
 	if err != nil {
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No such documentation asset."))

@@ -317,12 +317,8 @@ func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
 			return &yard.Error{Code: yard.ECONFLICT, Fields: differ,
 				Message: "Only canceled (and, for an administrator, status) can be changed; other fields must be as stored or left out."}
 		}
-		if in.Status != nil {
-			o.Status = *in.Status
-		}
-		if in.Canceled != nil {
-			o.Canceled = *in.Canceled
-		}
+		setIf(&o.Status, in.Status)
+		setIf(&o.Canceled, in.Canceled)
 		return nil
 	})
 }

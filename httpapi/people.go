@@ -141,22 +141,19 @@ type personPatch struct {
 // name are for admins.
 func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 	u, err := s.personFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var in personPatch
+	if err == nil {
+		in, err = decode[personPatch](r)
 	}
-	in, err := decode[personPatch](r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if in.ID != nil && *in.ID != u.ID {
-		s.error(w, r, yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "is read-only: it must equal the id in the URI"}))
-		return
+	if err == nil && in.ID != nil && *in.ID != u.ID {
+		err = yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "is read-only: it must equal the id in the URI"})
 	}
 	// A merge patch null removes a member (RFC 7396): e-mail and phone can
 	// be removed, the other fields cannot.
-	if err := in.refuseNulls("email", "phone"); err != nil {
+	if err == nil {
+		err = in.refuseNulls("email", "phone")
+	}
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -167,58 +164,38 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
 	if in.Phone == nil && in.isNull("phone") {
 		in.Phone = &none
 	}
-	p := yard.PrincipalFromContext(r.Context())
-	if !p.IsAdmin() && (in.Roles != nil || in.Disabled != nil || in.Name != nil) {
-		s.error(w, r, yard.Errorf(yard.EFORBIDDEN, "Only administrators may change a name, roles or disabled."))
-		return
-	}
-	if in.Password != nil {
-		if err := auth.ValidatePassword(*in.Password); err != nil {
-			s.error(w, r, err)
-			return
-		}
-	}
-	if in.Name != nil && in.Password == nil && *in.Name != u.Name {
+	switch p := yard.PrincipalFromContext(r.Context()); {
+	case !p.IsAdmin() && (in.Roles != nil || in.Disabled != nil || in.Name != nil):
+		err = yard.Errorf(yard.EFORBIDDEN, "Only administrators may change a name, roles or disabled.")
+	case in.Password != nil:
+		err = auth.ValidatePassword(*in.Password)
+	case in.Name != nil && *in.Name != u.Name:
 		// Digest HA1 values include the user name: a rename needs a new password.
-		s.error(w, r, yard.Invalid("A new name needs a new password.", yard.FieldError{Field: "password", Message: "is required when the name changes"}))
-		return
+		err = yard.Invalid("A new name needs a new password.", yard.FieldError{Field: "password", Message: "is required when the name changes"})
 	}
-	upd := yard.UserUpdate{Name: in.Name, Email: in.Email, Phone: in.Phone, Roles: in.Roles, Disabled: in.Disabled}
 	// Validate everything before writing anything.
 	probe := *u
-	if in.Name != nil {
-		probe.Name = *in.Name
-	}
-	if in.Email != nil {
-		probe.Email = *in.Email
-	}
-	if in.Phone != nil {
-		probe.Phone = *in.Phone
-	}
-	if in.Roles != nil {
-		probe.Roles = *in.Roles
-	}
-	if err := yard.ValidateUser(&probe); err != nil {
-		s.error(w, r, err)
-		return
+	setIf(&probe.Name, in.Name)
+	setIf(&probe.Email, in.Email)
+	setIf(&probe.Phone, in.Phone)
+	setIf(&probe.Roles, in.Roles)
+	if err == nil {
+		err = yard.ValidateUser(&probe)
 	}
 	var creds *yard.Credentials
-	if in.Password != nil {
-		if creds, err = s.hashing().Credentials(r.Context(), probe.Name, *in.Password); err != nil {
-			s.error(w, r, err)
-			return
-		}
+	if err == nil && in.Password != nil {
+		creds, err = s.hashing().Credentials(r.Context(), probe.Name, *in.Password)
 	}
-	updated, err := s.db.people.UpdateUser(r.Context(), u.ID, upd)
+	var updated *yard.User
+	if err == nil {
+		updated, err = s.db.people.UpdateUser(r.Context(), u.ID, yard.UserUpdate{Name: in.Name, Email: in.Email, Phone: in.Phone, Roles: in.Roles, Disabled: in.Disabled})
+	}
+	if err == nil && creds != nil {
+		err = s.db.people.SetCredentials(r.Context(), u.ID, creds)
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
-	}
-	if creds != nil {
-		if err := s.db.people.SetCredentials(r.Context(), u.ID, creds); err != nil {
-			s.error(w, r, err)
-			return
-		}
 	}
 	s.forgetUser(u.ID)
 	writeRepresentation(w, r, newPersonView(updated), updated.UpdatedAt)

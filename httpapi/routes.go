@@ -10,7 +10,7 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/{$}", s.handleIndex)
 	s.handle("GET", "/openapi.json", s.handleOpenAPI)
 	s.handle("GET", "/docs", s.handleDocs)
-	s.handle("GET", "/docs/{asset}", s.handleDocsAsset)
+	s.handle("GET", "/docs/{asset}", s.handleDocs)
 	s.handle("GET", "/problems/{slug}", s.handleProblem)
 	s.handle("GET", "/healthz", s.handleHealthz)
 	s.handle("GET", "/readyz", s.handleReadyz)

@@ -59,12 +59,16 @@ func addCredentialParams(op map[string]any, params []string) {
 		op["parameters"] = list
 	}
 	if resp, ok := op["responses"].(map[string]any); ok {
-		if _, ok := resp["429"]; !ok {
-			resp["429"] = map[string]any{"$ref": "#/components/responses/TooManyRequests"}
-		}
-		if _, ok := resp["503"]; !ok {
-			resp["503"] = map[string]any{"$ref": "#/components/responses/PasswordCheckBusy"}
-		}
+		addResponse(resp, "429", "TooManyRequests")
+		addResponse(resp, "503", "PasswordCheckBusy")
+	}
+}
+
+// addResponse gives responses, an operation's, the answer of status code:
+// the component response name, unless it has one already.
+func addResponse(responses map[string]any, code, name string) {
+	if _, ok := responses[code]; !ok {
+		responses[code] = map[string]any{"$ref": "#/components/responses/" + name}
 	}
 }
 

@@ -216,7 +216,7 @@ func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	writeUpdated(w, newWebhookView(hook), hook.UpdatedAt)
+	writeWithValidators(w, http.StatusOK, newWebhookView(hook), hook.UpdatedAt)
 }
 
 // handleDeleteWebhook answers DELETE /v1/webhooks/{webhook_id}: 204; its
