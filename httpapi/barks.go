@@ -240,12 +240,7 @@ func (s *Server) bark(w http.ResponseWriter, r *http.Request, mayAsync bool) {
 // handleGetBark answers the state of a bark (docs/barks.md): 200 with the task
 // while it runs; once finished, 303 to the dog for a succeeded email-count
 // bark and for a fetch-code bark that changed the dog, else 200.
-func (s *Server) handleGetBark(w http.ResponseWriter, r *http.Request) {
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleGetBark(w http.ResponseWriter, r *http.Request, d *yard.Dog) {
 	b, err := s.db.barks.FindBark(r.Context(), d.ID, r.PathValue("bark_id"))
 	if err != nil {
 		s.error(w, r, err)
@@ -317,12 +312,7 @@ func (s *Server) handleListBarks(w http.ResponseWriter, r *http.Request) {
 
 // handleLastBark answers {"timestamp"} of the dog's last bark, 404 when it
 // never barked.
-func (s *Server) handleLastBark(w http.ResponseWriter, r *http.Request) {
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleLastBark(w http.ResponseWriter, r *http.Request, d *yard.Dog) {
 	t, err := s.db.barks.LastBark(r.Context(), d.ID)
 	if err != nil {
 		s.error(w, r, err)

@@ -147,6 +147,19 @@ func (s *Server) withDog(v *dogVersion, h func(http.ResponseWriter, *http.Reques
 	}
 }
 
+// onDog serves a request on the dog of the path for the caller
+// (loadDogFor: 404 or 403 otherwise) with h.
+func (s *Server) onDog(h func(http.ResponseWriter, *http.Request, *yard.Dog)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		d, err := s.loadDogFor(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		h(w, r, d)
+	}
+}
+
 // canUseDog allows the dog's owner and admins.
 func canUseDog(r *http.Request, d *yard.Dog) error {
 	p := yard.PrincipalFromContext(r.Context())

@@ -117,7 +117,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	// A 401 carries a challenge per scheme (docs/auth.md); a scheme's own
 	// challenge from the error (OAuth's oauth_problem) takes the place
 	// of that scheme's plain one.
-	if kind.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" && s.deps.Auth != nil {
+	if kind.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		used := make([]bool, len(own))
 		for _, c := range s.deps.Auth.Challenges(r) {
 			if i := slices.IndexFunc(own, func(o string) bool { return sameScheme(o, c) }); i >= 0 {
@@ -141,10 +141,6 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblemXML(w, p)
 		return
 	}
-	writeProblem(w, p)
-}
-
-func writeProblem(w http.ResponseWriter, p Problem) {
 	body, _ := marshalJSON(p)
 	writeProblemBody(w, p.Status, "application/problem+json", body)
 }

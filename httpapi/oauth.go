@@ -291,15 +291,12 @@ func (s *Server) handleAuthorize(p *pages.Pages, w http.ResponseWriter, r *http.
 		})
 		return
 	}
-	allow := false
-	switch r.PostForm.Get("decision") {
-	case "allow":
-		allow = true
-	case "deny":
-	default:
+	decision := r.PostForm.Get("decision")
+	if decision != "allow" && decision != "deny" {
 		p.Error(w, r, http.StatusBadRequest, "Bad request", "Choose Allow or Deny.")
 		return
 	}
+	allow := decision == "allow"
 	verifier, ok, err := o.Decide(r.Context(), token, user.UserID, allow)
 	if err != nil {
 		p.Internal(w, r, err)

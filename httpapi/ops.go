@@ -257,10 +257,6 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.db.ops.Engine(), "carSearch": s.carSearchPath()})
 }
 
-func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	s.Metrics().ServeHTTP(w, r)
-}
-
 // Metrics serves the process's Prometheus metrics without credentials,
 // for a listener only the host reaches (serve's --debug-addr).
 func (s *Server) Metrics() http.Handler {

@@ -17,7 +17,7 @@ func (s *Server) registerRoutes() {
 	// Metrics are not public (docs/operations.md, "Metrics and traces"):
 	// any principal reads them here, and the loopback --debug-addr
 	// listener serves them without credentials.
-	s.handle("GET", "/metrics", s.authenticated(s.handleMetrics))
+	s.handle("GET", "/metrics", s.authenticated(s.Metrics().ServeHTTP))
 
 	// People.
 	s.handle("POST", "/v1/people", s.adminOnly(s.handleCreatePerson))
@@ -68,13 +68,13 @@ func (s *Server) registerRoutes() {
 	// bark-schedule view of the schedule (the PATCH of the dog is the other).
 	s.handle("POST", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleCreateBark))
 	s.handle("GET", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleListBarks))
-	s.handle("GET", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(s.handleGetBark))
+	s.handle("GET", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(s.onDog(s.handleGetBark)))
 	s.handle("DELETE", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(s.handleDeleteBark))
 	s.handle("POST", "/v1/dogs/{dog_id}/bark", s.authenticated(s.handleBarkNow))
-	s.handle("GET", "/v1/dogs/{dog_id}/bark", s.authenticated(s.handleLastBark))
-	s.handle("POST", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handlePostSchedule))
-	s.handle("GET", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handleGetSchedule))
-	s.handle("DELETE", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handleDeleteSchedule))
+	s.handle("GET", "/v1/dogs/{dog_id}/bark", s.authenticated(s.onDog(s.handleLastBark)))
+	s.handle("POST", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.onDog(s.handlePostSchedule)))
+	s.handle("GET", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.onDog(s.handleGetSchedule)))
+	s.handle("DELETE", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.onDog(s.handleDeleteSchedule)))
 
 	// Events (docs/events.md): a stream or pages of the principal's
 	// events.

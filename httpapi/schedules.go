@@ -159,12 +159,7 @@ func prefixField(err error, prefix string) error {
 
 // handlePostSchedule sets the schedule through the bark-schedule resource:
 // 205; a token already applied to this dog changes nothing (205 again).
-func (s *Server) handlePostSchedule(w http.ResponseWriter, r *http.Request) {
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handlePostSchedule(w http.ResponseWriter, r *http.Request, d *yard.Dog) {
 	in, err := decode[scheduleInput](r)
 	if err != nil {
 		s.error(w, r, err)
@@ -233,12 +228,7 @@ type scheduleView struct {
 
 // handleGetSchedule answers {"last","next","frequency"}; 404 without a
 // schedule.
-func (s *Server) handleGetSchedule(w http.ResponseWriter, r *http.Request) {
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleGetSchedule(w http.ResponseWriter, r *http.Request, d *yard.Dog) {
 	if d.Schedule == nil {
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "The dog has no bark schedule."))
 		return
@@ -251,12 +241,7 @@ func newScheduleView(sc *yard.BarkSchedule) scheduleView {
 }
 
 // handleDeleteSchedule stops the schedule: 204; 404 without one.
-func (s *Server) handleDeleteSchedule(w http.ResponseWriter, r *http.Request) {
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleDeleteSchedule(w http.ResponseWriter, r *http.Request, d *yard.Dog) {
 	if d.Schedule != nil {
 		// Against the validators of GET /bark-schedule.
 		if err := writePreconditions(r, etagOf(newScheduleView(d.Schedule)), d.UpdatedAt, "bark schedule"); err != nil {

@@ -67,11 +67,6 @@ type stores struct {
 	webhooks webhookStore // webhooks.go
 }
 
-func storesOf(db Store) stores {
-	return stores{dogs: db, barks: db, cars: db, events: db, openid: db, ops: db, outage: db,
-		orders: db, people: db, webhooks: db}
-}
-
 // Deps are the collaborators of a Server. They are all given to New and
 // never changed afterwards: reading the Deps a server was built with tells
 // everything it is made of.
@@ -210,8 +205,9 @@ func New(d Deps) *Server {
 	if d.Lists == nil {
 		d.Lists = fairgate.New(fairgate.Config{})
 	}
-	s := &Server{deps: d, db: storesOf(d.DB), basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{}, indexReads: map[string]bool{},
-		storeDown: make(chan struct{}, 1)}
+	s := &Server{deps: d, basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{},
+		indexReads: map[string]bool{}, storeDown: make(chan struct{}, 1),
+		db: stores{dogs: d.DB, barks: d.DB, cars: d.DB, events: d.DB, openid: d.DB, ops: d.DB, outage: d.DB, orders: d.DB, people: d.DB, webhooks: d.DB}}
 	s.metrics = newMetrics(s.deps.Registry)
 	s.openapi = sync.OnceValues(s.buildOpenAPI)
 	registerGateMetrics(s.deps.Registry, "yard_car_lists", "car lists and searches", s.deps.Lists)
