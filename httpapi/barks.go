@@ -97,13 +97,6 @@ type barkRequest struct {
 	Effect *string `json:"effect"`
 }
 
-// prefers reports whether the request's Prefer header (RFC 7240 §2) holds
-// the preference name.
-func prefers(r *http.Request, name string) bool {
-	_, ok := preference(r, name)
-	return ok
-}
-
 // preference returns the value of the preference name in the request's
 // Prefer headers (RFC 7240 §2: "name" or "name=value", with parameters
 // after ";"), unquoted, and whether it is there.
@@ -209,7 +202,8 @@ func (s *Server) bark(w http.ResponseWriter, r *http.Request, mayAsync bool) {
 		}
 		effect = *in.Effect
 	}
-	asyncAsked := mayAsync && prefers(r, "respond-async")
+	_, asyncAsked := preference(r, "respond-async")
+	asyncAsked = asyncAsked && mayAsync
 	w.Header().Add("Vary", "Prefer")
 	b, err := s.deps.Barks.Bark(r.Context(), d, effect, asyncAsked)
 	if err != nil {

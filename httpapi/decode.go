@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -320,9 +321,9 @@ func jsonError(body []byte, err error) error {
 			t = t.Elem()
 		}
 		if t != nil {
-			want = jsonKind(t.Kind().String())
+			want = cmp.Or(goKinds[t.Kind()], t.Kind().String())
 		}
-		got := kindName(sem.JSONKind)
+		got := kindNames[sem.JSONKind]
 		if t != nil && got == "number" && (want == "a number") {
 			return yard.Invalid("A field has a number out of range.", yard.FieldError{Field: field, Message: "must be a whole number in range"})
 		}
@@ -337,39 +338,14 @@ func jsonError(body []byte, err error) error {
 
 var quotedInput = regexp.MustCompile("`[^`]*`")
 
-// kindName names a JSON kind as the type errors do.
-func kindName(k jsontext.Kind) string {
-	switch k {
-	case '"':
-		return "string"
-	case '0':
-		return "number"
-	case 't', 'f':
-		return "bool"
-	case 'n':
-		return "null"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	}
-	return ""
-}
+// kindNames name the JSON kinds as the type errors do.
+var kindNames = map[jsontext.Kind]string{'"': "string", '0': "number", 't': "bool", 'f': "bool", 'n': "null", '{': "object", '[': "array"}
 
-func jsonKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "int", "int64", "int32", "float64", "uint", "uint64":
-		return "a number"
-	case "bool":
-		return "true or false"
-	case "slice":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	}
-	return k
+// goKinds name what a Go kind takes in JSON; the others go by their Go
+// name.
+var goKinds = map[reflect.Kind]string{
+	reflect.String: "a string", reflect.Bool: "true or false", reflect.Slice: "an array", reflect.Struct: "an object", reflect.Map: "an object",
+	reflect.Int: "a number", reflect.Int64: "a number", reflect.Int32: "a number", reflect.Float64: "a number", reflect.Uint: "a number", reflect.Uint64: "a number",
 }
 
 func position(body []byte, off int64) (line, col int) {

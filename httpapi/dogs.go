@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -354,19 +355,10 @@ func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 		s.error(w, r, err)
 		return
 	}
-	effect := deref(in.BarkEffect)
-	if effect == "" {
-		effect = yard.EffectRecord
-	}
-	codeURL := deref(in.CodeURL)
-	upd := yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: &owner, BarkEffect: &effect, CodeURL: &codeURL}
-	if in.Name == nil {
-		upd.Name = new(string)
-	}
-	if in.Email == nil {
-		upd.Email = new(string)
-	}
-	d, err = s.db.dogs.UpdateDog(r.Context(), id, upd)
+	// A PUT replaces every writable field: one left out is emptied (the
+	// effect becomes record).
+	name, email, effect, codeURL := deref(in.Name), deref(in.Email), cmp.Or(deref(in.BarkEffect), yard.EffectRecord), deref(in.CodeURL)
+	d, err = s.db.dogs.UpdateDog(r.Context(), id, yard.DogUpdate{Name: &name, Email: &email, Owner: &owner, BarkEffect: &effect, CodeURL: &codeURL})
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -90,8 +90,8 @@ func (s *Server) registerRoutes() {
 	// refuse wrong credentials, publicRead); writes need an administrator. Every car list shares one grammar (cars.go).
 	s.handleIndexRead("/car/{car_id}", s.handleGetCar)
 	s.handleIndexRead("/cars/{car_id}", s.handleGetCar)
-	s.handle("PUT", "/cars/{car_id}", s.adminOnly(s.handlePutCar))
-	s.handle("PATCH", "/cars/{car_id}", s.adminOnly(s.handlePatchCar))
+	s.handle("PUT", "/cars/{car_id}", s.adminOnly(s.handleWriteCar(true)))
+	s.handle("PATCH", "/cars/{car_id}", s.adminOnly(s.handleWriteCar(false)))
 	s.handle("DELETE", "/cars/{car_id}", s.adminOnly(s.handleDeleteCar))
 	for _, p := range []string{"/cars", "/cars/search", "/cars/search/all", "/cars/search/by-parameters", "/cars/search/by-vendor"} {
 		s.handleIndexRead(p, s.handleListCars)
@@ -99,8 +99,8 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/cars", s.adminOnly(s.handleCreateCar))
 	s.handle("GET", "/garage/{garage_id}", s.publicRead(s.handleGetGarage))
 	s.handle("GET", "/garages/{garage_id}", s.publicRead(s.handleGetGarage))
-	s.handle("PUT", "/garages/{garage_id}", s.adminOnly(s.handlePutGarage))
-	s.handle("PATCH", "/garages/{garage_id}", s.adminOnly(s.handlePatchGarage))
+	s.handle("PUT", "/garages/{garage_id}", s.adminOnly(s.handleWriteGarage(true)))
+	s.handle("PATCH", "/garages/{garage_id}", s.adminOnly(s.handleWriteGarage(false)))
 	s.handle("DELETE", "/garages/{garage_id}", s.adminOnly(s.handleDeleteGarage))
 	s.handle("GET", "/garages", s.publicRead(s.handleListGarages))
 	s.handle("POST", "/garages", s.adminOnly(s.handleCreateGarage))
