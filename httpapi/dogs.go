@@ -212,21 +212,22 @@ func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 		// A new dog gets its schedule with PATCH or /bark-schedule.
 		f = append(f, yard.FieldError{Field: "barks", Message: "is set after the dog exists, with PATCH or /bark-schedule"})
 	}
+	var err error
 	if len(f) > 0 {
-		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", f...))
-		return
+		err = yard.Invalid("Read-only fields cannot be set on create.", f...)
 	}
-	if err := s.checkCodeURL(in.CodeURL); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = s.checkCodeURL(in.CodeURL)
 	}
-	owner, err := checkOwner(r, in.Owner)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var owner string
+	if err == nil {
+		owner, err = checkOwner(r, in.Owner)
 	}
 	d := &yard.Dog{ID: id, Name: deref(in.Name), Email: deref(in.Email), Owner: owner, BarkEffect: deref(in.BarkEffect), CodeURL: deref(in.CodeURL)}
-	if err := s.db.dogs.CreateDog(r.Context(), d); err != nil {
+	if err == nil {
+		err = s.db.dogs.CreateDog(r.Context(), d)
+	}
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -314,51 +315,41 @@ func (s *Server) getDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d
 func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 	id := r.PathValue("dog_id")
 	in, err := v.decode(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil && in.ID != nil && *in.ID != id {
+		err = yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"})
 	}
-	if in.ID != nil && *in.ID != id {
-		s.error(w, r, yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"}))
-		return
+	var d *yard.Dog
+	if err == nil {
+		if d, err = s.db.dogs.FindDogByID(r.Context(), id); yard.ErrorCode(err) == yard.ENOTFOUND {
+			s.createDogAt(w, r, v, id, in)
+			return
+		}
 	}
-	d, err := s.db.dogs.FindDogByID(r.Context(), id)
-	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		s.createDogAt(w, r, v, id, in)
-		return
-	} else if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = canUseDog(r, d)
 	}
-	if err := canUseDog(r, d); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = s.checkCodeURL(in.CodeURL)
 	}
-	if err := s.checkCodeURL(in.CodeURL); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = writePreconditions(r, etagOf(v.view(s, d)), d.UpdatedAt, "dog")
 	}
-	if err := writePreconditions(r, etagOf(v.view(s, d)), d.UpdatedAt, "dog"); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil && in.Barks != nil && !sameSchedule(in.Barks, d) {
+		err = yard.Errorf(yard.ECONFLICT, "PUT does not change the bark schedule; use PATCH with barks or /bark-schedule.")
 	}
-	if in.Barks != nil && !sameSchedule(in.Barks, d) {
-		s.error(w, r, yard.Errorf(yard.ECONFLICT, "PUT does not change the bark schedule; use PATCH with barks or /bark-schedule."))
-		return
+	if err == nil && ((in.BarkCount != nil && *in.BarkCount != d.BarkCount) || (in.CodeRevision != nil && *in.CodeRevision != d.CodeRevision)) {
+		err = yard.Errorf(yard.ECONFLICT, "barkCount and codeRevision are read-only; send the values the server holds or leave them out.")
 	}
-	if (in.BarkCount != nil && *in.BarkCount != d.BarkCount) || (in.CodeRevision != nil && *in.CodeRevision != d.CodeRevision) {
-		s.error(w, r, yard.Errorf(yard.ECONFLICT, "barkCount and codeRevision are read-only; send the values the server holds or leave them out."))
-		return
-	}
-	owner, err := checkOwner(r, in.Owner)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var owner string
+	if err == nil {
+		owner, err = checkOwner(r, in.Owner)
 	}
 	// A PUT replaces every writable field: one left out is emptied (the
 	// effect becomes record).
 	name, email, effect, codeURL := deref(in.Name), deref(in.Email), cmp.Or(deref(in.BarkEffect), yard.EffectRecord), deref(in.CodeURL)
-	d, err = s.db.dogs.UpdateDog(r.Context(), id, yard.DogUpdate{Name: &name, Email: &email, Owner: &owner, BarkEffect: &effect, CodeURL: &codeURL})
+	if err == nil {
+		d, err = s.db.dogs.UpdateDog(r.Context(), id, yard.DogUpdate{Name: &name, Email: &email, Owner: &owner, BarkEffect: &effect, CodeURL: &codeURL})
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -386,49 +377,38 @@ func (s *Server) createDogAt(w http.ResponseWriter, r *http.Request, v *dogVersi
 // patchDog applies a JSON merge patch (RFC 7396) to a dog: 204.
 func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog) {
 	in, err := v.decode(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
 	// A merge patch null removes a member (RFC 7396): codeUrl and the
 	// schedule can be removed, the other fields cannot.
-	if err := in.refuseNulls("codeUrl", "barks", "schedule"); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = in.refuseNulls("codeUrl", "barks", "schedule")
 	}
 	if in.CodeURL == nil && in.isNull("codeUrl") {
-		none := ""
-		in.CodeURL = &none
+		in.CodeURL = new(string)
 	}
-	if f := readOnlyFields(in); len(f) > 0 {
-		s.error(w, r, yard.Invalid("Read-only fields cannot be changed.", f...))
-		return
+	if f := readOnlyFields(in); err == nil && len(f) > 0 {
+		err = yard.Invalid("Read-only fields cannot be changed.", f...)
 	}
-	if err := s.checkCodeURL(in.CodeURL); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = s.checkCodeURL(in.CodeURL)
 	}
-	if in.Owner != nil {
-		if _, err := checkOwner(r, in.Owner); err != nil {
-			s.error(w, r, err)
-			return
-		}
+	if err == nil && in.Owner != nil {
+		_, err = checkOwner(r, in.Owner)
 	}
-	if in.Barks != nil {
+	upd := yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL}
+	if err == nil && in.Barks != nil {
 		// The schedule has its own rules for If-Unmodified-Since
 		// (docs/barks.md); entity tags hold as for any write.
-		if err := writePreconditions(r, etagOf(v.view(s, d)), time.Time{}, "dog"); err != nil {
-			s.error(w, r, err)
+		if err = writePreconditions(r, etagOf(v.view(s, d)), time.Time{}, "dog"); err == nil {
+			s.patchSchedule(w, r, v, d, in.raw, in.Barks, upd)
 			return
 		}
-		s.patchSchedule(w, r, v, d, in.raw, in.Barks, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
-		return
 	}
-	if err := writePreconditions(r, etagOf(v.view(s, d)), d.UpdatedAt, "dog"); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = writePreconditions(r, etagOf(v.view(s, d)), d.UpdatedAt, "dog")
 	}
-	d, err = s.db.dogs.UpdateDog(r.Context(), d.ID, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
+	if err == nil {
+		d, err = s.db.dogs.UpdateDog(r.Context(), d.ID, upd)
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -104,22 +104,8 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 		if err := json.Unmarshal(raw, &frag); err != nil {
 			return nil, fmt.Errorf("openapi/%s: %w", e.Name(), err)
 		}
-		for p, ops := range frag.Paths {
-			existing, _ := paths[p].(map[string]any)
-			if existing == nil {
-				existing = map[string]any{}
-			}
-			maps.Copy(existing, ops)
-			paths[p] = existing
-		}
-		for kind, m := range frag.Components {
-			dst, _ := components[kind].(map[string]any)
-			if dst == nil {
-				dst = map[string]any{}
-				components[kind] = dst
-			}
-			maps.Copy(dst, m)
-		}
+		mergeObjects(paths, frag.Paths)
+		mergeObjects(components, frag.Components)
 		if len(frag.Tags) > 0 {
 			tags, _ := doc["tags"].([]any)
 			doc["tags"] = append(tags, frag.Tags...)
@@ -135,23 +121,22 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 	}
 	for _, item := range paths {
 		for _, op := range item.(map[string]any) {
-			o, ok := op.(map[string]any)
+			o, _ := op.(map[string]any)
+			resp, ok := o["responses"].(map[string]any)
 			if !ok {
 				continue
 			}
-			if resp, ok := o["responses"].(map[string]any); ok {
-				// Two Authorization headers are 400 on every operation,
-				// public ones included, before routing (docs/auth.md,
-				// "Which credentials count").
-				addResponse(resp, "400", "BadRequest")
-				// First, so that its 503 names busy password hashing too.
-				if _, has401 := resp["401"]; has401 {
-					addCredentialParams(o, credParams)
-				}
-				// Any operation may meet a store that cannot be reached
-				// (docs/api.md, "503 Service Unavailable").
-				addResponse(resp, "503", "Unavailable")
+			// Two Authorization headers are 400 on every operation, public
+			// ones included, before routing (docs/auth.md, "Which
+			// credentials count").
+			addResponse(resp, "400", "BadRequest")
+			// First, so that its 503 names busy password hashing too.
+			if _, has401 := resp["401"]; has401 {
+				addCredentialParams(o, credParams)
 			}
+			// Any operation may meet a store that cannot be reached
+			// (docs/api.md, "503 Service Unavailable").
+			addResponse(resp, "503", "Unavailable")
 		}
 	}
 	doc["servers"] = []any{map[string]any{"url": s.deps.BaseURL}}
@@ -166,6 +151,19 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+// mergeObjects copies each object of src into the object of the same name
+// in dst, made when dst has none.
+func mergeObjects(dst map[string]any, src map[string]map[string]any) {
+	for name, m := range src {
+		obj, _ := dst[name].(map[string]any)
+		if obj == nil {
+			obj = map[string]any{}
+			dst[name] = obj
+		}
+		maps.Copy(obj, m)
+	}
 }
 
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {

@@ -177,10 +177,6 @@ func statusField(v string) error {
 // an administrator may give customerId and status. 201 with Location.
 func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 	media, in, err := readOrderRequest(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
 	var ro []yard.FieldError
 	if in.ID != nil {
 		ro = append(ro, yard.FieldError{Field: "id", Message: "is chosen by the server"})
@@ -194,31 +190,25 @@ func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 	if in.Canceled != nil && *in.Canceled {
 		ro = append(ro, yard.FieldError{Field: "canceled", Message: "a new order is not cancelled; cancel it afterwards"})
 	}
-	if len(ro) > 0 {
-		s.error(w, r, yard.Invalid("These fields cannot be set on create.", ro...))
-		return
-	}
 	p := yard.PrincipalFromContext(r.Context())
+	switch {
+	case err != nil:
+	case len(ro) > 0:
+		err = yard.Invalid("These fields cannot be set on create.", ro...)
+	case in.Status != nil && !yard.ValidOrderStatus(*in.Status):
+		err = statusField(*in.Status)
+	case in.Status != nil && *in.Status != yard.OrderPlaced && !p.IsAdmin():
+		err = yard.Errorf(yard.EFORBIDDEN, "Only an administrator may create an order that is not placed.")
+	case in.CustomerID != nil && *in.CustomerID != p.UserID && !p.IsAdmin():
+		err = yard.Errorf(yard.EFORBIDDEN, "Only an administrator may place an order for someone else.")
+	}
 	o := &yard.Order{CustomerID: p.UserID, Status: yard.OrderPlaced}
-	if in.Status != nil {
-		if !yard.ValidOrderStatus(*in.Status) {
-			s.error(w, r, statusField(*in.Status))
-			return
-		}
-		if *in.Status != yard.OrderPlaced && !p.IsAdmin() {
-			s.error(w, r, yard.Errorf(yard.EFORBIDDEN, "Only an administrator may create an order that is not placed."))
-			return
-		}
-		o.Status = *in.Status
+	setIf(&o.Status, in.Status)
+	setIf(&o.CustomerID, in.CustomerID)
+	if err == nil {
+		err = s.db.orders.CreateOrder(r.Context(), o)
 	}
-	if in.CustomerID != nil && *in.CustomerID != p.UserID {
-		if !p.IsAdmin() {
-			s.error(w, r, yard.Errorf(yard.EFORBIDDEN, "Only an administrator may place an order for someone else."))
-			return
-		}
-		o.CustomerID = *in.CustomerID
-	}
-	if err := s.db.orders.CreateOrder(r.Context(), o); err != nil {
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -276,21 +266,17 @@ func (s *Server) handleGetOrder(w http.ResponseWriter, r *http.Request) {
 // (cancelling a shipped order, shipping a cancelled one) is 409.
 func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
 	media, in, err := readOrderRequest(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if in.Status != nil && !yard.ValidOrderStatus(*in.Status) {
-		s.error(w, r, statusField(*in.Status))
-		return
+	if err == nil && in.Status != nil && !yard.ValidOrderStatus(*in.Status) {
+		err = statusField(*in.Status)
 	}
 	now := s.db.orders.Clock()
-	created, err := parseOrderTime(in.CreatedAt, "createdAt", now)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var created, updated *time.Time
+	if err == nil {
+		created, err = parseOrderTime(in.CreatedAt, "createdAt", now)
 	}
-	updated, err := parseOrderTime(in.UpdatedAt, "updatedAt", now)
+	if err == nil {
+		updated, err = parseOrderTime(in.UpdatedAt, "updatedAt", now)
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return

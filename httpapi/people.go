@@ -49,36 +49,29 @@ type personCreate struct {
 // body one is generated and returned once.
 func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
 	in, err := decode[personCreate](r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if in.ID != nil {
-		s.error(w, r, yard.Invalid("A person's id is chosen by the server.", yard.FieldError{Field: "id", Message: "is read-only; leave it out"}))
-		return
+	if err == nil && in.ID != nil {
+		err = yard.Invalid("A person's id is chosen by the server.", yard.FieldError{Field: "id", Message: "is read-only; leave it out"})
 	}
 	generated := in.Password == ""
-	if generated {
+	if err == nil && generated {
 		in.Password = auth.GeneratePassword()
-	} else if err := auth.ValidatePassword(in.Password); err != nil {
-		s.error(w, r, err)
-		return
+	} else if err == nil {
+		err = auth.ValidatePassword(in.Password)
 	}
 	roles := []string{yard.RoleUser}
-	if in.Roles != nil {
-		roles = *in.Roles // empty: refused by ValidateUser, as by a PATCH
-	}
+	setIf(&roles, in.Roles) // empty: refused by ValidateUser, as by a PATCH
 	u := &yard.User{Name: in.Name, Email: in.Email, Phone: in.Phone, Roles: roles, Disabled: in.Disabled}
-	if err := yard.ValidateUser(u); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = yard.ValidateUser(u)
 	}
-	creds, err := s.hashing().Credentials(r.Context(), u.Name, in.Password)
+	var creds *yard.Credentials
+	if err == nil {
+		creds, err = s.hashing().Credentials(r.Context(), u.Name, in.Password)
+	}
+	if err == nil {
+		err = s.db.people.CreateUser(r.Context(), u, creds)
+	}
 	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.db.people.CreateUser(r.Context(), u, creds); err != nil {
 		s.error(w, r, err)
 		return
 	}
