@@ -299,19 +299,18 @@ func (s *Server) sessionKeyKit(r *http.Request) (*auth.Kit, error) {
 // Knowing the key is the credential.
 func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 	k, err := s.sessionKeyKit(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
 	key := r.PathValue("key")
-	if !validSessionKey(key) {
-		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No such session."))
-		return
+	if err == nil && !validSessionKey(key) {
+		err = yard.Errorf(yard.ENOTFOUND, "No such session.")
 	}
-	sess, err := k.Store.FindSession(r.Context(), auth.HashKey(key))
-	now := k.Now()
-	if err == nil && (now.Sub(sess.LastSeen) >= k.Sessions.Idle || now.Sub(sess.CreatedAt) >= k.Sessions.Max) {
-		err = yard.Errorf(yard.ENOTFOUND, "The session has expired.")
+	var sess *yard.Session
+	if err == nil {
+		sess, err = k.Store.FindSession(r.Context(), auth.HashKey(key))
+	}
+	if err == nil {
+		if now := k.Now(); now.Sub(sess.LastSeen) >= k.Sessions.Idle || now.Sub(sess.CreatedAt) >= k.Sessions.Max {
+			err = yard.Errorf(yard.ENOTFOUND, "The session has expired.")
+		}
 	}
 	if err != nil {
 		s.error(w, r, err)
@@ -326,20 +325,15 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 // expired cookie).
 func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 	k, err := s.sessionKeyKit(r)
+	existed := false
+	if key := r.PathValue("key"); err == nil && validSessionKey(key) {
+		existed, err = k.Sessions.Delete(r.Context(), key)
+	}
+	if err == nil && !existed {
+		err = yard.Errorf(yard.ENOTFOUND, "No such session.")
+	}
 	if err != nil {
 		s.error(w, r, err)
-		return
-	}
-	key := r.PathValue("key")
-	existed := false
-	if validSessionKey(key) {
-		if existed, err = k.Sessions.Delete(r.Context(), key); err != nil {
-			s.error(w, r, err)
-			return
-		}
-	}
-	if !existed {
-		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No such session."))
 		return
 	}
 	http.SetCookie(w, k.Sessions.ExpiredCookie())

@@ -185,23 +185,19 @@ func (s *Server) bark(w http.ResponseWriter, r *http.Request, mayAsync bool) {
 	if err == nil {
 		err = canUseDog(r, d)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var in barkRequest
+	if err == nil {
+		in, err = decodeOptional[barkRequest](r)
 	}
-	in, err := decodeOptional[barkRequest](r)
+	if err == nil && in.Effect != nil && !yard.ValidEffect(*in.Effect) {
+		err = yard.Invalid("Unknown bark effect.", yard.FieldError{Field: "effect", Message: "must be one of email, email-count, record, fetch-code"})
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	effect := d.BarkEffect
-	if in.Effect != nil {
-		if !yard.ValidEffect(*in.Effect) {
-			s.error(w, r, yard.Invalid("Unknown bark effect.", yard.FieldError{Field: "effect", Message: "must be one of email, email-count, record, fetch-code"}))
-			return
-		}
-		effect = *in.Effect
-	}
+	setIf(&effect, in.Effect)
 	_, asyncAsked := preference(r, "respond-async")
 	asyncAsked = asyncAsked && mayAsync
 	w.Header().Add("Vary", "Prefer")

@@ -161,26 +161,22 @@ func prefixField(err error, prefix string) error {
 // 205; a token already applied to this dog changes nothing (205 again).
 func (s *Server) handlePostSchedule(w http.ResponseWriter, r *http.Request, d *yard.Dog) {
 	in, err := decode[scheduleInput](r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var token string
+	if err == nil {
+		token, err = parseToken(in.Token)
 	}
-	token, err := parseToken(in.Token)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if in.Previous != nil {
-		s.error(w, r, yard.Invalid("The bark schedule is malformed.", yard.FieldError{Field: "previous", Message: "is read-only"}))
-		return
+	if err == nil && in.Previous != nil {
+		err = yard.Invalid("The bark schedule is malformed.", yard.FieldError{Field: "previous", Message: "is read-only"})
 	}
 	now := s.db.barks.Clock()
-	change, _, err := parseSchedule(in, now)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var change yard.ScheduleChange
+	if err == nil {
+		change, _, err = parseSchedule(in, now)
 	}
-	if _, err := s.db.barks.SetScheduleByToken(r.Context(), d.ID, token, change, now); err != nil {
+	if err == nil {
+		_, err = s.db.barks.SetScheduleByToken(r.Context(), d.ID, token, change, now)
+	}
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}

@@ -35,17 +35,16 @@ func (s *Server) newSearchView(se *yard.Search) searchView {
 func (s *Server) handleCreateSearch(w http.ResponseWriter, r *http.Request) {
 	// The search body has a parser of its own; decode checks it first.
 	body, err := decode[jsontext.Value](r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var req yard.SearchRequest
+	if err == nil {
+		req, err = yard.ParseSearchBody(body)
 	}
-	req, err := yard.ParseSearchBody(body)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var se *yard.Search
+	if err == nil {
+		se = &yard.Search{Name: req.Name, Query: req.Query, CreatedBy: yard.PrincipalFromContext(r.Context()).UserID}
+		err = s.db.cars.CreateSearch(r.Context(), se)
 	}
-	se := &yard.Search{Name: req.Name, Query: req.Query, CreatedBy: yard.PrincipalFromContext(r.Context()).UserID}
-	if err := s.db.cars.CreateSearch(r.Context(), se); err != nil {
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
