@@ -273,26 +273,24 @@ func (s *Server) handleDeleteBark(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = s.deps.Barks.Cancel(r.Context(), d.ID, r.PathValue("bark_id"))
 	}
-	s.writeNoContent(w, r, s.deps.Barks.Cancel(r.Context(), d.ID, r.PathValue("bark_id")))
+	s.writeNoContent(w, r, err)
 }
 
 // handleListBarks pages a dog's barks, newest first.
 func (s *Server) handleListBarks(w http.ResponseWriter, r *http.Request) {
 	pg, err := s.pageOf(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var d *yard.Dog
+	if err == nil {
+		d, err = s.loadDogFor(r)
 	}
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var barks []*yard.Bark
+	total := 0
+	if err == nil {
+		barks, total, err = s.db.barks.FindBarks(r.Context(), yard.BarkFilter{DogID: d.ID, Offset: pg.Offset, Limit: pg.Max})
 	}
-	barks, total, err := s.db.barks.FindBarks(r.Context(), yard.BarkFilter{DogID: d.ID, Offset: pg.Offset, Limit: pg.Max})
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -202,11 +202,11 @@ func storedPreconditions[T any](r *http.Request, id string, put bool, noun strin
 
 func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("car_id")
-	if err := s.carPreconditions(r, id, false); err != nil {
-		s.error(w, r, err)
-		return
+	err := s.carPreconditions(r, id, false)
+	if err == nil {
+		err = s.db.cars.DeleteCar(r.Context(), id)
 	}
-	s.writeNoContent(w, r, s.db.cars.DeleteCar(r.Context(), id))
+	s.writeNoContent(w, r, err)
 }
 
 // garageWrite is the body of a garage write. carCount is read-only: it
@@ -280,11 +280,11 @@ func (s *Server) handleWriteGarage(put bool) http.HandlerFunc {
 
 func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("garage_id")
-	if err := s.garagePreconditions(r, id, false); err != nil {
-		s.error(w, r, err)
-		return
+	err := s.garagePreconditions(r, id, false)
+	if err == nil {
+		err = s.db.cars.DeleteGarage(r.Context(), id)
 	}
-	s.writeNoContent(w, r, s.db.cars.DeleteGarage(r.Context(), id))
+	s.writeNoContent(w, r, err)
 }
 
 // checkCarCount refuses a carCount in a garage's body that is not the

@@ -148,19 +148,6 @@ func (s *Server) withDog(v *dogVersion, h func(http.ResponseWriter, *http.Reques
 	}
 }
 
-// onDog serves a request on the dog of the path for the caller
-// (loadDogFor: 404 or 403 otherwise) with h.
-func (s *Server) onDog(h func(http.ResponseWriter, *http.Request, *yard.Dog)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		d, err := s.loadDogFor(r)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		h(w, r, d)
-	}
-}
-
 // canUseDog allows the dog's owner and admins.
 func canUseDog(r *http.Request, d *yard.Dog) error {
 	p := yard.PrincipalFromContext(r.Context())
@@ -426,9 +413,9 @@ func (s *Server) dogValidators(w http.ResponseWriter, v *dogVersion, d *yard.Dog
 }
 
 func (s *Server) deleteDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog) {
-	if err := writePreconditions(r, etagOf(v.view(s, d)), d.UpdatedAt, "dog"); err != nil {
-		s.error(w, r, err)
-		return
+	err := writePreconditions(r, etagOf(v.view(s, d)), d.UpdatedAt, "dog")
+	if err == nil {
+		err = s.db.dogs.DeleteDog(r.Context(), d.ID)
 	}
-	s.writeNoContent(w, r, s.db.dogs.DeleteDog(r.Context(), d.ID))
+	s.writeNoContent(w, r, err)
 }

@@ -109,12 +109,7 @@ func (s *Server) personFor(r *http.Request) (*yard.User, error) {
 	return s.db.people.FindUserByID(r.Context(), id)
 }
 
-func (s *Server) handleGetPerson(w http.ResponseWriter, r *http.Request) {
-	u, err := s.personFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleGetPerson(w http.ResponseWriter, r *http.Request, u *yard.User) {
 	writeRepresentation(w, r, newPersonView(u), u.UpdatedAt)
 }
 
@@ -132,12 +127,8 @@ type personPatch struct {
 // handlePatchPerson changes a person (JSON merge patch, RFC 7396). A person
 // may change their own e-mail, phone and password; roles, disabled and the
 // name are for admins.
-func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
-	u, err := s.personFor(r)
-	var in personPatch
-	if err == nil {
-		in, err = decode[personPatch](r)
-	}
+func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request, u *yard.User) {
+	in, err := decode[personPatch](r)
 	if err == nil && in.ID != nil && *in.ID != u.ID {
 		err = yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "is read-only: it must equal the id in the URI"})
 	}

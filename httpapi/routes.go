@@ -22,8 +22,8 @@ func (s *Server) registerRoutes() {
 	// People.
 	s.handle("POST", "/v1/people", s.adminOnly(s.handleCreatePerson))
 	s.handle("GET", "/v1/people", s.adminOnly(s.handleListPeople))
-	s.handle("GET", "/v1/people/{person_id}", s.authenticated(s.handleGetPerson))
-	s.handle("PATCH", "/v1/people/{person_id}", s.authenticated(s.handlePatchPerson))
+	s.handle("GET", "/v1/people/{person_id}", s.authenticated(loaded(s, s.personFor, s.handleGetPerson)))
+	s.handle("PATCH", "/v1/people/{person_id}", s.authenticated(loaded(s, s.personFor, s.handlePatchPerson)))
 	s.handle("DELETE", "/v1/people/{person_id}", s.adminOnly(s.handleDeletePerson))
 
 	// Backups of the store (backups.go; docs/api.md, "Backups"):
@@ -68,13 +68,13 @@ func (s *Server) registerRoutes() {
 	// bark-schedule view of the schedule (the PATCH of the dog is the other).
 	s.handle("POST", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleCreateBark))
 	s.handle("GET", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleListBarks))
-	s.handle("GET", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(s.onDog(s.handleGetBark)))
+	s.handle("GET", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(loaded(s, s.loadDogFor, s.handleGetBark)))
 	s.handle("DELETE", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(s.handleDeleteBark))
 	s.handle("POST", "/v1/dogs/{dog_id}/bark", s.authenticated(s.handleBarkNow))
-	s.handle("GET", "/v1/dogs/{dog_id}/bark", s.authenticated(s.onDog(s.handleLastBark)))
-	s.handle("POST", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.onDog(s.handlePostSchedule)))
-	s.handle("GET", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.onDog(s.handleGetSchedule)))
-	s.handle("DELETE", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.onDog(s.handleDeleteSchedule)))
+	s.handle("GET", "/v1/dogs/{dog_id}/bark", s.authenticated(loaded(s, s.loadDogFor, s.handleLastBark)))
+	s.handle("POST", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(loaded(s, s.loadDogFor, s.handlePostSchedule)))
+	s.handle("GET", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(loaded(s, s.loadDogFor, s.handleGetSchedule)))
+	s.handle("DELETE", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(loaded(s, s.loadDogFor, s.handleDeleteSchedule)))
 
 	// Events (docs/events.md): a stream or pages of the principal's
 	// events.
@@ -82,10 +82,10 @@ func (s *Server) registerRoutes() {
 	// Webhooks (docs/events.md, "Webhooks").
 	s.handle("POST", "/v1/webhooks", s.authenticated(s.handleCreateWebhook))
 	s.handle("GET", "/v1/webhooks", s.authenticated(s.handleListWebhooks))
-	s.handle("GET", "/v1/webhooks/{webhook_id}", s.authenticated(s.handleGetWebhook))
-	s.handle("PATCH", "/v1/webhooks/{webhook_id}", s.authenticated(s.handlePatchWebhook))
-	s.handle("DELETE", "/v1/webhooks/{webhook_id}", s.authenticated(s.handleDeleteWebhook))
-	s.handle("GET", "/v1/webhooks/{webhook_id}/deliveries", s.authenticated(s.handleListWebhookDeliveries))
+	s.handle("GET", "/v1/webhooks/{webhook_id}", s.authenticated(loaded(s, s.loadWebhookFor, s.handleGetWebhook)))
+	s.handle("PATCH", "/v1/webhooks/{webhook_id}", s.authenticated(loaded(s, s.loadWebhookFor, s.handlePatchWebhook)))
+	s.handle("DELETE", "/v1/webhooks/{webhook_id}", s.authenticated(loaded(s, s.loadWebhookFor, s.handleDeleteWebhook)))
+	s.handle("GET", "/v1/webhooks/{webhook_id}/deliveries", s.authenticated(loaded(s, s.loadWebhookFor, s.handleListWebhookDeliveries)))
 	// Cars, garages and searches (docs/cars.md). Reads are public (and
 	// refuse wrong credentials, publicRead); writes need an administrator. Every car list shares one grammar (cars.go).
 	s.handleIndexRead("/car/{car_id}", s.handleGetCar)

@@ -238,12 +238,13 @@ func newScheduleView(sc *yard.BarkSchedule) scheduleView {
 
 // handleDeleteSchedule stops the schedule: 204; 404 without one.
 func (s *Server) handleDeleteSchedule(w http.ResponseWriter, r *http.Request, d *yard.Dog) {
+	var err error
 	if d.Schedule != nil {
 		// Against the validators of GET /bark-schedule.
-		if err := writePreconditions(r, etagOf(newScheduleView(d.Schedule)), d.UpdatedAt, "bark schedule"); err != nil {
-			s.error(w, r, err)
-			return
-		}
+		err = writePreconditions(r, etagOf(newScheduleView(d.Schedule)), d.UpdatedAt, "bark schedule")
 	}
-	s.writeNoContent(w, r, s.db.barks.StopSchedule(r.Context(), d.ID))
+	if err == nil {
+		err = s.db.barks.StopSchedule(r.Context(), d.ID)
+	}
+	s.writeNoContent(w, r, err)
 }

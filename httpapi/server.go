@@ -426,6 +426,19 @@ func (s *Server) publicRead(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// loaded wraps a handler of one resource: load finds it for the request
+// (or refuses, 404 or 403), then h serves the request on it.
+func loaded[T any](s *Server, load func(*http.Request) (T, error), h func(http.ResponseWriter, *http.Request, T)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := load(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		h(w, r, v)
+	}
+}
+
 // adminOnly wraps a handler that needs an administrator.
 func (s *Server) adminOnly(h http.HandlerFunc) http.HandlerFunc {
 	return s.authenticated(func(w http.ResponseWriter, r *http.Request) {

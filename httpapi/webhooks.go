@@ -177,23 +177,13 @@ func (s *Server) loadWebhookFor(r *http.Request) (*yard.Webhook, error) {
 
 // handleGetWebhook answers GET /v1/webhooks/{webhook_id} (never with the
 // secret).
-func (s *Server) handleGetWebhook(w http.ResponseWriter, r *http.Request) {
-	hook, err := s.loadWebhookFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleGetWebhook(w http.ResponseWriter, r *http.Request, hook *yard.Webhook) {
 	writeRepresentation(w, r, newWebhookView(hook), hook.UpdatedAt)
 }
 
 // handlePatchWebhook applies a JSON merge patch (RFC 7396) of url, types
 // and enabled: 200 with the subscription. types null is every type.
-func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
-	hook, err := s.loadWebhookFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request, hook *yard.Webhook) {
 	in, err := decode[webhookWrite](r)
 	if err == nil {
 		err = in.refuseNulls("types")
@@ -221,38 +211,24 @@ func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
 
 // handleDeleteWebhook answers DELETE /v1/webhooks/{webhook_id}: 204; its
 // deliveries go with it.
-func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request) {
-	hook, err := s.loadWebhookFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, hook *yard.Webhook) {
+	err := writePreconditions(r, etagOf(newWebhookView(hook)), hook.UpdatedAt, "webhook")
+	if err == nil {
+		err = s.db.webhooks.DeleteWebhook(r.Context(), hook.ID)
 	}
-	if err := writePreconditions(r, etagOf(newWebhookView(hook)), hook.UpdatedAt, "webhook"); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writeNoContent(w, r, s.db.webhooks.DeleteWebhook(r.Context(), hook.ID))
+	s.writeNoContent(w, r, err)
 }
 
 // handleListWebhookDeliveries answers GET
 // /v1/webhooks/{webhook_id}/deliveries: a page of delivery attempts,
 // newest first.
-func (s *Server) handleListWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
-	hook, err := s.loadWebhookFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleListWebhookDeliveries(w http.ResponseWriter, r *http.Request, hook *yard.Webhook) {
 	pg, err := s.pageOf(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
 	var ds []*yard.WebhookDelivery
 	total := 0
-	if pg.Max > 0 {
+	if err == nil && pg.Max > 0 {
 		ds, total, err = s.db.webhooks.FindWebhookDeliveries(r.Context(), hook.ID, pg.Offset, pg.Max)
-	} else {
+	} else if err == nil {
 		_, total, err = s.db.webhooks.FindWebhookDeliveries(r.Context(), hook.ID, 0, 1)
 	}
 	if err != nil {
