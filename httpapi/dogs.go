@@ -157,6 +157,15 @@ func canUseDog(r *http.Request, d *yard.Dog) error {
 	return nil
 }
 
+// ownedBy is the owner a list p asks for is narrowed to: p, or nil
+// (every owner) for an administrator.
+func ownedBy(p *yard.Principal) *string {
+	if p.IsAdmin() {
+		return nil
+	}
+	return &p.UserID
+}
+
 // checkOwner decides the owner of a dog being written: the caller by
 // default; only an admin may name someone else.
 func checkOwner(r *http.Request, owner *string) (string, error) {
@@ -265,11 +274,7 @@ func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion)
 		s.error(w, r, err)
 		return
 	}
-	p := yard.PrincipalFromContext(r.Context())
-	f := yard.DogFilter{Offset: pg.Offset, Limit: pg.Max}
-	if !p.IsAdmin() {
-		f.Owner = &p.UserID
-	}
+	f := yard.DogFilter{Offset: pg.Offset, Limit: pg.Max, Owner: ownedBy(yard.PrincipalFromContext(r.Context()))}
 	dogs, total, err := s.db.dogs.FindDogs(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)

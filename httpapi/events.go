@@ -239,10 +239,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, eventPage{Items: []json.RawMessage{}, Next: q.after.String()})
 		return
 	}
-	f := yard.EventFilter{After: q.after, Resume: q.hasAfter, Limit: q.max, Match: q.keep(p)}
-	if !p.IsAdmin() {
-		f.Owner = &p.UserID
-	}
+	f := yard.EventFilter{After: q.after, Resume: q.hasAfter, Limit: q.max, Match: q.keep(p), Owner: ownedBy(p)}
 	page, err := s.db.events.ReadEvents(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)

@@ -55,10 +55,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 			return
 		}
 	}
-	f := yard.EventFilter{After: cur, Resume: q.hasAfter, Limit: defaultEventMax, Match: keep}
-	if !p.IsAdmin() {
-		f.Owner = &p.UserID
-	}
+	f := yard.EventFilter{After: cur, Resume: q.hasAfter, Limit: defaultEventMax, Match: keep, Owner: ownedBy(p)}
 	first, err := s.db.events.ReadEvents(ctx, f)
 	if err != nil {
 		s.error(w, r, err)

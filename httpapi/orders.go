@@ -244,11 +244,10 @@ func (s *Server) handleListOrders(w http.ResponseWriter, r *http.Request) {
 // handleGetOrder answers an order in JSON or XML by Accept.
 func (s *Server) handleGetOrder(w http.ResponseWriter, r *http.Request) {
 	media, err := orderMedia(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var o *yard.Order
+	if err == nil {
+		o, err = s.db.orders.FindOrderByID(r.Context(), r.PathValue("order_id"))
 	}
-	o, err := s.db.orders.FindOrderByID(r.Context(), r.PathValue("order_id"))
 	if err == nil && !visible(yard.PrincipalFromContext(r.Context()), o) {
 		err = orderNotFound()
 	}
@@ -315,11 +314,10 @@ func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
 // changes nothing, and on a cancelled one is 409.
 func (s *Server) handleCancelOrder(w http.ResponseWriter, r *http.Request) {
 	media, err := orderMedia(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	canceled := false
+	if err == nil {
+		canceled, err = readCanceled(r)
 	}
-	canceled, err := readCanceled(r)
 	if err != nil {
 		s.error(w, r, err)
 		return

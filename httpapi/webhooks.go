@@ -147,11 +147,7 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p := yard.PrincipalFromContext(r.Context())
-	f := yard.WebhookFilter{Offset: pg.Offset, Limit: pg.Max}
-	if !p.IsAdmin() {
-		f.Owner = &p.UserID
-	}
+	f := yard.WebhookFilter{Offset: pg.Offset, Limit: pg.Max, Owner: ownedBy(yard.PrincipalFromContext(r.Context()))}
 	hooks, total, err := s.db.webhooks.FindWebhooks(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
