@@ -197,26 +197,11 @@ func unknownLoginField(allowPK bool) yard.FieldError {
 var jsonPositionRe = regexp.MustCompile(`line \d+, column \d+`)
 
 // loginDecodeError rewrites an error of the JSON decoder for a sign-in
-// body: the decoder's own text may quote the input, so the problem keeps
-// only the code, the position and the names of known or name-like fields,
-// with fixed messages.
+// body (unmarshalStrict: EINVALID or EMALFORMED): the decoder's own text
+// may quote the input, so the problem keeps only the code, the position
+// and the names of known or name-like fields, with fixed messages.
 func loginDecodeError(err error, allowPK bool) error {
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return err
-	}
-	var e *yard.Error
-	if !errors.As(err, &e) {
-		return yard.Errorf(yard.EMALFORMED, "The sign-in body is not a JSON object with username and password.")
-	}
-	switch e.Code {
-	case yard.EMALFORMED:
-		msg := "The sign-in body is not a JSON object with username and password"
-		if pos := jsonPositionRe.FindString(e.Message); pos != "" {
-			msg += " (at " + pos + ")"
-		}
-		return yard.Errorf(yard.EMALFORMED, "%s.", msg)
-	case yard.EINVALID:
+	if e, ok := errors.AsType[*yard.Error](err); ok && e.Code == yard.EINVALID {
 		out := &yard.Error{Code: yard.EINVALID, Message: "The sign-in body has a bad field."}
 		for _, f := range e.Fields {
 			switch f.Field {
@@ -229,10 +214,12 @@ func loginDecodeError(err error, allowPK bool) error {
 			}
 		}
 		return out
-	case yard.EUNSUPPORTED, yard.ETOOLARGE:
-		return err
 	}
-	return yard.Errorf(yard.EMALFORMED, "The sign-in body is not a JSON object with username and password.")
+	msg := "The sign-in body is not a JSON object with username and password"
+	if pos := jsonPositionRe.FindString(yard.ErrorMessage(err)); pos != "" {
+		msg += " (at " + pos + ")"
+	}
+	return yard.Errorf(yard.EMALFORMED, "%s.", msg)
 }
 
 // sessionView is the body of POST /sessions and GET /sessions/{key}.

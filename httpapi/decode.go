@@ -33,13 +33,12 @@ import (
 // document strict (unmarshalStrict). A T that embeds sent also gets the
 // body as received and its null members.
 func decode[T any](r *http.Request) (T, error) {
+	var zero T
 	if err := requireJSON(r); err != nil {
-		var zero T
 		return zero, err
 	}
 	body, err := readBody(r)
 	if err != nil {
-		var zero T
 		return zero, err
 	}
 	return unmarshalStrict[T](body)
@@ -285,14 +284,13 @@ func pointerField(p jsontext.Pointer) string {
 	return strings.Join(parts, ".")
 }
 
+// jsonError turns an error of the JSON decoder over body, a body already
+// read, into its problem: where it is, never what was sent.
 func jsonError(body []byte, err error) error {
 	var syn *jsontext.SyntacticError
 	var sem *jsonv2.SemanticError
 	var typ *json.UnmarshalTypeError
-	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(err, &mbe):
-		return err
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		line, col := position(body, int64(len(body))+1)
 		return yard.Errorf(yard.EMALFORMED, "Malformed JSON at line %d, column %d (offset %d): the document ends too early.", line, col, len(body))

@@ -23,12 +23,13 @@ func credentialParams(vars []string, components map[string]any) ([]string, error
 			name, _ := m["name"].(string)
 			return m["in"] == "query" && strings.EqualFold(name, v)
 		}
-		described := func(m map[string]any) bool {
+		described := func(scheme any) bool {
+			m, _ := scheme.(map[string]any)
 			others, _ := m["x-yard-query-variables"].([]any)
 			return m["type"] == "apiKey" && m["in"] == "query" && (named(m) ||
 				slices.ContainsFunc(others, func(o any) bool { s, _ := o.(string); return strings.EqualFold(s, v) }))
 		}
-		if slices.ContainsFunc(mapsOf(schemes), described) {
+		if slices.ContainsFunc(slices.Collect(maps.Values(schemes)), described) {
 			continue
 		}
 		key := ""
@@ -72,12 +73,3 @@ func addResponse(responses map[string]any, code, name string) {
 	}
 }
 
-func mapsOf(m map[string]any) []map[string]any {
-	var out []map[string]any
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if v, ok := m[k].(map[string]any); ok {
-			out = append(out, v)
-		}
-	}
-	return out
-}
