@@ -338,10 +338,7 @@ func (s *Server) canStream(r *http.Request) error {
 	if s.deps.Events == nil {
 		return yard.Errorf(yard.EUNAVAILABLE, "This server does not stream events.")
 	}
-	if err := s.deps.Events.Room(yard.PrincipalFromContext(r.Context()).UserID, true); err != nil {
-		return subscribeError(err)
-	}
-	return nil
+	return subscribeError(s.deps.Events.Room(yard.PrincipalFromContext(r.Context()).UserID, true))
 }
 
 // subscribeError maps a refused subscription to its answer: 429 past the

@@ -90,11 +90,7 @@ func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request) {
 	var c *yard.OAuthConsumer
 	var secret string
 	if err == nil {
-		cb := ""
-		if in.CallbackURL != nil {
-			cb = *in.CallbackURL
-		}
-		c, secret, err = o.RegisterConsumer(r.Context(), *in.Name, cb, yard.PrincipalFromContext(r.Context()).UserID)
+		c, secret, err = o.RegisterConsumer(r.Context(), *in.Name, deref(in.CallbackURL), yard.PrincipalFromContext(r.Context()).UserID)
 	}
 	if err != nil {
 		s.error(w, r, err)

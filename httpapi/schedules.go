@@ -197,14 +197,8 @@ func parseToken(raw json.RawMessage) (string, error) {
 			return "", bad
 		}
 	} else {
-		var n json.Number
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&n); err != nil {
-			return "", bad
-		}
-		f, err := n.Float64()
-		if err != nil {
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil {
 			return "", bad
 		}
 		tok = strconv.FormatFloat(f, 'g', -1, 64) // 1, 1.0 and 1e0 are one token

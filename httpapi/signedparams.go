@@ -72,4 +72,3 @@ func addResponse(responses map[string]any, code, name string) {
 		responses[code] = map[string]any{"$ref": "#/components/responses/" + name}
 	}
 }
-
