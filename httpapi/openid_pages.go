@@ -168,19 +168,14 @@ func (s *Server) openidWrongUser(p *pages.Pages, w http.ResponseWriter, r *http.
 	})
 }
 
-// sregValues are the Simple Registration values of a user: yard users
-// have one name, which is both the nickname and the full name.
-func sregValues(u *yard.User) map[string]string {
-	v := map[string]string{"nickname": u.Name, "fullname": u.Name}
-	if u.Email != "" {
-		v["email"] = u.Email
-	}
-	return v
-}
-
-// sregShare returns the values of the requested fields that are allowed.
+// sregShare returns the Simple Registration values of u of the requested
+// fields that are allowed. yard users have one name, which is both the
+// nickname and the full name.
 func sregShare(u *yard.User, req *openid.CheckIDRequest, allowed func(field string) bool) map[string]string {
-	all := sregValues(u)
+	all := map[string]string{"nickname": u.Name, "fullname": u.Name}
+	if u.Email != "" {
+		all["email"] = u.Email
+	}
 	out := map[string]string{}
 	for _, f := range req.SReg.Fields() {
 		if v, ok := all[f]; ok && allowed(f) {
