@@ -360,11 +360,8 @@ func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request
 		s.error(w, r, err)
 		return
 	}
-	total := len(list)
-	list = list[min(page.Offset, total):min(page.Offset+page.Max, total)]
 	names := map[string]string{}
-	items := make([]authorizationView, 0, len(list))
-	for _, t := range list {
+	items := pageViews(list[min(page.Offset, len(list)):min(page.Offset+page.Max, len(list))], page, func(t *yard.OAuthToken) authorizationView {
 		name, ok := names[t.ConsumerKey]
 		if !ok {
 			if c, err := o.Store.FindOAuthConsumer(r.Context(), t.ConsumerKey); err == nil {
@@ -372,10 +369,10 @@ func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request
 			}
 			names[t.ConsumerKey] = name
 		}
-		items = append(items, authorizationView{ID: t.ID, ConsumerKey: t.ConsumerKey, ConsumerName: name, UserID: t.UserID,
-			CreatedAt: Timestamp(t.CreatedAt), Links: urlsMap{"self": s.url("/oauth/authorizations/" + t.ID)}})
-	}
-	s.writePage(w, r, items, total, page)
+		return authorizationView{ID: t.ID, ConsumerKey: t.ConsumerKey, ConsumerName: name, UserID: t.UserID,
+			CreatedAt: Timestamp(t.CreatedAt), Links: urlsMap{"self": s.url("/oauth/authorizations/" + t.ID)}}
+	})
+	s.writePage(w, r, items, len(list), page)
 }
 
 // handleRevokeAuthorization is DELETE /oauth/authorizations/{id}: the user

@@ -141,12 +141,11 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request, u *ya
 		s.error(w, r, err)
 		return
 	}
-	none := ""
 	if in.Email == nil && in.isNull("email") {
-		in.Email = &none
+		in.Email = new(string)
 	}
 	if in.Phone == nil && in.isNull("phone") {
-		in.Phone = &none
+		in.Phone = new(string)
 	}
 	switch p := yard.PrincipalFromContext(r.Context()); {
 	case !p.IsAdmin() && (in.Roles != nil || in.Disabled != nil || in.Name != nil):

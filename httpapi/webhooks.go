@@ -125,9 +125,7 @@ func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hook := &yard.Webhook{Owner: yard.PrincipalFromContext(r.Context()).UserID, URL: *in.URL}
-	if in.Types != nil {
-		hook.Types = *in.Types
-	}
+	setIf(&hook.Types, in.Types)
 	if err := s.db.webhooks.CreateWebhook(r.Context(), hook); err != nil {
 		s.error(w, r, err)
 		return
