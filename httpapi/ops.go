@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -181,20 +182,13 @@ func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 // from /openapi.json: /docs is its page, /docs/{asset} the assets, all
 // embedded, no CDN.
 func (s *Server) handleDocs(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("asset")
-	if name == "" {
-		name = "index.html"
-	}
+	name := cmp.Or(r.PathValue("asset"), "index.html")
 	b, err := docsFS.ReadFile("docs/" + path.Base(name))
 	if err != nil {
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No such documentation asset."))
 		return
 	}
-	ct := mime.TypeByExtension(path.Ext(name))
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Type", cmp.Or(mime.TypeByExtension(path.Ext(name)), "application/octet-stream"))
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'")
 	_, _ = w.Write(b)
 }

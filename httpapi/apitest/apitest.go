@@ -6,6 +6,7 @@ package apitest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -297,10 +298,7 @@ func (e *Env) Do(r Request) *Response {
 		}
 		body = bytes.NewReader(raw)
 	}
-	method := r.Method
-	if method == "" {
-		method = http.MethodGet
-	}
+	method := cmp.Or(r.Method, http.MethodGet)
 	req, err := http.NewRequest(method, e.URL+r.Path, body)
 	if err != nil {
 		e.T.Fatal(err)
