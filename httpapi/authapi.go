@@ -44,24 +44,27 @@ func requireTLS(r *http.Request) error {
 	return nil
 }
 
-// signIn is what every sign-in endpoint does first: HTTPS only, the
-// endpoint's own check (check may be nil), the sign-in body (allowPK
-// admits the public-key token flags), then the password (Kit.Login).
-func signIn(r *http.Request, k *auth.Kit, allowPK bool, check func() error) (*loginBody, *yard.User, error) {
-	if err := requireTLS(r); err != nil {
-		return nil, nil, err
+// signIn is what every sign-in endpoint does first: the schemes (kit,
+// which refuses on a server without them), HTTPS only, the endpoint's own
+// check (check may be nil), the sign-in body (allowPK admits the
+// public-key token flags), then the password (Kit.Login).
+func signIn(r *http.Request, kit func() (*auth.Kit, error), allowPK bool, check func(*auth.Kit) error) (*auth.Kit, *loginBody, *yard.User, error) {
+	k, err := kit()
+	if err == nil {
+		err = requireTLS(r)
 	}
-	if check != nil {
-		if err := check(); err != nil {
-			return nil, nil, err
-		}
+	if err == nil && check != nil {
+		err = check(k)
 	}
-	in, err := decodeLogin(r, allowPK)
+	var in *loginBody
+	if err == nil {
+		in, err = decodeLogin(r, allowPK)
+	}
 	if err != nil {
-		return nil, nil, err
+		return k, nil, nil, err
 	}
 	u, err := k.Login(r, in.Username, in.Password)
-	return in, u, err
+	return k, in, u, err
 }
 
 // keyPaths are the paths whose last segment names a credential or a key:
@@ -106,29 +109,22 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 	}
 	unsupported := yard.Errorf(yard.EUNSUPPORTED, "Send the sign-in body as application/json or application/x-www-form-urlencoded (UTF-8).")
 	trimmed := bytes.TrimLeft(raw, " \t\r\n")
-	isObject := len(trimmed) > 0 && trimmed[0] == '{'
-	asJSON := false
-	if ct := r.Header.Get("Content-Type"); ct == "" {
-		if !isObject && !bytes.Contains(raw, []byte("=")) {
+	// A JSON object is read as JSON without a type and as a form.
+	asJSON := len(trimmed) > 0 && trimmed[0] == '{'
+	ct := r.Header.Get("Content-Type")
+	mt, params, err := mime.ParseMediaType(ct)
+	cs, hasCharset := params["charset"]
+	switch {
+	case ct == "":
+		if !asJSON && !bytes.Contains(raw, []byte("=")) {
 			return nil, unsupported
 		}
-		asJSON = isObject
-	} else {
-		mt, params, err := mime.ParseMediaType(ct)
-		if err != nil {
-			return nil, unsupported
-		}
-		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-			return nil, unsupported
-		}
-		switch {
-		case mt == "application/json" || strings.HasSuffix(mt, "+json"):
-			asJSON = true
-		case mt == "application/x-www-form-urlencoded":
-			asJSON = isObject
-		default:
-			return nil, unsupported
-		}
+	case err != nil || hasCharset && !strings.EqualFold(cs, "utf-8"):
+		return nil, unsupported
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		asJSON = true
+	case mt != "application/x-www-form-urlencoded":
+		return nil, unsupported
 	}
 	var in loginBody
 	if asJSON {
@@ -201,26 +197,11 @@ func unknownLoginField(allowPK bool) yard.FieldError {
 var jsonPositionRe = regexp.MustCompile(`line \d+, column \d+`)
 
 // loginDecodeError rewrites an error of the JSON decoder for a sign-in
-// body: the decoder's own text may quote the input, so the problem keeps
-// only the code, the position and the names of known or name-like fields,
-// with fixed messages.
+// body (unmarshalStrict: EINVALID or EMALFORMED): the decoder's own text
+// may quote the input, so the problem keeps only the code, the position
+// and the names of known or name-like fields, with fixed messages.
 func loginDecodeError(err error, allowPK bool) error {
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return err
-	}
-	var e *yard.Error
-	if !errors.As(err, &e) {
-		return yard.Errorf(yard.EMALFORMED, "The sign-in body is not a JSON object with username and password.")
-	}
-	switch e.Code {
-	case yard.EMALFORMED:
-		msg := "The sign-in body is not a JSON object with username and password"
-		if pos := jsonPositionRe.FindString(e.Message); pos != "" {
-			msg += " (at " + pos + ")"
-		}
-		return yard.Errorf(yard.EMALFORMED, "%s.", msg)
-	case yard.EINVALID:
+	if e, ok := errors.AsType[*yard.Error](err); ok && e.Code == yard.EINVALID {
 		out := &yard.Error{Code: yard.EINVALID, Message: "The sign-in body has a bad field."}
 		for _, f := range e.Fields {
 			switch f.Field {
@@ -233,10 +214,12 @@ func loginDecodeError(err error, allowPK bool) error {
 			}
 		}
 		return out
-	case yard.EUNSUPPORTED, yard.ETOOLARGE:
-		return err
 	}
-	return yard.Errorf(yard.EMALFORMED, "The sign-in body is not a JSON object with username and password.")
+	msg := "The sign-in body is not a JSON object with username and password"
+	if pos := jsonPositionRe.FindString(yard.ErrorMessage(err)); pos != "" {
+		msg += " (at " + pos + ")"
+	}
+	return yard.Errorf(yard.EMALFORMED, "%s.", msg)
 }
 
 // sessionView is the body of POST /sessions and GET /sessions/{key}.
@@ -254,18 +237,14 @@ type urlsMap map[string]string
 
 // handleCreateSession is POST /sessions: sign in, set the session cookie.
 func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
-	k, err := s.kit()
-	var u *yard.User
-	if err == nil {
-		_, u, err = signIn(r, k, false, func() error {
-			// A login form posted from another site would sign the victim
-			// in as the attacker (login CSRF).
-			if k.Sessions.CrossOrigin != nil && k.Sessions.CrossOrigin.Check(r) != nil {
-				return yard.Errorf(yard.EFORBIDDEN, "Cross-site sign-in refused.")
-			}
-			return nil
-		})
-	}
+	k, _, u, err := signIn(r, s.kit, false, func(k *auth.Kit) error {
+		// A login form posted from another site would sign the victim in
+		// as the attacker (login CSRF).
+		if k.Sessions.CrossOrigin != nil && k.Sessions.CrossOrigin.Check(r) != nil {
+			return yard.Errorf(yard.EFORBIDDEN, "Cross-site sign-in refused.")
+		}
+		return nil
+	})
 	var key string
 	var now time.Time
 	if err == nil {
@@ -283,6 +262,8 @@ func (s *Server) handleCreateSession(w http.ResponseWriter, r *http.Request) {
 		IdleTimeout: int(k.Sessions.Idle.Seconds()), ExpiresAt: Timestamp(now.Add(k.Sessions.Max)), Links: urlsMap{"self": loc}})
 }
 
+// validSessionKey reports whether key has the form of a session key: 32
+// bytes in unpadded base64url.
 func validSessionKey(key string) bool {
 	if len(key) != 43 {
 		return false
@@ -305,19 +286,18 @@ func (s *Server) sessionKeyKit(r *http.Request) (*auth.Kit, error) {
 // Knowing the key is the credential.
 func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 	k, err := s.sessionKeyKit(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
 	key := r.PathValue("key")
-	if !validSessionKey(key) {
-		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No such session."))
-		return
+	if err == nil && !validSessionKey(key) {
+		err = yard.Errorf(yard.ENOTFOUND, "No such session.")
 	}
-	sess, err := k.Store.FindSession(r.Context(), auth.HashKey(key))
-	now := k.Now()
-	if err == nil && (now.Sub(sess.LastSeen) >= k.Sessions.Idle || now.Sub(sess.CreatedAt) >= k.Sessions.Max) {
-		err = yard.Errorf(yard.ENOTFOUND, "The session has expired.")
+	var sess *yard.Session
+	if err == nil {
+		sess, err = k.Store.FindSession(r.Context(), auth.HashKey(key))
+	}
+	if err == nil {
+		if now := k.Now(); now.Sub(sess.LastSeen) >= k.Sessions.Idle || now.Sub(sess.CreatedAt) >= k.Sessions.Max {
+			err = yard.Errorf(yard.ENOTFOUND, "The session has expired.")
+		}
 	}
 	if err != nil {
 		s.error(w, r, err)
@@ -332,20 +312,15 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 // expired cookie).
 func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 	k, err := s.sessionKeyKit(r)
+	existed := false
+	if key := r.PathValue("key"); err == nil && validSessionKey(key) {
+		existed, err = k.Sessions.Delete(r.Context(), key)
+	}
+	if err == nil && !existed {
+		err = yard.Errorf(yard.ENOTFOUND, "No such session.")
+	}
 	if err != nil {
 		s.error(w, r, err)
-		return
-	}
-	key := r.PathValue("key")
-	existed := false
-	if validSessionKey(key) {
-		if existed, err = k.Sessions.Delete(r.Context(), key); err != nil {
-			s.error(w, r, err)
-			return
-		}
-	}
-	if !existed {
-		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No such session."))
 		return
 	}
 	http.SetCookie(w, k.Sessions.ExpiredCookie())
@@ -363,11 +338,7 @@ func (s *Server) tokens() (*auth.Kit, error) {
 
 // handleLogin is POST /auth/login: a new token pair.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
-	k, err := s.tokens()
-	var u *yard.User
-	if err == nil {
-		_, u, err = signIn(r, k, false, nil)
-	}
+	k, _, u, err := signIn(r, s.tokens, false, nil)
 	var pair *auth.TokenPair
 	if err == nil {
 		pair, err = k.Tokens.Issue(r.Context(), u)
@@ -386,26 +357,17 @@ func (s *Server) writePair(w http.ResponseWriter, r *http.Request, pair *auth.To
 	writeJSON(w, http.StatusOK, pair)
 }
 
-// bearerToken returns the token of an Authorization: Bearer header, or a
-// 401 when there is none (missing credentials).
-func bearerToken(r *http.Request) (string, error) {
-	scheme, tok := auth.AuthScheme(r.Header.Get("Authorization"))
-	if scheme != "bearer" || tok == "" {
-		return "", yard.Errorf(yard.EUNAUTHORIZED, "Send the refresh token as Authorization: Bearer <refresh_token>.")
-	}
-	return tok, nil
-}
-
 // refreshToken returns the token pair service and the refresh token of a
-// request (over TLS, as a bearer token), or why there are none.
+// request (over TLS, as a bearer token), or why there are none: without
+// an Authorization: Bearer header, 401 (missing credentials).
 func (s *Server) refreshToken(r *http.Request) (*auth.Kit, string, error) {
 	k, err := s.tokens()
 	if err == nil {
 		err = requireTLS(r)
 	}
-	var tok string
-	if err == nil {
-		tok, err = bearerToken(r)
+	scheme, tok := auth.AuthScheme(r.Header.Get("Authorization"))
+	if err == nil && (scheme != "bearer" || tok == "") {
+		err = yard.Errorf(yard.EUNAUTHORIZED, "Send the refresh token as Authorization: Bearer <refresh_token>.")
 	}
 	return k, tok, err
 }
@@ -426,11 +388,7 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = k.Tokens.Logout(r.Context(), tok)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }
 
 // pkTokenView is the body of POST /auth/pk-token.
@@ -443,17 +401,12 @@ type pkTokenView struct {
 
 // handlePKToken is POST /auth/pk-token: a public-key token.
 func (s *Server) handlePKToken(w http.ResponseWriter, r *http.Request) {
-	k, err := s.kit()
-	var in *loginBody
-	var u *yard.User
-	if err == nil {
-		in, u, err = signIn(r, k, true, func() error {
-			if k.PK.Ring == nil || k.PK.Ring.Active() == nil {
-				return yard.Errorf(yard.EUNAVAILABLE, "This server only verifies public-key tokens; ask the issuing server.")
-			}
-			return nil
-		})
-	}
+	k, in, u, err := signIn(r, s.kit, true, func(k *auth.Kit) error {
+		if k.PK.Ring == nil || k.PK.Ring.Active() == nil {
+			return yard.Errorf(yard.EUNAVAILABLE, "This server only verifies public-key tokens; ask the issuing server.")
+		}
+		return nil
+	})
 	var tok string
 	var exp time.Time
 	if err == nil {

@@ -57,11 +57,10 @@ func (s *Server) backups() (Backups, error) {
 // its time is not spent for nothing.
 func (s *Server) handleCreateBackup(w http.ResponseWriter, r *http.Request) {
 	b, err := s.backups()
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var bk yard.Backup
+	if err == nil {
+		bk, err = b.TakeBackup(context.WithoutCancel(r.Context()), BackupInterval)
 	}
-	bk, err := b.TakeBackup(context.WithoutCancel(r.Context()), BackupInterval)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -74,35 +73,28 @@ func (s *Server) handleCreateBackup(w http.ResponseWriter, r *http.Request) {
 // (administrators).
 func (s *Server) handleListBackups(w http.ResponseWriter, r *http.Request) {
 	p, err := s.pageOf(r)
+	var b Backups
+	if err == nil {
+		b, err = s.backups()
+	}
+	var all []yard.Backup
+	if err == nil {
+		all, err = b.ListBackups(r.Context())
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	b, err := s.backups()
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	all, err := b.ListBackups(r.Context())
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	views := []backupView{}
-	for _, bk := range all[min(p.Offset, len(all)):min(p.Offset+p.Max, len(all))] {
-		views = append(views, newBackupView(bk))
-	}
-	s.writePage(w, r, views, len(all), p)
+	s.writePage(w, r, pageViews(all[min(p.Offset, len(all)):min(p.Offset+p.Max, len(all))], p, newBackupView), len(all), p)
 }
 
 // handleGetBackup is one backup's metadata (administrators).
 func (s *Server) handleGetBackup(w http.ResponseWriter, r *http.Request) {
 	b, err := s.backups()
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var bk yard.Backup
+	if err == nil {
+		bk, err = b.FindBackup(r.Context(), r.PathValue("name"))
 	}
-	bk, err := b.FindBackup(r.Context(), r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -72,10 +72,7 @@ func barkPath(dogID, id string) string { return "/v1/dogs/" + dogID + "/barks/" 
 func (s *Server) newBarkView(b *yard.Bark) barkView {
 	v := barkView{ID: b.ID, Dog: b.DogID, Effect: b.Effect, Status: b.Status, Async: b.Async, Source: b.Source,
 		CreatedAt: Timestamp(b.CreatedAt), StartedAt: TimestampPtr(b.StartedAt), FinishedAt: TimestampPtr(b.FinishedAt),
-		Output: b.Output, Attempts: b.Attempts, dogURL: s.url(dogPath(b.DogID)), selfURL: s.url(barkPath(b.DogID, b.ID))}
-	if b.Error != "" {
-		v.Error = &b.Error
-	}
+		Error: nonZero(b.Error), Output: b.Output, Attempts: b.Attempts, dogURL: s.url(dogPath(b.DogID)), selfURL: s.url(barkPath(b.DogID, b.ID))}
 	if b.Effect == yard.EffectRecord && b.Status == yard.BarkSucceeded {
 		v.Timestamp = TimestampPtr(b.Timestamp)
 	}
@@ -98,13 +95,6 @@ func (s *Server) barksReady(w http.ResponseWriter, r *http.Request) bool {
 // barkRequest is the optional body of POST /barks.
 type barkRequest struct {
 	Effect *string `json:"effect"`
-}
-
-// prefers reports whether the request's Prefer header (RFC 7240 §2) holds
-// the preference name.
-func prefers(r *http.Request, name string) bool {
-	_, ok := preference(r, name)
-	return ok
 }
 
 // preference returns the value of the preference name in the request's
@@ -195,24 +185,21 @@ func (s *Server) bark(w http.ResponseWriter, r *http.Request, mayAsync bool) {
 	if err == nil {
 		err = canUseDog(r, d)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var in barkRequest
+	if err == nil {
+		in, err = decodeOptional[barkRequest](r)
 	}
-	in, err := decodeOptional[barkRequest](r)
+	if err == nil && in.Effect != nil && !yard.ValidEffect(*in.Effect) {
+		err = yard.Invalid("Unknown bark effect.", yard.FieldError{Field: "effect", Message: "must be one of email, email-count, record, fetch-code"})
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	effect := d.BarkEffect
-	if in.Effect != nil {
-		if !yard.ValidEffect(*in.Effect) {
-			s.error(w, r, yard.Invalid("Unknown bark effect.", yard.FieldError{Field: "effect", Message: "must be one of email, email-count, record, fetch-code"}))
-			return
-		}
-		effect = *in.Effect
-	}
-	asyncAsked := mayAsync && prefers(r, "respond-async")
+	setIf(&effect, in.Effect)
+	_, asyncAsked := preference(r, "respond-async")
+	asyncAsked = asyncAsked && mayAsync
 	w.Header().Add("Vary", "Prefer")
 	b, err := s.deps.Barks.Bark(r.Context(), d, effect, asyncAsked)
 	if err != nil {
@@ -243,12 +230,7 @@ func (s *Server) bark(w http.ResponseWriter, r *http.Request, mayAsync bool) {
 // handleGetBark answers the state of a bark (docs/barks.md): 200 with the task
 // while it runs; once finished, 303 to the dog for a succeeded email-count
 // bark and for a fetch-code bark that changed the dog, else 200.
-func (s *Server) handleGetBark(w http.ResponseWriter, r *http.Request) {
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleGetBark(w http.ResponseWriter, r *http.Request, d *yard.Dog) {
 	b, err := s.db.barks.FindBark(r.Context(), d.ID, r.PathValue("bark_id"))
 	if err != nil {
 		s.error(w, r, err)
@@ -291,51 +273,34 @@ func (s *Server) handleDeleteBark(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = s.deps.Barks.Cancel(r.Context(), d.ID, r.PathValue("bark_id"))
 	}
-	if err := s.deps.Barks.Cancel(r.Context(), d.ID, r.PathValue("bark_id")); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }
 
 // handleListBarks pages a dog's barks, newest first.
 func (s *Server) handleListBarks(w http.ResponseWriter, r *http.Request) {
 	pg, err := s.pageOf(r)
+	var d *yard.Dog
+	if err == nil {
+		d, err = s.loadDogFor(r)
+	}
+	var barks []*yard.Bark
+	total := 0
+	if err == nil {
+		barks, total, err = s.db.barks.FindBarks(r.Context(), yard.BarkFilter{DogID: d.ID, Offset: pg.Offset, Limit: pg.Max})
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	barks, total, err := s.db.barks.FindBarks(r.Context(), yard.BarkFilter{DogID: d.ID, Offset: pg.Offset, Limit: pg.Max})
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	views := make([]barkView, 0, len(barks))
-	if pg.Max > 0 {
-		for _, b := range barks {
-			views = append(views, s.newBarkView(b))
-		}
-	}
-	s.writePage(w, r, views, total, pg)
+	s.writePage(w, r, pageViews(barks, pg, s.newBarkView), total, pg)
 }
 
 // handleLastBark answers {"timestamp"} of the dog's last bark, 404 when it
 // never barked.
-func (s *Server) handleLastBark(w http.ResponseWriter, r *http.Request) {
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleLastBark(w http.ResponseWriter, r *http.Request, d *yard.Dog) {
 	t, err := s.db.barks.LastBark(r.Context(), d.ID)
 	if err != nil {
 		s.error(w, r, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -88,8 +90,8 @@ func decodeAt[T writeBody](r *http.Request, id string, full bool, allowed ...str
 	if err == nil {
 		err = in.refuseNulls(allowed...)
 	}
-	if err == nil {
-		err = checkBodyID(in.bodyID(), id)
+	if b := in.bodyID(); err == nil && b != nil && *b != id {
+		err = yard.Invalid("The id in the body differs from the id in the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"})
 	}
 	if err == nil && full {
 		err = in.full()
@@ -116,12 +118,9 @@ func (in carWrite) full() error {
 	return nil
 }
 
+// sortFields orders field errors by field name.
 func sortFields(f []yard.FieldError) {
-	for i := 1; i < len(f); i++ {
-		for j := i; j > 0 && f[j].Field < f[j-1].Field; j-- {
-			f[j], f[j-1] = f[j-1], f[j]
-		}
-	}
+	slices.SortStableFunc(f, func(a, b yard.FieldError) int { return strings.Compare(a.Field, b.Field) })
 }
 
 func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
@@ -139,28 +138,29 @@ func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 	s.writeReplaced(w, true, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
 }
 
-// checkBodyID refuses a body id that differs from the path's.
-func checkBodyID(body *string, path string) error {
-	if body != nil && *body != path {
-		return yard.Invalid("The id in the body differs from the id in the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"})
+// handleWriteCar answers PUT (put: every field; the car is created when
+// there is none) and PATCH (a JSON merge patch, RFC 7396: members present
+// replace, "garage": null takes the car out of its garage) of a car.
+func (s *Server) handleWriteCar(put bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("car_id")
+		in, err := decodeAt[carWrite](r, id, put, "garage")
+		if err == nil {
+			err = s.carPreconditions(r, id, put)
+		}
+		c, created := &yard.Car{ID: id}, false
+		if err == nil && put {
+			in.update().Apply(c)
+			created, err = s.db.cars.ReplaceCar(r.Context(), c) // sets c's times
+		} else if err == nil {
+			c, err = s.db.cars.UpdateCar(r.Context(), id, in.update())
+		}
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		s.writeReplaced(w, created, "/cars/"+id, newCarView(c), c.UpdatedAt)
 	}
-	return nil
-}
-
-func (s *Server) handlePutCar(w http.ResponseWriter, r *http.Request) {
-	c := &yard.Car{ID: r.PathValue("car_id")}
-	in, err := decodeAt[carWrite](r, c.ID, true, "garage")
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.carPreconditions(r, c.ID, true); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	in.update().Apply(c)
-	created, err := s.db.cars.ReplaceCar(r.Context(), c) // sets c's times
-	s.writePut(w, r, created, err, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
 }
 
 // carPreconditions evaluates a car write's preconditions when it has any
@@ -200,34 +200,13 @@ func storedPreconditions[T any](r *http.Request, id string, put bool, noun strin
 	return writePreconditions(r, etag, modified, noun)
 }
 
-// handlePatchCar applies a JSON merge patch (RFC 7396) to a car: members
-// present replace, "garage": null takes the car out of its garage.
-func (s *Server) handlePatchCar(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("car_id")
-	in, err := decodeAt[carWrite](r, id, false, "garage")
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.carPreconditions(r, id, false); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	c, err := s.db.cars.UpdateCar(r.Context(), id, in.update())
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	writeUpdated(w, newCarView(c), c.UpdatedAt)
-}
-
 func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("car_id")
-	if err := s.carPreconditions(r, id, false); err != nil {
-		s.error(w, r, err)
-		return
+	err := s.carPreconditions(r, id, false)
+	if err == nil {
+		err = s.db.cars.DeleteCar(r.Context(), id)
 	}
-	s.writeDeleted(w, r, s.db.cars.DeleteCar(r.Context(), id))
+	s.writeNoContent(w, r, err)
 }
 
 // garageWrite is the body of a garage write. carCount is read-only: it
@@ -272,56 +251,40 @@ func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 	s.writeReplaced(w, true, "/garages/"+g.ID, newGarageView(g), time.Time{})
 }
 
-func (s *Server) handlePutGarage(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("garage_id")
-	in, err := decodeAt[garageWrite](r, id, true)
-	if err != nil {
-		s.error(w, r, err)
-		return
+// handleWriteGarage answers PUT (put) and PATCH of a garage, as
+// handleWriteCar does for a car.
+func (s *Server) handleWriteGarage(put bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("garage_id")
+		in, err := decodeAt[garageWrite](r, id, put)
+		if err == nil {
+			err = s.garagePreconditions(r, id, put)
+		}
+		if err == nil {
+			err = s.checkCarCount(r, id, in.CarCount, put)
+		}
+		g, created := &yard.Garage{ID: id}, false
+		if err == nil && put {
+			g.Name, g.State = *in.Name, *in.State
+			created, err = s.db.cars.ReplaceGarage(r.Context(), g)
+		} else if err == nil {
+			g, err = s.db.cars.UpdateGarage(r.Context(), id, yard.GarageUpdate{Name: in.Name, State: in.State})
+		}
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		s.writeReplaced(w, created, "/garages/"+id, newGarageView(g), time.Time{})
 	}
-	if err := s.garagePreconditions(r, id, true); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.checkCarCount(r, id, in.CarCount, true); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	g := &yard.Garage{ID: id, Name: *in.Name, State: *in.State}
-	created, err := s.db.cars.ReplaceGarage(r.Context(), g)
-	s.writePut(w, r, created, err, "/garages/"+g.ID, newGarageView(g), time.Time{})
-}
-
-func (s *Server) handlePatchGarage(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("garage_id")
-	in, err := decodeAt[garageWrite](r, id, false)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.garagePreconditions(r, id, false); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.checkCarCount(r, id, in.CarCount, false); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	g, err := s.db.cars.UpdateGarage(r.Context(), id, yard.GarageUpdate{Name: in.Name, State: in.State})
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	writeUpdated(w, newGarageView(g), time.Time{})
 }
 
 func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("garage_id")
-	if err := s.garagePreconditions(r, id, false); err != nil {
-		s.error(w, r, err)
-		return
+	err := s.garagePreconditions(r, id, false)
+	if err == nil {
+		err = s.db.cars.DeleteGarage(r.Context(), id)
 	}
-	s.writeDeleted(w, r, s.db.cars.DeleteGarage(r.Context(), id))
+	s.writeNoContent(w, r, err)
 }
 
 // checkCarCount refuses a carCount in a garage's body that is not the
@@ -348,30 +311,22 @@ func carCountConflict(n int) error {
 	return yard.Errorf(yard.ECONFLICT, "carCount is read-only: it counts the garage's cars (%d now); move cars to change it.", n)
 }
 
-// writePut answers a PUT (writeReplaced), or the error of replacing.
-func (s *Server) writePut(w http.ResponseWriter, r *http.Request, created bool, err error, path string, view any, modified time.Time) {
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writeReplaced(w, created, path, view, modified)
-}
-
-// writeReplaced answers a PUT: 201 with Location when it created the
-// resource at path, else 200 with the new representation (docs/api.md,
-// HTTP), both with the validators a GET answers with (modified zero: no
-// Last-Modified).
+// writeReplaced answers a write of a whole resource (POST, PUT) or a
+// PATCH: 201 with Location when it created the resource at path, else 200
+// with the new representation (docs/api.md, HTTP), both with the
+// validators a GET answers with (modified zero: no Last-Modified).
 func (s *Server) writeReplaced(w http.ResponseWriter, created bool, path string, view any, modified time.Time) {
+	status := http.StatusOK
 	if created {
 		w.Header().Set("Location", s.url(path))
-		writeCreated(w, view, modified)
-		return
+		status = http.StatusCreated
 	}
-	writeUpdated(w, view, modified)
+	writeWithValidators(w, status, view, modified)
 }
 
-// writeDeleted answers a DELETE: 204, or the error of deleting.
-func (s *Server) writeDeleted(w http.ResponseWriter, r *http.Request, err error) {
+// writeNoContent answers a write without a body (a DELETE, a sign-out):
+// 204, or the error of making it.
+func (s *Server) writeNoContent(w http.ResponseWriter, r *http.Request, err error) {
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,13 +33,12 @@ import (
 // document strict (unmarshalStrict). A T that embeds sent also gets the
 // body as received and its null members.
 func decode[T any](r *http.Request) (T, error) {
+	var zero T
 	if err := requireJSON(r); err != nil {
-		var zero T
 		return zero, err
 	}
 	body, err := readBody(r)
 	if err != nil {
-		var zero T
 		return zero, err
 	}
 	return unmarshalStrict[T](body)
@@ -113,6 +113,14 @@ func (b sent) refuseNulls(allowed ...string) error {
 	return nil
 }
 
+// setIf sets *dst to *src when src is not nil: a member a body sent
+// replaces the stored value.
+func setIf[T any](dst, src *T) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
 // readBody reads a request body; over MaxBodyBytes is 413 (the
 // *http.MaxBytesError goes to s.error as it is), any other failure 400.
 func readBody(r *http.Request) ([]byte, error) {
@@ -155,7 +163,7 @@ func scanJSON(body []byte) (nulls []string, err error) {
 			if _, length := dec.StackIndex(dec.StackDepth()); length%2 == 1 {
 				name := tok.String()
 				if !sc.levels[depth-1].add(name) {
-					return nil, duplicateMember(body, dec, name)
+					return nil, duplicateError(body, dec.StackPointer(), dec.InputOffset())
 				}
 				if depth == 1 {
 					topName = name
@@ -256,46 +264,38 @@ func (m *memberNames) add(name string) bool {
 	return true
 }
 
-// duplicateMember is the error for a member whose name, ignoring case,
-// an earlier member of the same object already has.
-func duplicateMember(body []byte, dec *jsontext.Decoder, name string) error {
-	field := pointerField(dec.StackPointer())
-	line, col := position(body, dec.InputOffset())
-	return &yard.Error{Code: yard.EINVALID,
-		Message: fmt.Sprintf("The JSON object at line %d, column %d has a member twice (names differing only in case are the same member).", line, col),
-		Fields:  []yard.FieldError{{Field: field, Message: "appears more than once in its object (names are compared ignoring case)"}}}
+// duplicateError is the error for a member at ptr (its name at offset off
+// of body) whose name, ignoring case, an earlier member of the same object
+// already has.
+func duplicateError(body []byte, ptr jsontext.Pointer, off int64) error {
+	field := pointerField(ptr)
+	line, col := position(body, off)
+	return yard.Invalid(fmt.Sprintf("The JSON object at line %d, column %d has a member twice (names differing only in case are the same member).", line, col),
+		yard.FieldError{Field: field, Message: "appears more than once in its object (names are compared ignoring case)"})
 }
 
 // pointerField renders an RFC 6901 JSON pointer as a field path:
 // "/barks/next" is "barks.next".
 func pointerField(p jsontext.Pointer) string {
-	var parts []string
-	for tok := range p.Tokens() {
-		parts = append(parts, tok)
-	}
+	parts := slices.Collect(p.Tokens())
 	if len(parts) == 0 {
 		return "(document)"
 	}
 	return strings.Join(parts, ".")
 }
 
+// jsonError turns an error of the JSON decoder over body, a body already
+// read, into its problem: where it is, never what was sent.
 func jsonError(body []byte, err error) error {
 	var syn *jsontext.SyntacticError
 	var sem *jsonv2.SemanticError
 	var typ *json.UnmarshalTypeError
-	var mbe *http.MaxBytesError
 	switch {
-	case errors.As(err, &mbe):
-		return err
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		line, col := position(body, int64(len(body))+1)
 		return yard.Errorf(yard.EMALFORMED, "Malformed JSON at line %d, column %d (offset %d): the document ends too early.", line, col, len(body))
 	case errors.As(err, &syn) && errors.Is(syn.Err, jsontext.ErrDuplicateName):
-		field := pointerField(syn.JSONPointer)
-		line, col := position(body, syn.ByteOffset+1)
-		return &yard.Error{Code: yard.EINVALID,
-			Message: fmt.Sprintf("The JSON object at line %d, column %d has a member twice (names differing only in case are the same member).", line, col),
-			Fields:  []yard.FieldError{{Field: field, Message: "appears more than once in its object (names are compared ignoring case)"}}}
+		return duplicateError(body, syn.JSONPointer, syn.ByteOffset+1)
 	case errors.As(err, &syn):
 		line, col := position(body, syn.ByteOffset+1)
 		msg := "syntax error"
@@ -306,8 +306,8 @@ func jsonError(body []byte, err error) error {
 		}
 		return yard.Errorf(yard.EMALFORMED, "Malformed JSON at line %d, column %d (offset %d): %s.", line, col, syn.ByteOffset, msg)
 	case errors.As(err, &sem) && errors.Is(sem.Err, jsonv2.ErrUnknownName):
-		return &yard.Error{Code: yard.EINVALID, Message: "The request body has an unknown field.",
-			Fields: []yard.FieldError{{Field: pointerField(sem.JSONPointer), Message: "is not a field of this resource (names match exactly, case included)"}}}
+		return yard.Invalid("The request body has an unknown field.",
+			yard.FieldError{Field: pointerField(sem.JSONPointer), Message: "is not a field of this resource (names match exactly, case included)"})
 	case errors.As(err, &sem):
 		field := pointerField(sem.JSONPointer)
 		want := "of another type"
@@ -319,58 +319,31 @@ func jsonError(body []byte, err error) error {
 			t = t.Elem()
 		}
 		if t != nil {
-			want = jsonKind(t.Kind().String())
+			want = cmp.Or(goKinds[t.Kind()], t.Kind().String())
 		}
-		got := kindName(sem.JSONKind)
+		got := kindNames[sem.JSONKind]
 		if t != nil && got == "number" && (want == "a number") {
-			return &yard.Error{Code: yard.EINVALID, Message: "A field has a number out of range.",
-				Fields: []yard.FieldError{{Field: field, Message: "must be a whole number in range"}}}
+			return yard.Invalid("A field has a number out of range.", yard.FieldError{Field: field, Message: "must be a whole number in range"})
 		}
-		if got == "" {
-			return &yard.Error{Code: yard.EINVALID, Message: "A field has the wrong type.",
-				Fields: []yard.FieldError{{Field: field, Message: "must be " + want}}}
+		msg := "must be " + want
+		if got != "" {
+			msg += ", not " + got
 		}
-		return &yard.Error{Code: yard.EINVALID, Message: "A field has the wrong type.",
-			Fields: []yard.FieldError{{Field: field, Message: fmt.Sprintf("must be %s, not %s", want, got)}}}
+		return yard.Invalid("A field has the wrong type.", yard.FieldError{Field: field, Message: msg})
 	}
 	return yard.Errorf(yard.EMALFORMED, "Malformed JSON.")
 }
 
 var quotedInput = regexp.MustCompile("`[^`]*`")
 
-// kindName names a JSON kind as the type errors do.
-func kindName(k jsontext.Kind) string {
-	switch k {
-	case '"':
-		return "string"
-	case '0':
-		return "number"
-	case 't', 'f':
-		return "bool"
-	case 'n':
-		return "null"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	}
-	return ""
-}
+// kindNames name the JSON kinds as the type errors do.
+var kindNames = map[jsontext.Kind]string{'"': "string", '0': "number", 't': "bool", 'f': "bool", 'n': "null", '{': "object", '[': "array"}
 
-func jsonKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "int", "int64", "int32", "float64", "uint", "uint64":
-		return "a number"
-	case "bool":
-		return "true or false"
-	case "slice":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	}
-	return k
+// goKinds name what a Go kind takes in JSON; the others go by their Go
+// name.
+var goKinds = map[reflect.Kind]string{
+	reflect.String: "a string", reflect.Bool: "true or false", reflect.Slice: "an array", reflect.Struct: "an object", reflect.Map: "an object",
+	reflect.Int: "a number", reflect.Int64: "a number", reflect.Int32: "a number", reflect.Float64: "a number", reflect.Uint: "a number", reflect.Uint64: "a number",
 }
 
 func position(body []byte, off int64) (line, col int) {

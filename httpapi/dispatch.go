@@ -33,8 +33,7 @@ type dispatcher struct {
 	// catch-all receives that no shape takes is answered as that mux
 	// would (404, or 405 with the Allow of the path's other routes).
 	// Built on first use (routes do not change after New).
-	shadowOnce sync.Once
-	shadow     *http.ServeMux
+	shadow func() *http.ServeMux
 }
 
 // dispatch registers a dispatch group: catchAll is a method-less pattern
@@ -43,6 +42,7 @@ type dispatcher struct {
 // segments are literals or wildcards of the catch-all's names.
 func (s *Server) dispatch(catchAll string, shapes ...shape) {
 	d := &dispatcher{s: s, shapes: shapes}
+	d.shadow = sync.OnceValue(d.shadowMux)
 	for _, seg := range pathSegments(catchAll) {
 		d.names = append(d.names, strings.Trim(seg, "{}"))
 	}
@@ -96,20 +96,14 @@ func (d *dispatcher) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	slices.Sort(allow)
-	list := strings.Join(slices.Compact(allow), ", ") + ", OPTIONS"
-	w.Header().Set("Allow", list)
-	if r.Method == http.MethodOptions {
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	d.s.error(w, r, &yard.Error{Code: "method_not_allowed", Message: "This resource takes " + list + "."})
+	d.s.notAllowed(w, r, strings.Join(slices.Compact(allow), ", ")+", OPTIONS")
 }
 
 // answerAsUnrouted answers a request the catch-all received for a path no
 // shape takes as the mux would without the catch-all: 404, or 405 (or the
 // OPTIONS answer) with the Allow of the patterns registered for the path.
 func (d *dispatcher) answerAsUnrouted(w http.ResponseWriter, r *http.Request) {
-	h, pattern := d.shadowMux().Handler(r)
+	h, pattern := d.shadow().Handler(r)
 	if pattern != "" {
 		// A pattern matches after all; the real mux would have chosen it,
 		// so this cannot happen. Do not guess: not found.
@@ -119,20 +113,18 @@ func (d *dispatcher) answerAsUnrouted(w http.ResponseWriter, r *http.Request) {
 	d.s.unrouted(w, r, h)
 }
 
+// shadowMux builds the shadow mux.
 func (d *dispatcher) shadowMux() *http.ServeMux {
-	d.shadowOnce.Do(func() {
-		shadow := http.NewServeMux()
-		for _, rt := range d.s.routes {
-			if slices.ContainsFunc(d.shapes, func(sh shape) bool { return sh.method == rt.Method && sh.pattern == rt.Pattern }) {
-				continue
-			}
-			p := rt.Pattern
-			if rt.Method != "" {
-				p = rt.Method + " " + p
-			}
-			shadow.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
+	shadow := http.NewServeMux()
+	for _, rt := range d.s.routes {
+		if slices.ContainsFunc(d.shapes, func(sh shape) bool { return sh.method == rt.Method && sh.pattern == rt.Pattern }) {
+			continue
 		}
-		d.shadow = shadow
-	})
-	return d.shadow
+		p := rt.Pattern
+		if rt.Method != "" {
+			p = rt.Method + " " + p
+		}
+		shadow.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
+	}
+	return shadow
 }

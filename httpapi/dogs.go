@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -156,6 +157,15 @@ func canUseDog(r *http.Request, d *yard.Dog) error {
 	return nil
 }
 
+// ownedBy is the owner a list p asks for is narrowed to: p, or nil
+// (every owner) for an administrator.
+func ownedBy(p *yard.Principal) *string {
+	if p.IsAdmin() {
+		return nil
+	}
+	return &p.UserID
+}
+
 // checkOwner decides the owner of a dog being written: the caller by
 // default; only an admin may name someone else.
 func checkOwner(r *http.Request, owner *string) (string, error) {
@@ -176,8 +186,9 @@ func deref(s *string) string {
 	return *s
 }
 
-func (s *Server) handleCreateDog(v *dogVersion) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.createDog(w, r, v) }
+// forVersion serves the requests of an endpoint in version v with h.
+func forVersion(v *dogVersion, h func(http.ResponseWriter, *http.Request, *dogVersion)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { h(w, r, v) }
 }
 
 func (s *Server) createDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
@@ -192,27 +203,33 @@ func (s *Server) createDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 // insertDog creates the dog in (201), at id when the client chose one
 // (PUT) or at an id the server chooses when id is "".
 func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion, id string, in dogWrite) {
-	if f := createOnlyFields(in); len(f) > 0 {
-		s.error(w, r, yard.Invalid("Read-only fields cannot be set on create.", f...))
-		return
+	f := readOnlyFields(in)
+	if in.Barks != nil {
+		// A new dog gets its schedule with PATCH or /bark-schedule.
+		f = append(f, yard.FieldError{Field: "barks", Message: "is set after the dog exists, with PATCH or /bark-schedule"})
 	}
-	if err := s.checkCodeURL(in.CodeURL); err != nil {
-		s.error(w, r, err)
-		return
+	var err error
+	if len(f) > 0 {
+		err = yard.Invalid("Read-only fields cannot be set on create.", f...)
 	}
-	owner, err := checkOwner(r, in.Owner)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = s.checkCodeURL(in.CodeURL)
+	}
+	var owner string
+	if err == nil {
+		owner, err = checkOwner(r, in.Owner)
 	}
 	d := &yard.Dog{ID: id, Name: deref(in.Name), Email: deref(in.Email), Owner: owner, BarkEffect: deref(in.BarkEffect), CodeURL: deref(in.CodeURL)}
-	if err := s.db.dogs.CreateDog(r.Context(), d); err != nil {
+	if err == nil {
+		err = s.db.dogs.CreateDog(r.Context(), d)
+	}
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	v.headers(s, w, d)
 	w.Header().Set("Location", s.url(v.path(d.ID)))
-	writeCreated(w, v.view(s, d), d.UpdatedAt)
+	writeWithValidators(w, http.StatusCreated, v.view(s, d), d.UpdatedAt)
 }
 
 func readOnlyFields(in dogWrite) []yard.FieldError {
@@ -225,16 +242,6 @@ func readOnlyFields(in dogWrite) []yard.FieldError {
 	}
 	if in.CodeRevision != nil {
 		f = append(f, yard.FieldError{Field: "codeRevision", Message: "is read-only"})
-	}
-	return f
-}
-
-// createOnlyFields lists the fields a create cannot set: the read-only ones
-// and barks (a new dog gets its schedule with PATCH or /bark-schedule).
-func createOnlyFields(in dogWrite) []yard.FieldError {
-	f := readOnlyFields(in)
-	if in.Barks != nil {
-		f = append(f, yard.FieldError{Field: "barks", Message: "is set after the dog exists, with PATCH or /bark-schedule"})
 	}
 	return f
 }
@@ -261,36 +268,22 @@ func sameSchedule(raw json.RawMessage, d *yard.Dog) bool {
 	return err == nil && t.Equal(d.Schedule.Next) && in.Frequency == float64(d.Schedule.Frequency)
 }
 
-func (s *Server) handleListDogs(v *dogVersion) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.listDogs(w, r, v) }
-}
-
 func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 	pg, err := s.pageOf(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	p := yard.PrincipalFromContext(r.Context())
-	f := yard.DogFilter{Offset: pg.Offset, Limit: pg.Max}
-	if !p.IsAdmin() {
-		f.Owner = &p.UserID
-	}
+	f := yard.DogFilter{Offset: pg.Offset, Limit: pg.Max, Owner: ownedBy(yard.PrincipalFromContext(r.Context()))}
 	dogs, total, err := s.db.dogs.FindDogs(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	views := make([]any, 0, len(dogs))
-	for _, d := range dogs {
-		if pg.Max > 0 {
-			views = append(views, v.view(s, d))
-		}
-	}
 	if v.listHeaders != nil {
 		v.listHeaders(s, w)
 	}
-	s.writePage(w, r, views, total, pg)
+	s.writePage(w, r, pageViews(dogs, pg, func(d *yard.Dog) any { return v.view(s, d) }), total, pg)
 }
 
 // handleDogRedirect sends every method on /v1/dogs/{id} to the dog's
@@ -305,78 +298,50 @@ func (s *Server) handleDogRedirect(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusPermanentRedirect)
 }
 
-func (s *Server) handleGetDog(v *dogVersion) http.HandlerFunc {
-	return s.withDog(v, s.getDog)
-}
-
 func (s *Server) getDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog) {
-	v.headers(s, w, d)
 	writeRepresentation(w, r, v.view(s, d), d.UpdatedAt)
 }
 
-// handlePutDog replaces the writable fields of a dog (200 with the new
+// putDog replaces the writable fields of a dog (200 with the new
 // representation), or creates the dog at a client-chosen id (201).
-func (s *Server) handlePutDog(v *dogVersion) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.putDog(w, r, v) }
-}
-
 func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 	id := r.PathValue("dog_id")
 	in, err := v.decode(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil && in.ID != nil && *in.ID != id {
+		err = yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"})
 	}
-	if in.ID != nil && *in.ID != id {
-		s.error(w, r, yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"}))
-		return
+	var d *yard.Dog
+	if err == nil {
+		if d, err = s.db.dogs.FindDogByID(r.Context(), id); yard.ErrorCode(err) == yard.ENOTFOUND {
+			s.createDogAt(w, r, v, id, in)
+			return
+		}
 	}
-	d, err := s.db.dogs.FindDogByID(r.Context(), id)
-	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		s.createDogAt(w, r, v, id, in)
-		return
-	} else if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = canUseDog(r, d)
 	}
-	if err := canUseDog(r, d); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = s.checkCodeURL(in.CodeURL)
 	}
-	if err := s.checkCodeURL(in.CodeURL); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = writePreconditions(r, etagOf(v.view(s, d)), d.UpdatedAt, "dog")
 	}
-	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil && in.Barks != nil && !sameSchedule(in.Barks, d) {
+		err = yard.Errorf(yard.ECONFLICT, "PUT does not change the bark schedule; use PATCH with barks or /bark-schedule.")
 	}
-	if in.Barks != nil && !sameSchedule(in.Barks, d) {
-		s.error(w, r, yard.Errorf(yard.ECONFLICT, "PUT does not change the bark schedule; use PATCH with barks or /bark-schedule."))
-		return
+	if err == nil && ((in.BarkCount != nil && *in.BarkCount != d.BarkCount) || (in.CodeRevision != nil && *in.CodeRevision != d.CodeRevision)) {
+		err = yard.Errorf(yard.ECONFLICT, "barkCount and codeRevision are read-only; send the values the server holds or leave them out.")
 	}
-	if (in.BarkCount != nil && *in.BarkCount != d.BarkCount) || (in.CodeRevision != nil && *in.CodeRevision != d.CodeRevision) {
-		s.error(w, r, yard.Errorf(yard.ECONFLICT, "barkCount and codeRevision are read-only; send the values the server holds or leave them out."))
-		return
+	var owner string
+	if err == nil {
+		owner, err = checkOwner(r, in.Owner)
 	}
-	owner, err := checkOwner(r, in.Owner)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	// A PUT replaces every writable field: one left out is emptied (the
+	// effect becomes record).
+	name, email, effect, codeURL := deref(in.Name), deref(in.Email), cmp.Or(deref(in.BarkEffect), yard.EffectRecord), deref(in.CodeURL)
+	if err == nil {
+		d, err = s.db.dogs.UpdateDog(r.Context(), id, yard.DogUpdate{Name: &name, Email: &email, Owner: &owner, BarkEffect: &effect, CodeURL: &codeURL})
 	}
-	effect := deref(in.BarkEffect)
-	if effect == "" {
-		effect = yard.EffectRecord
-	}
-	codeURL := deref(in.CodeURL)
-	upd := yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: &owner, BarkEffect: &effect, CodeURL: &codeURL}
-	if in.Name == nil {
-		upd.Name = new(string)
-	}
-	if in.Email == nil {
-		upd.Email = new(string)
-	}
-	d, err = s.db.dogs.UpdateDog(r.Context(), id, upd)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -401,61 +366,45 @@ func (s *Server) createDogAt(w http.ResponseWriter, r *http.Request, v *dogVersi
 	s.insertDog(w, r, v, id, in)
 }
 
-// handlePatchDog applies a JSON merge patch (RFC 7396) to a dog: 204.
-func (s *Server) handlePatchDog(v *dogVersion) http.HandlerFunc {
-	return s.withDog(v, s.patchDog)
-}
-
+// patchDog applies a JSON merge patch (RFC 7396) to a dog: 204.
 func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog) {
 	in, err := v.decode(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
 	// A merge patch null removes a member (RFC 7396): codeUrl and the
 	// schedule can be removed, the other fields cannot.
-	if err := in.refuseNulls("codeUrl", "barks", "schedule"); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = in.refuseNulls("codeUrl", "barks", "schedule")
 	}
 	if in.CodeURL == nil && in.isNull("codeUrl") {
-		none := ""
-		in.CodeURL = &none
+		in.CodeURL = new(string)
 	}
-	if f := readOnlyFields(in); len(f) > 0 {
-		s.error(w, r, yard.Invalid("Read-only fields cannot be changed.", f...))
-		return
+	if f := readOnlyFields(in); err == nil && len(f) > 0 {
+		err = yard.Invalid("Read-only fields cannot be changed.", f...)
 	}
-	if err := s.checkCodeURL(in.CodeURL); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = s.checkCodeURL(in.CodeURL)
 	}
-	if in.Owner != nil {
-		if _, err := checkOwner(r, in.Owner); err != nil {
-			s.error(w, r, err)
-			return
-		}
+	if err == nil && in.Owner != nil {
+		_, err = checkOwner(r, in.Owner)
 	}
-	if in.Barks != nil {
+	upd := yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL}
+	if err == nil && in.Barks != nil {
 		// The schedule has its own rules for If-Unmodified-Since
 		// (docs/barks.md); entity tags hold as for any write.
-		if err := writePreconditions(r, etagOf(v.view(s, d)), time.Time{}, "dog"); err != nil {
-			s.error(w, r, err)
+		if err = writePreconditions(r, etagOf(v.view(s, d)), time.Time{}, "dog"); err == nil {
+			s.patchSchedule(w, r, v, d, in.raw, in.Barks, upd)
 			return
 		}
-		s.patchSchedule(w, r, v, d, in.raw, in.Barks, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
-		return
 	}
-	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = writePreconditions(r, etagOf(v.view(s, d)), d.UpdatedAt, "dog")
 	}
-	d, err = s.db.dogs.UpdateDog(r.Context(), d.ID, yard.DogUpdate{Name: in.Name, Email: in.Email, Owner: in.Owner, BarkEffect: in.BarkEffect, CodeURL: in.CodeURL})
+	if err == nil {
+		d, err = s.db.dogs.UpdateDog(r.Context(), d.ID, upd)
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	v.headers(s, w, d)
 	s.dogValidators(w, v, d)
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -468,26 +417,10 @@ func (s *Server) dogValidators(w http.ResponseWriter, v *dogVersion, d *yard.Dog
 	}
 }
 
-func (s *Server) handleDeleteDog(v *dogVersion) http.HandlerFunc {
-	return s.withDog(v, s.deleteDog)
-}
-
 func (s *Server) deleteDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog) {
-	if err := checkPreconditions(r, d, etagOf(v.view(s, d))); err != nil {
-		s.error(w, r, err)
-		return
+	err := writePreconditions(r, etagOf(v.view(s, d)), d.UpdatedAt, "dog")
+	if err == nil {
+		err = s.db.dogs.DeleteDog(r.Context(), d.ID)
 	}
-	if err := s.db.dogs.DeleteDog(r.Context(), d.ID); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	v.headers(s, w, d)
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// checkPreconditions evaluates If-Match, If-Unmodified-Since and
-// If-None-Match against the stored dog, whose entity tag in the version at
-// hand is etag (writePreconditions): 412 when one does not hold.
-func checkPreconditions(r *http.Request, d *yard.Dog, etag string) error {
-	return writePreconditions(r, etag, d.UpdatedAt, "dog")
+	s.writeNoContent(w, r, err)
 }

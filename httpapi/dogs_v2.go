@@ -77,10 +77,7 @@ var dogV2 = &dogVersion{
 		if raw := bytes.TrimSpace(in.Owner); len(raw) > 0 && string(raw) != "null" {
 			var id string
 			if raw[0] == '{' {
-				o, err := unmarshalStrict[struct {
-					ID   string `json:"id"`
-					Href string `json:"href"`
-				}](raw)
+				o, err := unmarshalStrict[ownerLink](raw)
 				if err != nil || o.ID == "" {
 					return out, yard.Invalid("The owner is malformed.", yard.FieldError{Field: "owner", Message: `must be {"id": "<person id>"} or a person id`})
 				}

@@ -27,6 +27,16 @@ func TimestampPtr(t time.Time) *string {
 	return &s
 }
 
+// nonZero returns a pointer to a copy of v, or nil for the zero value: a
+// member that is null when it has nothing to say.
+func nonZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
 // marshalJSON is json.Marshal without HTML escaping: API bodies are JSON
 // documents, not HTML, so `<`, `>` and `&` are written as themselves (a
 // saved search's query "color=red&max=5", not "color=red\u0026max=5").
@@ -72,35 +82,32 @@ func writeRepresentation(w http.ResponseWriter, r *http.Request, v any, modified
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "encoding"})
 		return
 	}
+	writeValidated(w, r, http.StatusOK, mediaJSON, body, modified)
+}
+
+// writeValidated writes body, a representation of type ct, with the status, its
+// ETag and, unless modified is zero, its Last-Modified; a 200 to a GET or
+// HEAD whose validators match is 304 instead, and a HEAD gets no body.
+func writeValidated(w http.ResponseWriter, r *http.Request, status int, ct string, body []byte, modified time.Time) {
 	etag := setValidators(w.Header(), body, modified)
-	h := w.Header()
-	if notModified(r, etag, modified) {
+	if status == http.StatusOK && notModified(r, etag, modified) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h.Set("Content-Type", "application/json")
+	h := w.Header()
+	h.Set("Content-Type", ct)
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(append(body, '\n'))
 	}
 }
 
-// writeCreated writes v, the representation of a resource just created,
-// as 201 with the ETag and Last-Modified a GET of it answers with (RFC 9110
-// §8.8.2, §8.8.3), so a client can make its next request conditional
+// writeWithValidators writes v, the representation of a resource just
+// created (201) or changed (200), with the ETag and Last-Modified a GET of
+// it answers with (RFC 9110 §8.8.2, §8.8.3; modified zero: no
+// Last-Modified), so a client can make its next request conditional
 // without reading the resource again.
-func writeCreated(w http.ResponseWriter, v any, modified time.Time) {
-	writeWithValidators(w, http.StatusCreated, v, modified)
-}
-
-// writeUpdated writes v, the representation of a resource just changed,
-// as 200 with the validators a GET of it answers with (modified zero: no
-// Last-Modified).
-func writeUpdated(w http.ResponseWriter, v any, modified time.Time) {
-	writeWithValidators(w, http.StatusOK, v, modified)
-}
-
 func writeWithValidators(w http.ResponseWriter, status int, v any, modified time.Time) {
 	body, err := marshalJSON(v)
 	if err != nil {
@@ -161,12 +168,17 @@ func (s *Server) pageOf(r *http.Request) (yard.Page, error) {
 	return yard.ReadQuery(s.grammarQuery(r), yard.Paging{}, nil)
 }
 
-// PageBody is the body of every collection page (docs/api.md, HTTP).
-type PageBody[T any] struct {
-	Items  []T `json:"items"`
-	Offset int `json:"offset"`
-	Max    int `json:"max"`
-	Total  int `json:"total"`
+// pageViews renders the items of a page with view; a page of max=0 holds
+// none, whatever the store returned.
+func pageViews[T, V any](items []T, p yard.Page, view func(T) V) []V {
+	if p.Max == 0 {
+		items = nil
+	}
+	views := make([]V, 0, len(items))
+	for _, it := range items {
+		views = append(views, view(it))
+	}
+	return views
 }
 
 // writePage writes a page of items with the RFC 8288 Link header (first,

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -113,13 +112,12 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	if code == yard.EINTERNAL {
-		s.deps.Logger.ErrorContext(r.Context(), "internal error", slog.String("request_id", p.RequestID),
-			slog.String("method", logMethod(r)), slog.String("path", logPath(r)), slog.String("error", err.Error()))
+		s.logInternal(w, r, err)
 	}
 	// A 401 carries a challenge per scheme (docs/auth.md); a scheme's own
 	// challenge from the error (OAuth's oauth_problem) takes the place
 	// of that scheme's plain one.
-	if kind.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" && s.deps.Auth != nil {
+	if kind.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		used := make([]bool, len(own))
 		for _, c := range s.deps.Auth.Challenges(r) {
 			if i := slices.IndexFunc(own, func(o string) bool { return sameScheme(o, c) }); i >= 0 {
@@ -143,18 +141,20 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblemXML(w, p)
 		return
 	}
-	writeProblem(w, p)
+	body, _ := marshalJSON(p)
+	writeProblemBody(w, p.Status, "application/problem+json", body)
 }
 
-func writeProblem(w http.ResponseWriter, p Problem) {
-	body, _ := marshalJSON(p)
+// writeProblemBody writes a problem document of type ct: not stored, and
+// without the validators of the resource the request was about.
+func writeProblemBody(w http.ResponseWriter, status int, ct string, body []byte) {
 	h := w.Header()
 	h.Del("ETag")
 	h.Del("Last-Modified")
-	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Type", ct)
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(p.Status)
+	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
 }
 

@@ -231,41 +231,32 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		s.streamEvents(w, r, q)
 		return
 	}
-	p := yard.PrincipalFromContext(r.Context())
-	if q.max == 0 {
-		// Like max=0 on every list (docs/api.md, "Paging"): no items; nothing
-		// is read, so next is the place asked for.
-		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, http.StatusOK, eventPage{Items: []json.RawMessage{}, Next: q.after.String()})
-		return
-	}
-	f := yard.EventFilter{After: q.after, Resume: q.hasAfter, Limit: q.max, Match: q.keep(p)}
-	if !p.IsAdmin() {
-		f.Owner = &p.UserID
-	}
-	page, err := s.db.events.ReadEvents(r.Context(), f)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	body := eventPage{Items: make([]json.RawMessage, 0, len(page.Events)), Next: page.Next.String()}
-	for _, e := range page.Events {
-		body.Items = append(body.Items, s.RenderEvent(e))
-	}
 	w.Header().Set("Cache-Control", "no-store")
+	// Like max=0 on every list (docs/api.md, "Paging"): no items; nothing is
+	// read, so next is the place asked for.
+	body := eventPage{Items: []json.RawMessage{}, Next: q.after.String()}
+	if q.max > 0 {
+		p := yard.PrincipalFromContext(r.Context())
+		page, err := s.db.events.ReadEvents(r.Context(), yard.EventFilter{After: q.after, Resume: q.hasAfter, Limit: q.max, Match: q.keep(p), Owner: ownedBy(p)})
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		body.Next = page.Next.String()
+		for _, e := range page.Events {
+			body.Items = append(body.Items, s.RenderEvent(e))
+		}
+	}
 	writeJSON(w, http.StatusOK, body)
 }
 
 // preferredWait returns N of Prefer: wait=N (RFC 7240 §4.3), capped at
 // maxWait, and whether it was asked.
 func preferredWait(r *http.Request) (int, bool) {
-	val, ok := preference(r, "wait")
-	if !ok {
-		return 0, false
-	}
 	// Digits only; a number too long for an int is still more than the
 	// cap.
-	if val == "" || strings.Trim(val, "0123456789") != "" {
+	val, ok := preference(r, "wait")
+	if !ok || val == "" || strings.Trim(val, "0123456789") != "" {
 		return 0, false
 	}
 	n, err := strconv.Atoi(val)

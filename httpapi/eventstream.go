@@ -55,10 +55,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 			return
 		}
 	}
-	f := yard.EventFilter{After: cur, Resume: q.hasAfter, Limit: defaultEventMax, Match: keep}
-	if !p.IsAdmin() {
-		f.Owner = &p.UserID
-	}
+	f := yard.EventFilter{After: cur, Resume: q.hasAfter, Limit: defaultEventMax, Match: keep, Owner: ownedBy(p)}
 	first, err := s.db.events.ReadEvents(ctx, f)
 	if err != nil {
 		s.error(w, r, err)
@@ -341,10 +338,7 @@ func (s *Server) canStream(r *http.Request) error {
 	if s.deps.Events == nil {
 		return yard.Errorf(yard.EUNAVAILABLE, "This server does not stream events.")
 	}
-	if err := s.deps.Events.Room(yard.PrincipalFromContext(r.Context()).UserID, true); err != nil {
-		return subscribeError(err)
-	}
-	return nil
+	return subscribeError(s.deps.Events.Room(yard.PrincipalFromContext(r.Context()).UserID, true))
 }
 
 // subscribeError maps a refused subscription to its answer: 429 past the

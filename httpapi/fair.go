@@ -51,9 +51,6 @@ func ClientKey(addr string) string {
 // registerGateMetrics exports a gate's state as name_running,
 // name_waiting and name_refused_total{reason="client"|"busy"}.
 func registerGateMetrics(reg *prometheus.Registry, name, what string, g *fairgate.Gate) {
-	if reg == nil {
-		return
-	}
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name + "_running", Help: "Slots taken by " + what + "."},
 			func() float64 { return float64(g.Stats().Busy) }),

@@ -91,24 +91,10 @@ func negotiate(accept string, offers ...string) string {
 	return best
 }
 
-// isXMLMedia reports whether a media type is one of the XML types yard
-// reads and writes.
-func isXMLMedia(mt string) bool {
-	return mt == mediaXML || mt == mediaTextXML || mt == mediaProblemXML
-}
-
 // sentXML reports whether the request body is XML by its Content-Type.
 func sentXML(r *http.Request) bool {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	return err == nil && (mt == mediaXML || mt == mediaTextXML)
-}
-
-// speaksXML reports whether the request's path is one of a route marked
-// in routes.go as having an XML representation (handleXML), whatever the
-// method: the orders, the API's only such resources.
-func (s *Server) speaksXML(r *http.Request) bool {
-	_, pattern := s.xmlPaths.Handler(r)
-	return pattern != ""
 }
 
 // problemXML reports whether an error should be answered as
@@ -117,11 +103,11 @@ func (s *Server) speaksXML(r *http.Request) bool {
 // XML representation; every other resource answers its errors in JSON
 // whatever the request sent or accepts (an XML body there is 415).
 func (s *Server) problemXML(r *http.Request) bool {
-	if !s.speaksXML(r) {
+	// The path is one of a route marked in routes.go as having an XML
+	// representation (handleXML), whatever the method.
+	if _, pattern := s.xmlPaths.Handler(r); pattern == "" {
 		return false
 	}
-	if sentXML(r) {
-		return true
-	}
-	return isXMLMedia(negotiate(r.Header.Get("Accept"), "application/problem+json", mediaJSON, mediaProblemXML, mediaXML, mediaTextXML))
+	m := negotiate(r.Header.Get("Accept"), "application/problem+json", mediaJSON, mediaProblemXML, mediaXML, mediaTextXML)
+	return sentXML(r) || m == mediaXML || m == mediaTextXML || m == mediaProblemXML
 }

@@ -1,11 +1,11 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/yard-api/yard"
@@ -26,14 +26,15 @@ func (s *Server) oauth() (*auth.OAuth1, error) {
 	return s.deps.Kit.OAuth1, nil
 }
 
-// notDelegated refuses the management endpoints to a consumer acting for a
-// user: an application may not register consumers or revoke other
-// applications in the user's name.
-func notDelegated(r *http.Request) error {
-	if p := yard.PrincipalFromContext(r.Context()); p != nil && p.Scheme == "oauth" {
-		return yard.Errorf(yard.EFORBIDDEN, "An OAuth consumer cannot manage OAuth consumers or authorizations; sign in as the user.")
+// oauthManager returns the provider for a management endpoint, which a
+// consumer acting for a user is refused: an application may not register
+// consumers or revoke other applications in the user's name.
+func (s *Server) oauthManager(r *http.Request) (*auth.OAuth1, error) {
+	o, err := s.oauth()
+	if p := yard.PrincipalFromContext(r.Context()); err == nil && p != nil && p.Scheme == "oauth" {
+		err = yard.Errorf(yard.EFORBIDDEN, "An OAuth consumer cannot manage OAuth consumers or authorizations; sign in as the user.")
 	}
-	return nil
+	return o, err
 }
 
 // consumerView is the representation of a consumer; Secret only in the
@@ -49,22 +50,14 @@ type consumerView struct {
 }
 
 func (s *Server) newConsumerView(c *yard.OAuthConsumer) consumerView {
-	v := consumerView{Key: c.Key, Name: c.Name, CreatedBy: c.CreatedBy, CreatedAt: Timestamp(c.CreatedAt),
+	return consumerView{Key: c.Key, Name: c.Name, CallbackURL: nonZero(c.CallbackURL), CreatedBy: c.CreatedBy, CreatedAt: Timestamp(c.CreatedAt),
 		Links: urlsMap{"self": s.url("/oauth/consumers/" + c.Key)}}
-	if c.CallbackURL != "" {
-		cb := c.CallbackURL
-		v.CallbackURL = &cb
-	}
-	return v
 }
 
 // validName reports whether a display name is 1 to 100 characters of
 // valid UTF-8 without control characters.
 func validName(s string) bool {
-	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > 100 || strings.TrimSpace(s) != s {
-		return false
-	}
-	return !strings.ContainsFunc(s, unicode.IsControl)
+	return s != "" && utf8.RuneCountInString(s) <= 100 && strings.TrimSpace(s) == s && !yard.HasControl(s)
 }
 
 // consumerWrite is the body of POST /oauth/consumers.
@@ -75,10 +68,7 @@ type consumerWrite struct {
 
 // handleCreateConsumer is POST /oauth/consumers (admin).
 func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err == nil {
-		err = notDelegated(r)
-	}
+	o, err := s.oauthManager(r)
 	var in consumerWrite
 	if err == nil {
 		in, err = decode[consumerWrite](r)
@@ -100,11 +90,7 @@ func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request) {
 	var c *yard.OAuthConsumer
 	var secret string
 	if err == nil {
-		cb := ""
-		if in.CallbackURL != nil {
-			cb = *in.CallbackURL
-		}
-		c, secret, err = o.RegisterConsumer(r.Context(), *in.Name, cb, yard.PrincipalFromContext(r.Context()).UserID)
+		c, secret, err = o.RegisterConsumer(r.Context(), *in.Name, deref(in.CallbackURL), yard.PrincipalFromContext(r.Context()).UserID)
 	}
 	if err != nil {
 		s.error(w, r, err)
@@ -119,36 +105,17 @@ func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request) {
 
 // handleListConsumers is GET /oauth/consumers (admin).
 func (s *Server) handleListConsumers(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err == nil {
-		err = notDelegated(r)
-	}
-	var page yard.Page
-	if err == nil {
-		page, err = s.pageOf(r)
-	}
-	var list []*yard.OAuthConsumer
-	var total int
-	if err == nil {
-		list, total, err = o.Store.ListOAuthConsumers(r.Context(), page)
-	}
+	o, err := s.oauthManager(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	views := make([]consumerView, 0, len(list))
-	for _, c := range list {
-		views = append(views, s.newConsumerView(c))
-	}
-	s.writePage(w, r, views, total, page)
+	writePagedList(s, w, r, o.Store.ListOAuthConsumers, s.newConsumerView)
 }
 
 // handleGetConsumer is GET /oauth/consumers/{key} (admin).
 func (s *Server) handleGetConsumer(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err == nil {
-		err = notDelegated(r)
-	}
+	o, err := s.oauthManager(r)
 	var c *yard.OAuthConsumer
 	if err == nil {
 		c, err = o.Store.FindOAuthConsumer(r.Context(), r.PathValue("key"))
@@ -163,10 +130,7 @@ func (s *Server) handleGetConsumer(w http.ResponseWriter, r *http.Request) {
 // handleDeleteConsumer is DELETE /oauth/consumers/{key} (admin): the
 // consumer and every token it holds are gone.
 func (s *Server) handleDeleteConsumer(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err == nil {
-		err = notDelegated(r)
-	}
+	o, err := s.oauthManager(r)
 	ok := false
 	if err == nil {
 		ok, err = o.DeleteConsumer(r.Context(), r.PathValue("key"))
@@ -174,11 +138,7 @@ func (s *Server) handleDeleteConsumer(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !ok {
 		err = yard.Errorf(yard.ENOTFOUND, "No OAuth consumer has this key.")
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }
 
 // oauthFormError answers a refusal at request_token or access_token. The
@@ -224,41 +184,37 @@ func writeForm(w http.ResponseWriter, status int, form url.Values) {
 // handleRequestToken is POST /oauth/request_token: temporary credentials
 // (RFC 5849 §2.1).
 func (s *Server) handleRequestToken(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	v, err := o.Verify(r, "")
-	var token, secret string
-	if err == nil {
-		token, secret, err = o.IssueRequestToken(r.Context(), v)
-	}
-	if err != nil {
-		s.oauthFormError(w, r, err)
-		return
-	}
-	writeForm(w, http.StatusOK, url.Values{"oauth_token": {token}, "oauth_token_secret": {secret}, "oauth_callback_confirmed": {"true"}})
+	s.issueOAuthToken(w, r, "", (*auth.OAuth1).IssueRequestToken, url.Values{"oauth_callback_confirmed": {"true"}})
 }
 
 // handleAccessToken is POST /oauth/access_token: token credentials (RFC
 // 5849 §2.3) for an authorised request token and its verifier, once.
 func (s *Server) handleAccessToken(w http.ResponseWriter, r *http.Request) {
+	s.issueOAuthToken(w, r, yard.OAuthRequestToken, (*auth.OAuth1).IssueAccessToken, url.Values{})
+}
+
+// issueOAuthToken verifies a signed request that carries a token of kind
+// ("" for none) and answers the credentials issue makes, with the extra
+// parameters, as a form.
+func (s *Server) issueOAuthToken(w http.ResponseWriter, r *http.Request, kind string,
+	issue func(*auth.OAuth1, context.Context, *auth.OAuthVerified) (string, string, error), form url.Values) {
 	o, err := s.oauth()
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	v, err := o.Verify(r, yard.OAuthRequestToken)
+	v, err := o.Verify(r, kind)
 	var token, secret string
 	if err == nil {
-		token, secret, err = o.IssueAccessToken(r.Context(), v)
+		token, secret, err = issue(o, r.Context(), v)
 	}
 	if err != nil {
 		s.oauthFormError(w, r, err)
 		return
 	}
-	writeForm(w, http.StatusOK, url.Values{"oauth_token": {token}, "oauth_token_secret": {secret}})
+	form.Set("oauth_token", token)
+	form.Set("oauth_token_secret", secret)
+	writeForm(w, http.StatusOK, form)
 }
 
 // authorizeTarget loads the request token of the authorisation page and
@@ -331,15 +287,12 @@ func (s *Server) handleAuthorize(p *pages.Pages, w http.ResponseWriter, r *http.
 		})
 		return
 	}
-	allow := false
-	switch r.PostForm.Get("decision") {
-	case "allow":
-		allow = true
-	case "deny":
-	default:
+	decision := r.PostForm.Get("decision")
+	if decision != "allow" && decision != "deny" {
 		p.Error(w, r, http.StatusBadRequest, "Bad request", "Choose Allow or Deny.")
 		return
 	}
+	allow := decision == "allow"
 	verifier, ok, err := o.Decide(r.Context(), token, user.UserID, allow)
 	if err != nil {
 		p.Internal(w, r, err)
@@ -388,10 +341,7 @@ type authorizationView struct {
 // the caller allowed; an administrator sees everyone's, or one user's with
 // ?userId=.
 func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err == nil {
-		err = notDelegated(r)
-	}
+	o, err := s.oauthManager(r)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -410,11 +360,8 @@ func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request
 		s.error(w, r, err)
 		return
 	}
-	total := len(list)
-	list = list[min(page.Offset, total):min(page.Offset+page.Max, total)]
 	names := map[string]string{}
-	items := make([]authorizationView, 0, len(list))
-	for _, t := range list {
+	items := pageViews(list[min(page.Offset, len(list)):min(page.Offset+page.Max, len(list))], page, func(t *yard.OAuthToken) authorizationView {
 		name, ok := names[t.ConsumerKey]
 		if !ok {
 			if c, err := o.Store.FindOAuthConsumer(r.Context(), t.ConsumerKey); err == nil {
@@ -422,19 +369,16 @@ func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request
 			}
 			names[t.ConsumerKey] = name
 		}
-		items = append(items, authorizationView{ID: t.ID, ConsumerKey: t.ConsumerKey, ConsumerName: name, UserID: t.UserID,
-			CreatedAt: Timestamp(t.CreatedAt), Links: urlsMap{"self": s.url("/oauth/authorizations/" + t.ID)}})
-	}
-	s.writePage(w, r, items, total, page)
+		return authorizationView{ID: t.ID, ConsumerKey: t.ConsumerKey, ConsumerName: name, UserID: t.UserID,
+			CreatedAt: Timestamp(t.CreatedAt), Links: urlsMap{"self": s.url("/oauth/authorizations/" + t.ID)}}
+	})
+	s.writePage(w, r, items, len(list), page)
 }
 
 // handleRevokeAuthorization is DELETE /oauth/authorizations/{id}: the user
 // who allowed it, or an administrator, revokes an access token.
 func (s *Server) handleRevokeAuthorization(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
-	if err == nil {
-		err = notDelegated(r)
-	}
+	o, err := s.oauthManager(r)
 	var t *yard.OAuthToken
 	if err == nil {
 		t, err = o.Store.FindOAuthAccess(r.Context(), r.PathValue("id"))
@@ -447,9 +391,5 @@ func (s *Server) handleRevokeAuthorization(w http.ResponseWriter, r *http.Reques
 	if err == nil {
 		_, err = o.Revoke(r.Context(), t)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }

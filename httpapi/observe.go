@@ -37,9 +37,7 @@ func (s *Server) observe(r *http.Request, pattern string, status int, d time.Dur
 	if label == "" {
 		label = "unmatched"
 	}
-	if s.metrics != nil {
-		s.metrics.observe(r.Method, label, status, d)
-	}
+	s.metrics.observe(r.Method, label, status, d)
 	level := slog.LevelInfo
 	switch {
 	case status == http.StatusServiceUnavailable:
@@ -115,8 +113,6 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"method", "route"}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.requests, m.latency)
-	}
+	reg.MustRegister(m.requests, m.latency)
 	return m
 }

@@ -187,26 +187,21 @@ func readOpenIDForm(r *http.Request) (openid.Message, error) {
 // sent as a form, which continue as the GET request with the same fields.
 func (s *Server) handleOpenIDPost(w http.ResponseWriter, r *http.Request) {
 	p, err := s.openID()
-	if err != nil {
-		s.openidDirectError(w, r, err)
-		return
+	var m openid.Message
+	if err == nil {
+		m, err = readOpenIDForm(r)
 	}
-	m, err := readOpenIDForm(r)
-	if err != nil {
-		s.openidDirectError(w, r, err)
-		return
-	}
-	if m["ns"] != openid.NS {
-		s.openidDirectError(w, r, &openid.ProtocolError{Message: "Only OpenID 2.0 requests (openid.ns=" + openid.NS + ") are supported."})
-		return
+	if err == nil && m["ns"] != openid.NS {
+		err = &openid.ProtocolError{Message: "Only OpenID 2.0 requests (openid.ns=" + openid.NS + ") are supported."}
 	}
 	var resp openid.Message
-	switch m["mode"] {
-	case openid.ModeAssociate:
+	switch mode := m["mode"]; {
+	case err != nil:
+	case mode == openid.ModeAssociate:
 		resp, err = p.Associate(r.Context(), m, r.TLS != nil)
-	case openid.ModeCheckAuthentication:
+	case mode == openid.ModeCheckAuthentication:
 		resp, err = p.CheckAuthentication(r.Context(), m)
-	case openid.ModeCheckIDSetup, openid.ModeCheckIDImmediate:
+	case mode == openid.ModeCheckIDSetup || mode == openid.ModeCheckIDImmediate:
 		// 303: the browser comes back with GET, under the pages'
 		// protections, and the flow is the same as for a redirect.
 		w.Header().Set("Location", s.url("/openid/login?"+m.Values().Encode()))

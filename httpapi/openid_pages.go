@@ -3,10 +3,10 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/yard-api/yard"
@@ -87,32 +87,23 @@ func (s *Server) openidRequest(p *pages.Pages, w http.ResponseWriter, r *http.Re
 // the answer has been written (sign-in, setup_needed, or an error page).
 func (s *Server) openidUser(p *pages.Pages, w http.ResponseWriter, r *http.Request, req *openid.CheckIDRequest) *yard.User {
 	pr, err := p.User(r)
-	if err != nil {
-		p.Internal(w, r, err)
-		return nil
+	var u *yard.User
+	if err == nil && pr != nil {
+		u, err = s.db.openid.FindUserByID(r.Context(), pr.UserID)
 	}
-	if pr == nil {
-		if req.Immediate() {
-			openidRedirect(w, req.ReturnTo, openid.Negative(req))
-			return nil
-		}
+	switch {
+	case err != nil:
+		p.Internal(w, r, err)
+	case u != nil && (req.Identity == openid.IdentifierSelect || req.Identity == s.openidClaimedID(u.Name)):
+		return u
+	case req.Immediate():
+		openidRedirect(w, req.ReturnTo, openid.Negative(req))
+	case u == nil:
 		s.openidSignIn(p, w, r, req, "")
-		return nil
-	}
-	u, err := s.db.openid.FindUserByID(r.Context(), pr.UserID)
-	if err != nil {
-		p.Internal(w, r, err)
-		return nil
-	}
-	if req.Identity != openid.IdentifierSelect && req.Identity != s.openidClaimedID(u.Name) {
-		if req.Immediate() {
-			openidRedirect(w, req.ReturnTo, openid.Negative(req))
-			return nil
-		}
+	default:
 		s.openidWrongUser(p, w, r, req, u)
-		return nil
 	}
-	return u
+	return nil
 }
 
 // openidSignIn sends the browser to the sign-in form (303), with the name
@@ -154,13 +145,8 @@ func (s *Server) openidUserName(id string) string {
 // openidHidden carries a checkid request through a page's form, as
 // hidden openid.* fields in sorted order.
 func openidHidden(req *openid.CheckIDRequest) []pages.Field {
-	keys := make([]string, 0, len(req.Message))
-	for k := range req.Message {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	hidden := make([]pages.Field, 0, len(keys))
-	for _, k := range keys {
+	hidden := make([]pages.Field, 0, len(req.Message))
+	for _, k := range slices.Sorted(maps.Keys(req.Message)) {
 		hidden = append(hidden, pages.Field{Name: "openid." + k, Value: req.Message[k]})
 	}
 	return hidden
@@ -182,19 +168,14 @@ func (s *Server) openidWrongUser(p *pages.Pages, w http.ResponseWriter, r *http.
 	})
 }
 
-// sregValues are the Simple Registration values of a user: yard users
-// have one name, which is both the nickname and the full name.
-func sregValues(u *yard.User) map[string]string {
-	v := map[string]string{"nickname": u.Name, "fullname": u.Name}
-	if u.Email != "" {
-		v["email"] = u.Email
-	}
-	return v
-}
-
-// sregShare returns the values of the requested fields that are allowed.
+// sregShare returns the Simple Registration values of u of the requested
+// fields that are allowed. yard users have one name, which is both the
+// nickname and the full name.
 func sregShare(u *yard.User, req *openid.CheckIDRequest, allowed func(field string) bool) map[string]string {
-	all := sregValues(u)
+	all := map[string]string{"nickname": u.Name, "fullname": u.Name}
+	if u.Email != "" {
+		all["email"] = u.Email
+	}
 	out := map[string]string{}
 	for _, f := range req.SReg.Fields() {
 		if v, ok := all[f]; ok && allowed(f) {
@@ -253,14 +234,14 @@ func (s *Server) handleOpenIDCheckID(p *pages.Pages, w http.ResponseWriter, r *h
 	if req.SReg != nil && req.SReg.PolicyURL != "" {
 		details = append(details, "Its privacy policy: "+req.SReg.PolicyURL)
 	}
-	boxes := []pages.Checkbox{}
+	var boxes []pages.Checkbox
 	labels := map[string]string{"nickname": "Share my nickname", "email": "Share my e-mail address", "fullname": "Share my full name"}
-	for f, v := range sregShare(u, req, func(string) bool { return true }) {
-		boxes = append(boxes, pages.Checkbox{Name: "sreg_" + f, Label: labels[f] + " (" + v + ")", Checked: true})
+	asked := sregShare(u, req, func(string) bool { return true })
+	for _, f := range openid.SRegFields { // in the order of the fields
+		if v, ok := asked[f]; ok {
+			boxes = append(boxes, pages.Checkbox{Name: "sreg_" + f, Label: labels[f] + " (" + v + ")", Checked: true})
+		}
 	}
-	slices.SortFunc(boxes, func(a, b pages.Checkbox) int {
-		return slices.Index(openid.SRegFields, a.Name[5:]) - slices.Index(openid.SRegFields, b.Name[5:])
-	})
 	boxes = append(boxes, pages.Checkbox{Name: "remember", Label: "Remember my answer for this site"})
 	p.Consent(w, r, pages.Consent{
 		Title: "Sign in to another site?", Party: req.Realm.String(), Question: "asks you to sign in with your yard identity.",
@@ -282,12 +263,8 @@ func (s *Server) handleOpenIDConfirm(p *pages.Pages, w http.ResponseWriter, r *h
 		s.error(w, r, err)
 		return
 	}
-	form := url.Values{}
-	for k, v := range r.PostForm {
-		if len(k) > 7 && k[:7] == "openid." {
-			form[k] = v
-		}
-	}
+	form := maps.Clone(r.PostForm)
+	maps.DeleteFunc(form, func(k string, _ []string) bool { return len(k) <= 7 || k[:7] != "openid." })
 	req := s.openidRequest(p, w, r, form)
 	if req == nil {
 		return

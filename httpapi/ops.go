@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -13,7 +14,6 @@ import (
 	"net/http"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -77,12 +77,10 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 // paths and schemas of every other fragment in openapi/ merged in, and the
 // server URL set to the base URL.
 // It is built once, on first use, and safe to call from any goroutine.
-func (s *Server) OpenAPI() ([]byte, error) {
-	s.openapiMu.Lock()
-	defer s.openapiMu.Unlock()
-	if s.openapi != nil {
-		return s.openapi, nil
-	}
+func (s *Server) OpenAPI() ([]byte, error) { return s.openapi() }
+
+// buildOpenAPI builds the document OpenAPI returns.
+func (s *Server) buildOpenAPI() ([]byte, error) {
 	var doc map[string]any
 	raw, err := openapiFS.ReadFile("openapi/base.json")
 	if err != nil {
@@ -93,7 +91,6 @@ func (s *Server) OpenAPI() ([]byte, error) {
 	}
 	paths := doc["paths"].(map[string]any)
 	components := doc["components"].(map[string]any)
-	schemas := components["schemas"].(map[string]any)
 	entries, _ := fs.ReadDir(openapiFS, "openapi")
 	for _, e := range entries {
 		if e.Name() == "base.json" {
@@ -102,39 +99,14 @@ func (s *Server) OpenAPI() ([]byte, error) {
 		raw, _ := openapiFS.ReadFile("openapi/" + e.Name())
 		var frag struct {
 			Paths      map[string]map[string]any `json:"paths"`
-			Components struct {
-				Schemas    map[string]any `json:"schemas"`
-				Parameters map[string]any `json:"parameters"`
-				Responses  map[string]any `json:"responses"`
-			} `json:"components"`
-			Tags []any `json:"tags"`
+			Components map[string]map[string]any `json:"components"`
+			Tags       []any                     `json:"tags"`
 		}
 		if err := json.Unmarshal(raw, &frag); err != nil {
 			return nil, fmt.Errorf("openapi/%s: %w", e.Name(), err)
 		}
-		for p, ops := range frag.Paths {
-			existing, _ := paths[p].(map[string]any)
-			if existing == nil {
-				existing = map[string]any{}
-			}
-			maps.Copy(existing, ops)
-			paths[p] = existing
-		}
-		maps.Copy(schemas, frag.Components.Schemas)
-		for _, kind := range []struct {
-			name string
-			m    map[string]any
-		}{{"parameters", frag.Components.Parameters}, {"responses", frag.Components.Responses}} {
-			if len(kind.m) == 0 {
-				continue
-			}
-			dst, _ := components[kind.name].(map[string]any)
-			if dst == nil {
-				dst = map[string]any{}
-				components[kind.name] = dst
-			}
-			maps.Copy(dst, kind.m)
-		}
+		mergeObjects(paths, frag.Paths)
+		mergeObjects(components, frag.Components)
 		if len(frag.Tags) > 0 {
 			tags, _ := doc["tags"].([]any)
 			doc["tags"] = append(tags, frag.Tags...)
@@ -150,27 +122,22 @@ func (s *Server) OpenAPI() ([]byte, error) {
 	}
 	for _, item := range paths {
 		for _, op := range item.(map[string]any) {
-			o, ok := op.(map[string]any)
+			o, _ := op.(map[string]any)
+			resp, ok := o["responses"].(map[string]any)
 			if !ok {
 				continue
 			}
-			if resp, ok := o["responses"].(map[string]any); ok {
-				// Two Authorization headers are 400 on every operation,
-				// public ones included, before routing (docs/auth.md,
-				// "Which credentials count").
-				if _, has400 := resp["400"]; !has400 {
-					resp["400"] = map[string]any{"$ref": "#/components/responses/BadRequest"}
-				}
-				// First, so that its 503 names busy password hashing too.
-				if _, has401 := resp["401"]; has401 {
-					addCredentialParams(o, credParams)
-				}
-				// Any operation may meet a store that cannot be reached
-				// (docs/api.md, "503 Service Unavailable").
-				if _, has503 := resp["503"]; !has503 {
-					resp["503"] = map[string]any{"$ref": "#/components/responses/Unavailable"}
-				}
+			// Two Authorization headers are 400 on every operation, public
+			// ones included, before routing (docs/auth.md, "Which
+			// credentials count").
+			addResponse(resp, "400", "BadRequest")
+			// First, so that its 503 names busy password hashing too.
+			if _, has401 := resp["401"]; has401 {
+				addCredentialParams(o, credParams)
 			}
+			// Any operation may meet a store that cannot be reached
+			// (docs/api.md, "503 Service Unavailable").
+			addResponse(resp, "503", "Unavailable")
 		}
 	}
 	doc["servers"] = []any{map[string]any{"url": s.deps.BaseURL}}
@@ -184,9 +151,20 @@ func (s *Server) OpenAPI() ([]byte, error) {
 	if err := enc.Encode(doc); err != nil {
 		return nil, err
 	}
-	out := bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
-	s.openapi = out
-	return out, nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+// mergeObjects copies each object of src into the object of the same name
+// in dst, made when dst has none.
+func mergeObjects(dst map[string]any, src map[string]map[string]any) {
+	for name, m := range src {
+		obj, _ := dst[name].(map[string]any)
+		if obj == nil {
+			obj = map[string]any{}
+			dst[name] = obj
+		}
+		maps.Copy(obj, m)
+	}
 }
 
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
@@ -201,26 +179,16 @@ func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleDocs serves the interactive API reference, built in the browser
-// from /openapi.json; its assets are embedded, no CDN.
+// from /openapi.json: /docs is its page, /docs/{asset} the assets, all
+// embedded, no CDN.
 func (s *Server) handleDocs(w http.ResponseWriter, r *http.Request) {
-	s.serveDocsFile(w, r, "index.html")
-}
-
-func (s *Server) handleDocsAsset(w http.ResponseWriter, r *http.Request) {
-	s.serveDocsFile(w, r, r.PathValue("asset"))
-}
-
-func (s *Server) serveDocsFile(w http.ResponseWriter, r *http.Request, name string) {
+	name := cmp.Or(r.PathValue("asset"), "index.html")
 	b, err := docsFS.ReadFile("docs/" + path.Base(name))
 	if err != nil {
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No such documentation asset."))
 		return
 	}
-	ct := mime.TypeByExtension(path.Ext(name))
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Type", cmp.Or(mime.TypeByExtension(path.Ext(name)), "application/octet-stream"))
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'")
 	_, _ = w.Write(b)
 }
@@ -236,11 +204,7 @@ var problemPage = template.Must(template.New("problem").Parse(`<!doctype html>
 // handleProblem explains a problem type.
 func (s *Server) handleProblem(w http.ResponseWriter, r *http.Request) {
 	slug := r.PathValue("slug")
-	var all []problemKind
-	for _, k := range problemKinds {
-		all = append(all, k)
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Slug < all[j].Slug })
+	all := slices.SortedFunc(maps.Values(problemKinds), func(a, b problemKind) int { return strings.Compare(a.Slug, b.Slug) })
 	i := slices.IndexFunc(all, func(k problemKind) bool { return k.Slug == slug })
 	if i < 0 {
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No problem type %q.", slug))
@@ -283,10 +247,6 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": s.db.ops.Engine(), "carSearch": s.carSearchPath()})
-}
-
-func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	s.Metrics().ServeHTTP(w, r)
 }
 
 // Metrics serves the process's Prometheus metrics without credentials,

@@ -114,21 +114,8 @@ func (s *Server) writeOrder(w http.ResponseWriter, r *http.Request, status int, 
 		s.error(w, r, err)
 		return
 	}
-	etag := etagOfBody(body)
-	h := w.Header()
-	h.Set("Vary", "Accept")
-	h.Set("ETag", etag)
-	h.Set("Last-Modified", o.UpdatedAt.UTC().Format(http.TimeFormat))
-	if status == http.StatusOK && notModified(r, etag, o.UpdatedAt) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	h.Set("Content-Type", ct)
-	h.Set("Content-Length", strconv.Itoa(len(body)+1))
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(append(body, '\n'))
-	}
+	w.Header().Set("Vary", "Accept")
+	writeValidated(w, r, status, ct, body, o.UpdatedAt)
 }
 
 // orderBody renders an order in a media type and returns the body and its
@@ -190,10 +177,6 @@ func statusField(v string) error {
 // an administrator may give customerId and status. 201 with Location.
 func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 	media, in, err := readOrderRequest(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
 	var ro []yard.FieldError
 	if in.ID != nil {
 		ro = append(ro, yard.FieldError{Field: "id", Message: "is chosen by the server"})
@@ -207,31 +190,25 @@ func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 	if in.Canceled != nil && *in.Canceled {
 		ro = append(ro, yard.FieldError{Field: "canceled", Message: "a new order is not cancelled; cancel it afterwards"})
 	}
-	if len(ro) > 0 {
-		s.error(w, r, yard.Invalid("These fields cannot be set on create.", ro...))
-		return
-	}
 	p := yard.PrincipalFromContext(r.Context())
+	switch {
+	case err != nil:
+	case len(ro) > 0:
+		err = yard.Invalid("These fields cannot be set on create.", ro...)
+	case in.Status != nil && !yard.ValidOrderStatus(*in.Status):
+		err = statusField(*in.Status)
+	case in.Status != nil && *in.Status != yard.OrderPlaced && !p.IsAdmin():
+		err = yard.Errorf(yard.EFORBIDDEN, "Only an administrator may create an order that is not placed.")
+	case in.CustomerID != nil && *in.CustomerID != p.UserID && !p.IsAdmin():
+		err = yard.Errorf(yard.EFORBIDDEN, "Only an administrator may place an order for someone else.")
+	}
 	o := &yard.Order{CustomerID: p.UserID, Status: yard.OrderPlaced}
-	if in.Status != nil {
-		if !yard.ValidOrderStatus(*in.Status) {
-			s.error(w, r, statusField(*in.Status))
-			return
-		}
-		if *in.Status != yard.OrderPlaced && !p.IsAdmin() {
-			s.error(w, r, yard.Errorf(yard.EFORBIDDEN, "Only an administrator may create an order that is not placed."))
-			return
-		}
-		o.Status = *in.Status
+	setIf(&o.Status, in.Status)
+	setIf(&o.CustomerID, in.CustomerID)
+	if err == nil {
+		err = s.db.orders.CreateOrder(r.Context(), o)
 	}
-	if in.CustomerID != nil && *in.CustomerID != p.UserID {
-		if !p.IsAdmin() {
-			s.error(w, r, yard.Errorf(yard.EFORBIDDEN, "Only an administrator may place an order for someone else."))
-			return
-		}
-		o.CustomerID = *in.CustomerID
-	}
-	if err := s.db.orders.CreateOrder(r.Context(), o); err != nil {
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -260,24 +237,17 @@ func (s *Server) handleListOrders(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	items := make([]orderDoc, 0, len(orders))
-	for _, o := range orders {
-		if pg.Max > 0 {
-			items = append(items, newOrderDoc(o))
-		}
-	}
 	w.Header().Set("Vary", "Accept")
-	s.writePage(w, r, items, total, pg)
+	s.writePage(w, r, pageViews(orders, pg, newOrderDoc), total, pg)
 }
 
 // handleGetOrder answers an order in JSON or XML by Accept.
 func (s *Server) handleGetOrder(w http.ResponseWriter, r *http.Request) {
 	media, err := orderMedia(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var o *yard.Order
+	if err == nil {
+		o, err = s.db.orders.FindOrderByID(r.Context(), r.PathValue("order_id"))
 	}
-	o, err := s.db.orders.FindOrderByID(r.Context(), r.PathValue("order_id"))
 	if err == nil && !visible(yard.PrincipalFromContext(r.Context()), o) {
 		err = orderNotFound()
 	}
@@ -295,21 +265,17 @@ func (s *Server) handleGetOrder(w http.ResponseWriter, r *http.Request) {
 // (cancelling a shipped order, shipping a cancelled one) is 409.
 func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
 	media, in, err := readOrderRequest(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if in.Status != nil && !yard.ValidOrderStatus(*in.Status) {
-		s.error(w, r, statusField(*in.Status))
-		return
+	if err == nil && in.Status != nil && !yard.ValidOrderStatus(*in.Status) {
+		err = statusField(*in.Status)
 	}
 	now := s.db.orders.Clock()
-	created, err := parseOrderTime(in.CreatedAt, "createdAt", now)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var created, updated *time.Time
+	if err == nil {
+		created, err = parseOrderTime(in.CreatedAt, "createdAt", now)
 	}
-	updated, err := parseOrderTime(in.UpdatedAt, "updatedAt", now)
+	if err == nil {
+		updated, err = parseOrderTime(in.UpdatedAt, "updatedAt", now)
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -336,12 +302,8 @@ func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
 			return &yard.Error{Code: yard.ECONFLICT, Fields: differ,
 				Message: "Only canceled (and, for an administrator, status) can be changed; other fields must be as stored or left out."}
 		}
-		if in.Status != nil {
-			o.Status = *in.Status
-		}
-		if in.Canceled != nil {
-			o.Canceled = *in.Canceled
-		}
+		setIf(&o.Status, in.Status)
+		setIf(&o.Canceled, in.Canceled)
 		return nil
 	})
 }
@@ -352,11 +314,10 @@ func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
 // changes nothing, and on a cancelled one is 409.
 func (s *Server) handleCancelOrder(w http.ResponseWriter, r *http.Request) {
 	media, err := orderMedia(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	canceled := false
+	if err == nil {
+		canceled, err = readCanceled(r)
 	}
-	canceled, err := readCanceled(r)
 	if err != nil {
 		s.error(w, r, err)
 		return

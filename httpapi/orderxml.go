@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/yard-api/yard"
@@ -104,7 +104,7 @@ func decodeOrderXML(body []byte) (orderInput, error) {
 			case depth == 1 && name != "order":
 				return in, bad("the root element must be <order>, not <%s>", truncateName(name))
 			case depth == 2:
-				if !containsString(orderXMLFields, name) {
+				if !slices.Contains(orderXMLFields, name) {
 					return in, &yard.Error{Code: yard.EINVALID, Message: "The order has an unknown element.",
 						Fields: []yard.FieldError{{Field: truncateName(name), Message: "is not a field of an order"}}}
 				}
@@ -164,7 +164,7 @@ func (in *orderInput) setXML(field, v string) error {
 		in.Canceled = &b
 	case "createdAt", "updatedAt":
 		raw := json.RawMessage(v)
-		if !isDigits(v) {
+		if v == "" || strings.Trim(v, "0123456789") != "" { // not Unix seconds
 			raw, _ = json.Marshal(v)
 		}
 		if field == "createdAt" {
@@ -174,27 +174,6 @@ func (in *orderInput) setXML(field, v string) error {
 		}
 	}
 	return nil
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // truncateName shortens a name quoted in an error message.
@@ -263,12 +242,5 @@ func writeProblemXML(w http.ResponseWriter, p Problem) {
 		}
 	}
 	body, _ := marshalXML(doc)
-	h := w.Header()
-	h.Del("ETag")
-	h.Del("Last-Modified")
-	h.Set("Content-Type", mediaProblemXML+"; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(body)+1))
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(append(body, '\n'))
+	writeProblemBody(w, p.Status, mediaProblemXML+"; charset=utf-8", body)
 }

@@ -12,28 +12,17 @@ import (
 // the same package. Every page handler goes through s.page, which applies
 // the pages' security middleware (CSP, framing, CSRF, cross-origin check).
 
-// pages returns the pages over the server's authentication kit, or nil when
-// the server runs without one.
-func (s *Server) pages() *pages.Pages {
-	return s.pagesVal
-}
-
 // page wraps a page handler with the pages' middleware; without an
 // authentication kit it answers 503.
 func (s *Server) page(h func(p *pages.Pages, w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p := s.pages()
+		p := s.pages
 		if p == nil {
 			s.error(w, r, yard.Errorf(yard.EUNAVAILABLE, "This server does not offer sign-in pages."))
 			return
 		}
 		p.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(p, w, r) })).ServeHTTP(w, r)
 	}
-}
-
-// handleSignIn is GET and POST /signin.
-func (s *Server) handleSignIn(p *pages.Pages, w http.ResponseWriter, r *http.Request) {
-	p.HandleSignIn(w, r)
 }
 
 // handlePagesStyle is GET /pages/style.css.

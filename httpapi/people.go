@@ -49,36 +49,29 @@ type personCreate struct {
 // body one is generated and returned once.
 func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
 	in, err := decode[personCreate](r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if in.ID != nil {
-		s.error(w, r, yard.Invalid("A person's id is chosen by the server.", yard.FieldError{Field: "id", Message: "is read-only; leave it out"}))
-		return
+	if err == nil && in.ID != nil {
+		err = yard.Invalid("A person's id is chosen by the server.", yard.FieldError{Field: "id", Message: "is read-only; leave it out"})
 	}
 	generated := in.Password == ""
-	if generated {
+	if err == nil && generated {
 		in.Password = auth.GeneratePassword()
-	} else if err := auth.ValidatePassword(in.Password); err != nil {
-		s.error(w, r, err)
-		return
+	} else if err == nil {
+		err = auth.ValidatePassword(in.Password)
 	}
 	roles := []string{yard.RoleUser}
-	if in.Roles != nil {
-		roles = *in.Roles // empty: refused by ValidateUser, as by a PATCH
-	}
+	setIf(&roles, in.Roles) // empty: refused by ValidateUser, as by a PATCH
 	u := &yard.User{Name: in.Name, Email: in.Email, Phone: in.Phone, Roles: roles, Disabled: in.Disabled}
-	if err := yard.ValidateUser(u); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = yard.ValidateUser(u)
 	}
-	creds, err := s.hashing().Credentials(r.Context(), u.Name, in.Password)
+	var creds *yard.Credentials
+	if err == nil {
+		creds, err = s.hashing().Credentials(r.Context(), u.Name, in.Password)
+	}
+	if err == nil {
+		err = s.db.people.CreateUser(r.Context(), u, creds)
+	}
 	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.db.people.CreateUser(r.Context(), u, creds); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -102,14 +95,7 @@ func (s *Server) handleListPeople(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if p.Max == 0 {
-		users = nil
-	}
-	views := make([]personView, 0, len(users))
-	for _, u := range users {
-		views = append(views, newPersonView(u))
-	}
-	s.writePage(w, r, views, total, p)
+	s.writePage(w, r, pageViews(users, p, newPersonView), total, p)
 }
 
 // personFor loads the person of the path if the caller is that person or an
@@ -123,12 +109,7 @@ func (s *Server) personFor(r *http.Request) (*yard.User, error) {
 	return s.db.people.FindUserByID(r.Context(), id)
 }
 
-func (s *Server) handleGetPerson(w http.ResponseWriter, r *http.Request) {
-	u, err := s.personFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleGetPerson(w http.ResponseWriter, r *http.Request, u *yard.User) {
 	writeRepresentation(w, r, newPersonView(u), u.UpdatedAt)
 }
 
@@ -146,93 +127,60 @@ type personPatch struct {
 // handlePatchPerson changes a person (JSON merge patch, RFC 7396). A person
 // may change their own e-mail, phone and password; roles, disabled and the
 // name are for admins.
-func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request) {
-	u, err := s.personFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request, u *yard.User) {
 	in, err := decode[personPatch](r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if in.ID != nil && *in.ID != u.ID {
-		s.error(w, r, yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "is read-only: it must equal the id in the URI"}))
-		return
+	if err == nil && in.ID != nil && *in.ID != u.ID {
+		err = yard.Invalid("The id in the body differs from the URI.", yard.FieldError{Field: "id", Message: "is read-only: it must equal the id in the URI"})
 	}
 	// A merge patch null removes a member (RFC 7396): e-mail and phone can
 	// be removed, the other fields cannot.
-	if err := in.refuseNulls("email", "phone"); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = in.refuseNulls("email", "phone")
 	}
-	none := ""
-	if in.Email == nil && in.isNull("email") {
-		in.Email = &none
-	}
-	if in.Phone == nil && in.isNull("phone") {
-		in.Phone = &none
-	}
-	p := yard.PrincipalFromContext(r.Context())
-	if !p.IsAdmin() && (in.Roles != nil || in.Disabled != nil || in.Name != nil) {
-		s.error(w, r, yard.Errorf(yard.EFORBIDDEN, "Only administrators may change a name, roles or disabled."))
-		return
-	}
-	if in.Password != nil {
-		if err := auth.ValidatePassword(*in.Password); err != nil {
-			s.error(w, r, err)
-			return
-		}
-	}
-	if in.Name != nil && in.Password == nil && *in.Name != u.Name {
-		// Digest HA1 values include the user name: a rename needs a new password.
-		s.error(w, r, yard.Invalid("A new name needs a new password.", yard.FieldError{Field: "password", Message: "is required when the name changes"}))
-		return
-	}
-	upd := yard.UserUpdate{Name: in.Name, Email: in.Email, Phone: in.Phone, Roles: in.Roles, Disabled: in.Disabled}
-	// Validate everything before writing anything.
-	probe := *u
-	if in.Name != nil {
-		probe.Name = *in.Name
-	}
-	if in.Email != nil {
-		probe.Email = *in.Email
-	}
-	if in.Phone != nil {
-		probe.Phone = *in.Phone
-	}
-	if in.Roles != nil {
-		probe.Roles = *in.Roles
-	}
-	if err := yard.ValidateUser(&probe); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	var creds *yard.Credentials
-	if in.Password != nil {
-		if creds, err = s.hashing().Credentials(r.Context(), probe.Name, *in.Password); err != nil {
-			s.error(w, r, err)
-			return
-		}
-	}
-	updated, err := s.db.people.UpdateUser(r.Context(), u.ID, upd)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	if creds != nil {
-		if err := s.db.people.SetCredentials(r.Context(), u.ID, creds); err != nil {
-			s.error(w, r, err)
-			return
-		}
+	if in.Email == nil && in.isNull("email") {
+		in.Email = new(string)
 	}
-	if s.basic != nil {
-		s.basic.Invalidate(u.ID)
+	if in.Phone == nil && in.isNull("phone") {
+		in.Phone = new(string)
 	}
-	if s.deps.Kit != nil {
-		s.deps.Kit.ForgetUser(u.ID)
+	switch p := yard.PrincipalFromContext(r.Context()); {
+	case !p.IsAdmin() && (in.Roles != nil || in.Disabled != nil || in.Name != nil):
+		err = yard.Errorf(yard.EFORBIDDEN, "Only administrators may change a name, roles or disabled.")
+	case in.Password != nil:
+		err = auth.ValidatePassword(*in.Password)
+	case in.Name != nil && *in.Name != u.Name:
+		// Digest HA1 values include the user name: a rename needs a new password.
+		err = yard.Invalid("A new name needs a new password.", yard.FieldError{Field: "password", Message: "is required when the name changes"})
 	}
+	// Validate everything before writing anything.
+	probe := *u
+	setIf(&probe.Name, in.Name)
+	setIf(&probe.Email, in.Email)
+	setIf(&probe.Phone, in.Phone)
+	setIf(&probe.Roles, in.Roles)
+	if err == nil {
+		err = yard.ValidateUser(&probe)
+	}
+	var creds *yard.Credentials
+	if err == nil && in.Password != nil {
+		creds, err = s.hashing().Credentials(r.Context(), probe.Name, *in.Password)
+	}
+	var updated *yard.User
+	if err == nil {
+		updated, err = s.db.people.UpdateUser(r.Context(), u.ID, yard.UserUpdate{Name: in.Name, Email: in.Email, Phone: in.Phone, Roles: in.Roles, Disabled: in.Disabled})
+	}
+	if err == nil && creds != nil {
+		err = s.db.people.SetCredentials(r.Context(), u.ID, creds)
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.forgetUser(u.ID)
 	writeRepresentation(w, r, newPersonView(updated), updated.UpdatedAt)
 }
 
@@ -246,13 +194,19 @@ func (s *Server) handleDeletePerson(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	s.forgetUser(id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// forgetUser drops what the authentication schemes keep of a person who
+// changed or is gone (cached credentials, sessions' users).
+func (s *Server) forgetUser(id string) {
 	if s.basic != nil {
 		s.basic.Invalidate(id)
 	}
 	if s.deps.Kit != nil {
 		s.deps.Kit.ForgetUser(id)
 	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // hashing is the gate of the process's password hashes: the kit's, else

@@ -10,20 +10,20 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/{$}", s.handleIndex)
 	s.handle("GET", "/openapi.json", s.handleOpenAPI)
 	s.handle("GET", "/docs", s.handleDocs)
-	s.handle("GET", "/docs/{asset}", s.handleDocsAsset)
+	s.handle("GET", "/docs/{asset}", s.handleDocs)
 	s.handle("GET", "/problems/{slug}", s.handleProblem)
 	s.handle("GET", "/healthz", s.handleHealthz)
 	s.handle("GET", "/readyz", s.handleReadyz)
 	// Metrics are not public (docs/operations.md, "Metrics and traces"):
 	// any principal reads them here, and the loopback --debug-addr
 	// listener serves them without credentials.
-	s.handle("GET", "/metrics", s.authenticated(s.handleMetrics))
+	s.handle("GET", "/metrics", s.authenticated(s.Metrics().ServeHTTP))
 
 	// People.
 	s.handle("POST", "/v1/people", s.adminOnly(s.handleCreatePerson))
 	s.handle("GET", "/v1/people", s.adminOnly(s.handleListPeople))
-	s.handle("GET", "/v1/people/{person_id}", s.authenticated(s.handleGetPerson))
-	s.handle("PATCH", "/v1/people/{person_id}", s.authenticated(s.handlePatchPerson))
+	s.handle("GET", "/v1/people/{person_id}", s.authenticated(loaded(s, s.personFor, s.handleGetPerson)))
+	s.handle("PATCH", "/v1/people/{person_id}", s.authenticated(loaded(s, s.personFor, s.handlePatchPerson)))
 	s.handle("DELETE", "/v1/people/{person_id}", s.adminOnly(s.handleDeletePerson))
 
 	// Backups of the store (backups.go; docs/api.md, "Backups"):
@@ -34,22 +34,22 @@ func (s *Server) registerRoutes() {
 
 	// Dogs (v1). The dog's identity has the trailing slash; the bare form
 	// redirects there with 308 for every method.
-	s.handle("POST", "/v1/dogs", s.authenticated(s.handleCreateDog(dogV1)))
-	s.handle("GET", "/v1/dogs", s.authenticated(s.handleListDogs(dogV1)))
+	s.handle("POST", "/v1/dogs", s.authenticated(forVersion(dogV1, s.createDog)))
+	s.handle("GET", "/v1/dogs", s.authenticated(forVersion(dogV1, s.listDogs)))
 	s.handle("", "/v1/dogs/{dog_id}", s.handleDogRedirect)
-	s.handle("GET", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handleGetDog(dogV1)))
-	s.handle("PUT", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePutDog(dogV1)))
-	s.handle("PATCH", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handlePatchDog(dogV1)))
-	s.handle("DELETE", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.handleDeleteDog(dogV1)))
+	s.handle("GET", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.withDog(dogV1, s.getDog)))
+	s.handle("PUT", "/v1/dogs/{dog_id}/{$}", s.authenticated(forVersion(dogV1, s.putDog)))
+	s.handle("PATCH", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.withDog(dogV1, s.patchDog)))
+	s.handle("DELETE", "/v1/dogs/{dog_id}/{$}", s.authenticated(s.withDog(dogV1, s.deleteDog)))
 
 	// Dogs (v2): the same dogs, owner as a link object, schedule instead of
 	// barks, and _links.
-	s.handle("POST", "/v2/dogs", s.authenticated(s.handleCreateDog(dogV2)))
-	s.handle("GET", "/v2/dogs", s.authenticated(s.handleListDogs(dogV2)))
-	s.handle("GET", "/v2/dogs/{dog_id}", s.authenticated(s.handleGetDog(dogV2)))
-	s.handle("PUT", "/v2/dogs/{dog_id}", s.authenticated(s.handlePutDog(dogV2)))
-	s.handle("PATCH", "/v2/dogs/{dog_id}", s.authenticated(s.handlePatchDog(dogV2)))
-	s.handle("DELETE", "/v2/dogs/{dog_id}", s.authenticated(s.handleDeleteDog(dogV2)))
+	s.handle("POST", "/v2/dogs", s.authenticated(forVersion(dogV2, s.createDog)))
+	s.handle("GET", "/v2/dogs", s.authenticated(forVersion(dogV2, s.listDogs)))
+	s.handle("GET", "/v2/dogs/{dog_id}", s.authenticated(s.withDog(dogV2, s.getDog)))
+	s.handle("PUT", "/v2/dogs/{dog_id}", s.authenticated(forVersion(dogV2, s.putDog)))
+	s.handle("PATCH", "/v2/dogs/{dog_id}", s.authenticated(s.withDog(dogV2, s.patchDog)))
+	s.handle("DELETE", "/v2/dogs/{dog_id}", s.authenticated(s.withDog(dogV2, s.deleteDog)))
 
 	// Authentication endpoints (docs/auth.md). Sign-in endpoints and the
 	// JWKS are public; API keys belong to an authenticated principal.
@@ -68,13 +68,13 @@ func (s *Server) registerRoutes() {
 	// bark-schedule view of the schedule (the PATCH of the dog is the other).
 	s.handle("POST", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleCreateBark))
 	s.handle("GET", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleListBarks))
-	s.handle("GET", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(s.handleGetBark))
+	s.handle("GET", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(loaded(s, s.loadDogFor, s.handleGetBark)))
 	s.handle("DELETE", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(s.handleDeleteBark))
 	s.handle("POST", "/v1/dogs/{dog_id}/bark", s.authenticated(s.handleBarkNow))
-	s.handle("GET", "/v1/dogs/{dog_id}/bark", s.authenticated(s.handleLastBark))
-	s.handle("POST", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handlePostSchedule))
-	s.handle("GET", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handleGetSchedule))
-	s.handle("DELETE", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(s.handleDeleteSchedule))
+	s.handle("GET", "/v1/dogs/{dog_id}/bark", s.authenticated(loaded(s, s.loadDogFor, s.handleLastBark)))
+	s.handle("POST", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(loaded(s, s.loadDogFor, s.handlePostSchedule)))
+	s.handle("GET", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(loaded(s, s.loadDogFor, s.handleGetSchedule)))
+	s.handle("DELETE", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(loaded(s, s.loadDogFor, s.handleDeleteSchedule)))
 
 	// Events (docs/events.md): a stream or pages of the principal's
 	// events.
@@ -82,27 +82,25 @@ func (s *Server) registerRoutes() {
 	// Webhooks (docs/events.md, "Webhooks").
 	s.handle("POST", "/v1/webhooks", s.authenticated(s.handleCreateWebhook))
 	s.handle("GET", "/v1/webhooks", s.authenticated(s.handleListWebhooks))
-	s.handle("GET", "/v1/webhooks/{webhook_id}", s.authenticated(s.handleGetWebhook))
-	s.handle("PATCH", "/v1/webhooks/{webhook_id}", s.authenticated(s.handlePatchWebhook))
-	s.handle("DELETE", "/v1/webhooks/{webhook_id}", s.authenticated(s.handleDeleteWebhook))
-	s.handle("GET", "/v1/webhooks/{webhook_id}/deliveries", s.authenticated(s.handleListWebhookDeliveries))
+	s.handle("GET", "/v1/webhooks/{webhook_id}", s.authenticated(loaded(s, s.loadWebhookFor, s.handleGetWebhook)))
+	s.handle("PATCH", "/v1/webhooks/{webhook_id}", s.authenticated(loaded(s, s.loadWebhookFor, s.handlePatchWebhook)))
+	s.handle("DELETE", "/v1/webhooks/{webhook_id}", s.authenticated(loaded(s, s.loadWebhookFor, s.handleDeleteWebhook)))
+	s.handle("GET", "/v1/webhooks/{webhook_id}/deliveries", s.authenticated(loaded(s, s.loadWebhookFor, s.handleListWebhookDeliveries)))
 	// Cars, garages and searches (docs/cars.md). Reads are public (and
 	// refuse wrong credentials, publicRead); writes need an administrator. Every car list shares one grammar (cars.go).
 	s.handleIndexRead("/car/{car_id}", s.handleGetCar)
 	s.handleIndexRead("/cars/{car_id}", s.handleGetCar)
-	s.handle("PUT", "/cars/{car_id}", s.adminOnly(s.handlePutCar))
-	s.handle("PATCH", "/cars/{car_id}", s.adminOnly(s.handlePatchCar))
+	s.handle("PUT", "/cars/{car_id}", s.adminOnly(s.handleWriteCar(true)))
+	s.handle("PATCH", "/cars/{car_id}", s.adminOnly(s.handleWriteCar(false)))
 	s.handle("DELETE", "/cars/{car_id}", s.adminOnly(s.handleDeleteCar))
-	s.handleIndexRead("/cars", s.handleListCars)
+	for _, p := range []string{"/cars", "/cars/search", "/cars/search/all", "/cars/search/by-parameters", "/cars/search/by-vendor"} {
+		s.handleIndexRead(p, s.handleListCars)
+	}
 	s.handle("POST", "/cars", s.adminOnly(s.handleCreateCar))
-	s.handleIndexRead("/cars/search", s.handleListCars)
-	s.handleIndexRead("/cars/search/all", s.handleListCars)
-	s.handleIndexRead("/cars/search/by-parameters", s.handleListCars)
-	s.handleIndexRead("/cars/search/by-vendor", s.handleListCars)
 	s.handle("GET", "/garage/{garage_id}", s.publicRead(s.handleGetGarage))
 	s.handle("GET", "/garages/{garage_id}", s.publicRead(s.handleGetGarage))
-	s.handle("PUT", "/garages/{garage_id}", s.adminOnly(s.handlePutGarage))
-	s.handle("PATCH", "/garages/{garage_id}", s.adminOnly(s.handlePatchGarage))
+	s.handle("PUT", "/garages/{garage_id}", s.adminOnly(s.handleWriteGarage(true)))
+	s.handle("PATCH", "/garages/{garage_id}", s.adminOnly(s.handleWriteGarage(false)))
 	s.handle("DELETE", "/garages/{garage_id}", s.adminOnly(s.handleDeleteGarage))
 	s.handle("GET", "/garages", s.publicRead(s.handleListGarages))
 	s.handle("POST", "/garages", s.adminOnly(s.handleCreateGarage))
@@ -133,8 +131,8 @@ func (s *Server) registerRoutes() {
 	s.handleXML("POST", "/orders/{order_id}/canceled", s.authenticated(s.handleCancelOrder))
 	// Pages for people (pages.go): the sign-in form the delegated
 	// authorisation flows send a browser to, and the pages' stylesheet.
-	s.handle("GET", pages.SignInPath, s.page(s.handleSignIn))
-	s.handle("POST", pages.SignInPath, s.page(s.handleSignIn))
+	s.handle("GET", pages.SignInPath, s.page((*pages.Pages).HandleSignIn))
+	s.handle("POST", pages.SignInPath, s.page((*pages.Pages).HandleSignIn))
 	s.handleXML("GET", pages.StylePath, s.handlePagesStyle)
 	// The console for people (package console, docs/console.md): pages
 	// over this API, which call it as any client does. Not endpoints of

@@ -66,12 +66,7 @@ func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler
 		if !strings.Contains(allow, "OPTIONS") {
 			allow += ", OPTIONS"
 		}
-		w.Header().Set("Allow", allow)
-		if r.Method == http.MethodOptions {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		s.error(w, r, &yard.Error{Code: "method_not_allowed", Message: "This resource takes " + allow + "."})
+		s.notAllowed(w, r, allow)
 	case rec.Code == http.StatusMovedPermanently || rec.Code == http.StatusTemporaryRedirect || rec.Code == http.StatusPermanentRedirect:
 		// The mux cleaned the path (e.g. "//", "/./" or "/.."): redirect
 		// permanently, to an absolute URL under the base URL like every
@@ -83,6 +78,17 @@ func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler
 	default:
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
 	}
+}
+
+// notAllowed answers a method the resource does not take: 405 with Allow,
+// or the answer to OPTIONS (204 with Allow).
+func (s *Server) notAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	if r.Method == http.MethodOptions {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	s.error(w, r, &yard.Error{Code: "method_not_allowed", Message: "This resource takes " + allow + "."})
 }
 
 // literalRoute returns the methods of the routes that name the request's

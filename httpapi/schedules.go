@@ -117,7 +117,6 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVer
 		s.error(w, r, err)
 		return
 	}
-	v.headers(s, w, d)
 	// The store does not return the dog the schedule changed: read it.
 	if after, err := s.loadDogFor(r); err == nil {
 		s.dogValidators(w, v, after)
@@ -160,33 +159,24 @@ func prefixField(err error, prefix string) error {
 
 // handlePostSchedule sets the schedule through the bark-schedule resource:
 // 205; a token already applied to this dog changes nothing (205 again).
-func (s *Server) handlePostSchedule(w http.ResponseWriter, r *http.Request) {
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handlePostSchedule(w http.ResponseWriter, r *http.Request, d *yard.Dog) {
 	in, err := decode[scheduleInput](r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var token string
+	if err == nil {
+		token, err = parseToken(in.Token)
 	}
-	token, err := parseToken(in.Token)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if in.Previous != nil {
-		s.error(w, r, yard.Invalid("The bark schedule is malformed.", yard.FieldError{Field: "previous", Message: "is read-only"}))
-		return
+	if err == nil && in.Previous != nil {
+		err = yard.Invalid("The bark schedule is malformed.", yard.FieldError{Field: "previous", Message: "is read-only"})
 	}
 	now := s.db.barks.Clock()
-	change, _, err := parseSchedule(in, now)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var change yard.ScheduleChange
+	if err == nil {
+		change, _, err = parseSchedule(in, now)
 	}
-	if _, err := s.db.barks.SetScheduleByToken(r.Context(), d.ID, token, change, now); err != nil {
+	if err == nil {
+		_, err = s.db.barks.SetScheduleByToken(r.Context(), d.ID, token, change, now)
+	}
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -207,14 +197,8 @@ func parseToken(raw json.RawMessage) (string, error) {
 			return "", bad
 		}
 	} else {
-		var n json.Number
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&n); err != nil {
-			return "", bad
-		}
-		f, err := n.Float64()
-		if err != nil {
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil {
 			return "", bad
 		}
 		tok = strconv.FormatFloat(f, 'g', -1, 64) // 1, 1.0 and 1e0 are one token
@@ -234,12 +218,7 @@ type scheduleView struct {
 
 // handleGetSchedule answers {"last","next","frequency"}; 404 without a
 // schedule.
-func (s *Server) handleGetSchedule(w http.ResponseWriter, r *http.Request) {
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleGetSchedule(w http.ResponseWriter, r *http.Request, d *yard.Dog) {
 	if d.Schedule == nil {
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "The dog has no bark schedule."))
 		return
@@ -252,22 +231,14 @@ func newScheduleView(sc *yard.BarkSchedule) scheduleView {
 }
 
 // handleDeleteSchedule stops the schedule: 204; 404 without one.
-func (s *Server) handleDeleteSchedule(w http.ResponseWriter, r *http.Request) {
-	d, err := s.loadDogFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleDeleteSchedule(w http.ResponseWriter, r *http.Request, d *yard.Dog) {
+	var err error
 	if d.Schedule != nil {
 		// Against the validators of GET /bark-schedule.
-		if err := writePreconditions(r, etagOf(newScheduleView(d.Schedule)), d.UpdatedAt, "bark schedule"); err != nil {
-			s.error(w, r, err)
-			return
-		}
+		err = writePreconditions(r, etagOf(newScheduleView(d.Schedule)), d.UpdatedAt, "bark schedule")
 	}
-	if err := s.db.barks.StopSchedule(r.Context(), d.ID); err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		err = s.db.barks.StopSchedule(r.Context(), d.ID)
 	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }

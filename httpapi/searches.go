@@ -27,30 +27,24 @@ type searchView struct {
 }
 
 func (s *Server) newSearchView(se *yard.Search) searchView {
-	v := searchView{ID: se.ID, Class: yard.SearchClassCar, Query: se.Query.String(), CreatedBy: se.CreatedBy,
+	return searchView{ID: se.ID, Name: nonZero(se.Name), Class: yard.SearchClassCar, Query: se.Query.String(), CreatedBy: se.CreatedBy,
 		CreatedAt: Timestamp(se.CreatedAt), Results: s.url("/searches/" + se.ID)}
-	if se.Name != "" {
-		n := se.Name
-		v.Name = &n
-	}
-	return v
 }
 
 // handleCreateSearch answers POST /searches in either body shape.
 func (s *Server) handleCreateSearch(w http.ResponseWriter, r *http.Request) {
 	// The search body has a parser of its own; decode checks it first.
 	body, err := decode[jsontext.Value](r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var req yard.SearchRequest
+	if err == nil {
+		req, err = yard.ParseSearchBody(body)
 	}
-	req, err := yard.ParseSearchBody(body)
-	if err != nil {
-		s.error(w, r, err)
-		return
+	var se *yard.Search
+	if err == nil {
+		se = &yard.Search{Name: req.Name, Query: req.Query, CreatedBy: yard.PrincipalFromContext(r.Context()).UserID}
+		err = s.db.cars.CreateSearch(r.Context(), se)
 	}
-	se := &yard.Search{Name: req.Name, Query: req.Query, CreatedBy: yard.PrincipalFromContext(r.Context()).UserID}
-	if err := s.db.cars.CreateSearch(r.Context(), se); err != nil {
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -82,7 +76,7 @@ func (s *Server) handleSearchResults(w http.ResponseWriter, r *http.Request) {
 
 // handleDeleteSearch answers DELETE /searches/{search_id} (administrators).
 func (s *Server) handleDeleteSearch(w http.ResponseWriter, r *http.Request) {
-	s.writeDeleted(w, r, s.db.cars.DeleteSearch(r.Context(), r.PathValue("search_id")))
+	s.writeNoContent(w, r, s.db.cars.DeleteSearch(r.Context(), r.PathValue("search_id")))
 }
 
 // handleNamedSearch answers GET /search/{name}: the saved search of that

@@ -67,11 +67,6 @@ type stores struct {
 	webhooks webhookStore // webhooks.go
 }
 
-func storesOf(db Store) stores {
-	return stores{dogs: db, barks: db, cars: db, events: db, openid: db, ops: db, outage: db,
-		orders: db, people: db, webhooks: db}
-}
-
 // Deps are the collaborators of a Server. They are all given to New and
 // never changed afterwards: reading the Deps a server was built with tells
 // everything it is made of.
@@ -167,16 +162,15 @@ type Server struct {
 	// there is an index (serve arms no store wait for them).
 	indexReads map[string]bool
 	metrics    *metrics
-	openapi    []byte
-	// openapiMu guards openapi, built on first use by concurrent requests.
-	openapiMu sync.Mutex
+	// openapi builds the OpenAPI document once, on first use.
+	openapi func() ([]byte, error)
 	// outage is set while the store cannot be reached, and storeDown
 	// wakes the store watcher when it begins (outage.go).
 	outage    outage.Tracker
 	storeDown chan struct{}
-	// pagesVal is the pages for people (pages.go), built from Kit; nil
+	// pages is the pages for people (pages.go), built from Kit; nil
 	// without a Kit.
-	pagesVal *pages.Pages
+	pages *pages.Pages
 	// console is the console for people (package console) over this
 	// API; nil without a Kit.
 	console *console.Console
@@ -211,16 +205,18 @@ func New(d Deps) *Server {
 	if d.Lists == nil {
 		d.Lists = fairgate.New(fairgate.Config{})
 	}
-	s := &Server{deps: d, db: storesOf(d.DB), basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{}, indexReads: map[string]bool{},
-		storeDown: make(chan struct{}, 1)}
+	s := &Server{deps: d, basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{},
+		indexReads: map[string]bool{}, storeDown: make(chan struct{}, 1),
+		db: stores{dogs: d.DB, barks: d.DB, cars: d.DB, events: d.DB, openid: d.DB, ops: d.DB, outage: d.DB, orders: d.DB, people: d.DB, webhooks: d.DB}}
 	s.metrics = newMetrics(s.deps.Registry)
+	s.openapi = sync.OnceValues(s.buildOpenAPI)
 	registerGateMetrics(s.deps.Registry, "yard_car_lists", "car lists and searches", s.deps.Lists)
 	if s.deps.Tracing != nil {
 		s.tracer = s.deps.Tracing.Tracer(tracing.Scope)
 	}
 	if s.deps.Kit != nil {
-		s.pagesVal = pages.New(s.deps.Kit, s.deps.BaseURL, s.deps.Logger)
-		s.console = console.New(console.Config{API: s.Handler(), Pages: s.pagesVal, BaseURL: s.deps.BaseURL, Logger: s.deps.Logger})
+		s.pages = pages.New(s.deps.Kit, s.deps.BaseURL, s.deps.Logger)
+		s.console = console.New(console.Config{API: s.Handler(), Pages: s.pages, BaseURL: s.deps.BaseURL, Logger: s.deps.Logger})
 	}
 	s.registerRoutes()
 	return s
@@ -427,6 +423,19 @@ func (s *Server) publicRead(h http.HandlerFunc) http.HandlerFunc {
 			r = r.WithContext(yard.NewContextWithPrincipal(r.Context(), p))
 		}
 		h(w, r)
+	}
+}
+
+// loaded wraps a handler of one resource: load finds it for the request
+// (or refuses, 404 or 403), then h serves the request on it.
+func loaded[T any](s *Server, load func(*http.Request) (T, error), h func(http.ResponseWriter, *http.Request, T)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := load(r)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		h(w, r, v)
 	}
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -22,16 +23,17 @@ func credentialParams(vars []string, components map[string]any) ([]string, error
 			name, _ := m["name"].(string)
 			return m["in"] == "query" && strings.EqualFold(name, v)
 		}
-		described := func(m map[string]any) bool {
+		described := func(scheme any) bool {
+			m, _ := scheme.(map[string]any)
 			others, _ := m["x-yard-query-variables"].([]any)
 			return m["type"] == "apiKey" && m["in"] == "query" && (named(m) ||
 				slices.ContainsFunc(others, func(o any) bool { s, _ := o.(string); return strings.EqualFold(s, v) }))
 		}
-		if slices.ContainsFunc(mapsOf(schemes), described) {
+		if slices.ContainsFunc(slices.Collect(maps.Values(schemes)), described) {
 			continue
 		}
 		key := ""
-		for _, k := range sortedKeys(params) {
+		for _, k := range slices.Sorted(maps.Keys(params)) {
 			if m, ok := params[k].(map[string]any); ok && named(m) {
 				key = k
 				break
@@ -58,30 +60,15 @@ func addCredentialParams(op map[string]any, params []string) {
 		op["parameters"] = list
 	}
 	if resp, ok := op["responses"].(map[string]any); ok {
-		if _, ok := resp["429"]; !ok {
-			resp["429"] = map[string]any{"$ref": "#/components/responses/TooManyRequests"}
-		}
-		if _, ok := resp["503"]; !ok {
-			resp["503"] = map[string]any{"$ref": "#/components/responses/PasswordCheckBusy"}
-		}
+		addResponse(resp, "429", "TooManyRequests")
+		addResponse(resp, "503", "PasswordCheckBusy")
 	}
 }
 
-func mapsOf(m map[string]any) []map[string]any {
-	var out []map[string]any
-	for _, k := range sortedKeys(m) {
-		if v, ok := m[k].(map[string]any); ok {
-			out = append(out, v)
-		}
+// addResponse gives responses, an operation's, the answer of status code:
+// the component response name, unless it has one already.
+func addResponse(responses map[string]any, code, name string) {
+	if _, ok := responses[code]; !ok {
+		responses[code] = map[string]any{"$ref": "#/components/responses/" + name}
 	}
-	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -47,14 +47,10 @@ type webhookView struct {
 }
 
 func newWebhookView(w *yard.Webhook) webhookView {
-	v := webhookView{ID: w.ID, Owner: w.Owner, URL: w.URL, Types: w.Types, Enabled: w.Enabled,
+	v := webhookView{ID: w.ID, Owner: w.Owner, URL: w.URL, Types: w.Types, Enabled: w.Enabled, DisabledReason: nonZero(w.DisabledReason),
 		FailingSince: TimestampPtr(w.FailingSince), CreatedAt: Timestamp(w.CreatedAt), UpdatedAt: Timestamp(w.UpdatedAt)}
 	if v.Types == nil {
 		v.Types = []string{}
-	}
-	if w.DisabledReason != "" {
-		reason := w.DisabledReason
-		v.DisabledReason = &reason
 	}
 	return v
 }
@@ -73,16 +69,8 @@ type deliveryView struct {
 }
 
 func (s *Server) newDeliveryView(d *yard.WebhookDelivery) deliveryView {
-	v := deliveryView{ID: d.ID, EventID: d.Event.ID.String(), EventType: d.Event.Type, Subject: s.url(d.Event.Subject),
-		Attempt: d.Attempt, Status: d.Status, Time: Timestamp(d.Time)}
-	if d.Error != "" {
-		v.Error = &d.Error
-	}
-	if d.Code != 0 {
-		code := d.Code
-		v.Code = &code
-	}
-	return v
+	return deliveryView{ID: d.ID, EventID: d.Event.ID.String(), EventType: d.Event.Type, Subject: s.url(d.Event.Subject),
+		Attempt: d.Attempt, Status: d.Status, Code: nonZero(d.Code), Error: nonZero(d.Error), Time: Timestamp(d.Time)}
 }
 
 // webhookWrite is the body of POST /v1/webhooks and of a PATCH (a JSON
@@ -137,9 +125,7 @@ func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hook := &yard.Webhook{Owner: yard.PrincipalFromContext(r.Context()).UserID, URL: *in.URL}
-	if in.Types != nil {
-		hook.Types = *in.Types
-	}
+	setIf(&hook.Types, in.Types)
 	if err := s.db.webhooks.CreateWebhook(r.Context(), hook); err != nil {
 		s.error(w, r, err)
 		return
@@ -159,23 +145,13 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	p := yard.PrincipalFromContext(r.Context())
-	f := yard.WebhookFilter{Offset: pg.Offset, Limit: pg.Max}
-	if !p.IsAdmin() {
-		f.Owner = &p.UserID
-	}
+	f := yard.WebhookFilter{Offset: pg.Offset, Limit: pg.Max, Owner: ownedBy(yard.PrincipalFromContext(r.Context()))}
 	hooks, total, err := s.db.webhooks.FindWebhooks(r.Context(), f)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	views := make([]webhookView, 0, len(hooks))
-	for _, h := range hooks {
-		if pg.Max > 0 {
-			views = append(views, newWebhookView(h))
-		}
-	}
-	s.writePage(w, r, views, total, pg)
+	s.writePage(w, r, pageViews(hooks, pg, newWebhookView), total, pg)
 }
 
 // loadWebhookFor loads the subscription of the path for the caller: its
@@ -195,23 +171,13 @@ func (s *Server) loadWebhookFor(r *http.Request) (*yard.Webhook, error) {
 
 // handleGetWebhook answers GET /v1/webhooks/{webhook_id} (never with the
 // secret).
-func (s *Server) handleGetWebhook(w http.ResponseWriter, r *http.Request) {
-	hook, err := s.loadWebhookFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleGetWebhook(w http.ResponseWriter, r *http.Request, hook *yard.Webhook) {
 	writeRepresentation(w, r, newWebhookView(hook), hook.UpdatedAt)
 }
 
 // handlePatchWebhook applies a JSON merge patch (RFC 7396) of url, types
 // and enabled: 200 with the subscription. types null is every type.
-func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
-	hook, err := s.loadWebhookFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request, hook *yard.Webhook) {
 	in, err := decode[webhookWrite](r)
 	if err == nil {
 		err = in.refuseNulls("types")
@@ -234,57 +200,35 @@ func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	writeUpdated(w, newWebhookView(hook), hook.UpdatedAt)
+	writeWithValidators(w, http.StatusOK, newWebhookView(hook), hook.UpdatedAt)
 }
 
 // handleDeleteWebhook answers DELETE /v1/webhooks/{webhook_id}: 204; its
 // deliveries go with it.
-func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request) {
-	hook, err := s.loadWebhookFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
+func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, hook *yard.Webhook) {
+	err := writePreconditions(r, etagOf(newWebhookView(hook)), hook.UpdatedAt, "webhook")
+	if err == nil {
+		err = s.db.webhooks.DeleteWebhook(r.Context(), hook.ID)
 	}
-	if err := writePreconditions(r, etagOf(newWebhookView(hook)), hook.UpdatedAt, "webhook"); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.db.webhooks.DeleteWebhook(r.Context(), hook.ID); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }
 
 // handleListWebhookDeliveries answers GET
 // /v1/webhooks/{webhook_id}/deliveries: a page of delivery attempts,
 // newest first.
-func (s *Server) handleListWebhookDeliveries(w http.ResponseWriter, r *http.Request) {
-	hook, err := s.loadWebhookFor(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleListWebhookDeliveries(w http.ResponseWriter, r *http.Request, hook *yard.Webhook) {
 	pg, err := s.pageOf(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
 	var ds []*yard.WebhookDelivery
 	total := 0
-	if pg.Max > 0 {
+	if err == nil && pg.Max > 0 {
 		ds, total, err = s.db.webhooks.FindWebhookDeliveries(r.Context(), hook.ID, pg.Offset, pg.Max)
-	} else {
+	} else if err == nil {
 		_, total, err = s.db.webhooks.FindWebhookDeliveries(r.Context(), hook.ID, 0, 1)
 	}
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	views := make([]deliveryView, 0, len(ds))
-	for _, d := range ds {
-		views = append(views, s.newDeliveryView(d))
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	s.writePage(w, r, views, total, pg)
+	s.writePage(w, r, pageViews(ds, pg, s.newDeliveryView), total, pg)
 }

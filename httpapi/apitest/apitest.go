@@ -6,6 +6,7 @@ package apitest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -113,16 +114,10 @@ var registerBodyDecoders = sync.OnceFunc(func() {
 // name the host memoHost in its place, and the validator routes a request
 // for the server's host as one for memoHost. A router is only read once
 // made, by any number of requests at once.
-var routerMemo sync.Map // the document naming memoHost → *routerOnce
+var routerMemo sync.Map // the document naming memoHost → func() (routers.Router, error)
 
 // memoHost stands for the server's host in the documents of routerMemo.
 const memoHost = "apitest.invalid"
-
-type routerOnce struct {
-	once   sync.Once
-	router routers.Router
-	err    error
-}
 
 // mustRouter returns the router of doc, the document of the server at
 // base, made for memoHost in place of base's host.
@@ -134,13 +129,12 @@ func mustRouter(t testing.TB, doc []byte, base *url.URL) routers.Router {
 	quoted, _ := json.Marshal(base.String())
 	memoQuoted, _ := json.Marshal(memo.String())
 	doc = bytes.ReplaceAll(doc, quoted, memoQuoted)
-	v, _ := routerMemo.LoadOrStore(string(doc), &routerOnce{})
-	r := v.(*routerOnce)
-	r.once.Do(func() { r.router, r.err = newRouter(doc) })
-	if r.err != nil {
-		t.Fatal(r.err)
+	v, _ := routerMemo.LoadOrStore(string(doc), sync.OnceValues(func() (routers.Router, error) { return newRouter(doc) }))
+	router, err := v.(func() (routers.Router, error))()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return r.router
+	return router
 }
 
 // newRouter loads and validates doc and routes requests to its operations.
@@ -304,10 +298,7 @@ func (e *Env) Do(r Request) *Response {
 		}
 		body = bytes.NewReader(raw)
 	}
-	method := r.Method
-	if method == "" {
-		method = http.MethodGet
-	}
+	method := cmp.Or(r.Method, http.MethodGet)
 	req, err := http.NewRequest(method, e.URL+r.Path, body)
 	if err != nil {
 		e.T.Fatal(err)
@@ -353,19 +344,11 @@ func (e *Env) CreateUser(name, password string, roles ...string) *yard.User {
 // detector, and the tests create hundreds of users with a few passwords.
 // The hash is a real one (its own salt, the server's parameters), shared
 // by the users of one password; signing in still checks it in full.
-var hashes sync.Map // password → *hashOnce
-
-type hashOnce struct {
-	once sync.Once
-	hash string
-	err  error
-}
+var hashes sync.Map // password → func() (string, error)
 
 func passwordHash(password string) (string, error) {
-	v, _ := hashes.LoadOrStore(password, &hashOnce{})
-	h := v.(*hashOnce)
-	h.once.Do(func() { h.hash, h.err = auth.HashPassword(password) })
-	return h.hash, h.err
+	v, _ := hashes.LoadOrStore(password, sync.OnceValues(func() (string, error) { return auth.HashPassword(password) }))
+	return v.(func() (string, error))()
 }
 
 type lockedWriter struct {
