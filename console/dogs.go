@@ -134,7 +134,6 @@ func (f dogForm) body() map[string]any {
 // handleDogs is the person's dogs, a page at a time (GET /v1/dogs), and
 // the form that creates one (POST /v1/dogs).
 func (c *Console) handleDogs(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "dogs"
 	var page dogsPage
 	if r.Method == http.MethodPost {
 		page.Form = readDogForm(r)
@@ -160,7 +159,6 @@ type dogPage struct {
 // the forms that edit, delete and bark it, cancel a task and change the
 // schedule.
 func (c *Console) handleDog(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "dogs"
 	id := r.PathValue("dog_id")
 	api := "/v1/dogs/" + seg(id) + "/"
 	if r.Method == http.MethodPost {

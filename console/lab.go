@@ -84,7 +84,6 @@ func (l *lab) scrub() {
 
 // handleLab shows the lab's form and, on POST, runs the chosen scheme.
 func (c *Console) handleLab(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "lab"
 	page := labPage{Schemes: labSchemes, Scheme: "digest"}
 	if r.Method == http.MethodPost {
 		f := r.PostForm
