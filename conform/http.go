@@ -20,7 +20,7 @@ type Resp struct {
 	Status int
 	Header http.Header
 	Body   []byte
-	URL    *url.URL // the request's URL
+	req    *http.Request
 	obj    map[string]any
 }
 
@@ -151,24 +151,15 @@ func (k *kit) send(ctx context.Context, method, target string, opts ...opt) (*se
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	r := &Resp{Status: resp.StatusCode, Header: resp.Header, Body: body, URL: req.URL}
+	r := &Resp{Status: resp.StatusCode, Header: resp.Header, Body: body, req: req}
 	return &sent{Resp: r, exchange: formatExchange(req, rb.b, resp, body)}, err
 }
 
 // Status fails the check unless the response's status is one of want.
 func (t *T) Status(r *Resp, want ...int) {
 	if !slices.Contains(want, r.Status) {
-		t.Fatalf("%s %s: got status %d, want %s", r.methodHint(t), r.URL.RequestURI(), r.Status, joinInts(want))
+		t.Fatalf("%s %s: got status %d, want %s", r.req.Method, r.req.URL.RequestURI(), r.Status, joinInts(want))
 	}
-}
-
-func (r *Resp) methodHint(t *T) string {
-	if n := len(t.exchanges); n > 0 {
-		if i := strings.IndexByte(t.exchanges[n-1], ' '); i > 0 {
-			return t.exchanges[n-1][:i]
-		}
-	}
-	return "request"
 }
 
 func joinInts(v []int) string {
