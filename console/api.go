@@ -272,35 +272,6 @@ func (r *recorder) Write(b []byte) (int, error) {
 // seg escapes one path segment.
 func seg(s string) string { return url.PathEscape(s) }
 
-// pageLinks reads the first, prev, next and last links of an RFC 8288
-// Link header as the offsets they name.
-func pageLinks(h http.Header) map[string]int {
-	out := map[string]int{}
-	for _, v := range h.Values("Link") {
-		for part := range strings.SplitSeq(v, ",") {
-			part = strings.TrimSpace(part)
-			end := strings.Index(part, ">")
-			if !strings.HasPrefix(part, "<") || end < 0 {
-				continue
-			}
-			u, err := url.Parse(part[1:end])
-			if err != nil {
-				continue
-			}
-			for p := range strings.SplitSeq(part[end+1:], ";") {
-				p = strings.TrimSpace(p)
-				if rel, ok := strings.CutPrefix(p, "rel="); ok {
-					off := atoiDefault(u.Query().Get("offset"), 0)
-					for r := range strings.FieldsSeq(strings.Trim(rel, `"`)) {
-						out[r] = off
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
 // atoiDefault reads a small non-negative number, or def.
 func atoiDefault(s string, def int) int {
 	n, err := strconv.Atoi(s)
