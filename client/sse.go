@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 	"strconv"
@@ -113,9 +114,7 @@ func (p *sseReader) next() (sseBlock, error) {
 			if !has {
 				continue
 			}
-			if b.event == "" {
-				b.event = "message"
-			}
+			b.event = cmp.Or(b.event, "message")
 			if !utf8.Valid(b.data) {
 				b.data = bytes.ToValidUTF8(b.data, []byte("\uFFFD"))
 			}

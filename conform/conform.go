@@ -9,6 +9,7 @@
 package conform
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -187,9 +188,7 @@ func (k *kit) runCheck(ctx context.Context, c Check) (Check, Status, string, str
 		}()
 		c.run(t)
 	}()
-	if t.status == "" {
-		t.status = Passed
-	}
+	t.status = cmp.Or(t.status, Passed)
 	if t.status == Failed && ctx.Err() != nil && !strings.Contains(t.msg, "time-out") {
 		t.msg += " (the run's time-out passed)"
 	}

@@ -2,6 +2,7 @@ package conform
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -159,10 +160,7 @@ type delivery struct {
 }
 
 func startReceiver(addr string) (*receiver, error) {
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", cmp.Or(addr, "127.0.0.1:0"))
 	if err != nil {
 		return nil, err
 	}

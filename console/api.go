@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -79,10 +80,7 @@ func (r result) problemText() string {
 		b.WriteString(" — " + p.Detail)
 	}
 	for _, e := range p.Errors {
-		msg := e.Detail
-		if msg == "" {
-			msg = e.Message
-		}
+		msg := cmp.Or(e.Detail, e.Message)
 		if e.Field != "" || msg != "" {
 			b.WriteString(" (" + e.Field + ": " + msg + ")")
 		}

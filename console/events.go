@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
 	"slices"
@@ -107,12 +108,9 @@ func (c *Console) handleEvents(cl *call, w http.ResponseWriter, r *http.Request)
 		Next  string  `json:"next"`
 	}
 	cl.accepted(cl.do("GET", "/v1/events?"+api.Encode(), nil, nil), &body)
-	page.Events, page.Next = body.Items, body.Next
+	page.Events, page.Next = body.Items, cmp.Or(body.Next, page.After)
 	for i, ev := range page.Events {
 		page.Events[i].Link = subjectLink(c.cfg.BaseURL, ev.Subject, ev.Type)
-	}
-	if page.Next == "" {
-		page.Next = page.After
 	}
 	if len(page.Events) == page.MaxShow && page.Next != "" {
 		page.Newer = Prefix + "events?" + query(page.Next).Encode()
