@@ -107,14 +107,10 @@ func selectChecks(only, skip []string) ([]Check, error) {
 			return nil, setupErr("--skip: unknown check %q", id)
 		}
 	}
-	var out []Check
-	for _, c := range all {
-		if len(only) > 0 && !slices.Contains(only, c.Part) {
-			continue
-		}
-		out = append(out, c)
+	if len(only) > 0 {
+		all = slices.DeleteFunc(all, func(c Check) bool { return !slices.Contains(only, c.Part) })
 	}
-	return out, nil
+	return all, nil
 }
 
 // Run runs the checks against the server and removes what it created.

@@ -219,14 +219,8 @@ func (t *T) Location(r *Resp, path string) string {
 func hasLink(h http.Header, rel string) string {
 	for _, v := range h.Values("Link") {
 		for _, part := range splitLinks(v) {
-			m := linkRe.FindStringSubmatch(part)
-			if m == nil {
-				continue
-			}
-			for _, r := range strings.Fields(m[2]) {
-				if r == rel {
-					return m[1]
-				}
+			if m := linkRe.FindStringSubmatch(part); m != nil && slices.Contains(strings.Fields(m[2]), rel) {
+				return m[1]
 			}
 		}
 	}
