@@ -126,11 +126,8 @@ func (p *sseReader) next() (sseBlock, error) {
 			}
 			continue
 		}
-		field, value := line, []byte(nil)
-		if i := bytes.IndexByte(line, ':'); i >= 0 {
-			field, value = line[:i], line[i+1:]
-			value = bytes.TrimPrefix(value, []byte(" "))
-		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
 		switch string(field) {
 		case "event":
 			p.event = strings.ToValidUTF8(string(value), "\uFFFD")

@@ -158,16 +158,10 @@ func (k *kit) send(ctx context.Context, method, target string, opts ...opt) (*se
 // Status fails the check unless the response's status is one of want.
 func (t *T) Status(r *Resp, want ...int) {
 	if !slices.Contains(want, r.Status) {
-		t.Fatalf("%s %s: got status %d, want %s", r.req.Method, r.req.URL.RequestURI(), r.Status, joinInts(want))
+		// want as "200 or 204"
+		alternatives := strings.ReplaceAll(strings.Trim(fmt.Sprint(want), "[]"), " ", " or ")
+		t.Fatalf("%s %s: got status %d, want %s", r.req.Method, r.req.URL.RequestURI(), r.Status, alternatives)
 	}
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = fmt.Sprint(n)
-	}
-	return strings.Join(s, " or ")
 }
 
 // Problem fails the check unless the response is an RFC 9457 problem
