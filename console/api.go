@@ -165,9 +165,6 @@ func (cl *call) send(q request) result {
 	if err != nil {
 		return result{Status: http.StatusBadRequest}
 	}
-	if q.body == nil {
-		req.Body, req.ContentLength = http.NoBody, 0
-	}
 	req.RequestURI = req.URL.RequestURI()
 	req.Host = cl.r.Host
 	req.TLS = cl.r.TLS
