@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -181,9 +182,7 @@ func barkOf(method string, resp *Response) (*Bark, error) {
 	switch {
 	case resp.StatusCode == http.StatusSeeOther:
 		b.DogURL = resp.Header.Get("Location")
-		if b.Status == "" {
-			b.Status = "succeeded"
-		}
+		b.Status = cmp.Or(b.Status, "succeeded")
 	case resp.StatusCode >= 300:
 		return nil, fmt.Errorf("client: %s: unexpected %s", method, resp.Status)
 	}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -196,12 +197,7 @@ func (s *EventStream) Next() (*Event, error) {
 			s.end(fmt.Errorf("client: event %q is not a CloudEvent: %w", b.id, err))
 			continue
 		}
-		if ev.ID == "" {
-			ev.ID = b.id
-		}
-		if ev.Type == "" {
-			ev.Type = b.event
-		}
+		ev.ID, ev.Type = cmp.Or(ev.ID, b.id), cmp.Or(ev.Type, b.event)
 		// Ids only grow, and all have one length (docs/events.md): one
 		// that does not is a repeat.
 		if d := s.delivered; d != "" && len(ev.ID) == len(d) && ev.ID <= d {

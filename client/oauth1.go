@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -65,10 +66,7 @@ func (o *OAuth1) Retry(context.Context, *Client, *Response) (bool, error) { retu
 // sign adds the Authorization header to req (RFC 5849 §3.1), with extra
 // protocol parameters (oauth_callback, oauth_verifier).
 func (o *OAuth1) sign(req *http.Request, token, tokenSecret string, extra map[string]string) error {
-	method := o.Method
-	if method == "" {
-		method = sigbase.OAuthHMACSHA1
-	}
+	method := cmp.Or(o.Method, sigbase.OAuthHMACSHA1)
 	now := time.Now
 	if o.Now != nil {
 		now = o.Now

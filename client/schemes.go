@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/md5"
 	"crypto/rand"
@@ -58,10 +59,7 @@ func (d *Digest) Apply(_ *Client, req *http.Request) error {
 	}
 	ch := d.challenge
 	d.nc++
-	alg := ch["algorithm"]
-	if alg == "" {
-		alg = "MD5"
-	}
+	alg := cmp.Or(ch["algorithm"], "MD5")
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	cnonce := hex.EncodeToString(b[:])

@@ -3,8 +3,10 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -112,9 +114,7 @@ func (p *sseReader) next() (sseBlock, error) {
 			if !has {
 				continue
 			}
-			if b.event == "" {
-				b.event = "message"
-			}
+			b.event = cmp.Or(b.event, "message")
 			if !utf8.Valid(b.data) {
 				b.data = bytes.ToValidUTF8(b.data, []byte("\uFFFD"))
 			}
@@ -126,11 +126,8 @@ func (p *sseReader) next() (sseBlock, error) {
 			}
 			continue
 		}
-		field, value := line, []byte(nil)
-		if i := bytes.IndexByte(line, ':'); i >= 0 {
-			field, value = line[:i], line[i+1:]
-			value = bytes.TrimPrefix(value, []byte(" "))
-		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
 		switch string(field) {
 		case "event":
 			p.event = strings.ToValidUTF8(string(value), "\uFFFD")
@@ -145,26 +142,13 @@ func (p *sseReader) next() (sseBlock, error) {
 				p.id = strings.ToValidUTF8(string(value), "\uFFFD")
 			}
 		case "retry":
-			if ms, ok := digits(value); ok && p.onRetry != nil {
-				p.onRetry(min(time.Duration(ms)*time.Millisecond, maxRetryAfter))
+			// ASCII digits only; a number too large saturates (ParseUint
+			// stops at the overflow, so the rest is checked too).
+			ms, err := strconv.ParseUint(string(value), 10, 64)
+			digits := err == nil || errors.Is(err, strconv.ErrRange) && strings.Trim(string(value), "0123456789") == ""
+			if digits && p.onRetry != nil {
+				p.onRetry(time.Duration(min(ms, uint64(maxRetryAfter/time.Millisecond))) * time.Millisecond)
 			}
 		}
 	}
-}
-
-// digits reads a non-empty run of ASCII digits (saturating).
-func digits(b []byte) (int64, bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if n < 1<<40 {
-			n = n*10 + int64(c-'0')
-		}
-	}
-	return n, true
 }

@@ -18,6 +18,14 @@ func (t *T) bark(dog, effect string, opts ...opt) *Resp {
 	return t.Do("POST", dog+"barks", opts...)
 }
 
+// barked posts a bark like bark, fails the check unless the answer has
+// the status, and returns its Location.
+func (t *T) barked(dog, effect string, status int, opts ...opt) string {
+	r := t.bark(dog, effect, opts...)
+	t.Status(r, status)
+	return t.Location(r, "")
+}
+
 // waitBark polls the bark task until it answers something other than 200
 // with status pending or running, for at most 20 s.
 func (t *T) waitBark(loc string) *Resp {
@@ -38,9 +46,7 @@ func barkChecks() []Check {
 			"201 with Location of the bark; the bark answers 200 with a timestamp; barkCount grows by 1", func(t *T) {
 				dog := t.dog()
 				n := t.barkCount(dog)
-				r := t.bark(dog, "record")
-				t.Status(r, 201)
-				loc := t.Location(r, "")
+				loc := t.barked(dog, "record", 201)
 				t.Check(strings.HasPrefix(loc, dog+"barks/"), "Location %q is not under %sbarks/", loc, dog)
 				g := t.Expect(200, "GET", loc, basic(t.owner()))
 				_, err := time.Parse(time.RFC3339, g.Str("timestamp"))
@@ -78,18 +84,14 @@ func barkChecks() []Check {
 		def(p, "async-email-count", Must, doc, `POST …/barks {"effect":"email-count"} with Prefer: respond-async, then poll`,
 			"202; once finished the task answers 303 to the dog", func(t *T) {
 				dog := t.dog()
-				r := t.bark(dog, "email-count", header("Prefer", "respond-async"))
-				t.Status(r, 202)
-				g := t.waitBark(t.Location(r, ""))
+				g := t.waitBark(t.barked(dog, "email-count", 202, header("Prefer", "respond-async")))
 				t.Status(g, 303)
 				t.Location(g, t.path(dog))
 			}),
 		def(p, "fetch-code", Must, doc, `POST …/barks {"effect":"fetch-code"} without Prefer`,
 			"202 with Location of the task: fetch-code is always asynchronous", func(t *T) {
 				dog := t.dog()
-				r := t.bark(dog, "fetch-code")
-				t.Status(r, 202)
-				loc := t.Location(r, "")
+				loc := t.barked(dog, "fetch-code", 202)
 				g := t.Do("GET", loc, basic(t.owner()))
 				t.Check(g.Status == 200 || g.Status == 303, "GET of the fetch-code task: %d", g.Status)
 				t.Check(g.Str("effect") == "fetch-code", "the task's effect is %q", g.Str("effect"))
@@ -105,9 +107,7 @@ func barkChecks() []Check {
 		def(p, "delete-record", Must, "docs/barks.md#a-bark-task", "DELETE a finished record bark, then GET it",
 			"204, then 404; barkCount unchanged", func(t *T) {
 				dog := t.dog()
-				r := t.bark(dog, "record")
-				t.Status(r, 201)
-				loc := t.Location(r, "")
+				loc := t.barked(dog, "record", 201)
 				n := t.barkCount(dog)
 				t.Expect(204, "DELETE", loc, basic(t.owner()))
 				t.Expect(404, "GET", loc, basic(t.owner()))
@@ -117,9 +117,7 @@ func barkChecks() []Check {
 			"204 and the task canceled with barkCount unchanged; or, when it had already finished, 409 and the task succeeded with barkCount +1", func(t *T) {
 				dog := t.dog()
 				n := t.barkCount(dog)
-				r := t.bark(dog, "email-count", header("Prefer", "respond-async"))
-				t.Status(r, 202)
-				loc := t.Location(r, "")
+				loc := t.barked(dog, "email-count", 202, header("Prefer", "respond-async"))
 				d := t.Do("DELETE", loc, basic(t.owner()))
 				t.Status(d, 204, 409)
 				g := t.waitBark(loc)

@@ -9,6 +9,7 @@
 package conform
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -106,14 +107,10 @@ func selectChecks(only, skip []string) ([]Check, error) {
 			return nil, setupErr("--skip: unknown check %q", id)
 		}
 	}
-	var out []Check
-	for _, c := range all {
-		if len(only) > 0 && !slices.Contains(only, c.Part) {
-			continue
-		}
-		out = append(out, c)
+	if len(only) > 0 {
+		all = slices.DeleteFunc(all, func(c Check) bool { return !slices.Contains(only, c.Part) })
 	}
-	return out, nil
+	return all, nil
 }
 
 // Run runs the checks against the server and removes what it created.
@@ -187,9 +184,7 @@ func (k *kit) runCheck(ctx context.Context, c Check) (Check, Status, string, str
 		}()
 		c.run(t)
 	}()
-	if t.status == "" {
-		t.status = Passed
-	}
+	t.status = cmp.Or(t.status, Passed)
 	if t.status == Failed && ctx.Err() != nil && !strings.Contains(t.msg, "time-out") {
 		t.msg += " (the run's time-out passed)"
 	}

@@ -2,6 +2,7 @@ package conform
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -134,9 +135,8 @@ func eventChecks() []Check {
 			}),
 		def(p, "prefer-wait", Should, doc+"#waiting-for-a-bark", "an async bark, then GET the task with Prefer: wait=10",
 			"the finished task, with Preference-Applied: wait=10", func(t *T) {
-				r := t.bark(t.dog(), "record", header("Prefer", "respond-async"))
-				t.Status(r, 202)
-				g := t.Expect(200, "GET", t.Location(r, ""), basic(t.owner()), header("Prefer", "wait=10"))
+				loc := t.barked(t.dog(), "record", 202, header("Prefer", "respond-async"))
+				g := t.Expect(200, "GET", loc, basic(t.owner()), header("Prefer", "wait=10"))
 				t.Check(g.Header.Get("Preference-Applied") == "wait=10", "Preference-Applied %q, want wait=10", g.Header.Get("Preference-Applied"))
 				t.Check(g.Str("status") == "succeeded", "status %q after the wait", g.Str("status"))
 			}),
@@ -160,10 +160,7 @@ type delivery struct {
 }
 
 func startReceiver(addr string) (*receiver, error) {
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	l, err := net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", cmp.Or(addr, "127.0.0.1:0"))
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ type Resp struct {
 	Status int
 	Header http.Header
 	Body   []byte
-	URL    *url.URL // the request's URL
+	req    *http.Request
 	obj    map[string]any
 }
 
@@ -151,32 +151,17 @@ func (k *kit) send(ctx context.Context, method, target string, opts ...opt) (*se
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	r := &Resp{Status: resp.StatusCode, Header: resp.Header, Body: body, URL: req.URL}
+	r := &Resp{Status: resp.StatusCode, Header: resp.Header, Body: body, req: req}
 	return &sent{Resp: r, exchange: formatExchange(req, rb.b, resp, body)}, err
 }
 
 // Status fails the check unless the response's status is one of want.
 func (t *T) Status(r *Resp, want ...int) {
 	if !slices.Contains(want, r.Status) {
-		t.Fatalf("%s %s: got status %d, want %s", r.methodHint(t), r.URL.RequestURI(), r.Status, joinInts(want))
+		// want as "200 or 204"
+		alternatives := strings.ReplaceAll(strings.Trim(fmt.Sprint(want), "[]"), " ", " or ")
+		t.Fatalf("%s %s: got status %d, want %s", r.req.Method, r.req.URL.RequestURI(), r.Status, alternatives)
 	}
-}
-
-func (r *Resp) methodHint(t *T) string {
-	if n := len(t.exchanges); n > 0 {
-		if i := strings.IndexByte(t.exchanges[n-1], ' '); i > 0 {
-			return t.exchanges[n-1][:i]
-		}
-	}
-	return "request"
-}
-
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, n := range v {
-		s[i] = fmt.Sprint(n)
-	}
-	return strings.Join(s, " or ")
 }
 
 // Problem fails the check unless the response is an RFC 9457 problem
@@ -228,14 +213,8 @@ func (t *T) Location(r *Resp, path string) string {
 func hasLink(h http.Header, rel string) string {
 	for _, v := range h.Values("Link") {
 		for _, part := range splitLinks(v) {
-			m := linkRe.FindStringSubmatch(part)
-			if m == nil {
-				continue
-			}
-			for _, r := range strings.Fields(m[2]) {
-				if r == rel {
-					return m[1]
-				}
+			if m := linkRe.FindStringSubmatch(part); m != nil && slices.Contains(strings.Fields(m[2]), rel) {
+				return m[1]
 			}
 		}
 	}

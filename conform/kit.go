@@ -1,6 +1,7 @@
 package conform
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -42,9 +43,7 @@ type undo struct {
 }
 
 func newKit(base *url.URL, hc *http.Client, cfg Config) *kit {
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = "yard-conform"
-	}
+	cfg.UserAgent = cmp.Or(cfg.UserAgent, "yard-conform")
 	return &kit{base: base, hc: hc, cfg: cfg, prefix: "conform-" + randomHex(4),
 		admin: &person{name: cfg.Admin, password: cfg.AdminPassword}}
 }

@@ -39,14 +39,7 @@ type Result struct {
 func (rep *Report) add(c Check, s Status, msg, exchange string, d time.Duration) {
 	rep.Results = append(rep.Results, Result{ID: c.ID, Part: c.Part, Level: c.Level, Doc: c.Doc,
 		Status: s, Message: msg, Exchange: exchange, Duration: d})
-	switch s {
-	case Passed:
-		rep.Passed++
-	case Failed:
-		rep.Failed++
-	default:
-		rep.Skipped++
-	}
+	rep.Passed, rep.Failed, rep.Skipped, _ = tally(rep.Results)
 }
 
 // MustFailed reports whether a MUST check failed (exit status 1).
@@ -90,20 +83,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "part\tchecks\tpassed\tfailed\tskipped\tMUST failed")
 	for _, results := range rep.byPart() {
-		var pass, fail, skip, mustFail int
-		for _, r := range results {
-			switch r.Status {
-			case Passed:
-				pass++
-			case Failed:
-				fail++
-				if r.Level == Must {
-					mustFail++
-				}
-			default:
-				skip++
-			}
-		}
+		pass, fail, skip, mustFail := tally(results)
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", results[0].Part, len(results), pass, fail, skip, mustFail)
 	}
 	if err := tw.Flush(); err != nil {
@@ -111,6 +91,24 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "\n%s (%s)\n", rep.Summary(), rep.Duration.Round(time.Millisecond))
 	return err
+}
+
+// tally counts the results by status, and the failed MUST checks.
+func tally(results []Result) (pass, fail, skip, mustFail int) {
+	for _, r := range results {
+		switch r.Status {
+		case Passed:
+			pass++
+		case Failed:
+			fail++
+			if r.Level == Must {
+				mustFail++
+			}
+		default:
+			skip++
+		}
+	}
+	return pass, fail, skip, mustFail
 }
 
 // byPart groups the results by part, in the order of Parts, leaving out
@@ -189,17 +187,16 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 		Skips: rep.Skipped, Time: seconds(rep.Duration)}}
 	for _, results := range rep.byPart() {
 		s := junitSuite{junitCounts: junitCounts{Name: results[0].Part}}
+		_, s.Fails, s.Skips, _ = tally(results)
 		var d time.Duration
 		for _, r := range results {
 			d += r.Duration
 			c := junitCase{Name: r.ID, ClassName: "conform." + r.Part, Time: seconds(r.Duration)}
 			switch r.Status {
 			case Failed:
-				s.Fails++
 				c.Failure = &junitMessage{Message: string(r.Level) + ": " + oneLine(r.Message), Type: string(r.Level),
 					Text: "rule: " + r.Doc + "\n" + r.Exchange}
 			case Skipped:
-				s.Skips++
 				c.Skipped = &junitMessage{Message: oneLine(r.Message)}
 			}
 			s.Cases = append(s.Cases, c)

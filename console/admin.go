@@ -83,7 +83,6 @@ type opsPage struct {
 // busiest routes, a few gauges; and the backups, listed and made now
 // (backups.go). Administrators only.
 func (c *Console) handleOps(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "ops"
 	page := opsPage{Backups: c.backups(cl, r)}
 	var h, rd struct{ Status, Store, CarSearch string }
 	if res := cl.do("GET", "/healthz", nil, nil); res.decode(&h) {
@@ -149,7 +148,6 @@ type authorization struct {
 // 1.0a consumers, and lists the authorizations people gave them.
 // Administrators only.
 func (c *Console) handleConsumers(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "oauth"
 	if r.Method == http.MethodPost {
 		res := result{Status: http.StatusBadRequest}
 		switch r.PostForm.Get("op") {
@@ -189,7 +187,6 @@ func (c *Console) handleConsumers(cl *call, w http.ResponseWriter, r *http.Reque
 // /v1/people; the password the server makes is shown once). Administrators
 // only.
 func (c *Console) handlePeople(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "people"
 	if r.Method == http.MethodPost {
 		f := r.PostForm
 		body := map[string]any{"name": strings.TrimSpace(f.Get("name")), "email": strings.TrimSpace(f.Get("email"))}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -79,10 +80,7 @@ func (r result) problemText() string {
 		b.WriteString(" — " + p.Detail)
 	}
 	for _, e := range p.Errors {
-		msg := e.Detail
-		if msg == "" {
-			msg = e.Message
-		}
+		msg := cmp.Or(e.Detail, e.Message)
 		if e.Field != "" || msg != "" {
 			b.WriteString(" (" + e.Field + ": " + msg + ")")
 		}
@@ -166,9 +164,6 @@ func (cl *call) send(q request) result {
 	req, err := http.NewRequestWithContext(cl.r.Context(), q.method, target, bytes.NewReader(q.body))
 	if err != nil {
 		return result{Status: http.StatusBadRequest}
-	}
-	if q.body == nil {
-		req.Body, req.ContentLength = http.NoBody, 0
 	}
 	req.RequestURI = req.URL.RequestURI()
 	req.Host = cl.r.Host
@@ -271,35 +266,6 @@ func (r *recorder) Write(b []byte) (int, error) {
 
 // seg escapes one path segment.
 func seg(s string) string { return url.PathEscape(s) }
-
-// pageLinks reads the first, prev, next and last links of an RFC 8288
-// Link header as the offsets they name.
-func pageLinks(h http.Header) map[string]int {
-	out := map[string]int{}
-	for _, v := range h.Values("Link") {
-		for part := range strings.SplitSeq(v, ",") {
-			part = strings.TrimSpace(part)
-			end := strings.Index(part, ">")
-			if !strings.HasPrefix(part, "<") || end < 0 {
-				continue
-			}
-			u, err := url.Parse(part[1:end])
-			if err != nil {
-				continue
-			}
-			for p := range strings.SplitSeq(part[end+1:], ";") {
-				p = strings.TrimSpace(p)
-				if rel, ok := strings.CutPrefix(p, "rel="); ok {
-					off := atoiDefault(u.Query().Get("offset"), 0)
-					for r := range strings.FieldsSeq(strings.Trim(rel, `"`)) {
-						out[r] = off
-					}
-				}
-			}
-		}
-	}
-	return out
-}
 
 // atoiDefault reads a small non-negative number, or def.
 func atoiDefault(s string, def int) int {

@@ -139,7 +139,6 @@ type carsPage struct {
 // URL shape and as a search body, and the form that saves it (POST
 // /searches).
 func (c *Console) handleCars(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "cars"
 	query, pairs := filters(r)
 	page := carsPage{Query: query}
 	if r.Method == http.MethodPost {
@@ -162,7 +161,6 @@ func (c *Console) handleCars(cl *call, w http.ResponseWriter, r *http.Request) {
 
 // handleCar is one car (GET /cars/{car_id}) and its garage.
 func (c *Console) handleCar(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "cars"
 	var v struct {
 		Car    car
 		Garage *garage
@@ -181,7 +179,6 @@ func (c *Console) handleCar(cl *call, w http.ResponseWriter, r *http.Request) {
 
 // handleGarages lists the garages a page at a time (GET /garages).
 func (c *Console) handleGarages(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "garages"
 	garages := readList[garage](cl, r, "/garages", Prefix+"garages?")
 	c.render(w, r, cl, cl.status, "garages", "Garages", garages)
 }
@@ -189,7 +186,6 @@ func (c *Console) handleGarages(cl *call, w http.ResponseWriter, r *http.Request
 // handleGarage is a garage and its cars (GET /garages/{garage_id}, GET
 // /garages/{garage_id}/cars with the page's filters and facets).
 func (c *Console) handleGarage(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "garages"
 	id := r.PathValue("garage_id")
 	var g garage
 	if _, ok := c.read(w, r, cl, "/garages/"+seg(id), &g, "garage"); !ok {
@@ -207,7 +203,6 @@ func (c *Console) handleGarage(cl *call, w http.ResponseWriter, r *http.Request)
 // handleSearch runs a saved search (GET /searches/{search_id}); an
 // administrator may delete it (DELETE /searches/{search_id}).
 func (c *Console) handleSearch(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "cars"
 	id := r.PathValue("search_id")
 	if r.Method == http.MethodPost && r.PostForm.Get("op") == "delete" {
 		if res := cl.do("DELETE", "/searches/"+seg(id), nil, nil); res.ok() {
@@ -234,7 +229,6 @@ func (c *Console) handleSearch(cl *call, w http.ResponseWriter, r *http.Request)
 // handleSearches lists the saved searches (GET /searches; administrators
 // only).
 func (c *Console) handleSearches(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "searches"
 	searches := readList[search](cl, r, "/searches", Prefix+"searches?")
 	c.render(w, r, cl, cl.status, "searches", "Saved searches", searches)
 }

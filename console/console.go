@@ -92,31 +92,31 @@ func New(cfg Config) *Console {
 // routes registers every console page.
 func (c *Console) routes() {
 	c.handle("GET /console/assets/{name}", http.HandlerFunc(c.handleAsset))
-	c.page("GET /console/{$}", false, c.handleHome)
-	c.form("/console/dogs", false, c.handleDogs)
-	c.form("/console/dogs/{dog_id}/{$}", false, c.handleDog)
-	c.form("/console/cars", false, c.handleCars)
-	c.page("GET /console/cars/{car_id}", false, c.handleCar)
-	c.page("GET /console/garages", false, c.handleGarages)
-	c.page("GET /console/garages/{garage_id}", false, c.handleGarage)
-	c.page("GET /console/searches", true, c.handleSearches)
-	c.form("/console/searches/{search_id}", false, c.handleSearch)
-	c.form("/console/orders", false, c.handleOrders)
-	c.form("/console/orders/{order_id}", false, c.handleOrder)
-	c.page("GET /console/events", false, c.handleEvents)
-	c.form("/console/webhooks", false, c.handleWebhooks)
-	c.form("/console/webhooks/{webhook_id}", false, c.handleWebhook)
-	c.form("/console/lab", false, c.handleLab)
-	c.page("POST /console/signout", false, c.handleSignOut)
-	c.form("/console/admin/people", true, c.handlePeople)
-	c.form("/console/admin/server", true, c.handleOps)
-	c.form("/console/admin/oauth", true, c.handleConsumers)
+	c.page("GET /console/{$}", "home", false, c.handleHome)
+	c.form("/console/dogs", "dogs", false, c.handleDogs)
+	c.form("/console/dogs/{dog_id}/{$}", "dogs", false, c.handleDog)
+	c.form("/console/cars", "cars", false, c.handleCars)
+	c.page("GET /console/cars/{car_id}", "cars", false, c.handleCar)
+	c.page("GET /console/garages", "garages", false, c.handleGarages)
+	c.page("GET /console/garages/{garage_id}", "garages", false, c.handleGarage)
+	c.page("GET /console/searches", "searches", true, c.handleSearches)
+	c.form("/console/searches/{search_id}", "cars", false, c.handleSearch)
+	c.form("/console/orders", "orders", false, c.handleOrders)
+	c.form("/console/orders/{order_id}", "orders", false, c.handleOrder)
+	c.page("GET /console/events", "events", false, c.handleEvents)
+	c.form("/console/webhooks", "webhooks", false, c.handleWebhooks)
+	c.form("/console/webhooks/{webhook_id}", "webhooks", false, c.handleWebhook)
+	c.form("/console/lab", "lab", false, c.handleLab)
+	c.page("POST /console/signout", "", false, c.handleSignOut)
+	c.form("/console/admin/people", "people", true, c.handlePeople)
+	c.form("/console/admin/server", "ops", true, c.handleOps)
+	c.form("/console/admin/oauth", "oauth", true, c.handleConsumers)
 }
 
 // form registers a page that shows a form (GET) and takes it (POST).
-func (c *Console) form(path string, admin bool, h func(*call, http.ResponseWriter, *http.Request)) {
-	c.page("GET "+path, admin, h)
-	c.page("POST "+path, admin, h)
+func (c *Console) form(path, section string, admin bool, h func(*call, http.ResponseWriter, *http.Request)) {
+	c.page("GET "+path, section, admin, h)
+	c.page("POST "+path, section, admin, h)
 }
 
 // handle registers h for pattern ("METHOD /path") and remembers the path.
@@ -137,8 +137,9 @@ func (c *Console) Patterns() []string { return slices.Clone(c.patterns) }
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.mux.ServeHTTP(w, r) }
 
 // page registers a page handler behind the pages' middleware and the
-// sign-in check; admin pages answer 403 to people.
-func (c *Console) page(pattern string, admin bool, h func(*call, http.ResponseWriter, *http.Request)) {
+// sign-in check; admin pages answer 403 to people. section is the
+// navigation entry the page marks as current.
+func (c *Console) page(pattern, section string, admin bool, h func(*call, http.ResponseWriter, *http.Request)) {
 	c.handle(pattern, c.cfg.Pages.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", policy)
 		user, err := c.cfg.Pages.User(r)
@@ -156,6 +157,7 @@ func (c *Console) page(pattern string, admin bool, h func(*call, http.ResponseWr
 				errorPage{Detail: "This page is for administrators."})
 			return
 		}
+		cl.section = section
 		h(cl, w, r)
 	})))
 }
@@ -326,6 +328,5 @@ func (c *Console) handleHome(cl *call, w http.ResponseWriter, r *http.Request) {
 	if res := cl.do("GET", "/v1/people/"+seg(cl.user.UserID), nil, nil); !res.decode(&me) {
 		cl.problemOf(res)
 	}
-	cl.section = "home"
 	c.render(w, r, cl, http.StatusOK, "home", "Console", me)
 }

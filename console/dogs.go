@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -56,15 +57,29 @@ type pager struct {
 	First, Prev, Next, Last string
 }
 
-// newPager reads the API's Link header of a page into console links:
-// prefix (a console path and "?", or its query and "&") then offset and
-// max.
+// newPager reads the first, prev, next and last links of the API's RFC
+// 8288 Link header into console links: prefix (a console path and "?",
+// or its query and "&") then the offset the link names and max.
 func newPager(prefix string, res result, offset, max, total int) pager {
 	p := pager{Offset: offset, Max: max, Total: total}
 	links := map[string]*string{"first": &p.First, "prev": &p.Prev, "next": &p.Next, "last": &p.Last}
-	for rel, off := range pageLinks(res.Header) {
-		if l := links[rel]; l != nil {
-			*l = prefix + "offset=" + strconv.Itoa(off) + "&max=" + strconv.Itoa(max)
+	for _, v := range res.Header.Values("Link") {
+		for part := range strings.SplitSeq(v, ",") {
+			target, params, ok := strings.Cut(strings.TrimSpace(part), ">")
+			u, err := url.Parse(strings.TrimPrefix(target, "<"))
+			if !ok || !strings.HasPrefix(target, "<") || err != nil {
+				continue
+			}
+			link := prefix + "offset=" + strconv.Itoa(atoiDefault(u.Query().Get("offset"), 0)) + "&max=" + strconv.Itoa(max)
+			for param := range strings.SplitSeq(params, ";") {
+				if rel, ok := strings.CutPrefix(strings.TrimSpace(param), "rel="); ok {
+					for r := range strings.FieldsSeq(strings.Trim(rel, `"`)) {
+						if l := links[r]; l != nil {
+							*l = link
+						}
+					}
+				}
+			}
 		}
 	}
 	return p
@@ -134,7 +149,6 @@ func (f dogForm) body() map[string]any {
 // handleDogs is the person's dogs, a page at a time (GET /v1/dogs), and
 // the form that creates one (POST /v1/dogs).
 func (c *Console) handleDogs(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "dogs"
 	var page dogsPage
 	if r.Method == http.MethodPost {
 		page.Form = readDogForm(r)
@@ -160,7 +174,6 @@ type dogPage struct {
 // the forms that edit, delete and bark it, cancel a task and change the
 // schedule.
 func (c *Console) handleDog(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "dogs"
 	id := r.PathValue("dog_id")
 	api := "/v1/dogs/" + seg(id) + "/"
 	if r.Method == http.MethodPost {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
 	"slices"
@@ -83,7 +84,6 @@ type typeChoice struct {
 // after=): a reload renders everything after the same start again and
 // resumes the stream after it, so nothing is lost or shown twice.
 func (c *Console) handleEvents(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "events"
 	q := r.URL.Query()
 	chosen := commaList(q["types"]...)
 	page := eventsPage{After: q.Get("after"), Chosen: strings.Join(chosen, ","), MaxShow: 100}
@@ -108,12 +108,9 @@ func (c *Console) handleEvents(cl *call, w http.ResponseWriter, r *http.Request)
 		Next  string  `json:"next"`
 	}
 	cl.accepted(cl.do("GET", "/v1/events?"+api.Encode(), nil, nil), &body)
-	page.Events, page.Next = body.Items, body.Next
+	page.Events, page.Next = body.Items, cmp.Or(body.Next, page.After)
 	for i, ev := range page.Events {
 		page.Events[i].Link = subjectLink(c.cfg.BaseURL, ev.Subject, ev.Type)
-	}
-	if page.Next == "" {
-		page.Next = page.After
 	}
 	if len(page.Events) == page.MaxShow && page.Next != "" {
 		page.Newer = Prefix + "events?" + query(page.Next).Encode()
@@ -152,7 +149,6 @@ type delivery struct {
 // handleWebhooks lists the person's webhooks (GET /v1/webhooks) and
 // creates one (POST /v1/webhooks; its secret is shown once).
 func (c *Console) handleWebhooks(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "webhooks"
 	if r.Method == http.MethodPost {
 		body := map[string]any{"url": strings.TrimSpace(r.PostForm.Get("url"))}
 		if types := commaList(r.PostForm.Get("types")); len(types) > 0 {
@@ -171,7 +167,6 @@ func (c *Console) handleWebhooks(cl *call, w http.ResponseWriter, r *http.Reques
 // handleWebhook is one webhook with its latest deliveries; it is enabled,
 // disabled (PATCH) or deleted (DELETE) here.
 func (c *Console) handleWebhook(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "webhooks"
 	id := r.PathValue("webhook_id")
 	api := "/v1/webhooks/" + seg(id)
 	if r.Method == http.MethodPost {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -75,17 +76,11 @@ func sameField(a, b string) bool {
 
 // selected reports whether the query asks for field = value.
 func selected(pairs []pair, field, value string) bool {
-	for _, p := range pairs {
-		if !sameField(p.key, field) {
-			continue
-		}
-		for _, v := range p.values {
-			if strings.EqualFold(decoded(v), value) {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(pairs, func(p pair) bool {
+		return sameField(p.key, field) && slices.ContainsFunc(p.values, func(v string) bool {
+			return strings.EqualFold(decoded(v), value)
+		})
+	})
 }
 
 // toggle returns the query with field = value added, or removed when it

@@ -84,7 +84,6 @@ func (l *lab) scrub() {
 
 // handleLab shows the lab's form and, on POST, runs the chosen scheme.
 func (c *Console) handleLab(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "lab"
 	page := labPage{Schemes: labSchemes, Scheme: "digest"}
 	if r.Method == http.MethodPost {
 		f := r.PostForm
@@ -173,9 +172,8 @@ func (l *lab) login(title, path, opts, password, mark string) result {
 // as an API key), records it as a step, and returns the answer.
 func (l *lab) own(title string, q request, shown []string, notes ...string) result {
 	q.session = true
-	res := l.cl.send(q)
-	l.steps = append(l.steps, labStep{Title: title, Request: append([]string{q.method + " " + l.cl.c.cfg.BaseURL + q.path}, shown...),
-		Status: res.Status, Response: []string{excerpt(maskJSON(res.Body))}, Notes: notes})
+	res := l.exchange(title, q, shown, notes...)
+	l.steps[len(l.steps)-1].Response = []string{excerpt(maskJSON(res.Body))}
 	return res
 }
 

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -154,9 +155,7 @@ func (l *lab) discover(claimed string) (path, localID string, ok bool) {
 		l.note("Discovery found no OpenID provider.")
 		return "", "", false
 	}
-	if local == "" {
-		local = claimed
-	}
+	local = cmp.Or(local, claimed)
 	path, own := strings.CutPrefix(endpoint, l.cl.c.cfg.BaseURL)
 	if !own || !strings.HasPrefix(path, "/") {
 		l.note("The endpoint is not this server's: the lab talks to this server only.")

@@ -23,7 +23,6 @@ var acceptXML = map[string]string{"Accept": "application/xml"}
 // handleOrders lists the person's orders (GET /orders; administrators:
 // all) and places a new one (POST /orders).
 func (c *Console) handleOrders(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "orders"
 	if r.Method == http.MethodPost {
 		var o order
 		if cl.accepted(cl.do("POST", "/orders", map[string]any{}, nil), &o) {
@@ -47,7 +46,6 @@ type orderPage struct {
 // cannot be cancelled: the API's 409 is shown. Administrators move its
 // status on (PUT of the JSON representation).
 func (c *Console) handleOrder(cl *call, w http.ResponseWriter, r *http.Request) {
-	cl.section = "orders"
 	id := r.PathValue("order_id")
 	api := "/order/" + seg(id)
 	if r.Method == http.MethodPost {
