@@ -33,16 +33,7 @@ func (db *DB) FindGarageByID(ctx context.Context, id string) (*yard.Garage, erro
 // FindGarages returns a page of garages in id order and their number.
 func (db *DB) FindGarages(ctx context.Context, page yard.Page) ([]*yard.Garage, int, error) {
 	defer db.trace(&ctx, "store.FindGarages").End()
-	var total int
-	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages`).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := db.read.QueryContext(ctx, `SELECT `+garageColumns+` FROM garages g ORDER BY g.id LIMIT CAST($1 AS BIGINT) OFFSET $2`, page.Max, page.Offset)
-	out, err := appendRows([]*yard.Garage{}, rows, err, scanGarage)
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, total, nil
+	return findPage(ctx, db, garageColumns, `garages g`, `g.id`, nil, page.Max, page.Offset, scanGarage)
 }
 
 // CreateGarage stores a new garage; one without id gets one.
@@ -145,15 +136,11 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 func (db *DB) DeleteGarage(ctx context.Context, id string) error {
 	defer db.trace(&ctx, "store.DeleteGarage").End()
 	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages WHERE id = $1`, id).Scan(&n); err != nil {
-			return err
+		if _, err := scanValue[string](tx.QueryRowContext(ctx, `SELECT id FROM garages WHERE id = $1`, id)); err != nil {
+			return notFound(err, "Garage")
 		}
-		if n == 0 {
-			return yard.Errorf(yard.ENOTFOUND, "Garage not found.")
-		}
-		var held int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, id).Scan(&held); err != nil {
+		held, err := scanValue[int](tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, id))
+		if err != nil {
 			return err
 		}
 		if held > 0 {
