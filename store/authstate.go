@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -139,17 +138,13 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 	slices.SortFunc(order, func(a, b int) int {
 		return cmp.Or(cmp.Compare(Millis(expires[a]), Millis(expires[b])), strings.Compare(sigs[a], sigs[b]))
 	})
-	var b strings.Builder
+	values := make([]string, len(order))
 	args := make([]any, 0, 2*len(sigs))
-	b.WriteString(`INSERT INTO signed_requests (signature, expires_at) VALUES `)
 	for n, i := range order {
-		if n > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("($" + strconv.Itoa(2*n+1) + ", $" + strconv.Itoa(2*n+2) + ")")
+		values[n] = "(" + placeholders(2*n+1, 2) + ")"
 		args = append(args, sigs[i], Millis(expires[i]))
 	}
-	insert := b.String()
+	insert := `INSERT INTO signed_requests (signature, expires_at) VALUES ` + strings.Join(values, ", ")
 	// Replays are rare: a plain INSERT records the whole batch, and every
 	// signature in it is new when it succeeds. It is cheaper than ON
 	// CONFLICT, which probes the index for each row before inserting it.
