@@ -39,10 +39,7 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 				WHERE r.effect = 'fetch-code' AND r.status = 'running' AND r.lease_until >= $4 AND r.id <> t.id
 				AND rd.owner_id = (SELECT owner_id FROM dogs WHERE id = t.dog_id)) < $5))`
 	}
-	perUser := int64(f.FetchPerUser)
-	if perUser <= 0 {
-		perUser = 1 << 40
-	}
+	perUser := bound(f.FetchPerUser)
 	claim := `UPDATE tasks SET status = 'running', lease_owner = $1, lease_token = $2, lease_until = $3,
 			attempts = attempts + 1, started_at = CASE WHEN started_at = 0 THEN $4 ELSE started_at END
 			WHERE id = COALESCE(
@@ -82,6 +79,14 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 		token = ""
 	}
 	return b, token, err
+}
+
+// bound is the bound n, or none (1 << 40) when n is 0 or less.
+func bound(n int) int64 {
+	if n <= 0 {
+		return 1 << 40
+	}
+	return int64(n)
 }
 
 // ExtendLease renews a running task's lease. It returns ErrLeaseLost when
