@@ -22,12 +22,9 @@ func (db *DB) CreateSession(ctx context.Context, s *yard.Session) error {
 // FindSession returns the session with that key hash, or ENOTFOUND.
 func (db *DB) FindSession(ctx context.Context, keyHash string) (*yard.Session, error) {
 	var s yard.Session
-	err := db.read.QueryRowContext(ctx, `SELECT key_hash, user_id, created_at, last_seen_at FROM sessions WHERE key_hash = $1`, keyHash).
-		Scan(&s.KeyHash, &s.UserID, ms(&s.CreatedAt), ms(&s.LastSeen))
-	if err != nil {
-		return nil, notFound(err, "Session")
-	}
-	return &s, nil
+	found, err := scanned(&s, db.read.QueryRowContext(ctx, `SELECT key_hash, user_id, created_at, last_seen_at FROM sessions WHERE key_hash = $1`, keyHash).
+		Scan(&s.KeyHash, &s.UserID, ms(&s.CreatedAt), ms(&s.LastSeen)))
+	return found, notFound(err, "Session")
 }
 
 // TouchSession moves the last-action timestamp forward (never back).
@@ -97,12 +94,9 @@ func (db *DB) CreateAPIKey(ctx context.Context, k *yard.APIKey) error {
 // FindAPIKey returns the API key with that id, or ENOTFOUND.
 func (db *DB) FindAPIKey(ctx context.Context, id string) (*yard.APIKey, error) {
 	var k yard.APIKey
-	err := db.read.QueryRowContext(ctx, `SELECT id, user_id, sealed_secret, created_at FROM api_keys WHERE id = $1`, id).
-		Scan(&k.ID, &k.UserID, &k.SealedSecret, ms(&k.CreatedAt))
-	if err != nil {
-		return nil, notFound(err, "API key")
-	}
-	return &k, nil
+	found, err := scanned(&k, db.read.QueryRowContext(ctx, `SELECT id, user_id, sealed_secret, created_at FROM api_keys WHERE id = $1`, id).
+		Scan(&k.ID, &k.UserID, &k.SealedSecret, ms(&k.CreatedAt)))
+	return found, notFound(err, "API key")
 }
 
 // DeleteAPIKey deletes an API key and reports whether it existed.

@@ -15,11 +15,8 @@ const barkColumns = `id, dog_id, effect, status, async, source, slot_at, created
 // scanBark reads barkColumns.
 func scanBark(row rowScanner) (*yard.Bark, error) {
 	var b yard.Bark
-	if err := row.Scan(&b.ID, &b.DogID, &b.Effect, &b.Status, &b.Async, &b.Source, ms(&b.Slot), ms(&b.CreatedAt), ms(&b.StartedAt),
-		ms(&b.FinishedAt), ms(&b.Timestamp), &b.Error, &b.Output, &b.DogChanged, &b.Attempts); err != nil {
-		return nil, err
-	}
-	return &b, nil
+	return scanned(&b, row.Scan(&b.ID, &b.DogID, &b.Effect, &b.Status, &b.Async, &b.Source, ms(&b.Slot), ms(&b.CreatedAt), ms(&b.StartedAt),
+		ms(&b.FinishedAt), ms(&b.Timestamp), &b.Error, &b.Output, &b.DogChanged, &b.Attempts))
 }
 
 // forUpdate returns the row-locking suffix of a SELECT: PostgreSQL locks

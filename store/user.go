@@ -122,12 +122,9 @@ func (db *DB) DeleteUser(ctx context.Context, id string) error {
 func (db *DB) FindCredentials(ctx context.Context, userID string) (*yard.Credentials, error) {
 	defer db.trace(&ctx, "store.FindCredentials").End()
 	var c yard.Credentials
-	err := db.QueryRow(ctx, `SELECT password_hash, ha1_md5, ha1_sha256, password_changed_at FROM users WHERE id = $1`, userID).
-		Scan(&c.PasswordHash, &c.HA1MD5, &c.HA1SHA256, ms(&c.PasswordChangedAt))
-	if err != nil {
-		return nil, notFound(err, "Person")
-	}
-	return &c, nil
+	found, err := scanned(&c, db.QueryRow(ctx, `SELECT password_hash, ha1_md5, ha1_sha256, password_changed_at FROM users WHERE id = $1`, userID).
+		Scan(&c.PasswordHash, &c.HA1MD5, &c.HA1SHA256, ms(&c.PasswordChangedAt)))
+	return found, notFound(err, "Person")
 }
 
 // SetCredentials replaces a user's secrets and ends the user's sessions
