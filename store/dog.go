@@ -136,6 +136,6 @@ func (db *DB) DeleteDog(ctx context.Context, id string) error {
 		if err != nil {
 			return notFound(err, "Dog")
 		}
-		return deletedEvent(ctx, tx, yard.EventDogDeleted, yard.DogPath(id), owner, id)
+		return appendEvent(ctx, tx, yard.EventDogDeleted, yard.DogPath(id), owner, yard.EventDeleted{ID: id})
 	})
 }

@@ -17,10 +17,7 @@ const garageColumns = `g.id, g.name, g.state, g.created_at, g.updated_at, (SELEC
 
 func scanGarage(row rowScanner) (*yard.Garage, error) {
 	var g yard.Garage
-	if err := row.Scan(&g.ID, &g.Name, &g.State, ms(&g.CreatedAt), ms(&g.UpdatedAt), &g.CarCount); err != nil {
-		return nil, err
-	}
-	return &g, nil
+	return scanned(&g, row.Scan(&g.ID, &g.Name, &g.State, ms(&g.CreatedAt), ms(&g.UpdatedAt), &g.CarCount))
 }
 
 // FindGarageByID returns the garage with its car count, or ENOTFOUND.
@@ -44,14 +41,12 @@ func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
 	}
 	ensureID(&g.ID)
 	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
-		if err := insertGarage(ctx, tx, g, v); err != nil {
-			return err
-		}
-		return garageEvent(ctx, tx, yard.EventGarageCreated, g)
+		return insertGarage(ctx, tx, g, v)
 	})
 }
 
-// insertGarage writes a new garage row stamped v.
+// insertGarage writes a new garage row stamped v, with its
+// garage.created event.
 func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 	now := Millis(tx.Now())
 	_, err := tx.ExecContext(ctx, `INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version)
@@ -60,11 +55,11 @@ func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 		return err
 	}
 	g.CreatedAt, g.UpdatedAt, g.CarCount = FromMillis(now), FromMillis(now), 0
-	return nil
+	return appendEvent(ctx, tx, yard.EventGarageCreated, yard.GaragePath(g.ID), "", g)
 }
 
 // updateGarageRow writes g's fields and carries a state change to the
-// copy on its cars. The garage row is stamped v; its cars
+// copy on its cars, with the garage.updated event. The garage row is stamped v; its cars
 // are not: an index keeps a garage's state once, on the garage.
 func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 	now := Millis(tx.Now())
@@ -78,7 +73,10 @@ func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error
 		return err
 	}
 	g.UpdatedAt = FromMillis(now)
-	return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, g.ID).Scan(&g.CarCount)
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, g.ID).Scan(&g.CarCount); err != nil {
+		return err
+	}
+	return appendEvent(ctx, tx, yard.EventGarageUpdated, yard.GaragePath(g.ID), "", g)
 }
 
 // ReplaceGarage stores g under g.ID, creating the garage when there is none.
@@ -93,18 +91,14 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 	created := false
 	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		old, err := scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, g.ID))
-		typ := yard.EventGarageUpdated
 		if errors.Is(err, sql.ErrNoRows) {
-			created, typ = true, yard.EventGarageCreated
-			err = insertGarage(ctx, tx, g, v)
-		} else if err == nil {
-			g.CreatedAt, g.CarCount = old.CreatedAt, old.CarCount
-			err = updateGarageRow(ctx, tx, g, v)
-		}
-		if err != nil {
+			created = true
+			return insertGarage(ctx, tx, g, v)
+		} else if err != nil {
 			return err
 		}
-		return garageEvent(ctx, tx, typ, g)
+		g.CreatedAt, g.CarCount = old.CreatedAt, old.CarCount
+		return updateGarageRow(ctx, tx, g, v)
 	})
 	return created, err
 }
@@ -124,10 +118,7 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 		if err := g.Validate(); err != nil {
 			return err
 		}
-		if err := updateGarageRow(ctx, tx, g, v); err != nil {
-			return err
-		}
-		return garageEvent(ctx, tx, yard.EventGarageUpdated, g)
+		return updateGarageRow(ctx, tx, g, v)
 	})
 	return g, err
 }
@@ -136,9 +127,6 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 func (db *DB) DeleteGarage(ctx context.Context, id string) error {
 	defer db.trace(&ctx, "store.DeleteGarage").End()
 	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
-		if _, err := scanValue[string](tx.QueryRowContext(ctx, `SELECT id FROM garages WHERE id = $1`, id)); err != nil {
-			return notFound(err, "Garage")
-		}
 		held, err := scanValue[int](tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, id))
 		if err != nil {
 			return err
@@ -146,12 +134,13 @@ func (db *DB) DeleteGarage(ctx context.Context, id string) error {
 		if held > 0 {
 			return yard.Errorf(yard.ECONFLICT, "The garage holds %d %s; move or delete them first.", held, map[bool]string{true: "car", false: "cars"}[held == 1])
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM garages WHERE id = $1`, id); err != nil {
-			return err
+		// A garage that is not there holds no car (the foreign key).
+		if _, err := scanValue[string](tx.QueryRowContext(ctx, `DELETE FROM garages WHERE id = $1 RETURNING id`, id)); err != nil {
+			return notFound(err, "Garage")
 		}
 		if err := tombstone(ctx, tx, "garage", id, v); err != nil {
 			return err
 		}
-		return deletedEvent(ctx, tx, yard.EventGarageDeleted, yard.GaragePath(id), "", id)
+		return appendEvent(ctx, tx, yard.EventGarageDeleted, yard.GaragePath(id), "", yard.EventDeleted{ID: id})
 	})
 }
