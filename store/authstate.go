@@ -145,18 +145,13 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 	// A signature already recorded fails the statement and nothing of it
 	// stays; the batch is then written again with ON CONFLICT, which says
 	// which ones were new.
-	if _, err := db.replayWrite.ExecContext(ctx, insert, args...); err == nil {
-		fresh := make(map[string]bool, len(sigs))
-		for _, s := range sigs {
-			fresh[s] = true
+	added := sigs
+	if _, err := db.replayWrite.ExecContext(ctx, insert, args...); isUniqueViolation(err) {
+		rows, err := db.replayWrite.QueryContext(ctx, insert+` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`, args...)
+		if added, err = appendRows(nil, rows, err, scanValue[string]); err != nil {
+			return nil, err
 		}
-		return fresh, nil
-	} else if !isUniqueViolation(err) {
-		return nil, err
-	}
-	rows, err := db.replayWrite.QueryContext(ctx, insert+` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`, args...)
-	added, err := appendRows(nil, rows, err, scanValue[string])
-	if err != nil {
+	} else if err != nil {
 		return nil, err
 	}
 	fresh := make(map[string]bool, len(added))
