@@ -59,8 +59,9 @@ func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 }
 
 // updateGarageRow writes g's fields and carries a state change to the
-// copy on its cars, with the garage.updated event. The garage row is stamped v; its cars
-// are not: an index keeps a garage's state once, on the garage.
+// copy on its cars, with the garage.updated event. The garage row is
+// stamped v; its cars are not: an index keeps a garage's state once, on
+// the garage.
 func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 	now := Millis(tx.Now())
 	if _, err := tx.ExecContext(ctx, `UPDATE garages SET name = $2, name_key = $3, state = $4, state_key = $5, updated_at = $6,
