@@ -22,8 +22,8 @@ func (db *DB) CreateSession(ctx context.Context, s *yard.Session) error {
 // FindSession returns the session with that key hash, or ENOTFOUND.
 func (db *DB) FindSession(ctx context.Context, keyHash string) (*yard.Session, error) {
 	var s yard.Session
-	found, err := scanned(&s, db.read.QueryRowContext(ctx, `SELECT key_hash, user_id, created_at, last_seen_at FROM sessions WHERE key_hash = $1`, keyHash).
-		Scan(&s.KeyHash, &s.UserID, ms(&s.CreatedAt), ms(&s.LastSeen)))
+	found, err := scanned(&s, db.read.QueryRowContext(ctx, `SELECT key_hash, user_id, created_at, last_seen_at FROM sessions
+		WHERE key_hash = $1`, keyHash).Scan(&s.KeyHash, &s.UserID, ms(&s.CreatedAt), ms(&s.LastSeen)))
 	return found, notFound(err, "Session")
 }
 

@@ -106,12 +106,15 @@ func carStamp(ctx context.Context, tx *Tx) (int64, error) {
 	return changeStamp(ctx, tx)
 }
 
-// tombstone records the deletion of a car or garage by the transaction
-// stamped v.
-func tombstone(ctx context.Context, tx *Tx, kind, id string, v int64) error {
+// tombstone records the deletion of a car or garage (kind) by the
+// transaction stamped v, and appends its event typ about subject.
+func tombstone(ctx context.Context, tx *Tx, kind, id string, v int64, typ, subject string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO car_tombstones (kind, id, version) VALUES ($1, $2, $3)
 		ON CONFLICT (kind, id) DO UPDATE SET version = excluded.version`, kind, id, v)
-	return err
+	if err != nil {
+		return err
+	}
+	return appendEvent(ctx, tx, typ, subject, "", yard.EventDeleted{ID: id})
 }
 
 // noSuchGarage answers a car written with a garage that does not exist.
@@ -350,9 +353,6 @@ func (db *DB) DeleteCar(ctx context.Context, id string) error {
 		if _, err := scanValue[string](tx.QueryRowContext(ctx, `DELETE FROM cars WHERE id = $1 RETURNING id`, id)); err != nil {
 			return notFound(err, "Car")
 		}
-		if err := tombstone(ctx, tx, "car", id, v); err != nil {
-			return err
-		}
-		return appendEvent(ctx, tx, yard.EventCarDeleted, yard.CarPath(id), "", yard.EventDeleted{ID: id})
+		return tombstone(ctx, tx, "car", id, v, yard.EventCarDeleted, yard.CarPath(id))
 	})
 }

@@ -139,9 +139,6 @@ func (db *DB) DeleteGarage(ctx context.Context, id string) error {
 		if _, err := scanValue[string](tx.QueryRowContext(ctx, `DELETE FROM garages WHERE id = $1 RETURNING id`, id)); err != nil {
 			return notFound(err, "Garage")
 		}
-		if err := tombstone(ctx, tx, "garage", id, v); err != nil {
-			return err
-		}
-		return appendEvent(ctx, tx, yard.EventGarageDeleted, yard.GaragePath(id), "", yard.EventDeleted{ID: id})
+		return tombstone(ctx, tx, "garage", id, v, yard.EventGarageDeleted, yard.GaragePath(id))
 	})
 }
