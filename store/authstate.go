@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,12 +22,9 @@ func (db *DB) CreateSession(ctx context.Context, s *yard.Session) error {
 // FindSession returns the session with that key hash, or ENOTFOUND.
 func (db *DB) FindSession(ctx context.Context, keyHash string) (*yard.Session, error) {
 	var s yard.Session
-	err := db.read.QueryRowContext(ctx, `SELECT key_hash, user_id, created_at, last_seen_at FROM sessions WHERE key_hash = $1`, keyHash).
-		Scan(&s.KeyHash, &s.UserID, ms(&s.CreatedAt), ms(&s.LastSeen))
-	if err != nil {
-		return nil, notFound(err, "Session")
-	}
-	return &s, nil
+	found, err := scanned(&s, db.read.QueryRowContext(ctx, `SELECT key_hash, user_id, created_at, last_seen_at FROM sessions
+		WHERE key_hash = $1`, keyHash).Scan(&s.KeyHash, &s.UserID, ms(&s.CreatedAt), ms(&s.LastSeen)))
+	return found, notFound(err, "Session")
 }
 
 // TouchSession moves the last-action timestamp forward (never back).
@@ -98,12 +94,9 @@ func (db *DB) CreateAPIKey(ctx context.Context, k *yard.APIKey) error {
 // FindAPIKey returns the API key with that id, or ENOTFOUND.
 func (db *DB) FindAPIKey(ctx context.Context, id string) (*yard.APIKey, error) {
 	var k yard.APIKey
-	err := db.read.QueryRowContext(ctx, `SELECT id, user_id, sealed_secret, created_at FROM api_keys WHERE id = $1`, id).
-		Scan(&k.ID, &k.UserID, &k.SealedSecret, ms(&k.CreatedAt))
-	if err != nil {
-		return nil, notFound(err, "API key")
-	}
-	return &k, nil
+	found, err := scanned(&k, db.read.QueryRowContext(ctx, `SELECT id, user_id, sealed_secret, created_at FROM api_keys WHERE id = $1`, id).
+		Scan(&k.ID, &k.UserID, &k.SealedSecret, ms(&k.CreatedAt)))
+	return found, notFound(err, "API key")
 }
 
 // DeleteAPIKey deletes an API key and reports whether it existed.
@@ -139,35 +132,26 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 	slices.SortFunc(order, func(a, b int) int {
 		return cmp.Or(cmp.Compare(Millis(expires[a]), Millis(expires[b])), strings.Compare(sigs[a], sigs[b]))
 	})
-	var b strings.Builder
+	values := make([]string, len(order))
 	args := make([]any, 0, 2*len(sigs))
-	b.WriteString(`INSERT INTO signed_requests (signature, expires_at) VALUES `)
 	for n, i := range order {
-		if n > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("($" + strconv.Itoa(2*n+1) + ", $" + strconv.Itoa(2*n+2) + ")")
+		values[n] = "(" + placeholders(2*n+1, 2) + ")"
 		args = append(args, sigs[i], Millis(expires[i]))
 	}
-	insert := b.String()
+	insert := `INSERT INTO signed_requests (signature, expires_at) VALUES ` + strings.Join(values, ", ")
 	// Replays are rare: a plain INSERT records the whole batch, and every
 	// signature in it is new when it succeeds. It is cheaper than ON
 	// CONFLICT, which probes the index for each row before inserting it.
 	// A signature already recorded fails the statement and nothing of it
 	// stays; the batch is then written again with ON CONFLICT, which says
 	// which ones were new.
-	if _, err := db.replayWrite.ExecContext(ctx, insert, args...); err == nil {
-		fresh := make(map[string]bool, len(sigs))
-		for _, s := range sigs {
-			fresh[s] = true
+	added := sigs
+	if _, err := db.replayWrite.ExecContext(ctx, insert, args...); isUniqueViolation(err) {
+		rows, err := db.replayWrite.QueryContext(ctx, insert+` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`, args...)
+		if added, err = appendRows(nil, rows, err, scanValue[string]); err != nil {
+			return nil, err
 		}
-		return fresh, nil
-	} else if !isUniqueViolation(err) {
-		return nil, err
-	}
-	rows, err := db.replayWrite.QueryContext(ctx, insert+` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`, args...)
-	added, err := appendRows(nil, rows, err, scanValue[string])
-	if err != nil {
+	} else if err != nil {
 		return nil, err
 	}
 	fresh := make(map[string]bool, len(added))

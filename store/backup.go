@@ -338,11 +338,9 @@ func (db *DB) newBackupPath(ctx context.Context, dir string) (string, error) {
 
 // ScheduledBackup is the result of one ScheduledBackup call.
 type ScheduledBackup struct {
-	// Taken is the backup taken, nil when none was.
+	// Taken is the backup taken, nil when none was: another process is
+	// taking one (Busy), or the newest is younger than the interval.
 	Taken *BackupStats
-	// Skipped says why none was taken: another process is taking one
-	// (Busy), or the newest is younger than the interval.
-	Skipped string
 	// Busy is set when another process (or another call in this one)
 	// holds the directory's lock: it is taking a backup.
 	Busy bool
@@ -369,7 +367,7 @@ func (db *DB) ScheduledBackup(ctx context.Context, dir string, every time.Durati
 		return res, err
 	}
 	if lock == nil {
-		res.Skipped, res.Busy = "another process is taking a backup", true
+		res.Busy = true
 		return res, nil
 	}
 	defer lock.Close()
@@ -384,15 +382,12 @@ func (db *DB) ScheduledBackup(ctx context.Context, dir string, every time.Durati
 	if err != nil {
 		return res, err
 	}
-	now := db.Now()
+	due := true
 	if len(names) > 0 {
-		newest, _ := backupTime(filepath.Base(names[0]))
-		res.Newest = newest
-		if now.Sub(newest) < every {
-			res.Skipped = "the newest backup is " + now.Sub(newest).Truncate(time.Second).String() + " old"
-		}
+		res.Newest, _ = backupTime(filepath.Base(names[0]))
+		due = db.Now().Sub(res.Newest) >= every
 	}
-	if res.Skipped == "" {
+	if due {
 		dest, err := db.newBackupPath(ctx, dir)
 		if err != nil {
 			return res, err

@@ -15,11 +15,8 @@ const barkColumns = `id, dog_id, effect, status, async, source, slot_at, created
 // scanBark reads barkColumns.
 func scanBark(row rowScanner) (*yard.Bark, error) {
 	var b yard.Bark
-	if err := row.Scan(&b.ID, &b.DogID, &b.Effect, &b.Status, &b.Async, &b.Source, ms(&b.Slot), ms(&b.CreatedAt), ms(&b.StartedAt),
-		ms(&b.FinishedAt), ms(&b.Timestamp), &b.Error, &b.Output, &b.DogChanged, &b.Attempts); err != nil {
-		return nil, err
-	}
-	return &b, nil
+	return scanned(&b, row.Scan(&b.ID, &b.DogID, &b.Effect, &b.Status, &b.Async, &b.Source, ms(&b.Slot), ms(&b.CreatedAt), ms(&b.StartedAt),
+		ms(&b.FinishedAt), ms(&b.Timestamp), &b.Error, &b.Output, &b.DogChanged, &b.Attempts))
 }
 
 // forUpdate returns the row-locking suffix of a SELECT: PostgreSQL locks
@@ -122,24 +119,12 @@ func (db *DB) RecordSyncBark(ctx context.Context, b *yard.Bark) error {
 		key = b.DogID // the dog's row is the hot spot
 	}
 	return db.WithBatchTx(ctx, key, func(tx *Tx) error {
-		now := tx.Now().UTC().Truncate(time.Millisecond)
-		ensureID(&b.ID)
-		b.Status, b.Source, b.Async, b.Attempts = yard.BarkSucceeded, yard.BarkSourceRequest, false, 1
-		b.CreatedAt, b.StartedAt, b.FinishedAt = now, now, now
-		if b.Timestamp.IsZero() {
-			b.Timestamp = now
-		}
 		b.DogChanged = countsBark(b.Effect)
-		if err := insertBark(ctx, tx, b, now); err != nil {
+		now, err := insertRequestBark(ctx, tx, b, yard.BarkSucceeded, b.Error, yard.EventBarkSucceeded)
+		if err != nil || !b.DogChanged {
 			return err
 		}
-		if err := barkEvents(ctx, tx, b, yard.EventBarkCreated, yard.EventBarkSucceeded); err != nil {
-			return err
-		}
-		if b.DogChanged {
-			return touchDog(ctx, tx, b.DogID, 1, now)
-		}
-		return nil
+		return touchDog(ctx, tx, b.DogID, 1, now)
 	})
 }
 
@@ -147,15 +132,26 @@ func (db *DB) RecordSyncBark(ctx context.Context, b *yard.Bark) error {
 func (db *DB) RecordFailedBark(ctx context.Context, b *yard.Bark, msg string) error {
 	defer db.trace(&ctx, "store.RecordFailedBark").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
-		now := tx.Now().UTC().Truncate(time.Millisecond)
-		ensureID(&b.ID)
-		b.Status, b.Source, b.Async, b.Attempts, b.Error = yard.BarkFailed, yard.BarkSourceRequest, false, 1, msg
-		b.CreatedAt, b.StartedAt, b.FinishedAt = now, now, now
-		if err := insertBark(ctx, tx, b, now); err != nil {
-			return err
-		}
-		return barkEvents(ctx, tx, b, yard.EventBarkCreated, yard.EventBarkFailed)
+		_, err := insertRequestBark(ctx, tx, b, yard.BarkFailed, msg, yard.EventBarkFailed)
+		return err
 	})
+}
+
+// insertRequestBark stores b, the bark of a request, whose one attempt
+// ended now (when tx began) with status and msg, with its bark.created
+// event and then event. A succeeded bark without a time barked now.
+func insertRequestBark(ctx context.Context, tx *Tx, b *yard.Bark, status, msg, event string) (now time.Time, err error) {
+	now = tx.Now().UTC().Truncate(time.Millisecond)
+	ensureID(&b.ID)
+	b.Status, b.Source, b.Async, b.Attempts, b.Error = status, yard.BarkSourceRequest, false, 1, msg
+	b.CreatedAt, b.StartedAt, b.FinishedAt = now, now, now
+	if b.Timestamp.IsZero() && status == yard.BarkSucceeded {
+		b.Timestamp = now
+	}
+	if err := insertBark(ctx, tx, b, now); err != nil {
+		return now, err
+	}
+	return now, barkEvents(ctx, tx, b, yard.EventBarkCreated, event)
 }
 
 // EnqueueBark stores a pending asynchronous bark for the workers, with its

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -90,7 +89,7 @@ func (db *DB) FindSchedule(ctx context.Context, dogID string) (*yard.BarkSchedul
 }
 
 // dogColumnsD are the dog columns qualified by the alias d.
-var dogColumnsD = "d." + strings.ReplaceAll(dogColumns, ", ", ", d.")
+var dogColumnsD = prefixed("d.", dogColumns)
 
 // withExtra scans a row's first columns with scan and the rest into extra.
 type withExtra struct {

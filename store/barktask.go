@@ -39,10 +39,7 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 				WHERE r.effect = 'fetch-code' AND r.status = 'running' AND r.lease_until >= $4 AND r.id <> t.id
 				AND rd.owner_id = (SELECT owner_id FROM dogs WHERE id = t.dog_id)) < $5))`
 	}
-	perUser := int64(f.FetchPerUser)
-	if perUser <= 0 {
-		perUser = 1 << 40
-	}
+	perUser := bound(f.FetchPerUser)
 	claim := `UPDATE tasks SET status = 'running', lease_owner = $1, lease_token = $2, lease_until = $3,
 			attempts = attempts + 1, started_at = CASE WHEN started_at = 0 THEN $4 ELSE started_at END
 			WHERE id = COALESCE(
@@ -84,13 +81,28 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 	return b, token, err
 }
 
+// bound is the bound n, or none (1 << 40) when n is 0 or less.
+func bound(n int) int64 {
+	if n <= 0 {
+		return 1 << 40
+	}
+	return int64(n)
+}
+
 // ExtendLease renews a running task's lease. It returns ErrLeaseLost when
 // the task is no longer this worker's (canceled, or taken by another).
 func (db *DB) ExtendLease(ctx context.Context, id, token string, lease time.Duration) error {
 	defer db.trace(&ctx, "store.ExtendLease").End()
+	return db.updateLeased(ctx, id, token, `lease_until = $1`, lease)
+}
+
+// updateLeased applies set (a SET clause: $1 is the store's time plus
+// after, $4 on are args) to the running task id if token still holds
+// its lease, and ErrLeaseLost otherwise.
+func (db *DB) updateLeased(ctx context.Context, id, token, set string, after time.Duration, args ...any) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE tasks SET lease_until = $1 WHERE id = $2 AND lease_token = $3 AND status = 'running'`,
-			Millis(tx.Now())+lease.Milliseconds(), id, token)
+		res, err := tx.ExecContext(ctx, `UPDATE tasks SET `+set+` WHERE id = $2 AND lease_token = $3 AND status = 'running'`,
+			append([]any{Millis(tx.Now().Add(after)), id, token}, args...)...)
 		return leaseResult(res, err)
 	})
 }
@@ -157,11 +169,8 @@ const completeTaskSQL = `UPDATE tasks SET status = 'succeeded', finished_at = $1
 // (by the store's clock).
 func (db *DB) RetryTask(ctx context.Context, id, token string, wait time.Duration, msg, output string) error {
 	defer db.trace(&ctx, "store.RetryTask").End()
-	return db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, error = $2, output = $3, lease_token = '', lease_until = 0
-			WHERE id = $4 AND lease_token = $5 AND status = 'running'`, Millis(tx.Now().Add(wait)), msg, output, id, token)
-		return leaseResult(res, err)
-	})
+	return db.updateLeased(ctx, id, token, `status = 'pending', run_at = $1, error = $4, output = $5, lease_token = '', lease_until = 0`,
+		wait, msg, output)
 }
 
 // FailTask marks a running task failed; nothing of its effect is stored.
@@ -181,11 +190,7 @@ func (db *DB) FailTask(ctx context.Context, id, token, msg, output string) error
 // again at once and the attempt does not count.
 func (db *DB) ReleaseTask(ctx context.Context, id, token string) error {
 	defer db.trace(&ctx, "store.ReleaseTask").End()
-	return db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'pending', run_at = $1, attempts = attempts - 1, lease_token = '', lease_until = 0
-			WHERE id = $2 AND lease_token = $3 AND status = 'running'`, Millis(tx.Now()), id, token)
-		return leaseResult(res, err)
-	})
+	return db.updateLeased(ctx, id, token, `status = 'pending', run_at = $1, attempts = attempts - 1, lease_token = '', lease_until = 0`, 0)
 }
 
 // PendingTasks counts the tasks waiting to run.

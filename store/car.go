@@ -106,12 +106,15 @@ func carStamp(ctx context.Context, tx *Tx) (int64, error) {
 	return changeStamp(ctx, tx)
 }
 
-// tombstone records the deletion of a car or garage by the transaction
-// stamped v.
-func tombstone(ctx context.Context, tx *Tx, kind, id string, v int64) error {
+// tombstone records the deletion of a car or garage (kind) by the
+// transaction stamped v, and appends its event typ about subject.
+func tombstone(ctx context.Context, tx *Tx, kind, id string, v int64, typ, subject string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO car_tombstones (kind, id, version) VALUES ($1, $2, $3)
 		ON CONFLICT (kind, id) DO UPDATE SET version = excluded.version`, kind, id, v)
-	return err
+	if err != nil {
+		return err
+	}
+	return appendEvent(ctx, tx, typ, subject, "", yard.EventDeleted{ID: id})
 }
 
 // noSuchGarage answers a car written with a garage that does not exist.
@@ -156,19 +159,15 @@ func createCar(ctx context.Context, tx *Tx, c *yard.Car) error {
 	if err != nil {
 		return err
 	}
-	if err := insertCar(ctx, tx, c, v); err != nil {
-		return err
-	}
-	return carEvent(ctx, tx, yard.EventCarCreated, c)
+	return insertCar(ctx, tx, c, v)
 }
 
-// insertCar writes a new car row stamped v.
+// insertCar writes a new car row stamped v, with its car.created event.
 func insertCar(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 	state, err := garageStateKey(ctx, tx, c.Garage)
 	if err != nil {
 		return err
 	}
-	c.CreatedAt, c.UpdatedAt = tx.Now().UTC(), tx.Now().UTC()
 	now := Millis(tx.Now())
 	_, err = tx.ExecContext(ctx, `INSERT INTO cars (`+carWriteColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
@@ -176,11 +175,12 @@ func insertCar(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 	if err := conflictIf(err, "A car with id %q exists.", c.ID); err != nil {
 		return err
 	}
-	c.CreatedAt, c.UpdatedAt = FromMillis(Millis(tx.Now())), FromMillis(Millis(tx.Now()))
-	return nil
+	c.CreatedAt, c.UpdatedAt = FromMillis(now), FromMillis(now)
+	return appendEvent(ctx, tx, yard.EventCarCreated, yard.CarPath(c.ID), "", c)
 }
 
-// updateCarRow writes c over its row, stamped v.
+// updateCarRow writes c over its row, stamped v, with its car.updated
+// event.
 func updateCarRow(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 	state, err := garageStateKey(ctx, tx, c.Garage)
 	if err != nil {
@@ -189,14 +189,12 @@ func updateCarRow(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
 	now := Millis(tx.Now())
 	_, err = tx.ExecContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
 		make_key = $8, model = $9, model_key = $10, year = $11, garage_id = $12, garage_state_key = $13, updated_at = $14,
-		changed_version = $15 WHERE id = $1`,
-		c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make, strings.ToLower(c.Make),
-		c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), state, now, v)
+		changed_version = $15 WHERE id = $1`, append(carFieldArgs(make([]any, 0, 15), c), state, now, v)...)
 	if err != nil {
 		return err
 	}
 	c.UpdatedAt = FromMillis(now)
-	return nil
+	return appendEvent(ctx, tx, yard.EventCarUpdated, yard.CarPath(c.ID), "", c)
 }
 
 // ReplaceCar stores c under c.ID, creating the car when there is none.
@@ -229,20 +227,15 @@ func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 		err := tx.QueryRowContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
 			make_key = $8, model = $9, model_key = $10, year = $11, garage_id = $12,
 			garage_state_key = (SELECT state_key FROM garages WHERE id = $12), updated_at = $13, changed_version = $14
-			WHERE id = $1 RETURNING created_at`,
-			c.ID, c.Color, strings.ToLower(c.Color), c.Type, strings.ToLower(c.Type), c.Doors, c.Make, strings.ToLower(c.Make),
-			c.Model, strings.ToLower(c.Model), c.Year, nullString(c.Garage), now, v).Scan(&createdAt)
+			WHERE id = $1 RETURNING created_at`, append(carFieldArgs(make([]any, 0, 14), c), now, v)...).Scan(&createdAt)
 		if errors.Is(err, sql.ErrNoRows) {
 			created = true
-			if err := insertCar(ctx, tx, c, v); err != nil {
-				return err
-			}
-			return carEvent(ctx, tx, yard.EventCarCreated, c)
+			return insertCar(ctx, tx, c, v)
 		} else if err != nil {
 			return carWriteError(err)
 		}
 		c.CreatedAt, c.UpdatedAt = FromMillis(createdAt), FromMillis(now)
-		return carEvent(ctx, tx, yard.EventCarUpdated, c)
+		return appendEvent(ctx, tx, yard.EventCarUpdated, yard.CarPath(c.ID), "", c)
 	})
 	return created, err
 }
@@ -348,10 +341,7 @@ func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*ya
 		if err := c.Validate(); err != nil {
 			return err
 		}
-		if err := updateCarRow(ctx, tx, c, v); err != nil {
-			return err
-		}
-		return carEvent(ctx, tx, yard.EventCarUpdated, c)
+		return updateCarRow(ctx, tx, c, v)
 	})
 	return c, err
 }
@@ -360,16 +350,9 @@ func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*ya
 func (db *DB) DeleteCar(ctx context.Context, id string) error {
 	defer db.trace(&ctx, "store.DeleteCar").End()
 	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
-		n, err := affected(tx.ExecContext(ctx, `DELETE FROM cars WHERE id = $1`, id))
-		if err != nil {
-			return err
+		if _, err := scanValue[string](tx.QueryRowContext(ctx, `DELETE FROM cars WHERE id = $1 RETURNING id`, id)); err != nil {
+			return notFound(err, "Car")
 		}
-		if n == 0 {
-			return yard.Errorf(yard.ENOTFOUND, "Car not found.")
-		}
-		if err := tombstone(ctx, tx, "car", id, v); err != nil {
-			return err
-		}
-		return deletedEvent(ctx, tx, yard.EventCarDeleted, yard.CarPath(id), "", id)
+		return tombstone(ctx, tx, "car", id, v, yard.EventCarDeleted, yard.CarPath(id))
 	})
 }

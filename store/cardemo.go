@@ -12,12 +12,9 @@ import (
 // nothing when there are garages or cars already, and reports whether it
 // wrote. Each garage and car has its created event, as any write has.
 func (db *DB) SeedDemoCars(ctx context.Context) (bool, error) {
-	var n int
-	if err := db.read.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM garages) + (SELECT COUNT(*) FROM cars)`).Scan(&n); err != nil {
+	n, err := scanValue[int](db.read.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM garages) + (SELECT COUNT(*) FROM cars)`))
+	if err != nil || n > 0 {
 		return false, err
-	}
-	if n > 0 {
-		return false, nil
 	}
 	garages := []*yard.Garage{
 		{ID: "g-sf", Name: "Mission Street Garage", State: "CA"},
@@ -34,12 +31,9 @@ func (db *DB) SeedDemoCars(ctx context.Context) (bool, error) {
 		{"Tesla", "Model 3", "sedan", 4}, {"Volkswagen", "Golf", "hatchback", 3}, {"Ford", "F-150", "pickup", 4},
 		{"Subaru", "Outback", "wagon", 5}, {"BMW", "M3", "sedan", 4}, {"Mazda", "MX-5", "convertible", 2},
 	}
-	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
+	err = db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		for _, g := range garages {
 			if err := insertGarage(ctx, tx, g, v); err != nil {
-				return err
-			}
-			if err := garageEvent(ctx, tx, yard.EventGarageCreated, g); err != nil {
 				return err
 			}
 		}
@@ -56,9 +50,6 @@ func (db *DB) SeedDemoCars(ctx context.Context) (bool, error) {
 				c.Garage = garages[i%len(garages)].ID
 			}
 			if err := insertCar(ctx, tx, c, v); err != nil {
-				return err
-			}
-			if err := carEvent(ctx, tx, yard.EventCarCreated, c); err != nil {
 				return err
 			}
 		}

@@ -10,11 +10,8 @@ const dogColumns = `id, name, email, owner_id, bark_count, bark_effect, code_url
 
 func scanDog(row rowScanner) (*yard.Dog, error) {
 	var d yard.Dog
-	if err := row.Scan(&d.ID, &d.Name, &d.Email, &d.Owner, &d.BarkCount, &d.BarkEffect, &d.CodeURL, &d.CodeRevision,
-		ms(&d.CreatedAt), ms(&d.UpdatedAt)); err != nil {
-		return nil, err
-	}
-	return &d, nil
+	return scanned(&d, row.Scan(&d.ID, &d.Name, &d.Email, &d.Owner, &d.BarkCount, &d.BarkEffect, &d.CodeURL, &d.CodeRevision,
+		ms(&d.CreatedAt), ms(&d.UpdatedAt)))
 }
 
 // FindDogByID returns the dog with that id, or ENOTFOUND.
@@ -139,6 +136,6 @@ func (db *DB) DeleteDog(ctx context.Context, id string) error {
 		if err != nil {
 			return notFound(err, "Dog")
 		}
-		return deletedEvent(ctx, tx, yard.EventDogDeleted, yard.DogPath(id), owner, id)
+		return appendEvent(ctx, tx, yard.EventDogDeleted, yard.DogPath(id), owner, yard.EventDeleted{ID: id})
 	})
 }

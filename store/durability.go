@@ -34,11 +34,8 @@ func WithSQLiteSync(mode string) Option {
 
 // sqliteSyncPragma is the pragma's value for a mode of WithSQLiteSync.
 func sqliteSyncPragma(mode string) (string, error) {
-	switch strings.ToLower(mode) {
-	case SyncFull:
-		return "FULL", nil
-	case SyncNormal:
-		return "NORMAL", nil
+	if m := strings.ToLower(mode); m == SyncFull || m == SyncNormal {
+		return strings.ToUpper(m), nil
 	}
 	return "", fmt.Errorf("sqlite sync %q: want %s or %s", mode, SyncFull, SyncNormal)
 }

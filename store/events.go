@@ -31,7 +31,8 @@ import (
 // schedule, a field): markDog collects them and the transaction appends one
 // dog.updated, with the dog as it is at commit, just before committing.
 
-// appendEvent appends an event to tx. data is marshalled as it is.
+// appendEvent appends an event to tx. data is marshalled as it is. An
+// event without an owner ("": cars, garages) is for administrators only.
 func appendEvent(ctx context.Context, tx *Tx, typ, subject, owner string, data any) error {
 	body, err := json.Marshal(data)
 	if err != nil {
@@ -118,11 +119,6 @@ func (tx *Tx) flushDogs(ctx context.Context) error {
 	}
 	tx.dirtyDogs = tx.dirtyDogs[:0]
 	return nil
-}
-
-// deletedEvent appends a deletion event.
-func deletedEvent(ctx context.Context, tx *Tx, typ, subject, owner, id string) error {
-	return appendEvent(ctx, tx, typ, subject, owner, yard.EventDeleted{ID: id})
 }
 
 // How ReadEvents filters by owner: not at all, one person ($4), or a list
@@ -496,16 +492,6 @@ func barkEvents(ctx context.Context, tx *Tx, b *yard.Bark, types ...string) erro
 		}
 	}
 	return nil
-}
-
-// carEvent appends a car event (administrators only).
-func carEvent(ctx context.Context, tx *Tx, typ string, c *yard.Car) error {
-	return appendEvent(ctx, tx, typ, yard.CarPath(c.ID), "", c)
-}
-
-// garageEvent appends a garage event (administrators only).
-func garageEvent(ctx context.Context, tx *Tx, typ string, g *yard.Garage) error {
-	return appendEvent(ctx, tx, typ, yard.GaragePath(g.ID), "", g)
 }
 
 // importEvent appends the car.imported event of one import batch: its

@@ -17,10 +17,7 @@ const garageColumns = `g.id, g.name, g.state, g.created_at, g.updated_at, (SELEC
 
 func scanGarage(row rowScanner) (*yard.Garage, error) {
 	var g yard.Garage
-	if err := row.Scan(&g.ID, &g.Name, &g.State, ms(&g.CreatedAt), ms(&g.UpdatedAt), &g.CarCount); err != nil {
-		return nil, err
-	}
-	return &g, nil
+	return scanned(&g, row.Scan(&g.ID, &g.Name, &g.State, ms(&g.CreatedAt), ms(&g.UpdatedAt), &g.CarCount))
 }
 
 // FindGarageByID returns the garage with its car count, or ENOTFOUND.
@@ -33,16 +30,7 @@ func (db *DB) FindGarageByID(ctx context.Context, id string) (*yard.Garage, erro
 // FindGarages returns a page of garages in id order and their number.
 func (db *DB) FindGarages(ctx context.Context, page yard.Page) ([]*yard.Garage, int, error) {
 	defer db.trace(&ctx, "store.FindGarages").End()
-	var total int
-	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages`).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := db.read.QueryContext(ctx, `SELECT `+garageColumns+` FROM garages g ORDER BY g.id LIMIT CAST($1 AS BIGINT) OFFSET $2`, page.Max, page.Offset)
-	out, err := appendRows([]*yard.Garage{}, rows, err, scanGarage)
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, total, nil
+	return findPage(ctx, db, garageColumns, `garages g`, `g.id`, nil, page.Max, page.Offset, scanGarage)
 }
 
 // CreateGarage stores a new garage; one without id gets one.
@@ -53,14 +41,12 @@ func (db *DB) CreateGarage(ctx context.Context, g *yard.Garage) error {
 	}
 	ensureID(&g.ID)
 	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
-		if err := insertGarage(ctx, tx, g, v); err != nil {
-			return err
-		}
-		return garageEvent(ctx, tx, yard.EventGarageCreated, g)
+		return insertGarage(ctx, tx, g, v)
 	})
 }
 
-// insertGarage writes a new garage row stamped v.
+// insertGarage writes a new garage row stamped v, with its
+// garage.created event.
 func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 	now := Millis(tx.Now())
 	_, err := tx.ExecContext(ctx, `INSERT INTO garages (id, name, name_key, state, state_key, created_at, updated_at, changed_version)
@@ -69,12 +55,13 @@ func insertGarage(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 		return err
 	}
 	g.CreatedAt, g.UpdatedAt, g.CarCount = FromMillis(now), FromMillis(now), 0
-	return nil
+	return appendEvent(ctx, tx, yard.EventGarageCreated, yard.GaragePath(g.ID), "", g)
 }
 
 // updateGarageRow writes g's fields and carries a state change to the
-// copy on its cars. The garage row is stamped v; its cars
-// are not: an index keeps a garage's state once, on the garage.
+// copy on its cars, with the garage.updated event. The garage row is
+// stamped v; its cars are not: an index keeps a garage's state once, on
+// the garage.
 func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error {
 	now := Millis(tx.Now())
 	if _, err := tx.ExecContext(ctx, `UPDATE garages SET name = $2, name_key = $3, state = $4, state_key = $5, updated_at = $6,
@@ -87,7 +74,10 @@ func updateGarageRow(ctx context.Context, tx *Tx, g *yard.Garage, v int64) error
 		return err
 	}
 	g.UpdatedAt = FromMillis(now)
-	return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, g.ID).Scan(&g.CarCount)
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, g.ID).Scan(&g.CarCount); err != nil {
+		return err
+	}
+	return appendEvent(ctx, tx, yard.EventGarageUpdated, yard.GaragePath(g.ID), "", g)
 }
 
 // ReplaceGarage stores g under g.ID, creating the garage when there is none.
@@ -102,18 +92,14 @@ func (db *DB) ReplaceGarage(ctx context.Context, g *yard.Garage) (bool, error) {
 	created := false
 	err := db.withCarTx(ctx, func(tx *Tx, v int64) error {
 		old, err := scanGarage(tx.QueryRowContext(ctx, `SELECT `+garageColumns+` FROM garages g WHERE g.id = $1`, g.ID))
-		typ := yard.EventGarageUpdated
 		if errors.Is(err, sql.ErrNoRows) {
-			created, typ = true, yard.EventGarageCreated
-			err = insertGarage(ctx, tx, g, v)
-		} else if err == nil {
-			g.CreatedAt, g.CarCount = old.CreatedAt, old.CarCount
-			err = updateGarageRow(ctx, tx, g, v)
-		}
-		if err != nil {
+			created = true
+			return insertGarage(ctx, tx, g, v)
+		} else if err != nil {
 			return err
 		}
-		return garageEvent(ctx, tx, typ, g)
+		g.CreatedAt, g.CarCount = old.CreatedAt, old.CarCount
+		return updateGarageRow(ctx, tx, g, v)
 	})
 	return created, err
 }
@@ -133,10 +119,7 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 		if err := g.Validate(); err != nil {
 			return err
 		}
-		if err := updateGarageRow(ctx, tx, g, v); err != nil {
-			return err
-		}
-		return garageEvent(ctx, tx, yard.EventGarageUpdated, g)
+		return updateGarageRow(ctx, tx, g, v)
 	})
 	return g, err
 }
@@ -145,26 +128,17 @@ func (db *DB) UpdateGarage(ctx context.Context, id string, upd yard.GarageUpdate
 func (db *DB) DeleteGarage(ctx context.Context, id string) error {
 	defer db.trace(&ctx, "store.DeleteGarage").End()
 	return db.withCarTx(ctx, func(tx *Tx, v int64) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM garages WHERE id = $1`, id).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			return yard.Errorf(yard.ENOTFOUND, "Garage not found.")
-		}
-		var held int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, id).Scan(&held); err != nil {
+		held, err := scanValue[int](tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM cars WHERE garage_id = $1`, id))
+		if err != nil {
 			return err
 		}
 		if held > 0 {
 			return yard.Errorf(yard.ECONFLICT, "The garage holds %d %s; move or delete them first.", held, map[bool]string{true: "car", false: "cars"}[held == 1])
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM garages WHERE id = $1`, id); err != nil {
-			return err
+		// A garage that is not there holds no car (the foreign key).
+		if _, err := scanValue[string](tx.QueryRowContext(ctx, `DELETE FROM garages WHERE id = $1 RETURNING id`, id)); err != nil {
+			return notFound(err, "Garage")
 		}
-		if err := tombstone(ctx, tx, "garage", id, v); err != nil {
-			return err
-		}
-		return deletedEvent(ctx, tx, yard.EventGarageDeleted, yard.GaragePath(id), "", id)
+		return tombstone(ctx, tx, "garage", id, v, yard.EventGarageDeleted, yard.GaragePath(id))
 	})
 }

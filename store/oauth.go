@@ -21,10 +21,7 @@ const consumerColumns = `consumer_key, name, callback_url, sealed_secret, create
 
 func scanConsumer(s rowScanner) (*yard.OAuthConsumer, error) {
 	var c yard.OAuthConsumer
-	if err := s.Scan(&c.Key, &c.Name, &c.CallbackURL, &c.SealedSecret, &c.CreatedBy, ms(&c.CreatedAt)); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return scanned(&c, s.Scan(&c.Key, &c.Name, &c.CallbackURL, &c.SealedSecret, &c.CreatedBy, ms(&c.CreatedAt)))
 }
 
 // FindOAuthConsumer returns the consumer with that key, or ENOTFOUND.

@@ -21,12 +21,9 @@ func (db *DB) CreateOpenIDAssociation(ctx context.Context, a *yard.OpenIDAssocia
 // ENOTFOUND. Expired ones are returned too: the caller decides.
 func (db *DB) FindOpenIDAssociation(ctx context.Context, handle string) (*yard.OpenIDAssociation, error) {
 	var a yard.OpenIDAssociation
-	err := db.read.QueryRowContext(ctx, `SELECT handle, assoc_type, sealed_key, private, created_at, expires_at
-		FROM openid_associations WHERE handle = $1`, handle).Scan(&a.Handle, &a.Type, &a.SealedKey, &a.Private, ms(&a.CreatedAt), ms(&a.ExpiresAt))
-	if err != nil {
-		return nil, notFound(err, "OpenID association")
-	}
-	return &a, nil
+	found, err := scanned(&a, db.read.QueryRowContext(ctx, `SELECT handle, assoc_type, sealed_key, private, created_at, expires_at
+		FROM openid_associations WHERE handle = $1`, handle).Scan(&a.Handle, &a.Type, &a.SealedKey, &a.Private, ms(&a.CreatedAt), ms(&a.ExpiresAt)))
+	return found, notFound(err, "OpenID association")
 }
 
 // DeleteOpenIDAssociation deletes an association; deleting a missing one

@@ -12,10 +12,7 @@ const orderColumns = `id, customer_id, status, canceled, created_at, updated_at`
 
 func scanOrder(row rowScanner) (*yard.Order, error) {
 	var o yard.Order
-	if err := row.Scan(&o.ID, &o.CustomerID, &o.Status, &o.Canceled, ms(&o.CreatedAt), ms(&o.UpdatedAt)); err != nil {
-		return nil, err
-	}
-	return &o, nil
+	return scanned(&o, row.Scan(&o.ID, &o.CustomerID, &o.Status, &o.Canceled, ms(&o.CreatedAt), ms(&o.UpdatedAt)))
 }
 
 // FindOrderByID returns the order with that id, or ENOTFOUND.

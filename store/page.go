@@ -59,6 +59,15 @@ func scanValue[T any](row rowScanner) (T, error) {
 	return v, err
 }
 
+// scanned is v, read by a Scan that returned err: nil and err when it
+// failed.
+func scanned[T any](v *T, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // scanPair reads a row of two text columns.
 func scanPair(row rowScanner) ([2]string, error) {
 	var p [2]string

@@ -72,10 +72,7 @@ func (db *DB) FindSearches(ctx context.Context, page yard.Page) ([]*yard.Search,
 func (db *DB) DeleteSearch(ctx context.Context, id string) error {
 	defer db.trace(&ctx, "store.DeleteSearch").End()
 	return db.WithTx(ctx, func(tx *Tx) error {
-		n, err := affected(tx.ExecContext(ctx, `DELETE FROM searches WHERE id = $1`, id))
-		if err == nil && n == 0 {
-			return yard.Errorf(yard.ENOTFOUND, "Search not found.")
-		}
-		return err
+		_, err := scanValue[string](tx.QueryRowContext(ctx, `DELETE FROM searches WHERE id = $1 RETURNING id`, id))
+		return notFound(err, "Search")
 	})
 }

@@ -118,13 +118,10 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		db.engine, db.dsn = Postgres, dsn
 		dsn = withConnectTimeout(dsn)
-		pool, err := sql.Open("pgx", dsn)
+		pool, err := openSessionPool(dsn, 32)
 		if err != nil {
-			return nil, fmt.Errorf("open postgres: %w", err)
+			return nil, err
 		}
-		pool.SetMaxOpenConns(32)
-		pool.SetMaxIdleConns(32)
-		pool.SetConnMaxIdleTime(5 * time.Minute)
 		db.write, db.read = pool, pool
 		if db.replayWrite, err = openReplayWriter(dsn); err == nil {
 			db.eventRead, err = openEventReader(dsn)
@@ -220,8 +217,8 @@ func openEventReader(dsn string) (*sql.DB, error) {
 // one hub, which reads one statement at a time.
 const eventReadConns = 2
 
-// openSessionPool opens a few PostgreSQL connections whose sessions set
-// each setting (name, value, name, value, …).
+// openSessionPool opens a pool of conns PostgreSQL connections whose
+// sessions set each setting (name, value, name, value, …).
 func openSessionPool(dsn string, conns int, settings ...string) (*sql.DB, error) {
 	u, err := url.Parse(dsn)
 	if err != nil { // the error would quote the URL, password and all

@@ -70,11 +70,10 @@ func unavailable(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
 		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.ErrUnexpectedEOF),
-		errors.As(err, &netErr):
-		return true
-	case errors.Is(err, context.DeadlineExceeded):
+		errors.As(err, &netErr),
 		// The store did not answer (or no pooled connection came free)
 		// within a deadline the server set.
+		errors.Is(err, context.DeadlineExceeded):
 		return true
 	}
 	// pgx reports a connection that died under a query in words only.

@@ -96,11 +96,8 @@ func (db *DB) UpdateUser(ctx context.Context, id string, upd yard.UserUpdate) (*
 		u.UpdatedAt = tx.Now().UTC().Truncate(1e6)
 		_, err = tx.ExecContext(ctx, `UPDATE users SET name=$1, name_key=$2, email=$3, phone=$4, roles=$5, disabled=$6, updated_at=$7 WHERE id=$8`,
 			u.Name, strings.ToLower(u.Name), u.Email, u.Phone, strings.Join(u.Roles, ","), u.Disabled, Millis(u.UpdatedAt), id)
-		if isUniqueViolation(err) {
-			return yard.Errorf(yard.ECONFLICT, "A person named %q already exists.", u.Name)
-		}
 		out = u
-		return err
+		return conflictIf(err, "A person named %q already exists.", u.Name)
 	})
 	return out, err
 }
@@ -116,11 +113,8 @@ func (db *DB) DeleteUser(ctx context.Context, id string) error {
 		if n > 0 {
 			return yard.Errorf(yard.ECONFLICT, "The person still owns %d dog(s).", n)
 		}
-		k, err := affected(tx.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id))
-		if err == nil && k == 0 {
-			return yard.Errorf(yard.ENOTFOUND, "Person not found.")
-		}
-		return err
+		_, err := scanValue[string](tx.QueryRowContext(ctx, `DELETE FROM users WHERE id = $1 RETURNING id`, id))
+		return notFound(err, "Person")
 	})
 }
 
@@ -128,12 +122,9 @@ func (db *DB) DeleteUser(ctx context.Context, id string) error {
 func (db *DB) FindCredentials(ctx context.Context, userID string) (*yard.Credentials, error) {
 	defer db.trace(&ctx, "store.FindCredentials").End()
 	var c yard.Credentials
-	err := db.QueryRow(ctx, `SELECT password_hash, ha1_md5, ha1_sha256, password_changed_at FROM users WHERE id = $1`, userID).
-		Scan(&c.PasswordHash, &c.HA1MD5, &c.HA1SHA256, ms(&c.PasswordChangedAt))
-	if err != nil {
-		return nil, notFound(err, "Person")
-	}
-	return &c, nil
+	found, err := scanned(&c, db.QueryRow(ctx, `SELECT password_hash, ha1_md5, ha1_sha256, password_changed_at FROM users WHERE id = $1`, userID).
+		Scan(&c.PasswordHash, &c.HA1MD5, &c.HA1SHA256, ms(&c.PasswordChangedAt)))
+	return found, notFound(err, "Person")
 }
 
 // SetCredentials replaces a user's secrets and ends the user's sessions
@@ -144,13 +135,10 @@ func (db *DB) SetCredentials(ctx context.Context, userID string, c *yard.Credent
 		if changed.IsZero() {
 			changed = tx.Now()
 		}
-		k, err := affected(tx.ExecContext(ctx, `UPDATE users SET password_hash=$1, ha1_md5=$2, ha1_sha256=$3, password_changed_at=$4, updated_at=$5 WHERE id=$6`,
-			c.PasswordHash, c.HA1MD5, c.HA1SHA256, Millis(changed), Millis(tx.Now()), userID))
+		_, err := scanValue[string](tx.QueryRowContext(ctx, `UPDATE users SET password_hash=$1, ha1_md5=$2, ha1_sha256=$3, password_changed_at=$4,
+			updated_at=$5 WHERE id=$6 RETURNING id`, c.PasswordHash, c.HA1MD5, c.HA1SHA256, Millis(changed), Millis(tx.Now()), userID))
 		if err != nil {
-			return err
-		}
-		if k == 0 {
-			return yard.Errorf(yard.ENOTFOUND, "Person not found.")
+			return notFound(err, "Person")
 		}
 		// A new password ends the user's cookie sessions and refresh-token
 		// families, so whoever held the old one is signed out everywhere.

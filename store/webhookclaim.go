@@ -87,13 +87,7 @@ const (
 // BEGIN, the advisory lock, the candidates with what is in flight
 // (claimCandidatesPG), the leases (claimPG), the COMMIT.
 func (db *DB) ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Duration, b yard.DeliveryBounds) ([]*yard.WebhookClaim, error) {
-	perWebhook, perPerson := int64(b.PerWebhook), int64(b.PerPerson)
-	if perWebhook <= 0 {
-		perWebhook = 1 << 40
-	}
-	if perPerson <= 0 {
-		perPerson = 1 << 40
-	}
+	perWebhook, perPerson := bound(b.PerWebhook), bound(b.PerPerson)
 	if n <= 0 {
 		return nil, nil
 	}
@@ -197,19 +191,12 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Dura
 		}
 		token, until := yard.NewID()+".", now+lease.Milliseconds()
 		collect := func(rows *sql.Rows, err error) error {
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				d, err := scanDelivery(rows)
-				if err != nil {
-					return err
-				}
+			ds, err := appendRows(nil, rows, err, scanDelivery)
+			for _, d := range ds {
 				c := byHook[d.WebhookID]
 				out = append(out, &yard.WebhookClaim{Delivery: d, URL: c.url, Secret: c.secret, Token: token + d.ID})
 			}
-			return rows.Err()
+			return err
 		}
 		if db.engine == Postgres {
 			if err := collect(tx.QueryContext(ctx, claimPG, now, hooks, takes, token, until)); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -167,9 +168,18 @@ func (db *DB) fanOutOnce(ctx context.Context, last yard.EventID, batch int) (cre
 	return created, more, err
 }
 
-const insertDeliverySQLite = `INSERT INTO webhook_deliveries (id, webhook_id, owner_id, event_tx, event_seq, event_type, event_subject,
-	event_owner, event_at, data, attempt, status, created_at, due_at, shown_at, first_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13, $13, $14) ON CONFLICT DO NOTHING`
+// insertDelivery starts an INSERT of delivery rows (deliveryValues).
+const insertDelivery = `INSERT INTO webhook_deliveries (id, webhook_id, owner_id, event_tx, event_seq, event_type, event_subject,
+	event_owner, event_at, data, attempt, status, created_at, due_at, shown_at, first_at) VALUES `
+
+// insertDeliverySQLite inserts one delivery row.
+var insertDeliverySQLite = insertDelivery + deliveryValues(0) + ` ON CONFLICT DO NOTHING`
+
+// deliveryValues is the VALUES of one delivery row whose 14 arguments
+// (insertDeliveries) follow the first from.
+func deliveryValues(from int) string {
+	return fmt.Sprintf("(%s, 'pending', $%d, $%d, $%d, $%d)", placeholders(from+1, 11), from+12, from+13, from+13, from+14)
+}
 
 // insertDeliveryRows bounds the rows of one INSERT of insertDeliveries.
 const insertDeliveryRows = 100
@@ -196,20 +206,13 @@ func insertDeliveries(ctx context.Context, tx *Tx, rows [][]any) (int, error) {
 		return created, nil
 	}
 	for chunk := range slices.Chunk(rows, insertDeliveryRows) {
-		var q strings.Builder
-		q.WriteString(`INSERT INTO webhook_deliveries (id, webhook_id, owner_id, event_tx, event_seq, event_type, event_subject,
-	event_owner, event_at, data, attempt, status, created_at, due_at, shown_at, first_at) VALUES `)
+		values := make([]string, len(chunk))
 		args := make([]any, 0, len(chunk)*14)
 		for r, row := range chunk {
-			if r > 0 {
-				q.WriteString(", ")
-			}
-			b := len(args)
-			fmt.Fprintf(&q, "(%s, 'pending', $%d, $%d, $%d, $%d)", placeholders(b+1, 11), b+12, b+13, b+13, b+14)
+			values[r] = deliveryValues(len(args))
 			args = append(args, row...)
 		}
-		q.WriteString(" ON CONFLICT DO NOTHING")
-		n, err := affected(tx.ExecContext(ctx, q.String(), args...))
+		n, err := affected(tx.ExecContext(ctx, insertDelivery+strings.Join(values, ", ")+" ON CONFLICT DO NOTHING", args...))
 		created += int(n)
 		if err != nil {
 			return created, err
@@ -220,14 +223,11 @@ func insertDeliveries(ctx context.Context, tx *Tx, rows [][]any) (int, error) {
 
 // placeholders is "$from, …" for n arguments.
 func placeholders(from, n int) string {
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "$%d", from+i)
+	ph := make([]string, n)
+	for i := range ph {
+		ph[i] = "$" + strconv.Itoa(from+i)
 	}
-	return b.String()
+	return strings.Join(ph, ", ")
 }
 
 // PruneWebhookDeliveries removes delivery rows created before before (the

@@ -147,10 +147,7 @@ func (db *DB) UpdateWebhook(ctx context.Context, id string, up yard.WebhookUpdat
 // ENOTFOUND.
 func (db *DB) DeleteWebhook(ctx context.Context, id string) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
-		n, err := affected(tx.ExecContext(ctx, `DELETE FROM webhooks WHERE id = $1`, id))
-		if err == nil && n == 0 {
-			return yard.Errorf(yard.ENOTFOUND, "Webhook not found.")
-		}
-		return err
+		_, err := scanValue[string](tx.QueryRowContext(ctx, `DELETE FROM webhooks WHERE id = $1 RETURNING id`, id))
+		return notFound(err, "Webhook")
 	})
 }

@@ -40,8 +40,8 @@ func prepareInto(ctx context.Context, pool *sql.DB, stmts *sync.Map, query strin
 	return st, true
 }
 
-// txExec runs a write inside tx through its prepared statement when
-// prepareWrites made one, else as plain SQL.
+// txQueryRow runs a statement answering one row inside tx through its
+// prepared statement when prepareWrites made one, else as plain SQL.
 func (db *DB) txQueryRow(ctx context.Context, tx *Tx, query string, args ...any) *sql.Row {
 	if st, ok := db.writeStmts.Load(query); ok {
 		return tx.StmtContext(ctx, st.(*sql.Stmt)).QueryRowContext(ctx, args...)
@@ -49,6 +49,7 @@ func (db *DB) txQueryRow(ctx context.Context, tx *Tx, query string, args ...any)
 	return tx.QueryRowContext(ctx, query, args...)
 }
 
+// txExec is txQueryRow for a write answering no rows.
 func (db *DB) txExec(ctx context.Context, tx *Tx, query string, args ...any) (sql.Result, error) {
 	if st, ok := db.writeStmts.Load(query); ok {
 		return tx.StmtContext(ctx, st.(*sql.Stmt)).ExecContext(ctx, args...)
