@@ -36,12 +36,15 @@ func noStore(w http.ResponseWriter) {
 	w.Header().Set("Pragma", "no-cache")
 }
 
-// requireTLS refuses credentials that arrived over plain HTTP (docs/api.md, HTTP).
-func requireTLS(r *http.Request) error {
-	if r.TLS == nil {
-		return yard.Errorf(yard.EUNAUTHORIZED, "Credentials are accepted over HTTPS only.")
+// overTLS is kit for a request that carries credentials: the schemes
+// kit returns, refusing credentials that arrived over plain HTTP
+// (docs/api.md, HTTP).
+func overTLS(r *http.Request, kit func() (*auth.Kit, error)) (*auth.Kit, error) {
+	k, err := kit()
+	if err == nil && r.TLS == nil {
+		err = yard.Errorf(yard.EUNAUTHORIZED, "Credentials are accepted over HTTPS only.")
 	}
-	return nil
+	return k, err
 }
 
 // signIn is what every sign-in endpoint does first: the schemes (kit,
@@ -49,10 +52,7 @@ func requireTLS(r *http.Request) error {
 // check (check may be nil), the sign-in body (allowPK admits the
 // public-key token flags), then the password (Kit.Login).
 func signIn(r *http.Request, kit func() (*auth.Kit, error), allowPK bool, check func(*auth.Kit) error) (*auth.Kit, *loginBody, *yard.User, error) {
-	k, err := kit()
-	if err == nil {
-		err = requireTLS(r)
-	}
+	k, err := overTLS(r, kit)
 	if err == nil && check != nil {
 		err = check(k)
 	}
@@ -272,20 +272,10 @@ func validSessionKey(key string) bool {
 	return err == nil
 }
 
-// sessionKeyKit is the kit for an endpoint whose path holds a session
-// key: the key is a credential, so HTTPS only.
-func (s *Server) sessionKeyKit(r *http.Request) (*auth.Kit, error) {
-	k, err := s.kit()
-	if err == nil {
-		err = requireTLS(r)
-	}
-	return k, err
-}
-
 // handleGetSession is GET /sessions/{key}: the session, if it is live.
-// Knowing the key is the credential.
+// Knowing the key is the credential (so HTTPS only).
 func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
-	k, err := s.sessionKeyKit(r)
+	k, err := overTLS(r, s.kit)
 	key := r.PathValue("key")
 	if err == nil && !validSessionKey(key) {
 		err = yard.Errorf(yard.ENOTFOUND, "No such session.")
@@ -311,7 +301,7 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 // handleDeleteSession is DELETE /sessions/{key}: sign out (204 and an
 // expired cookie).
 func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
-	k, err := s.sessionKeyKit(r)
+	k, err := overTLS(r, s.kit)
 	existed := false
 	if key := r.PathValue("key"); err == nil && validSessionKey(key) {
 		existed, err = k.Sessions.Delete(r.Context(), key)
@@ -361,10 +351,7 @@ func (s *Server) writePair(w http.ResponseWriter, r *http.Request, pair *auth.To
 // request (over TLS, as a bearer token), or why there are none: without
 // an Authorization: Bearer header, 401 (missing credentials).
 func (s *Server) refreshToken(r *http.Request) (*auth.Kit, string, error) {
-	k, err := s.tokens()
-	if err == nil {
-		err = requireTLS(r)
-	}
+	k, err := overTLS(r, s.tokens)
 	scheme, tok := auth.AuthScheme(r.Header.Get("Authorization"))
 	if err == nil && (scheme != "bearer" || tok == "") {
 		err = yard.Errorf(yard.EUNAUTHORIZED, "Send the refresh token as Authorization: Bearer <refresh_token>.")

@@ -135,7 +135,7 @@ func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeReplaced(w, true, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
+	s.writeReplaced(w, r, true, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
 }
 
 // handleWriteCar answers PUT (put: every field; the car is created when
@@ -159,7 +159,7 @@ func (s *Server) handleWriteCar(put bool) http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		s.writeReplaced(w, created, "/cars/"+id, newCarView(c), c.UpdatedAt)
+		s.writeReplaced(w, r, created, "/cars/"+id, newCarView(c), c.UpdatedAt)
 	}
 }
 
@@ -248,7 +248,7 @@ func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeReplaced(w, true, "/garages/"+g.ID, newGarageView(g), time.Time{})
+	s.writeReplaced(w, r, true, "/garages/"+g.ID, newGarageView(g), time.Time{})
 }
 
 // handleWriteGarage answers PUT (put) and PATCH of a garage, as
@@ -274,7 +274,7 @@ func (s *Server) handleWriteGarage(put bool) http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		s.writeReplaced(w, created, "/garages/"+id, newGarageView(g), time.Time{})
+		s.writeReplaced(w, r, created, "/garages/"+id, newGarageView(g), time.Time{})
 	}
 }
 
@@ -315,13 +315,13 @@ func carCountConflict(n int) error {
 // PATCH: 201 with Location when it created the resource at path, else 200
 // with the new representation (docs/api.md, HTTP), both with the
 // validators a GET answers with (modified zero: no Last-Modified).
-func (s *Server) writeReplaced(w http.ResponseWriter, created bool, path string, view any, modified time.Time) {
+func (s *Server) writeReplaced(w http.ResponseWriter, r *http.Request, created bool, path string, view any, modified time.Time) {
 	status := http.StatusOK
 	if created {
 		w.Header().Set("Location", s.url(path))
 		status = http.StatusCreated
 	}
-	writeWithValidators(w, status, view, modified)
+	writeRepresentation(w, r, status, view, modified)
 }
 
 // writeNoContent answers a write without a body (a DELETE, a sign-out):

@@ -87,16 +87,12 @@ func (d *dispatcher) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		allow = append(allow, sh.method)
-		if sh.method == http.MethodGet {
-			allow = append(allow, http.MethodHead)
-		}
 	}
 	if len(allow) == 0 {
 		d.answerAsUnrouted(w, r)
 		return
 	}
-	slices.Sort(allow)
-	d.s.notAllowed(w, r, strings.Join(slices.Compact(allow), ", ")+", OPTIONS")
+	d.s.notAllowed(w, r, allowList(allow)+", OPTIONS")
 }
 
 // answerAsUnrouted answers a request the catch-all received for a path no

@@ -229,7 +229,7 @@ func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 	}
 	v.headers(s, w, d)
 	w.Header().Set("Location", s.url(v.path(d.ID)))
-	writeWithValidators(w, http.StatusCreated, v.view(s, d), d.UpdatedAt)
+	writeRepresentation(w, r, http.StatusCreated, v.view(s, d), d.UpdatedAt)
 }
 
 func readOnlyFields(in dogWrite) []yard.FieldError {
@@ -299,7 +299,7 @@ func (s *Server) handleDogRedirect(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog) {
-	writeRepresentation(w, r, v.view(s, d), d.UpdatedAt)
+	writeRepresentation(w, r, http.StatusOK, v.view(s, d), d.UpdatedAt)
 }
 
 // putDog replaces the writable fields of a dog (200 with the new
@@ -347,7 +347,7 @@ func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 		return
 	}
 	v.headers(s, w, d)
-	writeRepresentation(w, r, v.view(s, d), d.UpdatedAt)
+	writeRepresentation(w, r, http.StatusOK, v.view(s, d), d.UpdatedAt)
 }
 
 func (s *Server) createDogAt(w http.ResponseWriter, r *http.Request, v *dogVersion, id string, in dogWrite) {

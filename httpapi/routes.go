@@ -66,11 +66,11 @@ func (s *Server) registerRoutes() {
 	s.handle("DELETE", "/apikeys/{apiKey}", s.authenticated(s.handleDeleteAPIKey))
 	// Bark actions (docs/barks.md): bark tasks, the single bark, and the
 	// bark-schedule view of the schedule (the PATCH of the dog is the other).
-	s.handle("POST", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleCreateBark))
+	s.handle("POST", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleBark(true)))
 	s.handle("GET", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleListBarks))
 	s.handle("GET", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(loaded(s, s.loadDogFor, s.handleGetBark)))
 	s.handle("DELETE", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(s.handleDeleteBark))
-	s.handle("POST", "/v1/dogs/{dog_id}/bark", s.authenticated(s.handleBarkNow))
+	s.handle("POST", "/v1/dogs/{dog_id}/bark", s.authenticated(s.handleBark(false)))
 	s.handle("GET", "/v1/dogs/{dog_id}/bark", s.authenticated(loaded(s, s.loadDogFor, s.handleLastBark)))
 	s.handle("POST", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(loaded(s, s.loadDogFor, s.handlePostSchedule)))
 	s.handle("GET", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(loaded(s, s.loadDogFor, s.handleGetSchedule)))

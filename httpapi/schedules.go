@@ -223,7 +223,7 @@ func (s *Server) handleGetSchedule(w http.ResponseWriter, r *http.Request, d *ya
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "The dog has no bark schedule."))
 		return
 	}
-	writeRepresentation(w, r, newScheduleView(d.Schedule), d.UpdatedAt)
+	writeRepresentation(w, r, http.StatusOK, newScheduleView(d.Schedule), d.UpdatedAt)
 }
 
 func newScheduleView(sc *yard.BarkSchedule) scheduleView {
