@@ -144,14 +144,13 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 	if info, ok := doc["info"].(map[string]any); ok {
 		info["version"] = s.deps.Version
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf) // no HTML escaping, as marshalJSON
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	body, err := marshalJSON(doc) // no HTML escaping
+	if err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+	var buf bytes.Buffer
+	err = json.Indent(&buf, body, "", "  ")
+	return buf.Bytes(), err
 }
 
 // mergeObjects copies each object of src into the object of the same name
