@@ -70,11 +70,10 @@ func readOrderRequest(r *http.Request) (string, orderInput, error) {
 // or JSON (application/json, the default without Content-Type).
 func readOrder(r *http.Request) (orderInput, error) {
 	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return decode[orderInput](r)
-	}
 	mt, params, err := mime.ParseMediaType(ct)
 	switch {
+	case ct == "" || err == nil && (mt == mediaJSON || strings.HasSuffix(mt, "+json")):
+		return decode[orderInput](r)
 	case err != nil:
 		return orderInput{}, yard.Errorf(yard.EUNSUPPORTED, "The Content-Type %q does not parse.", ct)
 	case mt == mediaXML || mt == mediaTextXML:
@@ -86,8 +85,6 @@ func readOrder(r *http.Request) (orderInput, error) {
 			return orderInput{}, err
 		}
 		return decodeOrderXML(body)
-	case mt == mediaJSON || strings.HasSuffix(mt, "+json"):
-		return decode[orderInput](r)
 	}
 	return orderInput{}, yard.Errorf(yard.EUNSUPPORTED, "Send the order as application/json or application/xml, not %q.", ct)
 }
