@@ -88,17 +88,13 @@ func (d *dispatcher) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		allow = append(allow, sh.method)
 	}
-	if len(allow) == 0 {
-		d.answerAsUnrouted(w, r)
+	if len(allow) > 0 {
+		d.s.notAllowed(w, r, allowList(allow)+", OPTIONS")
 		return
 	}
-	d.s.notAllowed(w, r, allowList(allow)+", OPTIONS")
-}
-
-// answerAsUnrouted answers a request the catch-all received for a path no
-// shape takes as the mux would without the catch-all: 404, or 405 (or the
-// OPTIONS answer) with the Allow of the patterns registered for the path.
-func (d *dispatcher) answerAsUnrouted(w http.ResponseWriter, r *http.Request) {
+	// No shape takes the path: answer as the mux would without the
+	// catch-all, 404, or 405 (or the OPTIONS answer) with the Allow of the
+	// patterns registered for the path.
 	h, pattern := d.shadow().Handler(r)
 	if pattern != "" {
 		// A pattern matches after all; the real mux would have chosen it,
