@@ -46,24 +46,21 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 		"ready":   s.url("/readyz"),
 		"metrics": s.url("/metrics"),
 	}
-	seen := map[string]bool{}
+	// One resource a path, in the order of its first route, with the
+	// methods of all its routes.
 	var resources []map[string]any
+	at := map[string]int{}
 	for _, rt := range s.routes {
 		p := strings.TrimSuffix(rt.Pattern, "{$}")
-		if seen[p] || p == "/" || strings.HasPrefix(p, "/docs/") {
+		if rt.Method == "" || p == "/" || strings.HasPrefix(p, "/docs/") {
 			continue
 		}
-		seen[p] = true
-		var methods []string
-		for _, o := range s.routes {
-			if strings.TrimSuffix(o.Pattern, "{$}") == p && o.Method != "" {
-				methods = append(methods, o.Method)
-			}
+		i, ok := at[p]
+		if !ok {
+			i, at[p] = len(resources), len(resources)
+			resources = append(resources, map[string]any{"href": s.url(p), "templated": strings.Contains(p, "{"), "methods": []string(nil)})
 		}
-		if len(methods) == 0 {
-			continue
-		}
-		resources = append(resources, map[string]any{"href": s.url(p), "templated": strings.Contains(p, "{"), "methods": methods})
+		resources[i]["methods"] = append(resources[i]["methods"].([]string), rt.Method)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"name":      "yard",
