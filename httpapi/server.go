@@ -25,6 +25,7 @@ import (
 	"github.com/yard-api/yard/internal/tracing"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/pages"
+	"github.com/yard-api/yard/webhooks"
 )
 
 // MaxBodyBytes is the largest request body accepted (docs/api.md, HTTP).
@@ -204,6 +205,9 @@ func New(d Deps) *Server {
 	}
 	if d.Lists == nil {
 		d.Lists = fairgate.New(fairgate.Config{})
+	}
+	if d.Webhooks == nil {
+		d.Webhooks = webhooks.PolicyChecker{} // the default policy
 	}
 	s := &Server{deps: d, basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{},
 		indexReads: map[string]bool{}, storeDown: make(chan struct{}, 1),

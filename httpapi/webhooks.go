@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/yard-api/yard"
-	"github.com/yard-api/yard/webhooks"
 )
 
 // webhookStore is what the webhook endpoints need of the store; *store.DB is
@@ -86,11 +85,7 @@ type webhookWrite struct {
 // policy, the types against the event types.
 func (s *Server) checkWebhook(in *webhookWrite) error {
 	if in.URL != nil {
-		check := func(u string) error { return webhooks.CheckURL(nil, u) }
-		if s.deps.Webhooks != nil {
-			check = s.deps.Webhooks.CheckURL
-		}
-		if err := check(*in.URL); err != nil {
+		if err := s.deps.Webhooks.CheckURL(*in.URL); err != nil {
 			return err
 		}
 	}
