@@ -309,12 +309,10 @@ func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !existed {
 		err = yard.Errorf(yard.ENOTFOUND, "No such session.")
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		http.SetCookie(w, k.Sessions.ExpiredCookie())
 	}
-	http.SetCookie(w, k.Sessions.ExpiredCookie())
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }
 
 // tokens returns the token pair service, or an error on a verify-only server.
@@ -499,10 +497,8 @@ func (s *Server) handleDeleteAPIKey(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		_, err = k.Store.DeleteAPIKey(r.Context(), key.ID)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		k.Signed.Forget(key.ID)
 	}
-	k.Signed.Forget(key.ID)
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }

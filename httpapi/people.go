@@ -178,16 +178,13 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request, u *ya
 
 func (s *Server) handleDeletePerson(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("person_id")
+	var err error
 	if id == yard.PrincipalFromContext(r.Context()).UserID {
-		s.error(w, r, yard.Errorf(yard.ECONFLICT, "An administrator cannot delete their own record."))
-		return
+		err = yard.Errorf(yard.ECONFLICT, "An administrator cannot delete their own record.")
+	} else if err = s.db.people.DeleteUser(r.Context(), id); err == nil {
+		s.forgetUser(id)
 	}
-	if err := s.db.people.DeleteUser(r.Context(), id); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.forgetUser(id)
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }
 
 // forgetUser drops what the authentication schemes keep of a person who
