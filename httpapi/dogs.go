@@ -401,12 +401,10 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 	if err == nil {
 		d, err = s.db.dogs.UpdateDog(r.Context(), d.ID, upd)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		s.dogValidators(w, v, d)
 	}
-	s.dogValidators(w, v, d)
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }
 
 // dogValidators sets the validators a GET of d answers with, so that the
