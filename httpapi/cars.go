@@ -222,7 +222,7 @@ func (s *Server) writeCars(w http.ResponseWriter, r *http.Request, q yard.Query,
 		s.error(w, r, err)
 		return
 	}
-	// The body of writePageWith, written by hand (carjson.go): car lists
+	// The body of writePage, written by hand (carjson.go): car lists
 	// are the busiest route, and encoding/json's reflection cost five
 	// times as much. Members in the map's (sorted) order, so the bytes are
 	// the same.

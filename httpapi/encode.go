@@ -191,25 +191,12 @@ func writePagedList[T, V any](s *Server, w http.ResponseWriter, r *http.Request,
 // writePage writes a page of items with the RFC 8288 Link header (first,
 // prev, next, last) built from the request's own query.
 func (s *Server) writePage(w http.ResponseWriter, r *http.Request, items any, total int, p yard.Page) {
-	s.writePageWith(w, r, items, total, p, nil)
-}
-
-// writePageWith is writePage with extra members in the body (a car
-// list's facets).
-func (s *Server) writePageWith(w http.ResponseWriter, r *http.Request, items any, total int, p yard.Page, extra map[string]any) {
 	links := s.pageLinks(r, total, p)
 	if other := w.Header().Get("Link"); other != "" { // e.g. a successor-version link
 		links += ", " + other
 	}
 	w.Header().Set("Link", links)
-	body := map[string]any{"items": items, "offset": p.Offset, "max": p.Max, "total": total}
-	if items == nil {
-		body["items"] = []any{}
-	}
-	for k, v := range extra {
-		body[k] = v
-	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, http.StatusOK, map[string]any{"items": items, "offset": p.Offset, "max": p.Max, "total": total})
 }
 
 // pageLinks builds the Link header of a page. It edits the raw query,
