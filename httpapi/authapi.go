@@ -108,9 +108,8 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 		return nil, err
 	}
 	unsupported := yard.Errorf(yard.EUNSUPPORTED, "Send the sign-in body as application/json or application/x-www-form-urlencoded (UTF-8).")
-	trimmed := bytes.TrimLeft(raw, " \t\r\n")
 	// A JSON object is read as JSON without a type and as a form.
-	asJSON := len(trimmed) > 0 && trimmed[0] == '{'
+	asJSON := bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte("{"))
 	ct := r.Header.Get("Content-Type")
 	mt, params, err := mime.ParseMediaType(ct)
 	cs, hasCharset := params["charset"]
