@@ -104,18 +104,25 @@ func (in garageWrite) bodyID() *string { return in.ID }
 
 // full checks that every required field is present (POST, PUT).
 func (in carWrite) full() error {
+	return required("The car is missing fields.", map[string]bool{"color": in.Color == nil, "type": in.Type == nil,
+		"doors": in.Doors == nil, "make": in.Make == nil, "model": in.Model == nil, "year": in.Year == nil})
+}
+
+// required is the error of a body whose fields marked in missing are left
+// out, each named in order (message says what the body is); nil when none
+// is.
+func required(message string, missing map[string]bool) error {
 	var f []yard.FieldError
-	for name, missing := range map[string]bool{"color": in.Color == nil, "type": in.Type == nil, "doors": in.Doors == nil,
-		"make": in.Make == nil, "model": in.Model == nil, "year": in.Year == nil} {
-		if missing {
+	for name, m := range missing {
+		if m {
 			f = append(f, yard.FieldError{Field: name, Message: "is required"})
 		}
 	}
-	if len(f) > 0 {
-		sortFields(f)
-		return yard.Invalid("The car is missing fields.", f...)
+	if len(f) == 0 {
+		return nil
 	}
-	return nil
+	sortFields(f)
+	return yard.Invalid(message, f...)
 }
 
 // sortFields orders field errors by field name.
@@ -220,17 +227,7 @@ type garageWrite struct {
 }
 
 func (in garageWrite) full() error {
-	var f []yard.FieldError
-	if in.Name == nil {
-		f = append(f, yard.FieldError{Field: "name", Message: "is required"})
-	}
-	if in.State == nil {
-		f = append(f, yard.FieldError{Field: "state", Message: "is required"})
-	}
-	if len(f) > 0 {
-		return yard.Invalid("The garage is missing fields.", f...)
-	}
-	return nil
+	return required("The garage is missing fields.", map[string]bool{"name": in.Name == nil, "state": in.State == nil})
 }
 
 func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
