@@ -25,11 +25,6 @@ func (s *Server) page(h func(p *pages.Pages, w http.ResponseWriter, r *http.Requ
 	}
 }
 
-// handlePagesStyle is GET /pages/style.css.
-func (s *Server) handlePagesStyle(w http.ResponseWriter, r *http.Request) {
-	new(pages.Pages).HandleStyle(w, r)
-}
-
 // mountConsole routes the console's paths to the console (without a Kit,
 // to nothing: they answer 404 as any unknown path).
 func (s *Server) mountConsole() {

@@ -133,7 +133,7 @@ func (s *Server) registerRoutes() {
 	// authorisation flows send a browser to, and the pages' stylesheet.
 	s.handle("GET", pages.SignInPath, s.page((*pages.Pages).HandleSignIn))
 	s.handle("POST", pages.SignInPath, s.page((*pages.Pages).HandleSignIn))
-	s.handleXML("GET", pages.StylePath, s.handlePagesStyle)
+	s.handleXML("GET", pages.StylePath, new(pages.Pages).HandleStyle) // needs no Kit
 	// The console for people (package console, docs/console.md): pages
 	// over this API, which call it as any client does. Not endpoints of
 	// the API, so not in Routes nor in the OpenAPI document.
