@@ -122,13 +122,10 @@ type dogWrite struct {
 // loadDogFor loads the dog of the path for the caller: its owner or an admin.
 func (s *Server) loadDogFor(r *http.Request) (*yard.Dog, error) {
 	d, err := s.db.dogs.FindDogByID(r.Context(), r.PathValue("dog_id"))
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = canUseDog(r, d)
 	}
-	if err := canUseDog(r, d); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return d, err
 }
 
 // withDog serves a request on the dog of the path in version v: it loads

@@ -146,14 +146,10 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
 // exist.
 func (s *Server) loadWebhookFor(r *http.Request) (*yard.Webhook, error) {
 	hook, err := s.db.webhooks.FindWebhook(r.Context(), r.PathValue("webhook_id"))
-	if err != nil {
-		return nil, err
+	if p := yard.PrincipalFromContext(r.Context()); err == nil && hook.Owner != p.UserID && !p.IsAdmin() {
+		err = yard.Errorf(yard.ENOTFOUND, "Webhook not found.")
 	}
-	p := yard.PrincipalFromContext(r.Context())
-	if hook.Owner != p.UserID && !p.IsAdmin() {
-		return nil, yard.Errorf(yard.ENOTFOUND, "Webhook not found.")
-	}
-	return hook, nil
+	return hook, err
 }
 
 // handleGetWebhook answers GET /v1/webhooks/{webhook_id} (never with the
