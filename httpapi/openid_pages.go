@@ -34,11 +34,7 @@ type openidStore interface {
 // openidRedirect sends the browser to return_to with the message's fields
 // added to its query (OpenID 2.0 §5.2.1), with 303 See Other.
 func openidRedirect(w http.ResponseWriter, returnTo string, m openid.Message) {
-	u, err := url.Parse(returnTo)
-	if err != nil { // ParseCheckID accepted it; cannot happen
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
+	u, _ := url.Parse(returnTo) // openid.ParseCheckID parsed it (ValidReturnTo)
 	q := u.Query()
 	for k, v := range m {
 		q.Set("openid."+k, v)
