@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/yard-api/yard"
 )
 
 // A shape is an endpoint that ServeMux cannot take as a pattern of its
@@ -94,14 +92,9 @@ func (d *dispatcher) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	// No shape takes the path: answer as the mux would without the
 	// catch-all, 404, or 405 (or the OPTIONS answer) with the Allow of the
-	// patterns registered for the path.
-	h, pattern := d.shadow().Handler(r)
-	if pattern != "" {
-		// A pattern matches after all; the real mux would have chosen it,
-		// so this cannot happen. Do not guess: not found.
-		d.s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
-		return
-	}
+	// patterns registered for the path. (No pattern of the shadow mux
+	// matches: the real mux would have chosen it over the catch-all.)
+	h, _ := d.shadow().Handler(r)
 	d.s.unrouted(w, r, h)
 }
 
