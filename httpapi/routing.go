@@ -47,14 +47,13 @@ func (w *muxRedirects) Write(b []byte) (int, error) {
 // unrouted answers a request no endpoint matched: 404, 405 with Allow, or
 // the answer to OPTIONS (204 with Allow), each with a problem body.
 func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler) {
-	rec := &recorder{header: http.Header{}, Code: http.StatusOK}
 	if methods := s.literals[r.URL.Path]; methods != nil {
 		// A path some route names as it is: only its own routes' methods.
-		rec.Code = http.StatusMethodNotAllowed
-		rec.header.Set("Allow", allowList(methods))
-	} else {
-		h.ServeHTTP(rec, r)
+		s.notAllowed(w, r, allowList(methods)+", OPTIONS")
+		return
 	}
+	rec := &recorder{header: http.Header{}, Code: http.StatusOK}
+	h.ServeHTTP(rec, r)
 	switch {
 	case rec.Code == http.StatusMethodNotAllowed:
 		allow := rec.header.Get("Allow")
