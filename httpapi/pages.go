@@ -7,10 +7,11 @@ import (
 	"github.com/yard-api/yard/pages"
 )
 
-// Pages for people (package pages): the sign-in form and its stylesheet
-// here; the OAuth 1.0a authorisation page and other flows render through
-// the same package. Every page handler goes through s.page, which applies
-// the pages' security middleware (CSP, framing, CSRF, cross-origin check).
+// Pages for people (package pages): the sign-in form, the OAuth 1.0a
+// authorisation page and other flows render through that package, and
+// routes.go serves its stylesheet (pages.Pages.HandleStyle, which needs no
+// Kit). Every page handler goes through s.page, which applies the pages'
+// security middleware (CSP, framing, CSRF, cross-origin check).
 
 // page wraps a page handler with the pages' middleware; without an
 // authentication kit it answers 503.
