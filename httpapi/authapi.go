@@ -36,12 +36,15 @@ func noStore(w http.ResponseWriter) {
 	w.Header().Set("Pragma", "no-cache")
 }
 
-// requireTLS refuses credentials that arrived over plain HTTP (docs/api.md, HTTP).
-func requireTLS(r *http.Request) error {
-	if r.TLS == nil {
-		return yard.Errorf(yard.EUNAUTHORIZED, "Credentials are accepted over HTTPS only.")
+// overTLS is kit for a request that carries credentials: the schemes
+// kit returns, refusing credentials that arrived over plain HTTP
+// (docs/api.md, HTTP).
+func overTLS(r *http.Request, kit func() (*auth.Kit, error)) (*auth.Kit, error) {
+	k, err := kit()
+	if err == nil && r.TLS == nil {
+		err = yard.Errorf(yard.EUNAUTHORIZED, "Credentials are accepted over HTTPS only.")
 	}
-	return nil
+	return k, err
 }
 
 // signIn is what every sign-in endpoint does first: the schemes (kit,
@@ -49,10 +52,7 @@ func requireTLS(r *http.Request) error {
 // check (check may be nil), the sign-in body (allowPK admits the
 // public-key token flags), then the password (Kit.Login).
 func signIn(r *http.Request, kit func() (*auth.Kit, error), allowPK bool, check func(*auth.Kit) error) (*auth.Kit, *loginBody, *yard.User, error) {
-	k, err := kit()
-	if err == nil {
-		err = requireTLS(r)
-	}
+	k, err := overTLS(r, kit)
 	if err == nil && check != nil {
 		err = check(k)
 	}
@@ -108,9 +108,8 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 		return nil, err
 	}
 	unsupported := yard.Errorf(yard.EUNSUPPORTED, "Send the sign-in body as application/json or application/x-www-form-urlencoded (UTF-8).")
-	trimmed := bytes.TrimLeft(raw, " \t\r\n")
 	// A JSON object is read as JSON without a type and as a form.
-	asJSON := len(trimmed) > 0 && trimmed[0] == '{'
+	asJSON := bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte("{"))
 	ct := r.Header.Get("Content-Type")
 	mt, params, err := mime.ParseMediaType(ct)
 	cs, hasCharset := params["charset"]
@@ -272,20 +271,10 @@ func validSessionKey(key string) bool {
 	return err == nil
 }
 
-// sessionKeyKit is the kit for an endpoint whose path holds a session
-// key: the key is a credential, so HTTPS only.
-func (s *Server) sessionKeyKit(r *http.Request) (*auth.Kit, error) {
-	k, err := s.kit()
-	if err == nil {
-		err = requireTLS(r)
-	}
-	return k, err
-}
-
 // handleGetSession is GET /sessions/{key}: the session, if it is live.
-// Knowing the key is the credential.
+// Knowing the key is the credential (so HTTPS only).
 func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
-	k, err := s.sessionKeyKit(r)
+	k, err := overTLS(r, s.kit)
 	key := r.PathValue("key")
 	if err == nil && !validSessionKey(key) {
 		err = yard.Errorf(yard.ENOTFOUND, "No such session.")
@@ -311,7 +300,7 @@ func (s *Server) handleGetSession(w http.ResponseWriter, r *http.Request) {
 // handleDeleteSession is DELETE /sessions/{key}: sign out (204 and an
 // expired cookie).
 func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
-	k, err := s.sessionKeyKit(r)
+	k, err := overTLS(r, s.kit)
 	existed := false
 	if key := r.PathValue("key"); err == nil && validSessionKey(key) {
 		existed, err = k.Sessions.Delete(r.Context(), key)
@@ -319,12 +308,10 @@ func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !existed {
 		err = yard.Errorf(yard.ENOTFOUND, "No such session.")
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		http.SetCookie(w, k.Sessions.ExpiredCookie())
 	}
-	http.SetCookie(w, k.Sessions.ExpiredCookie())
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }
 
 // tokens returns the token pair service, or an error on a verify-only server.
@@ -361,10 +348,7 @@ func (s *Server) writePair(w http.ResponseWriter, r *http.Request, pair *auth.To
 // request (over TLS, as a bearer token), or why there are none: without
 // an Authorization: Bearer header, 401 (missing credentials).
 func (s *Server) refreshToken(r *http.Request) (*auth.Kit, string, error) {
-	k, err := s.tokens()
-	if err == nil {
-		err = requireTLS(r)
-	}
+	k, err := overTLS(r, s.tokens)
 	scheme, tok := auth.AuthScheme(r.Header.Get("Authorization"))
 	if err == nil && (scheme != "bearer" || tok == "") {
 		err = yard.Errorf(yard.EUNAUTHORIZED, "Send the refresh token as Authorization: Bearer <refresh_token>.")
@@ -459,12 +443,11 @@ type apiKeyView struct {
 // secret is shown once.
 func (s *Server) handleCreateAPIKey(w http.ResponseWriter, r *http.Request) {
 	k, err := s.kit()
-	if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		// The body may be left out; when sent it is an empty object.
+		_, err = decodeOptional[struct{}](r)
 	}
-	// The body may be left out; when sent it is an empty object.
-	if _, err := decodeOptional[struct{}](r); err != nil {
+	if err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -487,17 +470,14 @@ func (s *Server) handleCreateAPIKey(w http.ResponseWriter, r *http.Request) {
 // ownAPIKey finds an API key the caller owns (or any, for an admin).
 func (s *Server) ownAPIKey(r *http.Request) (*auth.Kit, *yard.APIKey, error) {
 	k, err := s.kit()
-	if err != nil {
-		return nil, nil, err
+	var key *yard.APIKey
+	if err == nil {
+		key, err = k.Store.FindAPIKey(r.Context(), r.PathValue("apiKey"))
 	}
-	key, err := k.Store.FindAPIKey(r.Context(), r.PathValue("apiKey"))
-	if err != nil {
-		return nil, nil, err
+	if p := yard.PrincipalFromContext(r.Context()); err == nil && p.UserID != key.UserID && !p.IsAdmin() {
+		err = yard.Errorf(yard.EFORBIDDEN, "This API key belongs to another person.")
 	}
-	if p := yard.PrincipalFromContext(r.Context()); p.UserID != key.UserID && !p.IsAdmin() {
-		return nil, nil, yard.Errorf(yard.EFORBIDDEN, "This API key belongs to another person.")
-	}
-	return k, key, nil
+	return k, key, err
 }
 
 // handleGetAPIKey is GET /apikeys/{apiKey}: the key without its secret.
@@ -516,10 +496,8 @@ func (s *Server) handleDeleteAPIKey(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		_, err = k.Store.DeleteAPIKey(r.Context(), key.ID)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		k.Signed.Forget(key.ID)
 	}
-	k.Signed.Forget(key.ID)
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }

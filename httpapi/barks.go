@@ -166,15 +166,11 @@ func (s *Server) writeHypertext(w http.ResponseWriter, r *http.Request, status i
 	writeJSON(w, status, v)
 }
 
-// handleCreateBark makes a dog bark: POST /v1/dogs/{dog_id}/barks.
-func (s *Server) handleCreateBark(w http.ResponseWriter, r *http.Request) {
-	s.bark(w, r, true)
-}
-
-// handleBarkNow is the single bark: POST /v1/dogs/{dog_id}/bark barks now,
+// handleBark makes a dog bark: POST /v1/dogs/{dog_id}/barks (mayAsync),
+// and the single bark, POST /v1/dogs/{dog_id}/bark, which barks now,
 // synchronously (fetch-code stays asynchronous).
-func (s *Server) handleBarkNow(w http.ResponseWriter, r *http.Request) {
-	s.bark(w, r, false)
+func (s *Server) handleBark(mayAsync bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.bark(w, r, mayAsync) }
 }
 
 func (s *Server) bark(w http.ResponseWriter, r *http.Request, mayAsync bool) {
@@ -263,7 +259,7 @@ func (s *Server) handleGetBark(w http.ResponseWriter, r *http.Request, d *yard.D
 	} else if !b.StartedAt.IsZero() {
 		modified = b.StartedAt
 	}
-	writeRepresentation(w, r, v, modified)
+	writeRepresentation(w, r, http.StatusOK, v, modified)
 }
 
 // handleDeleteBark cancels a pending or running bark, or deletes a finished
@@ -281,21 +277,13 @@ func (s *Server) handleDeleteBark(w http.ResponseWriter, r *http.Request) {
 
 // handleListBarks pages a dog's barks, newest first.
 func (s *Server) handleListBarks(w http.ResponseWriter, r *http.Request) {
-	pg, err := s.pageOf(r)
-	var d *yard.Dog
-	if err == nil {
-		d, err = s.loadDogFor(r)
-	}
-	var barks []*yard.Bark
-	total := 0
-	if err == nil {
-		barks, total, err = s.db.barks.FindBarks(r.Context(), yard.BarkFilter{DogID: d.ID, Offset: pg.Offset, Limit: pg.Max})
-	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writePage(w, r, pageViews(barks, pg, s.newBarkView), total, pg)
+	writePagedList(s, w, r, func(ctx context.Context, pg yard.Page) ([]*yard.Bark, int, error) {
+		d, err := s.loadDogFor(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		return s.db.barks.FindBarks(ctx, yard.BarkFilter{DogID: d.ID, Offset: pg.Offset, Limit: pg.Max})
+	}, s.newBarkView)
 }
 
 // handleLastBark answers {"timestamp"} of the dog's last bark, 404 when it
@@ -306,5 +294,5 @@ func (s *Server) handleLastBark(w http.ResponseWriter, r *http.Request, d *yard.
 		s.error(w, r, err)
 		return
 	}
-	writeRepresentation(w, r, map[string]string{"timestamp": Timestamp(t)}, t)
+	writeRepresentation(w, r, http.StatusOK, map[string]string{"timestamp": Timestamp(t)}, t)
 }

@@ -137,7 +137,7 @@ func (s *Server) writeCar(w http.ResponseWriter, r *http.Request, c *yard.Car, e
 		s.error(w, r, err)
 		return
 	}
-	writeRepresentation(w, r, newCarView(c), c.UpdatedAt)
+	writeRepresentation(w, r, http.StatusOK, newCarView(c), c.UpdatedAt)
 }
 
 // handleGetGarage answers /garage/{garage_id} and /garages/{garage_id}.
@@ -150,33 +150,12 @@ func (s *Server) handleGetGarage(w http.ResponseWriter, r *http.Request) {
 	// No Last-Modified: carCount changes with the moves of cars, which do
 	// not touch the garage's row, so a date would make If-Modified-Since
 	// answer 304 for a changed count. The ETag covers the count.
-	writeRepresentation(w, r, newGarageView(g), time.Time{})
+	writeRepresentation(w, r, http.StatusOK, newGarageView(g), time.Time{})
 }
 
 // handleListGarages answers GET /garages.
 func (s *Server) handleListGarages(w http.ResponseWriter, r *http.Request) {
 	writePagedList(s, w, r, s.db.cars.FindGarages, newGarageView)
-}
-
-// writePagedList answers a list that takes only offset and max: find reads
-// the page, view renders each item.
-func writePagedList[T, V any](s *Server, w http.ResponseWriter, r *http.Request,
-	find func(context.Context, yard.Page) ([]T, int, error), view func(T) V) {
-	page, err := s.pageOf(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	items, total, err := find(r.Context(), page)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	views := make([]V, len(items))
-	for i, it := range items {
-		views[i] = view(it)
-	}
-	s.writePage(w, r, views, total, page)
 }
 
 // handleListCars answers /cars, /cars/search, /cars/search/all,
@@ -243,7 +222,7 @@ func (s *Server) writeCars(w http.ResponseWriter, r *http.Request, q yard.Query,
 		s.error(w, r, err)
 		return
 	}
-	// The body of writePageWith, written by hand (carjson.go): car lists
+	// The body of writePage, written by hand (carjson.go): car lists
 	// are the busiest route, and encoding/json's reflection cost five
 	// times as much. Members in the map's (sorted) order, so the bytes are
 	// the same.

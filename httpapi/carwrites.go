@@ -104,18 +104,25 @@ func (in garageWrite) bodyID() *string { return in.ID }
 
 // full checks that every required field is present (POST, PUT).
 func (in carWrite) full() error {
+	return required("The car is missing fields.", map[string]bool{"color": in.Color == nil, "type": in.Type == nil,
+		"doors": in.Doors == nil, "make": in.Make == nil, "model": in.Model == nil, "year": in.Year == nil})
+}
+
+// required is the error of a body whose fields marked in missing are left
+// out, each named in order (message says what the body is); nil when none
+// is.
+func required(message string, missing map[string]bool) error {
 	var f []yard.FieldError
-	for name, missing := range map[string]bool{"color": in.Color == nil, "type": in.Type == nil, "doors": in.Doors == nil,
-		"make": in.Make == nil, "model": in.Model == nil, "year": in.Year == nil} {
-		if missing {
+	for name, m := range missing {
+		if m {
 			f = append(f, yard.FieldError{Field: name, Message: "is required"})
 		}
 	}
-	if len(f) > 0 {
-		sortFields(f)
-		return yard.Invalid("The car is missing fields.", f...)
+	if len(f) == 0 {
+		return nil
 	}
-	return nil
+	sortFields(f)
+	return yard.Invalid(message, f...)
 }
 
 // sortFields orders field errors by field name.
@@ -135,7 +142,7 @@ func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeReplaced(w, true, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
+	s.writeReplaced(w, r, true, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
 }
 
 // handleWriteCar answers PUT (put: every field; the car is created when
@@ -159,7 +166,7 @@ func (s *Server) handleWriteCar(put bool) http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		s.writeReplaced(w, created, "/cars/"+id, newCarView(c), c.UpdatedAt)
+		s.writeReplaced(w, r, created, "/cars/"+id, newCarView(c), c.UpdatedAt)
 	}
 }
 
@@ -220,17 +227,7 @@ type garageWrite struct {
 }
 
 func (in garageWrite) full() error {
-	var f []yard.FieldError
-	if in.Name == nil {
-		f = append(f, yard.FieldError{Field: "name", Message: "is required"})
-	}
-	if in.State == nil {
-		f = append(f, yard.FieldError{Field: "state", Message: "is required"})
-	}
-	if len(f) > 0 {
-		return yard.Invalid("The garage is missing fields.", f...)
-	}
-	return nil
+	return required("The garage is missing fields.", map[string]bool{"name": in.Name == nil, "state": in.State == nil})
 }
 
 func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
@@ -248,7 +245,7 @@ func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeReplaced(w, true, "/garages/"+g.ID, newGarageView(g), time.Time{})
+	s.writeReplaced(w, r, true, "/garages/"+g.ID, newGarageView(g), time.Time{})
 }
 
 // handleWriteGarage answers PUT (put) and PATCH of a garage, as
@@ -274,7 +271,7 @@ func (s *Server) handleWriteGarage(put bool) http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		s.writeReplaced(w, created, "/garages/"+id, newGarageView(g), time.Time{})
+		s.writeReplaced(w, r, created, "/garages/"+id, newGarageView(g), time.Time{})
 	}
 }
 
@@ -315,13 +312,13 @@ func carCountConflict(n int) error {
 // PATCH: 201 with Location when it created the resource at path, else 200
 // with the new representation (docs/api.md, HTTP), both with the
 // validators a GET answers with (modified zero: no Last-Modified).
-func (s *Server) writeReplaced(w http.ResponseWriter, created bool, path string, view any, modified time.Time) {
+func (s *Server) writeReplaced(w http.ResponseWriter, r *http.Request, created bool, path string, view any, modified time.Time) {
 	status := http.StatusOK
 	if created {
 		w.Header().Set("Location", s.url(path))
 		status = http.StatusCreated
 	}
-	writeWithValidators(w, status, view, modified)
+	writeRepresentation(w, r, status, view, modified)
 }
 
 // writeNoContent answers a write without a body (a DELETE, a sign-out):

@@ -126,8 +126,7 @@ func setIf[T any](dst, src *T) {
 func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, err
 		}
 		return nil, yard.Errorf(yard.EMALFORMED, "The request body could not be read.")

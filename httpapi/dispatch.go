@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/yard-api/yard"
 )
 
 // A shape is an endpoint that ServeMux cannot take as a pattern of its
@@ -87,29 +85,16 @@ func (d *dispatcher) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		allow = append(allow, sh.method)
-		if sh.method == http.MethodGet {
-			allow = append(allow, http.MethodHead)
-		}
 	}
-	if len(allow) == 0 {
-		d.answerAsUnrouted(w, r)
+	if len(allow) > 0 {
+		d.s.notAllowed(w, r, allowList(allow)+", OPTIONS")
 		return
 	}
-	slices.Sort(allow)
-	d.s.notAllowed(w, r, strings.Join(slices.Compact(allow), ", ")+", OPTIONS")
-}
-
-// answerAsUnrouted answers a request the catch-all received for a path no
-// shape takes as the mux would without the catch-all: 404, or 405 (or the
-// OPTIONS answer) with the Allow of the patterns registered for the path.
-func (d *dispatcher) answerAsUnrouted(w http.ResponseWriter, r *http.Request) {
-	h, pattern := d.shadow().Handler(r)
-	if pattern != "" {
-		// A pattern matches after all; the real mux would have chosen it,
-		// so this cannot happen. Do not guess: not found.
-		d.s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
-		return
-	}
+	// No shape takes the path: answer as the mux would without the
+	// catch-all, 404, or 405 (or the OPTIONS answer) with the Allow of the
+	// patterns registered for the path. (No pattern of the shadow mux
+	// matches: the real mux would have chosen it over the catch-all.)
+	h, _ := d.shadow().Handler(r)
 	d.s.unrouted(w, r, h)
 }
 

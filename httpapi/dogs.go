@@ -122,13 +122,10 @@ type dogWrite struct {
 // loadDogFor loads the dog of the path for the caller: its owner or an admin.
 func (s *Server) loadDogFor(r *http.Request) (*yard.Dog, error) {
 	d, err := s.db.dogs.FindDogByID(r.Context(), r.PathValue("dog_id"))
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = canUseDog(r, d)
 	}
-	if err := canUseDog(r, d); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return d, err
 }
 
 // withDog serves a request on the dog of the path in version v: it loads
@@ -229,7 +226,7 @@ func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 	}
 	v.headers(s, w, d)
 	w.Header().Set("Location", s.url(v.path(d.ID)))
-	writeWithValidators(w, http.StatusCreated, v.view(s, d), d.UpdatedAt)
+	writeRepresentation(w, r, http.StatusCreated, v.view(s, d), d.UpdatedAt)
 }
 
 func readOnlyFields(in dogWrite) []yard.FieldError {
@@ -299,7 +296,7 @@ func (s *Server) handleDogRedirect(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getDog(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog) {
-	writeRepresentation(w, r, v.view(s, d), d.UpdatedAt)
+	writeRepresentation(w, r, http.StatusOK, v.view(s, d), d.UpdatedAt)
 }
 
 // putDog replaces the writable fields of a dog (200 with the new
@@ -347,7 +344,7 @@ func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 		return
 	}
 	v.headers(s, w, d)
-	writeRepresentation(w, r, v.view(s, d), d.UpdatedAt)
+	writeRepresentation(w, r, http.StatusOK, v.view(s, d), d.UpdatedAt)
 }
 
 func (s *Server) createDogAt(w http.ResponseWriter, r *http.Request, v *dogVersion, id string, in dogWrite) {
@@ -401,12 +398,10 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 	if err == nil {
 		d, err = s.db.dogs.UpdateDog(r.Context(), d.ID, upd)
 	}
-	if err != nil {
-		s.error(w, r, err)
-		return
+	if err == nil {
+		s.dogValidators(w, v, d)
 	}
-	s.dogValidators(w, v, d)
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }
 
 // dogValidators sets the validators a GET of d answers with, so that the

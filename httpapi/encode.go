@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -73,16 +74,20 @@ func writeJSONBody(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// writeRepresentation writes v as the 200 representation of a resource with
-// an ETag (a hash of the body) and Last-Modified, answering a matching
-// conditional GET or HEAD with 304 (RFC 9110 §13.1.2, §13.1.3).
-func writeRepresentation(w http.ResponseWriter, r *http.Request, v any, modified time.Time) {
+// writeRepresentation writes v, the JSON representation of a resource,
+// with the status and the ETag (a hash of the body) and Last-Modified a GET
+// of it answers with (modified zero: no Last-Modified): a 200 to a GET or
+// HEAD whose validators match is 304 (RFC 9110 §13.1.2, §13.1.3), and the
+// answer to a write that created (201) or changed (200) the resource lets
+// a client make its next request conditional without reading the
+// resource again (RFC 9110 §8.8.2, §8.8.3).
+func writeRepresentation(w http.ResponseWriter, r *http.Request, status int, v any, modified time.Time) {
 	body, err := marshalJSON(v)
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "encoding"})
 		return
 	}
-	writeValidated(w, r, http.StatusOK, mediaJSON, body, modified)
+	writeValidated(w, r, status, mediaJSON, body, modified)
 }
 
 // writeValidated writes body, a representation of type ct, with the status, its
@@ -101,21 +106,6 @@ func writeValidated(w http.ResponseWriter, r *http.Request, status int, ct strin
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(append(body, '\n'))
 	}
-}
-
-// writeWithValidators writes v, the representation of a resource just
-// created (201) or changed (200), with the ETag and Last-Modified a GET of
-// it answers with (RFC 9110 §8.8.2, §8.8.3; modified zero: no
-// Last-Modified), so a client can make its next request conditional
-// without reading the resource again.
-func writeWithValidators(w http.ResponseWriter, status int, v any, modified time.Time) {
-	body, err := marshalJSON(v)
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "encoding"})
-		return
-	}
-	setValidators(w.Header(), body, modified)
-	writeJSONBody(w, status, body)
 }
 
 // setValidators sets the ETag of body and, unless modified is zero, its
@@ -181,28 +171,32 @@ func pageViews[T, V any](items []T, p yard.Page, view func(T) V) []V {
 	return views
 }
 
+// writePagedList answers a list that takes only offset and max: find reads
+// the page, view renders each item.
+func writePagedList[T, V any](s *Server, w http.ResponseWriter, r *http.Request,
+	find func(context.Context, yard.Page) ([]T, int, error), view func(T) V) {
+	page, err := s.pageOf(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	items, total, err := find(r.Context(), page)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	s.writePage(w, r, pageViews(items, page, view), total, page)
+}
+
 // writePage writes a page of items with the RFC 8288 Link header (first,
 // prev, next, last) built from the request's own query.
 func (s *Server) writePage(w http.ResponseWriter, r *http.Request, items any, total int, p yard.Page) {
-	s.writePageWith(w, r, items, total, p, nil)
-}
-
-// writePageWith is writePage with extra members in the body (a car
-// list's facets).
-func (s *Server) writePageWith(w http.ResponseWriter, r *http.Request, items any, total int, p yard.Page, extra map[string]any) {
 	links := s.pageLinks(r, total, p)
 	if other := w.Header().Get("Link"); other != "" { // e.g. a successor-version link
 		links += ", " + other
 	}
 	w.Header().Set("Link", links)
-	body := map[string]any{"items": items, "offset": p.Offset, "max": p.Max, "total": total}
-	if items == nil {
-		body["items"] = []any{}
-	}
-	for k, v := range extra {
-		body[k] = v
-	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, http.StatusOK, map[string]any{"items": items, "offset": p.Offset, "max": p.Max, "total": total})
 }
 
 // pageLinks builds the Link header of a page. It edits the raw query,

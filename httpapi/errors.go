@@ -76,8 +76,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 			code, err = yard.EUNAVAILABLE, ue
 		}
 	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		code, err = yard.ETOOLARGE, yard.Errorf(yard.ETOOLARGE, "The request body is larger than %d bytes.", mbe.Limit)
 	}
 	kind, ok := problemKinds[code]
@@ -94,8 +93,7 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	p.Diagnostics = auth.DiagnosticsOf(err)
 	var own []string // the error's own challenges
-	var e *yard.Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*yard.Error](err); ok {
 		p.Errors = e.Fields
 		if e.Code == yard.EGONE {
 			p.Oldest = json.RawMessage("null")

@@ -63,23 +63,8 @@ type cloudEvent struct {
 func (s *Server) RenderEvent(e *yard.Event) []byte {
 	data := json.RawMessage(e.Data)
 	kind, _, _ := strings.Cut(e.Type, ".")
-	if !strings.HasSuffix(e.Type, ".deleted") && e.Type != yard.EventCarImported {
-		var view any
-		switch kind {
-		case "dog":
-			view = viewOf(e.Data, newDogView)
-		case "bark":
-			view = viewOf(e.Data, s.newBarkView)
-		case "order":
-			view = viewOf(e.Data, newOrderDoc)
-		case "car":
-			view = viewOf(e.Data, newCarView)
-		case "garage":
-			view = viewOf(e.Data, newGarageView)
-		case "webhook":
-			view = viewOf(e.Data, newWebhookView)
-		}
-		if view != nil {
+	if render, ok := eventViews[kind]; ok && !strings.HasSuffix(e.Type, ".deleted") && e.Type != yard.EventCarImported {
+		if view := render(s, e.Data); view != nil {
 			if b, err := marshalJSON(view); err == nil {
 				data = b
 			}
@@ -88,6 +73,16 @@ func (s *Server) RenderEvent(e *yard.Event) []byte {
 	body, _ := marshalJSON(cloudEvent{SpecVersion: "1.0", ID: e.ID.String(), Source: s.deps.BaseURL, Type: e.Type,
 		Time: Timestamp(e.Time), Subject: s.url(e.Subject), DataContentType: "application/json", Data: data})
 	return body
+}
+
+// eventViews render the data of an event by the kind of its resource.
+var eventViews = map[string]func(s *Server, data []byte) any{
+	"dog":     func(_ *Server, data []byte) any { return viewOf(data, newDogView) },
+	"bark":    func(s *Server, data []byte) any { return viewOf(data, s.newBarkView) },
+	"order":   func(_ *Server, data []byte) any { return viewOf(data, newOrderDoc) },
+	"car":     func(_ *Server, data []byte) any { return viewOf(data, newCarView) },
+	"garage":  func(_ *Server, data []byte) any { return viewOf(data, newGarageView) },
+	"webhook": func(_ *Server, data []byte) any { return viewOf(data, newWebhookView) },
 }
 
 // viewOf decodes an event's data (the store's JSON of a T) and makes its

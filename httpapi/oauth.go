@@ -162,8 +162,7 @@ func (s *Server) oauthFormError(w http.ResponseWriter, r *http.Request, err erro
 	for k, v := range extra {
 		form[k] = v
 	}
-	var e *yard.Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*yard.Error](err); ok {
 		for _, c := range e.Challenge {
 			w.Header().Add("WWW-Authenticate", c)
 		}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"log/slog"
@@ -33,10 +34,7 @@ func newRequestID() string {
 // observe logs a request and counts it. Only the path is logged, never the
 // query (signed requests carry credentials there) or any header.
 func (s *Server) observe(r *http.Request, pattern string, status int, d time.Duration, id string) {
-	label := pattern
-	if label == "" {
-		label = "unmatched"
-	}
+	label := cmp.Or(pattern, "unmatched")
 	s.metrics.observe(r.Method, label, status, d)
 	level := slog.LevelInfo
 	switch {

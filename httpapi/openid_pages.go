@@ -34,11 +34,7 @@ type openidStore interface {
 // openidRedirect sends the browser to return_to with the message's fields
 // added to its query (OpenID 2.0 §5.2.1), with 303 See Other.
 func openidRedirect(w http.ResponseWriter, returnTo string, m openid.Message) {
-	u, err := url.Parse(returnTo)
-	if err != nil { // ParseCheckID accepted it; cannot happen
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
+	u, _ := url.Parse(returnTo) // openid.ParseCheckID parsed it (ValidReturnTo)
 	q := u.Query()
 	for k, v := range m {
 		q.Set("openid."+k, v)
@@ -49,9 +45,13 @@ func openidRedirect(w http.ResponseWriter, returnTo string, m openid.Message) {
 }
 
 // openidRequest reads a checkid request from query or form fields. When it
-// returns nil the answer has been written: an error page, or an indirect
-// error at return_to.
+// returns nil the answer has been written: 503 on a server without the
+// provider, an error page, or an indirect error at return_to.
 func (s *Server) openidRequest(p *pages.Pages, w http.ResponseWriter, r *http.Request, v url.Values) *openid.CheckIDRequest {
+	if _, err := s.openID(); err != nil {
+		s.error(w, r, err)
+		return nil
+	}
 	m, err := openid.FromValues(v)
 	if err != nil {
 		p.Error(w, r, http.StatusBadRequest, "Bad OpenID request", "The request repeats a field: "+err.Error()+".")
@@ -204,10 +204,6 @@ func (s *Server) assertTo(p *pages.Pages, w http.ResponseWriter, r *http.Request
 // to remember is answered at once, else setup asks on the confirmation
 // page.
 func (s *Server) handleOpenIDCheckID(p *pages.Pages, w http.ResponseWriter, r *http.Request) {
-	if _, err := s.openID(); err != nil {
-		s.error(w, r, err)
-		return
-	}
 	req := s.openidRequest(p, w, r, r.URL.Query())
 	if req == nil {
 		return
@@ -259,10 +255,6 @@ func (s *Server) handleOpenIDCheckID(p *pages.Pages, w http.ResponseWriter, r *h
 // and sends the browser to the sign-in form, which comes back to the same
 // checkid_setup.
 func (s *Server) handleOpenIDConfirm(p *pages.Pages, w http.ResponseWriter, r *http.Request) {
-	if _, err := s.openID(); err != nil {
-		s.error(w, r, err)
-		return
-	}
 	form := maps.Clone(r.PostForm)
 	maps.DeleteFunc(form, func(k string, _ []string) bool { return len(k) <= 7 || k[:7] != "openid." })
 	req := s.openidRequest(p, w, r, form)

@@ -46,24 +46,21 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 		"ready":   s.url("/readyz"),
 		"metrics": s.url("/metrics"),
 	}
-	seen := map[string]bool{}
+	// One resource a path, in the order of its first route, with the
+	// methods of all its routes.
 	var resources []map[string]any
+	at := map[string]int{}
 	for _, rt := range s.routes {
 		p := strings.TrimSuffix(rt.Pattern, "{$}")
-		if seen[p] || p == "/" || strings.HasPrefix(p, "/docs/") {
+		if rt.Method == "" || p == "/" || strings.HasPrefix(p, "/docs/") {
 			continue
 		}
-		seen[p] = true
-		var methods []string
-		for _, o := range s.routes {
-			if strings.TrimSuffix(o.Pattern, "{$}") == p && o.Method != "" {
-				methods = append(methods, o.Method)
-			}
+		i, ok := at[p]
+		if !ok {
+			i, at[p] = len(resources), len(resources)
+			resources = append(resources, map[string]any{"href": s.url(p), "templated": strings.Contains(p, "{"), "methods": []string(nil)})
 		}
-		if len(methods) == 0 {
-			continue
-		}
-		resources = append(resources, map[string]any{"href": s.url(p), "templated": strings.Contains(p, "{"), "methods": methods})
+		resources[i]["methods"] = append(resources[i]["methods"].([]string), rt.Method)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"name":      "yard",
@@ -82,10 +79,7 @@ func (s *Server) OpenAPI() ([]byte, error) { return s.openapi() }
 // buildOpenAPI builds the document OpenAPI returns.
 func (s *Server) buildOpenAPI() ([]byte, error) {
 	var doc map[string]any
-	raw, err := openapiFS.ReadFile("openapi/base.json")
-	if err != nil {
-		return nil, err
-	}
+	raw, _ := openapiFS.ReadFile("openapi/base.json") // embedded: none is a document that does not parse
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("openapi/base.json: %w", err)
 	}
@@ -144,14 +138,13 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 	if info, ok := doc["info"].(map[string]any); ok {
 		info["version"] = s.deps.Version
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf) // no HTML escaping, as marshalJSON
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	body, err := marshalJSON(doc) // no HTML escaping
+	if err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+	var buf bytes.Buffer
+	err = json.Indent(&buf, body, "", "  ")
+	return buf.Bytes(), err
 }
 
 // mergeObjects copies each object of src into the object of the same name

@@ -70,11 +70,10 @@ func readOrderRequest(r *http.Request) (string, orderInput, error) {
 // or JSON (application/json, the default without Content-Type).
 func readOrder(r *http.Request) (orderInput, error) {
 	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return decode[orderInput](r)
-	}
 	mt, params, err := mime.ParseMediaType(ct)
 	switch {
+	case ct == "" || err == nil && (mt == mediaJSON || strings.HasSuffix(mt, "+json")):
+		return decode[orderInput](r)
 	case err != nil:
 		return orderInput{}, yard.Errorf(yard.EUNSUPPORTED, "The Content-Type %q does not parse.", ct)
 	case mt == mediaXML || mt == mediaTextXML:
@@ -86,8 +85,6 @@ func readOrder(r *http.Request) (orderInput, error) {
 			return orderInput{}, err
 		}
 		return decodeOrderXML(body)
-	case mt == mediaJSON || strings.HasSuffix(mt, "+json"):
-		return decode[orderInput](r)
 	}
 	return orderInput{}, yard.Errorf(yard.EUNSUPPORTED, "Send the order as application/json or application/xml, not %q.", ct)
 }
@@ -135,15 +132,9 @@ func orderBody(o *yard.Order, media string) ([]byte, string, error) {
 // §13.1.1, §13.1.4): 412 when they do not hold.
 func orderPreconditions(r *http.Request, o *yard.Order) error {
 	if im := r.Header.Get("If-Match"); im != "" {
-		for _, t := range strings.Split(im, ",") {
-			t = strings.TrimSpace(t)
-			if t == "*" {
+		for _, m := range orderOffers {
+			if body, _, err := orderBody(o, m); err == nil && matchesTag(im, etagOfBody(body), false) {
 				return nil
-			}
-			for _, m := range orderOffers {
-				if body, _, err := orderBody(o, m); err == nil && etagOfBody(body) == t {
-					return nil
-				}
 			}
 		}
 		return yard.Errorf(yard.EPRECONDITION, "The order changed since the ETag given in If-Match.")
@@ -351,6 +342,7 @@ func (s *Server) updateOrder(w http.ResponseWriter, r *http.Request, media strin
 // readCanceled reads the body of POST /order/{id}/canceled: the JSON
 // literal true or false, or the same word as text/plain.
 func readCanceled(r *http.Request) (bool, error) {
+	notBool := yard.Invalid("The body must be true or false.", yard.FieldError{Field: "canceled", Message: "must be true or false"})
 	ct := r.Header.Get("Content-Type")
 	mt, params, err := mime.ParseMediaType(ct)
 	if ct != "" && err == nil && mt == "text/plain" {
@@ -367,7 +359,7 @@ func readCanceled(r *http.Request) (bool, error) {
 		case "false":
 			return false, nil
 		}
-		return false, yard.Invalid("The body must be true or false.", yard.FieldError{Field: "canceled", Message: "must be true or false"})
+		return false, notBool
 	}
 	if ct != "" && (err != nil || !(mt == mediaJSON || strings.HasSuffix(mt, "+json"))) {
 		return false, yard.Errorf(yard.EUNSUPPORTED, "Send true as application/json or text/plain, not %q.", ct)
@@ -375,7 +367,7 @@ func readCanceled(r *http.Request) (bool, error) {
 	v, err := decode[*bool](r)
 	if err != nil {
 		if yard.ErrorCode(err) == yard.EINVALID {
-			return false, yard.Invalid("The body must be true or false.", yard.FieldError{Field: "canceled", Message: "must be true or false"})
+			return false, notBool
 		}
 		return false, err
 	}

@@ -71,8 +71,7 @@ func decodeOrderXML(body []byte) (orderInput, error) {
 			break
 		}
 		if err != nil {
-			var syn *xml.SyntaxError
-			if errors.As(err, &syn) {
+			if syn, ok := errors.AsType[*xml.SyntaxError](err); ok {
 				return in, yard.Errorf(yard.EMALFORMED, "Malformed XML at line %d: %s.", syn.Line, strings.TrimPrefix(syn.Msg, "xml: "))
 			}
 			return in, bad("%s", strings.TrimPrefix(err.Error(), "xml: "))

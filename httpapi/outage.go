@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -24,12 +25,10 @@ type outageStore interface {
 // unreachable is the 503 of a store that did not answer a check (err),
 // with the Retry-After the store gives its outages.
 func (s *Server) unreachable(err error) *yard.Error {
-	ue := s.db.outage.Unavailable(err)
-	if ue == nil {
-		// The check failed otherwise (its own time-out): ask the store
-		// for the answer it gives an outage.
-		ue = s.db.outage.Unavailable(yard.Errorf(yard.EUNAVAILABLE, "The store is not reachable."))
-	}
+	// When the check failed otherwise (its own time-out), the answer the
+	// store gives an outage.
+	ue := cmp.Or(s.db.outage.Unavailable(err),
+		s.db.outage.Unavailable(yard.Errorf(yard.EUNAVAILABLE, "The store is not reachable.")))
 	return &yard.Error{Code: yard.EUNAVAILABLE, Message: "The store is not reachable.", RetryAfter: ue.RetryAfter}
 }
 

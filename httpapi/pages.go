@@ -7,10 +7,11 @@ import (
 	"github.com/yard-api/yard/pages"
 )
 
-// Pages for people (package pages): the sign-in form and its stylesheet
-// here; the OAuth 1.0a authorisation page and other flows render through
-// the same package. Every page handler goes through s.page, which applies
-// the pages' security middleware (CSP, framing, CSRF, cross-origin check).
+// Pages for people (package pages): the sign-in form, the OAuth 1.0a
+// authorisation page and other flows render through that package, and
+// routes.go serves its stylesheet (pages.Pages.HandleStyle, which needs no
+// Kit). Every page handler goes through s.page, which applies the pages'
+// security middleware (CSP, framing, CSRF, cross-origin check).
 
 // page wraps a page handler with the pages' middleware; without an
 // authentication kit it answers 503.
@@ -23,11 +24,6 @@ func (s *Server) page(h func(p *pages.Pages, w http.ResponseWriter, r *http.Requ
 		}
 		p.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(p, w, r) })).ServeHTTP(w, r)
 	}
-}
-
-// handlePagesStyle is GET /pages/style.css.
-func (s *Server) handlePagesStyle(w http.ResponseWriter, r *http.Request) {
-	new(pages.Pages).HandleStyle(w, r)
 }
 
 // mountConsole routes the console's paths to the console (without a Kit,

@@ -85,17 +85,9 @@ func (s *Server) handleCreatePerson(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListPeople(w http.ResponseWriter, r *http.Request) {
-	p, err := s.pageOf(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	users, total, err := s.db.people.FindUsers(r.Context(), yard.UserFilter{Offset: p.Offset, Limit: max(p.Max, 0)})
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writePage(w, r, pageViews(users, p, newPersonView), total, p)
+	writePagedList(s, w, r, func(ctx context.Context, p yard.Page) ([]*yard.User, int, error) {
+		return s.db.people.FindUsers(ctx, yard.UserFilter{Offset: p.Offset, Limit: max(p.Max, 0)})
+	}, newPersonView)
 }
 
 // personFor loads the person of the path if the caller is that person or an
@@ -110,7 +102,7 @@ func (s *Server) personFor(r *http.Request) (*yard.User, error) {
 }
 
 func (s *Server) handleGetPerson(w http.ResponseWriter, r *http.Request, u *yard.User) {
-	writeRepresentation(w, r, newPersonView(u), u.UpdatedAt)
+	writeRepresentation(w, r, http.StatusOK, newPersonView(u), u.UpdatedAt)
 }
 
 type personPatch struct {
@@ -181,21 +173,18 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request, u *ya
 		return
 	}
 	s.forgetUser(u.ID)
-	writeRepresentation(w, r, newPersonView(updated), updated.UpdatedAt)
+	writeRepresentation(w, r, http.StatusOK, newPersonView(updated), updated.UpdatedAt)
 }
 
 func (s *Server) handleDeletePerson(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("person_id")
+	var err error
 	if id == yard.PrincipalFromContext(r.Context()).UserID {
-		s.error(w, r, yard.Errorf(yard.ECONFLICT, "An administrator cannot delete their own record."))
-		return
+		err = yard.Errorf(yard.ECONFLICT, "An administrator cannot delete their own record.")
+	} else if err = s.db.people.DeleteUser(r.Context(), id); err == nil {
+		s.forgetUser(id)
 	}
-	if err := s.db.people.DeleteUser(r.Context(), id); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.forgetUser(id)
-	w.WriteHeader(http.StatusNoContent)
+	s.writeNoContent(w, r, err)
 }
 
 // forgetUser drops what the authentication schemes keep of a person who

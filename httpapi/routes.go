@@ -66,11 +66,11 @@ func (s *Server) registerRoutes() {
 	s.handle("DELETE", "/apikeys/{apiKey}", s.authenticated(s.handleDeleteAPIKey))
 	// Bark actions (docs/barks.md): bark tasks, the single bark, and the
 	// bark-schedule view of the schedule (the PATCH of the dog is the other).
-	s.handle("POST", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleCreateBark))
+	s.handle("POST", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleBark(true)))
 	s.handle("GET", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleListBarks))
 	s.handle("GET", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(loaded(s, s.loadDogFor, s.handleGetBark)))
 	s.handle("DELETE", "/v1/dogs/{dog_id}/barks/{bark_id}", s.authenticated(s.handleDeleteBark))
-	s.handle("POST", "/v1/dogs/{dog_id}/bark", s.authenticated(s.handleBarkNow))
+	s.handle("POST", "/v1/dogs/{dog_id}/bark", s.authenticated(s.handleBark(false)))
 	s.handle("GET", "/v1/dogs/{dog_id}/bark", s.authenticated(loaded(s, s.loadDogFor, s.handleLastBark)))
 	s.handle("POST", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(loaded(s, s.loadDogFor, s.handlePostSchedule)))
 	s.handle("GET", "/v1/dogs/{dog_id}/bark-schedule", s.authenticated(loaded(s, s.loadDogFor, s.handleGetSchedule)))
@@ -133,7 +133,7 @@ func (s *Server) registerRoutes() {
 	// authorisation flows send a browser to, and the pages' stylesheet.
 	s.handle("GET", pages.SignInPath, s.page((*pages.Pages).HandleSignIn))
 	s.handle("POST", pages.SignInPath, s.page((*pages.Pages).HandleSignIn))
-	s.handleXML("GET", pages.StylePath, s.handlePagesStyle)
+	s.handleXML("GET", pages.StylePath, new(pages.Pages).HandleStyle) // needs no Kit
 	// The console for people (package console, docs/console.md): pages
 	// over this API, which call it as any client does. Not endpoints of
 	// the API, so not in Routes nor in the OpenAPI document.

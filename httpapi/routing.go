@@ -47,19 +47,13 @@ func (w *muxRedirects) Write(b []byte) (int, error) {
 // unrouted answers a request no endpoint matched: 404, 405 with Allow, or
 // the answer to OPTIONS (204 with Allow), each with a problem body.
 func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler) {
-	rec := &recorder{header: http.Header{}, Code: http.StatusOK}
 	if methods := s.literals[r.URL.Path]; methods != nil {
 		// A path some route names as it is: only its own routes' methods.
-		allow := slices.Clone(methods)
-		if slices.Contains(allow, http.MethodGet) {
-			allow = append(allow, http.MethodHead)
-		}
-		slices.Sort(allow)
-		rec.Code = http.StatusMethodNotAllowed
-		rec.header.Set("Allow", strings.Join(slices.Compact(allow), ", "))
-	} else {
-		h.ServeHTTP(rec, r)
+		s.notAllowed(w, r, allowList(methods)+", OPTIONS")
+		return
 	}
+	rec := &recorder{header: http.Header{}, Code: http.StatusOK}
+	h.ServeHTTP(rec, r)
 	switch {
 	case rec.Code == http.StatusMethodNotAllowed:
 		allow := rec.header.Get("Allow")
@@ -78,6 +72,17 @@ func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler
 	default:
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))
 	}
+}
+
+// allowList is the Allow value of routes' methods: sorted, once each, and
+// HEAD wherever GET is.
+func allowList(methods []string) string {
+	allow := slices.Clone(methods)
+	if slices.Contains(allow, http.MethodGet) {
+		allow = append(allow, http.MethodHead)
+	}
+	slices.Sort(allow)
+	return strings.Join(slices.Compact(allow), ", ")
 }
 
 // notAllowed answers a method the resource does not take: 405 with Allow,

@@ -192,18 +192,14 @@ func parseToken(raw json.RawMessage) (string, error) {
 		return "", bad
 	}
 	var tok string
+	var f float64
+	var err error
 	if raw[0] == '"' {
-		if err := json.Unmarshal(raw, &tok); err != nil {
-			return "", bad
-		}
-	} else {
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil {
-			return "", bad
-		}
+		err = json.Unmarshal(raw, &tok)
+	} else if err = json.Unmarshal(raw, &f); err == nil {
 		tok = strconv.FormatFloat(f, 'g', -1, 64) // 1, 1.0 and 1e0 are one token
 	}
-	if tok == "" || len(tok) > 200 {
+	if err != nil || tok == "" || len(tok) > 200 {
 		return "", bad
 	}
 	return tok, nil
@@ -223,7 +219,7 @@ func (s *Server) handleGetSchedule(w http.ResponseWriter, r *http.Request, d *ya
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "The dog has no bark schedule."))
 		return
 	}
-	writeRepresentation(w, r, newScheduleView(d.Schedule), d.UpdatedAt)
+	writeRepresentation(w, r, http.StatusOK, newScheduleView(d.Schedule), d.UpdatedAt)
 }
 
 func newScheduleView(sc *yard.BarkSchedule) scheduleView {

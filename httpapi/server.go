@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -25,6 +26,7 @@ import (
 	"github.com/yard-api/yard/internal/tracing"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/pages"
+	"github.com/yard-api/yard/webhooks"
 )
 
 // MaxBodyBytes is the largest request body accepted (docs/api.md, HTTP).
@@ -190,21 +192,12 @@ type route struct {
 // New returns a server over its collaborators with its routes registered.
 func New(d Deps) *Server {
 	d.BaseURL = strings.TrimRight(d.BaseURL, "/")
-	if d.Auth == nil {
-		d.Auth = &auth.Chain{}
-	}
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
-	if d.Registry == nil {
-		d.Registry = prometheus.NewRegistry()
-	}
-	if d.Version == "" {
-		d.Version = "dev"
-	}
-	if d.Lists == nil {
-		d.Lists = fairgate.New(fairgate.Config{})
-	}
+	d.Auth = cmp.Or(d.Auth, &auth.Chain{})
+	d.Logger = cmp.Or(d.Logger, slog.New(slog.DiscardHandler))
+	d.Registry = cmp.Or(d.Registry, prometheus.NewRegistry())
+	d.Version = cmp.Or(d.Version, "dev")
+	d.Lists = cmp.Or(d.Lists, fairgate.New(fairgate.Config{}))
+	d.Webhooks = cmp.Or[WebhookChecker](d.Webhooks, webhooks.PolicyChecker{}) // the default policy
 	s := &Server{deps: d, basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{},
 		indexReads: map[string]bool{}, storeDown: make(chan struct{}, 1),
 		db: stores{dogs: d.DB, barks: d.DB, cars: d.DB, events: d.DB, openid: d.DB, ops: d.DB, outage: d.DB, orders: d.DB, people: d.DB, webhooks: d.DB}}

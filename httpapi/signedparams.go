@@ -19,7 +19,8 @@ func credentialParams(vars []string, components map[string]any) ([]string, error
 	schemes, _ := components["securitySchemes"].(map[string]any)
 	var keys []string
 	for _, v := range vars {
-		named := func(m map[string]any) bool {
+		named := func(p any) bool {
+			m, _ := p.(map[string]any)
 			name, _ := m["name"].(string)
 			return m["in"] == "query" && strings.EqualFold(name, v)
 		}
@@ -32,17 +33,12 @@ func credentialParams(vars []string, components map[string]any) ([]string, error
 		if slices.ContainsFunc(slices.Collect(maps.Values(schemes)), described) {
 			continue
 		}
-		key := ""
-		for _, k := range slices.Sorted(maps.Keys(params)) {
-			if m, ok := params[k].(map[string]any); ok && named(m) {
-				key = k
-				break
-			}
-		}
-		if key == "" {
+		names := slices.Sorted(maps.Keys(params))
+		i := slices.IndexFunc(names, func(k string) bool { return named(params[k]) })
+		if i < 0 {
 			return nil, fmt.Errorf("openapi: no query parameter documents the credential variable %q", v)
 		}
-		keys = append(keys, key)
+		keys = append(keys, names[i])
 	}
 	return keys, nil
 }

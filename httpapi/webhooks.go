@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/yard-api/yard"
-	"github.com/yard-api/yard/webhooks"
 )
 
 // webhookStore is what the webhook endpoints need of the store; *store.DB is
@@ -86,11 +85,7 @@ type webhookWrite struct {
 // policy, the types against the event types.
 func (s *Server) checkWebhook(in *webhookWrite) error {
 	if in.URL != nil {
-		check := func(u string) error { return webhooks.CheckURL(nil, u) }
-		if s.deps.Webhooks != nil {
-			check = s.deps.Webhooks.CheckURL
-		}
-		if err := check(*in.URL); err != nil {
+		if err := s.deps.Webhooks.CheckURL(*in.URL); err != nil {
 			return err
 		}
 	}
@@ -140,18 +135,10 @@ func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request) {
 // handleListWebhooks answers GET /v1/webhooks: a page of the caller's
 // subscriptions (every one for an administrator), oldest first.
 func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
-	pg, err := s.pageOf(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	f := yard.WebhookFilter{Offset: pg.Offset, Limit: pg.Max, Owner: ownedBy(yard.PrincipalFromContext(r.Context()))}
-	hooks, total, err := s.db.webhooks.FindWebhooks(r.Context(), f)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writePage(w, r, pageViews(hooks, pg, newWebhookView), total, pg)
+	writePagedList(s, w, r, func(ctx context.Context, pg yard.Page) ([]*yard.Webhook, int, error) {
+		owner := ownedBy(yard.PrincipalFromContext(ctx))
+		return s.db.webhooks.FindWebhooks(ctx, yard.WebhookFilter{Offset: pg.Offset, Limit: pg.Max, Owner: owner})
+	}, newWebhookView)
 }
 
 // loadWebhookFor loads the subscription of the path for the caller: its
@@ -159,20 +146,16 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request) {
 // exist.
 func (s *Server) loadWebhookFor(r *http.Request) (*yard.Webhook, error) {
 	hook, err := s.db.webhooks.FindWebhook(r.Context(), r.PathValue("webhook_id"))
-	if err != nil {
-		return nil, err
+	if p := yard.PrincipalFromContext(r.Context()); err == nil && hook.Owner != p.UserID && !p.IsAdmin() {
+		err = yard.Errorf(yard.ENOTFOUND, "Webhook not found.")
 	}
-	p := yard.PrincipalFromContext(r.Context())
-	if hook.Owner != p.UserID && !p.IsAdmin() {
-		return nil, yard.Errorf(yard.ENOTFOUND, "Webhook not found.")
-	}
-	return hook, nil
+	return hook, err
 }
 
 // handleGetWebhook answers GET /v1/webhooks/{webhook_id} (never with the
 // secret).
 func (s *Server) handleGetWebhook(w http.ResponseWriter, r *http.Request, hook *yard.Webhook) {
-	writeRepresentation(w, r, newWebhookView(hook), hook.UpdatedAt)
+	writeRepresentation(w, r, http.StatusOK, newWebhookView(hook), hook.UpdatedAt)
 }
 
 // handlePatchWebhook applies a JSON merge patch (RFC 7396) of url, types
@@ -200,7 +183,7 @@ func (s *Server) handlePatchWebhook(w http.ResponseWriter, r *http.Request, hook
 		s.error(w, r, err)
 		return
 	}
-	writeWithValidators(w, http.StatusOK, newWebhookView(hook), hook.UpdatedAt)
+	writeRepresentation(w, r, http.StatusOK, newWebhookView(hook), hook.UpdatedAt)
 }
 
 // handleDeleteWebhook answers DELETE /v1/webhooks/{webhook_id}: 204; its
@@ -217,18 +200,11 @@ func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, hoo
 // /v1/webhooks/{webhook_id}/deliveries: a page of delivery attempts,
 // newest first.
 func (s *Server) handleListWebhookDeliveries(w http.ResponseWriter, r *http.Request, hook *yard.Webhook) {
-	pg, err := s.pageOf(r)
-	var ds []*yard.WebhookDelivery
-	total := 0
-	if err == nil && pg.Max > 0 {
-		ds, total, err = s.db.webhooks.FindWebhookDeliveries(r.Context(), hook.ID, pg.Offset, pg.Max)
-	} else if err == nil {
-		_, total, err = s.db.webhooks.FindWebhookDeliveries(r.Context(), hook.ID, 0, 1)
-	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	s.writePage(w, r, pageViews(ds, pg, s.newDeliveryView), total, pg)
+	w.Header().Set("Cache-Control", "no-store") // as every problem is
+	writePagedList(s, w, r, func(ctx context.Context, pg yard.Page) ([]*yard.WebhookDelivery, int, error) {
+		if pg.Max == 0 { // the total only
+			return s.db.webhooks.FindWebhookDeliveries(ctx, hook.ID, 0, 1)
+		}
+		return s.db.webhooks.FindWebhookDeliveries(ctx, hook.ID, pg.Offset, pg.Max)
+	}, s.newDeliveryView)
 }

@@ -204,8 +204,7 @@ func readPassword(stdin io.Reader) (string, bool, error) {
 
 // describe turns a domain error into a message for the command line.
 func describe(err error) error {
-	var e *yard.Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*yard.Error](err); ok {
 		msg := e.Message
 		for _, f := range e.Fields {
 			msg += fmt.Sprintf(" %s %s.", f.Field, f.Message)
