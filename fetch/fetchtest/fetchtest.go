@@ -17,12 +17,11 @@ import (
 	"testing"
 )
 
-// Server serves the repositories under Root over HTTPS at /git/<name>.
-// Redirect, when set, answers every request under /moved/ with a 302 to
-// Redirect followed by the rest of the path.
+// Server serves the repositories under a root directory over HTTPS at
+// /git/<name>, and answers every request under /moved/ with a 302 as
+// RedirectTo says.
 type Server struct {
 	*httptest.Server
-	Root string
 	// CAFile holds the server's certificate (PEM), for GIT_SSL_CAINFO.
 	CAFile string
 
@@ -43,7 +42,7 @@ func NewServer(t testing.TB, root string) *Server {
 		Root: "/git",
 		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"},
 	}
-	s := &Server{Root: root}
+	s := &Server{}
 	mux := http.NewServeMux()
 	mux.Handle("/git/", backend)
 	mux.HandleFunc("/moved/", func(w http.ResponseWriter, r *http.Request) {
