@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -25,8 +26,8 @@ type Server struct {
 	// CAFile holds the server's certificate (PEM), for GIT_SSL_CAINFO.
 	CAFile string
 
+	redirect atomic.Value // string, the prefix of RedirectTo
 	mu       sync.Mutex
-	redirect string
 	parents  []string
 }
 
@@ -46,9 +47,7 @@ func NewServer(t testing.TB, root string) *Server {
 	mux := http.NewServeMux()
 	mux.Handle("/git/", backend)
 	mux.HandleFunc("/moved/", func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		to := s.redirect
-		s.mu.Unlock()
+		to, _ := s.redirect.Load().(string)
 		target := to + strings.TrimPrefix(r.URL.Path, "/moved/")
 		if r.URL.RawQuery != "" {
 			target += "?" + r.URL.RawQuery
@@ -81,9 +80,7 @@ func (s *Server) TraceParents() []string {
 
 // RedirectTo makes /moved/<path> answer 302 to prefix+<path>.
 func (s *Server) RedirectTo(prefix string) {
-	s.mu.Lock()
-	s.redirect = prefix
-	s.mu.Unlock()
+	s.redirect.Store(prefix)
 }
 
 // Port is the server's port.
