@@ -70,15 +70,12 @@ func Start(t testing.TB, o Options) *Server {
 	srv.Domain = "localhost"
 	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
 	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
-	var ln net.Listener
-	var err error
-	if o.Implicit {
-		ln, err = tls.Listen("tcp", "127.0.0.1:0", srv.TLSConfig)
-	} else {
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.Implicit {
+		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
