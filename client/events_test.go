@@ -172,7 +172,7 @@ func TestEventsResumesAgainstAScript(t *testing.T) {
 type eventsEnv struct {
 	*apitest.Env
 	svc   *jobs.Service
-	clock *apitest.Clock
+	clock *storetest.Clock
 	net   *testNet
 }
 
@@ -187,7 +187,7 @@ func startEventsEnv(t *testing.T) *eventsEnv {
 	data := t.TempDir()
 	svc := jobs.New(jobs.Config{DB: db, Effects: &jobs.Effects{Mailer: &notify.MailOutbox{Dir: filepath.Join(data, "outbox")},
 		Users: db, DataDir: data, From: "yard@yard.test", Domain: "yard.test"}})
-	clock := apitest.NewClock()
+	clock := storetest.NewClock(time.Now())
 	env := apitest.Start(t, db,
 		apitest.WithAuthKit(t, db, nil, func(c *auth.Config) { c.Now = clock.Now; c.Limiter = auth.NewLoginLimiter(0, nil) }),
 		func(d *httpapi.Deps) { d.Barks = svc; d.Events = hub })

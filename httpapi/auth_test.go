@@ -32,7 +32,7 @@ import (
 type authEnv struct {
 	*apitest.Env
 	kit    *auth.Kit
-	clock  *apitest.Clock
+	clock  *storetest.Clock
 	alice  *yard.User
 	dogURI string
 	http   *http.Client // trusts the test server, follows no redirects, validates nothing
@@ -40,7 +40,7 @@ type authEnv struct {
 
 func startAuth(t *testing.T, db *store.DB, mod func(*auth.Config)) *authEnv {
 	t.Helper()
-	clock := apitest.NewClock()
+	clock := storetest.NewClock(time.Now())
 	var kit *auth.Kit
 	env := apitest.Start(t, db, apitest.WithAuthKit(t, db, &kit, func(c *auth.Config) {
 		c.Now = clock.Now

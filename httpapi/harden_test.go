@@ -273,7 +273,7 @@ func TestLoginLimitAcrossProcesses(t *testing.T) {
 	dbA, dbB := storetest.OpenDSN(t, dsn), storetest.OpenDSN(t, dsn)
 	a := startAuth(t, dbA, func(c *auth.Config) { c.Limiter, c.Hashing = storeLimiter(dbA, 10), gate })
 	// The second server's users are the first's (one database).
-	clock := apitest.NewClock()
+	clock := storetest.NewClock(time.Now())
 	var kitB *auth.Kit
 	b := apitest.Start(t, dbB, apitest.WithAuthKit(t, dbB, &kitB, func(c *auth.Config) {
 		c.Now = clock.Now
@@ -679,7 +679,7 @@ func TestCredentialChangesAcrossProcesses(t *testing.T) {
 	a := startAuth(t, dbs[0], mod)
 	a.CreateUser("root", pw, "admin")
 	var kitB *auth.Kit
-	clockB := apitest.NewClock()
+	clockB := storetest.NewClock(time.Now())
 	b := apitest.Start(t, dbs[1], apitest.WithAuthKit(t, dbs[1], &kitB, func(c *auth.Config) {
 		mod(c)
 		c.Now = clockB.Now

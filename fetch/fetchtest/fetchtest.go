@@ -14,20 +14,20 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
-// Server serves the repositories under Root over HTTPS at /git/<name>.
-// Redirect, when set, answers every request under /moved/ with a 302 to
-// Redirect followed by the rest of the path.
+// Server serves the repositories under a root directory over HTTPS at
+// /git/<name>, and answers every request under /moved/ with a 302 as
+// RedirectTo says.
 type Server struct {
 	*httptest.Server
-	Root string
 	// CAFile holds the server's certificate (PEM), for GIT_SSL_CAINFO.
 	CAFile string
 
+	redirect atomic.Value // string, the prefix of RedirectTo
 	mu       sync.Mutex
-	redirect string
 	parents  []string
 }
 
@@ -43,13 +43,11 @@ func NewServer(t testing.TB, root string) *Server {
 		Root: "/git",
 		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"},
 	}
-	s := &Server{Root: root}
+	s := &Server{}
 	mux := http.NewServeMux()
 	mux.Handle("/git/", backend)
 	mux.HandleFunc("/moved/", func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		to := s.redirect
-		s.mu.Unlock()
+		to, _ := s.redirect.Load().(string)
 		target := to + strings.TrimPrefix(r.URL.Path, "/moved/")
 		if r.URL.RawQuery != "" {
 			target += "?" + r.URL.RawQuery
@@ -82,9 +80,7 @@ func (s *Server) TraceParents() []string {
 
 // RedirectTo makes /moved/<path> answer 302 to prefix+<path>.
 func (s *Server) RedirectTo(prefix string) {
-	s.mu.Lock()
-	s.redirect = prefix
-	s.mu.Unlock()
+	s.redirect.Store(prefix)
 }
 
 // Port is the server's port.

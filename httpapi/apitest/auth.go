@@ -3,20 +3,12 @@ package apitest
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/yard-api/yard/auth"
 	"github.com/yard-api/yard/httpapi"
 	"github.com/yard-api/yard/openid"
 	"github.com/yard-api/yard/store"
-	"github.com/yard-api/yard/store/storetest"
 )
-
-// Clock is a settable clock for tests of time-outs and expiry.
-type Clock = storetest.Clock
-
-// NewClock returns a clock that starts at the real time.
-func NewClock() *Clock { return storetest.NewClock(time.Now()) }
 
 // WithAuthKit installs every first-party authentication scheme over db
 // (keys in a temporary directory) and the OpenID provider, after letting

@@ -36,10 +36,20 @@ func Start(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context 
 		}
 		t.Skip("SKIPPING BROWSER TEST: Chromium is not installed; scripts/test installs it")
 	}
+	// Chromium's own temporary files (the directory of its singleton
+	// socket, which a browser stopped rather than closed leaves behind) go
+	// to a directory of the test's, removed after the browser's end: a run
+	// of the suite leaves nothing in /tmp.
+	tmp, err := os.MkdirTemp("", "yard-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered before the browser's cleanups, so it runs after them.
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
 	opts := append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(t.TempDir()),
-		tempDir(t),
+		chromedp.Env("TMPDIR=" + tmp),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
@@ -58,21 +68,6 @@ func Start(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context 
 		t.Fatalf("start Chromium: %v", err)
 	}
 	return ctx
-}
-
-// tempDir points Chromium's own temporary files (the directory of its
-// singleton socket, which a browser stopped rather than closed leaves
-// behind) at a directory of the test's, removed after the browser's end:
-// a run of the suite leaves nothing in /tmp.
-func tempDir(t *testing.T) chromedp.ExecAllocatorOption {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "yard-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Registered before the browser's cleanups, so it runs after them.
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return chromedp.Env("TMPDIR=" + dir)
 }
 
 // CheckScreenshot decodes a PNG screenshot, saves it in dir as name and

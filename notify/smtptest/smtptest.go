@@ -43,8 +43,8 @@ func (m Message) Header() mail.Header {
 
 // Server is a running SMTP server.
 type Server struct {
-	// Addr is host:port; Port the port alone.
-	Addr, Port string
+	// Addr is host:port.
+	Addr string
 	// Roots trusts the server's certificate.
 	Roots *x509.CertPool
 	// User and Pass, when set, are required (AUTH PLAIN).
@@ -64,26 +64,22 @@ type Options struct {
 // Start runs a server on 127.0.0.1 until the test ends.
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
-	cert, pool := SelfSigned(t)
+	cert, pool := selfSigned(t)
 	s := &Server{Roots: pool, User: o.User, Pass: o.Pass}
 	srv := smtp.NewServer(s)
 	srv.Domain = "localhost"
 	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
 	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
-	var ln net.Listener
-	var err error
-	if o.Implicit {
-		ln, err = tls.Listen("tcp", "127.0.0.1:0", srv.TLSConfig)
-	} else {
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
-	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.Implicit {
+		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	s.Addr = ln.Addr().String()
-	_, s.Port, _ = net.SplitHostPort(s.Addr)
 	return s
 }
 
@@ -154,9 +150,9 @@ func (s *session) Data(r io.Reader) error {
 func (s *session) Reset()        {}
 func (s *session) Logout() error { return nil }
 
-// SelfSigned returns a certificate for 127.0.0.1 and localhost, and a pool
+// selfSigned returns a certificate for 127.0.0.1 and localhost, and a pool
 // trusting it.
-func SelfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
+func selfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

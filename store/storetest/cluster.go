@@ -63,7 +63,7 @@ func newCluster(prefix string, maxConns int) (*Cluster, error) {
 			return exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...)
 		}
 	}
-	if out, err := c.run(filepath.Join(bin, "initdb"), "-D", c.data(), "-U", "postgres", "--auth=trust",
+	if out, err := c.run(filepath.Join(bin, "initdb"), "-D", c.DataDir(), "-U", "postgres", "--auth=trust",
 		"-E", "UTF8", "--no-sync", "--locale=C").CombinedOutput(); err != nil {
 		return c, fmt.Errorf("initdb: %v: %s", err, out)
 	}
@@ -77,10 +77,8 @@ func newCluster(prefix string, maxConns int) (*Cluster, error) {
 	return c, c.start()
 }
 
-func (c *Cluster) data() string { return filepath.Join(c.dir, "data") }
-
 func (c *Cluster) start() error {
-	if out, err := c.run(filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-o", c.opts, "-l", filepath.Join(c.dir, "log"),
+	if out, err := c.run(filepath.Join(c.bin, "pg_ctl"), "-D", c.DataDir(), "-o", c.opts, "-l", filepath.Join(c.dir, "log"),
 		"-w", "-t", "60", "start").CombinedOutput(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
 		return fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
@@ -106,7 +104,7 @@ func (c *Cluster) start() error {
 // shutdown: open connections are ended).
 func (c *Cluster) Stop(t testing.TB) {
 	t.Helper()
-	if out, err := c.run(filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-m", "fast", "-w", "-t", "60", "stop").CombinedOutput(); err != nil {
+	if out, err := c.run(filepath.Join(c.bin, "pg_ctl"), "-D", c.DataDir(), "-m", "fast", "-w", "-t", "60", "stop").CombinedOutput(); err != nil {
 		t.Fatalf("pg_ctl stop: %v: %s", err, out)
 	}
 }
@@ -129,7 +127,7 @@ func (c *Cluster) remove() {
 	if c.dir == "" {
 		return
 	}
-	_ = c.run(filepath.Join(c.bin, "pg_ctl"), "-D", c.data(), "-m", "immediate", "-w", "stop").Run()
+	_ = c.run(filepath.Join(c.bin, "pg_ctl"), "-D", c.DataDir(), "-m", "immediate", "-w", "stop").Run()
 	_ = os.RemoveAll(c.dir)
 }
 
@@ -138,7 +136,7 @@ func (c *Cluster) remove() {
 func (c *Cluster) Bin() string { return c.bin }
 
 // DataDir is the cluster's data directory (PGDATA).
-func (c *Cluster) DataDir() string { return c.data() }
+func (c *Cluster) DataDir() string { return filepath.Join(c.dir, "data") }
 
 // Run runs a command as the cluster's owner (the postgres user when the
 // test runs as root) and returns its combined output.

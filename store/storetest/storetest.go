@@ -9,6 +9,7 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -18,7 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,7 +33,9 @@ import (
 // Call it from TestMain: func TestMain(m *testing.M) { storetest.Main(m) }.
 func Main(m *testing.M) {
 	code := m.Run()
-	stopCluster()
+	if shared.c != nil {
+		shared.c.remove()
+	}
 	if n := skips.n.Load(); n > 0 {
 		fmt.Fprintf(os.Stderr, "%s: SKIPPED %d PostgreSQL tests: %v\n", filepath.Base(os.Args[0]), n, skips.reason.Load())
 	}
@@ -61,24 +64,24 @@ func skipPostgres(t testing.TB, err error, hint string) {
 	}
 	skips.n.Add(1)
 	skips.reason.Store(err.Error())
+	// The first skip appends "BINARY: PostgreSQL tests skipped: ERR" to
+	// the file SkipLogEnv names.
 	skips.once.Do(func() {
-		if path := os.Getenv(SkipLogEnv); path != "" {
-			if werr := appendSkipLine(path, filepath.Base(os.Args[0]), err); werr != nil {
-				fmt.Fprintf(os.Stderr, "storetest: %s: %v\n", SkipLogEnv, werr)
-			}
+		path := os.Getenv(SkipLogEnv)
+		if path == "" {
+			return
+		}
+		f, werr := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if werr == nil {
+			binary := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+			_, werr = fmt.Fprintf(f, "%s: PostgreSQL tests skipped: %s\n", binary, strings.ReplaceAll(err.Error(), "\n", " "))
+			werr = errors.Join(werr, f.Close())
+		}
+		if werr != nil {
+			fmt.Fprintf(os.Stderr, "storetest: %s: %v\n", SkipLogEnv, werr)
 		}
 	})
 	t.Skipf("SKIPPING POSTGRESQL TESTS: %v (%s)", err, hint)
-}
-
-// appendSkipLine appends "BINARY: PostgreSQL tests skipped: ERR" to path.
-func appendSkipLine(path, binary string, err error) error {
-	f, ferr := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if ferr != nil {
-		return ferr
-	}
-	_, werr := fmt.Fprintf(f, "%s: PostgreSQL tests skipped: %s\n", strings.TrimSuffix(binary, ".test"), strings.ReplaceAll(err.Error(), "\n", " "))
-	return errors.Join(werr, f.Close())
 }
 
 // Engines lists the engine names ForEachEngine runs.
@@ -169,11 +172,12 @@ func createDatabase(t testing.TB, admin, name string) string {
 	return u.String()
 }
 
-var cluster struct {
+// shared is the cluster the tests of the package share, started on first
+// use; with YARD_TEST_POSTGRES_URL it is only that URL (nothing to remove).
+var shared struct {
 	once sync.Once
-	url  string
+	c    *Cluster
 	err  error
-	c    *Cluster // nil with YARD_TEST_POSTGRES_URL
 }
 
 // PostgresURL returns the admin URL of the test cluster, starting it on
@@ -181,28 +185,17 @@ var cluster struct {
 // CI=true.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	cluster.once.Do(startCluster)
-	if cluster.err != nil {
-		skipPostgres(t, cluster.err, "install postgresql-15 or set YARD_TEST_POSTGRES_URL")
+	shared.once.Do(func() {
+		if u := os.Getenv("YARD_TEST_POSTGRES_URL"); u != "" {
+			shared.c = &Cluster{URL: u}
+			return
+		}
+		shared.c, shared.err = newCluster("yard-pg-", 400)
+	})
+	if shared.err != nil {
+		skipPostgres(t, shared.err, "install postgresql-15 or set YARD_TEST_POSTGRES_URL")
 	}
-	return cluster.url
-}
-
-func startCluster() {
-	if u := os.Getenv("YARD_TEST_POSTGRES_URL"); u != "" {
-		cluster.url = u
-		return
-	}
-	cluster.c, cluster.err = newCluster("yard-pg-", 400)
-	if cluster.c != nil {
-		cluster.url = cluster.c.URL
-	}
-}
-
-func stopCluster() {
-	if cluster.c != nil {
-		cluster.c.remove()
-	}
+	return shared.c.URL
 }
 
 // postgresBin finds the newest PostgreSQL server binaries.
@@ -211,7 +204,7 @@ func postgresBin() (string, error) {
 		return p, nil
 	}
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
+	slices.SortFunc(dirs, func(a, b string) int { return cmp.Compare(versionOf(b), versionOf(a)) })
 	for _, d := range dirs {
 		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
 			return d, nil
@@ -223,10 +216,9 @@ func postgresBin() (string, error) {
 	return "", fmt.Errorf("no PostgreSQL server binaries (initdb) found")
 }
 
-func versionOf(dir string) int {
-	v := strings.TrimSuffix(strings.TrimPrefix(dir, "/usr/lib/postgresql/"), "/bin")
-	n := 0
-	fmt.Sscanf(v, "%d", &n)
+// versionOf is the major version of /usr/lib/postgresql/VERSION/bin.
+func versionOf(dir string) (n int) {
+	fmt.Sscanf(filepath.Base(filepath.Dir(dir)), "%d", &n)
 	return n
 }
 

@@ -44,8 +44,8 @@ type Span struct {
 // Receiver is a running OTLP/HTTP receiver.
 type Receiver struct {
 	// URL is the base URL (what OTEL_EXPORTER_OTLP_ENDPOINT or
-	// --otel-endpoint take); TracesURL the traces endpoint.
-	URL, TracesURL string
+	// --otel-endpoint take).
+	URL string
 
 	mu        sync.Mutex
 	spans     []Span
@@ -61,7 +61,7 @@ func Start(t testing.TB) *Receiver {
 	r := &Receiver{}
 	srv := httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(srv.Close)
-	r.URL, r.TracesURL = srv.URL, srv.URL+"/v1/traces"
+	r.URL = srv.URL
 	t.Cleanup(func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -204,7 +204,7 @@ func Named(name string) func(Span) bool {
 // ends.
 func (r *Receiver) Provider(t testing.TB, instance string) *tracing.Provider {
 	t.Helper()
-	p, err := tracing.New(context.Background(), tracing.Config{URL: r.TracesURL, Service: "yard-test", Instance: instance})
+	p, err := tracing.New(context.Background(), tracing.Config{URL: r.URL + "/v1/traces", Service: "yard-test", Instance: instance})
 	if err != nil {
 		t.Fatal(err)
 	}
