@@ -21,6 +21,7 @@ import (
 
 	"github.com/yard-api/yard"
 	"github.com/yard-api/yard/internal/authparam"
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // Digest is HTTP Digest access authentication (RFC 7616) with qop=auth and
@@ -80,7 +81,7 @@ func (d *Digest) challenges(stale bool) []string {
 	return out
 }
 
-func (d *Digest) ttl() time.Duration { return orDefault(d.NonceTTL, 5*time.Minute) }
+func (d *Digest) ttl() time.Duration { return defaults.Positive(d.NonceTTL, 5*time.Minute) }
 
 // NewNonce returns a nonce issued now.
 func (d *Digest) NewNonce() string {
@@ -247,6 +248,6 @@ func buildDigest(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
 		return nil, fmt.Errorf("digest nonce key: %w", err)
 	}
 	k.Digest = &Digest{Users: cfg.Store, Counter: cfg.Store, Limiter: cfg.Limiter, Secret: nonceKey,
-		NonceTTL: orDefault(cfg.NonceTTL, 5*time.Minute), Now: k.Now, Opaque: "yard", Diagnostics: !cfg.HideDiagnostics}
+		NonceTTL: defaults.Positive(cfg.NonceTTL, 5*time.Minute), Now: k.Now, Opaque: "yard", Diagnostics: !cfg.HideDiagnostics}
 	return k.Digest, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // HashGate bounds the slow password hashing (argon2id, about 19 MiB and
@@ -28,11 +29,11 @@ type HashGate struct {
 // and the longest wait for a slot. slots <= 0 takes DefaultHashSlots;
 // queue < 0 takes four per slot.
 func NewHashGate(slots, queue int, maxWait time.Duration) *HashGate {
-	slots = orDefault(slots, DefaultHashSlots())
+	slots = defaults.Positive(slots, DefaultHashSlots())
 	if queue < 0 {
 		queue = 4 * slots
 	}
-	maxWait = orDefault(maxWait, 2*time.Second)
+	maxWait = defaults.Positive(maxWait, 2*time.Second)
 	return &HashGate{slots: make(chan struct{}, slots), queue: make(chan struct{}, queue), maxWait: maxWait}
 }
 

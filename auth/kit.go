@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // Store is what the schemes need of the store.
@@ -126,14 +127,6 @@ var chainOrder = []struct {
 	{inCookie, buildSessions},       // session.go
 }
 
-// orDefault returns d, or def when d is not positive.
-func orDefault[T int | time.Duration](d, def T) T {
-	if d > 0 {
-		return d
-	}
-	return def
-}
-
 // NewKit builds the schemes of cfg and the chain that runs them in the
 // documented order (docs/auth.md): Authorization header (Basic, Digest, Bearer, and OAuth
 // 1.0a when the store keeps OAuth state), then the query (OAuth 1.0a
@@ -144,7 +137,7 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 	if now == nil {
 		now = time.Now
 	}
-	cacheTTL := orDefault(cfg.CacheTTL, 5*time.Second)
+	cacheTTL := defaults.Positive(cfg.CacheTTL, 5*time.Second)
 	k := &Kit{Basic: cfg.Basic, Limiter: cfg.Limiter, Hashing: cfg.Hashing, Store: cfg.Store, Now: now, cacheTTL: cacheTTL}
 	k.Users = &UserCache{Users: cfg.Store, TTL: cacheTTL, Now: now}
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -141,7 +142,7 @@ func (p *PKTokens) checkPassword(r *http.Request, username, token, pwh, pw strin
 // signs with one key file or the rotating ring in KeyDir.
 func newPKTokens(ctx context.Context, cfg Config, k *Kit) (*PKTokens, error) {
 	now := k.Now
-	pkTTL := orDefault(cfg.PKTokenTTL, time.Hour)
+	pkTTL := defaults.Positive(cfg.PKTokenTTL, time.Hour)
 	pk := &PKTokens{TTL: pkTTL, Users: k.Users, Limiter: cfg.Limiter, Hashing: cfg.Hashing, Now: now}
 	switch {
 	case cfg.VerifyOnly && cfg.JWKSURL != "":

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // Sessions is the cookie-session scheme (spec: Session; docs/auth.md). A
@@ -119,7 +120,7 @@ func (s *Sessions) Authenticate(r *http.Request) (*yard.Principal, error) {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The session has expired; sign in again.")
 		}
 	}
-	if now.Sub(sess.LastSeen) >= orDefault(s.TouchEvery, TouchInterval(s.Idle)) {
+	if now.Sub(sess.LastSeen) >= defaults.Positive(s.TouchEvery, TouchInterval(s.Idle)) {
 		if err := s.Store.TouchSession(ctx, h, now); err != nil {
 			return nil, err
 		}
@@ -179,9 +180,9 @@ func isSafe(method string) bool {
 // buildSessions is the session cookie's entry in the chain's ordered list
 // (kit.go).
 func buildSessions(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
-	idle := orDefault(cfg.SessionIdle, 30*time.Minute)
+	idle := defaults.Positive(cfg.SessionIdle, 30*time.Minute)
 	k.Sessions = &Sessions{Store: cfg.Store, Users: k.Users, Idle: idle,
-		Max: orDefault(cfg.SessionMax, 12*time.Hour), TouchEvery: TouchInterval(idle), CacheTTL: k.cacheTTL, Now: k.Now,
+		Max: defaults.Positive(cfg.SessionMax, 12*time.Hour), TouchEvery: TouchInterval(idle), CacheTTL: k.cacheTTL, Now: k.Now,
 		CrossOrigin: http.NewCrossOriginProtection()}
 	return k.Sessions, nil
 }

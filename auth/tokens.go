@@ -10,6 +10,7 @@ import (
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // TokenPair is the body of a successful login or refresh (docs/auth.md).
@@ -306,7 +307,7 @@ func buildBearer(ctx context.Context, cfg Config, k *Kit) (Scheme, error) {
 	if err != nil {
 		return nil, err
 	}
-	accessTTL, refreshTTL := orDefault(cfg.AccessTTL, 30*time.Minute), orDefault(cfg.RefreshTTL, 24*time.Hour)
+	accessTTL, refreshTTL := defaults.Positive(cfg.AccessTTL, 30*time.Minute), defaults.Positive(cfg.RefreshTTL, 24*time.Hour)
 	pair := &Tokens{Alg: alg, Issuer: cfg.Issuer, AccessTTL: accessTTL, RefreshTTL: refreshTTL,
 		Families: cfg.Store, Store: cfg.Store, Users: k.Users, Now: k.Now}
 	switch {

@@ -109,11 +109,11 @@ func (h *Hub) logLoop(t *outage.Tracker, what string, err error) {
 
 // New returns a hub over st.
 func New(st Store, cfg Config) *Hub {
-	defaults.Positive(&cfg.Poll, DefaultPoll)
-	defaults.Positive(&cfg.Retention, DefaultRetention)
-	defaults.Positive(&cfg.PerPerson, DefaultPerPerson)
-	defaults.Positive(&cfg.PerProcess, DefaultPerProcess)
-	defaults.Positive(&cfg.Buffer, DefaultBuffer)
+	cfg.Poll = defaults.Positive(cfg.Poll, DefaultPoll)
+	cfg.Retention = defaults.Positive(cfg.Retention, DefaultRetention)
+	cfg.PerPerson = defaults.Positive(cfg.PerPerson, DefaultPerPerson)
+	cfg.PerProcess = defaults.Positive(cfg.PerProcess, DefaultPerProcess)
+	cfg.Buffer = defaults.Positive(cfg.Buffer, DefaultBuffer)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Now == nil {
 		cfg.Now = time.Now

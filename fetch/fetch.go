@@ -220,7 +220,7 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 	}
 
 	out := &limitedBuffer{max: r.MaxOutput}
-	defaults.Positive(&out.max, DefaultMaxOutput)
+	out.max = defaults.Positive(out.max, DefaultMaxOutput)
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return Result{}, &Error{Kind: Failed, Err: err, Temp: true}
 	}
@@ -398,15 +398,11 @@ func classifyOutput(output string) (Kind, bool) {
 }
 
 func (r *Runner) timeout() time.Duration {
-	t := r.Timeout
-	defaults.Positive(&t, DefaultTimeout)
-	return t
+	return defaults.Positive(r.Timeout, DefaultTimeout)
 }
 
 func (r *Runner) idleTimeout() time.Duration {
-	t := r.IdleTimeout
-	defaults.Positive(&t, DefaultIdleTimeout)
-	return t
+	return defaults.Positive(r.IdleTimeout, DefaultIdleTimeout)
 }
 
 // ParseCommand reads --fetch-command: a JSON array of strings, or words

@@ -116,24 +116,24 @@ var (
 // New returns the service of cfg, its defaults filled in.
 func New(cfg Config) *Service {
 	s := &Service{Config: cfg}
-	defaults.Positive(&s.Workers, DefaultWorkers)
-	defaults.Positive(&s.Poll, DefaultPoll)
-	defaults.Positive(&s.Lease, DefaultLease)
-	defaults.Positive(&s.Heartbeat, min(DefaultHeartbeat, s.Lease/3))
-	defaults.Positive(&s.MaxAttempts, DefaultMaxAttempts)
+	s.Workers = defaults.Positive(s.Workers, DefaultWorkers)
+	s.Poll = defaults.Positive(s.Poll, DefaultPoll)
+	s.Lease = defaults.Positive(s.Lease, DefaultLease)
+	s.Heartbeat = defaults.Positive(s.Heartbeat, min(DefaultHeartbeat, s.Lease/3))
+	s.MaxAttempts = defaults.Positive(s.MaxAttempts, DefaultMaxAttempts)
 	if s.Backoff == nil {
 		s.Backoff = Backoff
 	}
-	defaults.Positive(&s.FetchWorkers, DefaultFetchWorkers)
-	defaults.Positive(&s.FetchPerUser, DefaultFetchPerUser)
-	defaults.Positive(&s.TimeoutAttempts, DefaultTimeoutAttempts)
+	s.FetchWorkers = defaults.Positive(s.FetchWorkers, DefaultFetchWorkers)
+	s.FetchPerUser = defaults.Positive(s.FetchPerUser, DefaultFetchPerUser)
+	s.TimeoutAttempts = defaults.Positive(s.TimeoutAttempts, DefaultTimeoutAttempts)
 	if s.TimeoutBackoff == nil {
 		s.TimeoutBackoff = func(attempt int) time.Duration {
 			return DefaultTimeoutBackoff << min(max(attempt-1, 0), 4)
 		}
 	}
-	defaults.Positive(&s.ScheduleEvery, DefaultScheduleEvery)
-	defaults.Positive(&s.SyncTimeout, time.Minute)
+	s.ScheduleEvery = defaults.Positive(s.ScheduleEvery, DefaultScheduleEvery)
+	s.SyncTimeout = defaults.Positive(s.SyncTimeout, time.Minute)
 	s.Owner = cmp.Or(s.Owner, "worker-"+yard.NewID())
 	s.Logger = cmp.Or(s.Logger, slog.New(slog.DiscardHandler))
 	s.wake = make(chan struct{}, s.Workers)

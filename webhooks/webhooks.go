@@ -173,14 +173,14 @@ func New(cfg Config) *Service {
 		panic("webhooks: Config.Render is not set")
 	}
 	s := &Service{Config: cfg}
-	defaults.Positive(&s.Workers, DefaultWorkers)
-	defaults.Positive(&s.PerWebhook, DefaultPerWebhook)
-	defaults.Positive(&s.PerPerson, DefaultPerPerson)
-	defaults.Positive(&s.Timeout, DefaultTimeout)
-	defaults.Positive(&s.Lease, 3*s.Timeout)
+	s.Workers = defaults.Positive(s.Workers, DefaultWorkers)
+	s.PerWebhook = defaults.Positive(s.PerWebhook, DefaultPerWebhook)
+	s.PerPerson = defaults.Positive(s.PerPerson, DefaultPerPerson)
+	s.Timeout = defaults.Positive(s.Timeout, DefaultTimeout)
+	s.Lease = defaults.Positive(s.Lease, 3*s.Timeout)
 	s.Lease = max(s.Lease, 2*s.Timeout)
-	defaults.Positive(&s.Poll, DefaultPoll)
-	defaults.Positive(&s.Retention, events.DefaultRetention)
+	s.Poll = defaults.Positive(s.Poll, DefaultPoll)
+	s.Retention = defaults.Positive(s.Retention, events.DefaultRetention)
 	if s.Backoff == nil {
 		s.Backoff = Backoff
 	}

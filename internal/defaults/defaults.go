@@ -4,11 +4,12 @@ package defaults
 
 import "cmp"
 
-// Positive sets *v to def when it is not positive (unset: zero, or a
+// Positive returns v, or def when v is not positive (unset: zero, or a
 // negative value that means nothing).
-func Positive[T cmp.Ordered](v *T, def T) {
+func Positive[T cmp.Ordered](v, def T) T {
 	var zero T
-	if *v <= zero {
-		*v = def
+	if v <= zero {
+		return def
 	}
+	return v
 }

@@ -22,6 +22,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // ErrClientBusy is returned when the client already has PerClient requests
@@ -81,19 +83,11 @@ type waiter struct {
 
 // New returns a gate with cfg's bounds.
 func New(cfg Config) *Gate {
-	cfg.Slots = positive(cfg.Slots, DefaultSlots())
-	cfg.PerClient = positive(cfg.PerClient, 256)
-	cfg.Waiting = positive(cfg.Waiting, 4096)
-	cfg.MaxWait = positive(cfg.MaxWait, 10*time.Second)
+	cfg.Slots = defaults.Positive(cfg.Slots, DefaultSlots())
+	cfg.PerClient = defaults.Positive(cfg.PerClient, 256)
+	cfg.Waiting = defaults.Positive(cfg.Waiting, 4096)
+	cfg.MaxWait = defaults.Positive(cfg.MaxWait, 10*time.Second)
 	return &Gate{cfg: cfg, clients: map[string]*client{}}
-}
-
-// positive returns v, or def when v is not positive.
-func positive[T int | time.Duration](v, def T) T {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 // Acquire takes a slot for a request of the client key, waiting its turn
