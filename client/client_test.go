@@ -45,13 +45,6 @@ func TestSignedWorkedExample(t *testing.T) {
 	}
 }
 
-func TestParseParams(t *testing.T) {
-	p, ok := parseParams(`realm="yard", qop="auth", algorithm=SHA-256, nonce="a\"b", opaque="x", stale=true`)
-	if !ok || p["realm"] != "yard" || p["algorithm"] != "SHA-256" || p["nonce"] != `a"b` || p["stale"] != "true" {
-		t.Fatalf("parseParams = %v, %v", p, ok)
-	}
-}
-
 // A body is hashed into bodyhash and still sent.
 func TestSignedBindsBody(t *testing.T) {
 	signer := &Signed{APIKey: "ak_3xAmPlE", Secret: "sk_example-secret-do-not-use", Now: func() time.Time { return time.Unix(1763800000, 0) }}

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/md5"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"maps"
 	"net/http"
@@ -57,27 +55,13 @@ func (d *Digest) Apply(_ *Client, req *http.Request) error {
 	if d.challenge == nil {
 		return nil
 	}
-	ch := d.challenge
 	d.nc++
-	alg := cmp.Or(ch["algorithm"], "MD5")
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	cnonce := hex.EncodeToString(b[:])
+	alg := cmp.Or(d.challenge["algorithm"], "MD5")
 	nc := fmt.Sprintf("%08x", d.nc)
-	uri := req.URL.RequestURI()
-	h := sha256.New
-	if strings.EqualFold(alg, "MD5") {
-		h = md5.New
-	}
-	ha1 := hexOf(h, d.Username+":"+ch["realm"]+":"+d.Password)
-	ha2 := hexOf(h, req.Method+":"+uri)
-	response := hexOf(h, ha1+":"+ch["nonce"]+":"+nc+":"+cnonce+":auth:"+ha2)
-	v := fmt.Sprintf(`Digest username=%s, realm=%s, uri=%s, algorithm=%s, nonce=%s, nc=%s, cnonce=%s, qop=auth, response=%s`,
-		authparam.Quote(d.Username), authparam.Quote(ch["realm"]), authparam.Quote(uri), alg, authparam.Quote(ch["nonce"]), nc, authparam.Quote(cnonce), authparam.Quote(response))
-	if op, ok := ch["opaque"]; ok {
-		v += ", opaque=" + authparam.Quote(op)
-	}
-	req.Header.Set("Authorization", v)
+	a := authparam.AnswerDigest(d.challenge, alg, d.Username, d.Password, req.Method, req.URL.RequestURI(), nc, hex.EncodeToString(b[:]))
+	req.Header.Set("Authorization", a.Authorization)
 	return nil
 }
 
@@ -87,13 +71,8 @@ func (d *Digest) Retry(_ context.Context, _ *Client, resp *Response) (bool, erro
 		return false, nil
 	}
 	var chosen map[string]string
-	for _, v := range resp.Header.Values("WWW-Authenticate") {
-		scheme, rest, _ := strings.Cut(strings.TrimSpace(v), " ")
-		if !strings.EqualFold(scheme, "Digest") {
-			continue
-		}
-		p, ok := parseParams(rest)
-		if !ok || p["nonce"] == "" || !strings.Contains(p["qop"], "auth") {
+	for _, p := range authparam.DigestChallenges(resp.Header) {
+		if p["nonce"] == "" || !strings.Contains(p["qop"], "auth") {
 			continue
 		}
 		alg := p["algorithm"]
@@ -114,27 +93,6 @@ func (d *Digest) Retry(_ context.Context, _ *Client, resp *Response) (bool, erro
 	// A refusal of credentials computed from a challenge means they are
 	// wrong, unless the server says the nonce went stale (RFC 7616 §3.3).
 	return !hadOne || strings.EqualFold(chosen["stale"], "true"), nil
-}
-
-func hexOf(h func() hash.Hash, s string) string {
-	x := h()
-	x.Write([]byte(s))
-	return hex.EncodeToString(x.Sum(nil))
-}
-
-// parseParams parses comma-separated auth-params (RFC 9110 §11.2) with the
-// server's parser (internal/authparam); names are lower-cased, and the
-// last of a repeated name wins.
-func parseParams(s string) (map[string]string, bool) {
-	ps, err := authparam.Parse(s, false)
-	if err != nil {
-		return nil, false
-	}
-	out := make(map[string]string, len(ps))
-	for _, p := range ps {
-		out[strings.ToLower(p.Name)] = p.Value
-	}
-	return out, true
 }
 
 // Session authenticates with the session cookie of POST /sessions. With

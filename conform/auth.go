@@ -1,11 +1,7 @@
 package conform
 
 import (
-	"crypto/md5"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"hash"
 	"net/http"
 	"net/url"
 	"strings"
@@ -42,33 +38,12 @@ func basicChecks() []Check {
 	}
 }
 
-// challenge is one WWW-Authenticate challenge.
-type challenge struct {
-	scheme string
-	params map[string]string
-}
-
-func challenges(h http.Header) []challenge {
-	var out []challenge
-	for _, v := range h.Values("WWW-Authenticate") {
-		scheme, rest, _ := strings.Cut(strings.TrimSpace(v), " ")
-		c := challenge{scheme: scheme, params: map[string]string{}}
-		if ps, err := authparam.Parse(rest, false); err == nil {
-			for _, p := range ps {
-				c.params[strings.ToLower(p.Name)] = p.Value
-			}
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
 // digestChallenge fetches the Digest challenge of the algorithm.
 func (t *T) digestChallenge(target, algorithm string) map[string]string {
 	r := t.Expect(401, "GET", target)
-	for _, c := range challenges(r.Header) {
-		if strings.EqualFold(c.scheme, "Digest") && strings.EqualFold(c.params["algorithm"], algorithm) {
-			return c.params
+	for _, ch := range authparam.DigestChallenges(r.Header) {
+		if strings.EqualFold(ch["algorithm"], algorithm) {
+			return ch
 		}
 	}
 	t.Fatalf("no Digest challenge with algorithm=%s in %q", algorithm, r.Header.Values("WWW-Authenticate"))
@@ -77,25 +52,8 @@ func (t *T) digestChallenge(target, algorithm string) map[string]string {
 
 // digestAuth answers a challenge (RFC 7616 §3.4, qop=auth).
 func digestAuth(ch map[string]string, algorithm, user, password, method, uri string, nc int, cnonce string) opt {
-	var h func() hash.Hash = sha256.New
-	if strings.EqualFold(algorithm, "MD5") {
-		h = md5.New
-	}
-	H := func(s string) string {
-		d := h()
-		d.Write([]byte(s))
-		return hex.EncodeToString(d.Sum(nil))
-	}
-	ha1 := H(user + ":" + ch["realm"] + ":" + password)
-	ha2 := H(method + ":" + uri)
-	ncs := fmt.Sprintf("%08x", nc)
-	resp := H(ha1 + ":" + ch["nonce"] + ":" + ncs + ":" + cnonce + ":auth:" + ha2)
-	v := fmt.Sprintf(`Digest username=%s, realm=%s, nonce=%s, uri=%s, algorithm=%s, qop=auth, nc=%s, cnonce=%s, response=%s`,
-		authparam.Quote(user), authparam.Quote(ch["realm"]), authparam.Quote(ch["nonce"]), authparam.Quote(uri), algorithm, ncs, authparam.Quote(cnonce), authparam.Quote(resp))
-	if o, ok := ch["opaque"]; ok {
-		v += ", opaque=" + authparam.Quote(o)
-	}
-	return header("Authorization", v)
+	a := authparam.AnswerDigest(ch, algorithm, user, password, method, uri, fmt.Sprintf("%08x", nc), cnonce)
+	return header("Authorization", a.Authorization)
 }
 
 func digestChecks() []Check {

@@ -3,9 +3,7 @@ package console
 import (
 	"bytes"
 	"crypto/ed25519"
-	"crypto/md5"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -208,19 +206,7 @@ func (l *lab) digest(alg string) bool {
 	res := l.exchange("1. No credentials: the challenges", l.toMe("", ""), nil)
 	var params map[string]string
 	var offered []string
-	for _, v := range res.Header.Values("WWW-Authenticate") {
-		rest, ok := strings.CutPrefix(v, "Digest ")
-		if !ok {
-			continue
-		}
-		ps, err := authparam.Parse(rest, false)
-		if err != nil {
-			continue
-		}
-		m := map[string]string{}
-		for _, p := range ps {
-			m[strings.ToLower(p.Name)] = p.Value
-		}
+	for _, m := range authparam.DigestChallenges(res.Header) {
 		offered = append(offered, m["algorithm"])
 		if strings.EqualFold(m["algorithm"], alg) {
 			params = m
@@ -231,27 +217,18 @@ func (l *lab) digest(alg string) bool {
 		l.note("No Digest " + alg + " challenge: this server does not offer it.")
 		return false
 	}
-	sum := func(s string) string { b := sha256.Sum256([]byte(s)); return hex.EncodeToString(b[:]) }
 	if alg == auth.DigestMD5 {
-		sum = func(s string) string { b := md5.Sum([]byte(s)); return hex.EncodeToString(b[:]) }
 		l.note("MD5 is broken for collisions; the server still offers it for clients that know no other, and a client that knows SHA-256 takes that one.")
 	}
 	cnonce := randomHex(8)
 	const nc = "00000001"
-	ha1 := sum(l.cl.user.Name + ":" + params["realm"] + ":" + l.pw())
-	ha2 := sum("GET:" + l.me)
-	response := sum(ha1 + ":" + params["nonce"] + ":" + nc + ":" + cnonce + ":auth:" + ha2)
+	a := authparam.AnswerDigest(params, alg, l.cl.user.Name, l.pw(), "GET", l.me, nc, cnonce)
 	l.note("The client picks the "+alg+" challenge and computes (RFC 7616 §3.4.1):",
-		"HA1 = "+alg+"(\""+l.cl.user.Name+":"+params["realm"]+":<password>\") = "+ha1[:8]+"… (a password equivalent: not shown whole)"+mistakeNote(l.mistake),
-		"HA2 = "+alg+"(\"GET:"+l.me+"\") = "+ha2,
-		"response = "+alg+"(HA1:nonce:nc:cnonce:qop:HA2) = "+alg+"(\"…:"+params["nonce"]+":"+nc+":"+cnonce+":auth:"+ha2+"\")",
-		"         = "+response)
-	header := `Digest username="` + l.cl.user.Name + `", realm="` + params["realm"] + `", nonce="` + params["nonce"] +
-		`", uri="` + l.me + `", algorithm=` + alg + `, qop=auth, nc=` + nc + `, cnonce="` + cnonce + `", response="` + response + `"`
-	if o := params["opaque"]; o != "" {
-		header += `, opaque="` + o + `"`
-	}
-	res = l.exchange("2. The answer to the challenge", l.toMe(header, "--digest -u "+shellQuote(l.cl.user.Name)), []string{"Authorization: " + header},
+		"HA1 = "+alg+"(\""+l.cl.user.Name+":"+params["realm"]+":<password>\") = "+a.HA1[:8]+"… (a password equivalent: not shown whole)"+mistakeNote(l.mistake),
+		"HA2 = "+alg+"(\"GET:"+l.me+"\") = "+a.HA2,
+		"response = "+alg+"(HA1:nonce:nc:cnonce:qop:HA2) = "+alg+"(\"…:"+params["nonce"]+":"+nc+":"+cnonce+":auth:"+a.HA2+"\")",
+		"         = "+a.Response)
+	res = l.exchange("2. The answer to the challenge", l.toMe(a.Authorization, "--digest -u "+shellQuote(l.cl.user.Name)), []string{"Authorization: " + a.Authorization},
 		"The server recomputes the response from its stored HA1 for "+alg+" and compares; the nonce is its own (HMAC with a time), nc may not repeat.")
 	return res.ok()
 }
