@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/yard-api/yard/internal/sigbase"
@@ -116,17 +115,7 @@ func (o *OAuth1) sign(req *http.Request, token, tokenSecret string, extra map[st
 		return fmt.Errorf("client: unknown OAuth signature method %q", method)
 	}
 	proto = append(proto, [2]string{"oauth_signature", sig})
-	var b strings.Builder
-	b.Grow(400)
-	b.WriteString(`OAuth realm="yard"`)
-	for _, p := range proto {
-		b.WriteString(", ")
-		b.WriteString(sigbase.OAuthEncode(p[0]))
-		b.WriteString(`="`)
-		b.WriteString(sigbase.OAuthEncode(p[1]))
-		b.WriteByte('"')
-	}
-	req.Header["Authorization"] = []string{b.String()}
+	req.Header["Authorization"] = []string{sigbase.OAuthAuthorization("yard", proto)}
 	return nil
 }
 

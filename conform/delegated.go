@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/yard-api/yard/internal/authparam"
 	"github.com/yard-api/yard/internal/sigbase"
 )
 
@@ -81,26 +80,20 @@ func (t *T) consumer() consumer {
 func (t *T) oauth(c consumer, method, target, token, tokenSecret string, extra map[string]string, nonce string, ts time.Time) opt {
 	u, err := url.Parse(t.k.abs(target))
 	t.Check(err == nil, "bad URL %s", target)
-	p := map[string]string{"oauth_consumer_key": c.key, "oauth_signature_method": "HMAC-SHA256",
-		"oauth_timestamp": strconv.FormatInt(ts.Unix(), 10), "oauth_nonce": nonce, "oauth_version": "1.0"}
+	params := [][2]string{{"oauth_consumer_key", c.key}, {"oauth_nonce", nonce}, {"oauth_signature_method", "HMAC-SHA256"},
+		{"oauth_timestamp", strconv.FormatInt(ts.Unix(), 10)}, {"oauth_version", "1.0"}}
 	if token != "" {
-		p["oauth_token"] = token
+		params = append(params, [2]string{"oauth_token", token})
 	}
-	maps.Copy(p, extra)
-	var params [][2]string
-	for k, v := range p {
+	for k, v := range extra {
 		params = append(params, [2]string{k, v})
 	}
 	q, _ := sigbase.ParseRawQuery(u.RawQuery)
-	params = append(params, q...)
-	sig, err := sigbase.OAuthSignature("HMAC-SHA256", method, sigbase.OAuthBaseURI(u), params, c.secret, tokenSecret)
+	sig, err := sigbase.OAuthSignature("HMAC-SHA256", method, sigbase.OAuthBaseURI(u), append(slices.Clone(params), q...), c.secret, tokenSecret)
 	t.Check(err == nil, "signing: %v", err)
-	p["oauth_signature"] = sig
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(p)) {
-		parts = append(parts, k+"="+authparam.Quote(sigbase.OAuthEncode(p[k])))
-	}
-	return header("Authorization", `OAuth realm="yard", `+strings.Join(parts, ", "))
+	params = append(params, [2]string{"oauth_signature", sig})
+	slices.SortFunc(params, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	return header("Authorization", sigbase.OAuthAuthorization("yard", params))
 }
 
 // oauthFlow runs the three endpoints and returns the access token.

@@ -29,17 +29,13 @@ func (l *lab) oauthSign(method, path string, extra [][2]string, consumerKey, con
 	u, _ := url.Parse(l.cl.c.cfg.BaseURL + path)
 	base = sigbase.OAuthBaseString(method, sigbase.OAuthBaseURI(u), slices.Clone(params))
 	sig, _ := sigbase.OAuthSignature(sigbase.OAuthHMACSHA1, method, sigbase.OAuthBaseURI(u), slices.Clone(params), consumerSecret, tokenSecret)
-	var b strings.Builder
-	b.WriteString(`OAuth realm="yard"`)
-	for _, p := range append(params, [2]string{"oauth_signature", sig}) {
-		b.WriteString(", " + p[0] + `="` + sigbase.OAuthEncode(p[1]) + `"`)
-	}
+	authz := sigbase.OAuthAuthorization("yard", append(params, [2]string{"oauth_signature", sig}))
 	opts := `-H "Authorization: OAuth …"`
 	if method != "GET" {
 		opts = "-X " + method + " " + opts
 	}
-	q = request{method: method, path: path, header: map[string]string{"Authorization": b.String()}, curl: l.curl(opts, path)}
-	return q, []string{"Authorization: " + hideSignature(b.String())}, base
+	q = request{method: method, path: path, header: map[string]string{"Authorization": authz}, curl: l.curl(opts, path)}
+	return q, []string{"Authorization: " + hideSignature(authz)}, base
 }
 
 // oauth runs OAuth 1.0a's three legs (RFC 5849 §2) with a consumer
