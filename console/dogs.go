@@ -126,24 +126,19 @@ type dogsPage struct {
 	Form dogForm
 }
 
-// dogForm is what the create and edit forms hold.
-type dogForm struct{ Name, Email, BarkEffect, CodeURL string }
+// dogForm is what the create and edit forms hold, and the JSON body they
+// send (its members in the order the page's curl command shows them).
+type dogForm struct {
+	BarkEffect string `json:"barkEffect,omitempty"`
+	CodeURL    string `json:"codeUrl,omitempty"`
+	Email      string `json:"email"`
+	Name       string `json:"name"`
+}
 
 func readDogForm(r *http.Request) dogForm {
 	f := r.PostForm
 	return dogForm{Name: strings.TrimSpace(f.Get("name")), Email: strings.TrimSpace(f.Get("email")),
 		BarkEffect: f.Get("barkEffect"), CodeURL: strings.TrimSpace(f.Get("codeUrl"))}
-}
-
-func (f dogForm) body() map[string]any {
-	m := map[string]any{"name": f.Name, "email": f.Email}
-	if f.BarkEffect != "" {
-		m["barkEffect"] = f.BarkEffect
-	}
-	if f.CodeURL != "" {
-		m["codeUrl"] = f.CodeURL
-	}
-	return m
 }
 
 // handleDogs is the person's dogs, a page at a time (GET /v1/dogs), and
@@ -152,7 +147,7 @@ func (c *Console) handleDogs(cl *call, w http.ResponseWriter, r *http.Request) {
 	var page dogsPage
 	if r.Method == http.MethodPost {
 		page.Form = readDogForm(r)
-		if res := cl.noteOK(cl.do("POST", "/v1/dogs", page.Form.body(), nil), "Created the dog "+page.Form.Name+"."); res.ok() {
+		if res := cl.noteOK(cl.do("POST", "/v1/dogs", page.Form, nil), "Created the dog "+page.Form.Name+"."); res.ok() {
 			page.Form = dogForm{}
 		} else {
 			cl.refused(res)
@@ -207,7 +202,7 @@ func (c *Console) dogAction(cl *call, r *http.Request, api string) (res result, 
 	f := r.PostForm
 	switch f.Get("op") {
 	case "edit":
-		res = cl.noteOK(cl.do("PATCH", api, readDogForm(r).body(), mergePatch), "Saved.")
+		res = cl.noteOK(cl.do("PATCH", api, readDogForm(r), mergePatch), "Saved.")
 	case "delete":
 		res = cl.do("DELETE", api, nil, nil)
 		return res, res.ok()
