@@ -65,7 +65,7 @@ func TestSSEParse(t *testing.T) {
 			var retry time.Duration
 			// One byte at a time: a line end split across reads still
 			// counts once.
-			p := newSSEReader(&oneByte{r: strings.NewReader(tc.in)}, "", nil, func(d time.Duration) { retry = d })
+			p := newSSEReader(&oneByte{r: strings.NewReader(tc.in)}, "", func() {}, func(d time.Duration) { retry = d })
 			var got []ev
 			for {
 				b, err := p.next()

@@ -101,9 +101,7 @@ func (p *sseReader) next() (sseBlock, error) {
 		if err != nil {
 			return sseBlock{}, err
 		}
-		if p.touch != nil {
-			p.touch()
-		}
+		p.touch()
 		if len(line) == 0 {
 			// Dispatch (the last event ID is the buffer's even when
 			// there is no data).
@@ -146,7 +144,7 @@ func (p *sseReader) next() (sseBlock, error) {
 			// stops at the overflow, so the rest is checked too).
 			ms, err := strconv.ParseUint(string(value), 10, 64)
 			digits := err == nil || errors.Is(err, strconv.ErrRange) && strings.Trim(string(value), "0123456789") == ""
-			if digits && p.onRetry != nil {
+			if digits {
 				p.onRetry(time.Duration(min(ms, uint64(maxRetryAfter/time.Millisecond))) * time.Millisecond)
 			}
 		}
