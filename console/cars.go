@@ -66,12 +66,11 @@ type carList struct {
 // filters.
 func (cl *call) readCars(r *http.Request, path, query string, pairs []pair, self string) (carList, result) {
 	offset, max := paging(r)
-	q := query
-	if q != "" {
-		q += "&"
+	filter := "" // the filters and "&", or nothing
+	if query != "" {
+		filter = query + "&"
 	}
-	q += "facets=" + strings.Join(facetFields, ",") + "&offset=" + strconv.Itoa(offset) + "&max=" + strconv.Itoa(max)
-	res := cl.do("GET", path+"?"+q, nil, nil)
+	res := cl.do("GET", path+"?"+filter+"facets="+strings.Join(facetFields, ",")+"&offset="+strconv.Itoa(offset)+"&max="+strconv.Itoa(max), nil, nil)
 	var body struct {
 		items[car]
 		Facets map[string]map[string]int `json:"facets"`
@@ -80,11 +79,7 @@ func (cl *call) readCars(r *http.Request, path, query string, pairs []pair, self
 		return carList{}, res
 	}
 	list := carList{Cars: body.Items, Total: body.Total}
-	prefix := self + "?"
-	if query != "" {
-		prefix += query + "&"
-	}
-	list.Pager = newPager(prefix, res, offset, max, body.Total)
+	list.Pager = newPager(self+"?"+filter, res, offset, max, body.Total)
 	for _, f := range facetFields {
 		counts := body.Facets[f]
 		fc := facet{Field: f}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -107,11 +108,7 @@ func (c *Console) handleLab(cl *call, w http.ResponseWriter, r *http.Request) {
 // session), records it as a step and returns the answer.
 func (l *lab) exchange(title string, q request, shown []string, notes ...string) result {
 	res := l.cl.send(q)
-	path := q.path
-	if q.shown != "" {
-		path = q.shown
-	}
-	step := labStep{Title: title, Request: append([]string{q.method + " " + l.cl.c.cfg.BaseURL + path}, shown...),
+	step := labStep{Title: title, Request: append([]string{q.method + " " + l.cl.c.cfg.BaseURL + cmp.Or(q.shown, q.path)}, shown...),
 		Status: res.Status, Notes: notes}
 	for _, k := range []string{"WWW-Authenticate", "Location", "Set-Cookie", "Content-Type"} {
 		for _, v := range res.Header.Values(k) {
