@@ -1,6 +1,7 @@
 package conform
 
 import (
+	"cmp"
 	"net/http"
 	"strings"
 	"time"
@@ -135,10 +136,7 @@ func barkChecks() []Check {
 			"409 problem (the state does not allow it)", func(t *T) {
 				r := t.bark(t.dog(), "email")
 				t.Status(r, 200)
-				loc := r.Header.Get("Location")
-				if loc == "" {
-					loc = t.dog() + "barks/" + r.Str("id")
-				}
+				loc := cmp.Or(r.Header.Get("Location"), t.dog()+"barks/"+r.Str("id"))
 				t.Problem(t.Do("DELETE", loc, basic(t.owner())), 409, "conflict")
 			}),
 		def(p, "single-bark", Must, "docs/barks.md#responses-of-post-v1dogsdog_idbarks", "POST /v1/dogs/{id}/bark (dog effect record), then GET /bark",
