@@ -8,34 +8,23 @@ import (
 	"strings"
 )
 
-// Map parses s like Parse (empty list elements accepted) into the
-// parameters' values by lower-case name; the last of a repeated name wins.
-func Map(s string) (map[string]string, error) {
-	ps, err := Parse(s, false)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(ps))
-	for _, p := range ps {
-		out[strings.ToLower(p.Name)] = p.Value
-	}
-	return out, nil
-}
-
 // DigestChallenges returns the parameters (by lower-case name) of the
 // Digest challenges in h's WWW-Authenticate field values, one challenge
-// a value as yard sends them (RFC 7616 §3.3, §3.7). A value whose
-// parameters do not parse is left out.
+// a value as yard sends them (RFC 7616 §3.3, §3.7); the last of a
+// repeated name wins. A value whose parameters do not parse is left out.
 func DigestChallenges(h http.Header) []map[string]string {
 	var out []map[string]string
 	for _, v := range h.Values("WWW-Authenticate") {
 		scheme, rest, _ := strings.Cut(strings.TrimSpace(v), " ")
-		if !strings.EqualFold(scheme, "Digest") {
+		ps, err := Parse(rest, false)
+		if !strings.EqualFold(scheme, "Digest") || err != nil {
 			continue
 		}
-		if m, err := Map(rest); err == nil {
-			out = append(out, m)
+		m := make(map[string]string, len(ps))
+		for _, p := range ps {
+			m[strings.ToLower(p.Name)] = p.Value
 		}
+		out = append(out, m)
 	}
 	return out
 }
