@@ -3,6 +3,8 @@ package conform
 import (
 	"net/url"
 	"strings"
+
+	"github.com/yard-api/yard/internal/weblink"
 )
 
 // carSet is the garages and cars the kit made: four cars of one make
@@ -156,13 +158,13 @@ func carChecks() []Check {
 				items, _ := r.JSON()["items"].([]any)
 				t.Check(len(items) == 2 && r.Num("total") == 4, "%d items of total %v, want 2 of 4", len(items), r.JSON()["total"])
 				for _, rel := range []string{"first", "next", "last"} {
-					t.Check(hasLink(r.Header, rel) != "", "Link %q has no rel=%q", r.Header.Values("Link"), rel)
+					t.Check(weblink.Targets(r.Header)[rel] != "", "Link %q has no rel=%q", r.Header.Values("Link"), rel)
 				}
-				next := hasLink(r.Header, "next")
+				next := weblink.Targets(r.Header)["next"]
 				n := t.Expect(200, "GET", next)
 				items, _ = n.JSON()["items"].([]any)
 				t.Check(len(items) == 2 && n.Num("offset") == 2, "the next page: %d items at offset %v, want 2 at 2", len(items), n.JSON()["offset"])
-				t.Check(hasLink(n.Header, "prev") != "", "the second page has no prev link")
+				t.Check(weblink.Targets(n.Header)["prev"] != "", "the second page has no prev link")
 				t.Check(strings.Contains(next, cs.make), "the next link %q lost the filter", next)
 			}),
 		def(p, "max-cut", Must, "docs/api.md#http", "GET /cars?make=M&max=1000",

@@ -175,13 +175,3 @@ func TestReports(t *testing.T) {
 		t.Errorf("the JUnit report: %v\n%s", err, ju.String())
 	}
 }
-
-// TestLinks: hasLink reads RFC 8288 Link values.
-func TestLinks(t *testing.T) {
-	h := http.Header{"Link": {`<https://x/cars?offset=0&max=2>; rel="first", <https://x/cars?a=1,2&offset=2>; rel="next"`, `<https://x/v2>; rel="successor-version"`}}
-	for rel, want := range map[string]string{"first": "https://x/cars?offset=0&max=2", "next": "https://x/cars?a=1,2&offset=2", "successor-version": "https://x/v2", "prev": ""} {
-		if got := hasLink(h, rel); got != want {
-			t.Errorf("rel %s: got %q, want %q", rel, got, want)
-		}
-	}
-}

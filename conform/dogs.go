@@ -1,6 +1,10 @@
 package conform
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/yard-api/yard/internal/weblink"
+)
 
 func dogChecks() []Check {
 	const p, doc = "dogs", "docs/api.md#dogs"
@@ -59,7 +63,7 @@ func dogChecks() []Check {
 				t.Check(r.Num("total") == before.Num("total")+2, "total %v, want %v", r.JSON()["total"], before.Num("total")+2)
 				t.Check(r.Num("max") == 1 && r.Num("offset") == 0, "offset %v max %v, want 0 and 1", r.JSON()["offset"], r.JSON()["max"])
 				for _, rel := range []string{"first", "next", "last"} {
-					t.Check(hasLink(r.Header, rel) != "", "Link %q has no rel=%q", r.Header.Values("Link"), rel)
+					t.Check(weblink.Targets(r.Header)[rel] != "", "Link %q has no rel=%q", r.Header.Values("Link"), rel)
 				}
 			}),
 		def(p, "patch", Must, doc, `PATCH /v1/dogs/{id}/ {"name"} (a merge patch), then GET`,
@@ -128,7 +132,7 @@ func versionChecks() []Check {
 				dog := t.dog()
 				r := t.Expect(200, "GET", dog, basic(t.owner()))
 				want := t.k.abs("/v2/dogs/" + r.Str("id"))
-				t.Check(hasLink(r.Header, "successor-version") == want, "successor-version link %q, want %q", hasLink(r.Header, "successor-version"), want)
+				t.Check(weblink.Targets(r.Header)["successor-version"] == want, "successor-version link %q, want %q", weblink.Targets(r.Header)["successor-version"], want)
 			}),
 		def(p, "v2-shape", Must, doc, "GET /v2/dogs/{id}",
 			`200: owner as {"id","href"}, _links with self and predecessor-version (the v1 URI)`, func(t *T) {

@@ -210,38 +210,6 @@ func (t *T) Location(r *Resp, path string) string {
 }
 
 // hasLink reports the target of the Link relation rel, or "".
-func hasLink(h http.Header, rel string) string {
-	for _, v := range h.Values("Link") {
-		for _, part := range splitLinks(v) {
-			if m := linkRe.FindStringSubmatch(part); m != nil && slices.Contains(strings.Fields(m[2]), rel) {
-				return m[1]
-			}
-		}
-	}
-	return ""
-}
-
-var linkRe = regexp.MustCompile(`^\s*<([^>]*)>.*;\s*rel="?([^";]+)"?`)
-
-func splitLinks(v string) []string {
-	var out []string
-	depth, start := false, 0
-	for i, c := range v {
-		switch c {
-		case '<':
-			depth = true
-		case '>':
-			depth = false
-		case ',':
-			if !depth {
-				out = append(out, v[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, v[start:])
-}
-
 // Secrets are redacted from every recorded exchange.
 var (
 	secretHeaders = []string{"Authorization", "Cookie", "Set-Cookie", "X-Password"}

@@ -80,6 +80,16 @@ func TestConsoleCars(t *testing.T) {
 		t.Errorf("the chosen ford does not link to its removal:\n%s", p.body)
 	}
 
+	// A page of a longer list links to the next and last pages, keeping
+	// the filters: the API's Link header names them with the facets'
+	// commas in its URLs.
+	p = alice.get("/console/cars?color=red&max=2")
+	for _, want := range []string{`<a href="/console/cars?color=red&amp;offset=2&amp;max=2" rel="next" id="next-page">`, `<a href="/console/cars?color=red&amp;offset=2&amp;max=2" rel="last">`} {
+		if total(t, p) != "4" || !strings.Contains(p.body, want) {
+			t.Errorf("red cars two at a time: %s cars, want 4 and %s in:\n%s", total(t, p), want, p.body)
+		}
+	}
+
 	// The query box, and the same query in every URL shape: each answers
 	// the same total through the API.
 	q := "make=ford,honda;q.year.gt=2012;garage.state=!ny"

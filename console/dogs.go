@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/yard-api/yard/internal/weblink"
 )
 
 // effects are the bark effects (docs/barks.md, "The effects").
@@ -62,24 +64,12 @@ type pager struct {
 // or its query and "&") then the offset the link names and max.
 func newPager(prefix string, res result, offset, max, total int) pager {
 	p := pager{Offset: offset, Max: max, Total: total}
-	links := map[string]*string{"first": &p.First, "prev": &p.Prev, "next": &p.Next, "last": &p.Last}
-	for _, v := range res.Header.Values("Link") {
-		for part := range strings.SplitSeq(v, ",") {
-			target, params, ok := strings.Cut(strings.TrimSpace(part), ">")
-			u, err := url.Parse(strings.TrimPrefix(target, "<"))
-			if !ok || !strings.HasPrefix(target, "<") || err != nil {
-				continue
-			}
-			link := prefix + "offset=" + strconv.Itoa(atoiDefault(u.Query().Get("offset"), 0)) + "&max=" + strconv.Itoa(max)
-			for param := range strings.SplitSeq(params, ";") {
-				if rel, ok := strings.CutPrefix(strings.TrimSpace(param), "rel="); ok {
-					for r := range strings.FieldsSeq(strings.Trim(rel, `"`)) {
-						if l := links[r]; l != nil {
-							*l = link
-						}
-					}
-				}
-			}
+	targets := weblink.Targets(res.Header)
+	for rel, link := range map[string]*string{"first": &p.First, "prev": &p.Prev, "next": &p.Next, "last": &p.Last} {
+		target, ok := targets[rel]
+		u, err := url.Parse(target)
+		if ok && err == nil {
+			*link = prefix + "offset=" + strconv.Itoa(atoiDefault(u.Query().Get("offset"), 0)) + "&max=" + strconv.Itoa(max)
 		}
 	}
 	return p
