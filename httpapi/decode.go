@@ -345,16 +345,11 @@ var goKinds = map[reflect.Kind]string{
 	reflect.Int: "a number", reflect.Int64: "a number", reflect.Int32: "a number", reflect.Float64: "a number", reflect.Uint: "a number", reflect.Uint64: "a number",
 }
 
+// position is the line and the column (in bytes), each from 1, of the
+// byte at offset off-1 of body.
 func position(body []byte, off int64) (line, col int) {
-	line, col = 1, 1
-	for i := int64(0); i < off-1 && i < int64(len(body)); i++ {
-		if body[i] == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
-	}
-	return line, col
+	before := body[:min(max(off-1, 0), int64(len(body)))]
+	return 1 + bytes.Count(before, []byte("\n")), len(before) - bytes.LastIndexByte(before, '\n')
 }
 
 // mergePatch is the patch format every PATCH of the API takes (RFC 7396),

@@ -218,7 +218,6 @@ func New(d Deps) *Server {
 // Routes returns every registered endpoint (method and pattern).
 func (s *Server) Routes() []route { return slices.Clone(s.routes) }
 
-// handle registers an endpoint.
 // handleXML is handle for a route whose resource has an XML
 // representation: its errors are problem+xml when the request sent or
 // prefers XML (problemXML), whatever the method or the failure.
@@ -230,16 +229,19 @@ func (s *Server) handleXML(method, pattern string, h http.HandlerFunc) {
 	s.routes[len(s.routes)-1].xml = true
 }
 
+// handle registers an endpoint; the empty method is every method.
 func (s *Server) handle(method, pattern string, h http.HandlerFunc) {
 	s.routes = append(s.routes, route{Method: method, Pattern: pattern})
 	if path := strings.TrimSuffix(pattern, "{$}"); method != "" && !strings.Contains(path, "{") {
 		s.literals[path] = append(s.literals[path], method)
 	}
-	if method == "" {
-		s.mux.HandleFunc(pattern, h)
-		return
-	}
-	s.mux.HandleFunc(method+" "+pattern, h)
+	s.mux.HandleFunc(muxPattern(method, pattern), h)
+}
+
+// muxPattern is the ServeMux pattern of a route: "METHOD /path", or the
+// path alone for every method.
+func muxPattern(method, pattern string) string {
+	return strings.TrimPrefix(method+" "+pattern, " ")
 }
 
 // Handler returns the server's root handler with its middleware.
