@@ -142,7 +142,7 @@ func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeReplaced(w, r, true, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
+	s.writeReplaced(w, r, true, yard.CarPath(c.ID), newCarView(c), c.UpdatedAt)
 }
 
 // handleWriteCar answers PUT (put: every field; the car is created when
@@ -166,7 +166,7 @@ func (s *Server) handleWriteCar(put bool) http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		s.writeReplaced(w, r, created, "/cars/"+id, newCarView(c), c.UpdatedAt)
+		s.writeReplaced(w, r, created, yard.CarPath(id), newCarView(c), c.UpdatedAt)
 	}
 }
 
@@ -245,7 +245,7 @@ func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeReplaced(w, r, true, "/garages/"+g.ID, newGarageView(g), time.Time{})
+	s.writeReplaced(w, r, true, yard.GaragePath(g.ID), newGarageView(g), time.Time{})
 }
 
 // handleWriteGarage answers PUT (put) and PATCH of a garage, as
@@ -271,7 +271,7 @@ func (s *Server) handleWriteGarage(put bool) http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		s.writeReplaced(w, r, created, "/garages/"+id, newGarageView(g), time.Time{})
+		s.writeReplaced(w, r, created, yard.GaragePath(id), newGarageView(g), time.Time{})
 	}
 }
 

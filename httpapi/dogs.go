@@ -70,9 +70,6 @@ func (s *Server) checkCodeURL(u *string) error {
 	return nil
 }
 
-// dogPath returns the path of a dog's identity (with the trailing slash).
-func dogPath(id string) string { return "/v1/dogs/" + id + "/" }
-
 // dogVersion is one version of the dog resource: both read and write the
 // same store, and differ only in representation and paths (docs/barks.md).
 type dogVersion struct {
@@ -90,7 +87,7 @@ type dogVersion struct {
 }
 
 var dogV1 = &dogVersion{
-	path:   dogPath,
+	path:   yard.DogPath,
 	view:   func(_ *Server, d *yard.Dog) any { return newDogView(d) },
 	decode: decode[dogWrite],
 	headers: func(s *Server, w http.ResponseWriter, d *yard.Dog) {
@@ -286,7 +283,7 @@ func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion)
 // handleDogRedirect sends every method on /v1/dogs/{id} to the dog's
 // identity /v1/dogs/{id}/ with 308, which keeps the method and body.
 func (s *Server) handleDogRedirect(w http.ResponseWriter, r *http.Request) {
-	target := s.url(dogPath(r.PathValue("dog_id")))
+	target := s.url(yard.DogPath(r.PathValue("dog_id")))
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}

@@ -27,9 +27,6 @@ type orderStore interface {
 // both a JSON and an XML representation. The order's identity is
 // /order/{order_id}; /orders/{order_id} is the same resource.
 
-// orderPath returns the path of an order's identity.
-func orderPath(id string) string { return "/order/" + id }
-
 // orderOffers are the representations of an order, the server's
 // preference first.
 var orderOffers = []string{mediaJSON, mediaXML, mediaTextXML}
@@ -203,7 +200,7 @@ func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	w.Header().Set("Location", s.url(orderPath(o.ID)))
+	w.Header().Set("Location", s.url(yard.OrderPath(o.ID)))
 	s.writeOrder(w, r, http.StatusCreated, o, media)
 }
 
