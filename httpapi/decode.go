@@ -113,6 +113,14 @@ func (b sent) refuseNulls(allowed ...string) error {
 	return nil
 }
 
+// fieldIf appends the problem entry of field to fields when bad holds.
+func fieldIf(fields []yard.FieldError, bad bool, field, message string) []yard.FieldError {
+	if bad {
+		fields = append(fields, yard.FieldError{Field: field, Message: message})
+	}
+	return fields
+}
+
 // setIf sets *dst to *src when src is not nil: a member a body sent
 // replaces the stored value.
 func setIf[T any](dst, src *T) {

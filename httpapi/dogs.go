@@ -197,11 +197,8 @@ func (s *Server) createDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 // insertDog creates the dog in (201), at id when the client chose one
 // (PUT) or at an id the server chooses when id is "".
 func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion, id string, in dogWrite) {
-	f := readOnlyFields(in)
-	if in.Barks != nil {
-		// A new dog gets its schedule with PATCH or /bark-schedule.
-		f = append(f, yard.FieldError{Field: "barks", Message: "is set after the dog exists, with PATCH or /bark-schedule"})
-	}
+	// A new dog gets its schedule with PATCH or /bark-schedule.
+	f := fieldIf(readOnlyFields(in), in.Barks != nil, "barks", "is set after the dog exists, with PATCH or /bark-schedule")
 	var err error
 	if len(f) > 0 {
 		err = yard.Invalid("Read-only fields cannot be set on create.", f...)
@@ -227,17 +224,9 @@ func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 }
 
 func readOnlyFields(in dogWrite) []yard.FieldError {
-	var f []yard.FieldError
-	if in.ID != nil {
-		f = append(f, yard.FieldError{Field: "id", Message: "is chosen by the server (or by the URI of a PUT)"})
-	}
-	if in.BarkCount != nil {
-		f = append(f, yard.FieldError{Field: "barkCount", Message: "is read-only"})
-	}
-	if in.CodeRevision != nil {
-		f = append(f, yard.FieldError{Field: "codeRevision", Message: "is read-only"})
-	}
-	return f
+	f := fieldIf(nil, in.ID != nil, "id", "is chosen by the server (or by the URI of a PUT)")
+	f = fieldIf(f, in.BarkCount != nil, "barkCount", "is read-only")
+	return fieldIf(f, in.CodeRevision != nil, "codeRevision", "is read-only")
 }
 
 // sameSchedule reports whether a barks object sent in a PUT describes the
