@@ -114,12 +114,8 @@ func preference(r *http.Request, name string) (string, bool) {
 // wantsHTML reports whether the Accept header ranks text/html above JSON
 // (RFC 9110 §12.5.1); ties go to JSON.
 func wantsHTML(r *http.Request) bool {
-	accept := r.Header.Get("Accept")
-	if accept == "" {
-		return false
-	}
 	html, js := -1.0, -1.0
-	for _, part := range strings.Split(accept, ",") {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
 		fields := strings.Split(part, ";")
 		mt := strings.ToLower(strings.TrimSpace(fields[0]))
 		q := 1.0
