@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -114,20 +112,9 @@ func (in carWrite) full() error {
 func required(message string, missing map[string]bool) error {
 	var f []yard.FieldError
 	for name, m := range missing {
-		if m {
-			f = append(f, yard.FieldError{Field: name, Message: "is required"})
-		}
+		f = fieldIf(f, m, name, "is required")
 	}
-	if len(f) == 0 {
-		return nil
-	}
-	sortFields(f)
-	return yard.Invalid(message, f...)
-}
-
-// sortFields orders field errors by field name.
-func sortFields(f []yard.FieldError) {
-	slices.SortStableFunc(f, func(a, b yard.FieldError) int { return strings.Compare(a.Field, b.Field) })
+	return sortedInvalid(message, f)
 }
 
 func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {

@@ -102,15 +102,9 @@ func (b sent) isNull(name string) bool { return slices.Contains(b.nulls, name) }
 func (b sent) refuseNulls(allowed ...string) error {
 	var f []yard.FieldError
 	for _, k := range b.nulls {
-		if !slices.Contains(allowed, k) {
-			f = append(f, yard.FieldError{Field: k, Message: "cannot be null"})
-		}
+		f = fieldIf(f, !slices.Contains(allowed, k), k, "cannot be null")
 	}
-	if len(f) > 0 {
-		sortFields(f)
-		return yard.Invalid("A required field cannot be null (in a merge patch, null removes a member).", f...)
-	}
-	return nil
+	return sortedInvalid("A required field cannot be null (in a merge patch, null removes a member).", f)
 }
 
 // fieldIf appends the problem entry of field to fields when bad holds.
@@ -119,6 +113,16 @@ func fieldIf(fields []yard.FieldError, bad bool, field, message string) []yard.F
 		fields = append(fields, yard.FieldError{Field: field, Message: message})
 	}
 	return fields
+}
+
+// sortedInvalid is the EINVALID error of the field problems f, in the
+// order of their field names; nil when there are none.
+func sortedInvalid(message string, f []yard.FieldError) error {
+	if len(f) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(f, func(a, b yard.FieldError) int { return strings.Compare(a.Field, b.Field) })
+	return yard.Invalid(message, f...)
 }
 
 // setIf sets *dst to *src when src is not nil: a member a body sent
