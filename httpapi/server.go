@@ -214,9 +214,6 @@ func New(d Deps) *Server {
 	return s
 }
 
-// Routes returns every registered endpoint (method and pattern).
-func (s *Server) Routes() []route { return slices.Clone(s.routes) }
-
 // handleXML is handle for a route whose resource has an XML
 // representation: its errors are problem+xml when the request sent or
 // prefers XML (problemXML), whatever the method or the failure. Every
