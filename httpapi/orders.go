@@ -38,13 +38,13 @@ var orderOffers = []string{mediaJSON, mediaXML, mediaTextXML}
 func orderMedia(r *http.Request) (string, error) {
 	offers := orderOffers
 	if sentXML(r) {
+		// The body's XML type, JSON, then the other XML type.
 		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		offers = []string{mt, mediaJSON}
+		other := mediaXML
 		if mt == mediaXML {
-			offers = append(offers, mediaTextXML)
-		} else {
-			offers = append(offers, mediaXML)
+			other = mediaTextXML
 		}
+		offers = []string{mt, mediaJSON, other}
 	}
 	if m := negotiate(r.Header.Get("Accept"), offers...); m != "" {
 		return m, nil
