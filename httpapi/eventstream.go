@@ -144,10 +144,9 @@ func (s *Server) sendEvents(ctx context.Context, sub *events.Sub, out *streamOut
 					add(it)
 					cur = it.Event.ID
 				}
-				continue
 			default:
+				return
 			}
-			return
 		}
 	}
 	if !send([]byte("retry: " + strconv.Itoa(int(sseRetry/time.Millisecond)) + "\n\n")) {
