@@ -169,13 +169,8 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 	// A body without a user name or a password is not a sign-in attempt
 	// (it guesses nothing, and the limiter does not count it): 400 naming
 	// what is missing, as for any body.
-	var missing []yard.FieldError
-	if in.Username == "" {
-		missing = append(missing, yard.FieldError{Field: "username", Message: "is required"})
-	}
-	if in.Password == "" {
-		missing = append(missing, yard.FieldError{Field: "password", Message: "is required"})
-	}
+	missing := fieldIf(nil, in.Username == "", "username", "is required")
+	missing = fieldIf(missing, in.Password == "", "password", "is required")
 	if len(missing) > 0 {
 		return nil, yard.Invalid("A user name and a password are required.", missing...)
 	}

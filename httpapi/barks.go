@@ -67,12 +67,10 @@ type barkLinks struct {
 	Dog  link `json:"dog"`
 }
 
-func barkPath(dogID, id string) string { return "/v1/dogs/" + dogID + "/barks/" + id }
-
 func (s *Server) newBarkView(b *yard.Bark) barkView {
 	v := barkView{ID: b.ID, Dog: b.DogID, Effect: b.Effect, Status: b.Status, Async: b.Async, Source: b.Source,
 		CreatedAt: Timestamp(b.CreatedAt), StartedAt: TimestampPtr(b.StartedAt), FinishedAt: TimestampPtr(b.FinishedAt),
-		Error: nonZero(b.Error), Output: b.Output, Attempts: b.Attempts, dogURL: s.url(dogPath(b.DogID)), selfURL: s.url(barkPath(b.DogID, b.ID))}
+		Error: nonZero(b.Error), Output: b.Output, Attempts: b.Attempts, dogURL: s.url(yard.DogPath(b.DogID)), selfURL: s.url(yard.BarkPath(b.DogID, b.ID))}
 	if b.Effect == yard.EffectRecord && b.Status == yard.BarkSucceeded {
 		v.Timestamp = TimestampPtr(b.Timestamp)
 	}
@@ -116,12 +114,8 @@ func preference(r *http.Request, name string) (string, bool) {
 // wantsHTML reports whether the Accept header ranks text/html above JSON
 // (RFC 9110 §12.5.1); ties go to JSON.
 func wantsHTML(r *http.Request) bool {
-	accept := r.Header.Get("Accept")
-	if accept == "" {
-		return false
-	}
 	html, js := -1.0, -1.0
-	for _, part := range strings.Split(accept, ",") {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
 		fields := strings.Split(part, ";")
 		mt := strings.ToLower(strings.TrimSpace(fields[0]))
 		q := 1.0
@@ -170,56 +164,54 @@ func (s *Server) writeHypertext(w http.ResponseWriter, r *http.Request, status i
 // and the single bark, POST /v1/dogs/{dog_id}/bark, which barks now,
 // synchronously (fetch-code stays asynchronous).
 func (s *Server) handleBark(mayAsync bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.bark(w, r, mayAsync) }
-}
-
-func (s *Server) bark(w http.ResponseWriter, r *http.Request, mayAsync bool) {
-	if !s.barksReady(w, r) {
-		return
-	}
-	d, err := s.db.barks.FindDogCore(r.Context(), r.PathValue("dog_id"))
-	if err == nil {
-		err = canUseDog(r, d)
-	}
-	var in barkRequest
-	if err == nil {
-		in, err = decodeOptional[barkRequest](r)
-	}
-	if err == nil && in.Effect != nil && !yard.ValidEffect(*in.Effect) {
-		err = yard.Invalid("Unknown bark effect.", yard.FieldError{Field: "effect", Message: "must be one of email, email-count, record, fetch-code"})
-	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	effect := d.BarkEffect
-	setIf(&effect, in.Effect)
-	_, asyncAsked := preference(r, "respond-async")
-	asyncAsked = asyncAsked && mayAsync
-	w.Header().Add("Vary", "Prefer")
-	b, err := s.deps.Barks.Bark(r.Context(), d, effect, asyncAsked)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	v := s.newBarkView(b)
-	switch {
-	case b.Async:
-		// RFC 7240 §4.1: the request is accepted; poll the task.
-		if asyncAsked {
-			w.Header().Set("Preference-Applied", "respond-async")
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.barksReady(w, r) {
+			return
 		}
-		w.Header().Set("Location", v.selfURL)
-		s.writeHypertext(w, r, http.StatusAccepted, "Bark accepted", "The bark runs in the background; follow its task at", v.selfURL, v)
-	case b.Effect == yard.EffectEmailCount:
-		// The dog changed (barkCount): see it.
-		w.Header().Set("Location", v.dogURL)
-		s.writeHypertext(w, r, http.StatusSeeOther, "Dog changed", "The dog barked and its barkCount changed; see", v.dogURL, v)
-	case b.Effect == yard.EffectRecord:
-		w.Header().Set("Location", v.selfURL)
-		writeJSON(w, http.StatusCreated, v)
-	default:
-		writeJSON(w, http.StatusOK, v)
+		d, err := s.db.barks.FindDogCore(r.Context(), r.PathValue("dog_id"))
+		if err == nil {
+			err = canUseDog(r, d)
+		}
+		var in barkRequest
+		if err == nil {
+			in, err = decodeOptional[barkRequest](r)
+		}
+		if err == nil && in.Effect != nil && !yard.ValidEffect(*in.Effect) {
+			err = yard.Invalid("Unknown bark effect.", yard.FieldError{Field: "effect", Message: "must be one of email, email-count, record, fetch-code"})
+		}
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		effect := d.BarkEffect
+		setIf(&effect, in.Effect)
+		_, asyncAsked := preference(r, "respond-async")
+		asyncAsked = asyncAsked && mayAsync
+		w.Header().Add("Vary", "Prefer")
+		b, err := s.deps.Barks.Bark(r.Context(), d, effect, asyncAsked)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		v := s.newBarkView(b)
+		switch {
+		case b.Async:
+			// RFC 7240 §4.1: the request is accepted; poll the task.
+			if asyncAsked {
+				w.Header().Set("Preference-Applied", "respond-async")
+			}
+			w.Header().Set("Location", v.selfURL)
+			s.writeHypertext(w, r, http.StatusAccepted, "Bark accepted", "The bark runs in the background; follow its task at", v.selfURL, v)
+		case b.Effect == yard.EffectEmailCount:
+			// The dog changed (barkCount): see it.
+			w.Header().Set("Location", v.dogURL)
+			s.writeHypertext(w, r, http.StatusSeeOther, "Dog changed", "The dog barked and its barkCount changed; see", v.dogURL, v)
+		case b.Effect == yard.EffectRecord:
+			w.Header().Set("Location", v.selfURL)
+			writeJSON(w, http.StatusCreated, v)
+		default:
+			writeJSON(w, http.StatusOK, v)
+		}
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -114,20 +112,9 @@ func (in carWrite) full() error {
 func required(message string, missing map[string]bool) error {
 	var f []yard.FieldError
 	for name, m := range missing {
-		if m {
-			f = append(f, yard.FieldError{Field: name, Message: "is required"})
-		}
+		f = fieldIf(f, m, name, "is required")
 	}
-	if len(f) == 0 {
-		return nil
-	}
-	sortFields(f)
-	return yard.Invalid(message, f...)
-}
-
-// sortFields orders field errors by field name.
-func sortFields(f []yard.FieldError) {
-	slices.SortStableFunc(f, func(a, b yard.FieldError) int { return strings.Compare(a.Field, b.Field) })
+	return sortedInvalid(message, f)
 }
 
 func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
@@ -142,7 +129,7 @@ func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeReplaced(w, r, true, "/cars/"+c.ID, newCarView(c), c.UpdatedAt)
+	s.writeReplaced(w, r, true, yard.CarPath(c.ID), newCarView(c), c.UpdatedAt)
 }
 
 // handleWriteCar answers PUT (put: every field; the car is created when
@@ -166,7 +153,7 @@ func (s *Server) handleWriteCar(put bool) http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		s.writeReplaced(w, r, created, "/cars/"+id, newCarView(c), c.UpdatedAt)
+		s.writeReplaced(w, r, created, yard.CarPath(id), newCarView(c), c.UpdatedAt)
 	}
 }
 
@@ -245,7 +232,7 @@ func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	s.writeReplaced(w, r, true, "/garages/"+g.ID, newGarageView(g), time.Time{})
+	s.writeReplaced(w, r, true, yard.GaragePath(g.ID), newGarageView(g), time.Time{})
 }
 
 // handleWriteGarage answers PUT (put) and PATCH of a garage, as
@@ -271,7 +258,7 @@ func (s *Server) handleWriteGarage(put bool) http.HandlerFunc {
 			s.error(w, r, err)
 			return
 		}
-		s.writeReplaced(w, r, created, "/garages/"+id, newGarageView(g), time.Time{})
+		s.writeReplaced(w, r, created, yard.GaragePath(id), newGarageView(g), time.Time{})
 	}
 }
 

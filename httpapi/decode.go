@@ -102,15 +102,27 @@ func (b sent) isNull(name string) bool { return slices.Contains(b.nulls, name) }
 func (b sent) refuseNulls(allowed ...string) error {
 	var f []yard.FieldError
 	for _, k := range b.nulls {
-		if !slices.Contains(allowed, k) {
-			f = append(f, yard.FieldError{Field: k, Message: "cannot be null"})
-		}
+		f = fieldIf(f, !slices.Contains(allowed, k), k, "cannot be null")
 	}
-	if len(f) > 0 {
-		sortFields(f)
-		return yard.Invalid("A required field cannot be null (in a merge patch, null removes a member).", f...)
+	return sortedInvalid("A required field cannot be null (in a merge patch, null removes a member).", f)
+}
+
+// fieldIf appends the problem entry of field to fields when bad holds.
+func fieldIf(fields []yard.FieldError, bad bool, field, message string) []yard.FieldError {
+	if bad {
+		fields = append(fields, yard.FieldError{Field: field, Message: message})
 	}
-	return nil
+	return fields
+}
+
+// sortedInvalid is the EINVALID error of the field problems f, in the
+// order of their field names; nil when there are none.
+func sortedInvalid(message string, f []yard.FieldError) error {
+	if len(f) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(f, func(a, b yard.FieldError) int { return strings.Compare(a.Field, b.Field) })
+	return yard.Invalid(message, f...)
 }
 
 // setIf sets *dst to *src when src is not nil: a member a body sent
@@ -345,16 +357,11 @@ var goKinds = map[reflect.Kind]string{
 	reflect.Int: "a number", reflect.Int64: "a number", reflect.Int32: "a number", reflect.Float64: "a number", reflect.Uint: "a number", reflect.Uint64: "a number",
 }
 
+// position is the line and the column (in bytes), each from 1, of the
+// byte at offset off-1 of body.
 func position(body []byte, off int64) (line, col int) {
-	line, col = 1, 1
-	for i := int64(0); i < off-1 && i < int64(len(body)); i++ {
-		if body[i] == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
-	}
-	return line, col
+	before := body[:min(max(off-1, 0), int64(len(body)))]
+	return 1 + bytes.Count(before, []byte("\n")), len(before) - bytes.LastIndexByte(before, '\n')
 }
 
 // mergePatch is the patch format every PATCH of the API takes (RFC 7396),

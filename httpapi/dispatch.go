@@ -105,11 +105,7 @@ func (d *dispatcher) shadowMux() *http.ServeMux {
 		if slices.ContainsFunc(d.shapes, func(sh shape) bool { return sh.method == rt.Method && sh.pattern == rt.Pattern }) {
 			continue
 		}
-		p := rt.Pattern
-		if rt.Method != "" {
-			p = rt.Method + " " + p
-		}
-		shadow.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
+		shadow.HandleFunc(muxPattern(rt.Method, rt.Pattern), func(http.ResponseWriter, *http.Request) {})
 	}
 	return shadow
 }

@@ -70,9 +70,6 @@ func (s *Server) checkCodeURL(u *string) error {
 	return nil
 }
 
-// dogPath returns the path of a dog's identity (with the trailing slash).
-func dogPath(id string) string { return "/v1/dogs/" + id + "/" }
-
 // dogVersion is one version of the dog resource: both read and write the
 // same store, and differ only in representation and paths (docs/barks.md).
 type dogVersion struct {
@@ -90,7 +87,7 @@ type dogVersion struct {
 }
 
 var dogV1 = &dogVersion{
-	path:   dogPath,
+	path:   yard.DogPath,
 	view:   func(_ *Server, d *yard.Dog) any { return newDogView(d) },
 	decode: decode[dogWrite],
 	headers: func(s *Server, w http.ResponseWriter, d *yard.Dog) {
@@ -200,11 +197,8 @@ func (s *Server) createDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 // insertDog creates the dog in (201), at id when the client chose one
 // (PUT) or at an id the server chooses when id is "".
 func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion, id string, in dogWrite) {
-	f := readOnlyFields(in)
-	if in.Barks != nil {
-		// A new dog gets its schedule with PATCH or /bark-schedule.
-		f = append(f, yard.FieldError{Field: "barks", Message: "is set after the dog exists, with PATCH or /bark-schedule"})
-	}
+	// A new dog gets its schedule with PATCH or /bark-schedule.
+	f := fieldIf(readOnlyFields(in), in.Barks != nil, "barks", "is set after the dog exists, with PATCH or /bark-schedule")
 	var err error
 	if len(f) > 0 {
 		err = yard.Invalid("Read-only fields cannot be set on create.", f...)
@@ -230,17 +224,9 @@ func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 }
 
 func readOnlyFields(in dogWrite) []yard.FieldError {
-	var f []yard.FieldError
-	if in.ID != nil {
-		f = append(f, yard.FieldError{Field: "id", Message: "is chosen by the server (or by the URI of a PUT)"})
-	}
-	if in.BarkCount != nil {
-		f = append(f, yard.FieldError{Field: "barkCount", Message: "is read-only"})
-	}
-	if in.CodeRevision != nil {
-		f = append(f, yard.FieldError{Field: "codeRevision", Message: "is read-only"})
-	}
-	return f
+	f := fieldIf(nil, in.ID != nil, "id", "is chosen by the server (or by the URI of a PUT)")
+	f = fieldIf(f, in.BarkCount != nil, "barkCount", "is read-only")
+	return fieldIf(f, in.CodeRevision != nil, "codeRevision", "is read-only")
 }
 
 // sameSchedule reports whether a barks object sent in a PUT describes the
@@ -286,7 +272,7 @@ func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion)
 // handleDogRedirect sends every method on /v1/dogs/{id} to the dog's
 // identity /v1/dogs/{id}/ with 308, which keeps the method and body.
 func (s *Server) handleDogRedirect(w http.ResponseWriter, r *http.Request) {
-	target := s.url(dogPath(r.PathValue("dog_id")))
+	target := s.url(yard.DogPath(r.PathValue("dog_id")))
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}

@@ -61,9 +61,9 @@ var dogV2 = &dogVersion{
 			Schedule: v1.Barks,
 			Links: map[string]link{
 				"self":                {s.url("/v2/dogs/" + d.ID)},
-				"predecessor-version": {s.url(dogPath(d.ID))},
+				"predecessor-version": {s.url(yard.DogPath(d.ID))},
 				"owner":               {s.url("/v1/people/" + d.Owner)},
-				"barks":               {s.url(dogPath(d.ID) + "barks")},
+				"barks":               {s.url(yard.DogPath(d.ID) + "barks")},
 			},
 		}
 	},
@@ -90,6 +90,6 @@ var dogV2 = &dogVersion{
 		return out, nil
 	},
 	headers: func(s *Server, w http.ResponseWriter, d *yard.Dog) {
-		w.Header().Set("Link", "<"+s.url(dogPath(d.ID))+`>; rel="predecessor-version"`)
+		w.Header().Set("Link", "<"+s.url(yard.DogPath(d.ID))+`>; rel="predecessor-version"`)
 	},
 }

@@ -114,22 +114,19 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	// A 401 carries a challenge per scheme (docs/auth.md); a scheme's own
 	// challenge from the error (OAuth's oauth_problem) takes the place
-	// of that scheme's plain one.
+	// of that scheme's plain one. The error's other challenges follow
+	// (on any status).
+	used := make([]bool, len(own))
 	if kind.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
-		used := make([]bool, len(own))
 		for _, c := range s.deps.Auth.Challenges(r) {
 			if i := slices.IndexFunc(own, func(o string) bool { return sameScheme(o, c) }); i >= 0 {
 				c, used[i] = own[i], true
 			}
 			w.Header().Add("WWW-Authenticate", c)
 		}
-		for i, c := range own {
-			if !used[i] {
-				w.Header().Add("WWW-Authenticate", c)
-			}
-		}
-	} else {
-		for _, c := range own {
+	}
+	for i, c := range own {
+		if !used[i] {
 			w.Header().Add("WWW-Authenticate", c)
 		}
 	}

@@ -90,9 +90,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 			// the client leaving.
 			sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 			out = &streamOut{conn: conn}
-			s.streams.Add(1)
-			go func() {
-				defer s.streams.Done()
+			s.streams.Go(func() {
 				defer cancel()
 				defer func() {
 					// Out of the handler, out of its recovery
@@ -114,7 +112,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, q eventQue
 					}
 				}()
 				s.sendEvents(sctx, sub, out, cur, f, first)
-			}()
+			})
 			detached = true
 			return
 		}
@@ -146,10 +144,9 @@ func (s *Server) sendEvents(ctx context.Context, sub *events.Sub, out *streamOut
 					add(it)
 					cur = it.Event.ID
 				}
-				continue
 			default:
+				return
 			}
-			return
 		}
 	}
 	if !send([]byte("retry: " + strconv.Itoa(int(sseRetry/time.Millisecond)) + "\n\n")) {

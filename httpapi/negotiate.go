@@ -33,10 +33,6 @@ func parseAccept(header string) []acceptRange {
 		if len(out) == maxAcceptRanges {
 			break
 		}
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
 		mt, params, _ := strings.Cut(part, ";")
 		typ, sub, ok := strings.Cut(strings.ToLower(strings.TrimSpace(mt)), "/")
 		if !ok || typ == "" || sub == "" || (typ == "*" && sub != "*") {

@@ -74,10 +74,7 @@ func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request) {
 		in, err = decode[consumerWrite](r)
 	}
 	if err == nil {
-		var fields []yard.FieldError
-		if in.Name == nil || !validName(*in.Name) {
-			fields = append(fields, yard.FieldError{Field: "name", Message: "is required: 1 to 100 characters, no control characters"})
-		}
+		fields := fieldIf(nil, in.Name == nil || !validName(*in.Name), "name", "is required: 1 to 100 characters, no control characters")
 		if in.CallbackURL != nil && *in.CallbackURL != "" {
 			if e := auth.CheckCallbackURL(*in.CallbackURL); e != nil {
 				fields = append(fields, yard.FieldError{Field: "callbackUrl", Message: e.Error()})

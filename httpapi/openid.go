@@ -47,8 +47,7 @@ func (s *Server) openidClaimedID(name string) string {
 // document: by Accept (Yadis 1.0 §6.2.4) or by ?format=xrds (the address
 // X-XRDS-Location gives).
 func wantsXRDS(r *http.Request) (bool, error) {
-	q := r.URL.Query()
-	if f, ok := q["format"]; ok {
+	if f, ok := r.URL.Query()["format"]; ok {
 		if len(f) != 1 || f[0] != "xrds" {
 			return false, yard.Invalid("The format query parameter takes only xrds.", yard.FieldError{Field: "format", Message: "must be xrds"})
 		}
@@ -130,8 +129,7 @@ func writeKV(w http.ResponseWriter, status int, m openid.Message) {
 	if err != nil {
 		status, body = http.StatusInternalServerError, []byte("ns:"+openid.NS+"\nerror:internal error\n")
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	noStore(w)
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

@@ -27,9 +27,6 @@ type orderStore interface {
 // both a JSON and an XML representation. The order's identity is
 // /order/{order_id}; /orders/{order_id} is the same resource.
 
-// orderPath returns the path of an order's identity.
-func orderPath(id string) string { return "/order/" + id }
-
 // orderOffers are the representations of an order, the server's
 // preference first.
 var orderOffers = []string{mediaJSON, mediaXML, mediaTextXML}
@@ -41,13 +38,13 @@ var orderOffers = []string{mediaJSON, mediaXML, mediaTextXML}
 func orderMedia(r *http.Request) (string, error) {
 	offers := orderOffers
 	if sentXML(r) {
+		// The body's XML type, JSON, then the other XML type.
 		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		offers = []string{mt, mediaJSON}
+		other := mediaXML
 		if mt == mediaXML {
-			offers = append(offers, mediaTextXML)
-		} else {
-			offers = append(offers, mediaXML)
+			other = mediaTextXML
 		}
+		offers = []string{mt, mediaJSON, other}
 	}
 	if m := negotiate(r.Header.Get("Accept"), offers...); m != "" {
 		return m, nil
@@ -168,19 +165,10 @@ func statusField(v string) error {
 // an administrator may give customerId and status. 201 with Location.
 func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 	media, in, err := readOrderRequest(r)
-	var ro []yard.FieldError
-	if in.ID != nil {
-		ro = append(ro, yard.FieldError{Field: "id", Message: "is chosen by the server"})
-	}
-	if in.CreatedAt != nil {
-		ro = append(ro, yard.FieldError{Field: "createdAt", Message: "is read-only"})
-	}
-	if in.UpdatedAt != nil {
-		ro = append(ro, yard.FieldError{Field: "updatedAt", Message: "is read-only"})
-	}
-	if in.Canceled != nil && *in.Canceled {
-		ro = append(ro, yard.FieldError{Field: "canceled", Message: "a new order is not cancelled; cancel it afterwards"})
-	}
+	ro := fieldIf(nil, in.ID != nil, "id", "is chosen by the server")
+	ro = fieldIf(ro, in.CreatedAt != nil, "createdAt", "is read-only")
+	ro = fieldIf(ro, in.UpdatedAt != nil, "updatedAt", "is read-only")
+	ro = fieldIf(ro, in.Canceled != nil && *in.Canceled, "canceled", "a new order is not cancelled; cancel it afterwards")
 	p := yard.PrincipalFromContext(r.Context())
 	switch {
 	case err != nil:
@@ -203,7 +191,7 @@ func (s *Server) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	w.Header().Set("Location", s.url(orderPath(o.ID)))
+	w.Header().Set("Location", s.url(yard.OrderPath(o.ID)))
 	s.writeOrder(w, r, http.StatusCreated, o, media)
 }
 
@@ -273,22 +261,11 @@ func (s *Server) handlePutOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	p := yard.PrincipalFromContext(r.Context())
 	s.updateOrder(w, r, media, func(o *yard.Order) error {
-		var differ []yard.FieldError
-		if in.ID != nil && *in.ID != o.ID {
-			differ = append(differ, yard.FieldError{Field: "id", Message: "differs from the stored order"})
-		}
-		if in.CustomerID != nil && *in.CustomerID != o.CustomerID {
-			differ = append(differ, yard.FieldError{Field: "customerId", Message: "differs from the stored order"})
-		}
-		if in.Status != nil && *in.Status != o.Status && !p.IsAdmin() {
-			differ = append(differ, yard.FieldError{Field: "status", Message: "only an administrator may change the status"})
-		}
-		if created != nil && !created.Equal(o.CreatedAt) {
-			differ = append(differ, yard.FieldError{Field: "createdAt", Message: "differs from the stored order (read-only; may be left out)"})
-		}
-		if updated != nil && !updated.Equal(o.UpdatedAt) {
-			differ = append(differ, yard.FieldError{Field: "updatedAt", Message: "differs from the stored order (read-only; may be left out)"})
-		}
+		differ := fieldIf(nil, in.ID != nil && *in.ID != o.ID, "id", "differs from the stored order")
+		differ = fieldIf(differ, in.CustomerID != nil && *in.CustomerID != o.CustomerID, "customerId", "differs from the stored order")
+		differ = fieldIf(differ, in.Status != nil && *in.Status != o.Status && !p.IsAdmin(), "status", "only an administrator may change the status")
+		differ = fieldIf(differ, created != nil && !created.Equal(o.CreatedAt), "createdAt", "differs from the stored order (read-only; may be left out)")
+		differ = fieldIf(differ, updated != nil && !updated.Equal(o.UpdatedAt), "updatedAt", "differs from the stored order (read-only; may be left out)")
 		if len(differ) > 0 {
 			return &yard.Error{Code: yard.ECONFLICT, Fields: differ,
 				Message: "Only canceled (and, for an administrator, status) can be changed; other fields must be as stored or left out."}

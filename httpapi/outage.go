@@ -65,9 +65,6 @@ const storeDownInterval = 250 * time.Millisecond
 // owner runs it beside the server and ends ctx when the server stops;
 // without it, an outage ends when /readyz finds the store back.
 func (s *Server) WatchStore(ctx context.Context) {
-	t := time.NewTimer(storeDownInterval)
-	t.Stop()
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -75,11 +72,10 @@ func (s *Server) WatchStore(ctx context.Context) {
 		case <-s.storeDown:
 		}
 		for s.outage.Down() { // /readyz may see it back first
-			t.Reset(storeDownInterval)
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-time.After(storeDownInterval):
 			}
 			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			err := s.db.outage.Reachable(pctx)

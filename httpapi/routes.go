@@ -136,7 +136,7 @@ func (s *Server) registerRoutes() {
 	s.handleXML("GET", pages.StylePath, new(pages.Pages).HandleStyle) // needs no Kit
 	// The console for people (package console, docs/console.md): pages
 	// over this API, which call it as any client does. Not endpoints of
-	// the API, so not in Routes nor in the OpenAPI document.
+	// the API, so not among its routes nor in the OpenAPI document.
 	s.mountConsole()
 
 	// OAuth 1.0a provider (oauth.go; docs/auth.md): consumers (admin), the

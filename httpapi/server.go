@@ -186,7 +186,6 @@ type Server struct {
 
 type route struct {
 	Method, Pattern string
-	xml             bool // handleXML
 }
 
 // New returns a server over its collaborators with its routes registered.
@@ -215,31 +214,30 @@ func New(d Deps) *Server {
 	return s
 }
 
-// Routes returns every registered endpoint (method and pattern).
-func (s *Server) Routes() []route { return slices.Clone(s.routes) }
-
-// handle registers an endpoint.
 // handleXML is handle for a route whose resource has an XML
 // representation: its errors are problem+xml when the request sent or
-// prefers XML (problemXML), whatever the method or the failure.
+// prefers XML (problemXML), whatever the method or the failure. Every
+// route of such a pattern is registered with handleXML.
 func (s *Server) handleXML(method, pattern string, h http.HandlerFunc) {
-	s.handle(method, pattern, h)
-	if !slices.ContainsFunc(s.routes[:len(s.routes)-1], func(r route) bool { return r.Pattern == pattern && r.xml }) {
+	if !slices.ContainsFunc(s.routes, func(r route) bool { return r.Pattern == pattern }) {
 		s.xmlPaths.HandleFunc(pattern, http.NotFound) // once per pattern
 	}
-	s.routes[len(s.routes)-1].xml = true
+	s.handle(method, pattern, h)
 }
 
+// handle registers an endpoint; the empty method is every method.
 func (s *Server) handle(method, pattern string, h http.HandlerFunc) {
 	s.routes = append(s.routes, route{Method: method, Pattern: pattern})
 	if path := strings.TrimSuffix(pattern, "{$}"); method != "" && !strings.Contains(path, "{") {
 		s.literals[path] = append(s.literals[path], method)
 	}
-	if method == "" {
-		s.mux.HandleFunc(pattern, h)
-		return
-	}
-	s.mux.HandleFunc(method+" "+pattern, h)
+	s.mux.HandleFunc(muxPattern(method, pattern), h)
+}
+
+// muxPattern is the ServeMux pattern of a route: "METHOD /path", or the
+// path alone for every method.
+func muxPattern(method, pattern string) string {
+	return strings.TrimPrefix(method+" "+pattern, " ")
 }
 
 // Handler returns the server's root handler with its middleware.

@@ -1,6 +1,7 @@
 package apitest
 
 import (
+	"cmp"
 	"context"
 	"testing"
 
@@ -23,11 +24,9 @@ func WithAuthKit(t testing.TB, db *store.DB, out **auth.Kit, mod func(*auth.Conf
 		if mod != nil {
 			mod(&cfg)
 		}
-		if cfg.Basic != nil && cfg.Limiter != nil {
-			cfg.Basic.Limiter = cfg.Limiter
-		}
-		if cfg.Basic != nil {
-			cfg.Basic.Hashing = cfg.Hashing // one gate for the process, as serve wires it
+		if b := cfg.Basic; b != nil {
+			b.Limiter = cmp.Or(cfg.Limiter, b.Limiter)
+			b.Hashing = cfg.Hashing // one gate for the process, as serve wires it
 		}
 		kit, err := auth.NewKit(context.Background(), cfg)
 		if err != nil {

@@ -66,10 +66,9 @@ func xmlValue(dec *xml.Decoder, start xml.StartElement) (any, error) {
 			switch {
 			case children > 0 && len(arr) == children:
 				return arr, nil
+			case len(arr) > 0:
+				return nil, errors.New("mixed <i> and named elements in " + start.Name.Local)
 			case children > 0:
-				if len(arr) > 0 {
-					return nil, errors.New("mixed <i> and named elements in " + start.Name.Local)
-				}
 				return obj, nil
 			}
 			s := text.String()
