@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // Bark tasks as the workers run them (jobs): a claim with a lease, then
@@ -83,10 +84,7 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 
 // bound is the bound n, or none (1 << 40) when n is 0 or less.
 func bound(n int) int64 {
-	if n <= 0 {
-		return 1 << 40
-	}
-	return int64(n)
+	return defaults.Positive(int64(n), 1<<40)
 }
 
 // ExtendLease renews a running task's lease. It returns ErrLeaseLost when

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // The event log (docs/events.md; migration 00100). Every write that a client
@@ -206,13 +207,7 @@ const maxEventScan = 10000
 // row read, so a caller that continues from it skips nothing.
 func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPage, error) {
 	defer db.trace(&ctx, "store.ReadEvents").End()
-	limit, scan := f.Limit, f.Scan
-	if limit <= 0 {
-		limit = 100
-	}
-	if scan <= 0 {
-		scan = maxEventScan
-	}
+	limit, scan := defaults.Positive(f.Limit, 100), defaults.Positive(f.Scan, maxEventScan)
 	page := &yard.EventPage{Next: f.After, Events: []*yard.Event{}}
 	chunk := max(limit, 100)
 	if f.Match == nil {

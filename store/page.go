@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // rowScanner is a row to read: *sql.Row or *sql.Rows.
@@ -77,8 +78,5 @@ func scanPair(row rowScanner) ([2]string, error) {
 
 // pageMax is a filter's page size: yard.DefaultPageMax when it sets none.
 func pageMax(limit int) int {
-	if limit <= 0 {
-		return yard.DefaultPageMax
-	}
-	return limit
+	return defaults.Positive(limit, yard.DefaultPageMax)
 }

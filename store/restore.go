@@ -108,7 +108,7 @@ func Restore(ctx context.Context, src, dsn, dataDir string, now time.Time, say f
 		}
 		if err := lockFile(replay); err != nil {
 			return rep, fmt.Errorf("%w: a yard serve%s holds %s; stop it and run yard restore again. Nothing was changed",
-				ErrStoreInUse, byPid(lockHolder(replay)), replayLogDir(path))
+				ErrStoreInUse, heldBy(replay), replayLogDir(path))
 		}
 	}
 

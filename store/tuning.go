@@ -1,5 +1,7 @@
 package store
 
+import "github.com/yard-api/yard/internal/defaults"
+
 // tuning is how the store cuts its bigger statements, and gathers its
 // reads of cars, fixed when it is opened (WithImportChunks,
 // WithEventWindow, WithCarReadBatching); a zero or negative field means its
@@ -20,15 +22,9 @@ type tuning struct {
 
 // withDefaults returns t with each field left unset at its default.
 func (t tuning) withDefaults() tuning {
-	if t.importChunk <= 0 {
-		t.importChunk = defaultImportChunk
-	}
-	if t.pgImportChunk <= 0 {
-		t.pgImportChunk = defaultPGImportChunk
-	}
-	if t.eventWindow <= 0 {
-		t.eventWindow = defaultEventWindowPG
-	}
+	t.importChunk = defaults.Positive(t.importChunk, defaultImportChunk)
+	t.pgImportChunk = defaults.Positive(t.pgImportChunk, defaultPGImportChunk)
+	t.eventWindow = defaults.Positive(t.eventWindow, defaultEventWindowPG)
 	return t
 }
 
