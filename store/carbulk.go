@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -144,13 +145,10 @@ func checkGarages(ctx context.Context, tx *Tx, ids []string) error {
 // order (checkGarages). The reading goroutine finds them.
 func (b *importBatch) carGarages() []string {
 	seen := make(map[string]bool, 1024)
-	var ids []string
 	for _, c := range b.cars {
-		if c.Garage != "" && !seen[c.Garage] {
+		if c.Garage != "" {
 			seen[c.Garage] = true
-			ids = append(ids, c.Garage)
 		}
 	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(seen))
 }

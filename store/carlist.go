@@ -77,22 +77,16 @@ func (db *DB) carFacet(ctx context.Context, field, where string, args []any) (ya
 		return yard.Facet{}, yard.Invalid("Unknown facet field.", yard.FieldError{Field: "facets", Message: "unknown field " + field})
 	}
 	rows, err := db.read.QueryContext(ctx, fmt.Sprintf(text, where), args...)
+	values, err := appendRows(nil, rows, err, func(row rowScanner) (yard.FacetValue, error) {
+		var v sql.NullString
+		var n int
+		err := row.Scan(&v, &n)
+		return yard.FacetValue{Value: v.String, Null: !v.Valid, Count: n}, err
+	})
 	if err != nil {
 		return yard.Facet{}, err
 	}
-	defer rows.Close()
-	fc := yard.Facet{Field: field}
-	for rows.Next() {
-		var v sql.NullString
-		var n int
-		if err := rows.Scan(&v, &n); err != nil {
-			return yard.Facet{}, err
-		}
-		fc.Values = append(fc.Values, yard.FacetValue{Value: v.String, Null: !v.Valid, Count: n})
-	}
-	if err := rows.Err(); err != nil {
-		return yard.Facet{}, err
-	}
+	fc := yard.Facet{Field: field, Values: values}
 	yard.SortFacet(&fc)
 	return fc, nil
 }
@@ -101,19 +95,7 @@ func (db *DB) carFacet(ctx context.Context, field, where string, args []any) (ya
 func (db *DB) carPage(ctx context.Context, where string, args []any, page yard.Page) ([]*yard.Car, error) {
 	text, pageArgs := carPageSQL(db.engine, where, args, page)
 	rows, err := db.Query(ctx, text, pageArgs...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make([]*yard.Car, 0, page.Max)
-	for rows.Next() {
-		c, err := scanCar(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return appendRows(make([]*yard.Car, 0, page.Max), rows, err, scanCar)
 }
 
 // carPageSQL returns the page query of a WHERE condition and its

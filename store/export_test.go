@@ -24,7 +24,13 @@ func sessionSetting(ctx context.Context, pool *sql.DB, name string) (string, err
 }
 
 // CreateCarInTx writes a new car in tx as CreateCar does in its own.
-func CreateCarInTx(ctx context.Context, tx *Tx, c *yard.Car) error { return createCar(ctx, tx, c) }
+func CreateCarInTx(ctx context.Context, tx *Tx, c *yard.Car) error {
+	v, err := carStamp(ctx, tx)
+	if err != nil {
+		return err
+	}
+	return insertCar(ctx, tx, c, v)
+}
 
 // RunBatch runs fns as one group-commit batch (runBatch), each in its own
 // savepoint, and returns their errors.
