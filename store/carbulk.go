@@ -81,16 +81,6 @@ func (db *DB) carIndexLock(ctx context.Context, tx *Tx) error {
 	return err
 }
 
-// HasCarGarageIndex reports whether cars_garage_idx exists (tests and
-// diagnostics).
-func (db *DB) HasCarGarageIndex(ctx context.Context) (bool, error) {
-	q := `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'cars_garage_idx')`
-	if db.engine == Postgres {
-		q = `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'cars_garage_idx')`
-	}
-	return scanValue[bool](db.read.QueryRowContext(ctx, q))
-}
-
 // maySkipTriggers reports whether the store's role may set
 // session_replication_role on PostgreSQL.
 func (db *DB) maySkipTriggers(ctx context.Context) bool {

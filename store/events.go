@@ -150,11 +150,11 @@ const hashedOwners = 16
 const ownersScanWindow = 256
 
 // defaultEventWindowPG is the span of transaction ids one statement of a
-// read of several people's events covers on PostgreSQL, unless
-// WithEventWindow says otherwise. Those reads (a hub's, a hundred a
-// second) run on connections that keep one generic plan
-// (openEventReader), which goes through the log in order; the window
-// bounds what one statement walks when the reader is far behind.
+// read of several people's events covers on PostgreSQL, unless a test's
+// tuning says otherwise. Those reads (a hub's, a hundred a second) run on
+// connections that keep one generic plan (openEventReader), which goes
+// through the log in order; the window bounds what one statement walks
+// when the reader is far behind.
 const defaultEventWindowPG = 4096
 
 // eventsRead is the SQL of ReadEvents: visible events after ($1, $2), in

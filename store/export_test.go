@@ -11,6 +11,30 @@ import (
 	"github.com/yard-api/yard/internal/batch"
 )
 
+// WithImportChunks sets the rows of one statement of an import
+// (ImportCarsWith): a multi-row INSERT on SQLite (64 by default), an
+// INSERT … SELECT FROM unnest(…) on PostgreSQL (10,000 by default). 0
+// keeps an engine's default.
+func WithImportChunks(sqlite, postgres int) Option {
+	return func(o *options) { o.tuning.importChunk, o.tuning.pgImportChunk = sqlite, postgres }
+}
+
+// WithEventWindow sets the span of transaction ids one statement of a
+// read of several people's events covers on PostgreSQL (ReadEvents; 4096
+// by default).
+func WithEventWindow(n int64) Option {
+	return func(o *options) { o.tuning.eventWindow = n }
+}
+
+// HasCarGarageIndex reports whether cars_garage_idx exists.
+func (db *DB) HasCarGarageIndex(ctx context.Context) (bool, error) {
+	q := `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'cars_garage_idx')`
+	if db.engine == Postgres {
+		q = `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'cars_garage_idx')`
+	}
+	return scanValue[bool](db.read.QueryRowContext(ctx, q))
+}
+
 // ReplayWriterSetting reads a setting on the connections that record
 // signatures on PostgreSQL.
 func (db *DB) ReplayWriterSetting(ctx context.Context, name string) (string, error) {

@@ -20,7 +20,7 @@ import (
 // made fast").
 
 // defaultImportChunk is the number of rows in one multi-row INSERT on
-// SQLite, unless WithImportChunks says otherwise (PostgreSQL takes arrays
+// SQLite, unless tuning says otherwise (PostgreSQL takes arrays
 // instead: writeCarsPG). Its placeholders are "?": modernc looks up a
 // named placeholder ($N) by a linear scan of the statement's names when it
 // binds, so with names the cost per row grew with the rows per statement;
@@ -181,7 +181,7 @@ func valuesList(rows, cols int, rowTail string) string {
 }
 
 // defaultPGImportChunk is the rows of one INSERT … SELECT FROM unnest(…)
-// on PostgreSQL, unless WithImportChunks says otherwise: a column is one
+// on PostgreSQL, unless tuning says otherwise: a column is one
 // array parameter, so a statement costs the same to send and plan
 // whatever its rows, and pgx sends the arrays in binary.
 const defaultPGImportChunk = 10000

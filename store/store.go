@@ -255,7 +255,7 @@ type Option func(*options)
 type options struct {
 	busyTimeout time.Duration
 	sync        string // SyncFull or SyncNormal (durability.go)
-	tuning      tuning // WithImportChunks, WithEventWindow (tuning.go)
+	tuning      tuning // tuning.go
 }
 
 // WithSQLiteBusyTimeout replaces DefaultSQLiteBusyTimeout.
