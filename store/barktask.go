@@ -65,16 +65,13 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 		row := db.txQueryRow(ctx, tx, claim, args...)
 		var traceParent string
 		b, err = scanBark(withExtra{row, []any{&traceParent}})
-		if b != nil {
-			b.TraceParent = traceParent
-		}
 		if errors.Is(err, sql.ErrNoRows) {
-			b, err = nil, nil
+			return nil // no task is due; b is nil
+		} else if err != nil {
+			return err
 		}
-		if b != nil && err == nil {
-			err = barkEvents(ctx, tx, b, yard.EventBarkRunning)
-		}
-		return err
+		b.TraceParent = traceParent
+		return barkEvents(ctx, tx, b, yard.EventBarkRunning)
 	})
 	if b == nil {
 		token = ""

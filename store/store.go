@@ -572,8 +572,6 @@ func isForeignKeyViolation(err error) bool {
 	return strings.Contains(s, "FOREIGN KEY constraint failed") || strings.Contains(s, "SQLSTATE 23503")
 }
 
-// IsUniqueViolation is isUniqueViolation for other packages sharing the store.
-
 // notFound maps sql.ErrNoRows to a yard ENOTFOUND error.
 func notFound(err error, what string) error {
 	if errors.Is(err, sql.ErrNoRows) {
