@@ -260,7 +260,6 @@ func (db *DB) StopSchedule(ctx context.Context, dogID string) error {
 func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, error) {
 	var fired []*yard.Bark
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		fired = nil
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		rows, err := tx.QueryContext(ctx, `SELECT dog_id FROM bark_schedules WHERE frequency > 0 AND next_at <= $1
 			ORDER BY next_at LIMIT CAST($2 AS BIGINT)`, Millis(now), limit)

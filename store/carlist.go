@@ -150,30 +150,14 @@ func (db *DB) explain(ctx context.Context, query string, args ...any) ([]string,
 	if db.engine == SQLite {
 		prefix = `EXPLAIN QUERY PLAN `
 	}
-	rows, err := db.read.QueryContext(ctx, prefix+query, args...)
-	if err != nil {
-		return nil, err
-	}
-	cols, _ := rows.Columns()
-	return appendRows(nil, rows, nil, func(row rowScanner) (string, error) {
-		vals, err := scanValues(row, len(cols))
-		if err != nil {
-			return "", err
-		}
+	rows, err := queryValues(ctx, db.read, prefix+query, args...)
+	lines := make([]string, len(rows))
+	for i, vals := range rows {
 		// SQLite: id, parent, notused, detail; PostgreSQL: one text column.
-		if b, ok := vals[len(vals)-1].([]byte); ok {
-			return string(b), nil
+		lines[i] = strings.TrimSpace(fmt.Sprint(vals[len(vals)-1]))
+		if raw, ok := vals[len(vals)-1].([]byte); ok {
+			lines[i] = string(raw)
 		}
-		return strings.TrimSpace(fmt.Sprint(vals[len(vals)-1])), nil
-	})
-}
-
-// scanValues scans a row of n columns of any types.
-func scanValues(row rowScanner, n int) ([]any, error) {
-	vals := make([]any, n)
-	ptrs := make([]any, n)
-	for i := range vals {
-		ptrs[i] = &vals[i]
 	}
-	return vals, row.Scan(ptrs...)
+	return lines, err
 }

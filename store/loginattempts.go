@@ -20,7 +20,6 @@ func (db *DB) ReserveLoginAttempt(ctx context.Context, id string, keys []string,
 	sorted = slices.Compact(sorted)
 	ok, retryAt := true, time.Time{}
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		ok, retryAt = true, time.Time{}
 		for _, k := range sorted {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO login_keys (key, at) VALUES ($1, $2)
 				ON CONFLICT (key) DO UPDATE SET at = excluded.at`, k, Millis(at)); err != nil {

@@ -94,7 +94,6 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Dura
 	var out []*yard.WebhookClaim
 	db.prepareWrites(ctx, claimBusySQL, claimDueSQL, claimPickSQLite, claimLeaseSQLite)
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		out = nil
 		if db.engine == Postgres {
 			// One round trip: asynchronous commit (asyncCommit), plain
 			// index scans (below), and the claims' turn.

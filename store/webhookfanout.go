@@ -96,7 +96,6 @@ func (db *DB) fanOutOnce(ctx context.Context, last yard.EventID, batch int) (cre
 	}
 	db.prepareWrites(ctx, insertDeliverySQLite)
 	err = db.WithTx(ctx, func(tx *Tx) error {
-		created, more = 0, false
 		rows, err := tx.QueryContext(ctx, `SELECT w.id, w.owner_id, w.types, w.cursor_tx, w.cursor_seq, u.roles
 			FROM webhooks w JOIN users u ON u.id = w.owner_id
 			WHERE w.enabled = TRUE AND u.disabled = FALSE AND (w.cursor_tx, w.cursor_seq) < ($1, $2)
