@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -295,9 +294,7 @@ func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, er
 				Source: yard.BarkSourceSchedule, Slot: FromMillis(slot), CreatedAt: now}
 			// A schedule set again to a slot that already fired does not
 			// fire it twice.
-			n, err = affected(tx.ExecContext(ctx, `INSERT INTO tasks (id, dog_id, effect, status, async, source, slot_key, slot_at, created_at, run_at)
-				VALUES ($1, $2, $3, 'pending', TRUE, 'schedule', $4, $5, $6, $6) ON CONFLICT (slot_key) DO NOTHING`,
-				b.ID, dogID, effect, dogID+"@"+strconv.FormatInt(slot, 10), slot, Millis(now)))
+			n, err = affected(tx.ExecContext(ctx, insertBarkSQL+` ON CONFLICT (slot_key) DO NOTHING`, barkRow(b, now)...))
 			if err != nil {
 				return err
 			}

@@ -15,9 +15,7 @@ var _ yard.LoginAttemptService = (*DB)(nil)
 // keys never deadlock, and the count of a key cannot change between its
 // read and the insert.
 func (db *DB) ReserveLoginAttempt(ctx context.Context, id string, keys []string, at, since time.Time, limit int) (bool, time.Time, error) {
-	sorted := slices.Clone(keys)
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
+	sorted := slices.Compact(slices.Sorted(slices.Values(keys)))
 	ok, retryAt := true, time.Time{}
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		for _, k := range sorted {
