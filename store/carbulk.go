@@ -48,14 +48,11 @@ func (db *DB) deferCarIndexes(ctx context.Context) (bool, error) {
 		if err := db.carIndexLock(ctx, tx); err != nil {
 			return err
 		}
-		var some bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM cars)`).Scan(&some); err != nil {
+		some, err := scanValue[bool](tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM cars)`))
+		if err != nil || some {
 			return err
 		}
-		if some {
-			return nil
-		}
-		_, err := tx.ExecContext(ctx, `DROP INDEX IF EXISTS cars_garage_idx`)
+		_, err = tx.ExecContext(ctx, `DROP INDEX IF EXISTS cars_garage_idx`)
 		dropped = err == nil
 		return err
 	})

@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -70,11 +68,9 @@ func (db *DB) FanOutWebhooks(ctx context.Context, batch int) (int, error) {
 	batch = defaults.Positive(batch, 20)
 	// A read first, so that a process with nothing to do takes no write
 	// transaction.
-	_, err = scanValue[int](db.QueryRow(ctx, `SELECT 1 FROM webhooks w JOIN users u ON u.id = w.owner_id
-		WHERE w.enabled = TRUE AND u.disabled = FALSE AND (w.cursor_tx, w.cursor_seq) < ($1, $2) LIMIT 1`, last.Tx, last.Seq))
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	} else if err != nil {
+	behind, err := scanValue[bool](db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhooks w JOIN users u ON u.id = w.owner_id
+		WHERE w.enabled = TRUE AND u.disabled = FALSE AND (w.cursor_tx, w.cursor_seq) < ($1, $2))`, last.Tx, last.Seq))
+	if err != nil || !behind {
 		return 0, err
 	}
 	created := 0
