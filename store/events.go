@@ -214,7 +214,9 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 		chunk = limit
 	}
 	chunk = min(chunk, scan)
-	owners := ownersAll
+	// How the read filters by owner, and, for a windowed read (eventsRead),
+	// its window in transactions and where it runs.
+	owners, window, query := ownersAll, int64(0), db.Query
 	var ownerArg any
 	switch {
 	case f.Owner != nil:
@@ -224,6 +226,7 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 		if len(f.Owners) >= hashedOwners {
 			owners = ownersManyHashed
 		}
+		window, query = db.tuning.eventWindow, db.eventRead.QueryContext
 	case f.Owners != nil:
 		list, err := json.Marshal(f.Owners)
 		if err != nil {
@@ -236,19 +239,9 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 				return nil, err
 			}
 			if clock-f.After.Tx < ownersScanWindow {
-				owners = ownersManyScan
+				owners, window = ownersManyScan, ownersScanWindow
 			}
 		}
-	}
-	// The window of a windowed read (eventsRead), in transactions, and
-	// where it runs.
-	var window int64
-	query := db.Query
-	switch {
-	case owners == ownersManyScan:
-		window = ownersScanWindow
-	case owners == ownersManyHashed || (owners == ownersMany && db.engine == Postgres):
-		window, query = db.tuning.eventWindow, db.eventRead.QueryContext
 	}
 	q := db.eventsRead(owners, window > 0)
 	read, windows := 0, 0
