@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,11 +47,7 @@ func SQLitePath(dsn, dataDir string) (string, bool) {
 		return "", false
 	}
 	path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite"), ":")
-	path = strings.TrimPrefix(path, "file:")
-	if path == "" {
-		path = filepath.Join(dataDir, "yard.db")
-	}
-	return path, true
+	return cmp.Or(strings.TrimPrefix(path, "file:"), filepath.Join(dataDir, "yard.db")), true
 }
 
 // holdStore takes the shared lock of the SQLite store at path, which the

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -66,9 +67,7 @@ func (db *DB) FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order
 // unknown customer is EINVALID.
 func (db *DB) CreateOrder(ctx context.Context, o *yard.Order) error {
 	defer db.trace(&ctx, "store.CreateOrder").End()
-	if o.Status == "" {
-		o.Status = yard.OrderPlaced
-	}
+	o.Status = cmp.Or(o.Status, yard.OrderPlaced)
 	if err := yard.ValidateNewOrder(o); err != nil {
 		return err
 	}
