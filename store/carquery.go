@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 
@@ -35,10 +36,7 @@ func CompileCarQuery(q yard.Query, args []any) (string, []any) {
 	for _, f := range q.Filters {
 		conds = append(conds, c.filter(f)...)
 	}
-	if len(conds) == 0 {
-		return "1=1", c.args
-	}
-	return strings.Join(conds, " AND "), c.args
+	return cmp.Or(strings.Join(conds, " AND "), "1=1"), c.args
 }
 
 // sqlArgs collects the arguments of a statement, each with its $N
