@@ -76,9 +76,8 @@ func Restore(ctx context.Context, src, dsn, dataDir string, now time.Time, say f
 	}()
 	if dsn == "" || dsn == "sqlite" || dsn == "sqlite:" {
 		dirs, err := privateDir(dataDir)
-		for _, d := range slices.Backward(dirs) {
-			created = append(created, d)
-		}
+		slices.Reverse(dirs) // the shallowest first
+		created = append(created, dirs...)
 		if err != nil {
 			return rep, fmt.Errorf("data directory: %w", err)
 		}
