@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,11 +47,7 @@ func SQLitePath(dsn, dataDir string) (string, bool) {
 		return "", false
 	}
 	path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite"), ":")
-	path = strings.TrimPrefix(path, "file:")
-	if path == "" {
-		path = filepath.Join(dataDir, "yard.db")
-	}
-	return path, true
+	return cmp.Or(strings.TrimPrefix(path, "file:"), filepath.Join(dataDir, "yard.db")), true
 }
 
 // holdStore takes the shared lock of the SQLite store at path, which the
@@ -69,28 +66,20 @@ func holdStore(path string) (*os.File, error) {
 }
 
 // notePid writes this process's id into the lock file f, which it holds
-// exclusively, so that a process refused the lock can name it (lockHolder).
+// exclusively, so that a process refused the lock can name it (heldBy).
 func notePid(f *os.File) {
 	if f.Truncate(0) == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 }
 
-// lockHolder returns the process id the holder of the lock file f wrote
-// (notePid), 0 when it wrote none.
-func lockHolder(f *os.File) int {
+// heldBy names the holder of the lock file f by the process id it wrote
+// (notePid): " (pid 1234)", or "" when it wrote none.
+func heldBy(f *os.File) string {
 	b := make([]byte, 20)
 	n, _ := f.ReadAt(b, 0)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b[:n])))
 	if err != nil || pid <= 0 {
-		return 0
-	}
-	return pid
-}
-
-// byPid names a process by its id, when known: " (pid 1234)".
-func byPid(pid int) string {
-	if pid == 0 {
 		return ""
 	}
 	return " (pid " + strconv.Itoa(pid) + ")"
@@ -103,7 +92,7 @@ func replayLogHeld(dir string, lock *os.File, err error) error {
 	return fmt.Errorf("the store %s is in use by another process%s: a SQLite store is served by one process, "+
 		"which alone keeps its signed-request replay log (%s, held by another process, or by another handle on the store in this one: %v); "+
 		"stop that process first, or run several processes on PostgreSQL",
-		strings.TrimSuffix(dir, "-signatures"), byPid(lockHolder(lock)), dir, err)
+		strings.TrimSuffix(dir, "-signatures"), heldBy(lock), dir, err)
 }
 
 // BackupProgress is what a running backup reports.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -179,9 +180,7 @@ func (db *DB) EnqueueBark(ctx context.Context, b *yard.Bark) error {
 func newPendingBark(b *yard.Bark, now time.Time) {
 	ensureID(&b.ID)
 	b.Status, b.Async, b.CreatedAt = yard.BarkPending, true, now.UTC().Truncate(time.Millisecond)
-	if b.Source == "" {
-		b.Source = yard.BarkSourceRequest
-	}
+	b.Source = cmp.Or(b.Source, yard.BarkSourceRequest)
 }
 
 // enqueueBarkPG is EnqueueBark on PostgreSQL in one statement, which is

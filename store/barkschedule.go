@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -260,7 +259,6 @@ func (db *DB) StopSchedule(ctx context.Context, dogID string) error {
 func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, error) {
 	var fired []*yard.Bark
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		fired = nil
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		rows, err := tx.QueryContext(ctx, `SELECT dog_id FROM bark_schedules WHERE frequency > 0 AND next_at <= $1
 			ORDER BY next_at LIMIT CAST($2 AS BIGINT)`, Millis(now), limit)
@@ -296,9 +294,7 @@ func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, er
 				Source: yard.BarkSourceSchedule, Slot: FromMillis(slot), CreatedAt: now}
 			// A schedule set again to a slot that already fired does not
 			// fire it twice.
-			n, err = affected(tx.ExecContext(ctx, `INSERT INTO tasks (id, dog_id, effect, status, async, source, slot_key, slot_at, created_at, run_at)
-				VALUES ($1, $2, $3, 'pending', TRUE, 'schedule', $4, $5, $6, $6) ON CONFLICT (slot_key) DO NOTHING`,
-				b.ID, dogID, effect, dogID+"@"+strconv.FormatInt(slot, 10), slot, Millis(now)))
+			n, err = affected(tx.ExecContext(ctx, insertBarkSQL+` ON CONFLICT (slot_key) DO NOTHING`, barkRow(b, now)...))
 			if err != nil {
 				return err
 			}

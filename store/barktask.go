@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // Bark tasks as the workers run them (jobs): a claim with a lease, then
@@ -64,16 +65,13 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 		row := db.txQueryRow(ctx, tx, claim, args...)
 		var traceParent string
 		b, err = scanBark(withExtra{row, []any{&traceParent}})
-		if b != nil {
-			b.TraceParent = traceParent
-		}
 		if errors.Is(err, sql.ErrNoRows) {
-			b, err = nil, nil
+			return nil // no task is due; b is nil
+		} else if err != nil {
+			return err
 		}
-		if b != nil && err == nil {
-			err = barkEvents(ctx, tx, b, yard.EventBarkRunning)
-		}
-		return err
+		b.TraceParent = traceParent
+		return barkEvents(ctx, tx, b, yard.EventBarkRunning)
 	})
 	if b == nil {
 		token = ""
@@ -83,10 +81,7 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 
 // bound is the bound n, or none (1 << 40) when n is 0 or less.
 func bound(n int) int64 {
-	if n <= 0 {
-		return 1 << 40
-	}
-	return int64(n)
+	return defaults.Positive(int64(n), 1<<40)
 }
 
 // ExtendLease renews a running task's lease. It returns ErrLeaseLost when

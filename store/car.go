@@ -150,16 +150,7 @@ func (db *DB) CreateCar(ctx context.Context, c *yard.Car) error {
 		return err
 	}
 	ensureID(&c.ID)
-	return db.WithTx(ctx, func(tx *Tx) error { return createCar(ctx, tx, c) })
-}
-
-// createCar is CreateCar in tx.
-func createCar(ctx context.Context, tx *Tx, c *yard.Car) error {
-	v, err := carStamp(ctx, tx)
-	if err != nil {
-		return err
-	}
-	return insertCar(ctx, tx, c, v)
+	return db.withCarTx(ctx, func(tx *Tx, v int64) error { return insertCar(ctx, tx, c, v) })
 }
 
 // insertCar writes a new car row stamped v, with its car.created event.

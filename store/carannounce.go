@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -53,12 +54,7 @@ func (db *DB) announceCars(ctx context.Context, tx *Tx) (*carCommit, error) {
 	db.leases.init(db)
 	// Read in tx: after it took its id (carStamp), so that a lease whose
 	// row is not seen here takes tx as pending when it begins (renew).
-	rows, err := tx.QueryContext(ctx, leasesSQL, db.leases.name)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	leases, err := scanLeases(rows)
+	leases, err := db.leases.readLeases(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +185,7 @@ func (c *carCommit) confirm(ctx context.Context) error {
 			t.Stop()
 			return errCarWriteUnconfirmed()
 		}
-		live, err := l.readLeases(ctx, c.db)
+		live, err := l.readLeases(ctx, c.db.read)
 		if err != nil {
 			return errCarWriteUnconfirmed()
 		}
@@ -226,9 +222,12 @@ func scanLeases(rows interface {
 	return out, rows.Err()
 }
 
-// readLeases reads the other processes' live leases.
-func (l *carLeases) readLeases(ctx context.Context, db *DB) ([]readLease, error) {
-	rows, err := db.read.QueryContext(ctx, leasesSQL, l.name)
+// readLeases reads the other processes' live leases through q: the read
+// pool, or a transaction.
+func (l *carLeases) readLeases(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) ([]readLease, error) {
+	rows, err := q.QueryContext(ctx, leasesSQL, l.name)
 	if err != nil {
 		return nil, err
 	}

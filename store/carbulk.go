@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -47,14 +48,11 @@ func (db *DB) deferCarIndexes(ctx context.Context) (bool, error) {
 		if err := db.carIndexLock(ctx, tx); err != nil {
 			return err
 		}
-		var some bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM cars)`).Scan(&some); err != nil {
+		some, err := scanValue[bool](tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM cars)`))
+		if err != nil || some {
 			return err
 		}
-		if some {
-			return nil
-		}
-		_, err := tx.ExecContext(ctx, `DROP INDEX IF EXISTS cars_garage_idx`)
+		_, err = tx.ExecContext(ctx, `DROP INDEX IF EXISTS cars_garage_idx`)
 		dropped = err == nil
 		return err
 	})
@@ -78,16 +76,6 @@ func (db *DB) carIndexLock(ctx context.Context, tx *Tx) error {
 	}
 	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(`+fmt.Sprint(carIndexLock)+`)`)
 	return err
-}
-
-// HasCarGarageIndex reports whether cars_garage_idx exists (tests and
-// diagnostics).
-func (db *DB) HasCarGarageIndex(ctx context.Context) (bool, error) {
-	q := `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'cars_garage_idx')`
-	if db.engine == Postgres {
-		q = `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'cars_garage_idx')`
-	}
-	return scanValue[bool](db.read.QueryRowContext(ctx, q))
 }
 
 // maySkipTriggers reports whether the store's role may set
@@ -144,13 +132,10 @@ func checkGarages(ctx context.Context, tx *Tx, ids []string) error {
 // order (checkGarages). The reading goroutine finds them.
 func (b *importBatch) carGarages() []string {
 	seen := make(map[string]bool, 1024)
-	var ids []string
 	for _, c := range b.cars {
-		if c.Garage != "" && !seen[c.Garage] {
+		if c.Garage != "" {
 			seen[c.Garage] = true
-			ids = append(ids, c.Garage)
 		}
 	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(seen))
 }

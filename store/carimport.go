@@ -12,6 +12,7 @@ import (
 	"io"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // ImportStats counts what an import wrote: the garage and car lines
@@ -85,10 +86,7 @@ func (db *DB) ImportCars(ctx context.Context, r io.Reader, batch int) (ImportSta
 // store's role may set session_replication_role) and each batch checks
 // its garages in one statement instead (carbulk.go).
 func (db *DB) ImportCarsWith(ctx context.Context, r io.Reader, opt ImportOptions) (st ImportStats, err error) {
-	batch := opt.Batch
-	if batch <= 0 {
-		batch = DefaultImportBatch
-	}
+	batch := defaults.Positive(opt.Batch, DefaultImportBatch)
 	im := db.newImporter(ctx)
 	var deferred bool // cars_garage_idx left out until the end
 	if !opt.KeepIndexes {

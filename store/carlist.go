@@ -77,22 +77,16 @@ func (db *DB) carFacet(ctx context.Context, field, where string, args []any) (ya
 		return yard.Facet{}, yard.Invalid("Unknown facet field.", yard.FieldError{Field: "facets", Message: "unknown field " + field})
 	}
 	rows, err := db.read.QueryContext(ctx, fmt.Sprintf(text, where), args...)
+	values, err := appendRows(nil, rows, err, func(row rowScanner) (yard.FacetValue, error) {
+		var v sql.NullString
+		var n int
+		err := row.Scan(&v, &n)
+		return yard.FacetValue{Value: v.String, Null: !v.Valid, Count: n}, err
+	})
 	if err != nil {
 		return yard.Facet{}, err
 	}
-	defer rows.Close()
-	fc := yard.Facet{Field: field}
-	for rows.Next() {
-		var v sql.NullString
-		var n int
-		if err := rows.Scan(&v, &n); err != nil {
-			return yard.Facet{}, err
-		}
-		fc.Values = append(fc.Values, yard.FacetValue{Value: v.String, Null: !v.Valid, Count: n})
-	}
-	if err := rows.Err(); err != nil {
-		return yard.Facet{}, err
-	}
+	fc := yard.Facet{Field: field, Values: values}
 	yard.SortFacet(&fc)
 	return fc, nil
 }
@@ -101,19 +95,7 @@ func (db *DB) carFacet(ctx context.Context, field, where string, args []any) (ya
 func (db *DB) carPage(ctx context.Context, where string, args []any, page yard.Page) ([]*yard.Car, error) {
 	text, pageArgs := carPageSQL(db.engine, where, args, page)
 	rows, err := db.Query(ctx, text, pageArgs...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make([]*yard.Car, 0, page.Max)
-	for rows.Next() {
-		c, err := scanCar(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return appendRows(make([]*yard.Car, 0, page.Max), rows, err, scanCar)
 }
 
 // carPageSQL returns the page query of a WHERE condition and its
@@ -168,30 +150,14 @@ func (db *DB) explain(ctx context.Context, query string, args ...any) ([]string,
 	if db.engine == SQLite {
 		prefix = `EXPLAIN QUERY PLAN `
 	}
-	rows, err := db.read.QueryContext(ctx, prefix+query, args...)
-	if err != nil {
-		return nil, err
-	}
-	cols, _ := rows.Columns()
-	return appendRows(nil, rows, nil, func(row rowScanner) (string, error) {
-		vals, err := scanValues(row, len(cols))
-		if err != nil {
-			return "", err
-		}
+	rows, err := queryValues(ctx, db.read, prefix+query, args...)
+	lines := make([]string, len(rows))
+	for i, vals := range rows {
 		// SQLite: id, parent, notused, detail; PostgreSQL: one text column.
-		if b, ok := vals[len(vals)-1].([]byte); ok {
-			return string(b), nil
+		lines[i] = strings.TrimSpace(fmt.Sprint(vals[len(vals)-1]))
+		if raw, ok := vals[len(vals)-1].([]byte); ok {
+			lines[i] = string(raw)
 		}
-		return strings.TrimSpace(fmt.Sprint(vals[len(vals)-1])), nil
-	})
-}
-
-// scanValues scans a row of n columns of any types.
-func scanValues(row rowScanner, n int) ([]any, error) {
-	vals := make([]any, n)
-	ptrs := make([]any, n)
-	for i := range vals {
-		ptrs[i] = &vals[i]
 	}
-	return vals, row.Scan(ptrs...)
+	return lines, err
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 
@@ -30,29 +31,28 @@ var rangeSQL = map[string]string{yard.OpLt: "<", yard.OpLe: "<=", yard.OpGt: ">"
 // whitelisted column names, keywords and placeholders. The same text runs
 // on SQLite (modernc binds $N by number) and PostgreSQL.
 func CompileCarQuery(q yard.Query, args []any) (string, []any) {
-	c := carCompiler{args: args}
+	c := sqlArgs{args: args}
 	var conds []string
 	for _, f := range q.Filters {
 		conds = append(conds, c.filter(f)...)
 	}
-	if len(conds) == 0 {
-		return "1=1", c.args
-	}
-	return strings.Join(conds, " AND "), c.args
+	return cmp.Or(strings.Join(conds, " AND "), "1=1"), c.args
 }
 
-type carCompiler struct {
+// sqlArgs collects the arguments of a statement, each with its $N
+// placeholder (a car query's, an order list's).
+type sqlArgs struct {
 	args []any
 }
 
 // arg appends v and returns its placeholder.
-func (c *carCompiler) arg(v any) string {
+func (c *sqlArgs) arg(v any) string {
 	c.args = append(c.args, v)
 	return "$" + strconv.Itoa(len(c.args))
 }
 
 // list returns "$i, $j, ..." for the values, converted for the field kind.
-func (c *carCompiler) list(kind yard.FieldKind, vals []string) string {
+func (c *sqlArgs) list(kind yard.FieldKind, vals []string) string {
 	ph := make([]string, len(vals))
 	for i, v := range vals {
 		ph[i] = c.arg(convertValue(kind, v))
@@ -69,7 +69,7 @@ func convertValue(kind yard.FieldKind, v string) any {
 }
 
 // filter compiles one field's conditions into AND-ed terms.
-func (c *carCompiler) filter(f yard.Filter) []string {
+func (c *sqlArgs) filter(f yard.Filter) []string {
 	kind, ok := yard.FieldKindOf(f.Field)
 	if !ok {
 		// Unreachable for parsed queries; match nothing rather than guess.

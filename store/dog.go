@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/yard-api/yard"
@@ -38,9 +39,7 @@ func (db *DB) FindDogs(ctx context.Context, f yard.DogFilter) ([]*yard.Dog, int,
 // timestamps. An unknown owner is EINVALID; a taken id is ECONFLICT.
 func (db *DB) CreateDog(ctx context.Context, d *yard.Dog) error {
 	defer db.trace(&ctx, "store.CreateDog").End()
-	if d.BarkEffect == "" {
-		d.BarkEffect = yard.EffectRecord
-	}
+	d.BarkEffect = cmp.Or(d.BarkEffect, yard.EffectRecord)
 	if err := yard.ValidateDog(d); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // The event log (docs/events.md; migration 00100). Every write that a client
@@ -149,11 +150,11 @@ const hashedOwners = 16
 const ownersScanWindow = 256
 
 // defaultEventWindowPG is the span of transaction ids one statement of a
-// read of several people's events covers on PostgreSQL, unless
-// WithEventWindow says otherwise. Those reads (a hub's, a hundred a
-// second) run on connections that keep one generic plan
-// (openEventReader), which goes through the log in order; the window
-// bounds what one statement walks when the reader is far behind.
+// read of several people's events covers on PostgreSQL, unless a test's
+// tuning says otherwise. Those reads (a hub's, a hundred a second) run on
+// connections that keep one generic plan (openEventReader), which goes
+// through the log in order; the window bounds what one statement walks
+// when the reader is far behind.
 const defaultEventWindowPG = 4096
 
 // eventsRead is the SQL of ReadEvents: visible events after ($1, $2), in
@@ -206,20 +207,16 @@ const maxEventScan = 10000
 // row read, so a caller that continues from it skips nothing.
 func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPage, error) {
 	defer db.trace(&ctx, "store.ReadEvents").End()
-	limit, scan := f.Limit, f.Scan
-	if limit <= 0 {
-		limit = 100
-	}
-	if scan <= 0 {
-		scan = maxEventScan
-	}
+	limit, scan := defaults.Positive(f.Limit, 100), defaults.Positive(f.Scan, maxEventScan)
 	page := &yard.EventPage{Next: f.After, Events: []*yard.Event{}}
 	chunk := max(limit, 100)
 	if f.Match == nil {
 		chunk = limit
 	}
 	chunk = min(chunk, scan)
-	owners := ownersAll
+	// How the read filters by owner, and, for a windowed read (eventsRead),
+	// its window in transactions and where it runs.
+	owners, window, query := ownersAll, int64(0), db.Query
 	var ownerArg any
 	switch {
 	case f.Owner != nil:
@@ -229,6 +226,7 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 		if len(f.Owners) >= hashedOwners {
 			owners = ownersManyHashed
 		}
+		window, query = db.tuning.eventWindow, db.eventRead.QueryContext
 	case f.Owners != nil:
 		list, err := json.Marshal(f.Owners)
 		if err != nil {
@@ -241,19 +239,9 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 				return nil, err
 			}
 			if clock-f.After.Tx < ownersScanWindow {
-				owners = ownersManyScan
+				owners, window = ownersManyScan, ownersScanWindow
 			}
 		}
-	}
-	// The window of a windowed read (eventsRead), in transactions, and
-	// where it runs.
-	var window int64
-	query := db.Query
-	switch {
-	case owners == ownersManyScan:
-		window = ownersScanWindow
-	case owners == ownersManyHashed || (owners == ownersMany && db.engine == Postgres):
-		window, query = db.tuning.eventWindow, db.eventRead.QueryContext
 	}
 	q := db.eventsRead(owners, window > 0)
 	read, windows := 0, 0

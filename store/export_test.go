@@ -11,6 +11,30 @@ import (
 	"github.com/yard-api/yard/internal/batch"
 )
 
+// WithImportChunks sets the rows of one statement of an import
+// (ImportCarsWith): a multi-row INSERT on SQLite (64 by default), an
+// INSERT … SELECT FROM unnest(…) on PostgreSQL (10,000 by default). 0
+// keeps an engine's default.
+func WithImportChunks(sqlite, postgres int) Option {
+	return func(o *options) { o.tuning.importChunk, o.tuning.pgImportChunk = sqlite, postgres }
+}
+
+// WithEventWindow sets the span of transaction ids one statement of a
+// read of several people's events covers on PostgreSQL (ReadEvents; 4096
+// by default).
+func WithEventWindow(n int64) Option {
+	return func(o *options) { o.tuning.eventWindow = n }
+}
+
+// HasCarGarageIndex reports whether cars_garage_idx exists.
+func (db *DB) HasCarGarageIndex(ctx context.Context) (bool, error) {
+	q := `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'cars_garage_idx')`
+	if db.engine == Postgres {
+		q = `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'cars_garage_idx')`
+	}
+	return scanValue[bool](db.read.QueryRowContext(ctx, q))
+}
+
 // ReplayWriterSetting reads a setting on the connections that record
 // signatures on PostgreSQL.
 func (db *DB) ReplayWriterSetting(ctx context.Context, name string) (string, error) {
@@ -24,7 +48,13 @@ func sessionSetting(ctx context.Context, pool *sql.DB, name string) (string, err
 }
 
 // CreateCarInTx writes a new car in tx as CreateCar does in its own.
-func CreateCarInTx(ctx context.Context, tx *Tx, c *yard.Car) error { return createCar(ctx, tx, c) }
+func CreateCarInTx(ctx context.Context, tx *Tx, c *yard.Car) error {
+	v, err := carStamp(ctx, tx)
+	if err != nil {
+		return err
+	}
+	return insertCar(ctx, tx, c, v)
+}
 
 // RunBatch runs fns as one group-commit batch (runBatch), each in its own
 // savepoint, and returns their errors.

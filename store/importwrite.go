@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -19,7 +20,7 @@ import (
 // made fast").
 
 // defaultImportChunk is the number of rows in one multi-row INSERT on
-// SQLite, unless WithImportChunks says otherwise (PostgreSQL takes arrays
+// SQLite, unless tuning says otherwise (PostgreSQL takes arrays
 // instead: writeCarsPG). Its placeholders are "?": modernc looks up a
 // named placeholder ($N) by a linear scan of the statement's names when it
 // binds, so with names the cost per row grew with the rows per statement;
@@ -129,15 +130,7 @@ func insertChunks(ctx context.Context, tx *Tx, cols int, args []driver.NamedValu
 		if !ok {
 			return fmt.Errorf("insertChunks: %T cannot prepare", dc)
 		}
-		exec := func(st driver.Stmt, part []driver.NamedValue) error {
-			ex, ok := st.(driver.StmtExecContext)
-			if !ok {
-				return fmt.Errorf("insertChunks: %T cannot execute", st)
-			}
-			_, err := ex.ExecContext(ctx, part)
-			return err
-		}
-		var full driver.Stmt
+		var full driver.Stmt // the statement of chunk rows, prepared once
 		defer func() {
 			if full != nil {
 				full.Close()
@@ -145,28 +138,24 @@ func insertChunks(ctx context.Context, tx *Tx, cols int, args []driver.NamedValu
 		}()
 		chunk, n := tx.db.tuning.importChunk, len(args)/cols
 		for from := 0; from < n; from += chunk {
-			to := min(from+chunk, n)
-			part := args[from*cols : to*cols]
-			if to-from == chunk {
-				if full == nil {
-					st, err := prep.PrepareContext(ctx, head+valuesList(chunk, cols, rowTail)+tail)
-					if err != nil {
-						return err
-					}
-					full = st
-				}
-				if err := exec(full, part); err != nil {
+			rows := min(chunk, n-from)
+			st := full
+			if st == nil || rows < chunk {
+				var err error
+				if st, err = prep.PrepareContext(ctx, head+valuesList(rows, cols, rowTail)+tail); err != nil {
 					return err
 				}
-				continue
+				if rows == chunk {
+					full = st
+				} else {
+					defer st.Close() // the last statement, of fewer rows
+				}
 			}
-			st, err := prep.PrepareContext(ctx, head+valuesList(to-from, cols, rowTail)+tail)
-			if err != nil {
-				return err
+			ex, ok := st.(driver.StmtExecContext)
+			if !ok {
+				return fmt.Errorf("insertChunks: %T cannot execute", st)
 			}
-			err = exec(st, part)
-			st.Close()
-			if err != nil {
+			if _, err := ex.ExecContext(ctx, args[from*cols:(from+rows)*cols]); err != nil {
 				return err
 			}
 		}
@@ -192,7 +181,7 @@ func valuesList(rows, cols int, rowTail string) string {
 }
 
 // defaultPGImportChunk is the rows of one INSERT … SELECT FROM unnest(…)
-// on PostgreSQL, unless WithImportChunks says otherwise: a column is one
+// on PostgreSQL, unless tuning says otherwise: a column is one
 // array parameter, so a statement costs the same to send and plan
 // whatever its rows, and pgx sends the arrays in binary.
 const defaultPGImportChunk = 10000
@@ -201,9 +190,7 @@ const defaultPGImportChunk = 10000
 // one statement, then the state of the replaced ones carried to their cars
 // in one more.
 func writeGaragesPG(ctx context.Context, tx *Tx, gs []*yard.Garage, now, v int64) error {
-	chunk := tx.db.tuning.pgImportChunk
-	for from := 0; from < len(gs); from += chunk {
-		part := gs[from:min(from+chunk, len(gs))]
+	for part := range slices.Chunk(gs, tx.db.tuning.pgImportChunk) {
 		ids, names, nameKeys, states, stateKeys := make([]string, len(part)), make([]string, len(part)),
 			make([]string, len(part)), make([]string, len(part)), make([]string, len(part))
 		for i, g := range part {
@@ -235,9 +222,7 @@ func writeCarsPG(ctx context.Context, tx *Tx, b *importBatch, now, v int64, conf
 	if conflict == "" && tx.conn != nil {
 		return copyCarsPG(ctx, tx, b, now, v)
 	}
-	cs, chunk := b.cars, tx.db.tuning.pgImportChunk
-	for from := 0; from < len(cs); from += chunk {
-		part := cs[from:min(from+chunk, len(cs))]
+	for part := range slices.Chunk(b.cars, tx.db.tuning.pgImportChunk) {
 		n := len(part)
 		var (
 			ids, colors, colorKeys, types, typeKeys = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)

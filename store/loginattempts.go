@@ -15,12 +15,9 @@ var _ yard.LoginAttemptService = (*DB)(nil)
 // keys never deadlock, and the count of a key cannot change between its
 // read and the insert.
 func (db *DB) ReserveLoginAttempt(ctx context.Context, id string, keys []string, at, since time.Time, limit int) (bool, time.Time, error) {
-	sorted := slices.Clone(keys)
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
+	sorted := slices.Compact(slices.Sorted(slices.Values(keys)))
 	ok, retryAt := true, time.Time{}
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		ok, retryAt = true, time.Time{}
 		for _, k := range sorted {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO login_keys (key, at) VALUES ($1, $2)
 				ON CONFLICT (key) DO UPDATE SET at = excluded.at`, k, Millis(at)); err != nil {

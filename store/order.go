@@ -1,8 +1,8 @@
 package store
 
 import (
+	"cmp"
 	"context"
-	"strconv"
 	"strings"
 
 	"github.com/yard-api/yard"
@@ -27,25 +27,17 @@ func (db *DB) FindOrderByID(ctx context.Context, id string) (*yard.Order, error)
 func (db *DB) FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order, int, error) {
 	defer db.trace(&ctx, "store.FindOrders").End()
 	var conds []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
+	var c sqlArgs
 	// in is col IN (or NOT IN) the values; IN no value holds for no row.
 	in := func(col, op string, vals []string) {
 		if len(vals) == 0 {
 			conds = append(conds, "1 = 0")
 			return
 		}
-		ph := make([]string, len(vals))
-		for i, v := range vals {
-			ph[i] = arg(v)
-		}
-		conds = append(conds, col+" "+op+" ("+strings.Join(ph, ", ")+")")
+		conds = append(conds, col+" "+op+" ("+c.list(yard.KindID, vals)+")")
 	}
 	if f.Customer != nil {
-		conds = append(conds, "customer_id = "+arg(*f.Customer))
+		conds = append(conds, "customer_id = "+c.arg(*f.Customer))
 	}
 	if f.CustomerIn != nil {
 		in("customer_id", "IN", f.CustomerIn)
@@ -61,23 +53,21 @@ func (db *DB) FindOrders(ctx context.Context, f yard.OrderFilter) ([]*yard.Order
 		case len(f.Canceled) == 0:
 			conds = append(conds, "1 = 0")
 		case len(f.Canceled) == 1:
-			conds = append(conds, "canceled = "+arg(f.Canceled[0]))
+			conds = append(conds, "canceled = "+c.arg(f.Canceled[0]))
 		}
 	}
 	from := `orders`
 	if len(conds) > 0 {
 		from += " WHERE " + strings.Join(conds, " AND ")
 	}
-	return findPage(ctx, db, orderColumns, from, `id`, args, pageMax(f.Limit), f.Offset, scanOrder)
+	return findPage(ctx, db, orderColumns, from, `id`, c.args, pageMax(f.Limit), f.Offset, scanOrder)
 }
 
 // CreateOrder validates and stores o, setting its id and timestamps. An
 // unknown customer is EINVALID.
 func (db *DB) CreateOrder(ctx context.Context, o *yard.Order) error {
 	defer db.trace(&ctx, "store.CreateOrder").End()
-	if o.Status == "" {
-		o.Status = yard.OrderPlaced
-	}
+	o.Status = cmp.Or(o.Status, yard.OrderPlaced)
 	if err := yard.ValidateNewOrder(o); err != nil {
 		return err
 	}

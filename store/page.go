@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // rowScanner is a row to read: *sql.Row or *sql.Rows.
@@ -52,6 +53,23 @@ func appendRows[T any](out []T, rows *sql.Rows, err error, scan func(rowScanner)
 	return out, nil
 }
 
+// queryValues runs query on db and returns its rows, each as the values
+// of its columns, whatever their types.
+func queryValues(ctx context.Context, db *sql.DB, query string, args ...any) ([][]any, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	cols, _ := rows.Columns() // fails only on closed rows
+	return appendRows(nil, rows, nil, func(row rowScanner) ([]any, error) {
+		vals, ptrs := make([]any, len(cols)), make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		return vals, row.Scan(ptrs...)
+	})
+}
+
 // scanValue reads a row of one column.
 func scanValue[T any](row rowScanner) (T, error) {
 	var v T
@@ -77,8 +95,5 @@ func scanPair(row rowScanner) ([2]string, error) {
 
 // pageMax is a filter's page size: yard.DefaultPageMax when it sets none.
 func pageMax(limit int) int {
-	if limit <= 0 {
-		return yard.DefaultPageMax
-	}
-	return limit
+	return defaults.Positive(limit, yard.DefaultPageMax)
 }

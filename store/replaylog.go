@@ -187,12 +187,7 @@ func (l *replayLog) use(sigs []string, expires []time.Time, now time.Time) (map[
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.purgeLocked(now)
-	type added struct {
-		minute int64
-		hash   [sha256.Size]byte
-	}
-	var news []added
-	appends := map[int64][]byte{}
+	appends := map[int64][]byte{} // minute -> the records of its new signatures
 	fresh := make(map[string]bool, len(sigs))
 	for i, s := range sigs {
 		ms := expires[i].UnixMilli()
@@ -203,7 +198,6 @@ func (l *replayLog) use(sigs []string, expires []time.Time, now time.Time) (map[
 			continue
 		}
 		set[h] = struct{}{}
-		news = append(news, added{minute, h})
 		fresh[s] = true
 		appends[minute] = binary.BigEndian.AppendUint64(appends[minute], uint64(ms))
 		appends[minute] = append(appends[minute], h[:]...)
@@ -214,8 +208,10 @@ func (l *replayLog) use(sigs []string, expires []time.Time, now time.Time) (map[
 		if err := l.appendLocked(minute, buf); err != nil {
 			// Undo the batch everywhere: in memory, and in the files of
 			// other minutes that took their part.
-			for _, a := range news {
-				delete(l.seen[a.minute], a.hash)
+			for m, recs := range appends {
+				for ; len(recs) > 0; recs = recs[replayRecord:] {
+					delete(l.seen[m], [sha256.Size]byte(recs[8:replayRecord]))
+				}
 			}
 			for m, size := range written {
 				if os.Truncate(filepath.Join(l.dir, strconv.FormatInt(m, 10)+".log"), size) == nil {

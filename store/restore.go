@@ -76,9 +76,8 @@ func Restore(ctx context.Context, src, dsn, dataDir string, now time.Time, say f
 	}()
 	if dsn == "" || dsn == "sqlite" || dsn == "sqlite:" {
 		dirs, err := privateDir(dataDir)
-		for _, d := range slices.Backward(dirs) {
-			created = append(created, d)
-		}
+		slices.Reverse(dirs) // the shallowest first
+		created = append(created, dirs...)
 		if err != nil {
 			return rep, fmt.Errorf("data directory: %w", err)
 		}
@@ -108,7 +107,7 @@ func Restore(ctx context.Context, src, dsn, dataDir string, now time.Time, say f
 		}
 		if err := lockFile(replay); err != nil {
 			return rep, fmt.Errorf("%w: a yard serve%s holds %s; stop it and run yard restore again. Nothing was changed",
-				ErrStoreInUse, byPid(lockHolder(replay)), replayLogDir(path))
+				ErrStoreInUse, heldBy(replay), replayLogDir(path))
 		}
 	}
 
@@ -272,23 +271,14 @@ func prepareRestore(ctx context.Context, path string, now time.Time, say func(st
 // checkRows runs a checking pragma and fails unless it answers exactly one
 // row want, or no row when want is "".
 func checkRows(ctx context.Context, conn *sql.DB, query, want string) error {
-	rows, err := conn.QueryContext(ctx, query)
+	rows, err := queryValues(ctx, conn, query)
 	if err != nil {
 		return err
 	}
-	cols, err := rows.Columns()
-	if err != nil {
-		rows.Close()
-		return err
+	var got []string
+	for _, vals := range rows[:min(len(rows), 10)] {
+		got = append(got, strings.TrimSpace(fmt.Sprintln(vals...)))
 	}
-	got, err := appendRows(nil, rows, nil, func(row rowScanner) (string, error) {
-		vals, err := scanValues(row, len(cols))
-		return strings.TrimSpace(fmt.Sprintln(vals...)), err
-	})
-	if err != nil {
-		return err
-	}
-	got = got[:min(len(got), 10)]
 	if (want == "" && len(got) == 0) || (len(got) == 1 && got[0] == want) {
 		return nil
 	}

@@ -255,7 +255,7 @@ type Option func(*options)
 type options struct {
 	busyTimeout time.Duration
 	sync        string // SyncFull or SyncNormal (durability.go)
-	tuning      tuning // WithImportChunks, WithEventWindow (tuning.go)
+	tuning      tuning // tuning.go
 }
 
 // WithSQLiteBusyTimeout replaces DefaultSQLiteBusyTimeout.
@@ -272,11 +272,8 @@ func WithSQLiteBusyTimeout(d time.Duration) Option {
 const sqliteMmap = 1 << 30
 
 func openSQLite(path string, writer bool, busyTimeout time.Duration, sync string) (*sql.DB, error) {
-	q := url.Values{}
-	busy := fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds())
-	for _, p := range []string{"journal_mode(WAL)", busy, "foreign_keys(1)", "synchronous(" + sync + ")", "mmap_size(" + strconv.FormatInt(sqliteMmap, 10) + ")"} {
-		q.Add("_pragma", p)
-	}
+	q := url.Values{"_pragma": {"journal_mode(WAL)", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()), "foreign_keys(1)",
+		"synchronous(" + sync + ")", "mmap_size(" + strconv.FormatInt(sqliteMmap, 10) + ")"}}
 	if writer {
 		q.Set("_txlock", "immediate")
 	}
@@ -571,8 +568,6 @@ func isForeignKeyViolation(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "FOREIGN KEY constraint failed") || strings.Contains(s, "SQLSTATE 23503")
 }
-
-// IsUniqueViolation is isUniqueViolation for other packages sharing the store.
 
 // notFound maps sql.ErrNoRows to a yard ENOTFOUND error.
 func notFound(err error, what string) error {

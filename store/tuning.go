@@ -1,9 +1,11 @@
 package store
 
+import "github.com/yard-api/yard/internal/defaults"
+
 // tuning is how the store cuts its bigger statements, and gathers its
-// reads of cars, fixed when it is opened (WithImportChunks,
-// WithEventWindow, WithCarReadBatching); a zero or negative field means its
-// default.
+// reads of cars, fixed when it is opened (WithCarReadBatching, and the
+// options of the store's tests: export_test.go); a zero or negative field
+// means its default.
 type tuning struct {
 	// importChunk is the rows of one multi-row INSERT of an import on
 	// SQLite (defaultImportChunk); pgImportChunk those of one INSERT …
@@ -20,31 +22,10 @@ type tuning struct {
 
 // withDefaults returns t with each field left unset at its default.
 func (t tuning) withDefaults() tuning {
-	if t.importChunk <= 0 {
-		t.importChunk = defaultImportChunk
-	}
-	if t.pgImportChunk <= 0 {
-		t.pgImportChunk = defaultPGImportChunk
-	}
-	if t.eventWindow <= 0 {
-		t.eventWindow = defaultEventWindowPG
-	}
+	t.importChunk = defaults.Positive(t.importChunk, defaultImportChunk)
+	t.pgImportChunk = defaults.Positive(t.pgImportChunk, defaultPGImportChunk)
+	t.eventWindow = defaults.Positive(t.eventWindow, defaultEventWindowPG)
 	return t
-}
-
-// WithImportChunks sets the rows of one statement of an import
-// (ImportCarsWith): a multi-row INSERT on SQLite (64 by default), an
-// INSERT … SELECT FROM unnest(…) on PostgreSQL (10,000 by default). 0
-// keeps an engine's default.
-func WithImportChunks(sqlite, postgres int) Option {
-	return func(o *options) { o.tuning.importChunk, o.tuning.pgImportChunk = sqlite, postgres }
-}
-
-// WithEventWindow sets the span of transaction ids one statement of a
-// read of several people's events covers on PostgreSQL (ReadEvents; 4096
-// by default).
-func WithEventWindow(n int64) Option {
-	return func(o *options) { o.tuning.eventWindow = n }
 }
 
 // WithCarReadBatching turns the gathering of concurrent reads of cars by

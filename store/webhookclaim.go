@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,12 +19,8 @@ import (
 // subscription is due and unclaimed (a read, so idle workers need not
 // write to find out).
 func (db *DB) HasDueWebhookDeliveries(ctx context.Context) (bool, error) {
-	_, err := scanValue[int](db.QueryRow(ctx, `SELECT 1 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-		WHERE d.status = 'pending' AND d.due_at <= $1 AND d.lease_until < $1 AND w.enabled = TRUE LIMIT 1`, Millis(db.Now())))
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
+	return scanValue[bool](db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+		WHERE d.status = 'pending' AND d.due_at <= $1 AND d.lease_until < $1 AND w.enabled = TRUE)`, Millis(db.Now())))
 }
 
 // webhookClaimLock is the PostgreSQL advisory lock that delivery claims
@@ -94,7 +89,6 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Dura
 	var out []*yard.WebhookClaim
 	db.prepareWrites(ctx, claimBusySQL, claimDueSQL, claimPickSQLite, claimLeaseSQLite)
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		out = nil
 		if db.engine == Postgres {
 			// One round trip: asynchronous commit (asyncCommit), plain
 			// index scans (below), and the claims' turn.

@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/defaults"
 )
 
 // The fan-out of events into webhook deliveries, and the delivery rows
@@ -66,16 +65,12 @@ func (db *DB) FanOutWebhooks(ctx context.Context, batch int) (int, error) {
 	if err != nil || last.IsZero() {
 		return 0, err
 	}
-	if batch <= 0 {
-		batch = 20
-	}
+	batch = defaults.Positive(batch, 20)
 	// A read first, so that a process with nothing to do takes no write
 	// transaction.
-	_, err = scanValue[int](db.QueryRow(ctx, `SELECT 1 FROM webhooks w JOIN users u ON u.id = w.owner_id
-		WHERE w.enabled = TRUE AND u.disabled = FALSE AND (w.cursor_tx, w.cursor_seq) < ($1, $2) LIMIT 1`, last.Tx, last.Seq))
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	} else if err != nil {
+	behind, err := scanValue[bool](db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhooks w JOIN users u ON u.id = w.owner_id
+		WHERE w.enabled = TRUE AND u.disabled = FALSE AND (w.cursor_tx, w.cursor_seq) < ($1, $2))`, last.Tx, last.Seq))
+	if err != nil || !behind {
 		return 0, err
 	}
 	created := 0
@@ -97,7 +92,6 @@ func (db *DB) fanOutOnce(ctx context.Context, last yard.EventID, batch int) (cre
 	}
 	db.prepareWrites(ctx, insertDeliverySQLite)
 	err = db.WithTx(ctx, func(tx *Tx) error {
-		created, more = 0, false
 		rows, err := tx.QueryContext(ctx, `SELECT w.id, w.owner_id, w.types, w.cursor_tx, w.cursor_seq, u.roles
 			FROM webhooks w JOIN users u ON u.id = w.owner_id
 			WHERE w.enabled = TRUE AND u.disabled = FALSE AND (w.cursor_tx, w.cursor_seq) < ($1, $2)
@@ -191,28 +185,23 @@ const insertDeliveryRows = 100
 // event_subject, event_owner, event_at, data, attempt, created_at,
 // due_at (also its shown_at) and first_at.
 func insertDeliveries(ctx context.Context, tx *Tx, rows [][]any) (int, error) {
-	created := 0
+	size := insertDeliveryRows
 	if tx.db.engine != Postgres {
-		// No round trips to save: one prepared statement per row parses
-		// nothing, where a long VALUES list is parsed every time (it made
-		// a fan-out of 10,000 deliveries take 1.0 s instead of 0.4 s).
-		for _, row := range rows {
-			n, err := affected(tx.db.txExec(ctx, tx, insertDeliverySQLite, row...))
-			created += int(n)
-			if err != nil {
-				return created, err
-			}
-		}
-		return created, nil
+		// No round trips to save: one row a statement, insertDeliverySQLite,
+		// prepared (txExec) and so parsed once, where a long VALUES list is
+		// parsed every time (it made a fan-out of 10,000 deliveries take
+		// 1.0 s instead of 0.4 s).
+		size = 1
 	}
-	for chunk := range slices.Chunk(rows, insertDeliveryRows) {
+	created := 0
+	for chunk := range slices.Chunk(rows, size) {
 		values := make([]string, len(chunk))
 		args := make([]any, 0, len(chunk)*14)
 		for r, row := range chunk {
 			values[r] = deliveryValues(len(args))
 			args = append(args, row...)
 		}
-		n, err := affected(tx.ExecContext(ctx, insertDelivery+strings.Join(values, ", ")+" ON CONFLICT DO NOTHING", args...))
+		n, err := affected(tx.db.txExec(ctx, tx, insertDelivery+strings.Join(values, ", ")+" ON CONFLICT DO NOTHING", args...))
 		created += int(n)
 		if err != nil {
 			return created, err

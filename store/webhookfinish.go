@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -150,10 +151,7 @@ func (db *DB) FinishWebhookDeliveries(ctx context.Context, claims []*yard.Webhoo
 				if due.After(end) {
 					due = end
 				}
-				data := string(d.Event.Data)
-				if data == "" {
-					data = "null"
-				}
+				data := cmp.Or(string(d.Event.Data), "null")
 				retries = append(retries, []any{yard.NewID(), w.ID, w.Owner, d.Event.ID.Tx, d.Event.ID.Seq, d.Event.Type,
 					d.Event.Subject, d.Event.Owner, Millis(d.Event.Time), data, d.Attempt + 1, Millis(now), Millis(due), Millis(a.first)})
 			}

@@ -123,10 +123,7 @@ func (db *DB) UpdateWebhook(ctx context.Context, id string, up yard.WebhookUpdat
 			w.URL, changed = *up.URL, true
 		}
 		if up.Types != nil && !slices.Equal(*up.Types, w.Types) {
-			w.Types, changed = slices.Clone(*up.Types), true
-			if w.Types == nil {
-				w.Types = []string{}
-			}
+			w.Types, changed = append([]string{}, *up.Types...), true
 		}
 		if up.Enabled != nil && *up.Enabled != w.Enabled {
 			w.Enabled, changed = *up.Enabled, true

@@ -3,6 +3,7 @@ package storetest
 import (
 	"database/sql"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -67,10 +68,13 @@ func newCluster(prefix string, maxConns int) (*Cluster, error) {
 		"-E", "UTF8", "--no-sync", "--locale=C").CombinedOutput(); err != nil {
 		return c, fmt.Errorf("initdb: %v: %s", err, out)
 	}
-	port, err := freePort()
+	// A free port: one the system gives a listener, closed at once.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return c, err
 	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
 	c.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "+
 		"-c full_page_writes=off -c max_connections=%d", port, dir, maxConns)
 	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)

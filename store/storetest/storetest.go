@@ -14,7 +14,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -220,15 +219,6 @@ func postgresBin() (string, error) {
 func versionOf(dir string) (n int) {
 	fmt.Sscanf(filepath.Base(filepath.Dir(dir)), "%d", &n)
 	return n
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Clock is a settable clock for tests of time-outs, expiry and schedules:
