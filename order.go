@@ -125,10 +125,7 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 			if values > MaxQueryValues {
 				return fmt.Sprintf("a query holds at most %d values", MaxQueryValues)
 			}
-			negated := strings.HasPrefix(item, "!")
-			if negated {
-				item = item[1:]
-			}
+			item, negated := strings.CutPrefix(item, "!")
 			v, err := url.QueryUnescape(item)
 			if err != nil {
 				return BadValueEscape

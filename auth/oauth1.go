@@ -82,8 +82,7 @@ func (e *OAuthError) Unwrap() error { return e.Err }
 // OAuthProblem returns the oauth_problem of err and its extra parameters,
 // or "" when err is not an OAuth refusal.
 func OAuthProblem(err error) (string, url.Values) {
-	var e *OAuthError
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*OAuthError](err); ok {
 		return e.Problem, e.Extra
 	}
 	return "", nil
