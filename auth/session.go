@@ -170,11 +170,7 @@ func (s *Sessions) lookup(ctx context.Context, h string, now time.Time, fresh bo
 }
 
 func isSafe(method string) bool {
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return true
-	}
-	return false
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
 }
 
 // buildSessions is the session cookie's entry in the chain's ordered list
