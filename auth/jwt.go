@@ -93,10 +93,7 @@ func verifyJWT(token string, alg jwa.SignatureAlgorithm, key any) (*Claims, erro
 		return nil, err
 	}
 	var c Claims
-	if err := json.Unmarshal(payload, &c); err != nil {
-		return nil, errMalformedJWT
-	}
-	if c.Subject == "" || c.Expires == 0 {
+	if err := json.Unmarshal(payload, &c); err != nil || c.Subject == "" || c.Expires == 0 {
 		return nil, errMalformedJWT
 	}
 	return &c, nil
