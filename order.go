@@ -178,9 +178,7 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 		}
 	}
 	if s := sets["customerId"]; s != nil {
-		f.CustomerIn, f.CustomerNotIn = s.in, s.out
-		slices.Sort(f.CustomerIn)
-		f.CustomerIn = slices.Compact(f.CustomerIn)
+		f.CustomerIn, f.CustomerNotIn = sortedSet(s.in), s.out
 	}
 	f.Offset, f.Limit = page.Offset, page.Max
 	return f, page, nil

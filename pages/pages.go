@@ -392,13 +392,8 @@ const MaxNext = 8192
 // the sign-in form never redirects to another site.
 func LocalPath(next string) string {
 	if len(next) == 0 || len(next) > MaxNext || next[0] != '/' || strings.HasPrefix(next, "//") ||
-		strings.ContainsAny(next, "\\") {
+		strings.ContainsFunc(next, func(c rune) bool { return c == '\\' || c < 0x21 || c == 0x7f }) {
 		return ""
-	}
-	for _, c := range next {
-		if c < 0x21 || c == 0x7f {
-			return ""
-		}
 	}
 	u, err := url.Parse(next)
 	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
