@@ -19,9 +19,6 @@ type SearchRequest struct {
 	Query Query
 }
 
-// MaxSearchName is the longest search name.
-const MaxSearchName = 64
-
 // ParseSearchBody reads a search in either body shape of docs/cars.md:
 //
 //	{"$class":"car","$q":{"$eq":{"color":"red","garage":{"state":"CA"}},"$ne":{"make":"Ford"}},"name":"reds"}
