@@ -410,14 +410,10 @@ func (p *Pages) User(r *http.Request) (*yard.Principal, error) {
 		return nil, nil
 	}
 	pr, err := p.Kit.Sessions.Authenticate(r)
-	if err != nil {
-		switch yard.ErrorCode(err) {
-		case yard.EUNAUTHORIZED, yard.EFORBIDDEN:
-			return nil, nil
-		}
-		return nil, err
+	if c := yard.ErrorCode(err); c == yard.EUNAUTHORIZED || c == yard.EFORBIDDEN {
+		return nil, nil
 	}
-	return pr, nil
+	return pr, err
 }
 
 // SignInURL returns the path of the sign-in form that comes back to next.
