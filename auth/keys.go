@@ -310,8 +310,12 @@ func (k *KeyRing) Prune() error {
 }
 
 // Active returns the signing key: the newest of Dir, read again when it
-// was read more than keyReloadEvery ago.
+// was read more than keyReloadEvery ago; nil for a nil ring (a server that
+// only verifies).
 func (k *KeyRing) Active() *SigningKey {
+	if k == nil {
+		return nil
+	}
 	k.reloadIfStale()
 	k.mu.RLock()
 	defer k.mu.RUnlock()

@@ -81,10 +81,7 @@ func (t *Tokens) sign(c *Claims) (string, error) {
 	if t.symmetric() {
 		return signJWT(c, jwa.HS256(), t.Key, "")
 	}
-	var sk *SigningKey
-	if t.Ring != nil {
-		sk = t.Ring.Active()
-	}
+	sk := t.Ring.Active()
 	if sk == nil {
 		return "", yard.Errorf(yard.EUNAVAILABLE, "This server only verifies tokens; ask the issuing server.")
 	}
