@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -200,11 +201,7 @@ func (l *LoginLimiter) gcLocked(now time.Time) {
 		for k := range l.attempts {
 			l.pruneLocked(k, now)
 		}
-		for k, r := range l.refused {
-			if !now.Before(r.until) {
-				delete(l.refused, k)
-			}
-		}
+		maps.DeleteFunc(l.refused, func(_ string, r storeRefusal) bool { return !now.Before(r.until) })
 		l.lastGC = now
 	}
 }
