@@ -51,11 +51,8 @@ func createOnce(path string, data []byte) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
+	_, err = tmp.Write(data)
+	if err := errors.Join(err, tmp.Close()); err != nil {
 		return err
 	}
 	// os.Link fails if path exists.
