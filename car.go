@@ -186,10 +186,9 @@ func SortFacet(f *Facet) {
 		switch {
 		case a.Count != b.Count:
 			return cmp.Compare(b.Count, a.Count)
-		case a.Null != b.Null:
-			if a.Null {
-				return 1
-			}
+		case a.Null && !b.Null:
+			return 1
+		case b.Null && !a.Null:
 			return -1
 		}
 		return strings.Compare(a.Value, b.Value)
