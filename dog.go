@@ -111,10 +111,8 @@ func ValidateCodeURL(s string) error {
 	if strings.HasPrefix(s, "-") {
 		return codeURLError("must not start with '-'")
 	}
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.IsSpace(r) {
-			return codeURLError("must not hold control characters or white space")
-		}
+	if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) {
+		return codeURLError("must not hold control characters or white space")
 	}
 	// Nor percent-encoded: git decodes them in ssh:// and file:// URLs.
 	for i := 0; i+2 < len(s); i++ {
