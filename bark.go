@@ -119,16 +119,15 @@ type TaskResult struct {
 	CodeRevision *string
 }
 
-// Kinds of bark task a worker pool takes (ClaimFilter.Kind).
+// Kinds of bark task a worker pool takes (ClaimFilter.Kind; "" takes any).
 const (
-	ClaimAny   = ""
 	ClaimFetch = "fetch" // fetch-code tasks only
 	ClaimStore = "store" // every effect but fetch-code
 )
 
 // ClaimFilter narrows the bark tasks a worker claims.
 type ClaimFilter struct {
-	// Kind is ClaimAny, ClaimFetch or ClaimStore.
+	// Kind is ClaimFetch, ClaimStore or "" (any task).
 	Kind string
 	// FetchPerUser, when above zero, bounds the fetch-code tasks running
 	// at once for the dogs of one owner, across every process sharing the

@@ -48,26 +48,19 @@ type CarUpdate struct {
 
 // Apply changes c by upd.
 func (upd CarUpdate) Apply(c *Car) {
-	if upd.Color != nil {
-		c.Color = *upd.Color
-	}
-	if upd.Type != nil {
-		c.Type = *upd.Type
-	}
-	if upd.Doors != nil {
-		c.Doors = *upd.Doors
-	}
-	if upd.Make != nil {
-		c.Make = *upd.Make
-	}
-	if upd.Model != nil {
-		c.Model = *upd.Model
-	}
-	if upd.Year != nil {
-		c.Year = *upd.Year
-	}
-	if upd.Garage != nil {
-		c.Garage = *upd.Garage
+	setIf(&c.Color, upd.Color)
+	setIf(&c.Type, upd.Type)
+	setIf(&c.Doors, upd.Doors)
+	setIf(&c.Make, upd.Make)
+	setIf(&c.Model, upd.Model)
+	setIf(&c.Year, upd.Year)
+	setIf(&c.Garage, upd.Garage)
+}
+
+// setIf sets *dst to *v when v is not nil.
+func setIf[T any](dst, v *T) {
+	if v != nil {
+		*dst = *v
 	}
 }
 
@@ -193,10 +186,9 @@ func SortFacet(f *Facet) {
 		switch {
 		case a.Count != b.Count:
 			return cmp.Compare(b.Count, a.Count)
-		case a.Null != b.Null:
-			if a.Null {
-				return 1
-			}
+		case a.Null && !b.Null:
+			return 1
+		case b.Null && !a.Null:
 			return -1
 		}
 		return strings.Compare(a.Value, b.Value)

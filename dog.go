@@ -3,6 +3,7 @@ package yard
 import (
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,11 +20,7 @@ const (
 
 // ValidEffect reports whether e names one of the four bark effects.
 func ValidEffect(e string) bool {
-	switch e {
-	case EffectEmail, EffectEmailCount, EffectRecord, EffectFetchCode:
-		return true
-	}
-	return false
+	return slices.Contains([]string{EffectEmail, EffectEmailCount, EffectRecord, EffectFetchCode}, e)
 }
 
 // Dog is a dog that barks.
@@ -114,10 +111,8 @@ func ValidateCodeURL(s string) error {
 	if strings.HasPrefix(s, "-") {
 		return codeURLError("must not start with '-'")
 	}
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.IsSpace(r) {
-			return codeURLError("must not hold control characters or white space")
-		}
+	if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) {
+		return codeURLError("must not hold control characters or white space")
 	}
 	// Nor percent-encoded: git decodes them in ssh:// and file:// URLs.
 	for i := 0; i+2 < len(s); i++ {
@@ -170,13 +165,11 @@ func ValidateCodeURL(s string) error {
 	if strings.HasPrefix(strings.TrimPrefix(u.Path, "/"), "-") || strings.Contains(u.Path, "/-") {
 		return codeURLError("path segments must not start with '-'")
 	}
-	if u.User != nil {
-		// Credentials do not belong in a URL that readers of the dog see
-		// (RFC 3986 §3.2.1 deprecates them). ssh:// may name the user git,
-		// as the git@host:path form does, and nothing more.
-		if !sshGitUser(u) {
-			return codeURLError("must not hold user info (a user name or password); ssh:// may only name the user git, as in ssh://git@host/path")
-		}
+	// Credentials do not belong in a URL that readers of the dog see
+	// (RFC 3986 §3.2.1 deprecates them). ssh:// may name the user git,
+	// as the git@host:path form does, and nothing more.
+	if u.User != nil && !sshGitUser(u) {
+		return codeURLError("must not hold user info (a user name or password); ssh:// may only name the user git, as in ssh://git@host/path")
 	}
 	return nil
 }
@@ -200,10 +193,7 @@ func DisplayCodeURL(s string) string {
 	if err != nil {
 		return ""
 	}
-	if u.User == nil {
-		return s
-	}
-	if sshGitUser(u) {
+	if u.User == nil || sshGitUser(u) {
 		return s
 	}
 	u.User = nil

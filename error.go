@@ -76,10 +76,9 @@ func Invalid(message string, fields ...FieldError) *Error {
 // ErrorCode returns the code of the *Error wrapped in err, "" for nil, and
 // EINTERNAL for any other error.
 func ErrorCode(err error) string {
-	var e *Error
 	if err == nil {
 		return ""
-	} else if errors.As(err, &e) {
+	} else if e, ok := errors.AsType[*Error](err); ok {
 		return e.Code
 	}
 	return EINTERNAL
@@ -87,10 +86,9 @@ func ErrorCode(err error) string {
 
 // ErrorMessage returns the client-safe message of err.
 func ErrorMessage(err error) string {
-	var e *Error
 	if err == nil {
 		return ""
-	} else if errors.As(err, &e) {
+	} else if e, ok := errors.AsType[*Error](err); ok {
 		return e.Message
 	}
 	return "Internal error."

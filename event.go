@@ -2,8 +2,10 @@ package yard
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 )
@@ -114,11 +116,7 @@ func ParseEventID(s, field string) (EventID, error) {
 		return EventID{}, Invalid("The event id is not one this server gave.",
 			FieldError{Field: field, Message: "must be an event id (32 lower-case hex digits)"})
 	}
-	var tx, seq uint64
-	for i := 0; i < 8; i++ {
-		tx = tx<<8 | uint64(b[i])
-		seq = seq<<8 | uint64(b[8+i])
-	}
+	tx, seq := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
 	if tx > 1<<62 || seq > 1<<62 {
 		return EventID{}, Invalid("The event id is not one this server gave.",
 			FieldError{Field: field, Message: "out of range"})
@@ -193,26 +191,13 @@ func KnownEventPattern(p string) bool {
 	if HasControl(p) || strings.Contains(p, ",") {
 		return false
 	}
-	for _, t := range EventTypes {
-		if MatchEventType(p, t) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(EventTypes, func(t string) bool { return MatchEventType(p, t) })
 }
 
 // MatchEventTypes reports whether typ matches one of patterns; an empty
 // list matches every type.
 func MatchEventTypes(patterns []string, typ string) bool {
-	if len(patterns) == 0 {
-		return true
-	}
-	for _, p := range patterns {
-		if MatchEventType(p, typ) {
-			return true
-		}
-	}
-	return false
+	return len(patterns) == 0 || slices.ContainsFunc(patterns, func(p string) bool { return MatchEventType(p, typ) })
 }
 
 // MatchEventType reports whether typ matches a pattern of a types= list: the

@@ -1,6 +1,7 @@
 package yard
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -18,18 +19,11 @@ var ReservedIDs = []string{"search", "all", "by-parameters", "by-vendor"}
 // characters of letters, digits, '-', '_' and '.', not starting with '-' or
 // '.', and not a reserved word.
 func ValidClientID(id string) bool {
-	if id == "" || len(id) > 64 || id[0] == '-' || id[0] == '.' {
+	if id == "" || len(id) > 64 || id[0] == '-' || id[0] == '.' ||
+		slices.ContainsFunc(ReservedIDs, func(w string) bool { return strings.EqualFold(id, w) }) {
 		return false
 	}
-	for _, w := range ReservedIDs {
-		if strings.EqualFold(id, w) {
-			return false
-		}
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(id, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+	})
 }

@@ -1,6 +1,7 @@
 package yard
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"slices"
@@ -84,13 +85,8 @@ func ParamError(name, why string) *Error {
 // takes nothing (a list of offset and max only). The first refused pair is
 // the error, a ParamError.
 func ReadQuery(raw string, paging Paging, param func(name, rawValue string) string) (Page, error) {
-	if paging.DefaultMax == 0 {
-		paging.DefaultMax = DefaultPageMax
-	}
-	if paging.Limit == 0 {
-		paging.Limit = MaxPageMax
-	}
-	page := Page{Max: paging.DefaultMax}
+	page := Page{Max: cmp.Or(paging.DefaultMax, DefaultPageMax)}
+	limit := cmp.Or(paging.Limit, MaxPageMax)
 	var seenOffset, seenMax bool
 	for rest := raw; rest != ""; {
 		var pair string
@@ -114,7 +110,7 @@ func ReadQuery(raw string, paging Paging, param func(name, rawValue string) stri
 		switch {
 		case name == "max":
 			why = readCount(&page.Max, &seenMax, rawValue)
-			page.Max = min(page.Max, paging.Limit)
+			page.Max = min(page.Max, limit)
 		case name == "offset" && !paging.NoOffset:
 			why = readCount(&page.Offset, &seenOffset, rawValue)
 		case param == nil:

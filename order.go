@@ -125,10 +125,7 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 			if values > MaxQueryValues {
 				return fmt.Sprintf("a query holds at most %d values", MaxQueryValues)
 			}
-			negated := strings.HasPrefix(item, "!")
-			if negated {
-				item = item[1:]
-			}
+			item, negated := strings.CutPrefix(item, "!")
 			v, err := url.QueryUnescape(item)
 			if err != nil {
 				return BadValueEscape
@@ -181,9 +178,7 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 		}
 	}
 	if s := sets["customerId"]; s != nil {
-		f.CustomerIn, f.CustomerNotIn = s.in, s.out
-		slices.Sort(f.CustomerIn)
-		f.CustomerIn = slices.Compact(f.CustomerIn)
+		f.CustomerIn, f.CustomerNotIn = sortedSet(s.in), s.out
 	}
 	f.Offset, f.Limit = page.Offset, page.Max
 	return f, page, nil

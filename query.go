@@ -2,6 +2,7 @@ package yard
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -70,12 +71,7 @@ var fieldAliases = map[string]string{
 
 // QueryFields lists the canonical query paths in order.
 func QueryFields() []string {
-	out := make([]string, 0, len(queryFields))
-	for f := range queryFields {
-		out = append(out, f)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(queryFields))
 }
 
 // FieldKindOf returns the kind of a canonical path, and false when the
@@ -434,10 +430,7 @@ func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 			return "operator " + op + " takes one value"
 		}
 		for item := range strings.SplitSeq(rawValue, ",") {
-			negated := strings.HasPrefix(item, "!")
-			if negated {
-				item = item[1:]
-			}
+			item, negated := strings.CutPrefix(item, "!")
 			v, err := url.QueryUnescape(item)
 			if err != nil {
 				return BadValueEscape

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,9 +18,6 @@ type SearchRequest struct {
 	Name  string
 	Query Query
 }
-
-// MaxSearchName is the longest search name.
-const MaxSearchName = 64
 
 // ParseSearchBody reads a search in either body shape of docs/cars.md:
 //
@@ -62,7 +60,7 @@ func ParseSearchBody(data []byte) (SearchRequest, error) {
 				if err := strictObject(raw, &ops); err != nil {
 					return SearchRequest{}, fieldInvalid("$q", "must be an object of operators ($eq, $ne, ...)")
 				}
-				for _, opKey := range sortedRawKeys(ops) {
+				for _, opKey := range slices.Sorted(maps.Keys(ops)) {
 					op, ok := dollarOps[opKey]
 					if !ok {
 						if strings.HasPrefix(opKey, "$") {
@@ -78,7 +76,7 @@ func ParseSearchBody(data []byte) (SearchRequest, error) {
 					if err := strictObject(ops[opKey], &fields); err != nil {
 						return SearchRequest{}, fieldInvalid("$q."+opKey, "must be an object mapping fields to values")
 					}
-					for _, name := range sortedRawKeys(fields) {
+					for _, name := range slices.Sorted(maps.Keys(fields)) {
 						if err := addJSONField(&b, "$q."+opKey, "", name, op, fields[name]); err != nil {
 							return SearchRequest{}, err
 						}
@@ -92,7 +90,7 @@ func ParseSearchBody(data []byte) (SearchRequest, error) {
 			return SearchRequest{}, fieldInvalid("$q", "is required with $class")
 		}
 	} else {
-		for _, k := range sortedRawKeys(top) {
+		for _, k := range slices.Sorted(maps.Keys(top)) {
 			if k == "name" {
 				continue
 			}
@@ -124,7 +122,7 @@ func addJSONField(b *queryBuilder, at, prefix, name string, op string, raw json.
 			if len(sub) == 0 {
 				return fieldInvalid(where, "names no garage field (id, name, state)")
 			}
-			for _, k := range sortedRawKeys(sub) {
+			for _, k := range slices.Sorted(maps.Keys(sub)) {
 				switch strings.ToLower(k) {
 				case "id", "name", "state":
 				default:
@@ -230,15 +228,6 @@ func strictObject(data []byte, v *map[string]json.RawMessage) error {
 		return fmt.Errorf("data after the object")
 	}
 	return nil
-}
-
-func sortedRawKeys(m map[string]json.RawMessage) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func joinPath(at, name string) string {

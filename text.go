@@ -9,8 +9,5 @@ import (
 // character: C0 (NUL, tab, CR, LF, ...), DEL or C1. Names, e-mail
 // addresses and phone numbers must not (docs/api.md, "Strict input").
 func HasControl(s string) bool {
-	if !utf8.ValidString(s) {
-		return true
-	}
-	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f })
+	return !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f })
 }

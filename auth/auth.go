@@ -9,6 +9,7 @@ package auth
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/yard-api/yard"
@@ -101,11 +102,9 @@ func (c *Chain) QueryVars() []string {
 		return nil
 	}
 	var out []string
-	for _, group := range [][]Scheme{c.Header, c.Query, c.Cookie} {
-		for _, s := range group {
-			if qc, ok := s.(QueryCredentials); ok {
-				out = append(out, qc.QueryVars()...)
-			}
+	for _, s := range slices.Concat(c.Header, c.Query, c.Cookie) {
+		if qc, ok := s.(QueryCredentials); ok {
+			out = append(out, qc.QueryVars()...)
 		}
 	}
 	return out
@@ -114,10 +113,8 @@ func (c *Chain) QueryVars() []string {
 // Challenges returns the WWW-Authenticate values of every scheme in the chain.
 func (c *Chain) Challenges(r *http.Request) []string {
 	var out []string
-	for _, group := range [][]Scheme{c.Header, c.Query, c.Cookie} {
-		for _, s := range group {
-			out = append(out, s.Challenges(r)...)
-		}
+	for _, s := range slices.Concat(c.Header, c.Query, c.Cookie) {
+		out = append(out, s.Challenges(r)...)
 	}
 	return out
 }

@@ -67,10 +67,3 @@ func (c *ttlCache[K, V]) dropFunc(del func(V) bool) {
 	maps.DeleteFunc(c.m, func(_ K, e ttlEntry[V]) bool { return del(e.v) })
 	c.mu.Unlock()
 }
-
-// clear forgets everything.
-func (c *ttlCache[K, V]) clear() {
-	c.mu.Lock()
-	c.m = nil
-	c.mu.Unlock()
-}

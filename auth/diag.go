@@ -65,8 +65,7 @@ func withDiagnostics(on bool, e *yard.Error, d Diagnostics) error {
 // DiagnosticsOf returns the diagnostics a refusal carries (for an OAuth
 // 1.0a refusal, its OAuth Problem Reporting parameters), or nil.
 func DiagnosticsOf(err error) *Diagnostics {
-	var oe *OAuthError
-	if errors.As(err, &oe) {
+	if oe, ok := errors.AsType[*OAuthError](err); ok {
 		return &Diagnostics{
 			OAuthProblem:              oe.Problem,
 			OAuthParametersAbsent:     oe.Extra.Get("oauth_parameters_absent"),
@@ -75,8 +74,7 @@ func DiagnosticsOf(err error) *Diagnostics {
 			OAuthSignatureBaseString:  oe.Extra.Get("oauth_signature_base_string"),
 		}
 	}
-	var de *diagnosed
-	if errors.As(err, &de) {
+	if de, ok := errors.AsType[*diagnosed](err); ok {
 		d := de.diag
 		return &d
 	}

@@ -42,13 +42,10 @@ var errMalformedJWT = errors.New("malformed JWT")
 // Only the compact form with three base64url parts is accepted.
 func peekHeader(token string) (jwtHeader, error) {
 	var h jwtHeader
-	if len(token) > 8192 || strings.Count(token, ".") != 2 {
+	if len(token) > 8192 || strings.Count(token, ".") != 2 || strings.ContainsFunc(token, func(c rune) bool {
+		return !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.')
+	}) {
 		return h, errMalformedJWT
-	}
-	for _, c := range token {
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return h, errMalformedJWT
-		}
 	}
 	head, _, _ := strings.Cut(token, ".")
 	if decodeSegment(head, &h) != nil {
@@ -93,10 +90,7 @@ func verifyJWT(token string, alg jwa.SignatureAlgorithm, key any) (*Claims, erro
 		return nil, err
 	}
 	var c Claims
-	if err := json.Unmarshal(payload, &c); err != nil {
-		return nil, errMalformedJWT
-	}
-	if c.Subject == "" || c.Expires == 0 {
+	if err := json.Unmarshal(payload, &c); err != nil || c.Subject == "" || c.Expires == 0 {
 		return nil, errMalformedJWT
 	}
 	return &c, nil

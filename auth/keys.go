@@ -169,29 +169,30 @@ func LoadKeyFile(path string, alg jwa.SignatureAlgorithm) (*KeyRing, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(path)
+	sk, err := readPrivateKey(path, kind, alg)
 	if err != nil {
 		return nil, err
-	}
-	sk, err := parsePrivatePEM(b, kind, alg)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &KeyRing{Alg: alg, keys: []*SigningKey{sk}, Now: time.Now, kind: kind}, nil
 }
 
-func parsePrivatePEM(b []byte, kind keyKind, alg jwa.SignatureAlgorithm) (*SigningKey, error) {
-	blk, _ := pem.Decode(b)
-	if blk == nil {
-		return nil, errors.New("no PEM block")
-	}
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+// readPrivateKey reads the PKCS #8 PEM file of a kind's private key.
+func readPrivateKey(path string, kind keyKind, alg jwa.SignatureAlgorithm) (*SigningKey, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		return nil, fmt.Errorf("%s: no PEM block", path)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	priv, ok := k.(crypto.Signer)
 	if !ok || !kind.fits(priv.Public()) {
-		return nil, fmt.Errorf("not a private key for %s", alg.String())
+		return nil, fmt.Errorf("%s: not a private key for %s", path, alg.String())
 	}
 	pub := priv.Public()
 	return &SigningKey{ID: Thumbprint(pub), Alg: alg, Private: priv, Public: pub}, nil
@@ -229,13 +230,9 @@ func (k *KeyRing) Reload() error {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(n)
+		sk, err := readPrivateKey(n, k.kind, k.Alg)
 		if err != nil {
 			return err
-		}
-		sk, err := parsePrivatePEM(b, k.kind, k.Alg)
-		if err != nil {
-			return fmt.Errorf("%s: %w", n, err)
 		}
 		sk.Created = time.Unix(sec, 0)
 		keys = append(keys, sk)
@@ -310,8 +307,12 @@ func (k *KeyRing) Prune() error {
 }
 
 // Active returns the signing key: the newest of Dir, read again when it
-// was read more than keyReloadEvery ago.
+// was read more than keyReloadEvery ago; nil for a nil ring (a server that
+// only verifies).
 func (k *KeyRing) Active() *SigningKey {
+	if k == nil {
+		return nil
+	}
 	k.reloadIfStale()
 	k.mu.RLock()
 	defer k.mu.RUnlock()

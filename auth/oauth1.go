@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -30,7 +29,7 @@ const OAuthRequestTTL = 10 * time.Minute
 // application/x-www-form-urlencoded body (§3.5.2) or the query (§3.5.3);
 // a request using two places is refused (400). The signature base string
 // (§3.4.1) covers the query, such a form body and the header's parameters,
-// against BaseURL (the public base address, not the Host header). Each
+// against the public base address (Config.Issuer, not the Host header). Each
 // (consumer, token, nonce, timestamp) is accepted once: it is recorded
 // through the store's replay record of signed requests (UseSignatures),
 // shared by every process on PostgreSQL.
@@ -39,12 +38,10 @@ const OAuthRequestTTL = 10 * time.Minute
 // another process takes effect there within it, and at once on the process
 // that made it.
 type OAuth1 struct {
-	Store  yard.OAuthService
-	Replay yard.AuthStateService
-	Users  *UserCache
-	Box    *SecretBox
-	// BaseURL is the public base address the base string URI is built on.
-	BaseURL  string
+	Store    yard.OAuthService
+	Replay   yard.AuthStateService
+	Users    *UserCache
+	Box      *SecretBox
 	Now      func() time.Time
 	CacheTTL time.Duration
 	// Diagnostics adds to a refused signature the base string the server
@@ -52,8 +49,9 @@ type OAuth1 struct {
 	// a refused signature").
 	Diagnostics bool
 
+	// base is the public base address the base string URI is built on
+	// (Config.Issuer); nil when it names no host.
 	base      *url.URL
-	baseOnce  sync.Once
 	consumers ttlCache[string, opened[yard.OAuthConsumer]]
 	tokens    ttlCache[string, opened[yard.OAuthToken]]
 	batcher   signatureBatcher
@@ -82,8 +80,7 @@ func (e *OAuthError) Unwrap() error { return e.Err }
 // OAuthProblem returns the oauth_problem of err and its extra parameters,
 // or "" when err is not an OAuth refusal.
 func OAuthProblem(err error) (string, url.Values) {
-	var e *OAuthError
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*OAuthError](err); ok {
 		return e.Problem, e.Extra
 	}
 	return "", nil
@@ -206,7 +203,11 @@ func buildOAuth1(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
 	if !ok {
 		return nil, nil
 	}
-	k.OAuth1 = &OAuth1{Store: store, Replay: cfg.Store, Users: k.Users, Box: k.Box, BaseURL: cfg.Issuer,
+	base, _ := url.Parse(strings.TrimRight(cfg.Issuer, "/"))
+	if base != nil && base.Host == "" {
+		base = nil
+	}
+	k.OAuth1 = &OAuth1{Store: store, Replay: cfg.Store, Users: k.Users, Box: k.Box, base: base,
 		Now: k.Now, CacheTTL: k.cacheTTL, Diagnostics: !cfg.HideDiagnostics}
 	return k.OAuth1, nil
 }

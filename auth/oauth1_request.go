@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/yard-api/yard"
@@ -93,13 +94,7 @@ func (q *oauthRequest) signedParams() [][2]string {
 
 // protocolParams returns the oauth_* pairs of a query or form body.
 func protocolParams(pairs [][2]string) [][2]string {
-	var out [][2]string
-	for _, p := range pairs {
-		if strings.HasPrefix(p[0], "oauth_") {
-			out = append(out, p)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(pairs), func(p [2]string) bool { return !strings.HasPrefix(p[0], "oauth_") })
 }
 
 // readRequest finds the protocol parameters of r in exactly one of the

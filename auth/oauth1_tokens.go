@@ -59,7 +59,7 @@ func (o *OAuth1) RegisterConsumer(ctx context.Context, name, callback, createdBy
 func (o *OAuth1) DeleteConsumer(ctx context.Context, key string) (bool, error) {
 	ok, err := o.Store.DeleteOAuthConsumer(ctx, key)
 	o.consumers.drop(key)
-	o.tokens.clear() // its tokens, wherever they are in the cache
+	o.tokens.dropFunc(func(t opened[yard.OAuthToken]) bool { return t.v.ConsumerKey == key })
 	return ok, err
 }
 

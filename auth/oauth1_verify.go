@@ -174,14 +174,9 @@ func (o *OAuth1) useNonce(ctx context.Context, consumer, token, nonce, ts string
 	return nil
 }
 
-// baseURI is the base string URI of r, built on BaseURL.
+// baseURI is the base string URI of r, built on base (on the request's
+// Host without one).
 func (o *OAuth1) baseURI(r *http.Request) string {
-	o.baseOnce.Do(func() {
-		o.base, _ = url.Parse(strings.TrimRight(o.BaseURL, "/"))
-		if o.base == nil || o.base.Host == "" {
-			o.base = nil
-		}
-	})
 	u := &url.URL{Scheme: "https", Host: r.Host}
 	if o.base != nil {
 		u.Scheme, u.Host = o.base.Scheme, o.base.Host

@@ -53,7 +53,8 @@ type PKOptions struct {
 
 // Issue signs a public-key token for u.
 func (p *PKTokens) Issue(u *yard.User, opt PKOptions) (token string, expires time.Time, err error) {
-	if p.Ring == nil || p.Ring.Active() == nil {
+	sk := p.Ring.Active()
+	if sk == nil {
 		return "", time.Time{}, yard.Errorf(yard.EUNAVAILABLE, "This server only verifies public-key tokens; ask the issuing server.")
 	}
 	now := p.Now()
@@ -65,7 +66,6 @@ func (p *PKTokens) Issue(u *yard.User, opt PKOptions) (token string, expires tim
 			return "", time.Time{}, err
 		}
 	}
-	sk := p.Ring.Active()
 	token, err = signJWT(c, jwa.EdDSA(), sk.Private, sk.ID)
 	return token, expires, err
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/x509"
@@ -81,10 +82,7 @@ func ParseJWKS(b []byte) (StaticKeys, error) {
 			continue
 		}
 		kid, _ := key.KeyID()
-		if kid == "" {
-			kid = Thumbprint(raw)
-		}
-		out[kid] = raw
+		out[cmp.Or(kid, Thumbprint(raw))] = raw
 	}
 	if len(out) == 0 {
 		return nil, errors.New("JWKS holds no Ed25519 or P-256 key")

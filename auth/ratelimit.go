@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -55,7 +56,8 @@ type memAttempt struct {
 // limit) whose counts live in store, shared by every process on it, or in
 // this process's memory when store is nil.
 func NewLoginLimiter(limit int, store yard.LoginAttemptService) *LoginLimiter {
-	return &LoginLimiter{Limit: limit, Now: time.Now, Store: store, attempts: map[string][]memAttempt{}}
+	return &LoginLimiter{Limit: limit, Now: time.Now, Store: store, attempts: map[string][]memAttempt{},
+		refused: map[string]storeRefusal{}}
 }
 
 // guard runs a password check as a sign-in attempt under every key of
@@ -115,9 +117,6 @@ func (l *LoginLimiter) reserve(ctx context.Context, keys []string) (string, erro
 	if !ok {
 		wait := oldest.Add(loginWindow).Sub(now)
 		l.mu.Lock()
-		if l.refused == nil {
-			l.refused = map[string]storeRefusal{}
-		}
 		l.refused[combo] = storeRefusal{until: now.Add(min(wait, time.Second)), retryAt: now.Add(wait)}
 		l.mu.Unlock()
 		return "", l.refusal(wait)
@@ -191,9 +190,7 @@ func (l *LoginLimiter) waitLocked(keys []string, now time.Time) time.Duration {
 	for _, k := range keys {
 		f := l.pruneLocked(k, now)
 		if len(f) >= l.Limit {
-			if d := f[len(f)-l.Limit].at.Add(loginWindow).Sub(now); d > wait {
-				wait = d
-			}
+			wait = max(wait, f[len(f)-l.Limit].at.Add(loginWindow).Sub(now))
 		}
 	}
 	return wait
@@ -204,26 +201,19 @@ func (l *LoginLimiter) gcLocked(now time.Time) {
 		for k := range l.attempts {
 			l.pruneLocked(k, now)
 		}
-		for k, r := range l.refused {
-			if !now.Before(r.until) {
-				delete(l.refused, k)
-			}
-		}
+		maps.DeleteFunc(l.refused, func(_ string, r storeRefusal) bool { return !now.Before(r.until) })
 		l.lastGC = now
 	}
 }
 
 func (l *LoginLimiter) pruneLocked(k string, now time.Time) []memAttempt {
 	f := l.attempts[k]
-	i := 0
-	for i < len(f) && now.Sub(f[i].at) >= loginWindow {
-		i++
-	}
-	f = f[i:]
-	if len(f) == 0 {
+	i := slices.IndexFunc(f, func(a memAttempt) bool { return now.Sub(a.at) < loginWindow })
+	if i < 0 {
 		delete(l.attempts, k)
 		return nil
 	}
+	f = f[i:]
 	l.attempts[k] = f
 	return f
 }

@@ -19,24 +19,26 @@ import (
 // random bytes (mode 0600) when it does not exist. Creation is atomic, so
 // several processes starting on one data directory agree on one secret.
 func LoadOrCreateSecret(path string, n int) ([]byte, error) {
-	if b, err := os.ReadFile(path); err == nil {
-		return decodeSecret(path, b)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+		key := make([]byte, n)
+		_, _ = rand.Read(key)
+		if err := createOnce(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n")); err != nil {
+			return nil, err
+		}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
-	key := make([]byte, n)
-	_, _ = rand.Read(key)
-	if err := createOnce(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n")); err != nil {
-		return nil, err
-	}
+	// Another process may have made it first: its secret counts.
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return decodeSecret(path, b)
+	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(key) < 32 {
+		return nil, fmt.Errorf("secret file %s: want base64 of at least 32 bytes", path)
+	}
+	return key, nil
 }
 
 // createOnce makes the file path (mode 0600) holding data, unless it
@@ -49,11 +51,8 @@ func createOnce(path string, data []byte) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
+	_, err = tmp.Write(data)
+	if err := errors.Join(err, tmp.Close()); err != nil {
 		return err
 	}
 	// os.Link fails if path exists.
@@ -61,14 +60,6 @@ func createOnce(path string, data []byte) error {
 		return err
 	}
 	return nil
-}
-
-func decodeSecret(path string, b []byte) ([]byte, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil || len(key) < 32 {
-		return nil, fmt.Errorf("secret file %s: want base64 of at least 32 bytes", path)
-	}
-	return key, nil
 }
 
 // randomString returns n random bytes, base64url-encoded, after prefix.

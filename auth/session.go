@@ -17,24 +17,23 @@ import (
 //
 // To keep a cookie request cheap, a process remembers a session it read for
 // CacheTTL, and writes the last-action timestamp at most once per
-// TouchEvery, which follows the idle time-out (TouchInterval: a twentieth
-// of it, at most a minute), so a session ends at most TouchEvery before
-// Idle after its last use, for any Idle. A remembered session whose idle
-// time-out seems passed is read again before it is refused (another
-// process may have used it). A logout on another process takes effect here
-// within CacheTTL; on this process at once.
+// TouchInterval(Idle) (a twentieth of the idle time-out, at most a minute),
+// so a session ends at most that interval before Idle after its last use,
+// for any Idle. A remembered session whose idle time-out seems passed is
+// read again before it is refused (another process may have used it). A
+// logout on another process takes effect here within CacheTTL; on this
+// process at once.
 //
 // Unsafe methods authenticated by the cookie must pass Go's
 // http.CrossOriginProtection (Sec-Fetch-Site / Origin checks), or they are
 // refused with 403.
 type Sessions struct {
-	Store      yard.AuthStateService
-	Users      *UserCache
-	Idle       time.Duration
-	Max        time.Duration
-	TouchEvery time.Duration
-	CacheTTL   time.Duration
-	Now        func() time.Time
+	Store    yard.AuthStateService
+	Users    *UserCache
+	Idle     time.Duration
+	Max      time.Duration
+	CacheTTL time.Duration
+	Now      func() time.Time
 	// CrossOrigin checks unsafe cookie-authenticated requests.
 	CrossOrigin *http.CrossOriginProtection
 
@@ -120,7 +119,7 @@ func (s *Sessions) Authenticate(r *http.Request) (*yard.Principal, error) {
 			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The session has expired; sign in again.")
 		}
 	}
-	if now.Sub(sess.LastSeen) >= defaults.Positive(s.TouchEvery, TouchInterval(s.Idle)) {
+	if now.Sub(sess.LastSeen) >= TouchInterval(s.Idle) {
 		if err := s.Store.TouchSession(ctx, h, now); err != nil {
 			return nil, err
 		}
@@ -170,19 +169,14 @@ func (s *Sessions) lookup(ctx context.Context, h string, now time.Time, fresh bo
 }
 
 func isSafe(method string) bool {
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return true
-	}
-	return false
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
 }
 
 // buildSessions is the session cookie's entry in the chain's ordered list
 // (kit.go).
 func buildSessions(_ context.Context, cfg Config, k *Kit) (Scheme, error) {
-	idle := defaults.Positive(cfg.SessionIdle, 30*time.Minute)
-	k.Sessions = &Sessions{Store: cfg.Store, Users: k.Users, Idle: idle,
-		Max: defaults.Positive(cfg.SessionMax, 12*time.Hour), TouchEvery: TouchInterval(idle), CacheTTL: k.cacheTTL, Now: k.Now,
+	k.Sessions = &Sessions{Store: cfg.Store, Users: k.Users, Idle: defaults.Positive(cfg.SessionIdle, 30*time.Minute),
+		Max: defaults.Positive(cfg.SessionMax, 12*time.Hour), CacheTTL: k.cacheTTL, Now: k.Now,
 		CrossOrigin: http.NewCrossOriginProtection()}
 	return k.Sessions, nil
 }

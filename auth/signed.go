@@ -117,12 +117,8 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 	// the server signed and the timestamps it accepts (never the secret
 	// or the expected signature).
 	refuse := func(format string, args ...any) error {
-		e := yard.Errorf(yard.EUNAUTHORIZED, format, args...)
-		if !s.Diagnostics {
-			return e
-		}
-		return &diagnosed{err: e, diag: Diagnostics{CanonicalString: sigbase.CanonicalString(r.URL.Path, pairs),
-			AcceptableTimestamps: acceptableTimestamps(now, SignedWindow)}}
+		return withDiagnostics(s.Diagnostics, yard.Errorf(yard.EUNAUTHORIZED, format, args...),
+			Diagnostics{CanonicalString: sigbase.CanonicalString(r.URL.Path, pairs), AcceptableTimestamps: acceptableTimestamps(now, SignedWindow)})
 	}
 	if n[0] != 1 || n[1] != 1 || n[2] != 1 {
 		return nil, refuse("A signed request needs exactly one timestamp, apiKey and signature.")

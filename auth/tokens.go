@@ -50,9 +50,9 @@ type Tokens struct {
 	Issuer     string
 	AccessTTL  time.Duration
 	RefreshTTL time.Duration
-	Families   yard.AuthStateService
-	// Store is read at refresh, uncached, for the user's current roles.
-	Store Users
+	// Store keeps the refresh families, and is read at refresh, uncached,
+	// for the user's current roles.
+	Store Store
 	// Users answers whether the user may use the API (cached).
 	Users *UserCache
 	Now   func() time.Time
@@ -81,10 +81,7 @@ func (t *Tokens) sign(c *Claims) (string, error) {
 	if t.symmetric() {
 		return signJWT(c, jwa.HS256(), t.Key, "")
 	}
-	var sk *SigningKey
-	if t.Ring != nil {
-		sk = t.Ring.Active()
-	}
+	sk := t.Ring.Active()
 	if sk == nil {
 		return "", yard.Errorf(yard.EUNAVAILABLE, "This server only verifies tokens; ask the issuing server.")
 	}
@@ -117,7 +114,7 @@ func newJTI() string { return randomString("", 16) }
 // Issue logs a user in: a new refresh family and its first pair.
 func (t *Tokens) Issue(ctx context.Context, u *yard.User) (*TokenPair, error) {
 	f := &yard.RefreshFamily{ID: yard.NewID(), UserID: u.ID, Current: newJTI(), ExpiresAt: t.Now().Add(t.RefreshTTL)}
-	if err := t.Families.CreateRefreshFamily(ctx, f); err != nil {
+	if err := t.Store.CreateRefreshFamily(ctx, f); err != nil {
 		return nil, err
 	}
 	return t.pair(u, f.ID, f.Current)
@@ -176,13 +173,13 @@ func (t *Tokens) Refresh(ctx context.Context, token string) (*TokenPair, error) 
 	}
 	u, err := t.Store.FindUserByID(ctx, c.Subject)
 	if yard.ErrorCode(err) == yard.ENOTFOUND || (err == nil && u.Disabled) {
-		_ = t.Families.RevokeRefreshFamily(ctx, c.Family)
+		_ = t.Store.RevokeRefreshFamily(ctx, c.Family)
 		return nil, refreshInvalid("The account no longer exists or is disabled.")
 	} else if err != nil {
 		return nil, err
 	}
 	next := newJTI()
-	switch res, err := t.Families.RotateRefresh(ctx, c.Family, c.ID, next, t.Now().Add(t.RefreshTTL)); {
+	switch res, err := t.Store.RotateRefresh(ctx, c.Family, c.ID, next, t.Now().Add(t.RefreshTTL)); {
 	case err != nil:
 		return nil, err
 	case res == yard.RotateReused:
@@ -200,7 +197,7 @@ func (t *Tokens) Logout(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
-	return t.Families.RevokeRefreshFamily(ctx, c.Family)
+	return t.Store.RevokeRefreshFamily(ctx, c.Family)
 }
 
 // VerifyAccess checks an access token: signature, use, expiry (an
@@ -309,7 +306,7 @@ func buildBearer(ctx context.Context, cfg Config, k *Kit) (Scheme, error) {
 	}
 	accessTTL, refreshTTL := defaults.Positive(cfg.AccessTTL, 30*time.Minute), defaults.Positive(cfg.RefreshTTL, 24*time.Hour)
 	pair := &Tokens{Alg: alg, Issuer: cfg.Issuer, AccessTTL: accessTTL, RefreshTTL: refreshTTL,
-		Families: cfg.Store, Store: cfg.Store, Users: k.Users, Now: k.Now}
+		Store: cfg.Store, Users: k.Users, Now: k.Now}
 	switch {
 	case cfg.VerifyOnly && pair.symmetric():
 		pair = nil

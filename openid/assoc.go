@@ -15,7 +15,8 @@ import (
 	"strings"
 )
 
-// Association types (OpenID 2.0 §8.3) and session types (§8.4).
+// Association types (OpenID 2.0 §8.3) and session types (§8.4): those this
+// provider supports (Compatible says which go together).
 const (
 	HMACSHA1     = "HMAC-SHA1"
 	HMACSHA256   = "HMAC-SHA256"
@@ -23,12 +24,6 @@ const (
 	DHSHA1       = "DH-SHA1"
 	DHSHA256     = "DH-SHA256"
 )
-
-// AssocTypes lists the supported association types, preferred first.
-var AssocTypes = []string{HMACSHA256, HMACSHA1}
-
-// SessionTypes lists the supported session types, preferred first.
-var SessionTypes = []string{DHSHA256, DHSHA1, NoEncryption}
 
 // DefaultModulus and DefaultGenerator are the Diffie-Hellman parameters a
 // relying party uses when it sends none (OpenID 2.0 §8.1.2, Appendix B).
@@ -163,8 +158,8 @@ type AssociateRequest struct {
 // and another error for a malformed request.
 func ParseAssociate(m Message) (*AssociateRequest, error) {
 	req := &AssociateRequest{AssocType: m["assoc_type"], SessionType: m["session_type"]}
-	if !slices.Contains(AssocTypes, req.AssocType) || !slices.Contains(SessionTypes, req.SessionType) ||
-		!Compatible(req.AssocType, req.SessionType) {
+	// Compatible holds only for a supported association and session type.
+	if !Compatible(req.AssocType, req.SessionType) {
 		return nil, fmt.Errorf("%w: assoc_type %q with session_type %q", ErrUnsupportedType, req.AssocType, req.SessionType)
 	}
 	if req.SessionType == NoEncryption {

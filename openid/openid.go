@@ -83,7 +83,7 @@ func (m Message) KV() ([]byte, error) {
 }
 
 func kvEncode(keys []string, m Message) ([]byte, error) {
-	var b strings.Builder
+	var out []byte
 	for _, k := range keys {
 		v, ok := m[k]
 		if !ok {
@@ -92,12 +92,9 @@ func kvEncode(keys []string, m Message) ([]byte, error) {
 		if k == "" || strings.ContainsAny(k, ":\n") || strings.Contains(v, "\n") {
 			return nil, fmt.Errorf("key-value form: field %q cannot be encoded", k)
 		}
-		b.WriteString(k)
-		b.WriteByte(':')
-		b.WriteString(v)
-		b.WriteByte('\n')
+		out = append(out, k+":"+v+"\n"...)
 	}
-	return []byte(b.String()), nil
+	return out, nil
 }
 
 // ParseKV decodes a key-value form body (OpenID 2.0 §4.1.1).

@@ -1,6 +1,7 @@
 package openid
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -145,10 +146,7 @@ var ErrNoReturn = errors.New("cannot redirect to the relying party")
 func ParseCheckID(m Message) (*CheckIDRequest, error) {
 	r := &CheckIDRequest{Mode: m["mode"], ClaimedID: m["claimed_id"], Identity: m["identity"], ReturnTo: m["return_to"],
 		AssocHandle: m["assoc_handle"], Message: m}
-	realm := m["realm"]
-	if realm == "" {
-		realm = r.ReturnTo
-	}
+	realm := cmp.Or(m["realm"], r.ReturnTo)
 	if r.ReturnTo == "" || !ValidReturnTo(r.ReturnTo) {
 		return nil, fmt.Errorf("%w: openid.return_to is missing or not an absolute http(s) URL", ErrNoReturn)
 	}

@@ -123,10 +123,8 @@ func NonceTime(nonce string) (time.Time, error) {
 	if len(nonce) < len(nonceTime) || len(nonce) > 255 {
 		return time.Time{}, errors.New("the response nonce has a bad length")
 	}
-	for _, c := range []byte(nonce[len(nonceTime):]) {
-		if c < 33 || c > 126 {
-			return time.Time{}, errors.New("the response nonce has a bad character")
-		}
+	if strings.ContainsFunc(nonce[len(nonceTime):], func(c rune) bool { return c < 33 || c > 126 }) {
+		return time.Time{}, errors.New("the response nonce has a bad character")
 	}
 	t, err := time.Parse(nonceTime, nonce[:len(nonceTime)])
 	if err != nil {

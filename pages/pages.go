@@ -61,6 +61,7 @@ package pages
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -119,9 +120,7 @@ type Pages struct {
 	// BaseURL is the public base address without a trailing slash; the
 	// redirects of the sign-in form are built from it.
 	BaseURL string
-	// Site is the product name shown in the header ("yard").
-	Site   string
-	Logger *slog.Logger
+	Logger  *slog.Logger
 
 	cross *http.CrossOriginProtection
 }
@@ -131,7 +130,7 @@ func New(kit *auth.Kit, baseURL string, logger *slog.Logger) *Pages {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Pages{Kit: kit, BaseURL: strings.TrimRight(baseURL, "/"), Site: "yard", Logger: logger,
+	return &Pages{Kit: kit, BaseURL: strings.TrimRight(baseURL, "/"), Logger: logger,
 		cross: http.NewCrossOriginProtection()}
 }
 
@@ -147,13 +146,8 @@ func CSRFToken(r *http.Request) string {
 // the given extra origins (form-action also covers redirects after a form
 // submission).
 func policy(formOrigins ...string) string {
-	fa := "'self'"
-	for _, o := range formOrigins {
-		if o != "" {
-			fa += " " + o
-		}
-	}
-	return "default-src 'none'; style-src 'self'; img-src 'self'; form-action " + fa +
+	return "default-src 'none'; style-src 'self'; img-src 'self'; form-action " +
+		strings.Join(append([]string{"'self'"}, formOrigins...), " ") +
 		"; frame-ancestors 'none'; base-uri 'none'"
 }
 
@@ -228,7 +222,7 @@ func (p *Pages) HandleStyle(w http.ResponseWriter, r *http.Request) {
 // view is what the layout sees.
 type view struct {
 	Title     string
-	Site      string
+	Site      string // the product name shown in the header
 	StylePath string
 	CSRF      string
 	Page      any
@@ -237,7 +231,7 @@ type view struct {
 // render writes a whole page or, if the template fails, a plain 500.
 func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name, title string, page any) {
 	var buf bytes.Buffer
-	err := templates[name].ExecuteTemplate(&buf, "layout", view{Title: title, Site: p.site(), StylePath: StylePath, CSRF: CSRFToken(r), Page: page})
+	err := templates[name].ExecuteTemplate(&buf, "layout", view{Title: title, Site: "yard", StylePath: StylePath, CSRF: CSRFToken(r), Page: page})
 	if err != nil {
 		p.Logger.ErrorContext(r.Context(), "page template", slog.String("page", name), slog.String("error", err.Error()))
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -252,13 +246,6 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name,
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(buf.Bytes())
 	}
-}
-
-func (p *Pages) site() string {
-	if p.Site == "" {
-		return "yard"
-	}
-	return p.Site
 }
 
 // Error renders an HTML error page with status.
@@ -319,15 +306,9 @@ type Consent struct {
 
 // Consent renders c with status 200.
 func (p *Pages) Consent(w http.ResponseWriter, r *http.Request, c Consent) {
-	if c.AllowLabel == "" {
-		c.AllowLabel = "Allow"
-	}
-	if c.DenyLabel == "" {
-		c.DenyLabel = "Deny"
-	}
-	if c.Title == "" {
-		c.Title = "Allow access?"
-	}
+	c.AllowLabel = cmp.Or(c.AllowLabel, "Allow")
+	c.DenyLabel = cmp.Or(c.DenyLabel, "Deny")
+	c.Title = cmp.Or(c.Title, "Allow access?")
 	allowRedirects(w, c.RedirectTo)
 	p.render(w, r, http.StatusOK, "consent", c.Title, c)
 }
@@ -369,15 +350,9 @@ type WrongUser struct {
 
 // WrongUser renders u with status 200.
 func (p *Pages) WrongUser(w http.ResponseWriter, r *http.Request, u WrongUser) {
-	if u.Title == "" {
-		u.Title = "Signed in as someone else"
-	}
-	if u.SwitchLabel == "" {
-		u.SwitchLabel = "Sign in as someone else"
-	}
-	if u.CancelLabel == "" {
-		u.CancelLabel = "Cancel"
-	}
+	u.Title = cmp.Or(u.Title, "Signed in as someone else")
+	u.SwitchLabel = cmp.Or(u.SwitchLabel, "Sign in as someone else")
+	u.CancelLabel = cmp.Or(u.CancelLabel, "Cancel")
 	allowRedirects(w, u.RedirectTo)
 	p.render(w, r, http.StatusOK, "wronguser", u.Title, u)
 }
@@ -403,9 +378,7 @@ type SignIn struct {
 
 // SignIn renders the sign-in form with status.
 func (p *Pages) SignIn(w http.ResponseWriter, r *http.Request, status int, s SignIn) {
-	if s.Action == "" {
-		s.Action = SignInPath
-	}
+	s.Action = cmp.Or(s.Action, SignInPath)
 	p.render(w, r, status, "signin", "Sign in", s)
 }
 
@@ -419,13 +392,8 @@ const MaxNext = 8192
 // the sign-in form never redirects to another site.
 func LocalPath(next string) string {
 	if len(next) == 0 || len(next) > MaxNext || next[0] != '/' || strings.HasPrefix(next, "//") ||
-		strings.ContainsAny(next, "\\") {
+		strings.ContainsFunc(next, func(c rune) bool { return c == '\\' || c < 0x21 || c == 0x7f }) {
 		return ""
-	}
-	for _, c := range next {
-		if c < 0x21 || c == 0x7f {
-			return ""
-		}
 	}
 	u, err := url.Parse(next)
 	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
@@ -442,14 +410,10 @@ func (p *Pages) User(r *http.Request) (*yard.Principal, error) {
 		return nil, nil
 	}
 	pr, err := p.Kit.Sessions.Authenticate(r)
-	if err != nil {
-		switch yard.ErrorCode(err) {
-		case yard.EUNAUTHORIZED, yard.EFORBIDDEN:
-			return nil, nil
-		}
-		return nil, err
+	if c := yard.ErrorCode(err); c == yard.EUNAUTHORIZED || c == yard.EFORBIDDEN {
+		return nil, nil
 	}
-	return pr, nil
+	return pr, err
 }
 
 // SignInURL returns the path of the sign-in form that comes back to next.
@@ -526,13 +490,13 @@ func (p *Pages) HandleSignIn(w http.ResponseWriter, r *http.Request) {
 			page.Error = fmt.Sprintf("Too many failed attempts. Try again in %d seconds.", retry)
 			p.SignIn(w, r, http.StatusTooManyRequests, page)
 		default:
-			p.internal(w, r, err)
+			p.Internal(w, r, err)
 		}
 		return
 	}
 	key, err := p.Kit.Sessions.Create(r.Context(), u.ID)
 	if err != nil {
-		p.internal(w, r, err)
+		p.Internal(w, r, err)
 		return
 	}
 	http.SetCookie(w, p.Kit.Sessions.Cookie(key))
@@ -545,9 +509,7 @@ func (p *Pages) HandleSignIn(w http.ResponseWriter, r *http.Request) {
 }
 
 // Internal logs err and renders a 500 page that does not show it.
-func (p *Pages) Internal(w http.ResponseWriter, r *http.Request, err error) { p.internal(w, r, err) }
-
-func (p *Pages) internal(w http.ResponseWriter, r *http.Request, err error) {
+func (p *Pages) Internal(w http.ResponseWriter, r *http.Request, err error) {
 	p.Logger.ErrorContext(r.Context(), "internal error", slog.String("request_id", w.Header().Get("X-Request-Id")),
 		slog.String("path", LogCut(r.URL.Path, MaxLogPath)), slog.String("error", err.Error()))
 	p.Error(w, r, http.StatusInternalServerError, "Something went wrong", "The server could not answer this page. Try again later.")

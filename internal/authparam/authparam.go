@@ -139,11 +139,7 @@ func Quote(s string) string {
 
 // isTchar reports whether c may be part of a token (RFC 9110 §5.6.2).
 func isTchar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 func isCtl(c byte) bool { return c < 0x20 || c == 0x7f }

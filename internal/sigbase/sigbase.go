@@ -47,11 +47,9 @@ func ParseRawQuery(raw string) ([][2]string, error) {
 func CanonicalString(path string, pairs [][2]string) string {
 	kept := make([][2]string, 0, len(pairs))
 	for _, p := range pairs {
-		name := strings.ToLower(p[0])
-		if name == "signature" {
-			continue
+		if name := strings.ToLower(p[0]); name != "signature" {
+			kept = append(kept, [2]string{name, p[1]})
 		}
-		kept = append(kept, [2]string{name, p[1]})
 	}
 	return path + "?" + joinSorted(kept)
 }

@@ -148,20 +148,20 @@ var noSpan = trace.SpanFromContext(context.Background())
 // no-op span, allocating nothing: callers set attributes only when
 // span.IsRecording().
 func Start(ctx context.Context, name string) (context.Context, trace.Span) {
-	parent := trace.SpanFromContext(ctx)
-	if !parent.IsRecording() {
-		return ctx, noSpan
-	}
-	return parent.TracerProvider().Tracer(Scope).Start(ctx, name)
+	return start(ctx, name, trace.SpanKindInternal)
 }
 
 // StartClient is Start for a span of an outbound call (kind client).
 func StartClient(ctx context.Context, name string) (context.Context, trace.Span) {
+	return start(ctx, name, trace.SpanKindClient)
+}
+
+func start(ctx context.Context, name string, kind trace.SpanKind) (context.Context, trace.Span) {
 	parent := trace.SpanFromContext(ctx)
 	if !parent.IsRecording() {
 		return ctx, noSpan
 	}
-	return parent.TracerProvider().Tracer(Scope).Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	return parent.TracerProvider().Tracer(Scope).Start(ctx, name, trace.WithSpanKind(kind))
 }
 
 // ContextWith returns ctx with span as its current span; ctx as it is for
