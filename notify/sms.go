@@ -129,10 +129,7 @@ func (a *SMSAPI) SendText(ctx context.Context, t Text) (err error) {
 
 // TextOutbox writes each text message as a JSON file named by its id into
 // Dir (DATA/outbox/sms), for use without an SMS provider.
-type TextOutbox struct {
-	Dir string
-	Now func() time.Time
-}
+type TextOutbox struct{ Dir string }
 
 // SendText writes t to the outbox.
 func (o *TextOutbox) SendText(_ context.Context, t Text) error {
@@ -142,12 +139,8 @@ func (o *TextOutbox) SendText(_ context.Context, t Text) error {
 	if t.To == "" {
 		return permanent("sms: no recipient number")
 	}
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
 	data, _ := json.MarshalIndent(map[string]string{"id": t.ID, "to": t.To, "body": t.Body,
-		"createdAt": now().UTC().Format(time.RFC3339)}, "", "  ")
+		"createdAt": time.Now().UTC().Format(time.RFC3339)}, "", "  ")
 	return writeFileAtomic(o.Dir, t.ID+".json", append(data, '\n'))
 }
 
