@@ -102,8 +102,8 @@ func (s *Service) newClient() *http.Client {
 		Proxy:                 nil,
 		DialContext:           s.dial,
 		TLSClientConfig:       tc,
-		TLSHandshakeTimeout:   s.Timeout,
-		ResponseHeaderTimeout: s.Timeout,
+		TLSHandshakeTimeout:   attemptTimeout,
+		ResponseHeaderTimeout: attemptTimeout,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          4 * s.Workers,
 		// Many subscriptions may share a receiver's host, so all the
@@ -117,7 +117,7 @@ func (s *Service) newClient() *http.Client {
 	}
 	return &http.Client{
 		Transport: t,
-		Timeout:   s.Timeout,
+		Timeout:   attemptTimeout,
 		// A 3xx is the answer, and a failure (docs/events.md).
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -147,7 +147,7 @@ func (s *Service) dial(ctx context.Context, network, addr string) (net.Conn, err
 			return nil, &notAllowed{err}
 		}
 	}
-	c, err := s.Policy.Dial(ctx, &net.Dialer{Timeout: s.Timeout}, host, uint16(port))
+	c, err := s.Policy.Dial(ctx, &net.Dialer{Timeout: attemptTimeout}, host, uint16(port))
 	if errors.Is(err, fetch.ErrNotPublic) {
 		return nil, &notAllowed{err}
 	}
@@ -191,7 +191,7 @@ func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.D
 	if err != nil {
 		return yard.DeliveryOutcome{At: at, Error: "the subscription's secret is unusable"}, err
 	}
-	actx, cancel := context.WithTimeout(ctx, s.Timeout)
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
@@ -215,7 +215,7 @@ func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.D
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return yard.DeliveryOutcome{At: at, Error: describe(err, s.Timeout)}, err
+		return yard.DeliveryOutcome{At: at, Error: describe(err)}, err
 	}
 	// The status decides; the body is read (within the time left) only so
 	// that the connection can serve the next attempt.
@@ -233,7 +233,7 @@ func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.D
 }
 
 // describe names the failure of an attempt that got no answer.
-func describe(err error, limit time.Duration) string {
+func describe(err error) string {
 	var na *notAllowed
 	var unknownCA x509.UnknownAuthorityError
 	var hostname x509.HostnameError
@@ -248,7 +248,7 @@ func describe(err error, limit time.Duration) string {
 		}
 		return msg
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return "no answer within " + limit.String()
+		return "no answer within " + attemptTimeout.String()
 	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid), errors.As(err, &verify):
 		return "TLS: the receiver's certificate is not valid for its host"
 	case errors.Is(err, context.Canceled):
