@@ -68,7 +68,6 @@ type Config struct {
 	PerProcess int           // streams this process holds
 	Buffer     int           // events a subscriber may lag behind before it is cut off
 	Logger     *slog.Logger
-	Now        func() time.Time
 }
 
 // Hub fans the store's new events out to subscribers. Build it with New and
@@ -115,9 +114,6 @@ func New(st Store, cfg Config) *Hub {
 	cfg.PerProcess = defaults.Positive(cfg.PerProcess, DefaultPerProcess)
 	cfg.Buffer = defaults.Positive(cfg.Buffer, DefaultBuffer)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	return &Hub{store: st, cfg: cfg, subs: map[*Sub]struct{}{}, anyOwner: map[*Sub]struct{}{},
 		byOwner: map[string]map[*Sub]struct{}{}, wakers: map[chan struct{}]struct{}{}, perPerson: map[string]int{},
 		ready: make(chan struct{}), wake: make(chan struct{}, 1)}
@@ -537,7 +533,7 @@ func (h *Hub) listen(ctx context.Context) {
 // prune removes events past the retention, once a minute.
 func (h *Hub) prune(ctx context.Context) {
 	retention.Run(ctx, pruneEvery, pruneBatch, func(ctx context.Context, limit int) (int, error) {
-		return h.store.PruneEvents(ctx, h.cfg.Now().Add(-h.cfg.Retention), limit)
+		return h.store.PruneEvents(ctx, time.Now().Add(-h.cfg.Retention), limit)
 	}, func(err error) {
 		h.logLoop(&h.down.prune, "events: pruning", err)
 	})
