@@ -204,11 +204,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 
 	// Barks: the notifiers and the fetcher behind the effects, and the
 	// job runner with its metrics.
-	mailer, err := newMailer(cfg)
-	if err != nil {
-		return nil, err
-	}
-	texter, err := newTexter(cfg)
+	mailer, texter, err := newNotifiers(cfg)
 	if err != nil {
 		return nil, err
 	}
