@@ -148,8 +148,7 @@ func (r *Runner) Fetch(ctx context.Context, url, dir string) (Result, error) {
 		}
 	}
 	res, err := r.fetch(ctx, url, dir)
-	var fe *Error
-	if errors.As(err, &fe) {
+	if fe, ok := errors.AsType[*Error](err); ok {
 		tracing.Failf(span, string(fe.Kind), fe.Error())
 	}
 	return res, err
@@ -219,8 +218,7 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 		}
 	}
 
-	out := &limitedBuffer{max: r.MaxOutput}
-	out.max = defaults.Positive(out.max, DefaultMaxOutput)
+	out := &limitedBuffer{max: defaults.Positive(r.MaxOutput, DefaultMaxOutput)}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return Result{}, &Error{Kind: Failed, Err: err, Temp: true}
 	}

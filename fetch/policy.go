@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,13 +118,10 @@ func (p *Policy) HostAllowed(host, port string) bool {
 
 // defaultPort is the port of a target without one.
 func (t Target) defaultPort() string {
-	if t.Port != "" {
-		return t.Port
-	}
 	if t.Scheme == "ssh" {
-		return "22"
+		return cmp.Or(t.Port, "22")
 	}
-	return "443"
+	return cmp.Or(t.Port, "443")
 }
 
 // dirAllowed reports whether path lies inside one of the allowed

@@ -49,12 +49,10 @@ func Permanent(err error) error { return &permanentError{err} }
 // Temporary is deprecated, and *net.OpError says false for a reset
 // connection or a refused dial, which a later attempt may well get past.
 func isTemporary(err error) bool {
-	var p *permanentError
-	if errors.As(err, &p) {
+	if _, ok := errors.AsType[*permanentError](err); ok {
 		return false
 	}
-	var ye *yard.Error
-	if errors.As(err, &ye) {
+	if _, ok := errors.AsType[*yard.Error](err); ok {
 		return false
 	}
 	var t interface{ Temporary() bool }
@@ -87,8 +85,7 @@ func fromStore(err error) error {
 // the attempt's store calls and means the store could not be reached (a
 // reset connection, a refused dial: Store.Unavailable); nil otherwise.
 func storeAway(db Store, err error) *yard.Error {
-	var se *storeError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*storeError](err); ok {
 		return db.Unavailable(se.err)
 	}
 	return nil

@@ -144,8 +144,7 @@ func (s *SMTP) SendMail(ctx context.Context, m Mail) (err error) {
 	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
 		// A refused message says whether it may pass later; a network
 		// failure or a time-out may.
-		var se *gomail.SendError
-		if errors.As(err, &se) {
+		if se, ok := errors.AsType[*gomail.SendError](err); ok {
 			return &Error{Err: fmt.Errorf("smtp: %w", err), Temp: se.IsTemp()}
 		}
 		return temporary("smtp: %v", err)

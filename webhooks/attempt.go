@@ -179,8 +179,7 @@ func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.D
 	// The policy again: the URL may predate a change of the allow-list.
 	if err := CheckURL(s.Policy, c.URL); err != nil {
 		msg := "the url cannot be used"
-		var ye *yard.Error
-		if errors.As(err, &ye) && len(ye.Fields) > 0 {
+		if ye, ok := errors.AsType[*yard.Error](err); ok && len(ye.Fields) > 0 {
 			msg = ye.Fields[0].Message
 		}
 		return yard.DeliveryOutcome{At: at, Error: msg}, err
@@ -211,8 +210,7 @@ func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.D
 	if err != nil {
 		// The log gets the cause without the URL, whose query may hold
 		// the receiver's token.
-		var ue *url.Error
-		if errors.As(err, &ue) {
+		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err
 		}
 		return yard.DeliveryOutcome{At: at, Error: describe(err)}, err

@@ -47,8 +47,7 @@ func main() {
 
 // exitCode is 2 for a usage error, 1 for any other failure.
 func exitCode(err error) int {
-	var u usageError
-	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
+	if _, ok := errors.AsType[usageError](err); ok || errors.Is(err, flag.ErrHelp) {
 		return 2
 	}
 	return 1
