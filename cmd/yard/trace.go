@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/yard-api/yard/internal/tracing"
 )
@@ -53,13 +52,4 @@ func newTraces(ctx context.Context, f traceFlags, logger *slog.Logger) (*tracing
 		logger.Warn("traces", slog.String("error", err.Error()))
 	}))
 	return tracing.New(ctx, tracing.Config{URL: f.url, Service: "yard", Version: Version, Instance: instanceID()})
-}
-
-// tracerOf is what the parts take: nil when traces are off (a nil
-// *tracing.Provider in the interface would not be nil).
-func tracerOf(p *tracing.Provider) trace.TracerProvider {
-	if p == nil {
-		return nil
-	}
-	return p
 }
