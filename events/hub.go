@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -128,22 +129,13 @@ type Item struct {
 }
 
 // Frame returns the event as one Server-Sent Events frame ("id:", "event:",
-// "data: " render(Event), a blank line), computed once.
+// "data: " render(Event), a blank line), computed once. The data is one
+// line: JSON made by encoding/json holds no newline.
 func (it *Item) Frame(render func(*yard.Event) []byte) []byte {
-	it.once.Do(func() { it.frame = appendFrame(nil, it.Event, render(it.Event)) })
+	it.once.Do(func() {
+		it.frame = fmt.Appendf(nil, "id: %s\nevent: %s\ndata: %s\n\n", it.Event.ID, it.Event.Type, render(it.Event))
+	})
 	return it.frame
-}
-
-// appendFrame appends e's Server-Sent Events frame with data as its data
-// line (one line: data holds no newline, as JSON made by encoding/json).
-func appendFrame(b []byte, e *yard.Event, data []byte) []byte {
-	b = append(b, "id: "...)
-	b = e.ID.Append(b)
-	b = append(b, "\nevent: "...)
-	b = append(b, e.Type...)
-	b = append(b, "\ndata: "...)
-	b = append(b, data...)
-	return append(b, "\n\n"...)
 }
 
 // Sub is a subscription. Its events arrive on C in id order; Cut is closed
