@@ -73,14 +73,6 @@ type storeError struct{ err error }
 func (e *storeError) Error() string { return e.err.Error() }
 func (e *storeError) Unwrap() error { return e.err }
 
-// fromStore marks err, from a store call, as the store's (nil stays nil).
-func fromStore(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &storeError{err}
-}
-
 // storeAway returns the store's EUNAVAILABLE when err came from one of
 // the attempt's store calls and means the store could not be reached (a
 // reset connection, a refused dial: Store.Unavailable); nil otherwise.
@@ -159,7 +151,7 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (yar
 	owner, err := e.Users.FindUserByID(ctx, d.Owner)
 	switch {
 	case err != nil:
-		return yard.TaskResult{Output: out.String()}, fromStore(err)
+		return yard.TaskResult{Output: out.String()}, &storeError{err}
 	case owner.Phone == "":
 		out.WriteString("the owner has no phone number: no text message sent\n")
 	case e.Texter == nil:

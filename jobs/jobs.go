@@ -457,7 +457,7 @@ func (s *Service) execute(ctx context.Context, b *yard.Bark) (res yard.TaskResul
 		if yard.ErrorCode(err) == yard.ENOTFOUND {
 			return res, Permanent(errors.New("the dog no longer exists"))
 		}
-		return res, fromStore(err)
+		return res, &storeError{err}
 	}
 	return s.Effects.Run(ctx, b, d)
 }
