@@ -94,14 +94,10 @@ func (c PolicyChecker) CheckURL(u string) error { return CheckURL(c.Policy, u) }
 // environment, no redirects followed, no cookies, and every connection
 // through dial.
 func (s *Service) newClient() *http.Client {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if s.TLSConfig != nil {
-		tc = s.TLSConfig.Clone()
-	}
 	t := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           s.dial,
-		TLSClientConfig:       tc,
+		TLSClientConfig:       cmp.Or(s.TLSConfig, &tls.Config{MinVersion: tls.VersionTLS12}).Clone(),
 		TLSHandshakeTimeout:   attemptTimeout,
 		ResponseHeaderTimeout: attemptTimeout,
 		ForceAttemptHTTP2:     true,
