@@ -239,15 +239,14 @@ func (s *Service) Run(ctx context.Context) {
 			}
 		})
 	}
-	var loops sync.WaitGroup
-	loops.Go(func() { s.follow(ctx) })
-	loops.Go(func() { s.fanOutLoop(ctx) })
-	loops.Go(func() { s.prune(ctx) })
-	loops.Go(func() {
+	// The workers end once dispatch has ended and closed work.
+	wg.Go(func() { s.follow(ctx) })
+	wg.Go(func() { s.fanOutLoop(ctx) })
+	wg.Go(func() { s.prune(ctx) })
+	wg.Go(func() {
 		s.dispatch(ctx, work)
 		close(work)
 	})
-	loops.Wait()
 	wg.Wait()
 	s.unrecorded.Wait()
 }
