@@ -194,7 +194,9 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 			return Result{}, &Error{Kind: Failed, Err: err, Temp: true}
 		}
 		defer g.close()
-		proxy := g.proxyURL()
+		// What git (http.proxy) and operator commands (https_proxy) are
+		// given.
+		proxy := "http://yard:" + g.secret + "@" + g.ln.Addr().String()
 		ssh := sshCommand(target, pinned, idle)
 		env = append(env, "GIT_ALLOW_PROTOCOL="+target.Scheme,
 			"https_proxy="+proxy, "HTTPS_PROXY="+proxy, "http_proxy="+proxy, "ALL_PROXY="+proxy, "all_proxy="+proxy,

@@ -96,11 +96,6 @@ func (e *Effects) MessageID(barkID string) string {
 	return "bark-" + barkID + "@" + cmp.Or(e.Domain, "yard.localhost")
 }
 
-// CodeDir returns where a dog's code is fetched to.
-func (e *Effects) CodeDir(dogID string) string {
-	return filepath.Join(e.DataDir, "dogs", dogID, "code")
-}
-
 // Run performs the external part of bark b of dog d and returns what the
 // store must apply.
 func (e *Effects) Run(ctx context.Context, b *yard.Bark, d *yard.Dog) (yard.TaskResult, error) {
@@ -135,7 +130,7 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (yar
 	if d.CodeURL == "" {
 		return yard.TaskResult{}, Permanent(errors.New("the dog has no codeUrl to fetch"))
 	}
-	res, err := e.Fetcher.Fetch(ctx, d.CodeURL, e.CodeDir(d.ID))
+	res, err := e.Fetcher.Fetch(ctx, d.CodeURL, filepath.Join(e.DataDir, "dogs", d.ID, "code"))
 	if err != nil {
 		// The error names a category (fetch.Kind); what git said may
 		// hold network details (addresses, the state of a port) and
@@ -158,7 +153,9 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (yar
 		out.WriteString("no SMS provider configured: no text message sent\n")
 	default:
 		id := "bark-" + b.ID
-		body := fmt.Sprintf("%s fetched its code: revision %s", d.Name, shortRev(res.Revision))
+		// The revision's first 12 characters, "(none)" for none.
+		short := cmp.Or(res.Revision[:min(len(res.Revision), 12)], "(none)")
+		body := fmt.Sprintf("%s fetched its code: revision %s", d.Name, short)
 		if err := e.Texter.SendText(ctx, notify.Text{ID: id, To: owner.Phone, Body: body}); err != nil {
 			return yard.TaskResult{Output: out.String()}, err
 		}
@@ -166,9 +163,4 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (yar
 	}
 	rev := res.Revision
 	return yard.TaskResult{Output: out.String(), CodeRevision: &rev}, nil
-}
-
-// shortRev is a revision's first 12 characters, "(none)" for none.
-func shortRev(r string) string {
-	return cmp.Or(r[:min(len(r), 12)], "(none)")
 }
