@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -92,7 +94,7 @@ type Hub struct {
 	// A read of the store in progress that asked for some owners' events
 	// only (deliver): which, and a channel closed when its events are
 	// handed out. A subscriber it does not cover waits for it (Subscribe).
-	readCover map[string]bool
+	readCover []string
 	readDone  chan struct{}
 
 	// down tracks the store's outages as each loop meets them
@@ -186,7 +188,7 @@ func (h *Hub) Subscribe(ctx context.Context, person string, counted bool, keep f
 	// A read that skips this subscriber's events may be under way: its
 	// position is where this subscription would begin, and the events
 	// it skips would never reach it. Wait for the read to end.
-	for h.readDone != nil && (!s.owned || !h.readCover[s.owner]) {
+	for h.readDone != nil && (!s.owned || !slices.Contains(h.readCover, s.owner)) {
 		done := h.readDone
 		h.mu.Unlock()
 		select {
@@ -377,12 +379,8 @@ func (h *Hub) deliver(ctx context.Context) (int, error) {
 		if len(h.anyOwner) == 0 {
 			// Only people's streams: read their events, not every
 			// row of the log (another person's barks, say).
-			f.Owners = make([]string, 0, len(h.byOwner))
-			h.readCover = make(map[string]bool, len(h.byOwner))
-			for o := range h.byOwner {
-				f.Owners = append(f.Owners, o)
-				h.readCover[o] = true
-			}
+			f.Owners = slices.AppendSeq(make([]string, 0, len(h.byOwner)), maps.Keys(h.byOwner))
+			h.readCover = f.Owners
 			h.readDone = make(chan struct{})
 		}
 		h.mu.Unlock()
