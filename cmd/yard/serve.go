@@ -192,13 +192,14 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 		return nil, err
 	}
 
-	// Authentication: one bound on password hashing for the whole process,
-	// the login limiter counting attempts in the store (shared by every
-	// process on it), Basic, then every other scheme and the chain.
-	hashing, err := newHashGate(cfg.auth)
-	if err != nil {
-		return nil, err
+	// Authentication: one bound on password hashing (argon2id) for the
+	// whole process (docs/auth.md, "Login rate limit"), the login limiter
+	// counting attempts in the store (shared by every process on it),
+	// Basic, then every other scheme and the chain.
+	if cfg.auth.hashConcurrency < 0 {
+		return nil, usageError("--hash-concurrency must be 0 or more")
 	}
+	hashing := auth.NewHashGate(cfg.auth.hashConcurrency, cfg.auth.hashQueue, 0)
 	limiter := auth.NewLoginLimiter(cfg.loginRate, db)
 	basic := auth.NewBasic(db, limiter, hashing)
 	kit, err := newAuthKit(ctx, cfg, db, limiter, basic)
