@@ -155,17 +155,11 @@ func (r *Runner) Fetch(ctx context.Context, url, dir string) (Result, error) {
 }
 
 func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
-	if url == "" {
-		return Result{}, &Error{Kind: Failed, Reason: "the dog has no codeUrl", Err: errors.New("no codeUrl")}
-	}
 	policy := cmp.Or(r.Policy, &Policy{})
 	if err := policy.CheckURL(url); err != nil {
 		return Result{}, &Error{Kind: NotAllowed, Reason: "codeUrl " + strings.TrimPrefix(err.Error(), string(NotAllowed)+": "), Err: err}
 	}
-	target, err := ParseTarget(url)
-	if err != nil {
-		return Result{}, &Error{Kind: NotAllowed, Reason: "codeUrl " + err.Error(), Err: err}
-	}
+	target, _ := ParseTarget(url) // CheckURL parsed it
 	timeout, idle := r.timeout(), r.idleTimeout()
 	tctx, cancelT := context.WithTimeout(ctx, timeout)
 	defer cancelT()
@@ -178,6 +172,7 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 	}
 	var gitArgs []string
 	var g *guard
+	var err error
 	if target.Scheme != "file" {
 		// Resolve before starting anything: a host with an address
 		// inside fails here; the proxy checks again at every connection.
