@@ -188,10 +188,7 @@ func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.D
 	}
 	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.URL, bytes.NewReader(body))
-	if err != nil {
-		return yard.DeliveryOutcome{At: at, Error: "the url cannot be used"}, errors.New("the URL does not parse")
-	}
+	req, _ := http.NewRequestWithContext(actx, http.MethodPost, c.URL, bytes.NewReader(body)) // CheckURL parsed the URL
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "yard-webhooks/1")
