@@ -217,11 +217,9 @@ func reportTraces(f traceFlags, stdout io.Writer, logger *slog.Logger) {
 		logger.Info("traces", slog.Bool("on", false))
 		return
 	}
-	shown := "(an endpoint that does not parse)"
-	if u, err := url.Parse(f.url); err == nil {
-		u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-		shown = u.String()
-	}
+	u, _ := url.Parse(f.url) // resolve parsed it
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	shown := u.String()
 	fmt.Fprintf(stdout, "traces: %s\n", shown)
 	logger.Info("traces", slog.Bool("on", true), slog.String("endpoint", shown))
 }
