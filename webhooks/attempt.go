@@ -7,7 +7,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -226,10 +225,7 @@ func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.D
 // describe names the failure of an attempt that got no answer.
 func describe(err error) string {
 	var na *notAllowed
-	var unknownCA x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	var verify *tls.CertificateVerificationError
+	var verify *tls.CertificateVerificationError // what a handshake whose verification failed returns
 	var ne net.Error
 	switch {
 	case errors.As(err, &na), errors.Is(err, fetch.ErrNotPublic):
@@ -240,7 +236,7 @@ func describe(err error) string {
 		return msg
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return "no answer within " + attemptTimeout.String()
-	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid), errors.As(err, &verify):
+	case errors.As(err, &verify):
 		return "TLS: the receiver's certificate is not valid for its host"
 	case errors.Is(err, context.Canceled):
 		return "canceled (the server is stopping)"
