@@ -336,7 +336,6 @@ func (r *Runner) run(ctx context.Context, env []string, out *limitedBuffer, dir 
 // then the time limits; then git's words.
 func (r *Runner) failure(tctx, ctx context.Context, err error, output string, g *guard) error {
 	fe := &Error{Kind: Failed, Err: err, Output: output}
-	var ce *connectError
 	switch {
 	case errors.Is(err, ErrNotPublic) || (g != nil && g.refused.Load()):
 		fe.Kind = NotAllowed
@@ -350,7 +349,7 @@ func (r *Runner) failure(tctx, ctx context.Context, err error, output string, g 
 	case ctx.Err() != nil:
 		fe.Temp = true
 		fe.Reason = "stopped"
-	case errors.As(err, &ce) || (g != nil && g.unreach.Load()):
+	case errors.As(err, new(*connectError)) || (g != nil && g.unreach.Load()):
 		fe.Kind, fe.Temp = CannotReach, true
 	default:
 		fe.Kind, fe.Temp = classifyOutput(output)
