@@ -233,10 +233,7 @@ func runHelp(ctx context.Context, args []string, getenv func(string) string, std
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		printUsage(stdout)
-		return nil
-	}
+	// "yard help" alone is "yard -h".
 	return run(ctx, append(fs.Args(), "-h"), getenv, stdin, stdout, stderr)
 }
 
