@@ -29,8 +29,7 @@ func (f *traceFlags) register(fs *flag.FlagSet) {
 // OpenTelemetry variables; OTEL_SDK_DISABLED=true turns traces off.
 func (f *traceFlags) resolve(getenv func(string) string) error {
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
-		f.url = ""
-		return nil
+		return nil // url stays "": off
 	}
 	u, err := tracing.Endpoint(f.endpoint, getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
 	if err != nil {
