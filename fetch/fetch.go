@@ -432,14 +432,9 @@ type limitedBuffer struct {
 }
 
 func (b *limitedBuffer) Write(p []byte) (int, error) {
-	room := b.max - b.buf.Len()
-	if room >= len(p) {
-		return b.buf.Write(p)
-	}
-	if room > 0 {
-		b.buf.Write(p[:room])
-	}
-	b.dropped += len(p) - max(room, 0)
+	n := min(b.max-b.buf.Len(), len(p)) // the room left, never negative
+	b.buf.Write(p[:n])
+	b.dropped += len(p) - n
 	return len(p), nil
 }
 
