@@ -116,13 +116,11 @@ func runRestore(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "restored %s into %s", file, rep.Path)
+	schema := fmt.Sprintf("schema version %d", rep.To)
 	if rep.From < rep.To {
-		fmt.Fprintf(stdout, " (schema version %d, migrated to %d)", rep.From, rep.To)
-	} else {
-		fmt.Fprintf(stdout, " (schema version %d)", rep.To)
+		schema = fmt.Sprintf("schema version %d, migrated to %d", rep.From, rep.To)
 	}
-	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "restored %s into %s (%s)\n", file, rep.Path, schema)
 	for _, f := range rep.Aside {
 		fmt.Fprintf(stdout, "the replaced store's file is kept as %s\n", f)
 	}
