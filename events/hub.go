@@ -11,7 +11,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,7 +71,6 @@ type Config struct {
 	PerProcess int           // streams this process holds
 	Buffer     int           // events a subscriber may lag behind before it is cut off
 	Logger     *slog.Logger
-	Now        func() time.Time
 }
 
 // Hub fans the store's new events out to subscribers. Build it with New and
@@ -92,7 +94,7 @@ type Hub struct {
 	// A read of the store in progress that asked for some owners' events
 	// only (deliver): which, and a channel closed when its events are
 	// handed out. A subscriber it does not cover waits for it (Subscribe).
-	readCover map[string]bool
+	readCover []string
 	readDone  chan struct{}
 
 	// down tracks the store's outages as each loop meets them
@@ -115,9 +117,6 @@ func New(st Store, cfg Config) *Hub {
 	cfg.PerProcess = defaults.Positive(cfg.PerProcess, DefaultPerProcess)
 	cfg.Buffer = defaults.Positive(cfg.Buffer, DefaultBuffer)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	return &Hub{store: st, cfg: cfg, subs: map[*Sub]struct{}{}, anyOwner: map[*Sub]struct{}{},
 		byOwner: map[string]map[*Sub]struct{}{}, wakers: map[chan struct{}]struct{}{}, perPerson: map[string]int{},
 		ready: make(chan struct{}), wake: make(chan struct{}, 1)}
@@ -132,22 +131,13 @@ type Item struct {
 }
 
 // Frame returns the event as one Server-Sent Events frame ("id:", "event:",
-// "data: " render(Event), a blank line), computed once.
+// "data: " render(Event), a blank line), computed once. The data is one
+// line: JSON made by encoding/json holds no newline.
 func (it *Item) Frame(render func(*yard.Event) []byte) []byte {
-	it.once.Do(func() { it.frame = appendFrame(nil, it.Event, render(it.Event)) })
+	it.once.Do(func() {
+		it.frame = fmt.Appendf(nil, "id: %s\nevent: %s\ndata: %s\n\n", it.Event.ID, it.Event.Type, render(it.Event))
+	})
 	return it.frame
-}
-
-// appendFrame appends e's Server-Sent Events frame with data as its data
-// line (one line: data holds no newline, as JSON made by encoding/json).
-func appendFrame(b []byte, e *yard.Event, data []byte) []byte {
-	b = append(b, "id: "...)
-	b = e.ID.Append(b)
-	b = append(b, "\nevent: "...)
-	b = append(b, e.Type...)
-	b = append(b, "\ndata: "...)
-	b = append(b, data...)
-	return append(b, "\n\n"...)
 }
 
 // Sub is a subscription. Its events arrive on C in id order; Cut is closed
@@ -198,7 +188,7 @@ func (h *Hub) Subscribe(ctx context.Context, person string, counted bool, keep f
 	// A read that skips this subscriber's events may be under way: its
 	// position is where this subscription would begin, and the events
 	// it skips would never reach it. Wait for the read to end.
-	for h.readDone != nil && (!s.owned || !h.readCover[s.owner]) {
+	for h.readDone != nil && (!s.owned || !slices.Contains(h.readCover, s.owner)) {
 		done := h.readDone
 		h.mu.Unlock()
 		select {
@@ -389,12 +379,8 @@ func (h *Hub) deliver(ctx context.Context) (int, error) {
 		if len(h.anyOwner) == 0 {
 			// Only people's streams: read their events, not every
 			// row of the log (another person's barks, say).
-			f.Owners = make([]string, 0, len(h.byOwner))
-			h.readCover = make(map[string]bool, len(h.byOwner))
-			for o := range h.byOwner {
-				f.Owners = append(f.Owners, o)
-				h.readCover[o] = true
-			}
+			f.Owners = slices.AppendSeq(make([]string, 0, len(h.byOwner)), maps.Keys(h.byOwner))
+			h.readCover = f.Owners
 			h.readDone = make(chan struct{})
 		}
 		h.mu.Unlock()
@@ -537,7 +523,7 @@ func (h *Hub) listen(ctx context.Context) {
 // prune removes events past the retention, once a minute.
 func (h *Hub) prune(ctx context.Context) {
 	retention.Run(ctx, pruneEvery, pruneBatch, func(ctx context.Context, limit int) (int, error) {
-		return h.store.PruneEvents(ctx, h.cfg.Now().Add(-h.cfg.Retention), limit)
+		return h.store.PruneEvents(ctx, time.Now().Add(-h.cfg.Retention), limit)
 	}, func(err error) {
 		h.logLoop(&h.down.prune, "events: pruning", err)
 	})

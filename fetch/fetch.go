@@ -148,25 +148,18 @@ func (r *Runner) Fetch(ctx context.Context, url, dir string) (Result, error) {
 		}
 	}
 	res, err := r.fetch(ctx, url, dir)
-	var fe *Error
-	if errors.As(err, &fe) {
+	if fe, ok := errors.AsType[*Error](err); ok {
 		tracing.Failf(span, string(fe.Kind), fe.Error())
 	}
 	return res, err
 }
 
 func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
-	if url == "" {
-		return Result{}, &Error{Kind: Failed, Reason: "the dog has no codeUrl", Err: errors.New("no codeUrl")}
-	}
 	policy := cmp.Or(r.Policy, &Policy{})
 	if err := policy.CheckURL(url); err != nil {
 		return Result{}, &Error{Kind: NotAllowed, Reason: "codeUrl " + strings.TrimPrefix(err.Error(), string(NotAllowed)+": "), Err: err}
 	}
-	target, err := ParseTarget(url)
-	if err != nil {
-		return Result{}, &Error{Kind: NotAllowed, Reason: "codeUrl " + err.Error(), Err: err}
-	}
+	target, _ := ParseTarget(url) // CheckURL parsed it
 	timeout, idle := r.timeout(), r.idleTimeout()
 	tctx, cancelT := context.WithTimeout(ctx, timeout)
 	defer cancelT()
@@ -179,6 +172,7 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 	}
 	var gitArgs []string
 	var g *guard
+	var err error
 	if target.Scheme != "file" {
 		// Resolve before starting anything: a host with an address
 		// inside fails here; the proxy checks again at every connection.
@@ -195,7 +189,9 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 			return Result{}, &Error{Kind: Failed, Err: err, Temp: true}
 		}
 		defer g.close()
-		proxy := g.proxyURL()
+		// What git (http.proxy) and operator commands (https_proxy) are
+		// given.
+		proxy := "http://yard:" + g.secret + "@" + g.ln.Addr().String()
 		ssh := sshCommand(target, pinned, idle)
 		env = append(env, "GIT_ALLOW_PROTOCOL="+target.Scheme,
 			"https_proxy="+proxy, "HTTPS_PROXY="+proxy, "http_proxy="+proxy, "ALL_PROXY="+proxy, "all_proxy="+proxy,
@@ -219,8 +215,7 @@ func (r *Runner) fetch(ctx context.Context, url, dir string) (Result, error) {
 		}
 	}
 
-	out := &limitedBuffer{max: r.MaxOutput}
-	out.max = defaults.Positive(out.max, DefaultMaxOutput)
+	out := &limitedBuffer{max: defaults.Positive(r.MaxOutput, DefaultMaxOutput)}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return Result{}, &Error{Kind: Failed, Err: err, Temp: true}
 	}
@@ -341,7 +336,6 @@ func (r *Runner) run(ctx context.Context, env []string, out *limitedBuffer, dir 
 // then the time limits; then git's words.
 func (r *Runner) failure(tctx, ctx context.Context, err error, output string, g *guard) error {
 	fe := &Error{Kind: Failed, Err: err, Output: output}
-	var ce *connectError
 	switch {
 	case errors.Is(err, ErrNotPublic) || (g != nil && g.refused.Load()):
 		fe.Kind = NotAllowed
@@ -355,7 +349,7 @@ func (r *Runner) failure(tctx, ctx context.Context, err error, output string, g 
 	case ctx.Err() != nil:
 		fe.Temp = true
 		fe.Reason = "stopped"
-	case errors.As(err, &ce) || (g != nil && g.unreach.Load()):
+	case errors.As(err, new(*connectError)) || (g != nil && g.unreach.Load()):
 		fe.Kind, fe.Temp = CannotReach, true
 	default:
 		fe.Kind, fe.Temp = classifyOutput(output)
@@ -438,14 +432,9 @@ type limitedBuffer struct {
 }
 
 func (b *limitedBuffer) Write(p []byte) (int, error) {
-	room := b.max - b.buf.Len()
-	if room >= len(p) {
-		return b.buf.Write(p)
-	}
-	if room > 0 {
-		b.buf.Write(p[:room])
-	}
-	b.dropped += len(p) - max(room, 0)
+	n := min(b.max-b.buf.Len(), len(p)) // the room left, never negative
+	b.buf.Write(p[:n])
+	b.dropped += len(p) - n
 	return len(p), nil
 }
 

@@ -56,12 +56,6 @@ func startGuard(p *Policy, dialTimeout time.Duration) (*guard, error) {
 	return g, nil
 }
 
-// proxyURL is what git (http.proxy) and operator commands (https_proxy)
-// are given.
-func (g *guard) proxyURL() string {
-	return "http://yard:" + g.secret + "@" + g.ln.Addr().String()
-}
-
 // stalled reports whether an open tunnel has waited idle for an answer:
 // git sent bytes and nothing came back since. A tunnel kept open while git
 // works on what it received (the remote spoke last) is not stalled; a

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,13 +118,10 @@ func (p *Policy) HostAllowed(host, port string) bool {
 
 // defaultPort is the port of a target without one.
 func (t Target) defaultPort() string {
-	if t.Port != "" {
-		return t.Port
-	}
 	if t.Scheme == "ssh" {
-		return "22"
+		return cmp.Or(t.Port, "22")
 	}
-	return "443"
+	return cmp.Or(t.Port, "443")
 }
 
 // dirAllowed reports whether path lies inside one of the allowed
@@ -266,26 +264,22 @@ func CheckAddr(a netip.Addr) error {
 	if a.Is4In6() {
 		a = a.Unmap()
 	}
-	var embedded netip.Addr // the IPv4 address an IPv6 one carries
 	if a.Is6() {
+		// An IPv6 address that carries an IPv4 one is judged by it below.
 		b := a.As16()
 		switch {
 		case netip.MustParsePrefix("::/96").Contains(a):
 			// IPv4-compatible (deprecated), unspecified and loopback.
 			return refused()
 		case netip.MustParsePrefix("64:ff9b::/96").Contains(a):
-			embedded = netip.AddrFrom4([4]byte(b[12:16]))
+			a = netip.AddrFrom4([4]byte(b[12:16]))
 		case netip.MustParsePrefix("2002::/16").Contains(a):
-			embedded = netip.AddrFrom4([4]byte(b[2:6]))
+			a = netip.AddrFrom4([4]byte(b[2:6]))
 		case !global6.Contains(a) || slices.ContainsFunc(refused6, func(p netip.Prefix) bool { return p.Contains(a) }):
 			return refused()
 		default:
 			return nil
 		}
-		if CheckAddr(embedded) != nil {
-			return refused()
-		}
-		return nil
 	}
 	if slices.ContainsFunc(refused4, func(p netip.Prefix) bool { return p.Contains(a) }) {
 		return refused()

@@ -49,12 +49,10 @@ func Permanent(err error) error { return &permanentError{err} }
 // Temporary is deprecated, and *net.OpError says false for a reset
 // connection or a refused dial, which a later attempt may well get past.
 func isTemporary(err error) bool {
-	var p *permanentError
-	if errors.As(err, &p) {
+	if _, ok := errors.AsType[*permanentError](err); ok {
 		return false
 	}
-	var ye *yard.Error
-	if errors.As(err, &ye) {
+	if _, ok := errors.AsType[*yard.Error](err); ok {
 		return false
 	}
 	var t interface{ Temporary() bool }
@@ -75,20 +73,11 @@ type storeError struct{ err error }
 func (e *storeError) Error() string { return e.err.Error() }
 func (e *storeError) Unwrap() error { return e.err }
 
-// fromStore marks err, from a store call, as the store's (nil stays nil).
-func fromStore(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &storeError{err}
-}
-
 // storeAway returns the store's EUNAVAILABLE when err came from one of
 // the attempt's store calls and means the store could not be reached (a
 // reset connection, a refused dial: Store.Unavailable); nil otherwise.
 func storeAway(db Store, err error) *yard.Error {
-	var se *storeError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*storeError](err); ok {
 		return db.Unavailable(se.err)
 	}
 	return nil
@@ -105,11 +94,6 @@ func timedOut(err error) bool {
 // on every attempt, so a repeated message is recognisable.
 func (e *Effects) MessageID(barkID string) string {
 	return "bark-" + barkID + "@" + cmp.Or(e.Domain, "yard.localhost")
-}
-
-// CodeDir returns where a dog's code is fetched to.
-func (e *Effects) CodeDir(dogID string) string {
-	return filepath.Join(e.DataDir, "dogs", dogID, "code")
 }
 
 // Run performs the external part of bark b of dog d and returns what the
@@ -146,7 +130,7 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (yar
 	if d.CodeURL == "" {
 		return yard.TaskResult{}, Permanent(errors.New("the dog has no codeUrl to fetch"))
 	}
-	res, err := e.Fetcher.Fetch(ctx, d.CodeURL, e.CodeDir(d.ID))
+	res, err := e.Fetcher.Fetch(ctx, d.CodeURL, filepath.Join(e.DataDir, "dogs", d.ID, "code"))
 	if err != nil {
 		// The error names a category (fetch.Kind); what git said may
 		// hold network details (addresses, the state of a port) and
@@ -162,14 +146,16 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (yar
 	owner, err := e.Users.FindUserByID(ctx, d.Owner)
 	switch {
 	case err != nil:
-		return yard.TaskResult{Output: out.String()}, fromStore(err)
+		return yard.TaskResult{Output: out.String()}, &storeError{err}
 	case owner.Phone == "":
 		out.WriteString("the owner has no phone number: no text message sent\n")
 	case e.Texter == nil:
 		out.WriteString("no SMS provider configured: no text message sent\n")
 	default:
 		id := "bark-" + b.ID
-		body := fmt.Sprintf("%s fetched its code: revision %s", d.Name, shortRev(res.Revision))
+		// The revision's first 12 characters, "(none)" for none.
+		short := cmp.Or(res.Revision[:min(len(res.Revision), 12)], "(none)")
+		body := fmt.Sprintf("%s fetched its code: revision %s", d.Name, short)
 		if err := e.Texter.SendText(ctx, notify.Text{ID: id, To: owner.Phone, Body: body}); err != nil {
 			return yard.TaskResult{Output: out.String()}, err
 		}
@@ -177,9 +163,4 @@ func (e *Effects) fetchCode(ctx context.Context, b *yard.Bark, d *yard.Dog) (yar
 	}
 	rev := res.Revision
 	return yard.TaskResult{Output: out.String(), CodeRevision: &rev}, nil
-}
-
-// shortRev is a revision's first 12 characters, "(none)" for none.
-func shortRev(r string) string {
-	return cmp.Or(r[:min(len(r), 12)], "(none)")
 }

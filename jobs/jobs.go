@@ -34,18 +34,25 @@ import (
 
 // Defaults of a Service.
 const (
-	DefaultWorkers       = 4
-	DefaultPoll          = 500 * time.Millisecond
-	DefaultLease         = 30 * time.Second
-	DefaultHeartbeat     = time.Second
-	DefaultMaxAttempts   = 5
-	DefaultScheduleEvery = time.Second
-	DefaultFetchWorkers  = 2
-	DefaultFetchPerUser  = 1
-	// A fetch that timed out is tried at most this often in all, the
-	// retry after DefaultTimeoutBackoff (doubling).
-	DefaultTimeoutAttempts = 2
-	DefaultTimeoutBackoff  = time.Minute
+	DefaultWorkers      = 4
+	DefaultPoll         = 500 * time.Millisecond
+	DefaultLease        = 30 * time.Second
+	DefaultHeartbeat    = time.Second
+	DefaultMaxAttempts  = 5
+	DefaultFetchWorkers = 2
+	DefaultFetchPerUser = 1
+)
+
+const (
+	// A task whose last try ended on a time limit (a fetch that stalled)
+	// waits longer and stops sooner: it is tried at most timeoutAttempts
+	// times in all, the retry after timeoutBackoff (doubling).
+	timeoutAttempts = 2
+	timeoutBackoff  = time.Minute
+	// scheduleEvery is how often the scheduler looks for due slots.
+	scheduleEvery = time.Second
+	// syncTimeout bounds the effect of a synchronous bark.
+	syncTimeout = time.Minute
 )
 
 // Config is what a Service is built from (New); zero values take the
@@ -76,15 +83,6 @@ type Config struct {
 	MaxAttempts int
 	// Backoff is the wait before the next attempt (attempt counts from 1).
 	Backoff func(attempt int) time.Duration
-	// TimeoutAttempts and TimeoutBackoff replace MaxAttempts and Backoff
-	// for a task whose last try ended on a time limit (a fetch that
-	// stalled): such a task waits longer and stops sooner.
-	TimeoutAttempts int
-	TimeoutBackoff  func(attempt int) time.Duration
-	// ScheduleEvery is how often the scheduler looks for due slots.
-	ScheduleEvery time.Duration
-	// SyncTimeout bounds the effect of a synchronous bark.
-	SyncTimeout time.Duration
 	// Observe, when set, is told how each run of a task ended: outcome is
 	// succeeded, failed, retry, canceled or released.
 	Observe func(effect, outcome string, d time.Duration)
@@ -126,14 +124,6 @@ func New(cfg Config) *Service {
 	}
 	s.FetchWorkers = defaults.Positive(s.FetchWorkers, DefaultFetchWorkers)
 	s.FetchPerUser = defaults.Positive(s.FetchPerUser, DefaultFetchPerUser)
-	s.TimeoutAttempts = defaults.Positive(s.TimeoutAttempts, DefaultTimeoutAttempts)
-	if s.TimeoutBackoff == nil {
-		s.TimeoutBackoff = func(attempt int) time.Duration {
-			return DefaultTimeoutBackoff << min(max(attempt-1, 0), 4)
-		}
-	}
-	s.ScheduleEvery = defaults.Positive(s.ScheduleEvery, DefaultScheduleEvery)
-	s.SyncTimeout = defaults.Positive(s.SyncTimeout, time.Minute)
 	s.Owner = cmp.Or(s.Owner, "worker-"+yard.NewID())
 	s.Logger = cmp.Or(s.Logger, slog.New(slog.DiscardHandler))
 	s.wake = make(chan struct{}, s.Workers)
@@ -170,7 +160,7 @@ func (s *Service) Bark(ctx context.Context, d *yard.Dog, effect string, async bo
 		return b, nil
 	}
 	if effect != yard.EffectRecord {
-		ectx, cancel := context.WithTimeout(ctx, s.SyncTimeout)
+		ectx, cancel := context.WithTimeout(ctx, syncTimeout)
 		res, err := s.Effects.Run(ectx, b, d)
 		cancel()
 		b.Output = res.Output
@@ -269,7 +259,7 @@ func (s *Service) work(ctx context.Context, f yard.ClaimFilter, wake chan struct
 }
 
 func (s *Service) schedule(ctx context.Context) {
-	t := time.NewTicker(s.ScheduleEvery)
+	t := time.NewTicker(scheduleEvery)
 	defer t.Stop()
 	for {
 		if _, err := s.Tick(ctx); ctx.Err() == nil {
@@ -417,10 +407,11 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 		return err
 	default:
 		// A task whose last try ended on a time limit waits longer and
-		// stops sooner (TimeoutAttempts, TimeoutBackoff).
+		// stops sooner (timeoutAttempts, timeoutBackoff).
 		what, attempts, backoff := "bark failed", s.MaxAttempts, s.Backoff
 		if timedOut(err) {
-			what, attempts, backoff = "bark timed out", s.TimeoutAttempts, s.TimeoutBackoff
+			what, attempts = "bark timed out", timeoutAttempts
+			backoff = func(attempt int) time.Duration { return timeoutBackoff << min(max(attempt-1, 0), 4) }
 		}
 		if (timedOut(err) || isTemporary(err)) && b.Attempts < attempts {
 			wait := backoff(b.Attempts)
@@ -466,7 +457,7 @@ func (s *Service) execute(ctx context.Context, b *yard.Bark) (res yard.TaskResul
 		if yard.ErrorCode(err) == yard.ENOTFOUND {
 			return res, Permanent(errors.New("the dog no longer exists"))
 		}
-		return res, fromStore(err)
+		return res, &storeError{err}
 	}
 	return s.Effects.Run(ctx, b, d)
 }

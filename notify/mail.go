@@ -111,20 +111,17 @@ func ParseSMTPURL(raw string) (*SMTP, error) {
 
 // SendMail delivers m in one SMTP session. A traced one is a span with the
 // server's address (never the message or the recipient).
-func (s *SMTP) SendMail(ctx context.Context, m Mail) error {
+func (s *SMTP) SendMail(ctx context.Context, m Mail) (err error) {
 	ctx, span := tracing.StartClient(ctx, "smtp send")
-	defer span.End()
+	defer func() {
+		if err != nil {
+			tracing.Failf(span, "smtp", "the message was not accepted")
+		}
+		span.End()
+	}()
 	if span.IsRecording() {
 		span.SetAttributes(tracing.ServerAddress.String(s.Host), tracing.ServerPort.Int(s.Port))
 	}
-	err := s.sendMail(ctx, m)
-	if err != nil {
-		tracing.Failf(span, "smtp", "the message was not accepted")
-	}
-	return err
-}
-
-func (s *SMTP) sendMail(ctx context.Context, m Mail) error {
 	msg, err := m.message()
 	if err != nil {
 		return err
@@ -147,8 +144,7 @@ func (s *SMTP) sendMail(ctx context.Context, m Mail) error {
 	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
 		// A refused message says whether it may pass later; a network
 		// failure or a time-out may.
-		var se *gomail.SendError
-		if errors.As(err, &se) {
+		if se, ok := errors.AsType[*gomail.SendError](err); ok {
 			return &Error{Err: fmt.Errorf("smtp: %w", err), Temp: se.IsTemp()}
 		}
 		return temporary("smtp: %v", err)

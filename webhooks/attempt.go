@@ -7,7 +7,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -94,16 +93,12 @@ func (c PolicyChecker) CheckURL(u string) error { return CheckURL(c.Policy, u) }
 // environment, no redirects followed, no cookies, and every connection
 // through dial.
 func (s *Service) newClient() *http.Client {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if s.TLSConfig != nil {
-		tc = s.TLSConfig.Clone()
-	}
 	t := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           s.dial,
-		TLSClientConfig:       tc,
-		TLSHandshakeTimeout:   s.Timeout,
-		ResponseHeaderTimeout: s.Timeout,
+		TLSClientConfig:       cmp.Or(s.TLSConfig, &tls.Config{MinVersion: tls.VersionTLS12}).Clone(),
+		TLSHandshakeTimeout:   attemptTimeout,
+		ResponseHeaderTimeout: attemptTimeout,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          4 * s.Workers,
 		// Many subscriptions may share a receiver's host, so all the
@@ -117,7 +112,7 @@ func (s *Service) newClient() *http.Client {
 	}
 	return &http.Client{
 		Transport: t,
-		Timeout:   s.Timeout,
+		Timeout:   attemptTimeout,
 		// A 3xx is the answer, and a failure (docs/events.md).
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -147,7 +142,7 @@ func (s *Service) dial(ctx context.Context, network, addr string) (net.Conn, err
 			return nil, &notAllowed{err}
 		}
 	}
-	c, err := s.Policy.Dial(ctx, &net.Dialer{Timeout: s.Timeout}, host, uint16(port))
+	c, err := s.Policy.Dial(ctx, &net.Dialer{Timeout: attemptTimeout}, host, uint16(port))
 	if errors.Is(err, fetch.ErrNotPublic) {
 		return nil, &notAllowed{err}
 	}
@@ -179,8 +174,7 @@ func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.D
 	// The policy again: the URL may predate a change of the allow-list.
 	if err := CheckURL(s.Policy, c.URL); err != nil {
 		msg := "the url cannot be used"
-		var ye *yard.Error
-		if errors.As(err, &ye) && len(ye.Fields) > 0 {
+		if ye, ok := errors.AsType[*yard.Error](err); ok && len(ye.Fields) > 0 {
 			msg = ye.Fields[0].Message
 		}
 		return yard.DeliveryOutcome{At: at, Error: msg}, err
@@ -191,12 +185,9 @@ func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.D
 	if err != nil {
 		return yard.DeliveryOutcome{At: at, Error: "the subscription's secret is unusable"}, err
 	}
-	actx, cancel := context.WithTimeout(ctx, s.Timeout)
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.URL, bytes.NewReader(body))
-	if err != nil {
-		return yard.DeliveryOutcome{At: at, Error: "the url cannot be used"}, errors.New("the URL does not parse")
-	}
+	req, _ := http.NewRequestWithContext(actx, http.MethodPost, c.URL, bytes.NewReader(body)) // CheckURL parsed the URL
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "yard-webhooks/1")
@@ -211,11 +202,10 @@ func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.D
 	if err != nil {
 		// The log gets the cause without the URL, whose query may hold
 		// the receiver's token.
-		var ue *url.Error
-		if errors.As(err, &ue) {
+		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err
 		}
-		return yard.DeliveryOutcome{At: at, Error: describe(err, s.Timeout)}, err
+		return yard.DeliveryOutcome{At: at, Error: describe(err)}, err
 	}
 	// The status decides; the body is read (within the time left) only so
 	// that the connection can serve the next attempt.
@@ -233,12 +223,9 @@ func (s *Service) attempt(ctx context.Context, c *yard.WebhookClaim) (out yard.D
 }
 
 // describe names the failure of an attempt that got no answer.
-func describe(err error, limit time.Duration) string {
+func describe(err error) string {
 	var na *notAllowed
-	var unknownCA x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	var verify *tls.CertificateVerificationError
+	var verify *tls.CertificateVerificationError // what a handshake whose verification failed returns
 	var ne net.Error
 	switch {
 	case errors.As(err, &na), errors.Is(err, fetch.ErrNotPublic):
@@ -248,8 +235,8 @@ func describe(err error, limit time.Duration) string {
 		}
 		return msg
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return "no answer within " + limit.String()
-	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid), errors.As(err, &verify):
+		return "no answer within " + attemptTimeout.String()
+	case errors.As(err, &verify):
 		return "TLS: the receiver's certificate is not valid for its host"
 	case errors.Is(err, context.Canceled):
 		return "canceled (the server is stopping)"

@@ -9,7 +9,7 @@
 //     attempts in flight per subscription and per person, so one slow
 //     receiver holds at most its own slots;
 //   - attempt: one POST of the CloudEvent with Standard Webhooks headers,
-//     within Timeout, to public addresses only (the fetch policy, checked
+//     within attemptTimeout, to public addresses only (the fetch policy, checked
 //     again on every connection), redirects not followed;
 //   - finish: the outcome, the next attempt after a growing delay for 24
 //     hours, and the disabling of a subscription failing that long. A
@@ -76,13 +76,19 @@ type Store interface {
 const (
 	DefaultWorkers    = 16
 	DefaultPerWebhook = 8
-	DefaultPerPerson  = 8
-	DefaultTimeout    = 10 * time.Second
 	DefaultPoll       = time.Second
-	fanOutBatch       = 20
-	pruneEvery        = time.Minute
-	pruneBatch        = 10000
-	finishTimeout     = 10 * time.Second
+	// perPerson bounds the attempts in flight for the subscriptions of
+	// one person, over every process sharing the store.
+	perPerson = 8
+	// attemptTimeout bounds one attempt (connecting, TLS, the answer).
+	attemptTimeout = 10 * time.Second
+	// attemptLease is how long a claimed attempt stays with its worker;
+	// another process tries again after it when this one died.
+	attemptLease  = 3 * attemptTimeout
+	fanOutBatch   = 20
+	pruneEvery    = time.Minute
+	pruneBatch    = 10000
+	finishTimeout = 10 * time.Second
 	// finishBatch bounds the outcomes recorded in one transaction.
 	finishBatch = 64
 )
@@ -107,16 +113,9 @@ type Config struct {
 	TLSConfig *tls.Config
 	// Workers is the number of attempts this process makes at once.
 	Workers int
-	// PerWebhook and PerPerson bound the attempts in flight for one
-	// subscription and for the subscriptions of one person, over every
-	// process sharing the store.
-	PerWebhook, PerPerson int
-	// Timeout bounds one attempt (connecting, TLS, the answer).
-	Timeout time.Duration
-	// Lease is how long a claimed attempt stays with its worker; another
-	// process tries again after it when this one died. At least twice
-	// Timeout.
-	Lease time.Duration
+	// PerWebhook bounds the attempts in flight for one subscription,
+	// over every process sharing the store.
+	PerWebhook int
 	// Poll is the longest a due delivery or a new event waits when every
 	// wake-up was lost.
 	Poll time.Duration
@@ -175,10 +174,6 @@ func New(cfg Config) *Service {
 	s := &Service{Config: cfg}
 	s.Workers = defaults.Positive(s.Workers, DefaultWorkers)
 	s.PerWebhook = defaults.Positive(s.PerWebhook, DefaultPerWebhook)
-	s.PerPerson = defaults.Positive(s.PerPerson, DefaultPerPerson)
-	s.Timeout = defaults.Positive(s.Timeout, DefaultTimeout)
-	s.Lease = defaults.Positive(s.Lease, 3*s.Timeout)
-	s.Lease = max(s.Lease, 2*s.Timeout)
 	s.Poll = defaults.Positive(s.Poll, DefaultPoll)
 	s.Retention = defaults.Positive(s.Retention, events.DefaultRetention)
 	if s.Backoff == nil {
@@ -244,15 +239,14 @@ func (s *Service) Run(ctx context.Context) {
 			}
 		})
 	}
-	var loops sync.WaitGroup
-	loops.Go(func() { s.follow(ctx) })
-	loops.Go(func() { s.fanOutLoop(ctx) })
-	loops.Go(func() { s.prune(ctx) })
-	loops.Go(func() {
+	// The workers end once dispatch has ended and closed work.
+	wg.Go(func() { s.follow(ctx) })
+	wg.Go(func() { s.fanOutLoop(ctx) })
+	wg.Go(func() { s.prune(ctx) })
+	wg.Go(func() {
 		s.dispatch(ctx, work)
 		close(work)
 	})
-	loops.Wait()
 	wg.Wait()
 	s.unrecorded.Wait()
 }
@@ -350,7 +344,7 @@ func (s *Service) claim(ctx context.Context, n int, look bool) ([]*yard.WebhookC
 			return nil, err
 		}
 	}
-	return s.DB.ClaimWebhookDeliveries(ctx, n, s.Lease, yard.DeliveryBounds{PerWebhook: s.PerWebhook, PerPerson: s.PerPerson})
+	return s.DB.ClaimWebhookDeliveries(ctx, n, attemptLease, yard.DeliveryBounds{PerWebhook: s.PerWebhook, PerPerson: perPerson})
 }
 
 // deliver makes one attempt and hands its outcome to the finisher, which

@@ -62,15 +62,6 @@ func (f *authFlags) check() error {
 	return nil
 }
 
-// newHashGate is the process-wide bound on password hashing (argon2id,
-// docs/auth.md, "Login rate limit").
-func newHashGate(f authFlags) (*auth.HashGate, error) {
-	if f.hashConcurrency < 0 {
-		return nil, usageError("--hash-concurrency must be 0 or more")
-	}
-	return auth.NewHashGate(f.hashConcurrency, f.hashQueue, 0), nil
-}
-
 // newAuthKit builds every first-party scheme beside Basic (Digest,
 // sessions, the token pair, public-key tokens, signed requests, OAuth
 // 1.0a) and the chain that runs them in order, Basic first.

@@ -116,13 +116,11 @@ func runRestore(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "restored %s into %s", file, rep.Path)
+	schema := fmt.Sprintf("schema version %d", rep.To)
 	if rep.From < rep.To {
-		fmt.Fprintf(stdout, " (schema version %d, migrated to %d)", rep.From, rep.To)
-	} else {
-		fmt.Fprintf(stdout, " (schema version %d)", rep.To)
+		schema = fmt.Sprintf("schema version %d, migrated to %d", rep.From, rep.To)
 	}
-	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "restored %s into %s (%s)\n", file, rep.Path, schema)
 	for _, f := range rep.Aside {
 		fmt.Fprintf(stdout, "the replaced store's file is kept as %s\n", f)
 	}
@@ -217,11 +215,9 @@ func reportTraces(f traceFlags, stdout io.Writer, logger *slog.Logger) {
 		logger.Info("traces", slog.Bool("on", false))
 		return
 	}
-	shown := "(an endpoint that does not parse)"
-	if u, err := url.Parse(f.url); err == nil {
-		u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-		shown = u.String()
-	}
+	u, _ := url.Parse(f.url) // resolve parsed it
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	shown := u.String()
 	fmt.Fprintf(stdout, "traces: %s\n", shown)
 	logger.Info("traces", slog.Bool("on", true), slog.String("endpoint", shown))
 }

@@ -21,30 +21,23 @@ import (
 	"github.com/yard-api/yard/store"
 )
 
-// newMailer is the notifier of e-mail barks: the SMTP server of
-// --smtp-url, or .eml files in DATA/outbox/mail.
-func newMailer(cfg *serveConfig) (notify.Mailer, error) {
-	if cfg.smtpURL == "" {
-		return &notify.MailOutbox{Dir: filepath.Join(cfg.data, "outbox", "mail")}, nil
+// newNotifiers are the notifiers of barks: of e-mail, the SMTP server of
+// --smtp-url, or .eml files in DATA/outbox/mail; of text messages, the
+// SMS API of --sms-url, or files in DATA/outbox/sms.
+func newNotifiers(cfg *serveConfig) (mailer notify.Mailer, texter notify.Texter, err error) {
+	mailer = &notify.MailOutbox{Dir: filepath.Join(cfg.data, "outbox", "mail")}
+	texter = &notify.TextOutbox{Dir: filepath.Join(cfg.data, "outbox", "sms")}
+	if cfg.smtpURL != "" {
+		if mailer, err = notify.ParseSMTPURL(cfg.smtpURL); err != nil {
+			return nil, nil, usageError(err.Error())
+		}
 	}
-	m, err := notify.ParseSMTPURL(cfg.smtpURL)
-	if err != nil {
-		return nil, usageError(err.Error())
+	if cfg.smsURL != "" {
+		if texter, err = notify.ParseSMSURL(cfg.smsURL); err != nil {
+			return nil, nil, usageError(err.Error())
+		}
 	}
-	return m, nil
-}
-
-// newTexter is the notifier of text messages: the SMS API of --sms-url,
-// or files in DATA/outbox/sms.
-func newTexter(cfg *serveConfig) (notify.Texter, error) {
-	if cfg.smsURL == "" {
-		return &notify.TextOutbox{Dir: filepath.Join(cfg.data, "outbox", "sms")}, nil
-	}
-	t, err := notify.ParseSMSURL(cfg.smsURL)
-	if err != nil {
-		return nil, usageError(err.Error())
-	}
-	return t, nil
+	return mailer, texter, nil
 }
 
 // newFetcher runs the fetches of fetch-code barks (--fetch-command and

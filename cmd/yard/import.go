@@ -66,16 +66,14 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	cr := &countingReader{r: in}
 	start := time.Now()
 	opt := store.ImportOptions{Batch: *batch, KeepIndexes: *keep}
-	var p *importProgress
+	stopProgress := func() {}
 	if show {
-		p = &importProgress{w: stderr, name: name, size: size, read: &cr.n, start: start}
+		p := &importProgress{w: stderr, name: name, size: size, read: &cr.n, start: start}
 		opt.Progress = p.written
-		p.run()
+		stopProgress = p.run()
 	}
 	st, err := db.ImportCarsWith(ctx, cr, opt)
-	if p != nil {
-		p.stop()
-	}
+	stopProgress()
 	took := time.Since(start)
 	if err != nil {
 		var ie *store.ImportError
@@ -153,36 +151,34 @@ type importProgress struct {
 	read  *atomic.Int64
 	start time.Time
 	lines atomic.Int64 // written so far
-
-	done chan struct{}
-	wg   sync.WaitGroup
 }
 
 // written is the store's report after each batch.
 func (p *importProgress) written(st store.ImportStats) { p.lines.Store(int64(st.Lines)) }
 
-func (p *importProgress) run() {
-	p.done = make(chan struct{})
-	p.wg.Go(func() {
+// run prints the line until stop, which prints the last state and ends
+// the line.
+func (p *importProgress) run() (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
-			case <-p.done:
+			case <-done:
 				return
 			case <-t.C:
 				p.print()
 			}
 		}
 	})
-}
-
-// stop prints the last state and ends the line.
-func (p *importProgress) stop() {
-	close(p.done)
-	p.wg.Wait()
-	p.print()
-	fmt.Fprintln(p.w)
+	return func() {
+		close(done)
+		wg.Wait()
+		p.print()
+		fmt.Fprintln(p.w)
+	}
 }
 
 func (p *importProgress) print() {

@@ -47,8 +47,7 @@ func main() {
 
 // exitCode is 2 for a usage error, 1 for any other failure.
 func exitCode(err error) int {
-	var u usageError
-	if errors.As(err, &u) || errors.Is(err, flag.ErrHelp) {
+	if _, ok := errors.AsType[usageError](err); ok || errors.Is(err, flag.ErrHelp) {
 		return 2
 	}
 	return 1
@@ -167,15 +166,14 @@ func findCommand(table []command, name string) (command, bool) {
 	return table[i], true
 }
 
-// lookupCommand finds a command by its path ("serve", "user add").
-func lookupCommand(path string) (c command, ok bool) {
-	c.subs = commands()
+// lookupCommand finds a command of the table by its path ("serve",
+// "user add").
+func lookupCommand(path string) command {
+	c := command{subs: commands()}
 	for _, name := range strings.Fields(path) {
-		if c, ok = findCommand(c.subs, name); !ok {
-			break
-		}
+		c, _ = findCommand(c.subs, name)
 	}
-	return c, ok
+	return c
 }
 
 func isHelpFlag(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" }
@@ -210,7 +208,7 @@ reads from an environment variable: --base-url from YARD_BASE_URL, and so on.
 
 // printGroupUsage prints the help of a command that has subcommands.
 func printGroupUsage(w io.Writer, path string) {
-	c, _ := lookupCommand(path)
+	c := lookupCommand(path)
 	fmt.Fprintf(w, "usage: yard %s <subcommand> [arguments] [flags]\n\n%s\n\nsubcommands:\n", path, c.summary)
 	for _, s := range c.subs {
 		fmt.Fprintf(w, "  yard %s\n    \t%s\n", s.usage, s.summary)
@@ -235,10 +233,7 @@ func runHelp(ctx context.Context, args []string, getenv func(string) string, std
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		printUsage(stdout)
-		return nil
-	}
+	// "yard help" alone is "yard -h".
 	return run(ctx, append(fs.Args(), "-h"), getenv, stdin, stdout, stderr)
 }
 
@@ -250,11 +245,8 @@ func newFlagSet(path string, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		w := fs.Output()
-		if c, ok := lookupCommand(path); ok {
-			fmt.Fprintf(w, "usage: yard %s\n\n%s\n\n", c.usage, c.summary)
-		} else {
-			fmt.Fprintf(w, "usage: yard %s [flags]\n\n", path)
-		}
+		c := lookupCommand(path)
+		fmt.Fprintf(w, "usage: yard %s\n\n%s\n\n", c.usage, c.summary)
 		n := 0
 		fs.VisitAll(func(*flag.Flag) { n++ })
 		if n == 0 {

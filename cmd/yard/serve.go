@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/yard-api/yard/auth"
@@ -179,20 +180,26 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	if a.traces, err = newTraces(ctx, cfg.otel, logger); err != nil {
 		return nil, err
 	}
-	tr := tracerOf(a.traces)
+	// What the parts take: nil when traces are off (a nil
+	// *tracing.Provider in the interface would not be nil).
+	var tr trace.TracerProvider
+	if a.traces != nil {
+		tr = a.traces
+	}
 	// The replay log of signed requests. On SQLite one process keeps it:
 	// a second serve on the same file stops here, not at a signed request.
 	if err := db.OpenSignatureLog(); err != nil {
 		return nil, err
 	}
 
-	// Authentication: one bound on password hashing for the whole process,
-	// the login limiter counting attempts in the store (shared by every
-	// process on it), Basic, then every other scheme and the chain.
-	hashing, err := newHashGate(cfg.auth)
-	if err != nil {
-		return nil, err
+	// Authentication: one bound on password hashing (argon2id) for the
+	// whole process (docs/auth.md, "Login rate limit"), the login limiter
+	// counting attempts in the store (shared by every process on it),
+	// Basic, then every other scheme and the chain.
+	if cfg.auth.hashConcurrency < 0 {
+		return nil, usageError("--hash-concurrency must be 0 or more")
 	}
+	hashing := auth.NewHashGate(cfg.auth.hashConcurrency, cfg.auth.hashQueue, 0)
 	limiter := auth.NewLoginLimiter(cfg.loginRate, db)
 	basic := auth.NewBasic(db, limiter, hashing)
 	kit, err := newAuthKit(ctx, cfg, db, limiter, basic)
@@ -204,11 +211,7 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 
 	// Barks: the notifiers and the fetcher behind the effects, and the
 	// job runner with its metrics.
-	mailer, err := newMailer(cfg)
-	if err != nil {
-		return nil, err
-	}
-	texter, err := newTexter(cfg)
+	mailer, texter, err := newNotifiers(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -492,9 +495,8 @@ var aeadSuites = []uint16{
 	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 }
 
-// tlsSetup returns the TLS configuration of the HTTPS listener (its
-// protocols offered: withALPN) and the wrapper of the plain-HTTP handler
-// (ACME answers its challenges there).
+// tlsSetup returns the TLS configuration of the HTTPS listener and the
+// wrapper of the plain-HTTP handler (ACME answers its challenges there).
 func tlsSetup(cfg *serveConfig, stdout io.Writer) (*tls.Config, func(http.Handler) http.Handler, error) {
 	c := &tls.Config{}
 	wrap := func(h http.Handler) http.Handler { return h }
@@ -524,16 +526,12 @@ func tlsSetup(cfg *serveConfig, stdout io.Writer) (*tls.Config, func(http.Handle
 		c.Certificates = []tls.Certificate{cert}
 	}
 	c.MinVersion, c.CipherSuites = tls.VersionTLS12, aeadSuites
-	return withALPN(c), wrap, nil
-}
-
-// withALPN offers HTTP/2 and HTTP/1.1 (what ServeTLS would add), keeping
-// any protocol c already offers (ACME's acme-tls/1).
-func withALPN(c *tls.Config) *tls.Config {
+	// HTTP/2 and HTTP/1.1 (what ServeTLS would add), keeping any protocol
+	// c already offers (ACME's acme-tls/1).
 	for _, p := range []string{"h2", "http/1.1"} {
 		if !slices.Contains(c.NextProtos, p) {
 			c.NextProtos = append(c.NextProtos, p)
 		}
 	}
-	return c
+	return c, wrap, nil
 }

@@ -20,7 +20,7 @@ import (
 
 // selfSignedCert loads the self-signed certificate in dir, creating it on
 // first use for localhost, 127.0.0.1 and ::1. It returns the certificate's
-// SHA-256 fingerprint and whether it was created now.
+// SHA-256 fingerprint (colon-separated hex) and whether it was created now.
 func selfSignedCert(dir string) (tls.Certificate, string, bool, error) {
 	certPath, keyPath := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	created := false
@@ -34,13 +34,8 @@ func selfSignedCert(dir string) (tls.Certificate, string, bool, error) {
 	if err != nil {
 		return tls.Certificate{}, "", false, fmt.Errorf("self-signed certificate: %w", err)
 	}
-	return cert, Fingerprint(cert.Certificate[0]), created, nil
-}
-
-// Fingerprint formats the SHA-256 of a DER certificate as colon-separated hex.
-func Fingerprint(der []byte) string {
-	sum := sha256.Sum256(der)
-	return strings.ReplaceAll(fmt.Sprintf("% X", sum[:]), " ", ":")
+	sum := sha256.Sum256(cert.Certificate[0])
+	return cert, strings.ReplaceAll(fmt.Sprintf("% X", sum[:]), " ", ":"), created, nil
 }
 
 func writeSelfSigned(dir, certPath, keyPath string) error {

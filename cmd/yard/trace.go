@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/yard-api/yard/internal/tracing"
 )
@@ -30,8 +29,7 @@ func (f *traceFlags) register(fs *flag.FlagSet) {
 // OpenTelemetry variables; OTEL_SDK_DISABLED=true turns traces off.
 func (f *traceFlags) resolve(getenv func(string) string) error {
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
-		f.url = ""
-		return nil
+		return nil // url stays "": off
 	}
 	u, err := tracing.Endpoint(f.endpoint, getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
 	if err != nil {
@@ -53,13 +51,4 @@ func newTraces(ctx context.Context, f traceFlags, logger *slog.Logger) (*tracing
 		logger.Warn("traces", slog.String("error", err.Error()))
 	}))
 	return tracing.New(ctx, tracing.Config{URL: f.url, Service: "yard", Version: Version, Instance: instanceID()})
-}
-
-// tracerOf is what the parts take: nil when traces are off (a nil
-// *tracing.Provider in the interface would not be nil).
-func tracerOf(p *tracing.Provider) trace.TracerProvider {
-	if p == nil {
-		return nil
-	}
-	return p
 }

@@ -20,7 +20,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 )
 
 var (
@@ -78,39 +77,18 @@ func generate(out io.Writer, nCars, nGarages int, seed uint64) error {
 	buf := make([]byte, 0, 256)
 	for i := 1; i <= nCars; i++ {
 		m := rng.IntN(len(makes))
-		buf = append(buf[:0], `{"kind":"car","id":"car-`...)
-		buf = appendPadded(buf, i, 7)
-		buf = append(buf, `","color":"`...)
-		buf = append(buf, colors[rng.IntN(len(colors))]...)
-		buf = append(buf, `","type":"`...)
-		buf = append(buf, types[rng.IntN(len(types))]...)
-		buf = append(buf, `","doors":`...)
-		buf = strconv.AppendInt(buf, int64(2+rng.IntN(4)), 10)
-		buf = append(buf, `,"make":"`...)
-		buf = append(buf, makes[m]...)
-		buf = append(buf, `","model":"`...)
-		buf = append(buf, makes[m][:3]...)
-		buf = append(buf, '-')
-		buf = strconv.AppendInt(buf, int64(1+rng.IntN(10)), 10)
-		buf = append(buf, `","year":`...)
-		buf = strconv.AppendInt(buf, int64(1995+rng.IntN(31)), 10)
+		// The arguments are evaluated left to right: the random draws
+		// keep their order, and so the data set its bytes.
+		buf = fmt.Appendf(buf[:0], `{"kind":"car","id":"car-%07d","color":"%s","type":"%s","doors":%d,"make":"%s","model":"%s-%d","year":%d`,
+			i, colors[rng.IntN(len(colors))], types[rng.IntN(len(types))], 2+rng.IntN(4),
+			makes[m], makes[m][:3], 1+rng.IntN(10), 1995+rng.IntN(31))
 		if rng.IntN(100) < 5 || nGarages == 0 {
 			buf = append(buf, `,"garage":null}`...)
 		} else {
-			buf = append(buf, `,"garage":"garage-`...)
-			buf = appendPadded(buf, 1+rng.IntN(nGarages), 5)
-			buf = append(buf, `"}`...)
+			buf = fmt.Appendf(buf, `,"garage":"garage-%05d"}`, 1+rng.IntN(nGarages))
 		}
 		buf = append(buf, '\n')
 		w.Write(buf)
 	}
 	return w.Flush()
-}
-
-func appendPadded(b []byte, n, width int) []byte {
-	s := strconv.Itoa(n)
-	for i := len(s); i < width; i++ {
-		b = append(b, '0')
-	}
-	return append(b, s...)
 }
