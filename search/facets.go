@@ -1,6 +1,8 @@
 package search
 
 import (
+	"strconv"
+
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/yard-api/yard"
@@ -89,7 +91,7 @@ func (d *data) facets(fields []string, set walker, complement bool, base *crossB
 			}
 			for v, b := range bms {
 				j := d.cols.num[f].ids[v]
-				add(itoa(v), false, count(c.counts[j], 4+f, j, b.GetCardinality))
+				add(strconv.FormatInt(v, 10), false, count(c.counts[j], 4+f, j, b.GetCardinality))
 			}
 		default:
 			add("", true, count(slots[0], -1, 0, d.garages.noGarage.GetCardinality))
@@ -133,26 +135,4 @@ func bitmapWalker(b *roaring.Bitmap) walker {
 			fn(buf[:n])
 		}
 	}
-}
-
-func itoa(n int64) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [24]byte
-	i := len(b)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }

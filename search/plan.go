@@ -1,6 +1,7 @@
 package search
 
 import (
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -176,7 +177,7 @@ func (d *data) page(m *roaring.Bitmap, total uint64, page yard.Page) []uint32 {
 	n := uint64(len(d.cars.order))
 	need := uint64(page.Offset) + want
 	walk := need * n / total
-	gather := total * uint64(bitsLen(total)+1) * 4 // a sort compares strings
+	gather := total * uint64(bits.Len64(total)+1) * 4 // a sort compares strings
 	if d.opts.page != "" {
 		walk, gather = 0, 0
 		if d.opts.page == "gather" {
@@ -202,12 +203,4 @@ func (d *data) page(m *roaring.Bitmap, total uint64, page yard.Page) []uint32 {
 	all := m.ToArray()
 	slices.SortFunc(all, func(a, b uint32) int { return strings.Compare(d.cars.ids.at(a), d.cars.ids.at(b)) })
 	return append(out, all[page.Offset:uint64(page.Offset)+want]...)
-}
-
-func bitsLen(x uint64) int {
-	n := 0
-	for ; x > 0; x >>= 1 {
-		n++
-	}
-	return n
 }
