@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yard-api/yard/internal/kvform"
 	"github.com/yard-api/yard/internal/sigbase"
 )
 
@@ -159,17 +160,6 @@ func oauth1Checks() []Check {
 
 const openidNS = "http://specs.openid.net/auth/2.0"
 
-// keyValues reads an OpenID key-value form body.
-func keyValues(b []byte) map[string]string {
-	m := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
-
 func openidSignIn(rp string) url.Values {
 	return url.Values{"openid.ns": {openidNS}, "openid.mode": {"checkid_setup"},
 		"openid.claimed_id": {openidNS + "/identifier_select"}, "openid.identity": {openidNS + "/identifier_select"},
@@ -202,7 +192,7 @@ func openidChecks() []Check {
 			"200 key-value form with assoc_handle, assoc_type HMAC-SHA256, expires_in and a 32-byte mac_key", func(t *T) {
 				f := url.Values{"openid.ns": {openidNS}, "openid.mode": {"associate"}, "openid.assoc_type": {"HMAC-SHA256"}, "openid.session_type": {"no-encryption"}}
 				r := t.Expect(200, "POST", "/openid/login", formBody(f))
-				kv := keyValues(r.Body)
+				kv := kvform.Parse(r.Body)
 				key, err := base64.StdEncoding.DecodeString(kv["mac_key"])
 				t.Check(kv["assoc_handle"] != "" && kv["assoc_type"] == "HMAC-SHA256" && kv["expires_in"] != "" && err == nil && len(key) == 32, "the association lacks a field (handle %q, type %q)", kv["assoc_handle"], kv["assoc_type"])
 			}),
@@ -217,9 +207,9 @@ func openidChecks() []Check {
 				check := maps.Clone(q)
 				check.Set("openid.mode", "check_authentication")
 				r := t.Expect(200, "POST", "/openid/login", formBody(check))
-				t.Check(keyValues(r.Body)["is_valid"] == "true", "check_authentication: is_valid %q, want true", keyValues(r.Body)["is_valid"])
+				t.Check(kvform.Parse(r.Body)["is_valid"] == "true", "check_authentication: is_valid %q, want true", kvform.Parse(r.Body)["is_valid"])
 				r = t.Do("POST", "/openid/login", formBody(check))
-				t.Check(keyValues(r.Body)["is_valid"] == "false", "the second check_authentication: is_valid %q, want false", keyValues(r.Body)["is_valid"])
+				t.Check(kvform.Parse(r.Body)["is_valid"] == "false", "the second check_authentication: is_valid %q, want false", kvform.Parse(r.Body)["is_valid"])
 			}),
 		def(p, "forged", Must, doc, "check_authentication of an assertion with a forged sig",
 			"is_valid:false", func(t *T) {
@@ -232,8 +222,8 @@ func openidChecks() []Check {
 					"openid.sig": {base64.StdEncoding.EncodeToString(mac.Sum(nil))}}
 				r := t.Do("POST", "/openid/login", formBody(f))
 				t.Check(r.Status == 200 || r.Status == 400, "status %d", r.Status)
-				t.Check(keyValues(r.Body)["is_valid"] != "true", "a forged assertion was called valid")
-				t.Check(r.Status == 400 || keyValues(r.Body)["is_valid"] == "false", "answered %q, want is_valid:false", r.Body)
+				t.Check(kvform.Parse(r.Body)["is_valid"] != "true", "a forged assertion was called valid")
+				t.Check(r.Status == 400 || kvform.Parse(r.Body)["is_valid"] == "false", "answered %q, want is_valid:false", r.Body)
 			}),
 		def(p, "immediate", Should, doc, "checkid_immediate without a session",
 			"a redirect to return_to with openid.mode=setup_needed", func(t *T) {
