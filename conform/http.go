@@ -209,7 +209,6 @@ func (t *T) Location(r *Resp, path string) string {
 	return loc
 }
 
-// hasLink reports the target of the Link relation rel, or "".
 // Secrets are redacted from every recorded exchange.
 var (
 	secretHeaders = []string{"Authorization", "Cookie", "Set-Cookie", "X-Password"}
