@@ -9,8 +9,7 @@ import (
 
 // barkCount reads the dog's barkCount.
 func (t *T) barkCount(dog string) float64 {
-	r := t.Expect(200, "GET", dog, basic(t.owner()))
-	return r.Num("barkCount")
+	return t.Expect(200, "GET", dog, basic(t.owner())).Num("barkCount")
 }
 
 // bark posts a bark of the effect to the dog.
