@@ -77,11 +77,12 @@ func (t *T) consumer() consumer {
 	return c
 }
 
-// oauth signs a request (RFC 5849 §3.4, HMAC-SHA256, header form).
-func (t *T) oauth(c consumer, method, target, token, tokenSecret string, extra map[string]string, nonce string, ts time.Time) opt {
+// oauth signs a request (RFC 5849 §3.4, HMAC-SHA256, header form) with
+// a fresh nonce.
+func (t *T) oauth(c consumer, method, target, token, tokenSecret string, extra map[string]string, ts time.Time) opt {
 	u, err := url.Parse(t.k.abs(target))
 	t.Check(err == nil, "bad URL %s", target)
-	params := [][2]string{{"oauth_consumer_key", c.key}, {"oauth_nonce", nonce}, {"oauth_signature_method", "HMAC-SHA256"},
+	params := [][2]string{{"oauth_consumer_key", c.key}, {"oauth_nonce", randomHex(8)}, {"oauth_signature_method", "HMAC-SHA256"},
 		{"oauth_timestamp", strconv.FormatInt(ts.Unix(), 10)}, {"oauth_version", "1.0"}}
 	if token != "" {
 		params = append(params, [2]string{"oauth_token", token})
@@ -99,14 +100,14 @@ func (t *T) oauth(c consumer, method, target, token, tokenSecret string, extra m
 
 // oauthFlow runs the three endpoints and returns the access token.
 func (t *T) oauthFlow(c consumer) (token, secret string) {
-	r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "https://client.example/cb"}, randomHex(8), time.Now()))
+	r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "https://client.example/cb"}, time.Now()))
 	f, _ := url.ParseQuery(string(r.Body))
 	rt, rs := f.Get("oauth_token"), f.Get("oauth_token_secret")
 	t.Check(rt != "" && rs != "" && f.Get("oauth_callback_confirmed") == "true", "request_token answered %q", redact(string(r.Body)))
 	a := t.allow("/oauth/authorize?oauth_token="+url.QueryEscape(rt), "/oauth/authorize", url.Values{"oauth_token": {rt}})
 	cb, err := url.Parse(a.Header.Get("Location"))
 	t.Check(err == nil && cb.Host == "client.example" && cb.Query().Get("oauth_verifier") != "", "Allow redirected to %q, want the callback with oauth_verifier", a.Header.Get("Location"))
-	x := t.Expect(200, "POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", rt, rs, map[string]string{"oauth_verifier": cb.Query().Get("oauth_verifier")}, randomHex(8), time.Now()))
+	x := t.Expect(200, "POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", rt, rs, map[string]string{"oauth_verifier": cb.Query().Get("oauth_verifier")}, time.Now()))
 	f, _ = url.ParseQuery(string(x.Body))
 	t.Check(f.Get("oauth_token") != "" && f.Get("oauth_token_secret") != "", "access_token answered %q", redact(string(x.Body)))
 	return f.Get("oauth_token"), f.Get("oauth_token_secret")
@@ -118,7 +119,7 @@ func oauth1Checks() []Check {
 		def(p, "request-token", Must, doc, "POST /oauth/request_token signed HMAC-SHA256 with oauth_callback",
 			"200 form: oauth_token, oauth_token_secret, oauth_callback_confirmed=true", func(t *T) {
 				c := t.consumer()
-				r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, randomHex(8), time.Now()))
+				r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, time.Now()))
 				f, _ := url.ParseQuery(string(r.Body))
 				t.Check(f.Get("oauth_token") != "" && f.Get("oauth_token_secret") != "" && f.Get("oauth_callback_confirmed") == "true", "answered %q", redact(string(r.Body)))
 			}),
@@ -126,20 +127,20 @@ func oauth1Checks() []Check {
 			"the callback gets oauth_verifier; the exchange gives an access token; the protected request answers 200", func(t *T) {
 				c := t.consumer()
 				tok, sec := t.oauthFlow(c)
-				t.Expect(200, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now()))
+				t.Expect(200, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, time.Now()))
 			}),
 		def(p, "unauthorised-token", Must, doc, "POST /oauth/access_token with a request token nobody authorised",
 			"401", func(t *T) {
 				c := t.consumer()
-				r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, randomHex(8), time.Now()))
+				r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, time.Now()))
 				f, _ := url.ParseQuery(string(r.Body))
-				t.Expect(401, "POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", f.Get("oauth_token"), f.Get("oauth_token_secret"), map[string]string{"oauth_verifier": "guess"}, randomHex(8), time.Now()))
+				t.Expect(401, "POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", f.Get("oauth_token"), f.Get("oauth_token_secret"), map[string]string{"oauth_verifier": "guess"}, time.Now()))
 			}),
 		def(p, "nonce-replay", Must, doc, "the same OAuth-signed request (same nonce and timestamp) twice",
 			"200, then 401", func(t *T) {
 				c := t.consumer()
 				tok, sec := t.oauthFlow(c)
-				a := t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now())
+				a := t.oauth(c, "GET", t.me(), tok, sec, nil, time.Now())
 				t.Expect(200, "GET", t.me(), a)
 				t.Expect(401, "GET", t.me(), a)
 			}),
@@ -147,13 +148,13 @@ func oauth1Checks() []Check {
 			"401", func(t *T) {
 				c := t.consumer()
 				tok, _ := t.oauthFlow(c)
-				t.Expect(401, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, "wrong", nil, randomHex(8), time.Now()))
+				t.Expect(401, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, "wrong", nil, time.Now()))
 			}),
 		def(p, "old-timestamp", Must, doc, "an OAuth request with a timestamp 1000 s old",
 			"401", func(t *T) {
 				c := t.consumer()
 				tok, sec := t.oauthFlow(c)
-				t.Expect(401, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now().Add(-1000*time.Second)))
+				t.Expect(401, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, time.Now().Add(-1000*time.Second)))
 			}),
 	}
 }
