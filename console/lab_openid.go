@@ -259,12 +259,8 @@ func (l *lab) openID() bool {
 // dropBody removes the body from the last step's answer (a page for a
 // person, not a message of the protocol).
 func (l *lab) dropBody() {
-	n := len(l.steps)
-	if n == 0 {
-		return
-	}
-	resp := l.steps[n-1].Response
-	if i := slices.Index(resp, ""); i >= 0 {
-		l.steps[n-1].Response = resp[:i]
+	last := &l.steps[len(l.steps)-1]
+	if i := slices.Index(last.Response, ""); i >= 0 {
+		last.Response = last.Response[:i]
 	}
 }
