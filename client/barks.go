@@ -160,12 +160,9 @@ func (c *Client) ReadBark(ctx context.Context, barkURL string) (*Bark, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := nc.Do(ctx, http.MethodGet, path, nil, nil)
+	resp, err := answer(nc.Do(ctx, http.MethodGet, path, nil, nil))
 	if err != nil {
 		return nil, err
-	}
-	if resp.StatusCode >= 400 {
-		return nil, problemOf(resp)
 	}
 	return barkOf("ReadBark", resp)
 }

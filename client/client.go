@@ -113,6 +113,18 @@ func problemOf(resp *Response) *Problem {
 	return p
 }
 
+// answer passes on a request's outcome, its *Problem as the error when
+// its status is 400 or more.
+func answer(resp *Response, err error) (*Response, error) {
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 400 {
+		return resp, problemOf(resp)
+	}
+	return resp, nil
+}
+
 // Get reads path into out (JSON), failing with a *Problem on an error status.
 func (c *Client) Get(ctx context.Context, path string, out any) error {
 	return c.JSON(ctx, http.MethodGet, path, nil, out)
@@ -128,12 +140,9 @@ func (c *Client) JSON(ctx context.Context, method, path string, in, out any) err
 			return err
 		}
 	}
-	resp, err := c.Do(ctx, method, path, body, nil)
+	resp, err := answer(c.Do(ctx, method, path, body, nil))
 	if err != nil {
 		return err
-	}
-	if resp.StatusCode >= 400 {
-		return problemOf(resp)
 	}
 	if out != nil && len(bytes.TrimSpace(resp.Body)) > 0 {
 		return json.Unmarshal(resp.Body, out)
@@ -226,12 +235,9 @@ func (c *Client) post(ctx context.Context, path string, in any, header http.Head
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.send(ctx, http.MethodPost, path, body, header, nil)
+	resp, err := answer(c.send(ctx, http.MethodPost, path, body, header, nil))
 	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode >= 400 {
-		return resp, problemOf(resp)
+		return resp, err
 	}
 	if out != nil {
 		if err := json.Unmarshal(resp.Body, out); err != nil {

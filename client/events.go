@@ -283,19 +283,14 @@ func transient(status int) bool {
 // the server's retry delay doubling, bounded, with ±20 % jitter so that
 // the clients of a restarted server spread out.
 func (s *EventStream) backoff(n int) time.Duration {
-	d := min(s.retry<<min(n, 10), max(maxBackoff, s.retry))
-	if d <= 0 {
-		return 0
-	}
+	d := min(s.retry<<min(n, 10), max(maxBackoff, s.retry)) // 0 when the server's retry is 0
 	return d + time.Duration(rand.Int64N(int64(d)/5*2+1)) - d/5
 }
 
-// retryAfter reads Retry-After (RFC 9110 §10.2.3): seconds or a date.
+// retryAfter reads Retry-After (RFC 9110 §10.2.3): seconds or a date; 0
+// when there is none.
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
 	if n, err := strconv.Atoi(v); err == nil {
 		return min(time.Duration(max(n, 0))*time.Second, maxRetryAfter)
 	}

@@ -593,3 +593,23 @@ func TestWaitBark(t *testing.T) {
 		}
 	}
 }
+
+// Retry-After absent or unreadable waits nothing; a retry: of 0 backs off
+// by nothing.
+func TestRetryAfterAndBackoffZero(t *testing.T) {
+	now := time.Now()
+	for _, v := range []string{"", " ", "soon"} {
+		if d := retryAfter(http.Header{"Retry-After": {v}}, now); d != 0 {
+			t.Errorf("retryAfter(%q) = %v, want 0", v, d)
+		}
+	}
+	if d := retryAfter(http.Header{}, now); d != 0 {
+		t.Errorf("retryAfter without the header = %v, want 0", d)
+	}
+	s := &EventStream{}
+	for n := range 3 {
+		if d := s.backoff(n); d != 0 {
+			t.Errorf("backoff(%d) with retry 0 = %v, want 0", n, d)
+		}
+	}
+}

@@ -123,12 +123,9 @@ func (o *OAuth1) sign(req *http.Request, token, tokenSecret string, extra map[st
 // parses its form answer.
 func (o *OAuth1) oauthPost(ctx context.Context, c *Client, path, token, tokenSecret string, extra map[string]string) (url.Values, error) {
 	signer := authFunc(func(req *http.Request) error { return o.sign(req, token, tokenSecret, extra) })
-	resp, err := c.send(ctx, http.MethodPost, path, nil, nil, signer)
+	resp, err := answer(c.send(ctx, http.MethodPost, path, nil, nil, signer))
 	if err != nil {
 		return nil, err
-	}
-	if resp.StatusCode >= 400 {
-		return nil, problemOf(resp)
 	}
 	return url.ParseQuery(string(resp.Body))
 }

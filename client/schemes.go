@@ -142,12 +142,8 @@ func (s *Session) Key() string {
 
 // Logout ends the session (DELETE /sessions/{key}).
 func (s *Session) Logout(ctx context.Context, c *Client) error {
-	resp, err := c.send(ctx, http.MethodDelete, "/sessions/"+url.PathEscape(s.Key()), nil, nil, nil)
-	if err != nil {
+	if _, err := answer(c.send(ctx, http.MethodDelete, "/sessions/"+url.PathEscape(s.Key()), nil, nil, nil)); err != nil {
 		return err
-	}
-	if resp.StatusCode >= 400 {
-		return problemOf(resp)
 	}
 	s.mu.Lock()
 	s.key = ""

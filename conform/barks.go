@@ -9,8 +9,7 @@ import (
 
 // barkCount reads the dog's barkCount.
 func (t *T) barkCount(dog string) float64 {
-	r := t.Expect(200, "GET", dog, basic(t.owner()))
-	return r.Num("barkCount")
+	return t.Expect(200, "GET", dog, basic(t.owner())).Num("barkCount")
 }
 
 // bark posts a bark of the effect to the dog.
@@ -180,11 +179,11 @@ func scheduleChecks() []Check {
 	return []Check{
 		def(p, "patch-428", Must, doc, `PATCH /v1/dogs/{id}/ {"barks":{…}} without If-Unmodified-Since`,
 			"428 problem", func(t *T) {
-				t.Problem(t.Do("PATCH", t.newDog(nil), basic(t.owner()), schedulePatch(later(time.Hour), 60)), 428, "")
+				t.Problem(t.Do("PATCH", t.newDog(), basic(t.owner()), schedulePatch(later(time.Hour), 60)), 428, "")
 			}),
 		def(p, "patch-205", Must, doc, `PATCH {"barks":{"next":0,"frequency":60}} with If-Unmodified-Since, then GET the dog`,
 			`205 (next: 0 was resolved), and the dog shows barks with next and frequency 60`, func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				t.Expect(205, "PATCH", dog, basic(t.owner()), schedulePatch(0, 60), header("If-Unmodified-Since", date()))
 				g := t.Do("GET", dog, basic(t.owner()))
 				b, _ := g.JSON()["barks"].(map[string]any)
@@ -192,7 +191,7 @@ func scheduleChecks() []Check {
 			}),
 		def(p, "patch-repeat", Must, doc, "the same schedule PATCH (same If-Unmodified-Since, same body) twice",
 			"the same 2xx status both times, and the schedule as after the first", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				d, body := date(), schedulePatch(later(2*time.Hour), 30)
 				r1 := t.Do("PATCH", dog, basic(t.owner()), body, header("If-Unmodified-Since", d))
 				t.Status(r1, 204, 205)
@@ -201,19 +200,19 @@ func scheduleChecks() []Check {
 			}),
 		def(p, "patch-412", Must, doc, "a schedule PATCH with If-Unmodified-Since a day before the dog's last change (another body than the last applied)",
 			"412 problem", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				old := time.Now().Add(-24 * time.Hour).UTC().Format(http.TimeFormat)
 				t.Problem(t.Do("PATCH", dog, basic(t.owner()), schedulePatch(later(time.Hour), 45), header("If-Unmodified-Since", old)), 412, "precondition-failed")
 			}),
 		def(p, "patch-refused", Must, doc, `PATCH {"barks":{"next":<an hour ago>,"frequency":60}}`,
 			"403 problem explaining why", func(t *T) {
-				r := t.Do("PATCH", t.newDog(nil), basic(t.owner()), schedulePatch(later(-time.Hour), 60), header("If-Unmodified-Since", date()))
+				r := t.Do("PATCH", t.newDog(), basic(t.owner()), schedulePatch(later(-time.Hour), 60), header("If-Unmodified-Since", date()))
 				t.Problem(r, 403, "")
 				t.Check(r.Str("detail") != "", "the 403 does not say why")
 			}),
 		def(p, "resource-205", Must, doc, `POST /v1/dogs/{id}/bark-schedule {"token","next","frequency"}, then GET it`,
 			`205; GET answers {"last","next","frequency"} with the schedule`, func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				t.Expect(205, "POST", dog+"bark-schedule", basic(t.owner()), jsonBody(map[string]any{"token": 1, "next": later(time.Hour), "frequency": 60}))
 				g := t.Expect(200, "GET", dog+"bark-schedule", basic(t.owner()))
 				_, hasLast := g.JSON()["last"]
@@ -221,7 +220,7 @@ func scheduleChecks() []Check {
 			}),
 		def(p, "token-once", Must, doc, `POST bark-schedule {"token":T,"next":0,"frequency":60}, wait for the bark, POST the same token again`,
 			"205 both times; the dog barked once (barkCount +1, not +2); GET answers next = last + 60 min", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				body := map[string]any{"token": 7, "next": 0, "frequency": 60}
 				t.Expect(205, "POST", dog+"bark-schedule", basic(t.owner()), jsonBody(body))
 				deadline := time.Now().Add(15 * time.Second)
@@ -239,7 +238,7 @@ func scheduleChecks() []Check {
 			}),
 		def(p, "token-no-change", Must, doc, `POST bark-schedule token T (next in 1 h, 60 min), then token T again with other values`,
 			"205 both times; the schedule keeps the first values", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				t.Expect(205, "POST", dog+"bark-schedule", basic(t.owner()), jsonBody(map[string]any{"token": 9, "next": later(time.Hour), "frequency": 60}))
 				g1 := t.Do("GET", dog+"bark-schedule", basic(t.owner()))
 				t.Expect(205, "POST", dog+"bark-schedule", basic(t.owner()), jsonBody(map[string]any{"token": 9, "next": later(3 * time.Hour), "frequency": 15}))
@@ -248,7 +247,7 @@ func scheduleChecks() []Check {
 			}),
 		def(p, "delete", Must, doc, "DELETE /v1/dogs/{id}/bark-schedule, then GET the dog and the schedule",
 			"204; the dog has no barks member; the schedule answers 404", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				t.Expect(205, "POST", dog+"bark-schedule", basic(t.owner()), jsonBody(map[string]any{"token": 1, "next": later(time.Hour), "frequency": 60}))
 				t.Expect(204, "DELETE", dog+"bark-schedule", basic(t.owner()))
 				g := t.Do("GET", dog, basic(t.owner()))

@@ -83,14 +83,10 @@ func Parts() []string {
 
 // Checks returns the check table in the order the kit runs it.
 func Checks() []Check {
-	var all []Check
-	for _, part := range [][]Check{discoveryChecks(), dogChecks(), versionChecks(), barkChecks(), scheduleChecks(),
+	return slices.Concat(discoveryChecks(), dogChecks(), versionChecks(), barkChecks(), scheduleChecks(),
 		carChecks(), searchChecks(), orderChecks(), basicChecks(), digestChecks(), sessionChecks(),
 		tokenPairChecks(), pkTokenChecks(), signedChecks(), oauth1Checks(), openidChecks(),
-		eventChecks(), webhookChecks(), hostileChecks()} {
-		all = append(all, part...)
-	}
-	return all
+		eventChecks(), webhookChecks(), hostileChecks())
 }
 
 // selectChecks applies --only and --skip, refusing names it does not know.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yard-api/yard/internal/kvform"
 	"github.com/yard-api/yard/internal/sigbase"
 )
 
@@ -76,11 +77,12 @@ func (t *T) consumer() consumer {
 	return c
 }
 
-// oauth signs a request (RFC 5849 §3.4, HMAC-SHA256, header form).
-func (t *T) oauth(c consumer, method, target, token, tokenSecret string, extra map[string]string, nonce string, ts time.Time) opt {
+// oauth signs a request (RFC 5849 §3.4, HMAC-SHA256, header form) with
+// a fresh nonce.
+func (t *T) oauth(c consumer, method, target, token, tokenSecret string, extra map[string]string, ts time.Time) opt {
 	u, err := url.Parse(t.k.abs(target))
 	t.Check(err == nil, "bad URL %s", target)
-	params := [][2]string{{"oauth_consumer_key", c.key}, {"oauth_nonce", nonce}, {"oauth_signature_method", "HMAC-SHA256"},
+	params := [][2]string{{"oauth_consumer_key", c.key}, {"oauth_nonce", randomHex(8)}, {"oauth_signature_method", "HMAC-SHA256"},
 		{"oauth_timestamp", strconv.FormatInt(ts.Unix(), 10)}, {"oauth_version", "1.0"}}
 	if token != "" {
 		params = append(params, [2]string{"oauth_token", token})
@@ -98,14 +100,14 @@ func (t *T) oauth(c consumer, method, target, token, tokenSecret string, extra m
 
 // oauthFlow runs the three endpoints and returns the access token.
 func (t *T) oauthFlow(c consumer) (token, secret string) {
-	r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "https://client.example/cb"}, randomHex(8), time.Now()))
+	r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "https://client.example/cb"}, time.Now()))
 	f, _ := url.ParseQuery(string(r.Body))
 	rt, rs := f.Get("oauth_token"), f.Get("oauth_token_secret")
 	t.Check(rt != "" && rs != "" && f.Get("oauth_callback_confirmed") == "true", "request_token answered %q", redact(string(r.Body)))
 	a := t.allow("/oauth/authorize?oauth_token="+url.QueryEscape(rt), "/oauth/authorize", url.Values{"oauth_token": {rt}})
 	cb, err := url.Parse(a.Header.Get("Location"))
 	t.Check(err == nil && cb.Host == "client.example" && cb.Query().Get("oauth_verifier") != "", "Allow redirected to %q, want the callback with oauth_verifier", a.Header.Get("Location"))
-	x := t.Expect(200, "POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", rt, rs, map[string]string{"oauth_verifier": cb.Query().Get("oauth_verifier")}, randomHex(8), time.Now()))
+	x := t.Expect(200, "POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", rt, rs, map[string]string{"oauth_verifier": cb.Query().Get("oauth_verifier")}, time.Now()))
 	f, _ = url.ParseQuery(string(x.Body))
 	t.Check(f.Get("oauth_token") != "" && f.Get("oauth_token_secret") != "", "access_token answered %q", redact(string(x.Body)))
 	return f.Get("oauth_token"), f.Get("oauth_token_secret")
@@ -117,7 +119,7 @@ func oauth1Checks() []Check {
 		def(p, "request-token", Must, doc, "POST /oauth/request_token signed HMAC-SHA256 with oauth_callback",
 			"200 form: oauth_token, oauth_token_secret, oauth_callback_confirmed=true", func(t *T) {
 				c := t.consumer()
-				r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, randomHex(8), time.Now()))
+				r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, time.Now()))
 				f, _ := url.ParseQuery(string(r.Body))
 				t.Check(f.Get("oauth_token") != "" && f.Get("oauth_token_secret") != "" && f.Get("oauth_callback_confirmed") == "true", "answered %q", redact(string(r.Body)))
 			}),
@@ -125,20 +127,20 @@ func oauth1Checks() []Check {
 			"the callback gets oauth_verifier; the exchange gives an access token; the protected request answers 200", func(t *T) {
 				c := t.consumer()
 				tok, sec := t.oauthFlow(c)
-				t.Expect(200, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now()))
+				t.Expect(200, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, time.Now()))
 			}),
 		def(p, "unauthorised-token", Must, doc, "POST /oauth/access_token with a request token nobody authorised",
 			"401", func(t *T) {
 				c := t.consumer()
-				r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, randomHex(8), time.Now()))
+				r := t.Expect(200, "POST", "/oauth/request_token", t.oauth(c, "POST", "/oauth/request_token", "", "", map[string]string{"oauth_callback": "oob"}, time.Now()))
 				f, _ := url.ParseQuery(string(r.Body))
-				t.Expect(401, "POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", f.Get("oauth_token"), f.Get("oauth_token_secret"), map[string]string{"oauth_verifier": "guess"}, randomHex(8), time.Now()))
+				t.Expect(401, "POST", "/oauth/access_token", t.oauth(c, "POST", "/oauth/access_token", f.Get("oauth_token"), f.Get("oauth_token_secret"), map[string]string{"oauth_verifier": "guess"}, time.Now()))
 			}),
 		def(p, "nonce-replay", Must, doc, "the same OAuth-signed request (same nonce and timestamp) twice",
 			"200, then 401", func(t *T) {
 				c := t.consumer()
 				tok, sec := t.oauthFlow(c)
-				a := t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now())
+				a := t.oauth(c, "GET", t.me(), tok, sec, nil, time.Now())
 				t.Expect(200, "GET", t.me(), a)
 				t.Expect(401, "GET", t.me(), a)
 			}),
@@ -146,29 +148,18 @@ func oauth1Checks() []Check {
 			"401", func(t *T) {
 				c := t.consumer()
 				tok, _ := t.oauthFlow(c)
-				t.Expect(401, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, "wrong", nil, randomHex(8), time.Now()))
+				t.Expect(401, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, "wrong", nil, time.Now()))
 			}),
 		def(p, "old-timestamp", Must, doc, "an OAuth request with a timestamp 1000 s old",
 			"401", func(t *T) {
 				c := t.consumer()
 				tok, sec := t.oauthFlow(c)
-				t.Expect(401, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, randomHex(8), time.Now().Add(-1000*time.Second)))
+				t.Expect(401, "GET", t.me(), t.oauth(c, "GET", t.me(), tok, sec, nil, time.Now().Add(-1000*time.Second)))
 			}),
 	}
 }
 
 const openidNS = "http://specs.openid.net/auth/2.0"
-
-// keyValues reads an OpenID key-value form body.
-func keyValues(b []byte) map[string]string {
-	m := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
 
 func openidSignIn(rp string) url.Values {
 	return url.Values{"openid.ns": {openidNS}, "openid.mode": {"checkid_setup"},
@@ -202,7 +193,7 @@ func openidChecks() []Check {
 			"200 key-value form with assoc_handle, assoc_type HMAC-SHA256, expires_in and a 32-byte mac_key", func(t *T) {
 				f := url.Values{"openid.ns": {openidNS}, "openid.mode": {"associate"}, "openid.assoc_type": {"HMAC-SHA256"}, "openid.session_type": {"no-encryption"}}
 				r := t.Expect(200, "POST", "/openid/login", formBody(f))
-				kv := keyValues(r.Body)
+				kv := kvform.Parse(r.Body)
 				key, err := base64.StdEncoding.DecodeString(kv["mac_key"])
 				t.Check(kv["assoc_handle"] != "" && kv["assoc_type"] == "HMAC-SHA256" && kv["expires_in"] != "" && err == nil && len(key) == 32, "the association lacks a field (handle %q, type %q)", kv["assoc_handle"], kv["assoc_type"])
 			}),
@@ -217,9 +208,9 @@ func openidChecks() []Check {
 				check := maps.Clone(q)
 				check.Set("openid.mode", "check_authentication")
 				r := t.Expect(200, "POST", "/openid/login", formBody(check))
-				t.Check(keyValues(r.Body)["is_valid"] == "true", "check_authentication: is_valid %q, want true", keyValues(r.Body)["is_valid"])
+				t.Check(kvform.Parse(r.Body)["is_valid"] == "true", "check_authentication: is_valid %q, want true", kvform.Parse(r.Body)["is_valid"])
 				r = t.Do("POST", "/openid/login", formBody(check))
-				t.Check(keyValues(r.Body)["is_valid"] == "false", "the second check_authentication: is_valid %q, want false", keyValues(r.Body)["is_valid"])
+				t.Check(kvform.Parse(r.Body)["is_valid"] == "false", "the second check_authentication: is_valid %q, want false", kvform.Parse(r.Body)["is_valid"])
 			}),
 		def(p, "forged", Must, doc, "check_authentication of an assertion with a forged sig",
 			"is_valid:false", func(t *T) {
@@ -232,8 +223,8 @@ func openidChecks() []Check {
 					"openid.sig": {base64.StdEncoding.EncodeToString(mac.Sum(nil))}}
 				r := t.Do("POST", "/openid/login", formBody(f))
 				t.Check(r.Status == 200 || r.Status == 400, "status %d", r.Status)
-				t.Check(keyValues(r.Body)["is_valid"] != "true", "a forged assertion was called valid")
-				t.Check(r.Status == 400 || keyValues(r.Body)["is_valid"] == "false", "answered %q, want is_valid:false", r.Body)
+				t.Check(kvform.Parse(r.Body)["is_valid"] != "true", "a forged assertion was called valid")
+				t.Check(r.Status == 400 || kvform.Parse(r.Body)["is_valid"] == "false", "answered %q, want is_valid:false", r.Body)
 			}),
 		def(p, "immediate", Should, doc, "checkid_immediate without a session",
 			"a redirect to return_to with openid.mode=setup_needed", func(t *T) {

@@ -52,8 +52,8 @@ func dogChecks() []Check {
 		def(p, "list", Must, "docs/api.md#http", "GET /v1/dogs?max=1 as a person, before and after creating two dogs",
 			`200, a page {"items","offset","max","total"} of the person's dogs (total grows by 2), Link with first, next and last`, func(t *T) {
 				before := t.Expect(200, "GET", "/v1/dogs?max=0", basic(t.owner()))
-				t.newDog(nil)
-				t.newDog(nil)
+				t.newDog()
+				t.newDog()
 				r := t.Expect(200, "GET", "/v1/dogs?max=1", basic(t.owner()))
 				items, _ := r.JSON()["items"].([]any)
 				t.Check(len(items) == 1, "%d items, want 1 (max=1)", len(items))
@@ -68,7 +68,7 @@ func dogChecks() []Check {
 			}),
 		def(p, "patch", Must, doc, `PATCH /v1/dogs/{id}/ {"name"} (a merge patch), then GET`,
 			"204, and the new name in the dog", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				name := t.k.prefix + "-renamed"
 				t.Expect(204, "PATCH", dog, basic(t.owner()), rawBody("application/merge-patch+json", []byte(`{"name":"`+name+`"}`)))
 				r := t.Do("GET", dog, basic(t.owner()))
@@ -76,7 +76,7 @@ func dogChecks() []Check {
 			}),
 		def(p, "put", Must, doc, `PUT /v1/dogs/{id}/ with the writable fields`,
 			"200 with the new representation", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				name := t.k.prefix + "-put"
 				r := t.Expect(200, "PUT", dog, basic(t.owner()), jsonBody(map[string]any{"name": name, "email": "put@example.com", "owner": t.owner().id, "barkEffect": "email"}))
 				t.Check(r.Str("name") == name && r.Str("barkEffect") == "email", "the PUT answered name %q barkEffect %q", r.Str("name"), r.Str("barkEffect"))
@@ -93,7 +93,7 @@ func dogChecks() []Check {
 			}),
 		def(p, "if-match", Must, "docs/api.md#http", `PATCH /v1/dogs/{id}/ {"name"} with If-Match: "not-the-etag"`,
 			"412 problem; the dog keeps its name", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				before := t.Do("GET", dog, basic(t.owner())).Str("name")
 				r := t.Do("PATCH", dog, basic(t.owner()), header("If-Match", `"not-the-etag"`), jsonBody(map[string]any{"name": t.k.prefix + "-412"}))
 				t.Problem(r, 412, "precondition-failed")
@@ -117,7 +117,7 @@ func dogChecks() []Check {
 			}),
 		def(p, "delete", Must, doc, "DELETE /v1/dogs/{id}/, then GET it",
 			"204, then 404", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				t.Expect(204, "DELETE", dog, basic(t.owner()))
 				t.Problem(t.Do("GET", dog, basic(t.owner())), 404, "not-found")
 			}),
@@ -157,7 +157,7 @@ func versionChecks() []Check {
 			}),
 		def(p, "one-store", Must, doc, `PATCH /v2/dogs/{id} {"name"}, then GET /v1/dogs/{id}/`,
 			"the v1 dog shows the name written through v2", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				id := strings.TrimSuffix(strings.TrimPrefix(t.path(dog), "/v1/dogs/"), "/")
 				name := t.k.prefix + "-v2"
 				t.Status(t.Do("PATCH", "/v2/dogs/"+id, basic(t.owner()), jsonBody(map[string]any{"name": name})), 204, 200)

@@ -53,7 +53,7 @@ func eventChecks() []Check {
 	return []Check{
 		def(p, "cloudevent", Must, doc+"#an-event", "create a dog, then GET /v1/events?subject=<dog> (Accept: application/json)",
 			`a page {"items","next"} holding dog.created: specversion 1.0, id, source = the base URL, subject = the dog's URL, time, datacontenttype application/json, data = the dog`, func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				e := t.waitEvent(t.owner(), "subject="+url.QueryEscape(dog), "dog.created")
 				t.Check(e != nil, "no dog.created event for %s within 10 s", dog)
 				data, _ := e["data"].(map[string]any)
@@ -63,7 +63,7 @@ func eventChecks() []Check {
 			}),
 		def(p, "types-filter", Must, doc+"#filters", "PATCH a dog, GET /v1/events?subject=<dog>&types=dog.updated",
 			"only dog.updated events, at least one", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				t.Expect(204, "PATCH", dog, basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-ev"}))
 				e := t.waitEvent(t.owner(), "subject="+url.QueryEscape(dog)+"&types=dog.updated", "dog.updated")
 				t.Check(e != nil, "no dog.updated event")
@@ -73,13 +73,13 @@ func eventChecks() []Check {
 			}),
 		def(p, "visibility", Must, doc+"#filters", "GET /v1/events?subject=<a dog of the owner's> as another person",
 			"no events of the dog", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				t.Check(t.waitEvent(t.owner(), "subject="+url.QueryEscape(dog), "dog.created") != nil, "the owner sees no dog.created")
 				t.Check(len(t.events(t.other(), "subject="+url.QueryEscape(dog))) == 0, "another person sees the dog's events")
 			}),
 		def(p, "resume", Must, doc+"#resuming-and-retention", "GET /v1/events?after=<id of dog.created>&subject=<dog> after a PATCH",
 			"the events after that id only: dog.updated, not dog.created", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				created := t.waitEvent(t.owner(), "subject="+url.QueryEscape(dog), "dog.created")
 				t.Check(created != nil, "no dog.created")
 				t.Expect(204, "PATCH", dog, basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-ev"}))
@@ -91,7 +91,7 @@ func eventChecks() []Check {
 			}),
 		def(p, "stream", Must, doc+"#streams", "GET /v1/events?subject=<dog> with Accept: text/event-stream, then PATCH the dog",
 			"200 text/event-stream; an event with id:, event: dog.updated and data: the JSON event arrives", func(t *T) {
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				t.Check(t.waitEvent(t.owner(), "subject="+url.QueryEscape(dog), "dog.created") != nil, "no dog.created")
 				got := make(chan string, 1)
 				ctx, cancel := context.WithTimeout(t.ctx, 15*time.Second)
@@ -248,7 +248,7 @@ func webhookChecks() []Check {
 					t.Skipf("the server (%s) is not on this machine: its deliveries cannot reach the kit's loopback receiver", h)
 				}
 				_, secret, path := t.hook()
-				dog := t.newDog(nil)
+				dog := t.newDog()
 				t.Expect(204, "PATCH", dog, basic(t.owner()), jsonBody(map[string]any{"name": t.k.prefix + "-hook"}))
 				d := t.k.recv.find(t.ctx, path, "dog.updated", dog)
 				t.Check(d != nil, "no dog.updated delivery for %s within 15 s", dog)

@@ -22,6 +22,8 @@ type Resp struct {
 	Body   []byte
 	req    *http.Request
 	obj    map[string]any
+	// exchange is the request and the response as a report shows them.
+	exchange string
 }
 
 // JSON decodes the body as a JSON object (nil when it is not one).
@@ -111,7 +113,7 @@ func (t *T) Do(method, target string, opts ...opt) *Resp {
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, target, err)
 	}
-	return r.Resp
+	return r
 }
 
 // Expect sends one request like Do and fails the check unless the
@@ -122,12 +124,9 @@ func (t *T) Expect(status int, method, target string, opts ...opt) *Resp {
 	return r
 }
 
-type sent struct {
-	*Resp
-	exchange string
-}
-
-func (k *kit) send(ctx context.Context, method, target string, opts ...opt) (*sent, error) {
+// send sends one request; on a transport error the response holds only
+// the exchange.
+func (k *kit) send(ctx context.Context, method, target string, opts ...opt) (*Resp, error) {
 	req, err := http.NewRequestWithContext(ctx, method, k.abs(target), nil)
 	if err != nil {
 		return nil, err
@@ -147,12 +146,12 @@ func (k *kit) send(ctx context.Context, method, target string, opts ...opt) (*se
 	}
 	resp, err := k.hc.Do(req)
 	if err != nil {
-		return &sent{exchange: formatExchange(req, rb.b, nil, nil)}, err
+		return &Resp{exchange: formatExchange(req, rb.b, nil, nil)}, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	r := &Resp{Status: resp.StatusCode, Header: resp.Header, Body: body, req: req}
-	return &sent{Resp: r, exchange: formatExchange(req, rb.b, resp, body)}, err
+	return &Resp{Status: resp.StatusCode, Header: resp.Header, Body: body, req: req,
+		exchange: formatExchange(req, rb.b, resp, body)}, err
 }
 
 // Status fails the check unless the response's status is one of want.
@@ -209,7 +208,6 @@ func (t *T) Location(r *Resp, path string) string {
 	return loc
 }
 
-// hasLink reports the target of the Link relation rel, or "".
 // Secrets are redacted from every recorded exchange.
 var (
 	secretHeaders = []string{"Authorization", "Cookie", "Set-Cookie", "X-Password"}

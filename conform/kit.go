@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -142,10 +141,9 @@ func (t *T) person(p **person, role string) *person {
 	return *p
 }
 
-// newDog creates a dog of the owner's with the fields and returns its URL.
-func (t *T) newDog(fields map[string]any) string {
+// newDog creates a dog of the owner's and returns its URL.
+func (t *T) newDog() string {
 	body := map[string]any{"name": t.k.prefix + "-dog", "email": t.k.prefix + "-dog@example.com"}
-	maps.Copy(body, fields)
 	r := t.Expect(201, "POST", "/v1/dogs", basic(t.owner()), jsonBody(body))
 	loc := t.Location(r, "")
 	t.k.created("dog "+loc, "DELETE", loc, []opt{basic(t.k.admin)})
@@ -155,7 +153,7 @@ func (t *T) newDog(fields map[string]any) string {
 // dog is a dog of the owner's that checks share (effect record).
 func (t *T) dog() string {
 	if t.k.dogURL == "" {
-		t.k.dogURL = t.newDog(nil)
+		t.k.dogURL = t.newDog()
 	}
 	return t.k.dogURL
 }

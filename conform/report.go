@@ -116,12 +116,7 @@ func tally(results []Result) (pass, fail, skip, mustFail int) {
 func (rep *Report) byPart() [][]Result {
 	var out [][]Result
 	for _, p := range Parts() {
-		var results []Result
-		for _, r := range rep.Results {
-			if r.Part == p {
-				results = append(results, r)
-			}
-		}
+		results := slices.DeleteFunc(slices.Clone(rep.Results), func(r Result) bool { return r.Part != p })
 		if len(results) > 0 {
 			out = append(out, results)
 		}

@@ -238,13 +238,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, cl *call, statu
 		c.cfg.Pages.Error(w, r, http.StatusInternalServerError, "Something went wrong", "The console could not show this page.")
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(buf.Bytes())
-	}
+	pages.WriteBody(w, r, status, "text/html; charset=utf-8", buf.Bytes())
 }
 
 // failPage renders the error page for the API's refusal res.
@@ -303,11 +297,7 @@ func (c *Console) handleAsset(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h.Set("Content-Length", strconv.Itoa(len(a.body)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(a.body)
-	}
+	pages.WriteBody(w, r, http.StatusOK, a.contentType, a.body)
 }
 
 // handleSignOut ends the person's session (the pages' SignOut, as

@@ -125,11 +125,11 @@ func (l *lab) exchange(title string, q request, shown []string, notes ...string)
 	return res
 }
 
-// note adds lines to the last step.
+// note adds lines to the last step (a run notes only after its first
+// exchange).
 func (l *lab) note(lines ...string) {
-	if n := len(l.steps); n > 0 {
-		l.steps[n-1].Notes = append(l.steps[n-1].Notes, lines...)
-	}
+	last := &l.steps[len(l.steps)-1]
+	last.Notes = append(last.Notes, lines...)
 }
 
 func (l *lab) pw() string {

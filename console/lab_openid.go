@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/yard-api/yard/auth"
+	"github.com/yard-api/yard/internal/kvform"
 	"github.com/yard-api/yard/pages"
 )
 
@@ -49,17 +50,6 @@ func (l *lab) browserPost(title, path string, form url.Values, curl, shownForm s
 	return l.exchange(title, request{method: "POST", path: path, body: []byte(form.Encode()),
 		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Cookie": l.browserCookie(), "Accept": "text/html"}, curl: curl},
 		[]string{"Cookie: <your session>, <the form's CSRF token>", "", shownForm}, notes...)
-}
-
-// keyValues reads OpenID's key-value form (OpenID 2.0 §4.1.1).
-func keyValues(b []byte) map[string]string {
-	out := map[string]string{}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // xrdsDoc is the part of a Yadis XRDS document a relying party reads
@@ -194,7 +184,7 @@ func (l *lab) openID() bool {
 			"openid.mode": {"associate"}, "openid.assoc_type": {"HMAC-SHA256"}, "openid.session_type": {"no-encryption"}},
 			"openid.ns=…&openid.mode=associate&openid.assoc_type=HMAC-SHA256&openid.session_type=no-encryption",
 			"The relying party and the provider share a MAC key (sent in clear: HTTPS protects it; it is not shown here).")
-		kv := keyValues(res.Body)
+		kv := kvform.Parse(res.Body)
 		key, err := base64.StdEncoding.DecodeString(kv["mac_key"])
 		if !res.ok() || err != nil || kv["assoc_handle"] == "" {
 			return false
@@ -263,18 +253,14 @@ func (l *lab) openID() bool {
 	res = rpPost(l.num()+"check_authentication of a changed assertion (§11.4.2)", check,
 		"openid.mode=check_authentication&openid.claimed_id="+other+"&…   ← the mistake: the identity changed after signing",
 		"Without an association the relying party asks the provider; the signature no longer covers what is sent.")
-	return res.ok() && keyValues(res.Body)["is_valid"] == "true"
+	return res.ok() && kvform.Parse(res.Body)["is_valid"] == "true"
 }
 
 // dropBody removes the body from the last step's answer (a page for a
 // person, not a message of the protocol).
 func (l *lab) dropBody() {
-	n := len(l.steps)
-	if n == 0 {
-		return
-	}
-	resp := l.steps[n-1].Response
-	if i := slices.Index(resp, ""); i >= 0 {
-		l.steps[n-1].Response = resp[:i]
+	last := &l.steps[len(l.steps)-1]
+	if i := slices.Index(last.Response, ""); i >= 0 {
+		last.Response = last.Response[:i]
 	}
 }

@@ -239,12 +239,18 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name,
 		_, _ = w.Write([]byte("Internal server error\n"))
 		return
 	}
+	WriteBody(w, r, status, "text/html; charset=utf-8", buf.Bytes())
+}
+
+// WriteBody answers status with body of type contentType, its length
+// declared, and without the body to HEAD.
+func WriteBody(w http.ResponseWriter, r *http.Request, status int, contentType string, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(buf.Bytes())
+		_, _ = w.Write(body)
 	}
 }
 
