@@ -63,14 +63,21 @@ func TestConsoleLab(t *testing.T) {
 			if regexp.MustCompile(`/sessions/[A-Za-z0-9_-]{43}`).MatchString(p.body) {
 				t.Errorf("%s: the page shows a session key", tc.scheme)
 			}
-			for _, secret := range []string{pw, "whsec_", "sk_", "cs_"} {
-				if strings.Contains(p.body, secret) {
-					t.Errorf("%s: the page shows %q", tc.scheme, secret)
-				}
+			if strings.Contains(p.body, pw) {
+				t.Errorf("%s: the page shows the password", tc.scheme)
+			}
+			// A secret's prefix where a word starts: inside a token's
+			// base64url, "sk_" can occur by chance.
+			if m := secretPrefix.FindString(p.body); m != "" {
+				t.Errorf("%s: the page shows %q", tc.scheme, m)
 			}
 		}
 	}
 }
+
+// secretPrefix finds the start of an API key's, a consumer's or a webhook's
+// secret.
+var secretPrefix = regexp.MustCompile(`(^|[^A-Za-z0-9_-])(whsec|sk|cs)_`)
 
 // OAuth 1.0a's three legs in the lab: an administrator's run is accepted,
 // its mistake refused; a person is told it needs an administrator.
