@@ -152,7 +152,7 @@ const ownersScanWindow = 256
 // defaultEventWindowPG is the span of transaction ids one statement of a
 // read of several people's events covers on PostgreSQL, unless a test's
 // tuning says otherwise. Those reads (a hub's, a hundred a second) run on
-// connections that keep one generic plan (openEventReader), which goes
+// connections that keep one generic plan (Open), which goes
 // through the log in order; the window bounds what one statement walks
 // when the reader is far behind.
 const defaultEventWindowPG = 4096
@@ -183,7 +183,7 @@ func (db *DB) eventsRead(owners int, windowed bool) string {
 		q += ` AND owner_id = ANY($4)`
 	case owners == ownersManyHashed:
 		// A hash semi-join: the reader's connections plan no nested
-		// loop (openEventReader), which would compare each event with
+		// loop (Open), which would compare each event with
 		// the whole list again.
 		q += ` AND owner_id IN (SELECT unnest($4::text[]))`
 	case owners == ownersMany:
