@@ -311,11 +311,18 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 					// started at the zero id on a database whose
 					// transaction ids are in the millions): the next
 					// one starts at the next event, not a window on.
-					next, err := db.nextEventTx(ctx, horizon, visible)
+					// Every event before visible is visible, so none
+					// can appear in the gap later; without one in
+					// [horizon, visible), the next window starts at
+					// visible.
+					next, err := scanValue[sql.NullInt64](db.QueryRow(ctx, `SELECT MIN(tx) FROM events WHERE tx >= $1 AND tx < $2`, horizon, visible))
 					if err != nil {
 						return nil, err
 					}
-					page.Next = yard.EventID{Tx: next}
+					page.Next = yard.EventID{Tx: visible}
+					if next.Valid {
+						page.Next.Tx = next.Int64
+					}
 				}
 				continue
 			}
@@ -323,20 +330,6 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 		}
 	}
 	return page, nil
-}
-
-// nextEventTx returns the transaction of the first event in [from, to),
-// or to when there is none: every event before to is visible, so none can
-// appear in the gap later.
-func (db *DB) nextEventTx(ctx context.Context, from, to int64) (int64, error) {
-	var next sql.NullInt64
-	if err := db.QueryRow(ctx, `SELECT MIN(tx) FROM events WHERE tx >= $1 AND tx < $2`, from, to).Scan(&next); err != nil {
-		return 0, err
-	}
-	if !next.Valid {
-		return to, nil
-	}
-	return next.Int64, nil
 }
 
 // maxEventWindows bounds the statements of one windowed read that finds

@@ -528,12 +528,16 @@ func (m *millis) Scan(src any) error {
 
 // isUniqueViolation reports whether err is a unique-constraint failure on
 // either engine.
-func isUniqueViolation(err error) bool {
-	if err == nil {
-		return false
-	}
-	s := err.Error()
-	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505")
+func isUniqueViolation(err error) bool { return violates(err, "UNIQUE", "23505") }
+
+// isForeignKeyViolation reports whether err is a foreign-key failure on
+// either engine.
+func isForeignKeyViolation(err error) bool { return violates(err, "FOREIGN KEY", "23503") }
+
+// violates reports whether err is the failure of a constraint: SQLite's
+// "<kind> constraint failed", or PostgreSQL's SQLSTATE code.
+func violates(err error, kind, code string) bool {
+	return err != nil && (strings.Contains(err.Error(), kind+" constraint failed") || strings.Contains(err.Error(), "SQLSTATE "+code))
 }
 
 // conflictIf is err, or ECONFLICT with the message when err is a
@@ -543,16 +547,6 @@ func conflictIf(err error, format string, args ...any) error {
 		return yard.Errorf(yard.ECONFLICT, format, args...)
 	}
 	return err
-}
-
-// isForeignKeyViolation reports whether err is a foreign-key failure on
-// either engine.
-func isForeignKeyViolation(err error) bool {
-	if err == nil {
-		return false
-	}
-	s := err.Error()
-	return strings.Contains(s, "FOREIGN KEY constraint failed") || strings.Contains(s, "SQLSTATE 23503")
 }
 
 // notFound maps sql.ErrNoRows to a yard ENOTFOUND error.
