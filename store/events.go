@@ -76,23 +76,18 @@ var eventWrites = []string{insertEventSQLite, insertEventOfDogSQLite, bumpEventC
 // ofDog is set, the owner of that dog (read in the same statement).
 func appendEventOwnedBy(ctx context.Context, tx *Tx, typ, subject, owner, ofDog string, data []byte) error {
 	tx.evSeq++
-	at := Millis(tx.Now())
-	if tx.db.engine == Postgres {
-		q, who := insertEventPG, owner
-		if ofDog != "" {
-			q, who = insertEventOfDogPG, ofDog
+	args := []any{tx.evSeq, typ, subject, owner, Millis(tx.Now()), string(data)}
+	q, ofDogQ := insertEventPG, insertEventOfDogPG
+	if tx.db.engine == SQLite {
+		if _, err := changeStamp(ctx, tx); err != nil {
+			return fmt.Errorf("event clock: %w", err)
 		}
-		_, err := tx.ExecContext(ctx, q, tx.evSeq, typ, subject, who, at, string(data))
-		return err
+		q, ofDogQ, args = insertEventSQLite, insertEventOfDogSQLite, append(args, tx.evTx)
 	}
-	if _, err := changeStamp(ctx, tx); err != nil {
-		return fmt.Errorf("event clock: %w", err)
-	}
-	q, who := insertEventSQLite, owner
 	if ofDog != "" {
-		q, who = insertEventOfDogSQLite, ofDog
+		q, args[3] = ofDogQ, ofDog
 	}
-	_, err := tx.db.txExec(ctx, tx, q, tx.evSeq, typ, subject, who, at, string(data), tx.evTx)
+	_, err := tx.db.txExec(ctx, tx, q, args...)
 	return err
 }
 
