@@ -165,8 +165,10 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 // their absolute lifetime, and expired refresh families.
 func (db *DB) PurgeAuthState(ctx context.Context, now time.Time, sessionMax time.Duration) error {
 	db.replayMu.Lock()
-	if db.replay != nil {
-		db.replay.purge(now)
+	if l := db.replay; l != nil {
+		l.mu.Lock()
+		l.purgeLocked(now) // forget the signatures whose minute has passed
+		l.mu.Unlock()
 	}
 	db.replayMu.Unlock()
 	return db.WithTx(ctx, func(tx *Tx) error {

@@ -222,3 +222,10 @@ func (db *DB) FinishWebhookDelivery(ctx context.Context, c *yard.WebhookClaim, o
 	}
 	return dis[0], nil
 }
+
+// purge forgets the signatures whose minute has passed.
+func (l *replayLog) purge(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.purgeLocked(now)
+}
