@@ -114,7 +114,7 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 	}
 	db := &DB{Now: time.Now, eventWake: make(chan struct{}, 1)}
 	db.tuning = o.tuning.withDefaults()
-	path, isSQLite := SQLitePath(dsn, dataDir)
+	path, isSQLite := sqliteFile(dsn)
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		db.engine, db.dsn = Postgres, dsn
@@ -157,10 +157,11 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 			return nil, err
 		}
 	case isSQLite:
-		if path == filepath.Join(dataDir, "yard.db") { // the data directory's store
+		if path == "" {
 			if err := DataDir(dataDir); err != nil {
 				return nil, err
 			}
+			path = filepath.Join(dataDir, "yard.db")
 		}
 		db.engine, db.dsn = SQLite, path
 		sync, err := sqliteSyncPragma(o.sync)
