@@ -53,7 +53,7 @@ func CreateCarInTx(ctx context.Context, tx *Tx, c *yard.Car) error {
 	if err != nil {
 		return err
 	}
-	return insertCar(ctx, tx, c, v)
+	return writeCar(ctx, tx, c, v, true)
 }
 
 // RunBatch runs fns as one group-commit batch (runBatch), each in its own
