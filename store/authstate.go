@@ -133,10 +133,9 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 		return cmp.Or(cmp.Compare(Millis(expires[a]), Millis(expires[b])), strings.Compare(sigs[a], sigs[b]))
 	})
 	values := make([]string, len(order))
-	args := make([]any, 0, 2*len(sigs))
+	c := sqlArgs{args: make([]any, 0, 2*len(sigs))}
 	for n, i := range order {
-		values[n] = "(" + placeholders(2*n+1, 2) + ")"
-		args = append(args, sigs[i], Millis(expires[i]))
+		values[n] = "(" + c.arg(sigs[i]) + ", " + c.arg(Millis(expires[i])) + ")"
 	}
 	insert := `INSERT INTO signed_requests (signature, expires_at) VALUES ` + strings.Join(values, ", ")
 	// Replays are rare: a plain INSERT records the whole batch, and every
@@ -146,8 +145,8 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 	// stays; the batch is then written again with ON CONFLICT, which says
 	// which ones were new.
 	added := sigs
-	if _, err := db.replayWrite.ExecContext(ctx, insert, args...); isUniqueViolation(err) {
-		rows, err := db.replayWrite.QueryContext(ctx, insert+` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`, args...)
+	if _, err := db.replayWrite.ExecContext(ctx, insert, c.args...); isUniqueViolation(err) {
+		rows, err := db.replayWrite.QueryContext(ctx, insert+` ON CONFLICT (expires_at, signature) DO NOTHING RETURNING signature`, c.args...)
 		if added, err = appendRows(nil, rows, err, scanValue[string]); err != nil {
 			return nil, err
 		}
@@ -165,8 +164,10 @@ func (db *DB) UseSignatures(ctx context.Context, sigs []string, expires []time.T
 // their absolute lifetime, and expired refresh families.
 func (db *DB) PurgeAuthState(ctx context.Context, now time.Time, sessionMax time.Duration) error {
 	db.replayMu.Lock()
-	if db.replay != nil {
-		db.replay.purge(now)
+	if l := db.replay; l != nil {
+		l.mu.Lock()
+		l.purgeLocked(now) // forget the signatures whose minute has passed
+		l.mu.Unlock()
 	}
 	db.replayMu.Unlock()
 	return db.WithTx(ctx, func(tx *Tx) error {

@@ -43,11 +43,21 @@ var ErrNotSQLite = errors.New("not an SQLite store")
 // SQLitePath returns the file of an SQLite store named as Open names it
 // ("", "sqlite", "sqlite:PATH", "file:PATH"), and false for any other store.
 func SQLitePath(dsn, dataDir string) (string, bool) {
+	path, ok := sqliteFile(dsn)
+	if !ok {
+		return "", false
+	}
+	return cmp.Or(path, filepath.Join(dataDir, "yard.db")), true
+}
+
+// sqliteFile is the file an SQLite store's dsn names, "" when it names
+// none (the data directory's yard.db), and false for any other store.
+func sqliteFile(dsn string) (string, bool) {
 	if dsn != "" && dsn != "sqlite" && !strings.HasPrefix(dsn, "sqlite:") && !strings.HasPrefix(dsn, "file:") {
 		return "", false
 	}
 	path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite"), ":")
-	return cmp.Or(strings.TrimPrefix(path, "file:"), filepath.Join(dataDir, "yard.db")), true
+	return strings.TrimPrefix(path, "file:"), true
 }
 
 // holdStore takes the shared lock of the SQLite store at path, which the

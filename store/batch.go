@@ -26,14 +26,6 @@ type batchWrite struct {
 
 type writeQueue = batch.Queue[batchWrite, struct{}]
 
-// maxBatch bounds the writes committed together, per engine.
-func (db *DB) maxBatch() int {
-	if db.engine == Postgres {
-		return 48
-	}
-	return 256
-}
-
 // WithBatchTx runs fn in a write transaction that it may share with other
 // concurrent callers: all of them on SQLite, those with the same key on
 // PostgreSQL. fn must only use tx; its writes commit when WithBatchTx
@@ -46,7 +38,11 @@ func (db *DB) WithBatchTx(ctx context.Context, key string, fn func(tx *Tx) error
 	}
 	v, ok := db.batchers.Load(key)
 	if !ok {
-		q := &writeQueue{Flights: 1, Max: db.maxBatch(), Run: db.runBatch}
+		// Max bounds the writes committed together, per engine.
+		q := &writeQueue{Flights: 1, Max: 256, Run: db.runBatch}
+		if db.engine == Postgres {
+			q.Max = 48
+		}
 		// Forget the idle queue. A caller that loaded it before still
 		// runs it (it starts draining again); it is merely unshared.
 		q.Idle = func() { db.batchers.CompareAndDelete(key, q) }

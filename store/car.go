@@ -26,7 +26,7 @@ const carColumns = `id, color, type, doors, make, model, year, garage_id, create
 // import), in the order of carFieldArgs and then garage_state_key,
 // created_at, updated_at, changed_version; and what an INSERT that meets
 // an existing row overwrites (all but id and created_at). A new car field
-// goes into these, scanCar and updateCarRow (docs/architecture.md).
+// goes into these, scanCar and writeCar's UPDATE (docs/architecture.md).
 const (
 	carWriteColumns = `id, color, color_key, type, type_key, doors, make, make_key, model, model_key, year,
 		garage_id, garage_state_key, created_at, updated_at, changed_version`
@@ -150,42 +150,36 @@ func (db *DB) CreateCar(ctx context.Context, c *yard.Car) error {
 		return err
 	}
 	ensureID(&c.ID)
-	return db.withCarTx(ctx, func(tx *Tx, v int64) error { return insertCar(ctx, tx, c, v) })
+	return db.withCarTx(ctx, func(tx *Tx, v int64) error { return writeCar(ctx, tx, c, v, true) })
 }
 
-// insertCar writes a new car row stamped v, with its car.created event.
-func insertCar(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
+// writeCar writes c's row, stamped v: a new row with its car.created
+// event when created is set, else over its row with its car.updated event.
+func writeCar(ctx context.Context, tx *Tx, c *yard.Car, v int64, created bool) error {
 	state, err := garageStateKey(ctx, tx, c.Garage)
 	if err != nil {
 		return err
 	}
 	now := Millis(tx.Now())
-	_, err = tx.ExecContext(ctx, `INSERT INTO cars (`+carWriteColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
-		append(carFieldArgs(make([]any, 0, 16), c), state, now, now, v)...)
-	if err := conflictIf(err, "A car with id %q exists.", c.ID); err != nil {
-		return err
+	args, typ := append(carFieldArgs(make([]any, 0, 16), c), state, now), yard.EventCarUpdated
+	if created {
+		_, err = tx.ExecContext(ctx, `INSERT INTO cars (`+carWriteColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, append(args, now, v)...)
+		err = conflictIf(err, "A car with id %q exists.", c.ID)
+		typ = yard.EventCarCreated
+	} else {
+		_, err = tx.ExecContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
+			make_key = $8, model = $9, model_key = $10, year = $11, garage_id = $12, garage_state_key = $13, updated_at = $14,
+			changed_version = $15 WHERE id = $1`, append(args, v)...)
 	}
-	c.CreatedAt, c.UpdatedAt = FromMillis(now), FromMillis(now)
-	return appendEvent(ctx, tx, yard.EventCarCreated, yard.CarPath(c.ID), "", c)
-}
-
-// updateCarRow writes c over its row, stamped v, with its car.updated
-// event.
-func updateCarRow(ctx context.Context, tx *Tx, c *yard.Car, v int64) error {
-	state, err := garageStateKey(ctx, tx, c.Garage)
-	if err != nil {
-		return err
-	}
-	now := Millis(tx.Now())
-	_, err = tx.ExecContext(ctx, `UPDATE cars SET color = $2, color_key = $3, type = $4, type_key = $5, doors = $6, make = $7,
-		make_key = $8, model = $9, model_key = $10, year = $11, garage_id = $12, garage_state_key = $13, updated_at = $14,
-		changed_version = $15 WHERE id = $1`, append(carFieldArgs(make([]any, 0, 15), c), state, now, v)...)
 	if err != nil {
 		return err
 	}
 	c.UpdatedAt = FromMillis(now)
-	return appendEvent(ctx, tx, yard.EventCarUpdated, yard.CarPath(c.ID), "", c)
+	if created {
+		c.CreatedAt = c.UpdatedAt
+	}
+	return appendEvent(ctx, tx, typ, yard.CarPath(c.ID), "", c)
 }
 
 // ReplaceCar stores c under c.ID, creating the car when there is none.
@@ -221,7 +215,7 @@ func (db *DB) ReplaceCar(ctx context.Context, c *yard.Car) (bool, error) {
 			WHERE id = $1 RETURNING created_at`, append(carFieldArgs(make([]any, 0, 14), c), now, v)...).Scan(&createdAt)
 		if errors.Is(err, sql.ErrNoRows) {
 			created = true
-			return insertCar(ctx, tx, c, v)
+			return writeCar(ctx, tx, c, v, true)
 		} else if err != nil {
 			return carWriteError(err)
 		}
@@ -332,7 +326,7 @@ func (db *DB) UpdateCar(ctx context.Context, id string, upd yard.CarUpdate) (*ya
 		if err := c.Validate(); err != nil {
 			return err
 		}
-		return updateCarRow(ctx, tx, c, v)
+		return writeCar(ctx, tx, c, v, false)
 	})
 	return c, err
 }

@@ -251,7 +251,7 @@ func (l *carLeases) announce(ctx context.Context, db *DB, xids []int64) error {
 }
 
 // notifyAsync sends a notification from a connection that commits without
-// waiting for the WAL's flush (the replay writer's, openReplayWriter). A
+// waiting for the WAL's flush (the replay writer's, Open). A
 // NOTIFY gives its transaction an id, and PostgreSQL commits notifying
 // transactions one at a time, each holding a lock through its flush: a car
 // write that sent its own NOTIFY would commit one at a time too (a

@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -101,19 +99,12 @@ func checkGarages(ctx context.Context, tx *Tx, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	q, list := `SELECT id FROM garages WHERE id = ANY($1::text[]) ORDER BY id FOR KEY SHARE`, any(ids)
 	if tx.db.engine == SQLite {
-		list, _ := json.Marshal(ids)
-		var id string
-		err := tx.QueryRowContext(ctx, `SELECT j.value FROM json_each(?) j
-			WHERE NOT EXISTS (SELECT 1 FROM garages g WHERE g.id = j.value) LIMIT 1`, string(list)).Scan(&id)
-		if err == nil {
-			return fmt.Errorf("garage %q is not stored (deleted while the import ran?)", id)
-		} else if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		return err
+		js, _ := json.Marshal(ids)
+		q, list = `SELECT id FROM garages WHERE id IN (SELECT value FROM json_each($1)) ORDER BY id`, string(js)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id FROM garages WHERE id = ANY($1::text[]) ORDER BY id FOR KEY SHARE`, ids)
+	rows, err := tx.QueryContext(ctx, q, list)
 	found, err := appendRows(nil, rows, err, scanValue[string])
 	if err != nil {
 		return err

@@ -49,7 +49,7 @@ func (db *DB) SeedDemoCars(ctx context.Context) (bool, error) {
 			if i < 20 {
 				c.Garage = garages[i%len(garages)].ID
 			}
-			if err := insertCar(ctx, tx, c, v); err != nil {
+			if err := writeCar(ctx, tx, c, v, true); err != nil {
 				return err
 			}
 		}

@@ -327,21 +327,11 @@ func newImportBatch() *importBatch {
 	return &importBatch{garageAt: map[string]int{}, carAt: map[string]int{}}
 }
 
-func (b *importBatch) addGarage(g *yard.Garage) {
-	b.garageLines++
-	b.garages = putByID(b.garages, b.garageAt, g.ID, g)
-}
-
-func (b *importBatch) addCar(c importedCar) {
-	b.carLines++
-	b.cars = putByID(b.cars, b.carAt, c.ID, c)
-}
-
 // importedCar is a car of an import with its garage's state key, looked up
 // when the line was read (the cars carry a copy, docs/cars.md).
 type importedCar struct {
 	*yard.Car
-	stateKey any // nil without a garage
+	stateKey string
 }
 
 // putByID returns list with v in the place of the earlier value of the same

@@ -76,23 +76,18 @@ var eventWrites = []string{insertEventSQLite, insertEventOfDogSQLite, bumpEventC
 // ofDog is set, the owner of that dog (read in the same statement).
 func appendEventOwnedBy(ctx context.Context, tx *Tx, typ, subject, owner, ofDog string, data []byte) error {
 	tx.evSeq++
-	at := Millis(tx.Now())
-	if tx.db.engine == Postgres {
-		q, who := insertEventPG, owner
-		if ofDog != "" {
-			q, who = insertEventOfDogPG, ofDog
+	args := []any{tx.evSeq, typ, subject, owner, Millis(tx.Now()), string(data)}
+	q, ofDogQ := insertEventPG, insertEventOfDogPG
+	if tx.db.engine == SQLite {
+		if _, err := changeStamp(ctx, tx); err != nil {
+			return fmt.Errorf("event clock: %w", err)
 		}
-		_, err := tx.ExecContext(ctx, q, tx.evSeq, typ, subject, who, at, string(data))
-		return err
+		q, ofDogQ, args = insertEventSQLite, insertEventOfDogSQLite, append(args, tx.evTx)
 	}
-	if _, err := changeStamp(ctx, tx); err != nil {
-		return fmt.Errorf("event clock: %w", err)
-	}
-	q, who := insertEventSQLite, owner
 	if ofDog != "" {
-		q, who = insertEventOfDogSQLite, ofDog
+		q, args[3] = ofDogQ, ofDog
 	}
-	_, err := tx.db.txExec(ctx, tx, q, tx.evSeq, typ, subject, who, at, string(data), tx.evTx)
+	_, err := tx.db.txExec(ctx, tx, q, args...)
 	return err
 }
 
@@ -152,7 +147,7 @@ const ownersScanWindow = 256
 // defaultEventWindowPG is the span of transaction ids one statement of a
 // read of several people's events covers on PostgreSQL, unless a test's
 // tuning says otherwise. Those reads (a hub's, a hundred a second) run on
-// connections that keep one generic plan (openEventReader), which goes
+// connections that keep one generic plan (Open), which goes
 // through the log in order; the window bounds what one statement walks
 // when the reader is far behind.
 const defaultEventWindowPG = 4096
@@ -183,7 +178,7 @@ func (db *DB) eventsRead(owners int, windowed bool) string {
 		q += ` AND owner_id = ANY($4)`
 	case owners == ownersManyHashed:
 		// A hash semi-join: the reader's connections plan no nested
-		// loop (openEventReader), which would compare each event with
+		// loop (Open), which would compare each event with
 		// the whole list again.
 		q += ` AND owner_id IN (SELECT unnest($4::text[]))`
 	case owners == ownersMany:
@@ -311,11 +306,18 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 					// started at the zero id on a database whose
 					// transaction ids are in the millions): the next
 					// one starts at the next event, not a window on.
-					next, err := db.nextEventTx(ctx, horizon, visible)
+					// Every event before visible is visible, so none
+					// can appear in the gap later; without one in
+					// [horizon, visible), the next window starts at
+					// visible.
+					next, err := scanValue[sql.NullInt64](db.QueryRow(ctx, `SELECT MIN(tx) FROM events WHERE tx >= $1 AND tx < $2`, horizon, visible))
 					if err != nil {
 						return nil, err
 					}
-					page.Next = yard.EventID{Tx: next}
+					page.Next = yard.EventID{Tx: visible}
+					if next.Valid {
+						page.Next.Tx = next.Int64
+					}
 				}
 				continue
 			}
@@ -323,20 +325,6 @@ func (db *DB) ReadEvents(ctx context.Context, f yard.EventFilter) (*yard.EventPa
 		}
 	}
 	return page, nil
-}
-
-// nextEventTx returns the transaction of the first event in [from, to),
-// or to when there is none: every event before to is visible, so none can
-// appear in the gap later.
-func (db *DB) nextEventTx(ctx context.Context, from, to int64) (int64, error) {
-	var next sql.NullInt64
-	if err := db.QueryRow(ctx, `SELECT MIN(tx) FROM events WHERE tx >= $1 AND tx < $2`, from, to).Scan(&next); err != nil {
-		return 0, err
-	}
-	if !next.Valid {
-		return to, nil
-	}
-	return next.Int64, nil
 }
 
 // maxEventWindows bounds the statements of one windowed read that finds

@@ -53,7 +53,7 @@ func CreateCarInTx(ctx context.Context, tx *Tx, c *yard.Car) error {
 	if err != nil {
 		return err
 	}
-	return insertCar(ctx, tx, c, v)
+	return writeCar(ctx, tx, c, v, true)
 }
 
 // RunBatch runs fns as one group-commit batch (runBatch), each in its own
@@ -221,4 +221,11 @@ func (db *DB) FinishWebhookDelivery(ctx context.Context, c *yard.WebhookClaim, o
 		return false, yard.ErrLeaseLost
 	}
 	return dis[0], nil
+}
+
+// purge forgets the signatures whose minute has passed.
+func (l *replayLog) purge(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.purgeLocked(now)
 }

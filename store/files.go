@@ -98,9 +98,6 @@ func makePrivate(path string) error {
 // ownLikeParent gives path the owner of its directory when this process
 // runs as root and they differ.
 func ownLikeParent(path string) error {
-	if os.Geteuid() != 0 {
-		return nil
-	}
 	dir, err := os.Stat(filepath.Dir(path))
 	if err != nil {
 		return err

@@ -67,7 +67,8 @@ func (im *importer) parse(ctx context.Context, line []byte, b *importBatch) erro
 		if g.ID == "" {
 			g.ID = im.newImportID("garage", l.Name, l.State)
 		}
-		b.addGarage(g)
+		b.garageLines++
+		b.garages = putByID(b.garages, b.garageAt, g.ID, g)
 		im.states[g.ID] = strings.ToLower(g.State)
 	case "car":
 		if l.Name != "" || l.State != "" {
@@ -92,11 +93,8 @@ func (im *importer) parse(ctx context.Context, line []byte, b *importBatch) erro
 		if c.ID == "" {
 			c.ID = im.newImportID("car", c.Color, c.Type, strconv.Itoa(c.Doors), c.Make, c.Model, strconv.Itoa(c.Year), c.Garage)
 		}
-		ic := importedCar{Car: c}
-		if c.Garage != "" {
-			ic.stateKey = im.states[c.Garage]
-		}
-		b.addCar(ic)
+		b.carLines++
+		b.cars = putByID(b.cars, b.carAt, c.ID, importedCar{c, im.states[c.Garage]})
 	case "":
 		return &ImportError{Msg: `no "kind": it must be "garage" or "car"`}
 	default:

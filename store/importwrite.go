@@ -92,10 +92,7 @@ func (b *importBatch) carGarage(c importedCar) (garage, state any) {
 	if g, ok := b.garageAt[c.Garage]; ok {
 		return c.Garage, strings.ToLower(b.garages[g].State)
 	}
-	if s, ok := c.stateKey.(string); ok {
-		return c.Garage, s
-	}
-	return c.Garage, nil
+	return c.Garage, c.stateKey
 }
 
 // sqliteCarArgs returns the arguments of the batch's cars for SQLite's

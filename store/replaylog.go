@@ -273,13 +273,6 @@ func (l *replayLog) purgeLocked(now time.Time) {
 	l.minute = minute
 }
 
-// purge forgets the signatures whose minute has passed.
-func (l *replayLog) purge(now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.purgeLocked(now)
-}
-
 // syncLoop fsyncs the files written since the last round, every interval.
 func (l *replayLog) syncLoop(interval time.Duration) {
 	defer close(l.done)

@@ -58,11 +58,11 @@ type DB struct {
 
 	// replayWrite records signed-request signatures on PostgreSQL: a few
 	// connections that commit without waiting for the WAL flush
-	// (openReplayWriter).
+	// (Open).
 	replayWrite *sql.DB
 
 	// eventRead reads several people's events on PostgreSQL (a hub's
-	// reads), on connections that keep one generic plan (openEventReader).
+	// reads), on connections that keep one generic plan (Open).
 	eventRead *sql.DB
 
 	// replay is the replay log of signed requests on SQLite
@@ -114,6 +114,7 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 	}
 	db := &DB{Now: time.Now, eventWake: make(chan struct{}, 1)}
 	db.tuning = o.tuning.withDefaults()
+	path, isSQLite := sqliteFile(dsn)
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		db.engine, db.dsn = Postgres, dsn
@@ -123,16 +124,39 @@ func Open(ctx context.Context, dsn, dataDir string, opts ...Option) (*DB, error)
 			return nil, err
 		}
 		db.write, db.read = pool, pool
-		if db.replayWrite, err = openReplayWriter(dsn); err == nil {
-			db.eventRead, err = openEventReader(dsn)
+		// The replay writer records signed-request signatures, with
+		// synchronous_commit off: a commit returns once it is in the
+		// server's memory, and is visible to every other session at once
+		// (so a replay is refused across processes exactly as before), but
+		// reaches the disk up to three wal_writer_delay later (0.6 s by
+		// default). A crash of the PostgreSQL server may therefore forget
+		// the signatures of its last 0.6 s; a crash of yard loses nothing.
+		// Waiting for the WAL flush of every batch made a signed request
+		// cost more than twice an unauthenticated one. Two connections: one
+		// for each batcher that writes signatures (signed requests and
+		// OAuth 1.0a), each keeping one write in flight.
+		//
+		// The event reader reads several people's events (a hub's, every
+		// few milliseconds; ReadEvents) with plan_cache_mode
+		// force_generic_plan. PostgreSQL otherwise plans each run of the
+		// prepared statement anew: the generic plan's estimate of the rows
+		// after the reader's position (which the plan cannot know) is too
+		// high for it to be chosen, though it is the same plan, the log's
+		// primary key in order. Planning took 0.15-0.23 ms, the run
+		// 0.04 ms (docs/benchmark-journal.md, "Events"). It also plans no
+		// nested loops (enable_nestloop off): a read for a long list of
+		// people joins the log with the list, and a generic plan, which
+		// cannot know the list's length, would otherwise compare each event
+		// with each person (ownersManyHashed). Two connections: a process
+		// has one hub, which reads one statement at a time.
+		if db.replayWrite, err = openSessionPool(dsn, 2, "synchronous_commit", "off"); err == nil {
+			db.eventRead, err = openSessionPool(dsn, 2, "plan_cache_mode", "force_generic_plan", "enable_nestloop", "off")
 		}
 		if err != nil {
 			db.Close()
 			return nil, err
 		}
-	case dsn == "", dsn == "sqlite", strings.HasPrefix(dsn, "sqlite:"), strings.HasPrefix(dsn, "file:"):
-		path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite"), ":")
-		path = strings.TrimPrefix(path, "file:")
+	case isSQLite:
 		if path == "" {
 			if err := DataDir(dataDir); err != nil {
 				return nil, err
@@ -185,38 +209,6 @@ func storeOpenError(path string, err error) error {
 	return fmt.Errorf("open store %s: %w", path, err)
 }
 
-// openReplayWriter opens the PostgreSQL connections that record
-// signed-request signatures, with synchronous_commit off: a commit returns
-// once it is in the server's memory, and is visible to every other session
-// at once (so a replay is refused across processes exactly as before), but
-// reaches the disk up to three wal_writer_delay later (0.6 s by default).
-// A crash of the PostgreSQL server may therefore forget the signatures of
-// its last 0.6 s; a crash of yard loses nothing. Waiting for the WAL flush
-// of every batch made a signed request cost more than twice an
-// unauthenticated one.
-func openReplayWriter(dsn string) (*sql.DB, error) {
-	return openSessionPool(dsn, replayConns, "synchronous_commit", "off")
-}
-
-// openEventReader opens the PostgreSQL connections of the reads of several
-// people's events (a hub's, every few milliseconds; ReadEvents), with
-// plan_cache_mode force_generic_plan. PostgreSQL otherwise plans each run
-// of the prepared statement anew: the generic plan's estimate of the rows
-// after the reader's position (which the plan cannot know) is too high for
-// it to be chosen, though it is the same plan, the log's primary key in
-// order. Planning took 0.15-0.23 ms, the run 0.04 ms (docs/benchmark-journal.md,
-// "Events"). They also plan no nested loops (enable_nestloop off): a
-// read for a long list of people joins the log with the list, and a
-// generic plan, which cannot know the list's length, would otherwise
-// compare each event with each person (ownersManyHashed).
-func openEventReader(dsn string) (*sql.DB, error) {
-	return openSessionPool(dsn, eventReadConns, "plan_cache_mode", "force_generic_plan", "enable_nestloop", "off")
-}
-
-// eventReadConns bounds the connections of openEventReader: a process has
-// one hub, which reads one statement at a time.
-const eventReadConns = 2
-
 // openSessionPool opens a pool of conns PostgreSQL connections whose
 // sessions set each setting (name, value, name, value, …).
 func openSessionPool(dsn string, conns int, settings ...string) (*sql.DB, error) {
@@ -238,11 +230,6 @@ func openSessionPool(dsn string, conns int, settings ...string) (*sql.DB, error)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
 	return pool, nil
 }
-
-// replayConns bounds the connections of openReplayWriter: one for each
-// batcher that writes signatures (signed requests and OAuth 1.0a), each
-// keeping one write in flight.
-const replayConns = 2
 
 // DefaultSQLiteBusyTimeout is how long an SQLite statement waits for a lock
 // held by another connection (or process) before the store answers
@@ -542,12 +529,16 @@ func (m *millis) Scan(src any) error {
 
 // isUniqueViolation reports whether err is a unique-constraint failure on
 // either engine.
-func isUniqueViolation(err error) bool {
-	if err == nil {
-		return false
-	}
-	s := err.Error()
-	return strings.Contains(s, "UNIQUE constraint failed") || strings.Contains(s, "SQLSTATE 23505")
+func isUniqueViolation(err error) bool { return violates(err, "UNIQUE", "23505") }
+
+// isForeignKeyViolation reports whether err is a foreign-key failure on
+// either engine.
+func isForeignKeyViolation(err error) bool { return violates(err, "FOREIGN KEY", "23503") }
+
+// violates reports whether err is the failure of a constraint: SQLite's
+// "<kind> constraint failed", or PostgreSQL's SQLSTATE code.
+func violates(err error, kind, code string) bool {
+	return err != nil && (strings.Contains(err.Error(), kind+" constraint failed") || strings.Contains(err.Error(), "SQLSTATE "+code))
 }
 
 // conflictIf is err, or ECONFLICT with the message when err is a
@@ -557,16 +548,6 @@ func conflictIf(err error, format string, args ...any) error {
 		return yard.Errorf(yard.ECONFLICT, format, args...)
 	}
 	return err
-}
-
-// isForeignKeyViolation reports whether err is a foreign-key failure on
-// either engine.
-func isForeignKeyViolation(err error) bool {
-	if err == nil {
-		return false
-	}
-	s := err.Error()
-	return strings.Contains(s, "FOREIGN KEY constraint failed") || strings.Contains(s, "SQLSTATE 23503")
 }
 
 // notFound maps sql.ErrNoRows to a yard ENOTFOUND error.

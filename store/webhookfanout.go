@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -172,7 +171,11 @@ var insertDeliverySQLite = insertDelivery + deliveryValues(0) + ` ON CONFLICT DO
 // deliveryValues is the VALUES of one delivery row whose 14 arguments
 // (insertDeliveries) follow the first from.
 func deliveryValues(from int) string {
-	return fmt.Sprintf("(%s, 'pending', $%d, $%d, $%d, $%d)", placeholders(from+1, 11), from+12, from+13, from+13, from+14)
+	b := []byte("(")
+	for i := from + 1; i <= from+11; i++ {
+		b = fmt.Appendf(b, "$%d, ", i)
+	}
+	return string(fmt.Appendf(b, "'pending', $%d, $%d, $%d, $%d)", from+12, from+13, from+13, from+14))
 }
 
 // insertDeliveryRows bounds the rows of one INSERT of insertDeliveries.
@@ -208,15 +211,6 @@ func insertDeliveries(ctx context.Context, tx *Tx, rows [][]any) (int, error) {
 		}
 	}
 	return created, nil
-}
-
-// placeholders is "$from, …" for n arguments.
-func placeholders(from, n int) string {
-	ph := make([]string, n)
-	for i := range ph {
-		ph[i] = "$" + strconv.Itoa(from+i)
-	}
-	return strings.Join(ph, ", ")
 }
 
 // PruneWebhookDeliveries removes delivery rows created before before (the
