@@ -58,10 +58,7 @@ func ValidateNewOrder(o *Order) error {
 	if o.Canceled && o.Status != OrderPlaced {
 		fields = append(fields, FieldError{"canceled", "only a placed order can be cancelled"})
 	}
-	if len(fields) > 0 {
-		return Invalid("The order has invalid fields.", fields...)
-	}
-	return nil
+	return invalidFields("The order has invalid fields.", fields)
 }
 
 // CheckOrderChange returns nil when an order may go from old to next, else
