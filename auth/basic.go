@@ -68,10 +68,7 @@ func NewBasic(users Users, limiter *LoginLimiter, hashing *HashGate) *Basic {
 func (b *Basic) Name() string { return "basic" }
 
 // Match implements Scheme.
-func (b *Basic) Match(r *http.Request) bool {
-	s, _ := AuthScheme(r.Header.Get("Authorization"))
-	return s == "basic"
-}
+func (b *Basic) Match(r *http.Request) bool { return hasScheme(r, b.Name()) }
 
 // Challenges implements Scheme (RFC 7617 §2).
 func (b *Basic) Challenges(*http.Request) []string {

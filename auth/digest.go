@@ -56,10 +56,7 @@ const (
 func (d *Digest) Name() string { return "digest" }
 
 // Match implements Scheme.
-func (d *Digest) Match(r *http.Request) bool {
-	s, _ := AuthScheme(r.Header.Get("Authorization"))
-	return s == "digest"
-}
+func (d *Digest) Match(r *http.Request) bool { return hasScheme(r, d.Name()) }
 
 // Challenges implements Scheme: one challenge per algorithm, SHA-256 first
 // as RFC 7616 §3.7 asks, with a fresh nonce.

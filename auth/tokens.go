@@ -248,10 +248,7 @@ type Bearer struct {
 func (b *Bearer) Name() string { return "bearer" }
 
 // Match implements Scheme.
-func (b *Bearer) Match(r *http.Request) bool {
-	s, _ := AuthScheme(r.Header.Get("Authorization"))
-	return s == "bearer"
-}
+func (b *Bearer) Match(r *http.Request) bool { return hasScheme(r, b.Name()) }
 
 // Challenges implements Scheme (RFC 6750 §3).
 // A request that presented a bearer token and is refused gets
