@@ -111,8 +111,7 @@ var dollarOps = map[string]string{"$eq": OpEq, "$ne": OpNe, "$lt": OpLt, "$le": 
 // inside a garage object.
 func addJSONField(b *queryBuilder, at, prefix, name string, op string, raw json.RawMessage) error {
 	where := joinPath(at, name)
-	lname := strings.ToLower(name)
-	if prefix == "" && lname == "garage" {
+	if prefix == "" && strings.EqualFold(name, "garage") {
 		trimmed := bytes.TrimSpace(raw)
 		if len(trimmed) > 0 && trimmed[0] == '{' {
 			var sub map[string]json.RawMessage
