@@ -268,12 +268,9 @@ func (b *Bearer) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err != nil {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is malformed.")
 	}
-	pair := b.Pair != nil && h.Alg == b.Pair.Alg.String()
 	pk := b.PK != nil && h.Alg == jwa.EdDSA().String()
-	if pair && pk {
-		pair = peekUse(token) == UseAccess
-		pk = !pair
-	}
+	// When both kinds take the alg, token_use chooses.
+	pair := b.Pair != nil && h.Alg == b.Pair.Alg.String() && (!pk || peekUse(token) == UseAccess)
 	switch {
 	case pair:
 		return b.Pair.VerifyAccess(r.Context(), token)
