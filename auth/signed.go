@@ -208,22 +208,16 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 func (s *Signed) key(ctx context.Context, id string, now time.Time) (signedKey, error) {
-	if k, ok := s.cache.get(id, now, cmp.Or(s.KeyCacheTTL, 10*time.Second)); ok {
-		return k, nil
-	}
-	ak, err := s.Keys.FindAPIKey(ctx, id)
-	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		return signedKey{}, yard.Errorf(yard.EUNAUTHORIZED, "The API key is not known.")
-	} else if err != nil {
-		return signedKey{}, err
-	}
-	secret, err := s.Box.Open(ak.SealedSecret, ak.ID)
-	if err != nil {
-		return signedKey{}, err
-	}
-	k := signedKey{userID: ak.UserID, secret: secret}
-	s.cache.put(id, k, now, 10000)
-	return k, nil
+	return s.cache.getOrLoad(id, now, cmp.Or(s.KeyCacheTTL, 10*time.Second), 10000, func() (signedKey, error) {
+		ak, err := s.Keys.FindAPIKey(ctx, id)
+		if yard.ErrorCode(err) == yard.ENOTFOUND {
+			return signedKey{}, yard.Errorf(yard.EUNAUTHORIZED, "The API key is not known.")
+		} else if err != nil {
+			return signedKey{}, err
+		}
+		secret, err := s.Box.Open(ak.SealedSecret, ak.ID)
+		return signedKey{userID: ak.UserID, secret: secret}, err
+	})
 }
 
 // buildSigned is the signed requests' entry in the chain's ordered list
