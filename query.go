@@ -387,11 +387,8 @@ func ParseCarQuery(raw string) (Query, Page, error) {
 // order first named, without repeats; an unknown one is EINVALID naming
 // "facets".
 func ParseCarListQuery(raw string) (Query, Page, []string, error) {
-	facets := []string{}
+	var facets []string
 	q, page, err := parseCarQuery(raw, &facets)
-	if len(facets) == 0 {
-		facets = nil
-	}
 	return q, page, facets, err
 }
 
