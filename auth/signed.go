@@ -156,11 +156,12 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 		return nil, refuse("The request was signed for another method.")
 	}
 	if nbody == 1 {
-		sum, err := hashBody(r)
+		// readBody leaves the body readable again for the handler.
+		body, err := readBody(r)
 		if err != nil {
 			return nil, err
 		}
-		if bodyHash != sum {
+		if sum := sha256.Sum256(body); bodyHash != hex.EncodeToString(sum[:]) {
 			return nil, refuse("The body does not match the signed bodyhash.")
 		}
 	}
@@ -176,17 +177,6 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 		return nil, refuse("This signature was already used (replay).")
 	}
 	return p, nil
-}
-
-// hashBody returns the lower-case hex SHA-256 of r's body, leaving the body
-// readable again for the handler.
-func hashBody(r *http.Request) (string, error) {
-	body, err := readBody(r)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(body)
-	return hex.EncodeToString(sum[:]), nil
 }
 
 // readBody reads r's body whole (nil without one) and puts it back for the
