@@ -2,7 +2,6 @@ package auth
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -43,7 +42,7 @@ type Signed struct {
 	Users       *UserCache
 	Box         *SecretBox
 	Now         func() time.Time
-	KeyCacheTTL time.Duration
+	KeyCacheTTL time.Duration // 0: read on every request
 	// RequireBinding makes the query variables method and bodyhash
 	// mandatory for unsafe methods (POST, PUT, PATCH, DELETE, ...).
 	RequireBinding bool
@@ -198,7 +197,7 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 func (s *Signed) key(ctx context.Context, id string, now time.Time) (signedKey, error) {
-	return s.cache.getOrLoad(id, now, cmp.Or(s.KeyCacheTTL, 10*time.Second), 10000, func() (signedKey, error) {
+	return s.cache.getOrLoad(id, now, s.KeyCacheTTL, 10000, func() (signedKey, error) {
 		ak, err := s.Keys.FindAPIKey(ctx, id)
 		if yard.ErrorCode(err) == yard.ENOTFOUND {
 			return signedKey{}, yard.Errorf(yard.EUNAUTHORIZED, "The API key is not known.")
