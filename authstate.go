@@ -69,13 +69,11 @@ type AuthStateService interface {
 	FindAPIKey(ctx context.Context, id string) (*APIKey, error)
 	// DeleteAPIKey reports whether the key existed.
 	DeleteAPIKey(ctx context.Context, id string) (bool, error)
-	// UseSignature records a signed request's signature and reports
-	// whether it was new. expires must follow from the signed timestamp
-	// (it is the end of the signature's window), so that one signature
-	// always comes with one expires.
-	UseSignature(ctx context.Context, signature string, expires time.Time) (bool, error)
-	// UseSignatures is UseSignature for many distinct signatures in one
-	// statement; it returns the ones that were new.
+	// UseSignatures records distinct signatures of signed requests (and
+	// OAuth 1.0a nonces) in one statement and returns the ones that were
+	// new. Each expires must follow from its signed timestamp (it is the
+	// end of the signature's window), so that one signature always comes
+	// with one expires.
 	UseSignatures(ctx context.Context, signatures []string, expires []time.Time) (map[string]bool, error)
 
 	// PurgeAuthState deletes expired nonces, signatures, sessions and

@@ -81,16 +81,8 @@ const (
 // Validate checks the fields of a car. It does not check that the garage
 // exists (the store does, answering EINVALID naming "garage").
 func (c *Car) Validate() error {
-	var fields []FieldError
-	text := func(name, v string) {
-		if msg := checkText(v); msg != "" {
-			fields = append(fields, FieldError{Field: name, Message: msg})
-		}
-	}
-	text("color", c.Color)
-	text("type", c.Type)
-	text("make", c.Make)
-	text("model", c.Model)
+	fields := textErrors([2]string{"color", c.Color}, [2]string{"type", c.Type},
+		[2]string{"make", c.Make}, [2]string{"model", c.Model})
 	if c.Doors < 0 || c.Doors > MaxDoors {
 		fields = append(fields, FieldError{Field: "doors", Message: "must be a whole number from 0 to 16"})
 	}
@@ -103,28 +95,28 @@ func (c *Car) Validate() error {
 	if c.Garage != "" && !ValidClientID(c.Garage) {
 		fields = append(fields, FieldError{Field: "garage", Message: "is not a garage id"})
 	}
-	if len(fields) > 0 {
-		return Invalid("The car is not valid.", fields...)
-	}
-	return nil
+	return invalidFields("The car is not valid.", fields)
 }
 
 // Validate checks the fields of a garage.
 func (g *Garage) Validate() error {
-	var fields []FieldError
-	if msg := checkText(g.Name); msg != "" {
-		fields = append(fields, FieldError{Field: "name", Message: msg})
-	}
-	if msg := checkText(g.State); msg != "" {
-		fields = append(fields, FieldError{Field: "state", Message: msg})
-	}
+	fields := textErrors([2]string{"name", g.Name}, [2]string{"state", g.State})
 	if g.ID != "" && !ValidClientID(g.ID) {
 		fields = append(fields, FieldError{Field: "id", Message: "must be 1-64 letters, digits, '-', '_' or '.', and not a reserved word"})
 	}
-	if len(fields) > 0 {
-		return Invalid("The garage is not valid.", fields...)
+	return invalidFields("The garage is not valid.", fields)
+}
+
+// textErrors returns the errors of the text fields given as (name, value)
+// pairs, in their order (checkText).
+func textErrors(fields ...[2]string) []FieldError {
+	var out []FieldError
+	for _, f := range fields {
+		if msg := checkText(f[1]); msg != "" {
+			out = append(out, FieldError{Field: f[0], Message: msg})
+		}
 	}
-	return nil
+	return out
 }
 
 // checkText returns why v is not an acceptable car text field, or "".

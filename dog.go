@@ -88,10 +88,7 @@ func ValidateDog(d *Dog) error {
 			fields = append(fields, FieldError{"codeUrl", err.Error()})
 		}
 	}
-	if len(fields) > 0 {
-		return Invalid("The dog has invalid fields.", fields...)
-	}
-	return nil
+	return invalidFields("The dog has invalid fields.", fields)
 }
 
 var scpLikeRe = regexp.MustCompile(`^git@([A-Za-z0-9][A-Za-z0-9.-]*):([A-Za-z0-9_./~][A-Za-z0-9_./~+-]*)$`)

@@ -73,6 +73,15 @@ func Invalid(message string, fields ...FieldError) *Error {
 	return &Error{Code: EINVALID, Message: message, Fields: fields}
 }
 
+// invalidFields is the validation error naming fields, or nil when there
+// are none.
+func invalidFields(message string, fields []FieldError) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	return Invalid(message, fields...)
+}
+
 // ErrorCode returns the code of the *Error wrapped in err, "" for nil, and
 // EINTERNAL for any other error.
 func ErrorCode(err error) string {

@@ -88,16 +88,8 @@ func ReadQuery(raw string, paging Paging, param func(name, rawValue string) stri
 	page := Page{Max: cmp.Or(paging.DefaultMax, DefaultPageMax)}
 	limit := cmp.Or(paging.Limit, MaxPageMax)
 	var seenOffset, seenMax bool
-	for rest := raw; rest != ""; {
-		var pair string
-		if i := strings.IndexAny(rest, "&;"); i >= 0 {
-			pair, rest = rest[:i], rest[i+1:]
-		} else {
-			pair, rest = rest, ""
-		}
-		if pair == "" {
-			continue
-		}
+	// Empty pairs are no fields.
+	for pair := range strings.FieldsFuncSeq(raw, func(c rune) bool { return c == '&' || c == ';' }) {
 		rawName, rawValue, hasEq := strings.Cut(pair, "=")
 		name, err := url.QueryUnescape(rawName)
 		if err != nil {

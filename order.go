@@ -58,10 +58,7 @@ func ValidateNewOrder(o *Order) error {
 	if o.Canceled && o.Status != OrderPlaced {
 		fields = append(fields, FieldError{"canceled", "only a placed order can be cancelled"})
 	}
-	if len(fields) > 0 {
-		return Invalid("The order has invalid fields.", fields...)
-	}
-	return nil
+	return invalidFields("The order has invalid fields.", fields)
 }
 
 // CheckOrderChange returns nil when an order may go from old to next, else
@@ -159,14 +156,11 @@ func ParseOrderQuery(raw string) (OrderFilter, Page, error) {
 	}
 	// allowed returns the values of all that the conditions on a field let
 	// through: those named (all, when none is), less those excluded.
+	// (Never nil: an empty set matches nothing.)
 	allowed := func(s *set, all []string) []string {
-		out := []string{}
-		for _, v := range all {
-			if (len(s.in) == 0 || slices.Contains(s.in, v)) && !slices.Contains(s.out, v) {
-				out = append(out, v)
-			}
-		}
-		return out
+		return slices.DeleteFunc(slices.Clone(all), func(v string) bool {
+			return len(s.in) > 0 && !slices.Contains(s.in, v) || slices.Contains(s.out, v)
+		})
 	}
 	if s := sets["status"]; s != nil {
 		f.Status = allowed(s, OrderStatuses)

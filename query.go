@@ -257,7 +257,8 @@ func (b *queryBuilder) set(field string) *filterSet {
 	return &b.more[len(b.more)-1]
 }
 
-// add records one condition: field (canonical), operator, value (already
+// add records one condition: field (canonical), operator (one of the six;
+// filterKey and the search body's keys read no other), value (already
 // decoded) and whether the value was negated with '!'. It returns a
 // message saying why the condition is refused, or "".
 func (b *queryBuilder) add(field string, fi fieldInfo, op, value string, negated bool) string {
@@ -272,8 +273,7 @@ func (b *queryBuilder) add(field string, fi fieldInfo, op, value string, negated
 		return "the value is not UTF-8 text"
 	}
 	fs := b.set(field)
-	switch op {
-	case OpEq, OpNe:
+	if op == OpEq || op == OpNe {
 		exclude := (op == OpNe) != negated
 		if value == "null" && fi.nullable {
 			if exclude {
@@ -296,27 +296,26 @@ func (b *queryBuilder) add(field string, fi fieldInfo, op, value string, negated
 			fs.in = append(fs.in, v)
 		}
 		return ""
-	case OpLt, OpLe, OpGt, OpGe:
-		if fi.kind != KindNumber {
-			return fmt.Sprintf("operator %s applies to numbers only (doors, year)", op)
-		}
-		if negated {
-			return "a '!' value cannot be used with " + op
-		}
-		n, err := strconv.ParseInt(value, 10, 64)
-		if err != nil {
-			return fmt.Sprintf("%q is not a whole number", value)
-		}
-		r := &fs.ranges[slices.Index(rangeOps[:], op)]
-		switch {
-		case !r.set:
-			*r = bound{set: true, n: n}
-		case (op == OpLt || op == OpLe) && n < r.n, (op == OpGt || op == OpGe) && n > r.n:
-			r.n = n
-		}
-		return ""
 	}
-	return fmt.Sprintf("unknown operator %q (use eq, ne, lt, le, gt or ge)", op)
+	// lt, le, gt or ge.
+	if fi.kind != KindNumber {
+		return fmt.Sprintf("operator %s applies to numbers only (doors, year)", op)
+	}
+	if negated {
+		return "a '!' value cannot be used with " + op
+	}
+	n, err := strconv.ParseInt(value, 10, 64)
+	if err != nil {
+		return fmt.Sprintf("%q is not a whole number", value)
+	}
+	r := &fs.ranges[slices.Index(rangeOps[:], op)]
+	switch {
+	case !r.set:
+		*r = bound{set: true, n: n}
+	case (op == OpLt || op == OpLe) && n < r.n, (op == OpGt || op == OpGe) && n > r.n:
+		r.n = n
+	}
+	return ""
 }
 
 // normalizeValue returns the canonical form of a value of a field kind.
@@ -388,11 +387,8 @@ func ParseCarQuery(raw string) (Query, Page, error) {
 // order first named, without repeats; an unknown one is EINVALID naming
 // "facets".
 func ParseCarListQuery(raw string) (Query, Page, []string, error) {
-	facets := []string{}
+	var facets []string
 	q, page, err := parseCarQuery(raw, &facets)
-	if len(facets) == 0 {
-		facets = nil
-	}
 	return q, page, facets, err
 }
 

@@ -111,8 +111,7 @@ var dollarOps = map[string]string{"$eq": OpEq, "$ne": OpNe, "$lt": OpLt, "$le": 
 // inside a garage object.
 func addJSONField(b *queryBuilder, at, prefix, name string, op string, raw json.RawMessage) error {
 	where := joinPath(at, name)
-	lname := strings.ToLower(name)
-	if prefix == "" && lname == "garage" {
+	if prefix == "" && strings.EqualFold(name, "garage") {
 		trimmed := bytes.TrimSpace(raw)
 		if len(trimmed) > 0 && trimmed[0] == '{' {
 			var sub map[string]json.RawMessage
@@ -161,26 +160,22 @@ func addJSONField(b *queryBuilder, at, prefix, name string, op string, raw json.
 // strings in the query grammar's terms: null becomes "null".
 func jsonValues(raw json.RawMessage, fi fieldInfo) ([]string, error) {
 	raw = bytes.TrimSpace(raw)
+	items := []json.RawMessage{raw}
 	if len(raw) > 0 && raw[0] == '[' {
-		var items []json.RawMessage
+		// Unmarshal empties items before it appends the array's values.
 		if err := json.Unmarshal(raw, &items); err != nil {
 			return nil, fmt.Errorf("must be a value or an array of values")
 		}
-		var out []string
-		for _, it := range items {
-			v, err := jsonValue(it, fi)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
+	}
+	var out []string
+	for _, it := range items {
+		v, err := jsonValue(it, fi)
+		if err != nil {
+			return nil, err
 		}
-		return out, nil
+		out = append(out, v)
 	}
-	v, err := jsonValue(raw, fi)
-	if err != nil {
-		return nil, err
-	}
-	return []string{v}, nil
+	return out, nil
 }
 
 func jsonValue(raw json.RawMessage, fi fieldInfo) (string, error) {

@@ -77,10 +77,7 @@ func ValidateUser(u *User) error {
 			fields = append(fields, FieldError{"roles", "unknown role " + r + "; use admin or user"})
 		}
 	}
-	if len(fields) > 0 {
-		return Invalid("The person has invalid fields.", fields...)
-	}
-	return nil
+	return invalidFields("The person has invalid fields.", fields)
 }
 
 // ValidEmail reports whether s is a bare address such as dog@example.org.

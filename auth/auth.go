@@ -145,6 +145,13 @@ func AuthScheme(h string) (scheme, rest string) {
 	return strings.ToLower(w), strings.TrimSpace(rest)
 }
 
+// hasScheme reports whether the Authorization header of r is of the
+// scheme word, given in lower case (a header scheme's Name).
+func hasScheme(r *http.Request, word string) bool {
+	s, _ := AuthScheme(r.Header.Get("Authorization"))
+	return s == word
+}
+
 // detach returns a context for work shared by several requests (one
 // password check for concurrent requests with the same credentials): one
 // caller going away does not cancel it, but it keeps the caller's deadline,

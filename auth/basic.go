@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/yard-api/yard"
-	"github.com/yard-api/yard/internal/defaults"
 )
 
 // Users is what the password-based schemes need of the user store.
@@ -68,10 +67,7 @@ func NewBasic(users Users, limiter *LoginLimiter, hashing *HashGate) *Basic {
 func (b *Basic) Name() string { return "basic" }
 
 // Match implements Scheme.
-func (b *Basic) Match(r *http.Request) bool {
-	s, _ := AuthScheme(r.Header.Get("Authorization"))
-	return s == "basic"
-}
+func (b *Basic) Match(r *http.Request) bool { return hasScheme(r, b.Name()) }
 
 // Challenges implements Scheme (RFC 7617 §2).
 func (b *Basic) Challenges(*http.Request) []string {
@@ -123,11 +119,11 @@ func (b *Basic) Authenticate(r *http.Request) (*yard.Principal, error) {
 // cached answers from a remembered verification, comparing it with the
 // store when it is older than CacheTTL.
 func (b *Basic) cached(ctx context.Context, key [32]byte, now time.Time) (*yard.Principal, bool, error) {
-	e, hit := b.cache.get(key, now, defaults.Positive(b.MaxAge, 10*time.Minute))
+	e, hit := b.cache.get(key, now, b.MaxAge)
 	if !hit {
 		return nil, false, nil
 	}
-	if now.Sub(e.checked) >= defaults.Positive(b.CacheTTL, 5*time.Second) {
+	if now.Sub(e.checked) >= b.CacheTTL {
 		u, err := b.Users.FindUserByID(ctx, e.principal.UserID)
 		var creds *yard.Credentials
 		if err == nil {

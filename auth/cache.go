@@ -20,12 +20,13 @@ type ttlEntry[V any] struct {
 	fetched time.Time
 }
 
-// get returns the value of k if it was put less than ttl before now.
+// get returns the value of k if it was put less than ttl before now
+// (never for a ttl of 0, even on a clock set back).
 func (c *ttlCache[K, V]) get(k K, now time.Time, ttl time.Duration) (V, bool) {
 	c.mu.Lock()
 	e, ok := c.m[k]
 	c.mu.Unlock()
-	if !ok || now.Sub(e.fetched) >= ttl {
+	if !ok || ttl <= 0 || now.Sub(e.fetched) >= ttl {
 		var zero V
 		return zero, false
 	}
@@ -41,6 +42,19 @@ func (c *ttlCache[K, V]) put(k K, v V, now time.Time, limit int) {
 	}
 	c.m[k] = ttlEntry[V]{v: v, fetched: now}
 	c.mu.Unlock()
+}
+
+// getOrLoad returns the value of k as get does, else the one load
+// returns, remembered (as put does) when load succeeds.
+func (c *ttlCache[K, V]) getOrLoad(k K, now time.Time, ttl time.Duration, limit int, load func() (V, error)) (V, error) {
+	if v, ok := c.get(k, now, ttl); ok {
+		return v, nil
+	}
+	v, err := load()
+	if err == nil {
+		c.put(k, v, now, limit)
+	}
+	return v, err
 }
 
 // drop forgets k.

@@ -4,15 +4,12 @@ import (
 	"cmp"
 	"context"
 	"crypto/hmac"
-	"crypto/md5"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
-	"hash"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -59,10 +56,7 @@ const (
 func (d *Digest) Name() string { return "digest" }
 
 // Match implements Scheme.
-func (d *Digest) Match(r *http.Request) bool {
-	s, _ := AuthScheme(r.Header.Get("Authorization"))
-	return s == "digest"
-}
+func (d *Digest) Match(r *http.Request) bool { return hasScheme(r, d.Name()) }
 
 // Challenges implements Scheme: one challenge per algorithm, SHA-256 first
 // as RFC 7616 §3.7 asks, with a fresh nonce.
@@ -203,22 +197,8 @@ func (d *Digest) Authenticate(r *http.Request) (*yard.Principal, error) {
 // qop=auth from a stored HA1 = H(username:realm:password):
 // KD(HA1, nonce:nc:cnonce:qop:H(method:uri)).
 func DigestResponse(algorithm, ha1, method, uri, nonce, nc, cnonce, qop string) string {
-	h := digestHash(algorithm)
-	ha2 := hexHash(h, method+":"+uri)
-	return hexHash(h, ha1+":"+nonce+":"+nc+":"+cnonce+":"+qop+":"+ha2)
-}
-
-func digestHash(algorithm string) func() hash.Hash {
-	if strings.EqualFold(algorithm, DigestMD5) {
-		return md5.New
-	}
-	return sha256.New
-}
-
-func hexHash(h func() hash.Hash, s string) string {
-	x := h()
-	x.Write([]byte(s))
-	return hex.EncodeToString(x.Sum(nil))
+	ha2 := authparam.DigestHash(algorithm, method+":"+uri)
+	return authparam.DigestHash(algorithm, ha1+":"+nonce+":"+nc+":"+cnonce+":"+qop+":"+ha2)
 }
 
 // ParseDigestParams parses the auth-params of a Digest credentials value

@@ -69,17 +69,15 @@ func (g *HashGate) Do(ctx context.Context, f func()) error {
 		default:
 			return g.busy()
 		}
-		t := time.NewTimer(g.maxWait)
+		// An unstopped timer is collected once unreachable (Go 1.23).
 		select {
 		case g.slots <- struct{}{}:
 			<-g.queue
-			t.Stop()
-		case <-t.C:
+		case <-time.After(g.maxWait):
 			<-g.queue
 			return g.busy()
 		case <-ctx.Done():
 			<-g.queue
-			t.Stop()
 			return ctx.Err()
 		}
 	}

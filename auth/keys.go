@@ -217,9 +217,7 @@ func (k *KeyRing) Reload() error {
 	if k.Dir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(k.Dir, 0o700); err != nil {
-		return err
-	}
+	// A missing directory holds no key; Rotate makes it.
 	names, err := filepath.Glob(filepath.Join(k.Dir, k.kind.prefix+"*.pem"))
 	if err != nil {
 		return err

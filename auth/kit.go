@@ -193,11 +193,8 @@ func (k *Kit) JWKS() ([]byte, error) {
 	if k.PK == nil || k.PK.Ring == nil {
 		return nil, yard.Errorf(yard.ENOTFOUND, "This server does not sign tokens; its keys are published by the issuing server.")
 	}
-	var pair *KeyRing
-	if k.Tokens != nil {
-		pair = k.Tokens.Ring
-	}
-	return JWKS(k.PK.Ring, pair)
+	// A server that signs has the pair too; its Ring is nil with HS256.
+	return JWKS(k.PK.Ring, k.Tokens.Ring)
 }
 
 // ForgetUser drops what this process caches about a user (after the user

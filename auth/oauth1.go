@@ -113,10 +113,7 @@ func (o *OAuth1) Name() string { return "oauth" }
 // Match implements Scheme: the Authorization header is OAuth. Protocol
 // parameters in the body or the query are the chain's query carrier's
 // (oauthInRequest).
-func (o *OAuth1) Match(r *http.Request) bool {
-	s, _ := AuthScheme(r.Header.Get("Authorization"))
-	return s == "oauth"
-}
+func (o *OAuth1) Match(r *http.Request) bool { return hasScheme(r, o.Name()) }
 
 // Challenges implements Scheme (RFC 5849 §3.2).
 func (o *OAuth1) Challenges(*http.Request) []string {

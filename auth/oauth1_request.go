@@ -159,10 +159,8 @@ func (o *OAuth1) readRequest(r *http.Request) (*oauthRequest, error) {
 		return nil, o.refuse(yard.EINVALID, "parameter_rejected", "Authorization", "The request has more than %d OAuth parameters.", maxOAuthParams)
 	}
 	for i, p := range q.proto {
-		for _, prev := range q.proto[:i] {
-			if prev[0] == p[0] {
-				return nil, o.refuse(yard.EINVALID, "parameter_rejected", p[0], "The OAuth parameter %s appears twice.", p[0])
-			}
+		if slices.ContainsFunc(q.proto[:i], func(prev [2]string) bool { return prev[0] == p[0] }) {
+			return nil, o.refuse(yard.EINVALID, "parameter_rejected", p[0], "The OAuth parameter %s appears twice.", p[0])
 		}
 	}
 	return q, nil

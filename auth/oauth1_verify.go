@@ -190,45 +190,38 @@ func (o *OAuth1) baseURI(r *http.Request) string {
 
 // consumer returns a consumer and its opened secret, through the cache.
 func (o *OAuth1) consumer(ctx context.Context, key string, now time.Time) (*yard.OAuthConsumer, string, error) {
-	if e, ok := o.consumers.get(key, now, o.CacheTTL); ok {
-		return e.v, e.secret, nil
-	}
-	c, err := o.Store.FindOAuthConsumer(ctx, key)
-	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		return nil, "", o.refuse(yard.EUNAUTHORIZED, "consumer_key_unknown", "", "The consumer key is not known.")
-	} else if err != nil {
-		return nil, "", err
-	}
-	secret, err := o.Box.Open(c.SealedSecret, consumerSealID(c.Key))
-	if err != nil {
-		return nil, "", err
-	}
-	o.consumers.put(key, opened[yard.OAuthConsumer]{v: c, secret: string(secret)}, now, 10000)
-	return c, string(secret), nil
+	e, err := o.consumers.getOrLoad(key, now, o.CacheTTL, 10000, func() (opened[yard.OAuthConsumer], error) {
+		c, err := o.Store.FindOAuthConsumer(ctx, key)
+		if yard.ErrorCode(err) == yard.ENOTFOUND {
+			return opened[yard.OAuthConsumer]{}, o.refuse(yard.EUNAUTHORIZED, "consumer_key_unknown", "", "The consumer key is not known.")
+		} else if err != nil {
+			return opened[yard.OAuthConsumer]{}, err
+		}
+		secret, err := o.Box.Open(c.SealedSecret, consumerSealID(c.Key))
+		return opened[yard.OAuthConsumer]{v: c, secret: string(secret)}, err
+	})
+	return e.v, e.secret, err
 }
 
 // token returns a token of the given kind and its opened secret. Access
 // tokens are cached; request tokens change state and are always read.
 func (o *OAuth1) token(ctx context.Context, value, kind string, now time.Time) (*yard.OAuthToken, string, error) {
-	if kind == yard.OAuthAccessToken {
-		if e, ok := o.tokens.get(value, now, o.CacheTTL); ok {
-			return e.v, e.secret, nil
+	load := func() (opened[yard.OAuthToken], error) {
+		t, err := o.Store.FindOAuthToken(ctx, value)
+		if yard.ErrorCode(err) == yard.ENOTFOUND || err == nil && t.Kind != kind {
+			return opened[yard.OAuthToken]{}, o.refuse(yard.EUNAUTHORIZED, "token_rejected", "", "The %s token is not known or was revoked.", kind)
+		} else if err != nil {
+			return opened[yard.OAuthToken]{}, err
 		}
+		secret, err := o.Box.Open(t.SealedSecret, tokenSealID(t.Token))
+		return opened[yard.OAuthToken]{v: t, secret: string(secret)}, err
 	}
-	t, err := o.Store.FindOAuthToken(ctx, value)
-	if yard.ErrorCode(err) == yard.ENOTFOUND || err == nil && t.Kind != kind {
-		return nil, "", o.refuse(yard.EUNAUTHORIZED, "token_rejected", "", "The %s token is not known or was revoked.", kind)
-	} else if err != nil {
-		return nil, "", err
+	if kind != yard.OAuthAccessToken {
+		e, err := load()
+		return e.v, e.secret, err
 	}
-	secret, err := o.Box.Open(t.SealedSecret, tokenSealID(t.Token))
-	if err != nil {
-		return nil, "", err
-	}
-	if kind == yard.OAuthAccessToken {
-		o.tokens.put(value, opened[yard.OAuthToken]{v: t, secret: string(secret)}, now, 100000)
-	}
-	return t, string(secret), nil
+	e, err := o.tokens.getOrLoad(value, now, o.CacheTTL, 100000, load)
+	return e.v, e.secret, err
 }
 
 func consumerSealID(key string) string { return "oauth-consumer:" + key }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/crypto/argon2"
 
 	"github.com/yard-api/yard"
+	"github.com/yard-api/yard/internal/authparam"
 )
 
 // Realm is the protection space of Basic and Digest (RFC 7617, RFC 7616).
@@ -128,7 +129,7 @@ func CredentialsWithHash(username, password, hash string) *yard.Credentials {
 
 // HA1 computes H(username:realm:password) with the Digest algorithm named.
 func HA1(algorithm, username, realm, password string) string {
-	return hexHash(digestHash(strings.TrimSuffix(algorithm, "-sess")), username+":"+realm+":"+password)
+	return authparam.DigestHash(strings.TrimSuffix(algorithm, "-sess"), username+":"+realm+":"+password)
 }
 
 // ValidatePassword enforces the minimum password policy.

@@ -44,12 +44,7 @@ func LoadPublicKeys(path string) (StaticKeys, error) {
 		return ParseJWKS(b)
 	}
 	out := StaticKeys{}
-	for {
-		var blk *pem.Block
-		blk, b = pem.Decode(b)
-		if blk == nil {
-			break
-		}
+	for blk, rest := pem.Decode(b); blk != nil; blk, rest = pem.Decode(rest) {
 		pk, err := x509.ParsePKIXPublicKey(blk.Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)

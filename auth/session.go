@@ -104,13 +104,13 @@ func (s *Sessions) Authenticate(r *http.Request) (*yard.Principal, error) {
 	ctx := r.Context()
 	h := HashKey(c.Value)
 	now := s.Now()
-	sess, err := s.lookup(ctx, h, now, false)
+	sess, err := s.lookup(ctx, h, now, s.CacheTTL)
 	if err != nil {
 		return nil, err
 	}
 	if s.expired(sess, now) {
 		// The cache may hold an old last-action time: ask the store.
-		if sess, err = s.lookup(ctx, h, now, true); err != nil {
+		if sess, err = s.lookup(ctx, h, now, 0); err != nil {
 			return nil, err
 		}
 		if s.expired(sess, now) {
@@ -153,19 +153,19 @@ func (s *Sessions) expired(sess yard.Session, now time.Time) bool {
 	return now.Sub(sess.LastSeen) >= s.Idle || now.Sub(sess.CreatedAt) >= s.Max
 }
 
-func (s *Sessions) lookup(ctx context.Context, h string, now time.Time, fresh bool) (yard.Session, error) {
-	if sess, ok := s.cache.get(h, now, s.CacheTTL); ok && !fresh {
-		return sess, nil
-	}
-	sess, err := s.Store.FindSession(ctx, h)
-	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		s.cache.drop(h)
-		return yard.Session{}, yard.Errorf(yard.EUNAUTHORIZED, "The session does not exist; sign in again.")
-	} else if err != nil {
-		return yard.Session{}, err
-	}
-	s.cache.put(h, *sess, now, 100000)
-	return *sess, nil
+// lookup returns the session of key hash h, read from the store unless
+// the cache holds one read less than ttl ago.
+func (s *Sessions) lookup(ctx context.Context, h string, now time.Time, ttl time.Duration) (yard.Session, error) {
+	return s.cache.getOrLoad(h, now, ttl, 100000, func() (yard.Session, error) {
+		sess, err := s.Store.FindSession(ctx, h)
+		if yard.ErrorCode(err) == yard.ENOTFOUND {
+			s.cache.drop(h)
+			return yard.Session{}, yard.Errorf(yard.EUNAUTHORIZED, "The session does not exist; sign in again.")
+		} else if err != nil {
+			return yard.Session{}, err
+		}
+		return *sess, nil
+	})
 }
 
 func isSafe(method string) bool {

@@ -2,7 +2,6 @@ package auth
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -43,7 +42,7 @@ type Signed struct {
 	Users       *UserCache
 	Box         *SecretBox
 	Now         func() time.Time
-	KeyCacheTTL time.Duration
+	KeyCacheTTL time.Duration // 0: read on every request
 	// RequireBinding makes the query variables method and bodyhash
 	// mandatory for unsafe methods (POST, PUT, PATCH, DELETE, ...).
 	RequireBinding bool
@@ -156,11 +155,12 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 		return nil, refuse("The request was signed for another method.")
 	}
 	if nbody == 1 {
-		sum, err := hashBody(r)
+		// readBody leaves the body readable again for the handler.
+		body, err := readBody(r)
 		if err != nil {
 			return nil, err
 		}
-		if bodyHash != sum {
+		if sum := sha256.Sum256(body); bodyHash != hex.EncodeToString(sum[:]) {
 			return nil, refuse("The body does not match the signed bodyhash.")
 		}
 	}
@@ -176,17 +176,6 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 		return nil, refuse("This signature was already used (replay).")
 	}
 	return p, nil
-}
-
-// hashBody returns the lower-case hex SHA-256 of r's body, leaving the body
-// readable again for the handler.
-func hashBody(r *http.Request) (string, error) {
-	body, err := readBody(r)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(body)
-	return hex.EncodeToString(sum[:]), nil
 }
 
 // readBody reads r's body whole (nil without one) and puts it back for the
@@ -208,22 +197,16 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 func (s *Signed) key(ctx context.Context, id string, now time.Time) (signedKey, error) {
-	if k, ok := s.cache.get(id, now, cmp.Or(s.KeyCacheTTL, 10*time.Second)); ok {
-		return k, nil
-	}
-	ak, err := s.Keys.FindAPIKey(ctx, id)
-	if yard.ErrorCode(err) == yard.ENOTFOUND {
-		return signedKey{}, yard.Errorf(yard.EUNAUTHORIZED, "The API key is not known.")
-	} else if err != nil {
-		return signedKey{}, err
-	}
-	secret, err := s.Box.Open(ak.SealedSecret, ak.ID)
-	if err != nil {
-		return signedKey{}, err
-	}
-	k := signedKey{userID: ak.UserID, secret: secret}
-	s.cache.put(id, k, now, 10000)
-	return k, nil
+	return s.cache.getOrLoad(id, now, s.KeyCacheTTL, 10000, func() (signedKey, error) {
+		ak, err := s.Keys.FindAPIKey(ctx, id)
+		if yard.ErrorCode(err) == yard.ENOTFOUND {
+			return signedKey{}, yard.Errorf(yard.EUNAUTHORIZED, "The API key is not known.")
+		} else if err != nil {
+			return signedKey{}, err
+		}
+		secret, err := s.Box.Open(ak.SealedSecret, ak.ID)
+		return signedKey{userID: ak.UserID, secret: secret}, err
+	})
 }
 
 // buildSigned is the signed requests' entry in the chain's ordered list

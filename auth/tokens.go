@@ -248,10 +248,7 @@ type Bearer struct {
 func (b *Bearer) Name() string { return "bearer" }
 
 // Match implements Scheme.
-func (b *Bearer) Match(r *http.Request) bool {
-	s, _ := AuthScheme(r.Header.Get("Authorization"))
-	return s == "bearer"
-}
+func (b *Bearer) Match(r *http.Request) bool { return hasScheme(r, b.Name()) }
 
 // Challenges implements Scheme (RFC 6750 §3).
 // A request that presented a bearer token and is refused gets
@@ -271,12 +268,9 @@ func (b *Bearer) Authenticate(r *http.Request) (*yard.Principal, error) {
 	if err != nil {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The bearer token is malformed.")
 	}
-	pair := b.Pair != nil && h.Alg == b.Pair.Alg.String()
 	pk := b.PK != nil && h.Alg == jwa.EdDSA().String()
-	if pair && pk {
-		pair = peekUse(token) == UseAccess
-		pk = !pair
-	}
+	// When both kinds take the alg, token_use chooses.
+	pair := b.Pair != nil && h.Alg == b.Pair.Alg.String() && (!pk || peekUse(token) == UseAccess)
 	switch {
 	case pair:
 		return b.Pair.VerifyAccess(r.Context(), token)

@@ -28,19 +28,17 @@ type userEntry struct {
 // Principal returns the principal of an enabled user, authenticated by the
 // scheme named, or EUNAUTHORIZED.
 func (c *UserCache) Principal(ctx context.Context, userID, scheme string) (*yard.Principal, error) {
-	now := c.Now()
-	e, hit := c.cache.get(userID, now, c.TTL)
-	if !hit {
+	e, err := c.cache.getOrLoad(userID, c.Now(), c.TTL, 100000, func() (userEntry, error) {
 		u, err := c.Users.FindUserByID(ctx, userID)
-		switch {
-		case yard.ErrorCode(err) == yard.ENOTFOUND:
-			e = userEntry{}
-		case err != nil:
-			return nil, err
-		default:
-			e = userEntry{p: yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}, ok: !u.Disabled}
+		if yard.ErrorCode(err) == yard.ENOTFOUND {
+			return userEntry{}, nil // remembered: refused until TTL
+		} else if err != nil {
+			return userEntry{}, err
 		}
-		c.cache.put(userID, e, now, 100000)
+		return userEntry{p: yard.Principal{UserID: u.ID, Name: u.Name, Roles: u.Roles}, ok: !u.Disabled}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !e.ok {
 		return nil, yard.Errorf(yard.EUNAUTHORIZED, "The account does not exist or is disabled.")

@@ -120,10 +120,8 @@ func Parse(s string, strict bool) ([]Param, error) {
 			return nil, ErrSyntax // two parameters without a comma
 		}
 		i++
-		if strict {
-			if skipOWS(); i >= n {
-				return nil, ErrElement // a trailing comma
-			}
+		if skipOWS(); strict && i >= n {
+			return nil, ErrElement // a trailing comma
 		}
 	}
 	if len(out) == 0 {

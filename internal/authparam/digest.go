@@ -44,15 +44,7 @@ type DigestAnswer struct {
 // as given; MD5 (in any case) hashes with MD5, anything else with
 // SHA-256. The opaque of the challenge, when it has one, is echoed.
 func AnswerDigest(ch map[string]string, algorithm, username, password, method, uri, nc, cnonce string) DigestAnswer {
-	h := sha256.New
-	if strings.EqualFold(algorithm, "MD5") {
-		h = md5.New
-	}
-	sum := func(s string) string {
-		x := h()
-		x.Write([]byte(s))
-		return hex.EncodeToString(x.Sum(nil))
-	}
+	sum := func(s string) string { return DigestHash(algorithm, s) }
 	a := DigestAnswer{HA1: sum(username + ":" + ch["realm"] + ":" + password), HA2: sum(method + ":" + uri)}
 	a.Response = sum(a.HA1 + ":" + ch["nonce"] + ":" + nc + ":" + cnonce + ":auth:" + a.HA2)
 	a.Authorization = "Digest username=" + Quote(username) + ", realm=" + Quote(ch["realm"]) + ", nonce=" + Quote(ch["nonce"]) +
@@ -61,4 +53,18 @@ func AnswerDigest(ch map[string]string, algorithm, username, password, method, u
 		a.Authorization += ", opaque=" + Quote(o)
 	}
 	return a
+}
+
+// DigestHash is the lower-case hex hash of s with the Digest algorithm
+// named (RFC 7616 §3.4.1): MD5 (in any case) hashes with MD5, anything
+// else with SHA-256. The server's checks and the clients' answers hash
+// with it alike.
+func DigestHash(algorithm, s string) string {
+	h := sha256.New
+	if strings.EqualFold(algorithm, "MD5") {
+		h = md5.New
+	}
+	x := h()
+	x.Write([]byte(s))
+	return hex.EncodeToString(x.Sum(nil))
 }

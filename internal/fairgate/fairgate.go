@@ -133,15 +133,13 @@ func (g *Gate) Acquire(ctx context.Context, key string) error {
 	g.waiting++
 	g.mu.Unlock()
 
-	t := time.NewTimer(g.cfg.MaxWait)
-	defer t.Stop()
 	var err error
 	select {
 	case <-w.ready:
 		return nil
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-t.C:
+	case <-time.After(g.cfg.MaxWait): // collected once unreachable (Go 1.23)
 		err = ErrBusy
 	}
 	g.mu.Lock()

@@ -117,18 +117,14 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 // baseEnv (OTEL_EXPORTER_OTLP_ENDPOINT, to which /v1/traces is added, as
 // the OpenTelemetry specification says). "" means tracing is off.
 func Endpoint(flag, tracesEnv, baseEnv string) (string, error) {
-	full := ""
-	switch {
-	case flag != "":
-		full = strings.TrimRight(flag, "/") + "/v1/traces"
-	case tracesEnv != "":
-		full = tracesEnv
-	case baseEnv != "":
-		full = strings.TrimRight(baseEnv, "/") + "/v1/traces"
-	default:
-		return "", nil
+	if flag == "" && tracesEnv != "" {
+		return checkURL(tracesEnv)
 	}
-	return checkURL(full)
+	// flag and baseEnv are both base URLs.
+	if base := cmp.Or(flag, baseEnv); base != "" {
+		return checkURL(strings.TrimRight(base, "/") + "/v1/traces")
+	}
+	return "", nil
 }
 
 func checkURL(s string) (string, error) {

@@ -36,9 +36,6 @@ type Span struct {
 	// (service.name, service.instance.id, ...).
 	Attrs    map[string]string
 	Resource map[string]string
-	Status   tracepb.Status_StatusCode
-	// Links are the trace ids of the span's links.
-	Links []string
 }
 
 // Receiver is a running OTLP/HTTP receiver.
@@ -111,13 +108,8 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		res := attrMap(rs.GetResource().GetAttributes())
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
-				sp := Span{Name: s.GetName(), TraceID: hex.EncodeToString(s.GetTraceId()), SpanID: hex.EncodeToString(s.GetSpanId()),
-					ParentID: hex.EncodeToString(s.GetParentSpanId()), Kind: s.GetKind(), Attrs: attrMap(s.GetAttributes()),
-					Resource: res, Status: s.GetStatus().GetCode()}
-				for _, l := range s.GetLinks() {
-					sp.Links = append(sp.Links, hex.EncodeToString(l.GetTraceId()))
-				}
-				got = append(got, sp)
+				got = append(got, Span{Name: s.GetName(), TraceID: hex.EncodeToString(s.GetTraceId()), SpanID: hex.EncodeToString(s.GetSpanId()),
+					ParentID: hex.EncodeToString(s.GetParentSpanId()), Kind: s.GetKind(), Attrs: attrMap(s.GetAttributes()), Resource: res})
 			}
 		}
 	}
