@@ -72,20 +72,14 @@ func (s *Server) handleCreateBackup(w http.ResponseWriter, r *http.Request) {
 // handleListBackups is a page of the backups, newest first
 // (administrators).
 func (s *Server) handleListBackups(w http.ResponseWriter, r *http.Request) {
-	p, err := s.pageOf(r)
-	var b Backups
-	if err == nil {
-		b, err = s.backups()
-	}
-	var all []yard.Backup
-	if err == nil {
-		all, err = b.ListBackups(r.Context())
-	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writePage(w, r, pageViews(all[min(p.Offset, len(all)):min(p.Offset+p.Max, len(all))], p, newBackupView), len(all), p)
+	writePagedList(s, w, r, func(ctx context.Context, p yard.Page) ([]yard.Backup, int, error) {
+		b, err := s.backups()
+		var all []yard.Backup
+		if err == nil {
+			all, err = b.ListBackups(ctx)
+		}
+		return window(all, p), len(all), err
+	}, newBackupView)
 }
 
 // handleGetBackup is one backup's metadata (administrators).

@@ -357,7 +357,7 @@ func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request
 		return
 	}
 	names := map[string]string{}
-	items := pageViews(list[min(page.Offset, len(list)):min(page.Offset+page.Max, len(list))], page, func(t *yard.OAuthToken) authorizationView {
+	items := pageViews(window(list, page), page, func(t *yard.OAuthToken) authorizationView {
 		name, ok := names[t.ConsumerKey]
 		if !ok {
 			if c, err := o.Store.FindOAuthConsumer(r.Context(), t.ConsumerKey); err == nil {
