@@ -138,29 +138,22 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 		if err != nil {
 			return nil, yard.Errorf(yard.EMALFORMED, "The form body cannot be parsed.")
 		}
+		strs := map[string]*string{"username": &in.Username, "password": &in.Password}
+		flags := map[string]**bool{"bind_ip": &in.BindIP, "include_password_hash": &in.IncludePasswordHash}
 		for k, v := range form {
-			if len(v) != 1 {
-				f := unknownLoginField(allowPK)
-				if k == "username" || k == "password" || k == "bind_ip" || k == "include_password_hash" {
-					f = yard.FieldError{Field: k, Message: "must appear once"}
-				}
-				return nil, yard.Invalid("A form field is repeated.", f)
-			}
-			switch k {
-			case "username":
-				in.Username = v[0]
-			case "password":
-				in.Password = v[0]
-			case "bind_ip", "include_password_hash":
-				if !allowPK {
-					return nil, yard.Invalid("The request body has an unknown field.", yard.FieldError{Field: k, Message: "is not a field of this resource"})
-				}
+			str, flag := strs[k], flags[k]
+			switch {
+			case len(v) != 1 && (str != nil || flag != nil):
+				return nil, yard.Invalid("A form field is repeated.", yard.FieldError{Field: k, Message: "must appear once"})
+			case len(v) != 1:
+				return nil, yard.Invalid("A form field is repeated.", unknownLoginField(allowPK))
+			case str != nil:
+				*str = v[0]
+			case flag != nil && allowPK:
 				b := v[0] == "true" || v[0] == "1" || v[0] == "on"
-				if k == "bind_ip" {
-					in.BindIP = &b
-				} else {
-					in.IncludePasswordHash = &b
-				}
+				*flag = &b
+			case flag != nil:
+				return nil, yard.Invalid("The request body has an unknown field.", yard.FieldError{Field: k, Message: "is not a field of this resource"})
 			default:
 				return nil, yard.Invalid("The request body has an unknown field.", unknownLoginField(allowPK))
 			}
