@@ -64,31 +64,20 @@ type writeBody interface {
 	refuseNulls(allowed ...string) error
 }
 
-// decodeCreate reads the body of a POST that makes a kind ("car"): no id
-// (the server chooses it), every required field, no null member but the
-// allowed ones.
-func decodeCreate[T writeBody](r *http.Request, kind string, allowed ...string) (T, error) {
+// decodeWrite reads the body of a write of a kind ("car"): no null member
+// but the allowed ones, every required field when full (POST, PUT), and
+// an id, when the body has one, that is id, the resource's; a POST (id
+// "") takes none, the server chooses it.
+func decodeWrite[T writeBody](r *http.Request, kind, id string, full bool, allowed ...string) (T, error) {
 	in, err := decode[T](r)
 	if err == nil {
 		err = in.refuseNulls(allowed...)
 	}
-	if err == nil && in.bodyID() != nil {
+	switch b := in.bodyID(); {
+	case err != nil || b == nil:
+	case id == "":
 		err = yard.Invalid("The id of a new "+kind+" is chosen by the server (or by the URI of a PUT).", yard.FieldError{Field: "id", Message: "is chosen by the server"})
-	}
-	if err == nil {
-		err = in.full()
-	}
-	return in, err
-}
-
-// decodeAt reads the body of a PUT (full) or a PATCH of the resource whose
-// id is id: the body's id, when it has one, must be id.
-func decodeAt[T writeBody](r *http.Request, id string, full bool, allowed ...string) (T, error) {
-	in, err := decode[T](r)
-	if err == nil {
-		err = in.refuseNulls(allowed...)
-	}
-	if b := in.bodyID(); err == nil && b != nil && *b != id {
+	case *b != id:
 		err = yard.Invalid("The id in the body differs from the id in the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"})
 	}
 	if err == nil && full {
@@ -118,7 +107,7 @@ func required(message string, missing map[string]bool) error {
 }
 
 func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
-	in, err := decodeCreate[carWrite](r, "car", "garage")
+	in, err := decodeWrite[carWrite](r, "car", "", true, "garage")
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -138,7 +127,7 @@ func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleWriteCar(put bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("car_id")
-		in, err := decodeAt[carWrite](r, id, put, "garage")
+		in, err := decodeWrite[carWrite](r, "car", id, put, "garage")
 		if err == nil {
 			err = s.carPreconditions(r, id, put)
 		}
@@ -218,7 +207,7 @@ func (in garageWrite) full() error {
 }
 
 func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
-	in, err := decodeCreate[garageWrite](r, "garage")
+	in, err := decodeWrite[garageWrite](r, "garage", "", true)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -240,7 +229,7 @@ func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleWriteGarage(put bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("garage_id")
-		in, err := decodeAt[garageWrite](r, id, put)
+		in, err := decodeWrite[garageWrite](r, "garage", id, put)
 		if err == nil {
 			err = s.garagePreconditions(r, id, put)
 		}
