@@ -127,7 +127,7 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 			addResponse(resp, "400", "BadRequest")
 			// First, so that its 503 names busy password hashing too.
 			if _, has401 := resp["401"]; has401 {
-				addCredentialParams(o, credParams)
+				addCredentialParams(o, resp, credParams)
 			}
 			// Any operation may meet a store that cannot be reached
 			// (docs/api.md, "503 Service Unavailable").
