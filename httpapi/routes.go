@@ -28,9 +28,9 @@ func (s *Server) registerRoutes() {
 
 	// Backups of the store (backups.go; docs/api.md, "Backups"):
 	// administrators only, never the files' bytes.
-	s.handle("POST", "/v1/backups", s.adminOnly(s.handleCreateBackup))
+	s.handle("POST", "/v1/backups", s.adminOnly(loaded(s, s.backups, s.handleCreateBackup)))
 	s.handle("GET", "/v1/backups", s.adminOnly(s.handleListBackups))
-	s.handle("GET", "/v1/backups/{name}", s.adminOnly(s.handleGetBackup))
+	s.handle("GET", "/v1/backups/{name}", s.adminOnly(loaded(s, s.backups, s.handleGetBackup)))
 
 	// Dogs (v1). The dog's identity has the trailing slash; the bare form
 	// redirects there with 308 for every method.
