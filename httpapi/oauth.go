@@ -67,12 +67,8 @@ type consumerWrite struct {
 }
 
 // handleCreateConsumer is POST /oauth/consumers (admin).
-func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauthManager(r)
-	var in consumerWrite
-	if err == nil {
-		in, err = decode[consumerWrite](r)
-	}
+func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
+	in, err := decode[consumerWrite](r)
 	if err == nil {
 		fields := fieldIf(nil, in.Name == nil || !validName(*in.Name), "name", "is required: 1 to 100 characters, no control characters")
 		if in.CallbackURL != nil && *in.CallbackURL != "" {
@@ -101,22 +97,13 @@ func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleListConsumers is GET /oauth/consumers (admin).
-func (s *Server) handleListConsumers(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauthManager(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleListConsumers(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
 	writePagedList(s, w, r, o.Store.ListOAuthConsumers, s.newConsumerView)
 }
 
 // handleGetConsumer is GET /oauth/consumers/{key} (admin).
-func (s *Server) handleGetConsumer(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauthManager(r)
-	var c *yard.OAuthConsumer
-	if err == nil {
-		c, err = o.Store.FindOAuthConsumer(r.Context(), r.PathValue("key"))
-	}
+func (s *Server) handleGetConsumer(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
+	c, err := o.Store.FindOAuthConsumer(r.Context(), r.PathValue("key"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -126,12 +113,8 @@ func (s *Server) handleGetConsumer(w http.ResponseWriter, r *http.Request) {
 
 // handleDeleteConsumer is DELETE /oauth/consumers/{key} (admin): the
 // consumer and every token it holds are gone.
-func (s *Server) handleDeleteConsumer(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauthManager(r)
-	ok := false
-	if err == nil {
-		ok, err = o.DeleteConsumer(r.Context(), r.PathValue("key"))
-	}
+func (s *Server) handleDeleteConsumer(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
+	ok, err := o.DeleteConsumer(r.Context(), r.PathValue("key"))
 	if err == nil && !ok {
 		err = yard.Errorf(yard.ENOTFOUND, "No OAuth consumer has this key.")
 	}
@@ -336,12 +319,7 @@ type authorizationView struct {
 // handleListAuthorizations is GET /oauth/authorizations: the applications
 // the caller allowed; an administrator sees everyone's, or one user's with
 // ?userId=.
-func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauthManager(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
 	page, params, err := yard.ReadParams(s.grammarQuery(r), yard.Paging{}, "userId")
 	p := yard.PrincipalFromContext(r.Context())
 	user := p.UserID
@@ -373,12 +351,8 @@ func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request
 
 // handleRevokeAuthorization is DELETE /oauth/authorizations/{id}: the user
 // who allowed it, or an administrator, revokes an access token.
-func (s *Server) handleRevokeAuthorization(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauthManager(r)
-	var t *yard.OAuthToken
-	if err == nil {
-		t, err = o.Store.FindOAuthAccess(r.Context(), r.PathValue("id"))
-	}
+func (s *Server) handleRevokeAuthorization(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
+	t, err := o.Store.FindOAuthAccess(r.Context(), r.PathValue("id"))
 	p := yard.PrincipalFromContext(r.Context())
 	if err == nil && t.UserID != p.UserID && !p.IsAdmin() {
 		// Someone else's authorization does not exist for this caller.

@@ -141,16 +141,16 @@ func (s *Server) registerRoutes() {
 
 	// OAuth 1.0a provider (oauth.go; docs/auth.md): consumers (admin), the
 	// three endpoints of the flow, and the applications a user allowed.
-	s.handle("POST", "/oauth/consumers", s.adminOnly(s.handleCreateConsumer))
-	s.handle("GET", "/oauth/consumers", s.adminOnly(s.handleListConsumers))
-	s.handle("GET", "/oauth/consumers/{key}", s.adminOnly(s.handleGetConsumer))
-	s.handle("DELETE", "/oauth/consumers/{key}", s.adminOnly(s.handleDeleteConsumer))
+	s.handle("POST", "/oauth/consumers", s.adminOnly(loaded(s, s.oauthManager, s.handleCreateConsumer)))
+	s.handle("GET", "/oauth/consumers", s.adminOnly(loaded(s, s.oauthManager, s.handleListConsumers)))
+	s.handle("GET", "/oauth/consumers/{key}", s.adminOnly(loaded(s, s.oauthManager, s.handleGetConsumer)))
+	s.handle("DELETE", "/oauth/consumers/{key}", s.adminOnly(loaded(s, s.oauthManager, s.handleDeleteConsumer)))
 	s.handle("POST", "/oauth/request_token", s.handleRequestToken)
 	s.handle("GET", "/oauth/authorize", s.page(s.handleAuthorize))
 	s.handle("POST", "/oauth/authorize", s.page(s.handleAuthorize))
 	s.handle("POST", "/oauth/access_token", s.handleAccessToken)
-	s.handle("GET", "/oauth/authorizations", s.authenticated(s.handleListAuthorizations))
-	s.handle("DELETE", "/oauth/authorizations/{id}", s.authenticated(s.handleRevokeAuthorization))
+	s.handle("GET", "/oauth/authorizations", s.authenticated(loaded(s, s.oauthManager, s.handleListAuthorizations)))
+	s.handle("DELETE", "/oauth/authorizations/{id}", s.authenticated(loaded(s, s.oauthManager, s.handleRevokeAuthorization)))
 
 	// OpenID 2.0 provider (openid.go): discovery documents, the provider
 	// endpoint (direct requests by POST, checkid by GET) and the
