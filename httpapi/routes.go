@@ -60,10 +60,10 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/auth/refresh", s.handleRefresh)
 	s.handle("POST", "/auth/logout", s.handleLogout)
 	s.handle("POST", "/auth/pk-token", s.handlePKToken)
-	s.handle("GET", "/.well-known/jwks.json", s.handleJWKS)
-	s.handle("POST", "/apikeys", s.authenticated(s.handleCreateAPIKey))
-	s.handle("GET", "/apikeys/{apiKey}", s.authenticated(s.handleGetAPIKey))
-	s.handle("DELETE", "/apikeys/{apiKey}", s.authenticated(s.handleDeleteAPIKey))
+	s.handle("GET", "/.well-known/jwks.json", loaded(s, s.kit, s.handleJWKS))
+	s.handle("POST", "/apikeys", s.authenticated(loaded(s, s.kit, s.handleCreateAPIKey)))
+	s.handle("GET", "/apikeys/{apiKey}", s.authenticated(loaded(s, s.kit, s.handleGetAPIKey)))
+	s.handle("DELETE", "/apikeys/{apiKey}", s.authenticated(loaded(s, s.kit, s.handleDeleteAPIKey)))
 	// Bark actions (docs/barks.md): bark tasks, the single bark, and the
 	// bark-schedule view of the schedule (the PATCH of the dog is the other).
 	s.handle("POST", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleBark(true)))
@@ -78,7 +78,7 @@ func (s *Server) registerRoutes() {
 
 	// Events (docs/events.md): a stream or pages of the principal's
 	// events.
-	s.handle("GET", "/v1/events", s.authenticated(s.handleEvents))
+	s.handle("GET", "/v1/events", s.authenticated(loaded(s, s.parseEventQuery, s.handleEvents)))
 	// Webhooks (docs/events.md, "Webhooks").
 	s.handle("POST", "/v1/webhooks", s.authenticated(s.handleCreateWebhook))
 	s.handle("GET", "/v1/webhooks", s.authenticated(s.handleListWebhooks))
