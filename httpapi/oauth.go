@@ -18,8 +18,9 @@ import (
 // flow, and the revocation of what a user allowed. Signed calls on the
 // protected endpoints go through the authentication chain (auth/oauth1.go).
 
-// oauth returns the provider, or an error when the server runs without it.
-func (s *Server) oauth() (*auth.OAuth1, error) {
+// oauth returns the provider (for any request: loaded's signature), or an
+// error when the server runs without it.
+func (s *Server) oauth(*http.Request) (*auth.OAuth1, error) {
 	if s.deps.Kit == nil || s.deps.Kit.OAuth1 == nil {
 		return nil, yard.Errorf(yard.EUNAVAILABLE, "This server does not offer OAuth 1.0a.")
 	}
@@ -30,7 +31,7 @@ func (s *Server) oauth() (*auth.OAuth1, error) {
 // consumer acting for a user is refused: an application may not register
 // consumers or revoke other applications in the user's name.
 func (s *Server) oauthManager(r *http.Request) (*auth.OAuth1, error) {
-	o, err := s.oauth()
+	o, err := s.oauth(r)
 	if p := yard.PrincipalFromContext(r.Context()); err == nil && p != nil && p.Scheme == "oauth" {
 		err = yard.Errorf(yard.EFORBIDDEN, "An OAuth consumer cannot manage OAuth consumers or authorizations; sign in as the user.")
 	}
@@ -162,26 +163,21 @@ func writeForm(w http.ResponseWriter, status int, form url.Values) {
 
 // handleRequestToken is POST /oauth/request_token: temporary credentials
 // (RFC 5849 §2.1).
-func (s *Server) handleRequestToken(w http.ResponseWriter, r *http.Request) {
-	s.issueOAuthToken(w, r, "", (*auth.OAuth1).IssueRequestToken, url.Values{"oauth_callback_confirmed": {"true"}})
+func (s *Server) handleRequestToken(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
+	s.issueOAuthToken(w, r, o, "", (*auth.OAuth1).IssueRequestToken, url.Values{"oauth_callback_confirmed": {"true"}})
 }
 
 // handleAccessToken is POST /oauth/access_token: token credentials (RFC
 // 5849 §2.3) for an authorised request token and its verifier, once.
-func (s *Server) handleAccessToken(w http.ResponseWriter, r *http.Request) {
-	s.issueOAuthToken(w, r, yard.OAuthRequestToken, (*auth.OAuth1).IssueAccessToken, url.Values{})
+func (s *Server) handleAccessToken(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
+	s.issueOAuthToken(w, r, o, yard.OAuthRequestToken, (*auth.OAuth1).IssueAccessToken, url.Values{})
 }
 
-// issueOAuthToken verifies a signed request that carries a token of kind
-// ("" for none) and answers the credentials issue makes, with the extra
-// parameters, as a form.
-func (s *Server) issueOAuthToken(w http.ResponseWriter, r *http.Request, kind string,
+// issueOAuthToken verifies with o a signed request that carries a token of
+// kind ("" for none) and answers the credentials issue makes, with the
+// extra parameters, as a form.
+func (s *Server) issueOAuthToken(w http.ResponseWriter, r *http.Request, o *auth.OAuth1, kind string,
 	issue func(*auth.OAuth1, context.Context, *auth.OAuthVerified) (string, string, error), form url.Values) {
-	o, err := s.oauth()
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
 	v, err := o.Verify(r, kind)
 	var token, secret string
 	if err == nil {
@@ -226,7 +222,7 @@ func (s *Server) authorizeTarget(p *pages.Pages, w http.ResponseWriter, r *http.
 // handleAuthorize is GET and POST /oauth/authorize: the resource owner
 // signs in if needed, then allows or denies the consumer (RFC 5849 §2.2).
 func (s *Server) handleAuthorize(p *pages.Pages, w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
+	o, err := s.oauth(r)
 	if err != nil {
 		p.Error(w, r, http.StatusServiceUnavailable, "Not available", "This server does not offer OAuth 1.0a.")
 		return

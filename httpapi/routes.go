@@ -145,10 +145,10 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/oauth/consumers", s.adminOnly(loaded(s, s.oauthManager, s.handleListConsumers)))
 	s.handle("GET", "/oauth/consumers/{key}", s.adminOnly(loaded(s, s.oauthManager, s.handleGetConsumer)))
 	s.handle("DELETE", "/oauth/consumers/{key}", s.adminOnly(loaded(s, s.oauthManager, s.handleDeleteConsumer)))
-	s.handle("POST", "/oauth/request_token", s.handleRequestToken)
+	s.handle("POST", "/oauth/request_token", loaded(s, s.oauth, s.handleRequestToken))
 	s.handle("GET", "/oauth/authorize", s.page(s.handleAuthorize))
 	s.handle("POST", "/oauth/authorize", s.page(s.handleAuthorize))
-	s.handle("POST", "/oauth/access_token", s.handleAccessToken)
+	s.handle("POST", "/oauth/access_token", loaded(s, s.oauth, s.handleAccessToken))
 	s.handle("GET", "/oauth/authorizations", s.authenticated(loaded(s, s.oauthManager, s.handleListAuthorizations)))
 	s.handle("DELETE", "/oauth/authorizations/{id}", s.authenticated(loaded(s, s.oauthManager, s.handleRevokeAuthorization)))
 
