@@ -183,13 +183,19 @@ func storedPreconditions[T any](r *http.Request, id string, put bool, noun strin
 	return writePreconditions(r, etag, modified, noun)
 }
 
-func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("car_id")
-	err := s.carPreconditions(r, id, false)
-	if err == nil {
-		err = s.db.cars.DeleteCar(r.Context(), id)
+// handleDelete answers the DELETE of a car or a garage, the resource
+// whose id is the path's wildcard param: 204 once its preconditions hold
+// (preconditions, as for a write) and del removed it from the store.
+func (s *Server) handleDelete(param string, preconditions func(*http.Request, string, bool) error,
+	del func(carStore, context.Context, string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue(param)
+		err := preconditions(r, id, false)
+		if err == nil {
+			err = del(s.db.cars, r.Context(), id)
+		}
+		s.writeNoContent(w, r, err)
 	}
-	s.writeNoContent(w, r, err)
 }
 
 // garageWrite is the body of a garage write. carCount is read-only: it
@@ -249,15 +255,6 @@ func (s *Server) handleWriteGarage(put bool) http.HandlerFunc {
 		}
 		s.writeReplaced(w, r, created, yard.GaragePath(id), newGarageView(g), time.Time{})
 	}
-}
-
-func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("garage_id")
-	err := s.garagePreconditions(r, id, false)
-	if err == nil {
-		err = s.db.cars.DeleteGarage(r.Context(), id)
-	}
-	s.writeNoContent(w, r, err)
 }
 
 // checkCarCount refuses a carCount in a garage's body that is not the

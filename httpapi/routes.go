@@ -92,7 +92,7 @@ func (s *Server) registerRoutes() {
 	s.handleIndexRead("/cars/{car_id}", s.handleGetCar)
 	s.handle("PUT", "/cars/{car_id}", s.adminOnly(s.handleWriteCar(true)))
 	s.handle("PATCH", "/cars/{car_id}", s.adminOnly(s.handleWriteCar(false)))
-	s.handle("DELETE", "/cars/{car_id}", s.adminOnly(s.handleDeleteCar))
+	s.handle("DELETE", "/cars/{car_id}", s.adminOnly(s.handleDelete("car_id", s.carPreconditions, carStore.DeleteCar)))
 	for _, p := range []string{"/cars", "/cars/search", "/cars/search/all", "/cars/search/by-parameters", "/cars/search/by-vendor"} {
 		s.handleIndexRead(p, s.handleListCars)
 	}
@@ -101,7 +101,7 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/garages/{garage_id}", s.publicRead(s.handleGetGarage))
 	s.handle("PUT", "/garages/{garage_id}", s.adminOnly(s.handleWriteGarage(true)))
 	s.handle("PATCH", "/garages/{garage_id}", s.adminOnly(s.handleWriteGarage(false)))
-	s.handle("DELETE", "/garages/{garage_id}", s.adminOnly(s.handleDeleteGarage))
+	s.handle("DELETE", "/garages/{garage_id}", s.adminOnly(s.handleDelete("garage_id", s.garagePreconditions, carStore.DeleteGarage)))
 	s.handle("GET", "/garages", s.publicRead(s.handleListGarages))
 	s.handle("POST", "/garages", s.adminOnly(s.handleCreateGarage))
 	s.handle("GET", "/garage/{garage_id}/cars", s.publicRead(s.handleGarageCars))
