@@ -22,8 +22,9 @@ import (
 // API keys for signed requests. Every response that carries a secret is
 // Cache-Control: no-store.
 
-// kit returns the schemes, or an error when the server runs without them.
-func (s *Server) kit() (*auth.Kit, error) {
+// kit returns the schemes (for any request: loaded's signature), or an
+// error when the server runs without them.
+func (s *Server) kit(*http.Request) (*auth.Kit, error) {
 	if s.deps.Kit == nil {
 		return nil, yard.Errorf(yard.EUNAVAILABLE, "This server does not offer this authentication scheme.")
 	}
@@ -39,8 +40,8 @@ func noStore(w http.ResponseWriter) {
 // overTLS is kit for a request that carries credentials: the schemes
 // kit returns, refusing credentials that arrived over plain HTTP
 // (docs/api.md, HTTP).
-func overTLS(r *http.Request, kit func() (*auth.Kit, error)) (*auth.Kit, error) {
-	k, err := kit()
+func overTLS(r *http.Request, kit func(*http.Request) (*auth.Kit, error)) (*auth.Kit, error) {
+	k, err := kit(r)
 	if err == nil && r.TLS == nil {
 		err = yard.Errorf(yard.EUNAUTHORIZED, "Credentials are accepted over HTTPS only.")
 	}
@@ -51,7 +52,7 @@ func overTLS(r *http.Request, kit func() (*auth.Kit, error)) (*auth.Kit, error) 
 // which refuses on a server without them), HTTPS only, the endpoint's own
 // check (check may be nil), the sign-in body (allowPK admits the
 // public-key token flags), then the password (Kit.Login).
-func signIn(r *http.Request, kit func() (*auth.Kit, error), allowPK bool, check func(*auth.Kit) error) (*auth.Kit, *loginBody, *yard.User, error) {
+func signIn(r *http.Request, kit func(*http.Request) (*auth.Kit, error), allowPK bool, check func(*auth.Kit) error) (*auth.Kit, *loginBody, *yard.User, error) {
 	k, err := overTLS(r, kit)
 	if err == nil && check != nil {
 		err = check(k)
@@ -138,29 +139,22 @@ func decodeLogin(r *http.Request, allowPK bool) (*loginBody, error) {
 		if err != nil {
 			return nil, yard.Errorf(yard.EMALFORMED, "The form body cannot be parsed.")
 		}
+		strs := map[string]*string{"username": &in.Username, "password": &in.Password}
+		flags := map[string]**bool{"bind_ip": &in.BindIP, "include_password_hash": &in.IncludePasswordHash}
 		for k, v := range form {
-			if len(v) != 1 {
-				f := unknownLoginField(allowPK)
-				if k == "username" || k == "password" || k == "bind_ip" || k == "include_password_hash" {
-					f = yard.FieldError{Field: k, Message: "must appear once"}
-				}
-				return nil, yard.Invalid("A form field is repeated.", f)
-			}
-			switch k {
-			case "username":
-				in.Username = v[0]
-			case "password":
-				in.Password = v[0]
-			case "bind_ip", "include_password_hash":
-				if !allowPK {
-					return nil, yard.Invalid("The request body has an unknown field.", yard.FieldError{Field: k, Message: "is not a field of this resource"})
-				}
+			str, flag := strs[k], flags[k]
+			switch {
+			case len(v) != 1 && (str != nil || flag != nil):
+				return nil, yard.Invalid("A form field is repeated.", yard.FieldError{Field: k, Message: "must appear once"})
+			case len(v) != 1:
+				return nil, yard.Invalid("A form field is repeated.", unknownLoginField(allowPK))
+			case str != nil:
+				*str = v[0]
+			case flag != nil && allowPK:
 				b := v[0] == "true" || v[0] == "1" || v[0] == "on"
-				if k == "bind_ip" {
-					in.BindIP = &b
-				} else {
-					in.IncludePasswordHash = &b
-				}
+				*flag = &b
+			case flag != nil:
+				return nil, yard.Invalid("The request body has an unknown field.", yard.FieldError{Field: k, Message: "is not a field of this resource"})
 			default:
 				return nil, yard.Invalid("The request body has an unknown field.", unknownLoginField(allowPK))
 			}
@@ -310,8 +304,8 @@ func (s *Server) handleDeleteSession(w http.ResponseWriter, r *http.Request) {
 }
 
 // tokens returns the token pair service, or an error on a verify-only server.
-func (s *Server) tokens() (*auth.Kit, error) {
-	k, err := s.kit()
+func (s *Server) tokens(r *http.Request) (*auth.Kit, error) {
+	k, err := s.kit(r)
 	if err == nil && k.Tokens == nil {
 		err = yard.Errorf(yard.EUNAVAILABLE, "This server only verifies tokens; sign in at the issuing server.")
 	}
@@ -410,12 +404,8 @@ func (s *Server) handlePKToken(w http.ResponseWriter, r *http.Request) {
 // public-key tokens and, when the token pair is EdDSA or ES256, its tokens
 // (RFC 7517 §5), including a rotated-out key until the tokens it signed
 // have expired.
-func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
-	k, err := s.kit()
-	var body []byte
-	if err == nil {
-		body, err = k.JWKS()
-	}
+func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request, k *auth.Kit) {
+	body, err := k.JWKS()
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -436,13 +426,9 @@ type apiKeyView struct {
 
 // handleCreateAPIKey is POST /apikeys: a new key for the caller; the
 // secret is shown once.
-func (s *Server) handleCreateAPIKey(w http.ResponseWriter, r *http.Request) {
-	k, err := s.kit()
-	if err == nil {
-		// The body may be left out; when sent it is an empty object.
-		_, err = decodeOptional[struct{}](r)
-	}
-	if err != nil {
+func (s *Server) handleCreateAPIKey(w http.ResponseWriter, r *http.Request, k *auth.Kit) {
+	// The body may be left out; when sent it is an empty object.
+	if _, err := decodeOptional[struct{}](r); err != nil {
 		s.error(w, r, err)
 		return
 	}
@@ -462,22 +448,19 @@ func (s *Server) handleCreateAPIKey(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, apiKeyView{APIKey: key.ID, Secret: plain, UserID: key.UserID, CreatedAt: Timestamp(key.CreatedAt)})
 }
 
-// ownAPIKey finds an API key the caller owns (or any, for an admin).
-func (s *Server) ownAPIKey(r *http.Request) (*auth.Kit, *yard.APIKey, error) {
-	k, err := s.kit()
-	var key *yard.APIKey
-	if err == nil {
-		key, err = k.Store.FindAPIKey(r.Context(), r.PathValue("apiKey"))
-	}
+// ownAPIKey finds the API key of the path if the caller owns it (or any,
+// for an admin).
+func ownAPIKey(r *http.Request, k *auth.Kit) (*yard.APIKey, error) {
+	key, err := k.Store.FindAPIKey(r.Context(), r.PathValue("apiKey"))
 	if p := yard.PrincipalFromContext(r.Context()); err == nil && p.UserID != key.UserID && !p.IsAdmin() {
 		err = yard.Errorf(yard.EFORBIDDEN, "This API key belongs to another person.")
 	}
-	return k, key, err
+	return key, err
 }
 
 // handleGetAPIKey is GET /apikeys/{apiKey}: the key without its secret.
-func (s *Server) handleGetAPIKey(w http.ResponseWriter, r *http.Request) {
-	_, key, err := s.ownAPIKey(r)
+func (s *Server) handleGetAPIKey(w http.ResponseWriter, r *http.Request, k *auth.Kit) {
+	key, err := ownAPIKey(r, k)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -486,8 +469,8 @@ func (s *Server) handleGetAPIKey(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleDeleteAPIKey is DELETE /apikeys/{apiKey}.
-func (s *Server) handleDeleteAPIKey(w http.ResponseWriter, r *http.Request) {
-	k, key, err := s.ownAPIKey(r)
+func (s *Server) handleDeleteAPIKey(w http.ResponseWriter, r *http.Request, k *auth.Kit) {
+	key, err := ownAPIKey(r, k)
 	if err == nil {
 		_, err = k.Store.DeleteAPIKey(r.Context(), key.ID)
 	}

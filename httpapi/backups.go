@@ -42,9 +42,9 @@ func newBackupView(b yard.Backup) backupView {
 	return backupView{Name: b.Name, Size: b.Size, CreatedAt: Timestamp(b.CreatedAt)}
 }
 
-// backups returns the backups directory, or 503 when the server was built
-// without one.
-func (s *Server) backups() (Backups, error) {
+// backups returns the backups directory (of any request: loaded's
+// signature), or 503 when the server was built without one.
+func (s *Server) backups(*http.Request) (Backups, error) {
 	if s.deps.Backups == nil {
 		return nil, yard.Errorf(yard.EUNAVAILABLE, "This server takes no backups.")
 	}
@@ -55,12 +55,8 @@ func (s *Server) backups() (Backups, error) {
 // Location. The backup, once begun, is finished even if the client leaves
 // or the store wait passes (it holds no lock a writer waits for), so that
 // its time is not spent for nothing.
-func (s *Server) handleCreateBackup(w http.ResponseWriter, r *http.Request) {
-	b, err := s.backups()
-	var bk yard.Backup
-	if err == nil {
-		bk, err = b.TakeBackup(context.WithoutCancel(r.Context()), BackupInterval)
-	}
+func (s *Server) handleCreateBackup(w http.ResponseWriter, r *http.Request, b Backups) {
+	bk, err := b.TakeBackup(context.WithoutCancel(r.Context()), BackupInterval)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -72,29 +68,19 @@ func (s *Server) handleCreateBackup(w http.ResponseWriter, r *http.Request) {
 // handleListBackups is a page of the backups, newest first
 // (administrators).
 func (s *Server) handleListBackups(w http.ResponseWriter, r *http.Request) {
-	p, err := s.pageOf(r)
-	var b Backups
-	if err == nil {
-		b, err = s.backups()
-	}
-	var all []yard.Backup
-	if err == nil {
-		all, err = b.ListBackups(r.Context())
-	}
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	s.writePage(w, r, pageViews(all[min(p.Offset, len(all)):min(p.Offset+p.Max, len(all))], p, newBackupView), len(all), p)
+	writePagedList(s, w, r, func(ctx context.Context, p yard.Page) ([]yard.Backup, int, error) {
+		b, err := s.backups(r)
+		var all []yard.Backup
+		if err == nil {
+			all, err = b.ListBackups(ctx)
+		}
+		return window(all, p), len(all), err
+	}, newBackupView)
 }
 
 // handleGetBackup is one backup's metadata (administrators).
-func (s *Server) handleGetBackup(w http.ResponseWriter, r *http.Request) {
-	b, err := s.backups()
-	var bk yard.Backup
-	if err == nil {
-		bk, err = b.FindBackup(r.Context(), r.PathValue("name"))
-	}
+func (s *Server) handleGetBackup(w http.ResponseWriter, r *http.Request, b Backups) {
+	bk, err := b.FindBackup(r.Context(), r.PathValue("name"))
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -64,31 +64,20 @@ type writeBody interface {
 	refuseNulls(allowed ...string) error
 }
 
-// decodeCreate reads the body of a POST that makes a kind ("car"): no id
-// (the server chooses it), every required field, no null member but the
-// allowed ones.
-func decodeCreate[T writeBody](r *http.Request, kind string, allowed ...string) (T, error) {
+// decodeWrite reads the body of a write of a kind ("car"): no null member
+// but the allowed ones, every required field when full (POST, PUT), and
+// an id, when the body has one, that is id, the resource's; a POST (id
+// "") takes none, the server chooses it.
+func decodeWrite[T writeBody](r *http.Request, kind, id string, full bool, allowed ...string) (T, error) {
 	in, err := decode[T](r)
 	if err == nil {
 		err = in.refuseNulls(allowed...)
 	}
-	if err == nil && in.bodyID() != nil {
+	switch b := in.bodyID(); {
+	case err != nil || b == nil:
+	case id == "":
 		err = yard.Invalid("The id of a new "+kind+" is chosen by the server (or by the URI of a PUT).", yard.FieldError{Field: "id", Message: "is chosen by the server"})
-	}
-	if err == nil {
-		err = in.full()
-	}
-	return in, err
-}
-
-// decodeAt reads the body of a PUT (full) or a PATCH of the resource whose
-// id is id: the body's id, when it has one, must be id.
-func decodeAt[T writeBody](r *http.Request, id string, full bool, allowed ...string) (T, error) {
-	in, err := decode[T](r)
-	if err == nil {
-		err = in.refuseNulls(allowed...)
-	}
-	if b := in.bodyID(); err == nil && b != nil && *b != id {
+	case *b != id:
 		err = yard.Invalid("The id in the body differs from the id in the URI.", yard.FieldError{Field: "id", Message: "must equal the id in the URI"})
 	}
 	if err == nil && full {
@@ -118,7 +107,7 @@ func required(message string, missing map[string]bool) error {
 }
 
 func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
-	in, err := decodeCreate[carWrite](r, "car", "garage")
+	in, err := decodeWrite[carWrite](r, "car", "", true, "garage")
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -138,7 +127,7 @@ func (s *Server) handleCreateCar(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleWriteCar(put bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("car_id")
-		in, err := decodeAt[carWrite](r, id, put, "garage")
+		in, err := decodeWrite[carWrite](r, "car", id, put, "garage")
 		if err == nil {
 			err = s.carPreconditions(r, id, put)
 		}
@@ -194,13 +183,19 @@ func storedPreconditions[T any](r *http.Request, id string, put bool, noun strin
 	return writePreconditions(r, etag, modified, noun)
 }
 
-func (s *Server) handleDeleteCar(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("car_id")
-	err := s.carPreconditions(r, id, false)
-	if err == nil {
-		err = s.db.cars.DeleteCar(r.Context(), id)
+// handleDelete answers the DELETE of a car or a garage, the resource
+// whose id is the path's wildcard param: 204 once its preconditions hold
+// (preconditions, as for a write) and del removed it from the store.
+func (s *Server) handleDelete(param string, preconditions func(*http.Request, string, bool) error,
+	del func(carStore, context.Context, string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue(param)
+		err := preconditions(r, id, false)
+		if err == nil {
+			err = del(s.db.cars, r.Context(), id)
+		}
+		s.writeNoContent(w, r, err)
 	}
-	s.writeNoContent(w, r, err)
 }
 
 // garageWrite is the body of a garage write. carCount is read-only: it
@@ -218,7 +213,7 @@ func (in garageWrite) full() error {
 }
 
 func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
-	in, err := decodeCreate[garageWrite](r, "garage")
+	in, err := decodeWrite[garageWrite](r, "garage", "", true)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -240,7 +235,7 @@ func (s *Server) handleCreateGarage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleWriteGarage(put bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("garage_id")
-		in, err := decodeAt[garageWrite](r, id, put)
+		in, err := decodeWrite[garageWrite](r, "garage", id, put)
 		if err == nil {
 			err = s.garagePreconditions(r, id, put)
 		}
@@ -260,15 +255,6 @@ func (s *Server) handleWriteGarage(put bool) http.HandlerFunc {
 		}
 		s.writeReplaced(w, r, created, yard.GaragePath(id), newGarageView(g), time.Time{})
 	}
-}
-
-func (s *Server) handleDeleteGarage(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("garage_id")
-	err := s.garagePreconditions(r, id, false)
-	if err == nil {
-		err = s.db.cars.DeleteGarage(r.Context(), id)
-	}
-	s.writeNoContent(w, r, err)
 }
 
 // checkCarCount refuses a carCount in a garage's body that is not the

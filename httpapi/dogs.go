@@ -252,21 +252,13 @@ func sameSchedule(raw json.RawMessage, d *yard.Dog) bool {
 }
 
 func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion) {
-	pg, err := s.pageOf(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	f := yard.DogFilter{Offset: pg.Offset, Limit: pg.Max, Owner: ownedBy(yard.PrincipalFromContext(r.Context()))}
-	dogs, total, err := s.db.dogs.FindDogs(r.Context(), f)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if v.listHeaders != nil {
-		v.listHeaders(s, w)
-	}
-	s.writePage(w, r, pageViews(dogs, pg, func(d *yard.Dog) any { return v.view(s, d) }), total, pg)
+	writePagedList(s, w, r, func(ctx context.Context, pg yard.Page) ([]*yard.Dog, int, error) {
+		dogs, total, err := s.db.dogs.FindDogs(ctx, yard.DogFilter{Offset: pg.Offset, Limit: pg.Max, Owner: ownedBy(yard.PrincipalFromContext(ctx))})
+		if err == nil && v.listHeaders != nil {
+			v.listHeaders(s, w)
+		}
+		return dogs, total, err
+	}, func(d *yard.Dog) any { return v.view(s, d) })
 }
 
 // handleDogRedirect sends every method on /v1/dogs/{id} to the dog's

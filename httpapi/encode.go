@@ -171,6 +171,12 @@ func pageViews[T, V any](items []T, p yard.Page, view func(T) V) []V {
 	return views
 }
 
+// window is the part of all, a whole list held in memory, that page p
+// shows.
+func window[T any](all []T, p yard.Page) []T {
+	return all[min(p.Offset, len(all)):min(p.Offset+p.Max, len(all))]
+}
+
 // writePagedList answers a list that takes only offset and max: find reads
 // the page, view renders each item.
 func writePagedList[T, V any](s *Server, w http.ResponseWriter, r *http.Request,

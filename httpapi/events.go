@@ -197,14 +197,9 @@ type eventPage struct {
 	Next  string            `json:"next"`
 }
 
-// handleEvents answers GET /v1/events: a stream for a client that accepts
-// text/event-stream, else a page of JSON.
-func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
-	q, err := s.parseEventQuery(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+// handleEvents answers GET /v1/events, whose query q is: a stream for a
+// client that accepts text/event-stream, else a page of JSON.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request, q eventQuery) {
 	w.Header().Set("Vary", "Accept")
 	switch negotiate(r.Header.Get("Accept"), "application/json", "text/event-stream") {
 	case "":

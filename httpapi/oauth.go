@@ -18,8 +18,9 @@ import (
 // flow, and the revocation of what a user allowed. Signed calls on the
 // protected endpoints go through the authentication chain (auth/oauth1.go).
 
-// oauth returns the provider, or an error when the server runs without it.
-func (s *Server) oauth() (*auth.OAuth1, error) {
+// oauth returns the provider (for any request: loaded's signature), or an
+// error when the server runs without it.
+func (s *Server) oauth(*http.Request) (*auth.OAuth1, error) {
 	if s.deps.Kit == nil || s.deps.Kit.OAuth1 == nil {
 		return nil, yard.Errorf(yard.EUNAVAILABLE, "This server does not offer OAuth 1.0a.")
 	}
@@ -30,7 +31,7 @@ func (s *Server) oauth() (*auth.OAuth1, error) {
 // consumer acting for a user is refused: an application may not register
 // consumers or revoke other applications in the user's name.
 func (s *Server) oauthManager(r *http.Request) (*auth.OAuth1, error) {
-	o, err := s.oauth()
+	o, err := s.oauth(r)
 	if p := yard.PrincipalFromContext(r.Context()); err == nil && p != nil && p.Scheme == "oauth" {
 		err = yard.Errorf(yard.EFORBIDDEN, "An OAuth consumer cannot manage OAuth consumers or authorizations; sign in as the user.")
 	}
@@ -67,12 +68,8 @@ type consumerWrite struct {
 }
 
 // handleCreateConsumer is POST /oauth/consumers (admin).
-func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauthManager(r)
-	var in consumerWrite
-	if err == nil {
-		in, err = decode[consumerWrite](r)
-	}
+func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
+	in, err := decode[consumerWrite](r)
 	if err == nil {
 		fields := fieldIf(nil, in.Name == nil || !validName(*in.Name), "name", "is required: 1 to 100 characters, no control characters")
 		if in.CallbackURL != nil && *in.CallbackURL != "" {
@@ -101,22 +98,13 @@ func (s *Server) handleCreateConsumer(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleListConsumers is GET /oauth/consumers (admin).
-func (s *Server) handleListConsumers(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauthManager(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleListConsumers(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
 	writePagedList(s, w, r, o.Store.ListOAuthConsumers, s.newConsumerView)
 }
 
 // handleGetConsumer is GET /oauth/consumers/{key} (admin).
-func (s *Server) handleGetConsumer(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauthManager(r)
-	var c *yard.OAuthConsumer
-	if err == nil {
-		c, err = o.Store.FindOAuthConsumer(r.Context(), r.PathValue("key"))
-	}
+func (s *Server) handleGetConsumer(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
+	c, err := o.Store.FindOAuthConsumer(r.Context(), r.PathValue("key"))
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -126,12 +114,8 @@ func (s *Server) handleGetConsumer(w http.ResponseWriter, r *http.Request) {
 
 // handleDeleteConsumer is DELETE /oauth/consumers/{key} (admin): the
 // consumer and every token it holds are gone.
-func (s *Server) handleDeleteConsumer(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauthManager(r)
-	ok := false
-	if err == nil {
-		ok, err = o.DeleteConsumer(r.Context(), r.PathValue("key"))
-	}
+func (s *Server) handleDeleteConsumer(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
+	ok, err := o.DeleteConsumer(r.Context(), r.PathValue("key"))
 	if err == nil && !ok {
 		err = yard.Errorf(yard.ENOTFOUND, "No OAuth consumer has this key.")
 	}
@@ -179,26 +163,21 @@ func writeForm(w http.ResponseWriter, status int, form url.Values) {
 
 // handleRequestToken is POST /oauth/request_token: temporary credentials
 // (RFC 5849 §2.1).
-func (s *Server) handleRequestToken(w http.ResponseWriter, r *http.Request) {
-	s.issueOAuthToken(w, r, "", (*auth.OAuth1).IssueRequestToken, url.Values{"oauth_callback_confirmed": {"true"}})
+func (s *Server) handleRequestToken(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
+	s.issueOAuthToken(w, r, o, "", (*auth.OAuth1).IssueRequestToken, url.Values{"oauth_callback_confirmed": {"true"}})
 }
 
 // handleAccessToken is POST /oauth/access_token: token credentials (RFC
 // 5849 §2.3) for an authorised request token and its verifier, once.
-func (s *Server) handleAccessToken(w http.ResponseWriter, r *http.Request) {
-	s.issueOAuthToken(w, r, yard.OAuthRequestToken, (*auth.OAuth1).IssueAccessToken, url.Values{})
+func (s *Server) handleAccessToken(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
+	s.issueOAuthToken(w, r, o, yard.OAuthRequestToken, (*auth.OAuth1).IssueAccessToken, url.Values{})
 }
 
-// issueOAuthToken verifies a signed request that carries a token of kind
-// ("" for none) and answers the credentials issue makes, with the extra
-// parameters, as a form.
-func (s *Server) issueOAuthToken(w http.ResponseWriter, r *http.Request, kind string,
+// issueOAuthToken verifies with o a signed request that carries a token of
+// kind ("" for none) and answers the credentials issue makes, with the
+// extra parameters, as a form.
+func (s *Server) issueOAuthToken(w http.ResponseWriter, r *http.Request, o *auth.OAuth1, kind string,
 	issue func(*auth.OAuth1, context.Context, *auth.OAuthVerified) (string, string, error), form url.Values) {
-	o, err := s.oauth()
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
 	v, err := o.Verify(r, kind)
 	var token, secret string
 	if err == nil {
@@ -243,7 +222,7 @@ func (s *Server) authorizeTarget(p *pages.Pages, w http.ResponseWriter, r *http.
 // handleAuthorize is GET and POST /oauth/authorize: the resource owner
 // signs in if needed, then allows or denies the consumer (RFC 5849 §2.2).
 func (s *Server) handleAuthorize(p *pages.Pages, w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauth()
+	o, err := s.oauth(r)
 	if err != nil {
 		p.Error(w, r, http.StatusServiceUnavailable, "Not available", "This server does not offer OAuth 1.0a.")
 		return
@@ -336,12 +315,7 @@ type authorizationView struct {
 // handleListAuthorizations is GET /oauth/authorizations: the applications
 // the caller allowed; an administrator sees everyone's, or one user's with
 // ?userId=.
-func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauthManager(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
+func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
 	page, params, err := yard.ReadParams(s.grammarQuery(r), yard.Paging{}, "userId")
 	p := yard.PrincipalFromContext(r.Context())
 	user := p.UserID
@@ -357,7 +331,7 @@ func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request
 		return
 	}
 	names := map[string]string{}
-	items := pageViews(list[min(page.Offset, len(list)):min(page.Offset+page.Max, len(list))], page, func(t *yard.OAuthToken) authorizationView {
+	items := pageViews(window(list, page), page, func(t *yard.OAuthToken) authorizationView {
 		name, ok := names[t.ConsumerKey]
 		if !ok {
 			if c, err := o.Store.FindOAuthConsumer(r.Context(), t.ConsumerKey); err == nil {
@@ -373,12 +347,8 @@ func (s *Server) handleListAuthorizations(w http.ResponseWriter, r *http.Request
 
 // handleRevokeAuthorization is DELETE /oauth/authorizations/{id}: the user
 // who allowed it, or an administrator, revokes an access token.
-func (s *Server) handleRevokeAuthorization(w http.ResponseWriter, r *http.Request) {
-	o, err := s.oauthManager(r)
-	var t *yard.OAuthToken
-	if err == nil {
-		t, err = o.Store.FindOAuthAccess(r.Context(), r.PathValue("id"))
-	}
+func (s *Server) handleRevokeAuthorization(w http.ResponseWriter, r *http.Request, o *auth.OAuth1) {
+	t, err := o.Store.FindOAuthAccess(r.Context(), r.PathValue("id"))
 	p := yard.PrincipalFromContext(r.Context())
 	if err == nil && t.UserID != p.UserID && !p.IsAdmin() {
 		// Someone else's authorization does not exist for this caller.

@@ -292,12 +292,10 @@ func (s *Server) handleOpenIDConfirm(p *pages.Pages, w http.ResponseWriter, r *h
 	}
 	sreg := sregShare(u, req, func(f string) bool { return r.PostForm.Get("sreg_"+f) == "on" })
 	if r.PostForm.Get("remember") == "on" {
-		shared := make([]string, 0, len(sreg))
-		for _, f := range openid.SRegFields {
-			if _, ok := sreg[f]; ok {
-				shared = append(shared, f)
-			}
-		}
+		shared := slices.DeleteFunc(slices.Clone(openid.SRegFields), func(f string) bool {
+			_, ok := sreg[f]
+			return !ok
+		})
 		if err := s.db.openid.SaveOpenIDApproval(r.Context(), &yard.OpenIDApproval{UserID: u.ID, Realm: req.Realm.String(),
 			SReg: shared, CreatedAt: s.deps.Kit.Now()}); err != nil {
 			p.Internal(w, r, err)

@@ -127,7 +127,7 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 			addResponse(resp, "400", "BadRequest")
 			// First, so that its 503 names busy password hashing too.
 			if _, has401 := resp["401"]; has401 {
-				addCredentialParams(o, credParams)
+				addCredentialParams(o, resp, credParams)
 			}
 			// Any operation may meet a store that cannot be reached
 			// (docs/api.md, "503 Service Unavailable").
@@ -135,9 +135,7 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 		}
 	}
 	doc["servers"] = []any{map[string]any{"url": s.deps.BaseURL}}
-	if info, ok := doc["info"].(map[string]any); ok {
-		info["version"] = s.deps.Version
-	}
+	doc["info"].(map[string]any)["version"] = s.deps.Version
 	body, err := marshalJSON(doc) // no HTML escaping
 	if err != nil {
 		return nil, err
@@ -148,15 +146,14 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 }
 
 // mergeObjects copies each object of src into the object of the same name
-// in dst, made when dst has none.
+// in dst, or puts it there when dst has none.
 func mergeObjects(dst map[string]any, src map[string]map[string]any) {
 	for name, m := range src {
-		obj, _ := dst[name].(map[string]any)
-		if obj == nil {
-			obj = map[string]any{}
-			dst[name] = obj
+		if obj, ok := dst[name].(map[string]any); ok {
+			maps.Copy(obj, m)
+		} else {
+			dst[name] = m
 		}
-		maps.Copy(obj, m)
 	}
 }
 

@@ -28,9 +28,9 @@ func (s *Server) registerRoutes() {
 
 	// Backups of the store (backups.go; docs/api.md, "Backups"):
 	// administrators only, never the files' bytes.
-	s.handle("POST", "/v1/backups", s.adminOnly(s.handleCreateBackup))
+	s.handle("POST", "/v1/backups", s.adminOnly(loaded(s, s.backups, s.handleCreateBackup)))
 	s.handle("GET", "/v1/backups", s.adminOnly(s.handleListBackups))
-	s.handle("GET", "/v1/backups/{name}", s.adminOnly(s.handleGetBackup))
+	s.handle("GET", "/v1/backups/{name}", s.adminOnly(loaded(s, s.backups, s.handleGetBackup)))
 
 	// Dogs (v1). The dog's identity has the trailing slash; the bare form
 	// redirects there with 308 for every method.
@@ -60,10 +60,10 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/auth/refresh", s.handleRefresh)
 	s.handle("POST", "/auth/logout", s.handleLogout)
 	s.handle("POST", "/auth/pk-token", s.handlePKToken)
-	s.handle("GET", "/.well-known/jwks.json", s.handleJWKS)
-	s.handle("POST", "/apikeys", s.authenticated(s.handleCreateAPIKey))
-	s.handle("GET", "/apikeys/{apiKey}", s.authenticated(s.handleGetAPIKey))
-	s.handle("DELETE", "/apikeys/{apiKey}", s.authenticated(s.handleDeleteAPIKey))
+	s.handle("GET", "/.well-known/jwks.json", loaded(s, s.kit, s.handleJWKS))
+	s.handle("POST", "/apikeys", s.authenticated(loaded(s, s.kit, s.handleCreateAPIKey)))
+	s.handle("GET", "/apikeys/{apiKey}", s.authenticated(loaded(s, s.kit, s.handleGetAPIKey)))
+	s.handle("DELETE", "/apikeys/{apiKey}", s.authenticated(loaded(s, s.kit, s.handleDeleteAPIKey)))
 	// Bark actions (docs/barks.md): bark tasks, the single bark, and the
 	// bark-schedule view of the schedule (the PATCH of the dog is the other).
 	s.handle("POST", "/v1/dogs/{dog_id}/barks", s.authenticated(s.handleBark(true)))
@@ -78,7 +78,7 @@ func (s *Server) registerRoutes() {
 
 	// Events (docs/events.md): a stream or pages of the principal's
 	// events.
-	s.handle("GET", "/v1/events", s.authenticated(s.handleEvents))
+	s.handle("GET", "/v1/events", s.authenticated(loaded(s, s.parseEventQuery, s.handleEvents)))
 	// Webhooks (docs/events.md, "Webhooks").
 	s.handle("POST", "/v1/webhooks", s.authenticated(s.handleCreateWebhook))
 	s.handle("GET", "/v1/webhooks", s.authenticated(s.handleListWebhooks))
@@ -92,7 +92,7 @@ func (s *Server) registerRoutes() {
 	s.handleIndexRead("/cars/{car_id}", s.handleGetCar)
 	s.handle("PUT", "/cars/{car_id}", s.adminOnly(s.handleWriteCar(true)))
 	s.handle("PATCH", "/cars/{car_id}", s.adminOnly(s.handleWriteCar(false)))
-	s.handle("DELETE", "/cars/{car_id}", s.adminOnly(s.handleDeleteCar))
+	s.handle("DELETE", "/cars/{car_id}", s.adminOnly(s.handleDelete("car_id", s.carPreconditions, carStore.DeleteCar)))
 	for _, p := range []string{"/cars", "/cars/search", "/cars/search/all", "/cars/search/by-parameters", "/cars/search/by-vendor"} {
 		s.handleIndexRead(p, s.handleListCars)
 	}
@@ -101,7 +101,7 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/garages/{garage_id}", s.publicRead(s.handleGetGarage))
 	s.handle("PUT", "/garages/{garage_id}", s.adminOnly(s.handleWriteGarage(true)))
 	s.handle("PATCH", "/garages/{garage_id}", s.adminOnly(s.handleWriteGarage(false)))
-	s.handle("DELETE", "/garages/{garage_id}", s.adminOnly(s.handleDeleteGarage))
+	s.handle("DELETE", "/garages/{garage_id}", s.adminOnly(s.handleDelete("garage_id", s.garagePreconditions, carStore.DeleteGarage)))
 	s.handle("GET", "/garages", s.publicRead(s.handleListGarages))
 	s.handle("POST", "/garages", s.adminOnly(s.handleCreateGarage))
 	s.handle("GET", "/garage/{garage_id}/cars", s.publicRead(s.handleGarageCars))
@@ -141,16 +141,16 @@ func (s *Server) registerRoutes() {
 
 	// OAuth 1.0a provider (oauth.go; docs/auth.md): consumers (admin), the
 	// three endpoints of the flow, and the applications a user allowed.
-	s.handle("POST", "/oauth/consumers", s.adminOnly(s.handleCreateConsumer))
-	s.handle("GET", "/oauth/consumers", s.adminOnly(s.handleListConsumers))
-	s.handle("GET", "/oauth/consumers/{key}", s.adminOnly(s.handleGetConsumer))
-	s.handle("DELETE", "/oauth/consumers/{key}", s.adminOnly(s.handleDeleteConsumer))
-	s.handle("POST", "/oauth/request_token", s.handleRequestToken)
+	s.handle("POST", "/oauth/consumers", s.adminOnly(loaded(s, s.oauthManager, s.handleCreateConsumer)))
+	s.handle("GET", "/oauth/consumers", s.adminOnly(loaded(s, s.oauthManager, s.handleListConsumers)))
+	s.handle("GET", "/oauth/consumers/{key}", s.adminOnly(loaded(s, s.oauthManager, s.handleGetConsumer)))
+	s.handle("DELETE", "/oauth/consumers/{key}", s.adminOnly(loaded(s, s.oauthManager, s.handleDeleteConsumer)))
+	s.handle("POST", "/oauth/request_token", loaded(s, s.oauth, s.handleRequestToken))
 	s.handle("GET", "/oauth/authorize", s.page(s.handleAuthorize))
 	s.handle("POST", "/oauth/authorize", s.page(s.handleAuthorize))
-	s.handle("POST", "/oauth/access_token", s.handleAccessToken)
-	s.handle("GET", "/oauth/authorizations", s.authenticated(s.handleListAuthorizations))
-	s.handle("DELETE", "/oauth/authorizations/{id}", s.authenticated(s.handleRevokeAuthorization))
+	s.handle("POST", "/oauth/access_token", loaded(s, s.oauth, s.handleAccessToken))
+	s.handle("GET", "/oauth/authorizations", s.authenticated(loaded(s, s.oauthManager, s.handleListAuthorizations)))
+	s.handle("DELETE", "/oauth/authorizations/{id}", s.authenticated(loaded(s, s.oauthManager, s.handleRevokeAuthorization)))
 
 	// OpenID 2.0 provider (openid.go): discovery documents, the provider
 	// endpoint (direct requests by POST, checkid by GET) and the

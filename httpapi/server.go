@@ -417,8 +417,10 @@ func (s *Server) publicRead(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// loaded wraps a handler of one resource: load finds it for the request
-// (or refuses, 404 or 403), then h serves the request on it.
+// loaded wraps a handler that needs something before it starts: load
+// finds it for the request (the resource of the path, a collaborator the
+// server may run without, a parsed query) or refuses (404, 403, 503,
+// 400), then h serves the request with it.
 func loaded[T any](s *Server, load func(*http.Request) (T, error), h func(http.ResponseWriter, *http.Request, T)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, err := load(r)

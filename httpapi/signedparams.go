@@ -44,10 +44,10 @@ func credentialParams(vars []string, components map[string]any) ([]string, error
 }
 
 // addCredentialParams completes an operation that takes credentials
-// (docs/auth.md): it lists the query variables of credentials (params,
+// (docs/auth.md), op with its responses: it lists the query variables of credentials (params,
 // credentialParams), and the answers any password check can give, 429
 // from the login rate limit and 503 when password hashing is busy.
-func addCredentialParams(op map[string]any, params []string) {
+func addCredentialParams(op, responses map[string]any, params []string) {
 	list, _ := op["parameters"].([]any)
 	for _, key := range params {
 		list = append(list, map[string]any{"$ref": "#/components/parameters/" + key})
@@ -55,10 +55,8 @@ func addCredentialParams(op map[string]any, params []string) {
 	if len(list) > 0 { // never "parameters": null
 		op["parameters"] = list
 	}
-	if resp, ok := op["responses"].(map[string]any); ok {
-		addResponse(resp, "429", "TooManyRequests")
-		addResponse(resp, "503", "PasswordCheckBusy")
-	}
+	addResponse(responses, "429", "TooManyRequests")
+	addResponse(responses, "503", "PasswordCheckBusy")
 }
 
 // addResponse gives responses, an operation's, the answer of status code:
