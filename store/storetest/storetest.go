@@ -172,13 +172,14 @@ func postgresBin() (string, error) {
 	if p := os.Getenv("YARD_PG_BIN"); p != "" {
 		return p, nil
 	}
+	byVersion := func(a, b string) int { return cmp.Compare(versionOf(a), versionOf(b)) }
 	if found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(found) > 0 {
-		return filepath.Dir(slices.MaxFunc(found, func(a, b string) int { return cmp.Compare(versionOf(a), versionOf(b)) })), nil
+		return filepath.Dir(slices.MaxFunc(found, byVersion)), nil
 	}
 	if p, err := exec.LookPath("initdb"); err == nil {
 		return filepath.Dir(p), nil
 	}
-	return "", fmt.Errorf("no PostgreSQL server binaries (initdb) found")
+	return "", errors.New("no PostgreSQL server binaries (initdb) found")
 }
 
 // versionOf is the major version of /usr/lib/postgresql/VERSION/bin/initdb.
