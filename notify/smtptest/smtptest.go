@@ -125,12 +125,9 @@ func (s *session) Mail(from string, _ *smtp.MailOptions) error {
 }
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	s.srv.mu.Lock()
-	fail := s.srv.failTemp > 0
-	if fail {
+	defer s.srv.mu.Unlock()
+	if s.srv.failTemp > 0 {
 		s.srv.failTemp--
-	}
-	s.srv.mu.Unlock()
-	if fail {
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try later"}
 	}
 	s.cur.To = to
