@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -50,8 +51,9 @@ func TestRefusedTargets(t *testing.T) {
 	repo := fetchtest.NewServer(t, root)
 	// A second server the operator allows (with its port), redirecting to
 	// the first, which is not allowed.
-	mover := fetchtest.NewServer(t, t.TempDir())
-	mover.RedirectTo(repo.URL + "/git/")
+	mover := fetchtest.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, repo.URL+"/git/"+strings.TrimPrefix(r.URL.RequestURI(), "/moved/"), http.StatusFound)
+	}))
 	allowedDir := t.TempDir()
 	p := &fetch.Policy{
 		AllowDirs:  []string{allowedDir},

@@ -2,9 +2,11 @@ package fetch_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +26,7 @@ func TestFetchIsTraced(t *testing.T) {
 
 	root1 := t.TempDir()
 	fetchtest.Repo(t, root1, "rex")
-	srv := fetchtest.NewServer(t, root1)
+	srv, traceParents := tracedServer(t, root1)
 	r := httpsRunner(srv, &fetch.Policy{AllowHosts: []string{"127.0.0.1:" + srv.Port()}})
 	if res, err := r.Fetch(ctx, srv.URL+"/git/rex", filepath.Join(t.TempDir(), "code")); err != nil {
 		t.Fatalf("clone: %v (%s)", err, res.Output)
@@ -59,7 +61,7 @@ func TestFetchIsTraced(t *testing.T) {
 		}
 		want["00-"+s.TraceID+"-"+s.SpanID+"-01"] = true
 	}
-	seen := srv.TraceParents()
+	seen := traceParents()
 	if len(seen) == 0 {
 		t.Fatal("git sent no traceparent to the https server")
 	}
@@ -82,12 +84,33 @@ func TestFetchIsTraced(t *testing.T) {
 func TestFetchUntracedSendsNothing(t *testing.T) {
 	root := t.TempDir()
 	fetchtest.Repo(t, root, "rex")
-	srv := fetchtest.NewServer(t, root)
+	srv, traceParents := tracedServer(t, root)
 	r := httpsRunner(srv, &fetch.Policy{AllowHosts: []string{"127.0.0.1:" + srv.Port()}})
 	if res, err := r.Fetch(context.Background(), srv.URL+"/git/rex", filepath.Join(t.TempDir(), "code")); err != nil {
 		t.Fatalf("clone: %v (%s)", err, res.Output)
 	}
-	if got := srv.TraceParents(); len(got) != 0 {
+	if got := traceParents(); len(got) != 0 {
 		t.Fatalf("traceparent sent without tracing: %v", got)
+	}
+}
+
+// tracedServer serves the repositories under root (fetchtest.Git) and
+// returns the traceparent headers of the requests so far.
+func tracedServer(t *testing.T, root string) (*fetchtest.Server, func() []string) {
+	git := fetchtest.Git(t, root)
+	var mu sync.Mutex
+	var parents []string
+	srv := fetchtest.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tp := r.Header.Get("traceparent"); tp != "" {
+			mu.Lock()
+			parents = append(parents, tp)
+			mu.Unlock()
+		}
+		git.ServeHTTP(w, r)
+	}))
+	return srv, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(parents)
 	}
 }

@@ -14,73 +14,47 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 )
 
-// Server serves the repositories under a root directory over HTTPS at
-// /git/<name>, and answers every request under /moved/ with a 302 as
-// RedirectTo says.
+// Server is an HTTPS test server, closed when the test ends.
 type Server struct {
 	*httptest.Server
 	// CAFile holds the server's certificate (PEM), for GIT_SSL_CAINFO.
 	CAFile string
-
-	redirect atomic.Value // string, the prefix of RedirectTo
-	mu       sync.Mutex
-	parents  []string
 }
 
-// NewServer starts a server for the repositories under root.
+// NewServer starts a server of the repositories under root (Git).
 func NewServer(t testing.TB, root string) *Server {
+	t.Helper()
+	return Serve(t, Git(t, root))
+}
+
+// Git is git's http-backend serving the repositories under root at
+// /git/<name>.
+func Git(t testing.TB, root string) http.Handler {
 	t.Helper()
 	out, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
 		t.Fatalf("git --exec-path: %v", err)
 	}
-	backend := &cgi.Handler{
+	return &cgi.Handler{
 		Path: filepath.Join(strings.TrimSpace(string(out)), "git-http-backend"),
 		Root: "/git",
 		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"},
 	}
-	s := &Server{}
-	mux := http.NewServeMux()
-	mux.Handle("/git/", backend)
-	mux.HandleFunc("/moved/", func(w http.ResponseWriter, r *http.Request) {
-		to, _ := s.redirect.Load().(string)
-		target := to + strings.TrimPrefix(r.URL.Path, "/moved/")
-		if r.URL.RawQuery != "" {
-			target += "?" + r.URL.RawQuery
-		}
-		http.Redirect(w, r, target, http.StatusFound)
-	})
-	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if tp := r.Header.Get("traceparent"); tp != "" {
-			s.mu.Lock()
-			s.parents = append(s.parents, tp)
-			s.mu.Unlock()
-		}
-		mux.ServeHTTP(w, r)
-	}))
+}
+
+// Serve starts a server of h.
+func Serve(t testing.TB, h http.Handler) *Server {
+	t.Helper()
+	s := &Server{Server: httptest.NewTLSServer(h), CAFile: filepath.Join(t.TempDir(), "ca.pem")}
 	t.Cleanup(s.Close)
-	s.CAFile = filepath.Join(t.TempDir(), "ca.pem")
 	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
 	if err := os.WriteFile(s.CAFile, pemBytes, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// TraceParents returns the traceparent headers of the requests so far.
-func (s *Server) TraceParents() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.parents...)
-}
-
-// RedirectTo makes /moved/<path> answer 302 to prefix+<path>.
-func (s *Server) RedirectTo(prefix string) {
-	s.redirect.Store(prefix)
 }
 
 // Port is the server's port.

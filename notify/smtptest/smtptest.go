@@ -47,9 +47,8 @@ type Server struct {
 	Addr string
 	// Roots trusts the server's certificate.
 	Roots *x509.CertPool
-	// User and Pass, when set, are required (AUTH PLAIN).
-	User, Pass string
 
+	o        Options
 	mu       sync.Mutex
 	received []Message
 	failTemp int
@@ -57,7 +56,8 @@ type Server struct {
 
 // Options configure Start.
 type Options struct {
-	Implicit   bool // TLS from the first byte (smtps)
+	Implicit bool // TLS from the first byte (smtps)
+	// User and Pass, when set, are required (AUTH PLAIN).
 	User, Pass string
 }
 
@@ -65,7 +65,7 @@ type Options struct {
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
 	cert, pool := selfSigned(t)
-	s := &Server{Roots: pool, User: o.User, Pass: o.Pass}
+	s := &Server{Roots: pool, o: o}
 	srv := smtp.NewServer(s)
 	srv.Domain = "localhost"
 	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
@@ -109,7 +109,7 @@ type session struct {
 func (s *session) AuthMechanisms() []string { return []string{sasl.Plain} }
 func (s *session) Auth(string) (sasl.Server, error) {
 	return sasl.NewPlainServer(func(_, user, pass string) error {
-		if user != s.srv.User || pass != s.srv.Pass {
+		if user != s.srv.o.User || pass != s.srv.o.Pass {
 			return errors.New("bad credentials")
 		}
 		s.authed = true
@@ -117,7 +117,7 @@ func (s *session) Auth(string) (sasl.Server, error) {
 	}), nil
 }
 func (s *session) Mail(from string, _ *smtp.MailOptions) error {
-	if s.srv.User != "" && !s.authed {
+	if s.srv.o.User != "" && !s.authed {
 		return smtp.ErrAuthRequired
 	}
 	s.cur = Message{From: from, Authed: s.authed}
@@ -125,12 +125,9 @@ func (s *session) Mail(from string, _ *smtp.MailOptions) error {
 }
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	s.srv.mu.Lock()
-	fail := s.srv.failTemp > 0
-	if fail {
+	defer s.srv.mu.Unlock()
+	if s.srv.failTemp > 0 {
 		s.srv.failTemp--
-	}
-	s.srv.mu.Unlock()
-	if fail {
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try later"}
 	}
 	s.cur.To = to

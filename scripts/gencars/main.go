@@ -14,6 +14,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,11 +60,7 @@ func writeFile(path string, nCars, nGarages int, seed uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := generate(f, nCars, nGarages, seed); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return errors.Join(generate(f, nCars, nGarages, seed), f.Close())
 }
 
 // generate writes the data set: the garages, then the cars.

@@ -4,12 +4,13 @@ import (
 	"database/sql"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"testing"
-	"time"
 )
 
 // Cluster is a PostgreSQL cluster of its own for one test, which the test
@@ -21,7 +22,9 @@ type Cluster struct {
 	dir  string
 	bin  string
 	opts string
-	run  func(args ...string) *exec.Cmd
+	// asOwner runs a command as the cluster's owner: empty, or runuser
+	// and its arguments when the test runs as root.
+	asOwner []string
 }
 
 // NewCluster starts a dedicated cluster, removed when t ends. It skips t
@@ -50,7 +53,7 @@ func newCluster(prefix string, maxConns int) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir, bin: bin, run: func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }}
+	c := &Cluster{dir: dir, bin: bin}
 	if os.Geteuid() == 0 {
 		// initdb refuses to run as root: run the cluster as the postgres user.
 		pgUser, err := user.Lookup("postgres")
@@ -60,12 +63,10 @@ func newCluster(prefix string, maxConns int) (*Cluster, error) {
 		if out, err := exec.Command("chown", "-R", pgUser.Username, dir).CombinedOutput(); err != nil {
 			return c, fmt.Errorf("chown %s: %v: %s", dir, err, out)
 		}
-		c.run = func(args ...string) *exec.Cmd {
-			return exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...)
-		}
+		c.asOwner = []string{"runuser", "-u", "postgres", "--"}
 	}
-	if out, err := c.run(filepath.Join(bin, "initdb"), "-D", c.DataDir(), "-U", "postgres", "--auth=trust",
-		"-E", "UTF8", "--no-sync", "--locale=C").CombinedOutput(); err != nil {
+	if out, err := c.Run(filepath.Join(bin, "initdb"), "-D", c.DataDir(), "-U", "postgres", "--auth=trust",
+		"-E", "UTF8", "--no-sync", "--locale=C"); err != nil {
 		return c, fmt.Errorf("initdb: %v: %s", err, out)
 	}
 	// A free port: one the system gives a listener, closed at once.
@@ -81,34 +82,26 @@ func newCluster(prefix string, maxConns int) (*Cluster, error) {
 	return c, c.start()
 }
 
+// start starts the cluster; pg_ctl -w returns once the server's PID file
+// says it accepts connections.
 func (c *Cluster) start() error {
-	if out, err := c.run(filepath.Join(c.bin, "pg_ctl"), "-D", c.DataDir(), "-o", c.opts, "-l", filepath.Join(c.dir, "log"),
-		"-w", "-t", "60", "start").CombinedOutput(); err != nil {
+	if out, err := c.pgCtl("-o", c.opts, "-l", filepath.Join(c.dir, "log"), "-w", "-t", "60", "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(c.dir, "log"))
 		return fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		db, err := sql.Open("pgx", c.URL)
-		if err == nil {
-			err = db.Ping()
-			db.Close()
-		}
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("postgres did not answer: %w", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return nil
+}
+
+// pgCtl runs pg_ctl on the cluster's data directory.
+func (c *Cluster) pgCtl(args ...string) ([]byte, error) {
+	return c.Run(append([]string{filepath.Join(c.bin, "pg_ctl"), "-D", c.DataDir()}, args...)...)
 }
 
 // Stop stops the cluster as an operator restarting it would (fast
 // shutdown: open connections are ended).
 func (c *Cluster) Stop(t testing.TB) {
 	t.Helper()
-	if out, err := c.run(filepath.Join(c.bin, "pg_ctl"), "-D", c.DataDir(), "-m", "fast", "-w", "-t", "60", "stop").CombinedOutput(); err != nil {
+	if out, err := c.pgCtl("-m", "fast", "-w", "-t", "60", "stop"); err != nil {
 		t.Fatalf("pg_ctl stop: %v: %s", err, out)
 	}
 }
@@ -121,17 +114,36 @@ func (c *Cluster) Start(t testing.TB) {
 	}
 }
 
-// NewDatabase creates an empty database in the cluster and returns its URL.
+// NewDatabase creates an empty database in the cluster and returns its
+// URL; it is dropped when t ends.
 func (c *Cluster) NewDatabase(t testing.TB) string {
 	t.Helper()
-	return createDatabase(t, c.URL, fmt.Sprintf("yard_own_%d", dbCounter.Add(1)))
+	name := fmt.Sprintf("yard_%d_%d", os.Getpid(), dbCounter.Add(1))
+	if err := c.exec(`CREATE DATABASE ` + name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() { _ = c.exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`) })
+	u, _ := url.Parse(c.URL)
+	u.Path = "/" + name
+	return u.String()
+}
+
+// exec runs a statement on the cluster's postgres database.
+func (c *Cluster) exec(stmt string) error {
+	db, err := sql.Open("pgx", c.URL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec(stmt)
+	return err
 }
 
 func (c *Cluster) remove() {
 	if c.dir == "" {
 		return
 	}
-	_ = c.run(filepath.Join(c.bin, "pg_ctl"), "-D", c.DataDir(), "-m", "immediate", "-w", "stop").Run()
+	_, _ = c.pgCtl("-m", "immediate", "-w", "stop")
 	_ = os.RemoveAll(c.dir)
 }
 
@@ -145,5 +157,6 @@ func (c *Cluster) DataDir() string { return filepath.Join(c.dir, "data") }
 // Run runs a command as the cluster's owner (the postgres user when the
 // test runs as root) and returns its combined output.
 func (c *Cluster) Run(args ...string) ([]byte, error) {
-	return c.run(args...).CombinedOutput()
+	args = append(slices.Clone(c.asOwner), args...)
+	return exec.Command(args[0], args[1:]...).CombinedOutput()
 }

@@ -11,10 +11,8 @@ package storetest
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,35 +138,7 @@ var dbCounter atomic.Int64
 // returns its URL; it is dropped when t ends.
 func NewPostgresDatabase(t testing.TB) string {
 	t.Helper()
-	admin := PostgresURL(t)
-	name := fmt.Sprintf("yard_%d_%d", os.Getpid(), dbCounter.Add(1))
-	dsn := createDatabase(t, admin, name)
-	t.Cleanup(func() {
-		c, err := sql.Open("pgx", admin)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = c.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`)
-	})
-	return dsn
-}
-
-// createDatabase creates the database name on the server of the admin
-// URL and returns its URL.
-func createDatabase(t testing.TB, admin, name string) string {
-	t.Helper()
-	conn, err := sql.Open("pgx", admin)
-	if err != nil {
-		t.Fatalf("postgres: %v", err)
-	}
-	defer conn.Close()
-	if _, err := conn.Exec(`CREATE DATABASE ` + name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	u, _ := url.Parse(admin)
-	u.Path = "/" + name
-	return u.String()
+	return (&Cluster{URL: PostgresURL(t)}).NewDatabase(t)
 }
 
 // shared is the cluster the tests of the package share, started on first
@@ -202,22 +172,19 @@ func postgresBin() (string, error) {
 	if p := os.Getenv("YARD_PG_BIN"); p != "" {
 		return p, nil
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	slices.SortFunc(dirs, func(a, b string) int { return cmp.Compare(versionOf(b), versionOf(a)) })
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
-			return d, nil
-		}
+	byVersion := func(a, b string) int { return cmp.Compare(versionOf(a), versionOf(b)) }
+	if found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(found) > 0 {
+		return filepath.Dir(slices.MaxFunc(found, byVersion)), nil
 	}
 	if p, err := exec.LookPath("initdb"); err == nil {
 		return filepath.Dir(p), nil
 	}
-	return "", fmt.Errorf("no PostgreSQL server binaries (initdb) found")
+	return "", errors.New("no PostgreSQL server binaries (initdb) found")
 }
 
-// versionOf is the major version of /usr/lib/postgresql/VERSION/bin.
-func versionOf(dir string) (n int) {
-	fmt.Sscanf(filepath.Base(filepath.Dir(dir)), "%d", &n)
+// versionOf is the major version of /usr/lib/postgresql/VERSION/bin/initdb.
+func versionOf(initdb string) (n int) {
+	fmt.Sscanf(filepath.Base(filepath.Dir(filepath.Dir(initdb))), "%d", &n)
 	return n
 }
 
