@@ -275,9 +275,13 @@ func (h *Hub) Subscribers() int {
 }
 
 // Wake asks the hub to read the store now.
-func (h *Hub) Wake() {
+func (h *Hub) Wake() { poke(h.wake) }
+
+// poke signals c without blocking: a signal already waiting there stands
+// for this one too.
+func poke(c chan struct{}) {
 	select {
-	case h.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -462,10 +466,7 @@ func (h *Hub) skip(ctx context.Context) (int, error) {
 // wakeLocked signals the Wakeups channels.
 func (h *Hub) wakeLocked() {
 	for c := range h.wakers {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
+		poke(c)
 	}
 }
 
