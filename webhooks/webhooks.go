@@ -129,10 +129,6 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives failures and disablings.
 	Logger *slog.Logger
-	// Observe, when set, is told how each attempt ended: succeeded,
-	// failed, disabled (failed, and the subscription was disabled) or
-	// released.
-	Observe func(outcome string, d time.Duration)
 	// Tracing, when set, traces each attempt (a span whose traceparent
 	// the request to the receiver carries; docs/operations.md, "Metrics
 	// and traces"); nil traces nothing.
@@ -352,7 +348,6 @@ func (s *Service) claim(ctx context.Context, n int, look bool) ([]*yard.WebhookC
 // when the process dies mid-attempt. At most Workers outcomes wait at
 // once; a worker that would make more waits for a slot.
 func (s *Service) deliver(ctx context.Context, c *yard.WebhookClaim) {
-	start := time.Now()
 	d := c.Delivery
 	log := s.Logger.With(slog.String("webhook", d.WebhookID), slog.String("event", d.Event.ID.String()), slog.Int("attempt", d.Attempt))
 	out, detail := s.attempt(ctx, c)
@@ -365,7 +360,6 @@ func (s *Service) deliver(ctx context.Context, c *yard.WebhookClaim) {
 		if err := s.DB.ReleaseWebhookDelivery(wctx, c); err != nil && !errors.Is(err, yard.ErrLeaseLost) {
 			log.Warn("webhook delivery not handed back", slog.String("error", err.Error()))
 		}
-		s.observe("released", start)
 		return
 	}
 	if !out.Succeeded {
@@ -378,14 +372,14 @@ func (s *Service) deliver(ctx context.Context, c *yard.WebhookClaim) {
 			// Its subscription and owner may have room again.
 			signal(s.wakeDispatch)
 		}()
-		s.record(c, out, log, start)
+		s.record(c, out, log)
 	})
 }
 
 // record has the finisher record an outcome and says how it went. It
 // waits for its batch whatever happens (the batch bounds its own time),
 // so that no more than Workers outcomes are ever queued.
-func (s *Service) record(c *yard.WebhookClaim, out yard.DeliveryOutcome, log *slog.Logger, start time.Time) {
+func (s *Service) record(c *yard.WebhookClaim, out yard.DeliveryOutcome, log *slog.Logger) {
 	r, err := s.finisher.Do(context.Background(), finishing{c, out})
 	switch {
 	case err == nil && r.lost:
@@ -394,13 +388,10 @@ func (s *Service) record(c *yard.WebhookClaim, out yard.DeliveryOutcome, log *sl
 		log.Error("webhook attempt not recorded", slog.String("error", err.Error()))
 	case out.Succeeded:
 		log.Debug("webhook delivered", slog.Int("code", out.Code))
-		s.observe(yard.DeliverySucceeded, start)
 	case r.disabled:
 		log.Warn("webhook disabled: its deliveries failed for 24 hours", slog.String("error", out.Error))
-		s.observe("disabled", start)
 	default:
 		log.Info("webhook attempt failed; will retry", slog.String("error", out.Error), slog.Duration("wait", out.RetryIn))
-		s.observe(yard.DeliveryFailed, start)
 	}
 }
 
@@ -419,12 +410,6 @@ func (s *Service) finishAll(items []finishing, res []batch.Result[finished]) {
 		} else {
 			res[i].Val = finished{disabled: disabled[i], lost: lost[i]}
 		}
-	}
-}
-
-func (s *Service) observe(outcome string, start time.Time) {
-	if s.Observe != nil {
-		s.Observe(outcome, time.Since(start))
 	}
 }
 
