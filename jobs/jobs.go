@@ -135,10 +135,8 @@ func New(cfg Config) *Service {
 // Backoff is the default wait before attempt n+1: 1 s doubling per attempt
 // up to 5 minutes, with ±20 % jitter so retries of many tasks spread out.
 func Backoff(attempt int) time.Duration {
-	d := time.Second << min(max(attempt-1, 0), 9)
-	d = min(d, 5*time.Minute)
-	jitter := time.Duration(rand.Int64N(int64(d)/5*2+1)) - d/5
-	return d + jitter
+	d := min(time.Second<<min(max(attempt-1, 0), 9), 5*time.Minute)
+	return d + time.Duration(rand.Int64N(int64(d)/5*2+1)) - d/5
 }
 
 // Bark makes dog d bark with effect. Asynchronous barks (and every
