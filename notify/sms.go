@@ -119,10 +119,7 @@ func (a *SMSAPI) SendText(ctx context.Context, t Text) (err error) {
 	if apiErr.Message != "" {
 		msg += ": " + apiErr.Message
 	}
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
-		return temporary("%s", msg)
-	}
-	return permanent("%s", msg)
+	return &Error{Err: errors.New(msg), Temp: resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500}
 }
 
 // TextOutbox writes each text message as a JSON file named by its id into
