@@ -141,7 +141,6 @@ type Service struct {
 	Config
 
 	client       *http.Client
-	wakeFanOut   chan struct{}
 	wakeDispatch chan struct{}
 	busy         atomic.Int64
 	outage       outage.Tracker
@@ -181,7 +180,6 @@ func New(cfg Config) *Service {
 	s.Logger = cmp.Or(s.Logger, slog.New(slog.DiscardHandler))
 	s.Policy = cmp.Or(s.Policy, &fetch.Policy{})
 	s.client = s.newClient()
-	s.wakeFanOut = make(chan struct{}, 1)
 	s.wakeDispatch = make(chan struct{}, 1)
 	// One transaction at a time: a batch is every outcome that came
 	// while the previous one committed, so a lone outcome waits for
@@ -232,7 +230,6 @@ func (s *Service) Run(ctx context.Context) {
 		})
 	}
 	// The workers end once dispatch has ended and closed work.
-	wg.Go(func() { s.follow(ctx) })
 	wg.Go(func() { s.fanOutLoop(ctx) })
 	wg.Go(func() { s.prune(ctx) })
 	wg.Go(func() {
@@ -243,32 +240,22 @@ func (s *Service) Run(ctx context.Context) {
 	s.unrecorded.Wait()
 }
 
-// follow turns the hub's new events into wake-ups of the fan-out.
-func (s *Service) follow(ctx context.Context) {
-	if s.Hub == nil {
-		return
-	}
-	woken, stop := s.Hub.Wakeups()
-	defer stop()
-	signal(s.wakeFanOut) // what came before
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-woken:
-			signal(s.wakeFanOut)
-		}
-	}
-}
-
+// fanOutLoop fans out at once, then whenever the hub hands out new events
+// (what came before is the first fan-out's) and on the poll.
 func (s *Service) fanOutLoop(ctx context.Context) {
+	var woken <-chan struct{} // without a hub: the poll alone
+	if s.Hub != nil {
+		var stop func()
+		woken, stop = s.Hub.Wakeups()
+		defer stop()
+	}
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.wakeFanOut:
+		case <-woken:
 		case <-t.C:
 		}
 		_, err := s.FanOut(ctx)
