@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -135,6 +134,3 @@ func (o *TextOutbox) SendText(_ context.Context, t Text) error {
 		"createdAt": time.Now().UTC().Format(time.RFC3339)}, "", "  ")
 	return writeFileAtomic(o.Dir, t.ID+".json", append(data, '\n'))
 }
-
-// OutboxPath returns where TextOutbox writes a message with that id.
-func (o *TextOutbox) OutboxPath(id string) string { return filepath.Join(o.Dir, id+".json") }
