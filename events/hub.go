@@ -16,6 +16,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -79,9 +80,10 @@ type Hub struct {
 	store Store
 	cfg   Config
 
+	started atomic.Bool // Run was called
+
 	mu        sync.Mutex
 	pos       yard.EventID // the last event handed out
-	started   bool
 	closed    bool
 	subs      map[*Sub]struct{}
 	anyOwner  map[*Sub]struct{}            // subscribers of every owner's events
@@ -288,13 +290,9 @@ func poke(c chan struct{}) {
 
 // Run follows the store until ctx ends, then cuts every subscriber off.
 func (h *Hub) Run(ctx context.Context) error {
-	h.mu.Lock()
-	if h.started {
-		h.mu.Unlock()
+	if !h.started.CompareAndSwap(false, true) {
 		return errors.New("events: the hub runs already")
 	}
-	h.started = true
-	h.mu.Unlock()
 	defer h.Close()
 
 	for {
