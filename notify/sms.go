@@ -50,14 +50,11 @@ func ParseSMSURL(raw string) (*SMSAPI, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sms url: %w", errors.Unwrap(err))
 	}
-	if u.Scheme != "https" && u.Scheme != "http" {
+	switch ip := net.ParseIP(u.Hostname()); {
+	case u.Scheme != "https" && u.Scheme != "http":
 		return nil, fmt.Errorf("sms url: scheme must be https")
-	}
-	if u.Scheme == "http" {
-		ip := net.ParseIP(u.Hostname())
-		if u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			return nil, fmt.Errorf("sms url: plain http only for a loopback host; use https")
-		}
+	case u.Scheme == "http" && u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()):
+		return nil, fmt.Errorf("sms url: plain http only for a loopback host; use https")
 	}
 	if u.User == nil || u.User.Username() == "" {
 		return nil, fmt.Errorf("sms url: give the account and token as https://ACCOUNT:TOKEN@host")
