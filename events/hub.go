@@ -16,6 +16,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -79,9 +80,10 @@ type Hub struct {
 	store Store
 	cfg   Config
 
+	started atomic.Bool // Run was called
+
 	mu        sync.Mutex
 	pos       yard.EventID // the last event handed out
-	started   bool
 	closed    bool
 	subs      map[*Sub]struct{}
 	anyOwner  map[*Sub]struct{}            // subscribers of every owner's events
@@ -275,22 +277,22 @@ func (h *Hub) Subscribers() int {
 }
 
 // Wake asks the hub to read the store now.
-func (h *Hub) Wake() {
+func (h *Hub) Wake() { poke(h.wake) }
+
+// poke signals c without blocking: a signal already waiting there stands
+// for this one too.
+func poke(c chan struct{}) {
 	select {
-	case h.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
 
 // Run follows the store until ctx ends, then cuts every subscriber off.
 func (h *Hub) Run(ctx context.Context) error {
-	h.mu.Lock()
-	if h.started {
-		h.mu.Unlock()
+	if !h.started.CompareAndSwap(false, true) {
 		return errors.New("events: the hub runs already")
 	}
-	h.started = true
-	h.mu.Unlock()
 	defer h.Close()
 
 	for {
@@ -462,10 +464,7 @@ func (h *Hub) skip(ctx context.Context) (int, error) {
 // wakeLocked signals the Wakeups channels.
 func (h *Hub) wakeLocked() {
 	for c := range h.wakers {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
+		poke(c)
 	}
 }
 

@@ -108,9 +108,6 @@ func (e *Error) Unwrap() error { return e.Err }
 // Temporary reports whether a retry may succeed.
 func (e *Error) Temporary() bool { return e.Temp }
 
-// TimedOut reports whether the fetch ended on a time limit.
-func (e *Error) TimedOut() bool { return e.Kind == TimedOut }
-
 // CleanEnv returns the environment fetch commands run with: a fixed PATH,
 // HOME (so an operator's ssh keys and known_hosts still work), C locale,
 // and git settings that forbid prompts, system and global configuration,

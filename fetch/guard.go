@@ -36,8 +36,9 @@ type guard struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
-	tunnels map[*tunnel]struct{}
 	closed  bool
+	// tunnels holds the open tunnels (*tunnel keys).
+	tunnels sync.Map
 }
 
 // tunnel holds the times (unix nanoseconds) of the last bytes of one
@@ -51,7 +52,7 @@ func startGuard(p *Policy, dialTimeout time.Duration) (*guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &guard{policy: p, dialTimeout: dialTimeout, ln: ln, secret: yard.NewID(), conns: map[net.Conn]struct{}{}, tunnels: map[*tunnel]struct{}{}}
+	g := &guard{policy: p, dialTimeout: dialTimeout, ln: ln, secret: yard.NewID(), conns: map[net.Conn]struct{}{}}
 	g.wg.Go(g.serve)
 	return g, nil
 }
@@ -62,16 +63,15 @@ func startGuard(p *Policy, dialTimeout time.Duration) (*guard, error) {
 // remote that stops in the middle of an answer is git's own low-speed
 // limit's to end (http.lowSpeedTime).
 func (g *guard) stalled(idle time.Duration) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	now := time.Now().UnixNano()
-	for t := range g.tunnels {
+	stalled := false
+	g.tunnels.Range(func(k, _ any) bool {
+		t := k.(*tunnel)
 		up, down := t.up.Load(), t.down.Load()
-		if up > down && now-up >= int64(idle) {
-			return true
-		}
-	}
-	return false
+		stalled = up > down && now-up >= int64(idle)
+		return !stalled
+	})
+	return stalled
 }
 
 func (g *guard) close() {
@@ -162,14 +162,8 @@ func (g *guard) handle(c net.Conn) {
 	defer g.untrack(remote)
 	t := &tunnel{}
 	t.down.Store(time.Now().UnixNano())
-	g.mu.Lock()
-	g.tunnels[t] = struct{}{}
-	g.mu.Unlock()
-	defer func() {
-		g.mu.Lock()
-		delete(g.tunnels, t)
-		g.mu.Unlock()
-	}()
+	g.tunnels.Store(t, nil)
+	defer g.tunnels.Delete(t)
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}

@@ -86,8 +86,8 @@ func storeAway(db Store, err error) *yard.Error {
 // timedOut reports whether err ended on a time limit (a fetch that stalled
 // or ran too long).
 func timedOut(err error) bool {
-	var t interface{ TimedOut() bool }
-	return errors.As(err, &t) && t.TimedOut()
+	fe, ok := errors.AsType[*fetch.Error](err)
+	return ok && fe.Kind == fetch.TimedOut
 }
 
 // MessageID returns the id carried by the messages of a bark task, the same

@@ -102,8 +102,9 @@ type Service struct {
 	outage    outage.Tracker
 	wake      chan struct{}
 	wakeFetch chan struct{}
-	mu        sync.Mutex
-	running   map[string]context.CancelCauseFunc
+	// running holds the cancel (context.CancelCauseFunc) of each task
+	// this process runs, by bark id.
+	running sync.Map
 }
 
 var (
@@ -128,17 +129,14 @@ func New(cfg Config) *Service {
 	s.Logger = cmp.Or(s.Logger, slog.New(slog.DiscardHandler))
 	s.wake = make(chan struct{}, s.Workers)
 	s.wakeFetch = make(chan struct{}, s.FetchWorkers)
-	s.running = map[string]context.CancelCauseFunc{}
 	return s
 }
 
 // Backoff is the default wait before attempt n+1: 1 s doubling per attempt
 // up to 5 minutes, with ±20 % jitter so retries of many tasks spread out.
 func Backoff(attempt int) time.Duration {
-	d := time.Second << min(max(attempt-1, 0), 9)
-	d = min(d, 5*time.Minute)
-	jitter := time.Duration(rand.Int64N(int64(d)/5*2+1)) - d/5
-	return d + jitter
+	d := min(time.Second<<min(max(attempt-1, 0), 9), 5*time.Minute)
+	return d + time.Duration(rand.Int64N(int64(d)/5*2+1)) - d/5
 }
 
 // Bark makes dog d bark with effect. Asynchronous barks (and every
@@ -187,11 +185,8 @@ func (s *Service) Cancel(ctx context.Context, dogID, id string) error {
 		return err
 	}
 	if before.Status == yard.BarkRunning {
-		s.mu.Lock()
-		cancel := s.running[id]
-		s.mu.Unlock()
-		if cancel != nil {
-			cancel(errCanceled)
+		if cancel, ok := s.running.Load(id); ok {
+			cancel.(context.CancelCauseFunc)(errCanceled)
 		}
 	}
 	return nil
@@ -315,14 +310,8 @@ func (s *Service) runTask(ctx context.Context, b *yard.Bark, token string) error
 	log := s.Logger.With(slog.String("bark", b.ID), slog.String("dog", b.DogID), slog.String("effect", b.Effect), slog.Int("attempt", b.Attempts))
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	s.mu.Lock()
-	s.running[b.ID] = cancel
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.running, b.ID)
-		s.mu.Unlock()
-	}()
+	s.running.Store(b.ID, cancel)
+	defer s.running.Delete(b.ID)
 
 	// Renew the lease while the effect runs; a failed renewal means the
 	// task was canceled (perhaps by another process) or taken over.

@@ -216,7 +216,7 @@ func TestExpiredLeaseIsTakenAgain(t *testing.T) {
 		if c := f.barkCount(t); c != 1 {
 			t.Errorf("barkCount: got %d, want 1", c)
 		}
-		if _, err := os.Stat(f.mails.OutboxPath(s.Effects.MessageID(b.ID))); err != nil {
+		if _, err := os.Stat(filepath.Join(f.mails.Dir, s.Effects.MessageID(b.ID)+".eml")); err != nil {
 			t.Errorf("mail not in the outbox: %v", err)
 		}
 	})

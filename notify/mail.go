@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -168,6 +167,3 @@ func (o *MailOutbox) SendMail(_ context.Context, m Mail) error {
 	}
 	return writeFileAtomic(o.Dir, m.ID+".eml", buf.Bytes())
 }
-
-// OutboxPath returns where MailOutbox writes a message with that id.
-func (o *MailOutbox) OutboxPath(id string) string { return filepath.Join(o.Dir, id+".eml") }

@@ -7,6 +7,7 @@
 package notify
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,15 +42,13 @@ var idRe = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,200}$`)
 
 // writeFileAtomic writes data to dir/name through a temporary file and a
 // rename, so a reader never sees half a message and a retry with the same
-// id replaces the file instead of adding one.
-func writeFileAtomic(dir, name string, data []byte) error {
-	if err := writeFile(dir, name, data); err != nil {
-		return temporary("outbox: %v", err)
-	}
-	return nil
-}
-
-func writeFile(dir, name string, data []byte) error {
+// id replaces the file instead of adding one. Its failures are temporary.
+func writeFileAtomic(dir, name string, data []byte) (err error) {
+	defer func() {
+		if err != nil {
+			err = temporary("outbox: %v", err)
+		}
+	}()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -62,10 +61,7 @@ func writeFile(dir, name string, data []byte) error {
 	if err == nil {
 		err = f.Sync()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := errors.Join(err, f.Close()); err != nil {
 		return err
 	}
 	return os.Rename(f.Name(), filepath.Join(dir, name))

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/mail"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -133,7 +134,7 @@ func TestMailOutbox(t *testing.T) {
 	if len(entries) != 1 {
 		t.Fatalf("outbox holds %d files, want 1", len(entries))
 	}
-	raw, err := os.ReadFile(o.OutboxPath(m.ID))
+	raw, err := os.ReadFile(filepath.Join(o.Dir, m.ID+".eml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestTextOutbox(t *testing.T) {
 	if err := o.SendText(context.Background(), notify.Text{ID: "bark-1", To: "+14155550100", Body: "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(o.OutboxPath("bark-1"))
+	raw, err := os.ReadFile(filepath.Join(o.Dir, "bark-1.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -51,14 +50,11 @@ func ParseSMSURL(raw string) (*SMSAPI, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sms url: %w", errors.Unwrap(err))
 	}
-	if u.Scheme != "https" && u.Scheme != "http" {
+	switch ip := net.ParseIP(u.Hostname()); {
+	case u.Scheme != "https" && u.Scheme != "http":
 		return nil, fmt.Errorf("sms url: scheme must be https")
-	}
-	if u.Scheme == "http" {
-		ip := net.ParseIP(u.Hostname())
-		if u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			return nil, fmt.Errorf("sms url: plain http only for a loopback host; use https")
-		}
+	case u.Scheme == "http" && u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()):
+		return nil, fmt.Errorf("sms url: plain http only for a loopback host; use https")
 	}
 	if u.User == nil || u.User.Username() == "" {
 		return nil, fmt.Errorf("sms url: give the account and token as https://ACCOUNT:TOKEN@host")
@@ -119,10 +115,7 @@ func (a *SMSAPI) SendText(ctx context.Context, t Text) (err error) {
 	if apiErr.Message != "" {
 		msg += ": " + apiErr.Message
 	}
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
-		return temporary("%s", msg)
-	}
-	return permanent("%s", msg)
+	return &Error{Err: errors.New(msg), Temp: resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500}
 }
 
 // TextOutbox writes each text message as a JSON file named by its id into
@@ -138,6 +131,3 @@ func (o *TextOutbox) SendText(_ context.Context, t Text) error {
 		"createdAt": time.Now().UTC().Format(time.RFC3339)}, "", "  ")
 	return writeFileAtomic(o.Dir, t.ID+".json", append(data, '\n'))
 }
-
-// OutboxPath returns where TextOutbox writes a message with that id.
-func (o *TextOutbox) OutboxPath(id string) string { return filepath.Join(o.Dir, id+".json") }

@@ -229,11 +229,10 @@ func describe(err error) string {
 	var ne net.Error
 	switch {
 	case errors.As(err, &na), errors.Is(err, fetch.ErrNotPublic):
-		msg := "host not allowed: not a public address"
 		if na != nil && strings.HasPrefix(na.Error(), "host not allowed") {
-			msg = na.Error()
+			return na.Error()
 		}
-		return msg
+		return "host not allowed: not a public address"
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return "no answer within " + attemptTimeout.String()
 	case errors.As(err, &verify):

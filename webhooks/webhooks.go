@@ -129,10 +129,6 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives failures and disablings.
 	Logger *slog.Logger
-	// Observe, when set, is told how each attempt ended: succeeded,
-	// failed, disabled (failed, and the subscription was disabled) or
-	// released.
-	Observe func(outcome string, d time.Duration)
 	// Tracing, when set, traces each attempt (a span whose traceparent
 	// the request to the receiver carries; docs/operations.md, "Metrics
 	// and traces"); nil traces nothing.
@@ -145,7 +141,6 @@ type Service struct {
 	Config
 
 	client       *http.Client
-	wakeFanOut   chan struct{}
 	wakeDispatch chan struct{}
 	busy         atomic.Int64
 	outage       outage.Tracker
@@ -185,7 +180,6 @@ func New(cfg Config) *Service {
 	s.Logger = cmp.Or(s.Logger, slog.New(slog.DiscardHandler))
 	s.Policy = cmp.Or(s.Policy, &fetch.Policy{})
 	s.client = s.newClient()
-	s.wakeFanOut = make(chan struct{}, 1)
 	s.wakeDispatch = make(chan struct{}, 1)
 	// One transaction at a time: a batch is every outcome that came
 	// while the previous one committed, so a lone outcome waits for
@@ -240,7 +234,6 @@ func (s *Service) Run(ctx context.Context) {
 		})
 	}
 	// The workers end once dispatch has ended and closed work.
-	wg.Go(func() { s.follow(ctx) })
 	wg.Go(func() { s.fanOutLoop(ctx) })
 	wg.Go(func() { s.prune(ctx) })
 	wg.Go(func() {
@@ -251,32 +244,22 @@ func (s *Service) Run(ctx context.Context) {
 	s.unrecorded.Wait()
 }
 
-// follow turns the hub's new events into wake-ups of the fan-out.
-func (s *Service) follow(ctx context.Context) {
-	if s.Hub == nil {
-		return
-	}
-	woken, stop := s.Hub.Wakeups()
-	defer stop()
-	signal(s.wakeFanOut) // what came before
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-woken:
-			signal(s.wakeFanOut)
-		}
-	}
-}
-
+// fanOutLoop fans out at once, then whenever the hub hands out new events
+// (what came before is the first fan-out's) and on the poll.
 func (s *Service) fanOutLoop(ctx context.Context) {
+	var woken <-chan struct{} // without a hub: the poll alone
+	if s.Hub != nil {
+		var stop func()
+		woken, stop = s.Hub.Wakeups()
+		defer stop()
+	}
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.wakeFanOut:
+		case <-woken:
 		case <-t.C:
 		}
 		_, err := s.FanOut(ctx)
@@ -356,7 +339,6 @@ func (s *Service) claim(ctx context.Context, n int, look bool) ([]*yard.WebhookC
 // when the process dies mid-attempt. At most Workers outcomes wait at
 // once; a worker that would make more waits for a slot.
 func (s *Service) deliver(ctx context.Context, c *yard.WebhookClaim) {
-	start := time.Now()
 	d := c.Delivery
 	log := s.Logger.With(slog.String("webhook", d.WebhookID), slog.String("event", d.Event.ID.String()), slog.Int("attempt", d.Attempt))
 	out, detail := s.attempt(ctx, c)
@@ -369,7 +351,6 @@ func (s *Service) deliver(ctx context.Context, c *yard.WebhookClaim) {
 		if err := s.DB.ReleaseWebhookDelivery(wctx, c); err != nil && !errors.Is(err, yard.ErrLeaseLost) {
 			log.Warn("webhook delivery not handed back", slog.String("error", err.Error()))
 		}
-		s.observe("released", start)
 		return
 	}
 	if !out.Succeeded {
@@ -382,14 +363,14 @@ func (s *Service) deliver(ctx context.Context, c *yard.WebhookClaim) {
 			// Its subscription and owner may have room again.
 			signal(s.wakeDispatch)
 		}()
-		s.record(c, out, log, start)
+		s.record(c, out, log)
 	})
 }
 
 // record has the finisher record an outcome and says how it went. It
 // waits for its batch whatever happens (the batch bounds its own time),
 // so that no more than Workers outcomes are ever queued.
-func (s *Service) record(c *yard.WebhookClaim, out yard.DeliveryOutcome, log *slog.Logger, start time.Time) {
+func (s *Service) record(c *yard.WebhookClaim, out yard.DeliveryOutcome, log *slog.Logger) {
 	r, err := s.finisher.Do(context.Background(), finishing{c, out})
 	switch {
 	case err == nil && r.lost:
@@ -398,13 +379,10 @@ func (s *Service) record(c *yard.WebhookClaim, out yard.DeliveryOutcome, log *sl
 		log.Error("webhook attempt not recorded", slog.String("error", err.Error()))
 	case out.Succeeded:
 		log.Debug("webhook delivered", slog.Int("code", out.Code))
-		s.observe(yard.DeliverySucceeded, start)
 	case r.disabled:
 		log.Warn("webhook disabled: its deliveries failed for 24 hours", slog.String("error", out.Error))
-		s.observe("disabled", start)
 	default:
 		log.Info("webhook attempt failed; will retry", slog.String("error", out.Error), slog.Duration("wait", out.RetryIn))
-		s.observe(yard.DeliveryFailed, start)
 	}
 }
 
@@ -423,12 +401,6 @@ func (s *Service) finishAll(items []finishing, res []batch.Result[finished]) {
 		} else {
 			res[i].Val = finished{disabled: disabled[i], lost: lost[i]}
 		}
-	}
-}
-
-func (s *Service) observe(outcome string, start time.Time) {
-	if s.Observe != nil {
-		s.Observe(outcome, time.Since(start))
 	}
 }
 

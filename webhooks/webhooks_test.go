@@ -589,12 +589,6 @@ func TestWebhookRunRecordsEveryOutcomeBeforeReturning(t *testing.T) {
 		counting := &countingStore{DB: db}
 		cfg := newConfig(t, db, rc)
 		cfg.DB = counting
-		var succeeded atomic.Int64
-		cfg.Observe = func(outcome string, _ time.Duration) {
-			if outcome == yard.DeliverySucceeded {
-				succeeded.Add(1)
-			}
-		}
 		svc := webhooks.New(cfg)
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -616,7 +610,7 @@ func TestWebhookRunRecordsEveryOutcomeBeforeReturning(t *testing.T) {
 				}
 			}
 		}
-		if n := succeeded.Load(); n < 50 || int64(recorded) != n {
+		if n := counting.succeeded.Load(); n < 50 || int64(recorded) != n {
 			t.Fatalf("%d attempts observed succeeded, %d recorded when Run returned", n, recorded)
 		}
 		var leased int
@@ -629,16 +623,23 @@ func TestWebhookRunRecordsEveryOutcomeBeforeReturning(t *testing.T) {
 	})
 }
 
-// countingStore counts the transactions that record outcomes.
+// countingStore counts the transactions that record outcomes, and the
+// successful attempts they recorded.
 type countingStore struct {
 	*store.DB
-	finishes, outcomes atomic.Int64
+	finishes, outcomes, succeeded atomic.Int64
 }
 
 func (c *countingStore) FinishWebhookDeliveries(ctx context.Context, cs []*yard.WebhookClaim, outs []yard.DeliveryOutcome) ([]bool, []bool, error) {
 	c.finishes.Add(1)
 	c.outcomes.Add(int64(len(cs)))
-	return c.DB.FinishWebhookDeliveries(ctx, cs, outs)
+	disabled, lost, err := c.DB.FinishWebhookDeliveries(ctx, cs, outs)
+	for i := range outs {
+		if err == nil && !lost[i] && outs[i].Succeeded {
+			c.succeeded.Add(1)
+		}
+	}
+	return disabled, lost, err
 }
 
 // deliveries returns every delivery row of a subscription.

@@ -21,25 +21,6 @@ import (
 	"github.com/yard-api/yard/store"
 )
 
-// newNotifiers are the notifiers of barks: of e-mail, the SMTP server of
-// --smtp-url, or .eml files in DATA/outbox/mail; of text messages, the
-// SMS API of --sms-url, or files in DATA/outbox/sms.
-func newNotifiers(cfg *serveConfig) (mailer notify.Mailer, texter notify.Texter, err error) {
-	mailer = &notify.MailOutbox{Dir: filepath.Join(cfg.data, "outbox", "mail")}
-	texter = &notify.TextOutbox{Dir: filepath.Join(cfg.data, "outbox", "sms")}
-	if cfg.smtpURL != "" {
-		if mailer, err = notify.ParseSMTPURL(cfg.smtpURL); err != nil {
-			return nil, nil, usageError(err.Error())
-		}
-	}
-	if cfg.smsURL != "" {
-		if texter, err = notify.ParseSMSURL(cfg.smsURL); err != nil {
-			return nil, nil, usageError(err.Error())
-		}
-	}
-	return mailer, texter, nil
-}
-
 // newFetcher runs the fetches of fetch-code barks (--fetch-command and
 // the --fetch-* flags).
 func newFetcher(cfg *serveConfig, logger *slog.Logger) (*fetch.Runner, error) {
@@ -60,14 +41,31 @@ func newFetcher(cfg *serveConfig, logger *slog.Logger) (*fetch.Runner, error) {
 	return r, nil
 }
 
-// newBarkEffects is what barks do: mail, text messages and fetches, and
-// the store to find a dog's owner in.
-func newBarkEffects(cfg *serveConfig, db *store.DB, mailer notify.Mailer, texter notify.Texter, fetcher *fetch.Runner) *jobs.Effects {
-	eff := &jobs.Effects{Mailer: mailer, Texter: texter, Fetcher: fetcher, Users: db, DataDir: cfg.data, From: cfg.smtpFrom}
+// newBarkEffects is what barks do: e-mail through the SMTP server of
+// --smtp-url, or .eml files in DATA/outbox/mail; text messages through the
+// SMS API of --sms-url, or files in DATA/outbox/sms; fetches (newFetcher);
+// and the store to find a dog's owner in.
+func newBarkEffects(cfg *serveConfig, db *store.DB, logger *slog.Logger) (eff *jobs.Effects, err error) {
+	eff = &jobs.Effects{Users: db, DataDir: cfg.data, From: cfg.smtpFrom,
+		Mailer: &notify.MailOutbox{Dir: filepath.Join(cfg.data, "outbox", "mail")},
+		Texter: &notify.TextOutbox{Dir: filepath.Join(cfg.data, "outbox", "sms")}}
+	if cfg.smtpURL != "" {
+		if eff.Mailer, err = notify.ParseSMTPURL(cfg.smtpURL); err != nil {
+			return nil, usageError(err.Error())
+		}
+	}
+	if cfg.smsURL != "" {
+		if eff.Texter, err = notify.ParseSMSURL(cfg.smsURL); err != nil {
+			return nil, usageError(err.Error())
+		}
+	}
+	if eff.Fetcher, err = newFetcher(cfg, logger); err != nil {
+		return nil, err
+	}
 	if u, err := url.Parse(cfg.baseURL); err == nil && u.Hostname() != "" {
 		eff.Domain = u.Hostname()
 	}
-	return eff
+	return eff, nil
 }
 
 // newJobRunner is the runner of bark tasks (its workers and the

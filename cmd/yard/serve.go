@@ -211,16 +211,12 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 
 	// Barks: the notifiers and the fetcher behind the effects, and the
 	// job runner with its metrics.
-	mailer, texter, err := newNotifiers(cfg)
-	if err != nil {
-		return nil, err
-	}
-	fetcher, err := newFetcher(cfg, logger)
+	effects, err := newBarkEffects(cfg, db, logger)
 	if err != nil {
 		return nil, err
 	}
 	registry := prometheus.NewRegistry()
-	barks, err := newJobRunner(cfg, db, newBarkEffects(cfg, db, mailer, texter, fetcher), registry, logger, tr)
+	barks, err := newJobRunner(cfg, db, effects, registry, logger, tr)
 	if err != nil {
 		return nil, err
 	}

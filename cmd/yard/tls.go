@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -89,10 +90,7 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err == nil {
 		err = tmp.Sync()
 	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := errors.Join(err, tmp.Close()); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
