@@ -30,7 +30,7 @@ func TestListQueryRule(t *testing.T) {
 	var kit *auth.Kit
 	env := apitest.Start(t, db, apitest.WithAuthKit(t, db, &kit, nil),
 		func(d *httpapi.Deps) {
-			d.Webhooks = &webhooks.Service{}
+			d.Webhooks = webhooks.PolicyChecker{}
 			d.Backups = &store.BackupDir{DB: db, Dir: filepath.Join(t.TempDir(), "backups")}
 		})
 	env.CreateUser("alice", pw)

@@ -34,7 +34,7 @@ type webhookJSON struct {
 func TestWebhooksAPI(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
-		env := apitest.Start(t, db, func(d *httpapi.Deps) { d.Webhooks = &webhooks.Service{} })
+		env := apitest.Start(t, db, func(d *httpapi.Deps) { d.Webhooks = webhooks.PolicyChecker{} })
 		alice := env.CreateUser("alice", pw)
 		env.CreateUser("bob", pw)
 		env.CreateUser("root", pw, yard.RoleAdmin, yard.RoleUser)

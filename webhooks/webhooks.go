@@ -207,10 +207,6 @@ func Backoff(attempt int) time.Duration {
 	return d + time.Duration(rand.Int64N(int64(d)/5+1)) - d/10
 }
 
-// CheckURL checks a subscription's URL when it is written (the policy of
-// the service; see CheckURL).
-func (s *Service) CheckURL(u string) error { return CheckURL(s.Policy, u) }
-
 func signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:

@@ -419,7 +419,7 @@ func TestWebhookPrivateAddressesRefused(t *testing.T) {
 		Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
 			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 		}}})
-	if err := svc.CheckURL(named.URL); err != nil {
+	if err := webhooks.CheckURL(svc.Policy, named.URL); err != nil {
 		t.Fatalf("a public-looking name is refused when written: %v", err)
 	}
 	mustDog(t, db, alice.ID, "Rex")
