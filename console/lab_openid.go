@@ -184,7 +184,7 @@ func (l *lab) openID() bool {
 			"openid.mode": {"associate"}, "openid.assoc_type": {"HMAC-SHA256"}, "openid.session_type": {"no-encryption"}},
 			"openid.ns=…&openid.mode=associate&openid.assoc_type=HMAC-SHA256&openid.session_type=no-encryption",
 			"The relying party and the provider share a MAC key (sent in clear: HTTPS protects it; it is not shown here).")
-		kv := kvform.Parse(res.Body)
+		kv, _ := kvform.Parse(res.Body) // a malformed answer has no keys: the run fails below
 		key, err := base64.StdEncoding.DecodeString(kv["mac_key"])
 		if !res.ok() || err != nil || kv["assoc_handle"] == "" {
 			return false
@@ -253,7 +253,8 @@ func (l *lab) openID() bool {
 	res = rpPost(l.num()+"check_authentication of a changed assertion (§11.4.2)", check,
 		"openid.mode=check_authentication&openid.claimed_id="+other+"&…   ← the mistake: the identity changed after signing",
 		"Without an association the relying party asks the provider; the signature no longer covers what is sent.")
-	return res.ok() && kvform.Parse(res.Body)["is_valid"] == "true"
+	kv, err := kvform.Parse(res.Body)
+	return res.ok() && err == nil && kv["is_valid"] == "true"
 }
 
 // dropBody removes the body from the last step's answer (a page for a

@@ -10,12 +10,13 @@
 package openid
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/yard-api/yard/internal/kvform"
 )
 
 // Namespaces and well-known identifiers (OpenID 2.0 §4.1.2, §7.3.2.1,
@@ -99,25 +100,8 @@ func kvEncode(keys []string, m Message) ([]byte, error) {
 
 // ParseKV decodes a key-value form body (OpenID 2.0 §4.1.1).
 func ParseKV(body []byte) (Message, error) {
-	m := Message{}
-	s := string(body)
-	if s == "" {
-		return m, nil
-	}
-	if !strings.HasSuffix(s, "\n") {
-		return nil, errors.New("key-value form: the last line has no newline")
-	}
-	for line := range strings.SplitSeq(strings.TrimSuffix(s, "\n"), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("key-value form: line %q has no key", line)
-		}
-		if _, dup := m[k]; dup {
-			return nil, fmt.Errorf("key-value form: key %q is repeated", k)
-		}
-		m[k] = v
-	}
-	return m, nil
+	m, err := kvform.Parse(body)
+	return m, err
 }
 
 // SRegRequest is what a relying party asked with Simple Registration.
