@@ -35,7 +35,7 @@ func benchGetCar(b *testing.B, d httpapi.Deps) {
 }
 
 // BenchmarkGetCarTracingOff is GET /cars/{id} without a tracer provider:
-// what tracing costs when it is off (docs/benchmarks.md, "Tracing off").
+// what tracing costs when it is off (docs/benchmarks.md, "Tracing off, backups").
 func BenchmarkGetCarTracingOff(b *testing.B) { benchGetCar(b, httpapi.Deps{}) }
 
 // BenchmarkGetCarTracingOn is the same with every request traced and
