@@ -74,9 +74,11 @@ func TestWatchStore(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); s.outage.Down(); {
+	// The watcher ends the outage, then logs its end: wait for the log.
+	ended := func() bool { return !s.outage.Down() && strings.Contains(logs.String(), "store reachable again") }
+	for deadline := time.Now().Add(10 * time.Second); !ended(); {
 		if time.Now().After(deadline) {
-			t.Fatal("the outage did not end within 10 s of the store answering")
+			t.Fatalf("the outage did not end within 10 s of the store answering:\n%s", logs)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
