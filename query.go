@@ -183,18 +183,11 @@ func (f Filter) pairs() []string {
 	return out
 }
 
-// escapeValue percent-encodes what the grammar gives a meaning to.
+// escapeValue percent-encodes every byte but the unreserved characters
+// of RFC 3986 (ALPHA, DIGIT, "-", ".", "_", "~"): what the grammar gives a
+// meaning to, and a space as %20, not '+'.
 func escapeValue(v string) string {
-	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~", c) >= 0 {
-			b.WriteByte(c)
-			continue
-		}
-		fmt.Fprintf(&b, "%%%02X", c)
-	}
-	return b.String()
+	return strings.ReplaceAll(url.QueryEscape(v), "+", "%20")
 }
 
 // queryBuilder gathers conditions into a Query, one filter per field. A
