@@ -204,19 +204,16 @@ func validToken(s string) bool {
 
 // HandleStyle serves the stylesheet.
 func (p *Pages) HandleStyle(w http.ResponseWriter, r *http.Request) {
+	const css = "text/css; charset=utf-8"
 	h := w.Header()
-	h.Set("Content-Type", "text/css; charset=utf-8")
+	h.Set("Content-Type", css)
 	h.Set("Cache-Control", "public, max-age=3600")
 	h.Set("ETag", styleETag)
 	if r.Header.Get("If-None-Match") == styleETag {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h.Set("Content-Length", strconv.Itoa(len(stylesheet)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(stylesheet)
-	}
+	WriteBody(w, r, http.StatusOK, css, stylesheet)
 }
 
 // view is what the layout sees.

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -155,5 +156,39 @@ func TestSignInURLAs(t *testing.T) {
 	}
 	if !strings.Contains(body, `name="next" value="/x"`) {
 		t.Errorf("sign-in form lost next:\n%s", body)
+	}
+}
+
+// TestHandleStyle: the stylesheet with its type, length and tag; 304 for
+// its tag; no body to HEAD.
+func TestHandleStyle(t *testing.T) {
+	p := New(nil, "https://yard.example", nil)
+	for _, tc := range []struct {
+		method, tag string
+		status      int
+		body        bool
+	}{
+		{"GET", "", 200, true},
+		{"HEAD", "", 200, false},
+		{"GET", styleETag, 304, false},
+		{"GET", `"other"`, 200, true},
+	} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(tc.method, StylePath, nil)
+		if tc.tag != "" {
+			r.Header.Set("If-None-Match", tc.tag)
+		}
+		p.HandleStyle(w, r)
+		h := w.Result().Header
+		if w.Code != tc.status || h.Get("ETag") != styleETag || h.Get("Content-Type") != "text/css; charset=utf-8" ||
+			h.Get("Cache-Control") != "public, max-age=3600" {
+			t.Errorf("%s %q: got %d %v, want %d with the stylesheet's headers", tc.method, tc.tag, w.Code, h, tc.status)
+		}
+		if got := w.Body.Len() > 0; got != tc.body {
+			t.Errorf("%s %q: body %v, want %v", tc.method, tc.tag, got, tc.body)
+		}
+		if tc.status == 200 && h.Get("Content-Length") != strconv.Itoa(len(stylesheet)) {
+			t.Errorf("%s %q: Content-Length %q, want %d", tc.method, tc.tag, h.Get("Content-Length"), len(stylesheet))
+		}
 	}
 }
