@@ -59,14 +59,8 @@ func HashKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Create starts a session for a user and returns its key.
-func (s *Sessions) Create(ctx context.Context, userID string) (string, error) {
-	key, _, err := s.CreateAt(ctx, userID)
-	return key, err
-}
-
-// CreateAt is Create that also returns when the session began, as the
-// store keeps it (milliseconds), for an answer that shows it.
+// CreateAt starts a session for a user and returns its key and when it
+// began, as the store keeps it (milliseconds), for an answer that shows it.
 func (s *Sessions) CreateAt(ctx context.Context, userID string) (string, time.Time, error) {
 	key := randomString("", 32)
 	now := s.Now().UTC().Truncate(time.Millisecond)

@@ -62,7 +62,7 @@ func BenchmarkConsolePages(b *testing.B) {
 		}
 		orders = append(orders, res.Map(b)["id"].(string))
 	}
-	key, err := kit.Sessions.Create(context.Background(), root.ID)
+	key, _, err := kit.Sessions.CreateAt(context.Background(), root.ID)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -497,7 +497,7 @@ func (p *Pages) HandleSignIn(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	key, err := p.Kit.Sessions.Create(r.Context(), u.ID)
+	key, _, err := p.Kit.Sessions.CreateAt(r.Context(), u.ID)
 	if err != nil {
 		p.Internal(w, r, err)
 		return
