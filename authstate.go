@@ -23,7 +23,6 @@ type RefreshFamily struct {
 	UserID    string
 	Current   string
 	ExpiresAt time.Time
-	RevokedAt time.Time
 }
 
 // APIKey is a signed-request key: a public id (the apiKey query variable)

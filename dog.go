@@ -1,6 +1,7 @@
 package yard
 
 import (
+	"errors"
 	"net/url"
 	"regexp"
 	"slices"
@@ -93,23 +94,19 @@ func ValidateDog(d *Dog) error {
 
 var scpLikeRe = regexp.MustCompile(`^git@([A-Za-z0-9][A-Za-z0-9.-]*):([A-Za-z0-9_./~][A-Za-z0-9_./~+-]*)$`)
 
-type codeURLError string
-
-func (e codeURLError) Error() string { return string(e) }
-
 // ValidateCodeURL checks a dog's codeUrl so that no value can inject a
 // command or an option into the fetch command: https://, ssh://, git@host:path
 // and file:// only; no part may start with '-', and no control characters or
 // white space anywhere.
 func ValidateCodeURL(s string) error {
 	if len(s) > 2048 {
-		return codeURLError("must be at most 2048 characters")
+		return errors.New("must be at most 2048 characters")
 	}
 	if strings.HasPrefix(s, "-") {
-		return codeURLError("must not start with '-'")
+		return errors.New("must not start with '-'")
 	}
 	if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }) {
-		return codeURLError("must not hold control characters or white space")
+		return errors.New("must not hold control characters or white space")
 	}
 	// Nor percent-encoded: git decodes them in ssh:// and file:// URLs.
 	for i := 0; i+2 < len(s); i++ {
@@ -117,56 +114,56 @@ func ValidateCodeURL(s string) error {
 			continue
 		}
 		if b, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil && (b < 0x21 || b == 0x7f) {
-			return codeURLError("must not hold control characters or white space, also percent-encoded")
+			return errors.New("must not hold control characters or white space, also percent-encoded")
 		}
 	}
 	if strings.HasPrefix(s, "git@") {
 		m := scpLikeRe.FindStringSubmatch(s)
 		if m == nil {
-			return codeURLError("git@host:path form is malformed")
+			return errors.New("git@host:path form is malformed")
 		}
 		if strings.HasPrefix(m[1], "-") || strings.HasPrefix(m[2], "-") || strings.Contains(m[2], "/-") {
-			return codeURLError("host and path segments must not start with '-'")
+			return errors.New("host and path segments must not start with '-'")
 		}
 		return nil
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return codeURLError("is not a URL")
+		return errors.New("is not a URL")
 	}
 	// scheme://, as git reads it: "file:/path" is to git an ssh address
 	// of the host "file".
 	if !strings.HasPrefix(strings.ToLower(s), u.Scheme+"://") {
-		return codeURLError("must be scheme://host/path (https://, ssh://, file://) or the git@host:path form")
+		return errors.New("must be scheme://host/path (https://, ssh://, file://) or the git@host:path form")
 	}
 	switch u.Scheme {
 	case "https", "ssh":
 		if u.Host == "" || strings.HasPrefix(u.Host, "-") || strings.HasPrefix(u.Hostname(), "-") {
-			return codeURLError("must name a host that does not start with '-'")
+			return errors.New("must name a host that does not start with '-'")
 		}
 		if p := u.Port(); p != "" {
 			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-				return codeURLError("port must be a number from 1 to 65535")
+				return errors.New("port must be a number from 1 to 65535")
 			}
 		}
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
-			return codeURLError("file:// URLs must be local")
+			return errors.New("file:// URLs must be local")
 		}
 		if u.Path == "" || !strings.HasPrefix(u.Path, "/") {
-			return codeURLError("file:// URLs need an absolute path")
+			return errors.New("file:// URLs need an absolute path")
 		}
 	default:
-		return codeURLError("scheme must be https, ssh, file, or the git@host:path form")
+		return errors.New("scheme must be https, ssh, file, or the git@host:path form")
 	}
 	if strings.HasPrefix(strings.TrimPrefix(u.Path, "/"), "-") || strings.Contains(u.Path, "/-") {
-		return codeURLError("path segments must not start with '-'")
+		return errors.New("path segments must not start with '-'")
 	}
 	// Credentials do not belong in a URL that readers of the dog see
 	// (RFC 3986 §3.2.1 deprecates them). ssh:// may name the user git,
 	// as the git@host:path form does, and nothing more.
 	if u.User != nil && !sshGitUser(u) {
-		return codeURLError("must not hold user info (a user name or password); ssh:// may only name the user git, as in ssh://git@host/path")
+		return errors.New("must not hold user info (a user name or password); ssh:// may only name the user git, as in ssh://git@host/path")
 	}
 	return nil
 }
