@@ -231,9 +231,7 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name,
 	err := templates[name].ExecuteTemplate(&buf, "layout", view{Title: title, Site: "yard", StylePath: StylePath, CSRF: CSRFToken(r), Page: page})
 	if err != nil {
 		p.Logger.ErrorContext(r.Context(), "page template", slog.String("page", name), slog.String("error", err.Error()))
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = w.Write([]byte("Internal server error\n"))
+		WriteBody(w, r, http.StatusInternalServerError, "text/plain; charset=utf-8", []byte("Internal server error\n"))
 		return
 	}
 	WriteBody(w, r, status, "text/html; charset=utf-8", buf.Bytes())
