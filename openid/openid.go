@@ -100,8 +100,7 @@ func kvEncode(keys []string, m Message) ([]byte, error) {
 
 // ParseKV decodes a key-value form body (OpenID 2.0 §4.1.1).
 func ParseKV(body []byte) (Message, error) {
-	m, err := kvform.Parse(body)
-	return m, err
+	return kvform.Parse(body)
 }
 
 // SRegRequest is what a relying party asked with Simple Registration.
