@@ -34,21 +34,9 @@ func loadSchedule(ctx context.Context, q reader, dogID string) (schedule, error)
 	return s, err
 }
 
-// txReader reads inside tx, through the statements prepared on the SQLite
-// writer (prepareWrites) where there are.
-type txReader struct{ tx *Tx }
-
-func (r txReader) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	return r.tx.db.txQueryRow(ctx, r.tx, q, args...)
-}
-
-func (r txReader) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return r.tx.db.txQuery(ctx, r.tx, q, args...)
-}
-
 // reader is what reads a dog with its schedule: the DB outside a
-// transaction (through its cache of prepared statements), txReader inside
-// one.
+// transaction (through its cache of prepared statements), the Tx inside
+// one (through the statements prepared on the SQLite writer).
 type reader interface {
 	QueryRow(ctx context.Context, q string, args ...any) *sql.Row
 	Query(ctx context.Context, q string, args ...any) (*sql.Rows, error)
@@ -172,7 +160,7 @@ func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p yard.Sched
 		if err != nil {
 			return err
 		}
-		s, err := loadSchedule(ctx, txReader{tx}, dogID)
+		s, err := loadSchedule(ctx, tx, dogID)
 		if err != nil {
 			return err
 		}
@@ -237,7 +225,7 @@ func (db *DB) StopSchedule(ctx context.Context, dogID string) error {
 		if _, err := db.lockDog(ctx, tx, dogID); err != nil {
 			return err
 		}
-		s, err := loadSchedule(ctx, txReader{tx}, dogID)
+		s, err := loadSchedule(ctx, tx, dogID)
 		if err != nil {
 			return err
 		}
