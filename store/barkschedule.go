@@ -13,14 +13,14 @@ import (
 // with the dog, changed by PATCH, POST or DELETE, and fired by the workers'
 // tick (FireDueSchedules) into pending bark tasks.
 
-// schedule is a stored bark_schedules row.
+// schedule is a stored bark_schedules row, the zero one when the dog has
+// none; it runs while its frequency is above 0.
 type schedule struct {
-	next, last        int64
-	frequency         int
-	changeDate        int64
-	changeHash        string
-	changeStatus      int
-	exists, isRunning bool
+	next, last   int64
+	frequency    int
+	changeDate   int64
+	changeHash   string
+	changeStatus int
 }
 
 func loadSchedule(ctx context.Context, q reader, dogID string) (schedule, error) {
@@ -28,9 +28,8 @@ func loadSchedule(ctx context.Context, q reader, dogID string) (schedule, error)
 	err := q.QueryRow(ctx, `SELECT next_at, last_at, frequency, change_date, change_hash, change_status FROM bark_schedules WHERE dog_id = $1`, dogID).
 		Scan(&s.next, &s.last, &s.frequency, &s.changeDate, &s.changeHash, &s.changeStatus)
 	if errors.Is(err, sql.ErrNoRows) {
-		return s, nil
+		err = nil
 	}
-	s.exists, s.isRunning = err == nil, err == nil && s.frequency > 0
 	return s, err
 }
 
@@ -65,7 +64,7 @@ func previousBarks(ctx context.Context, q reader, dogID string) ([]time.Time, er
 func (db *DB) FindSchedule(ctx context.Context, dogID string) (*yard.BarkSchedule, error) {
 	defer db.trace(&ctx, "store.FindSchedule").End()
 	s, err := loadSchedule(ctx, db, dogID)
-	if err != nil || !s.isRunning {
+	if err != nil || s.frequency <= 0 {
 		return nil, err
 	}
 	prev, err := previousBarks(ctx, db, dogID)
@@ -164,7 +163,7 @@ func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p yard.Sched
 		if err != nil {
 			return err
 		}
-		if s.exists && s.changeDate == p.Date.Unix() && s.changeHash == p.Hash && s.changeStatus != 0 {
+		if s.changeStatus != 0 && s.changeDate == p.Date.Unix() && s.changeHash == p.Hash {
 			differs = s.changeStatus == changeDiffers
 			return nil
 		}
@@ -229,7 +228,7 @@ func (db *DB) StopSchedule(ctx context.Context, dogID string) error {
 		if err != nil {
 			return err
 		}
-		if !s.isRunning {
+		if s.frequency <= 0 {
 			return yard.Errorf(yard.ENOTFOUND, "The dog has no bark schedule.")
 		}
 		return writeSchedule(ctx, tx, dogID, yard.ScheduleChange{}, tx.Now())
