@@ -141,12 +141,9 @@ func (db *DB) Backup(ctx context.Context, dest string, progress func(BackupProgr
 	}
 	tmpName := tmp.Name()
 	tmp.Close() // VACUUM INTO writes into an empty file
-	done := false
-	defer func() {
-		if !done {
-			removeSQLiteFiles(tmpName)
-		}
-	}()
+	// Removed at the end whatever happens: once linked into place (below)
+	// the copy is dest's, and this removes nothing.
+	defer removeSQLiteFiles(tmpName)
 	// 0600 whatever the umask, owned as the directory (files.go); VACUUM
 	// INTO keeps the file.
 	if err := makePrivate(tmpName); err != nil {
@@ -204,7 +201,6 @@ func (db *DB) Backup(ctx context.Context, dest string, progress func(BackupProgr
 	if err := os.Link(tmpName, dest); err != nil {
 		return BackupStats{}, fmt.Errorf("backup: %w", err)
 	}
-	done = true
 	os.Remove(tmpName)
 	if err := fsync(dir, os.O_RDONLY); err != nil {
 		return BackupStats{}, fmt.Errorf("backup: %w", err)
