@@ -105,12 +105,6 @@ func (db *DB) DeleteAPIKey(ctx context.Context, id string) (bool, error) {
 	return n > 0, err
 }
 
-// UseSignature records a signature and reports whether it was new.
-func (db *DB) UseSignature(ctx context.Context, signature string, expires time.Time) (bool, error) {
-	fresh, err := db.UseSignatures(ctx, []string{signature}, []time.Time{expires})
-	return fresh[signature], err
-}
-
 // UseSignatures records distinct signatures in one INSERT and returns the
 // ones that were new (group commit: one write for many requests).
 //

@@ -75,16 +75,8 @@ func holdStore(path string) (*os.File, error) {
 	return f, nil
 }
 
-// notePid writes this process's id into the lock file f, which it holds
-// exclusively, so that a process refused the lock can name it (heldBy).
-func notePid(f *os.File) {
-	if f.Truncate(0) == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-}
-
 // heldBy names the holder of the lock file f by the process id it wrote
-// (notePid): " (pid 1234)", or "" when it wrote none.
+// (openReplayLog): " (pid 1234)", or "" when it wrote none.
 func heldBy(f *os.File) string {
 	b := make([]byte, 20)
 	n, _ := f.ReadAt(b, 0)
@@ -93,16 +85,6 @@ func heldBy(f *os.File) string {
 		return ""
 	}
 	return " (pid " + strconv.Itoa(pid) + ")"
-}
-
-// replayLogHeld is the refusal of a second process on one SQLite store:
-// another process holds the replay log of signed requests dir, whose
-// lock file is lock (replaylog.go).
-func replayLogHeld(dir string, lock *os.File, err error) error {
-	return fmt.Errorf("the store %s is in use by another process%s: a SQLite store is served by one process, "+
-		"which alone keeps its signed-request replay log (%s, held by another process, or by another handle on the store in this one: %v); "+
-		"stop that process first, or run several processes on PostgreSQL",
-		strings.TrimSuffix(dir, "-signatures"), heldBy(lock), dir, err)
 }
 
 // BackupProgress is what a running backup reports.
@@ -141,12 +123,9 @@ func (db *DB) Backup(ctx context.Context, dest string, progress func(BackupProgr
 	}
 	tmpName := tmp.Name()
 	tmp.Close() // VACUUM INTO writes into an empty file
-	done := false
-	defer func() {
-		if !done {
-			removeSQLiteFiles(tmpName)
-		}
-	}()
+	// Removed at the end whatever happens: once linked into place (below)
+	// the copy is dest's, and this removes nothing.
+	defer removeSQLiteFiles(tmpName)
 	// 0600 whatever the umask, owned as the directory (files.go); VACUUM
 	// INTO keeps the file.
 	if err := makePrivate(tmpName); err != nil {
@@ -204,7 +183,6 @@ func (db *DB) Backup(ctx context.Context, dest string, progress func(BackupProgr
 	if err := os.Link(tmpName, dest); err != nil {
 		return BackupStats{}, fmt.Errorf("backup: %w", err)
 	}
-	done = true
 	os.Remove(tmpName)
 	if err := fsync(dir, os.O_RDONLY); err != nil {
 		return BackupStats{}, fmt.Errorf("backup: %w", err)

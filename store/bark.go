@@ -82,7 +82,7 @@ const (
 )
 
 func insertBark(ctx context.Context, tx *Tx, b *yard.Bark, runAt time.Time) error {
-	_, err := tx.db.txExec(ctx, tx, insertBarkSQL, barkRow(b, runAt)...)
+	_, err := tx.exec(ctx, insertBarkSQL, barkRow(b, runAt)...)
 	return err
 }
 
@@ -101,7 +101,7 @@ func barkRow(b *yard.Bark, runAt time.Time) []any {
 // touchDog marks the dog's representation as changed at now, adding delta
 // to its barkCount.
 func touchDog(ctx context.Context, tx *Tx, dogID string, delta int, now time.Time) error {
-	_, err := tx.db.txExec(ctx, tx, touchDogSQL, delta, Millis(now), dogID)
+	_, err := tx.exec(ctx, touchDogSQL, delta, Millis(now), dogID)
 	tx.markDog(dogID)
 	return err
 }

@@ -13,14 +13,14 @@ import (
 // with the dog, changed by PATCH, POST or DELETE, and fired by the workers'
 // tick (FireDueSchedules) into pending bark tasks.
 
-// schedule is a stored bark_schedules row.
+// schedule is a stored bark_schedules row, the zero one when the dog has
+// none; it runs while its frequency is above 0.
 type schedule struct {
-	next, last        int64
-	frequency         int
-	changeDate        int64
-	changeHash        string
-	changeStatus      int
-	exists, isRunning bool
+	next, last   int64
+	frequency    int
+	changeDate   int64
+	changeHash   string
+	changeStatus int
 }
 
 func loadSchedule(ctx context.Context, q reader, dogID string) (schedule, error) {
@@ -28,27 +28,14 @@ func loadSchedule(ctx context.Context, q reader, dogID string) (schedule, error)
 	err := q.QueryRow(ctx, `SELECT next_at, last_at, frequency, change_date, change_hash, change_status FROM bark_schedules WHERE dog_id = $1`, dogID).
 		Scan(&s.next, &s.last, &s.frequency, &s.changeDate, &s.changeHash, &s.changeStatus)
 	if errors.Is(err, sql.ErrNoRows) {
-		return s, nil
+		err = nil
 	}
-	s.exists, s.isRunning = err == nil, err == nil && s.frequency > 0
 	return s, err
 }
 
-// txReader reads inside tx, through the statements prepared on the SQLite
-// writer (prepareWrites) where there are.
-type txReader struct{ tx *Tx }
-
-func (r txReader) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	return r.tx.db.txQueryRow(ctx, r.tx, q, args...)
-}
-
-func (r txReader) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return r.tx.db.txQuery(ctx, r.tx, q, args...)
-}
-
 // reader is what reads a dog with its schedule: the DB outside a
-// transaction (through its cache of prepared statements), txReader inside
-// one.
+// transaction (through its cache of prepared statements), the Tx inside
+// one (through the statements prepared on the SQLite writer).
 type reader interface {
 	QueryRow(ctx context.Context, q string, args ...any) *sql.Row
 	Query(ctx context.Context, q string, args ...any) (*sql.Rows, error)
@@ -77,7 +64,7 @@ func previousBarks(ctx context.Context, q reader, dogID string) ([]time.Time, er
 func (db *DB) FindSchedule(ctx context.Context, dogID string) (*yard.BarkSchedule, error) {
 	defer db.trace(&ctx, "store.FindSchedule").End()
 	s, err := loadSchedule(ctx, db, dogID)
-	if err != nil || !s.isRunning {
+	if err != nil || s.frequency <= 0 {
 		return nil, err
 	}
 	prev, err := previousBarks(ctx, db, dogID)
@@ -172,11 +159,11 @@ func (db *DB) ApplySchedulePatch(ctx context.Context, dogID string, p yard.Sched
 		if err != nil {
 			return err
 		}
-		s, err := loadSchedule(ctx, txReader{tx}, dogID)
+		s, err := loadSchedule(ctx, tx, dogID)
 		if err != nil {
 			return err
 		}
-		if s.exists && s.changeDate == p.Date.Unix() && s.changeHash == p.Hash && s.changeStatus != 0 {
+		if s.changeStatus != 0 && s.changeDate == p.Date.Unix() && s.changeHash == p.Hash {
 			differs = s.changeStatus == changeDiffers
 			return nil
 		}
@@ -237,11 +224,11 @@ func (db *DB) StopSchedule(ctx context.Context, dogID string) error {
 		if _, err := db.lockDog(ctx, tx, dogID); err != nil {
 			return err
 		}
-		s, err := loadSchedule(ctx, txReader{tx}, dogID)
+		s, err := loadSchedule(ctx, tx, dogID)
 		if err != nil {
 			return err
 		}
-		if !s.isRunning {
+		if s.frequency <= 0 {
 			return yard.Errorf(yard.ENOTFOUND, "The dog has no bark schedule.")
 		}
 		return writeSchedule(ctx, tx, dogID, yard.ScheduleChange{}, tx.Now())

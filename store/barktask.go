@@ -62,7 +62,7 @@ func (db *DB) ClaimTaskOf(ctx context.Context, owner string, lease time.Duration
 		if limits {
 			args = append(args, perUser)
 		}
-		row := db.txQueryRow(ctx, tx, claim, args...)
+		row := tx.QueryRow(ctx, claim, args...)
 		var traceParent string
 		b, err = scanBark(withExtra{row, []any{&traceParent}})
 		if errors.Is(err, sql.ErrNoRows) {
@@ -135,7 +135,7 @@ func (db *DB) CompleteTask(ctx context.Context, b *yard.Bark, token string, r ya
 			}
 			changed = old != *r.CodeRevision
 		}
-		done, err := scanBark(db.txQueryRow(ctx, tx, completeTaskSQL, Millis(now), r.Output, changed, b.ID, token))
+		done, err := scanBark(tx.QueryRow(ctx, completeTaskSQL, Millis(now), r.Output, changed, b.ID, token))
 		if err := leaseRow(err); err != nil {
 			return err
 		}

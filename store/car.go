@@ -82,7 +82,7 @@ func changeStamp(ctx context.Context, tx *Tx) (int64, error) {
 	if tx.db.engine == Postgres {
 		q = currentTxPG
 	}
-	err := tx.db.txQueryRow(ctx, tx, q).Scan(&tx.evTx)
+	err := tx.QueryRow(ctx, q).Scan(&tx.evTx)
 	return tx.evTx, err
 }
 

@@ -87,7 +87,7 @@ func appendEventOwnedBy(ctx context.Context, tx *Tx, typ, subject, owner, ofDog 
 	if ofDog != "" {
 		q, args[3] = ofDogQ, ofDog
 	}
-	_, err := tx.db.txExec(ctx, tx, q, args...)
+	_, err := tx.exec(ctx, q, args...)
 	return err
 }
 
@@ -103,7 +103,7 @@ func (tx *Tx) markDog(id string) {
 // it is now.
 func (tx *Tx) flushDogs(ctx context.Context) error {
 	for _, id := range tx.dirtyDogs {
-		d, err := dogWithSchedule(ctx, txReader{tx}, id)
+		d, err := dogWithSchedule(ctx, tx, id)
 		if yard.ErrorCode(err) == yard.ENOTFOUND {
 			continue // deleted in tx
 		} else if err != nil {

@@ -229,3 +229,9 @@ func (l *replayLog) purge(now time.Time) {
 	defer l.mu.Unlock()
 	l.purgeLocked(now)
 }
+
+// UseSignature records a signature and reports whether it was new.
+func (db *DB) UseSignature(ctx context.Context, signature string, expires time.Time) (bool, error) {
+	fresh, err := db.UseSignatures(ctx, []string{signature}, []time.Time{expires})
+	return fresh[signature], err
+}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -117,22 +116,13 @@ func (b *importBatch) sqliteCarArgs(chunk int) []driver.NamedValue {
 // values written into the statement). It runs the driver's statements on
 // the transaction's connection: the arguments are driver values already
 // (appendRow), so database/sql's conversion of each one, and its locking
-// per statement, are skipped.
+// per statement, are skipped. The transaction is on its connection
+// (writeBatchTx), whose driver, modernc's, prepares and executes with
+// contexts.
 func insertChunks(ctx context.Context, tx *Tx, cols int, args []driver.NamedValue, head, rowTail, tail string) error {
-	if tx.conn == nil {
-		return errors.New("insertChunks: the transaction has no connection of its own")
-	}
 	return tx.conn.Raw(func(dc any) error {
-		prep, ok := dc.(driver.ConnPrepareContext)
-		if !ok {
-			return fmt.Errorf("insertChunks: %T cannot prepare", dc)
-		}
+		prep := dc.(driver.ConnPrepareContext)
 		var full driver.Stmt // the statement of chunk rows, prepared once
-		defer func() {
-			if full != nil {
-				full.Close()
-			}
-		}()
 		chunk, n := tx.db.tuning.importChunk, len(args)/cols
 		for from := 0; from < n; from += chunk {
 			rows := min(chunk, n-from)
@@ -142,17 +132,12 @@ func insertChunks(ctx context.Context, tx *Tx, cols int, args []driver.NamedValu
 				if st, err = prep.PrepareContext(ctx, head+valuesList(rows, cols, rowTail)+tail); err != nil {
 					return err
 				}
+				defer st.Close() // full, or the last statement, of fewer rows
 				if rows == chunk {
 					full = st
-				} else {
-					defer st.Close() // the last statement, of fewer rows
 				}
 			}
-			ex, ok := st.(driver.StmtExecContext)
-			if !ok {
-				return fmt.Errorf("insertChunks: %T cannot execute", st)
-			}
-			if _, err := ex.ExecContext(ctx, args[from*cols:(from+rows)*cols]); err != nil {
+			if _, err := st.(driver.StmtExecContext).ExecContext(ctx, args[from*cols:(from+rows)*cols]); err != nil {
 				return err
 			}
 		}

@@ -105,11 +105,19 @@ func openReplayLog(dir string, now time.Time) (*replayLog, error) {
 		return nil, fmt.Errorf("replay log: %w", err)
 	}
 	if err := lockFile(lock); err != nil {
-		err = replayLogHeld(dir, lock, err) // backup.go: names the store and the process holding it
+		// A second process on one SQLite store, named with the process
+		// that holds the log (heldBy).
+		err = fmt.Errorf("the store %s is in use by another process%s: a SQLite store is served by one process, "+
+			"which alone keeps its signed-request replay log (%s, held by another process, or by another handle on the store in this one: %v); "+
+			"stop that process first, or run several processes on PostgreSQL",
+			strings.TrimSuffix(dir, "-signatures"), heldBy(lock), dir, err)
 		lock.Close()
 		return nil, err
 	}
-	notePid(lock)
+	// This process's id, so that a process refused the lock can name it.
+	if lock.Truncate(0) == nil {
+		_, _ = lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
 	l := &replayLog{
 		dir: dir, lock: lock,
 		seen:  map[int64]map[[sha256.Size]byte]struct{}{},

@@ -119,12 +119,9 @@ func Restore(ctx context.Context, src, dsn, dataDir string, now time.Time, say f
 	stamp := now.UTC().Format(backupStamp)
 	staged := path + ".restore-" + stamp
 	say("copying " + src + " to " + staged)
-	installed := false
-	defer func() {
-		if !installed {
-			removeSQLiteFiles(staged)
-		}
-	}()
+	// Removed at the end whatever happens: once moved into place (below)
+	// the copy is the store's, and this removes nothing.
+	defer removeSQLiteFiles(staged)
 	if err := copyFile(src, staged); err != nil {
 		return rep, fmt.Errorf("restore: %w", err)
 	}
@@ -166,7 +163,6 @@ func Restore(ctx context.Context, src, dsn, dataDir string, now time.Time, say f
 		}
 		return rep, fmt.Errorf("restore: %w", err)
 	}
-	installed = true
 	// What is kept aside holds what the store held: 0600 too (a store of
 	// an older release may be 0644).
 	for _, f := range rep.Aside {

@@ -119,7 +119,7 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Dura
 			rows, err = tx.QueryContext(ctx, claimCandidatesPG, now, min(int64(n), perWebhook))
 		} else {
 			// Two statements, each cheaper than the one above on SQLite.
-			rows, err = db.txQuery(ctx, tx, claimBusySQL, now)
+			rows, err = tx.Query(ctx, claimBusySQL, now)
 			var busy [][2]string
 			if busy, err = appendRows(nil, rows, err, scanPair); err != nil {
 				return err
@@ -128,7 +128,7 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Dura
 				busyHook[b[0]]++
 				busyOwner[b[1]]++
 			}
-			rows, err = db.txQuery(ctx, tx, claimDueSQL, now, min(int64(n), perWebhook))
+			rows, err = tx.Query(ctx, claimDueSQL, now, min(int64(n), perWebhook))
 		}
 		read, err := appendRows(nil, rows, err, func(row rowScanner) (*cand, error) {
 			c := &cand{}
@@ -198,12 +198,12 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, n int, lease time.Dura
 			}
 		} else {
 			for i, h := range hooks {
-				if err := collect(db.txQuery(ctx, tx, claimPickSQLite, h, now, takes[i])); err != nil {
+				if err := collect(tx.Query(ctx, claimPickSQLite, h, now, takes[i])); err != nil {
 					return err
 				}
 			}
 			for _, c := range out {
-				if _, err := db.txExec(ctx, tx, claimLeaseSQLite, c.Token, until, c.Delivery.ID); err != nil {
+				if _, err := tx.exec(ctx, claimLeaseSQLite, c.Token, until, c.Delivery.ID); err != nil {
 					return err
 				}
 			}

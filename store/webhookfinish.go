@@ -123,7 +123,7 @@ func (db *DB) FinishWebhookDeliveries(ctx context.Context, claims []*yard.Webhoo
 		} else {
 			for _, i := range mine {
 				a, out := atts[i], outs[i]
-				res, err := db.txExec(ctx, tx, finishSQLite, a.status, out.Code, truncateText(out.Error, 500), Millis(a.at), Millis(a.first),
+				res, err := tx.exec(ctx, finishSQLite, a.status, out.Code, truncateText(out.Error, 500), Millis(a.at), Millis(a.first),
 					claims[i].Delivery.ID, claims[i].Token)
 				if err := leaseResult(res, err); errors.Is(err, yard.ErrLeaseLost) {
 					lost[i] = true
@@ -199,7 +199,7 @@ func lockWebhooks(ctx context.Context, tx *Tx, ids []string) (map[string]*yard.W
 	out := make(map[string]*yard.Webhook, len(ids))
 	if tx.db.engine != Postgres {
 		for _, id := range ids {
-			w, err := scanWebhook(tx.db.txQueryRow(ctx, tx, lockWebhookSQLite, id))
+			w, err := scanWebhook(tx.QueryRow(ctx, lockWebhookSQLite, id))
 			if errors.Is(err, sql.ErrNoRows) {
 				continue
 			} else if err != nil {

@@ -74,7 +74,7 @@ func (db *DB) CreateWebhook(ctx context.Context, w *yard.Webhook) error {
 		if n >= yard.MaxWebhooksPerPerson {
 			return yard.Errorf(yard.ECONFLICT, "You hold %d webhook subscriptions, the most one person may; delete one first.", n)
 		}
-		cur, err := lastEventID(ctx, db.engine, txReader{tx})
+		cur, err := lastEventID(ctx, db.engine, tx)
 		if err != nil {
 			return err
 		}

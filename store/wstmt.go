@@ -40,28 +40,29 @@ func prepareInto(ctx context.Context, pool *sql.DB, stmts *sync.Map, query strin
 	return st, true
 }
 
-// txQueryRow runs a statement answering one row inside tx through its
-// prepared statement when prepareWrites made one, else as plain SQL.
-func (db *DB) txQueryRow(ctx context.Context, tx *Tx, query string, args ...any) *sql.Row {
-	if st, ok := db.writeStmts.Load(query); ok {
+// QueryRow runs a statement answering one row inside tx, through its
+// statement prepared on the SQLite writer when prepareWrites made one, else
+// as plain SQL: DB.QueryRow inside a transaction.
+func (tx *Tx) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st, ok := tx.db.writeStmts.Load(query); ok {
 		return tx.StmtContext(ctx, st.(*sql.Stmt)).QueryRowContext(ctx, args...)
 	}
 	return tx.QueryRowContext(ctx, query, args...)
 }
 
-// txExec is txQueryRow for a write answering no rows.
-func (db *DB) txExec(ctx context.Context, tx *Tx, query string, args ...any) (sql.Result, error) {
-	if st, ok := db.writeStmts.Load(query); ok {
-		return tx.StmtContext(ctx, st.(*sql.Stmt)).ExecContext(ctx, args...)
-	}
-	return tx.ExecContext(ctx, query, args...)
-}
-
-// txQuery runs a query inside tx through its prepared statement when
-// prepareWrites made one (SQLite), else as plain SQL.
-func (db *DB) txQuery(ctx context.Context, tx *Tx, query string, args ...any) (*sql.Rows, error) {
-	if st, ok := db.writeStmts.Load(query); ok {
+// Query is QueryRow for a query answering rows: DB.Query inside a
+// transaction.
+func (tx *Tx) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st, ok := tx.db.writeStmts.Load(query); ok {
 		return tx.StmtContext(ctx, st.(*sql.Stmt)).QueryContext(ctx, args...)
 	}
 	return tx.QueryContext(ctx, query, args...)
+}
+
+// exec is QueryRow for a write answering no rows.
+func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st, ok := tx.db.writeStmts.Load(query); ok {
+		return tx.StmtContext(ctx, st.(*sql.Stmt)).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
 }
