@@ -1,65 +1,16 @@
 package console
 
 import (
+	"bytes"
 	"cmp"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
-
-// metric is one sample line of the Prometheus text format.
-type metric struct {
-	Name   string
-	Labels map[string]string
-	Value  float64
-}
-
-// parseMetrics reads the samples of the Prometheus text exposition
-// format (its documented line syntax: name{label="value",…} value).
-func parseMetrics(b []byte) []metric {
-	var out []metric
-	for line := range strings.SplitSeq(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		m := metric{Labels: map[string]string{}}
-		rest := line
-		if i := strings.IndexByte(line, '{'); i >= 0 {
-			j := strings.LastIndexByte(line, '}')
-			if j < i {
-				continue
-			}
-			m.Name, rest = line[:i], line[j+1:]
-			for _, kv := range labelRe.FindAllStringSubmatch(line[i+1:j], -1) {
-				v, err := strconv.Unquote(`"` + kv[2] + `"`)
-				if err != nil {
-					v = kv[2]
-				}
-				m.Labels[kv[1]] = v
-			}
-		} else {
-			m.Name, rest, _ = strings.Cut(line, " ")
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			continue
-		}
-		m.Value = v
-		out = append(out, m)
-	}
-	return out
-}
-
-// labelRe is one label of a sample: name="value", the value escaped as
-// in a Go string (\\, \", \n).
-var labelRe = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 
 // routeCount is the requests of one route.
 type routeCount struct {
@@ -100,18 +51,28 @@ func (c *Console) handleOps(cl *call, w http.ResponseWriter, r *http.Request) {
 	if !mres.ok() {
 		cl.problemOf(mres)
 	}
+	// The text exposition format, read by Prometheus's own parser; a
+	// body it cannot read (a refusal) leaves the counts at zero.
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, _ := parser.TextToMetricFamilies(bytes.NewReader(mres.Body))
 	classes := map[string]float64{}
 	routes := map[string]float64{}
-	for _, m := range parseMetrics(mres.Body) {
-		switch m.Name {
-		case "yard_http_requests_total":
-			page.Requests += m.Value
-			if s := m.Labels["status"]; s != "" {
-				classes[s[:1]+"xx"] += m.Value
-			}
-			routes[m.Labels["method"]+" "+m.Labels["route"]] += m.Value
-		case "go_goroutines", "process_resident_memory_bytes", "go_memstats_heap_inuse_bytes", "process_open_fds":
-			page.Gauges = append(page.Gauges, routeCount{m.Name, m.Value})
+	for _, m := range families["yard_http_requests_total"].GetMetric() {
+		v := m.GetCounter().GetValue()
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		page.Requests += v
+		if s := labels["status"]; s != "" {
+			classes[s[:1]+"xx"] += v
+		}
+		routes[labels["method"]+" "+labels["route"]] += v
+	}
+	// In the order of the exposition, which sorts the names.
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "process_open_fds", "process_resident_memory_bytes"} {
+		for _, m := range families[name].GetMetric() {
+			page.Gauges = append(page.Gauges, routeCount{name, m.GetGauge().GetValue()})
 		}
 	}
 	for _, k := range []string{"2xx", "3xx", "4xx", "5xx"} {

@@ -93,14 +93,8 @@ func toggle(pairs []pair, field, value string) []pair {
 			out = append(out, p)
 			continue
 		}
-		var keep []string
-		for _, v := range p.values {
-			if strings.EqualFold(decoded(v), value) {
-				removed = true
-				continue
-			}
-			keep = append(keep, v)
-		}
+		keep := slices.DeleteFunc(slices.Clone(p.values), func(v string) bool { return strings.EqualFold(decoded(v), value) })
+		removed = removed || len(keep) < len(p.values)
 		if len(keep) > 0 {
 			out = append(out, pair{key: p.key, values: keep})
 		}
@@ -130,15 +124,10 @@ func shapes(base, query string, pairs []pair) []shape {
 	if query != "" {
 		out = append(out, shape{"the query as a path segment", base + "/search/" + joinQuery(pairs, ";")})
 	}
-	var vendor []pair
-	found := false
-	for _, p := range pairs {
-		if sameField(p.key, "make") && !found && !strings.HasPrefix(p.key, "q.") {
-			p.key, found = "vendor", true
-		}
-		vendor = append(vendor, p)
-	}
-	if found {
+	// The first make filter, named vendor.
+	if i := slices.IndexFunc(pairs, func(p pair) bool { return sameField(p.key, "make") && !strings.HasPrefix(p.key, "q.") }); i >= 0 {
+		vendor := slices.Clone(pairs)
+		vendor[i].key = "vendor"
 		out = append(out, shape{"search/by-vendor", base + "/cars/search/by-vendor?" + joinQuery(vendor, "&")})
 	}
 	return out

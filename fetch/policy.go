@@ -104,16 +104,13 @@ func (p *Policy) CheckURL(s string) error {
 // port ("HOST" allows every port, "HOST:PORT" that port only).
 func (p *Policy) HostAllowed(host, port string) bool {
 	host = normHost(strings.Trim(host, "[]"))
-	for _, h := range p.AllowHosts {
+	return slices.ContainsFunc(p.AllowHosts, func(h string) bool {
 		ah, ap := h, ""
 		if hh, pp, err := net.SplitHostPort(h); err == nil {
 			ah, ap = hh, pp
 		}
-		if normHost(strings.Trim(ah, "[]")) == host && (ap == "" || ap == port) {
-			return true
-		}
-	}
-	return false
+		return normHost(strings.Trim(ah, "[]")) == host && (ap == "" || ap == port)
+	})
 }
 
 // defaultPort is the port of a target without one.
