@@ -237,17 +237,13 @@ func sameSchedule(raw json.RawMessage, d *yard.Dog) bool {
 		return d.Schedule == nil
 	}
 	var in struct {
-		Next      json.RawMessage `json:"next"`
-		Frequency float64         `json:"frequency"`
+		Next      string  `json:"next"`
+		Frequency float64 `json:"frequency"`
 	}
 	if json.Unmarshal(raw, &in) != nil || d.Schedule == nil {
 		return false
 	}
-	var next string
-	if json.Unmarshal(in.Next, &next) != nil {
-		return false
-	}
-	t, err := time.Parse(time.RFC3339Nano, next)
+	t, err := time.Parse(time.RFC3339Nano, in.Next)
 	return err == nil && t.Equal(d.Schedule.Next) && in.Frequency == float64(d.Schedule.Frequency)
 }
 
