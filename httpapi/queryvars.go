@@ -19,7 +19,6 @@ import (
 // kept, for the grammar to refuse.
 func (s *Server) grammarQuery(r *http.Request) string {
 	raw := r.URL.RawQuery
-	s.queryVarsOnce.Do(func() { s.queryVars = newQueryVarSet(s.deps.Auth.QueryVars()) })
 	vars := s.queryVars
 	if raw == "" || len(vars.names) == 0 {
 		return raw
