@@ -300,7 +300,6 @@ func pointerField(p jsontext.Pointer) string {
 func jsonError(body []byte, err error) error {
 	var syn *jsontext.SyntacticError
 	var sem *jsonv2.SemanticError
-	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		line, col := position(body, int64(len(body))+1)
@@ -323,9 +322,6 @@ func jsonError(body []byte, err error) error {
 		field := pointerField(sem.JSONPointer)
 		want := "of another type"
 		t := sem.GoType
-		if errors.As(err, &typ) && typ.Type != nil {
-			t = typ.Type
-		}
 		for t != nil && t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
@@ -333,7 +329,7 @@ func jsonError(body []byte, err error) error {
 			want = cmp.Or(goKinds[t.Kind()], t.Kind().String())
 		}
 		got := kindNames[sem.JSONKind]
-		if t != nil && got == "number" && (want == "a number") {
+		if got == "number" && want == "a number" {
 			return yard.Invalid("A field has a number out of range.", yard.FieldError{Field: field, Message: "must be a whole number in range"})
 		}
 		msg := "must be " + want
