@@ -28,11 +28,8 @@ type carWrite struct {
 // update turns a body into a partial update (garage null takes the car
 // out of its garage).
 func (in carWrite) update() yard.CarUpdate {
-	u := yard.CarUpdate{Color: in.Color, Type: in.Type, Doors: in.Doors, Make: in.Make, Model: in.Model, Year: in.Year, Garage: in.Garage}
-	if in.isNull("garage") {
-		u.Garage = new(string)
-	}
-	return u
+	return yard.CarUpdate{Color: in.Color, Type: in.Type, Doors: in.Doors, Make: in.Make, Model: in.Model, Year: in.Year,
+		Garage: in.orEmpty(in.Garage, "garage")}
 }
 
 // writeBody is the body of a car or garage write.

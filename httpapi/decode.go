@@ -95,6 +95,16 @@ func (b *sent) setSent(raw []byte, nulls []string) { b.raw, b.nulls = raw, nulls
 // isNull reports whether the top-level member name was sent as null.
 func (b sent) isNull(name string) bool { return slices.Contains(b.nulls, name) }
 
+// orEmpty is p, the string member name, or "" when it was sent as null: in
+// a merge patch null removes a member (RFC 7396), and a removed string is
+// empty.
+func (b sent) orEmpty(p *string, name string) *string {
+	if b.isNull(name) {
+		return new(string)
+	}
+	return p
+}
+
 // refuseNulls refuses null for the members other than the allowed
 // (optional) ones: a merge patch null removes a member, and a required
 // one cannot be removed. Every write body with required fields asks it

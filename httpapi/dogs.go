@@ -345,9 +345,7 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 	if err == nil {
 		err = in.refuseNulls("codeUrl", "barks", "schedule")
 	}
-	if in.CodeURL == nil && in.isNull("codeUrl") {
-		in.CodeURL = new(string)
-	}
+	in.CodeURL = in.orEmpty(in.CodeURL, "codeUrl")
 	if f := readOnlyFields(in); err == nil && len(f) > 0 {
 		err = yard.Invalid("Read-only fields cannot be changed.", f...)
 	}
