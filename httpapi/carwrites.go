@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -12,46 +11,25 @@ import (
 // The writes of cars and garages (administrators, docs/cars.md): merge
 // patches, PUT that creates or replaces, and the preconditions of each.
 
-// optString is a JSON field that may be absent, null or a string.
-type optString struct {
-	Set   bool
-	Null  bool
-	Value string
-}
-
-// UnmarshalJSON records that the member was present, and whether it was null.
-func (o *optString) UnmarshalJSON(b []byte) error {
-	o.Set = true
-	if string(b) == "null" {
-		o.Null = true
-		return nil
-	}
-	return json.Unmarshal(b, &o.Value)
-}
-
 // carWrite is the body of a car write; id may be sent back as read but
 // must then match.
 type carWrite struct {
 	sent   `json:"-"`
-	ID     *string   `json:"id"`
-	Color  *string   `json:"color"`
-	Type   *string   `json:"type"`
-	Doors  *int      `json:"doors"`
-	Make   *string   `json:"make"`
-	Model  *string   `json:"model"`
-	Year   *int      `json:"year"`
-	Garage optString `json:"garage"`
+	ID     *string `json:"id"`
+	Color  *string `json:"color"`
+	Type   *string `json:"type"`
+	Doors  *int    `json:"doors"`
+	Make   *string `json:"make"`
+	Model  *string `json:"model"`
+	Year   *int    `json:"year"`
+	Garage *string `json:"garage"`
 }
 
 // update turns a body into a partial update (garage null takes the car
 // out of its garage).
 func (in carWrite) update() yard.CarUpdate {
-	u := yard.CarUpdate{Color: in.Color, Type: in.Type, Doors: in.Doors, Make: in.Make, Model: in.Model, Year: in.Year}
-	if in.Garage.Set {
-		g := in.Garage.Value
-		u.Garage = &g
-	}
-	return u
+	return yard.CarUpdate{Color: in.Color, Type: in.Type, Doors: in.Doors, Make: in.Make, Model: in.Model, Year: in.Year,
+		Garage: in.orEmpty(in.Garage, "garage")}
 }
 
 // writeBody is the body of a car or garage write.

@@ -95,6 +95,16 @@ func (b *sent) setSent(raw []byte, nulls []string) { b.raw, b.nulls = raw, nulls
 // isNull reports whether the top-level member name was sent as null.
 func (b sent) isNull(name string) bool { return slices.Contains(b.nulls, name) }
 
+// orEmpty is p, the string member name, or "" when it was sent as null: in
+// a merge patch null removes a member (RFC 7396), and a removed string is
+// empty.
+func (b sent) orEmpty(p *string, name string) *string {
+	if b.isNull(name) {
+		return new(string)
+	}
+	return p
+}
+
 // refuseNulls refuses null for the members other than the allowed
 // (optional) ones: a merge patch null removes a member, and a required
 // one cannot be removed. Every write body with required fields asks it
@@ -300,7 +310,6 @@ func pointerField(p jsontext.Pointer) string {
 func jsonError(body []byte, err error) error {
 	var syn *jsontext.SyntacticError
 	var sem *jsonv2.SemanticError
-	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		line, col := position(body, int64(len(body))+1)
@@ -323,9 +332,6 @@ func jsonError(body []byte, err error) error {
 		field := pointerField(sem.JSONPointer)
 		want := "of another type"
 		t := sem.GoType
-		if errors.As(err, &typ) && typ.Type != nil {
-			t = typ.Type
-		}
 		for t != nil && t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
@@ -333,7 +339,7 @@ func jsonError(body []byte, err error) error {
 			want = cmp.Or(goKinds[t.Kind()], t.Kind().String())
 		}
 		got := kindNames[sem.JSONKind]
-		if t != nil && got == "number" && (want == "a number") {
+		if got == "number" && want == "a number" {
 			return yard.Invalid("A field has a number out of range.", yard.FieldError{Field: field, Message: "must be a whole number in range"})
 		}
 		msg := "must be " + want

@@ -237,17 +237,13 @@ func sameSchedule(raw json.RawMessage, d *yard.Dog) bool {
 		return d.Schedule == nil
 	}
 	var in struct {
-		Next      json.RawMessage `json:"next"`
-		Frequency float64         `json:"frequency"`
+		Next      string  `json:"next"`
+		Frequency float64 `json:"frequency"`
 	}
 	if json.Unmarshal(raw, &in) != nil || d.Schedule == nil {
 		return false
 	}
-	var next string
-	if json.Unmarshal(in.Next, &next) != nil {
-		return false
-	}
-	t, err := time.Parse(time.RFC3339Nano, next)
+	t, err := time.Parse(time.RFC3339Nano, in.Next)
 	return err == nil && t.Equal(d.Schedule.Next) && in.Frequency == float64(d.Schedule.Frequency)
 }
 
@@ -349,9 +345,7 @@ func (s *Server) patchDog(w http.ResponseWriter, r *http.Request, v *dogVersion,
 	if err == nil {
 		err = in.refuseNulls("codeUrl", "barks", "schedule")
 	}
-	if in.CodeURL == nil && in.isNull("codeUrl") {
-		in.CodeURL = new(string)
-	}
+	in.CodeURL = in.orEmpty(in.CodeURL, "codeUrl")
 	if f := readOnlyFields(in); err == nil && len(f) > 0 {
 		err = yard.Invalid("Read-only fields cannot be changed.", f...)
 	}

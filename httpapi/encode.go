@@ -216,7 +216,7 @@ func (s *Server) pageLinks(r *http.Request, total int, p yard.Page) string {
 	if i := strings.IndexAny(raw, "&;"); i >= 0 {
 		sep = raw[i : i+1]
 	}
-	kept, _ := dropPairs(raw, func(pair string) bool {
+	kept := dropPairs(raw, func(pair string) bool {
 		name, _, _ := strings.Cut(pair, "=")
 		return name == "offset" || name == "max"
 	})

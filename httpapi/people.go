@@ -133,12 +133,7 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request, u *ya
 		s.error(w, r, err)
 		return
 	}
-	if in.Email == nil && in.isNull("email") {
-		in.Email = new(string)
-	}
-	if in.Phone == nil && in.isNull("phone") {
-		in.Phone = new(string)
-	}
+	in.Email, in.Phone = in.orEmpty(in.Email, "email"), in.orEmpty(in.Phone, "phone")
 	switch p := yard.PrincipalFromContext(r.Context()); {
 	case !p.IsAdmin() && (in.Roles != nil || in.Disabled != nil || in.Name != nil):
 		err = yard.Errorf(yard.EFORBIDDEN, "Only administrators may change a name, roles or disabled.")

@@ -19,7 +19,6 @@ import (
 // kept, for the grammar to refuse.
 func (s *Server) grammarQuery(r *http.Request) string {
 	raw := r.URL.RawQuery
-	s.queryVarsOnce.Do(func() { s.queryVars = newQueryVarSet(s.deps.Auth.QueryVars()) })
 	vars := s.queryVars
 	if raw == "" || len(vars.names) == 0 {
 		return raw
@@ -45,8 +44,7 @@ func (s *Server) grammarQuery(r *http.Request) string {
 	if !anyPair(raw, isVar) {
 		return raw
 	}
-	kept, _ := dropPairs(raw, isVar)
-	return kept
+	return dropPairs(raw, isVar)
 }
 
 // queryVarSet is the chain's query variables, with what turns most of a
@@ -139,9 +137,8 @@ func anyPair(raw string, f func(pair string) bool) bool {
 
 // dropPairs returns the raw query without its empty pairs and the pairs
 // drop selects, each kept pair after the separator ('&' or ';') written
-// just before it, so the client's separators survive; dropped says whether
-// drop selected any pair.
-func dropPairs(raw string, drop func(pair string) bool) (kept string, dropped bool) {
+// just before it, so the client's separators survive.
+func dropPairs(raw string, drop func(pair string) bool) string {
 	var b strings.Builder
 	before := ""
 	for raw != "" {
@@ -151,11 +148,7 @@ func dropPairs(raw string, drop func(pair string) bool) (kept string, dropped bo
 		} else {
 			raw = ""
 		}
-		switch {
-		case pair == "":
-		case drop(pair):
-			dropped = true
-		default:
+		if pair != "" && !drop(pair) {
 			if b.Len() > 0 {
 				b.WriteString(before)
 			}
@@ -163,5 +156,5 @@ func dropPairs(raw string, drop func(pair string) bool) (kept string, dropped bo
 		}
 		before = sep
 	}
-	return b.String(), dropped
+	return b.String()
 }

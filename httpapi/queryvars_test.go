@@ -13,7 +13,7 @@ import (
 // grammarQuery drops the signed-request variables and keeps everything
 // else as sent, separators included.
 func TestGrammarQuery(t *testing.T) {
-	s := &Server{deps: Deps{Auth: &auth.Chain{Query: []auth.Scheme{&auth.Signed{}}}}}
+	s := &Server{queryVars: newQueryVarSet((&auth.Chain{Query: []auth.Scheme{&auth.Signed{}}}).QueryVars())}
 	for _, c := range []struct{ in, want string }{
 		{"", ""},
 		{"color=red,blue;make=!ford", "color=red,blue;make=!ford"},

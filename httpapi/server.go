@@ -179,9 +179,8 @@ type Server struct {
 	// tracer starts request spans; nil without Deps.Tracing.
 	tracer trace.Tracer
 	// queryVars holds the query variables of the chain's schemes
-	// (grammarQuery), asked of the chain once.
-	queryVarsOnce sync.Once
-	queryVars     *queryVarSet
+	// (grammarQuery), asked of the chain once, by New.
+	queryVars *queryVarSet
 }
 
 type route struct {
@@ -198,7 +197,7 @@ func New(d Deps) *Server {
 	d.Lists = cmp.Or(d.Lists, fairgate.New(fairgate.Config{}))
 	d.Webhooks = cmp.Or[WebhookChecker](d.Webhooks, webhooks.PolicyChecker{}) // the default policy
 	s := &Server{deps: d, basic: d.Auth.Basic(), mux: http.NewServeMux(), xmlPaths: http.NewServeMux(), literals: map[string][]string{},
-		indexReads: map[string]bool{}, storeDown: make(chan struct{}, 1),
+		indexReads: map[string]bool{}, storeDown: make(chan struct{}, 1), queryVars: newQueryVarSet(d.Auth.QueryVars()),
 		db: stores{dogs: d.DB, barks: d.DB, cars: d.DB, events: d.DB, openid: d.DB, ops: d.DB, outage: d.DB, orders: d.DB, people: d.DB, webhooks: d.DB}}
 	s.metrics = newMetrics(s.deps.Registry)
 	s.openapi = sync.OnceValues(s.buildOpenAPI)

@@ -202,9 +202,8 @@ func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, hoo
 func (s *Server) handleListWebhookDeliveries(w http.ResponseWriter, r *http.Request, hook *yard.Webhook) {
 	w.Header().Set("Cache-Control", "no-store") // as every problem is
 	writePagedList(s, w, r, func(ctx context.Context, pg yard.Page) ([]*yard.WebhookDelivery, int, error) {
-		if pg.Max == 0 { // the total only
-			return s.db.webhooks.FindWebhookDeliveries(ctx, hook.ID, 0, 1)
-		}
-		return s.db.webhooks.FindWebhookDeliveries(ctx, hook.ID, pg.Offset, pg.Max)
+		// max=0 asks for the total only: one row is read, none shown
+		// (pageViews).
+		return s.db.webhooks.FindWebhookDeliveries(ctx, hook.ID, pg.Offset, max(pg.Max, 1))
 	}, s.newDeliveryView)
 }
