@@ -404,6 +404,9 @@ func TestConsoleInChromium(t *testing.T) {
 	c.run(chromedp.Navigate(base+"/console/searches"), chromedp.WaitVisible(chromedp.ID("ss-h")))
 	c.audit("searches")
 	c.run(chromedp.Navigate(base+"/console/admin/server"), chromedp.WaitVisible(chromedp.ID("health")))
+	if got := c.text("main"); !strings.Contains(got, "go_goroutines") || !strings.Contains(got, "process_resident_memory_bytes") {
+		c.t.Errorf("the server page shows no process gauges:\n%s", got)
+	}
 	c.audit("server")
 	c.run(chromedp.Navigate(base+"/console/admin/oauth"), chromedp.WaitVisible(chromedp.ID("consumer-name")),
 		chromedp.SendKeys(chromedp.ID("consumer-name"), "Printer"), chromedp.Click(chromedp.ID("create-consumer")),

@@ -589,6 +589,13 @@ func TestDebugAddr(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "yard_bark_tasks_pending") {
 		t.Fatalf("debug /metrics: %d %.200s", resp.StatusCode, body)
 	}
+	// The runtime's and the process's gauges, which the console's server
+	// page shows.
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_inuse_bytes", "process_open_fds", "process_resident_memory_bytes"} {
+		if !strings.Contains(string(body), "\n"+name+" ") {
+			t.Errorf("debug /metrics has no %s", name)
+		}
+	}
 }
 
 // dogWriters are clients creating dogs as the administrator, one after

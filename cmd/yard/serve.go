@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/crypto/acme/autocert"
 
@@ -215,7 +216,10 @@ func newApp(ctx context.Context, cfg *serveConfig, logger *slog.Logger) (_ *app,
 	if err != nil {
 		return nil, err
 	}
+	// The Go runtime's and the process's standard metrics (go_*,
+	// process_*) beside yard's own (docs/operations.md, "Metrics").
 	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	barks, err := newJobRunner(cfg, db, effects, registry, logger, tr)
 	if err != nil {
 		return nil, err
