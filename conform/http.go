@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Resp is a response with its body read.
@@ -94,6 +95,10 @@ func basic(p *person) opt {
 // bearer sends the token as a bearer token.
 func bearer(token string) opt { return header("Authorization", "Bearer "+token) }
 
+// writeTimeout bounds a request that may change the server once the
+// run's time-out has passed (Do).
+const writeTimeout = 30 * time.Second
+
 // abs makes target (a path or an absolute URL) absolute under the base URL.
 func (k *kit) abs(target string) string {
 	if strings.HasPrefix(target, "https://") || strings.HasPrefix(target, "http://") {
@@ -105,8 +110,22 @@ func (k *kit) abs(target string) string {
 // Do sends one request (target is a path under the base URL, or an
 // absolute URL), records the exchange and returns the response. A
 // transport error fails the check.
+//
+// A request that may change the server (any method but GET and HEAD) is
+// not sent once the run's time-out has passed or the run was interrupted,
+// and one under way is let finish (within writeTimeout): its answer says
+// what it made, for the kit to remove at the end of the run.
 func (t *T) Do(method, target string, opts ...opt) *Resp {
-	r, err := t.k.send(t.ctx, method, target, opts...)
+	ctx := t.ctx
+	if method != "GET" && method != "HEAD" {
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("%s %s: not sent: %v", method, target, err)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+		defer cancel()
+	}
+	r, err := t.k.send(ctx, method, target, opts...)
 	if r != nil {
 		t.exchanges = append(t.exchanges, r.exchange)
 	}

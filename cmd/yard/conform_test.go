@@ -256,6 +256,25 @@ func TestConformRefusals(t *testing.T) {
 	}
 	noConformLeftovers(t, s.URL, s.Password)
 
+	// A run whose time-out passes while the server creates the kit's
+	// first person, answered only after it: the kit lets the write
+	// finish and removes the person all the same.
+	slow := newBalancer(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == "POST" && r.URL.Path == "/v1/people" {
+				w = lateHeader{w, 1500 * time.Millisecond}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	s3 := startInProcess(t, "--data", t.TempDir(), "--base-url", slow.URL)
+	slow.start(t, s3.URL)
+	stdout, stderr, code = conformCLI(t, s3.Password, "--ca", slow.CAFile, "--only", "dogs", "--timeout", "1s", slow.URL)
+	if code != 1 || !strings.Contains(stdout, "FAIL dogs.") {
+		t.Errorf("a run timing out during a write: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	noConformLeftovers(t, s3.URL, s3.Password)
+
 	// --only, --skip and exit status 1: a part run alone, one check left
 	// out, and a check failing against a server whose HSTS header a front
 	// removes.
@@ -276,6 +295,19 @@ func TestConformRefusals(t *testing.T) {
 		t.Errorf("the summary line: %q", stdout)
 	}
 }
+
+// lateHeader writes the response's status and headers after a delay.
+type lateHeader struct {
+	http.ResponseWriter
+	delay time.Duration
+}
+
+func (l lateHeader) WriteHeader(code int) {
+	time.Sleep(l.delay)
+	l.ResponseWriter.WriteHeader(code)
+}
+
+func (l lateHeader) Unwrap() http.ResponseWriter { return l.ResponseWriter }
 
 // stripHeader removes a header just before the response is written.
 type stripHeader struct {
