@@ -376,13 +376,25 @@ func ParseCarQuery(raw string) (Query, Page, error) {
 
 // ParseCarListQuery is ParseCarQuery for a car list, which also takes
 // facets=FIELD[,FIELD...] (fields of the grammar, aliases allowed,
-// repeatable). It returns the facet fields as canonical paths in the
-// order first named, without repeats; an unknown one is EINVALID naming
-// "facets".
+// repeatable). It returns the facet fields as named, in lower case, in
+// the order first named, without repeats (FacetPaths gives the paths
+// they count); an unknown one is EINVALID naming "facets".
 func ParseCarListQuery(raw string) (Query, Page, []string, error) {
 	var facets []string
 	q, page, err := parseCarQuery(raw, &facets)
 	return q, page, facets, err
+}
+
+// FacetPaths are the paths of the facet field names, once each, in the
+// order first named: what CarLister.ListCars counts.
+func FacetPaths(names []string) []string {
+	var paths []string
+	for _, name := range names {
+		if p, _ := CanonicalField(name); !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	return paths
 }
 
 // parseCarQuery parses the grammar; facets, when not nil, receives the
@@ -397,12 +409,11 @@ func parseCarQuery(raw string, facets *[]string) (Query, Page, error) {
 				if err != nil {
 					return BadValueEscape
 				}
-				path, _, ok := canonicalField(name)
-				if !ok {
+				if _, _, ok := canonicalField(name); !ok {
 					return fmt.Sprintf("unknown facet field %q (use %s, vendor or garage)", name, strings.Join(QueryFields(), ", "))
 				}
-				if !slices.Contains(*facets, path) {
-					*facets = append(*facets, path)
+				if name = strings.ToLower(name); !slices.Contains(*facets, name) {
+					*facets = append(*facets, name)
 				}
 			}
 			return ""

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -216,7 +217,7 @@ func (s *Server) writeCars(w http.ResponseWriter, r *http.Request, q yard.Query,
 	if span.IsRecording() {
 		span.SetAttributes(tracing.CarsAnsweredBy.String(s.carSearchPath()))
 	}
-	l, err := lister.ListCars(ctx, q, page, facets)
+	l, err := lister.ListCars(ctx, q, page, yard.FacetPaths(facets))
 	span.End()
 	if err != nil {
 		s.error(w, r, err)
@@ -240,7 +241,7 @@ func (s *Server) writeCars(w http.ResponseWriter, r *http.Request, q yard.Query,
 	body := carPage{Items: ls.views, Max: page.Max, Offset: page.Offset, Total: l.Total}
 	size := 256 + 160*len(body.Items)
 	if len(facets) > 0 {
-		body.Facets = facetsView(l.Facets)
+		body.Facets = namedFacets(facets, l.Facets)
 		size += 1024 // three fields of some 20 values: 750 bytes
 	}
 	if cap(ls.body) < size {
@@ -282,6 +283,20 @@ func (s *Server) carSearchPath() string {
 // in the order asked for and values by count; the group of cars in no
 // garage is "null".
 type facetsView []yard.Facet
+
+// namedFacets gives each facet field the name it was asked by (facets=
+// vendor answers "vendor", facets=garage "garage"), from the counts of
+// its path.
+func namedFacets(names []string, counted []yard.Facet) facetsView {
+	f := make(facetsView, 0, len(names))
+	for _, name := range names {
+		path, _ := yard.CanonicalField(name)
+		if i := slices.IndexFunc(counted, func(c yard.Facet) bool { return c.Field == path }); i >= 0 {
+			f = append(f, yard.Facet{Field: name, Values: counted[i].Values})
+		}
+	}
+	return f
+}
 
 // appendJSON appends the facets' JSON by hand, as encoding/json would write
 // each string (carjson.go): a facet answer is some 40 strings, and going

@@ -178,7 +178,7 @@ func sqlList(t *testing.T, ctx context.Context, raw string, db *store.DB) *yard.
 	if err != nil {
 		t.Fatalf("query %q: %v", raw, err)
 	}
-	want, err := db.ListCars(ctx, q, page, facets)
+	want, err := db.ListCars(ctx, q, page, yard.FacetPaths(facets))
 	if err != nil {
 		t.Fatalf("SQL %q: %v", raw, err)
 	}
@@ -192,7 +192,7 @@ func sameAsSQL(t *testing.T, ctx context.Context, raw string, ix *search.Index, 
 	if err != nil {
 		t.Fatalf("query %q: %v", raw, err)
 	}
-	got, err := ix.ListCars(ctx, q, page, facets)
+	got, err := ix.ListCars(ctx, q, page, yard.FacetPaths(facets))
 	if err != nil {
 		t.Fatalf("index %q: %v", raw, err)
 	}
