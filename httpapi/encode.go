@@ -221,7 +221,7 @@ func (s *Server) pageLinks(r *http.Request, total int, p yard.Page) string {
 		return name == "offset" || name == "max"
 	})
 	if kept != "" {
-		kept += sep
+		kept = uriQuery(kept) + sep
 	}
 	// Up to four links of one prefix, written to one builder: the
 	// busiest answer's header, made with one allocation and no copy.
@@ -261,5 +261,35 @@ func (s *Server) pageLinks(r *http.Request, total int, p yard.Page) string {
 		last = 0
 	}
 	link(last, "last")
+	return b.String()
+}
+
+// uriQuery percent-encodes the bytes of a raw query that a URI may not
+// hold (RFC 3986 §3.4: anything but unreserved characters, sub-delims,
+// ':', '@', '/', '?' and escapes), such as '>', '"' or a space, so that the
+// query can stand between a Link's angle brackets (RFC 8288 §3). The rest
+// stays as the client wrote it.
+func uriQuery(raw string) string {
+	ok := func(c byte) bool {
+		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			strings.IndexByte("-._~!$&'()*+,;=:@/?%", c) >= 0
+	}
+	var b strings.Builder
+	for i := 0; i < len(raw); i++ {
+		if c := raw[i]; !ok(c) {
+			if b.Len() == 0 {
+				b.WriteString(raw[:i])
+			}
+			const hex = "0123456789ABCDEF"
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		} else if b.Len() > 0 {
+			b.WriteByte(c)
+		}
+	}
+	if b.Len() == 0 {
+		return raw
+	}
 	return b.String()
 }

@@ -43,8 +43,8 @@ func TestJSONNotHTMLEscaped(t *testing.T) {
 }
 
 // TestLinkKeepsSeparators: a page's Link header keeps the query's pairs
-// and separators as sent (docs/cars.md, Paths); offset and max are added
-// with the query's first separator.
+// and separators as sent (docs/cars.md, Paths), escaping only what a URI
+// may not hold; offset and max are added with the query's first separator.
 func TestLinkKeepsSeparators(t *testing.T) {
 	t.Parallel()
 	storetest.ForEachEngine(t, func(t *testing.T, db *store.DB) {
@@ -55,6 +55,8 @@ func TestLinkKeepsSeparators(t *testing.T) {
 			{"/cars?color=red;offset=1&make=ford;max=1", `/cars?color=red&make=ford;offset=0;max=1>; rel="prev"`},
 			{"/cars?max=1;offset=0;;color=red,blue", `/cars?color=red,blue;offset=1;max=1>; rel="next"`},
 			{"/cars?max=3", `/cars?offset=3&max=3>; rel="next"`},
+			// What a URI may not hold is escaped, so '>' cannot end the link.
+			{`/cars?color=a>b"c|d&max=1`, `/cars?color=a%3Eb%22c%7Cd&offset=0&max=1>; rel="first"`},
 		} {
 			r := env.Do(apitest.Request{Path: tt.path})
 			if link := r.Header.Get("Link"); r.StatusCode != 200 || !strings.Contains(link, tt.want) {
