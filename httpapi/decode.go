@@ -72,6 +72,12 @@ func unmarshalStrict[T any](body []byte) (T, error) {
 	if err != nil {
 		return v, err
 	}
+	// The decoder leaves a struct as it is for a document of null; such a
+	// body is no object, as [] is not (as a merge patch, RFC 7396, it
+	// would remove the whole resource).
+	if k := reflect.TypeFor[T]().Kind(); (k == reflect.Struct || k == reflect.Map) && string(bytes.TrimSpace(body)) == "null" {
+		return v, yard.Invalid("A field has the wrong type.", yard.FieldError{Field: "(document)", Message: "must be an object, not null"})
+	}
 	if err := jsonv2.Unmarshal(body, &v, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return v, jsonError(body, err)
 	}

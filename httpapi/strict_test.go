@@ -58,6 +58,9 @@ func TestStrictInput(t *testing.T) {
 		field := func(name string) string { return `"field":"` + name + `"` }
 
 		run(t, env, []scenario{
+			{"a merge patch of null", patch("/cars/"+carID, `null`), 400, nil, []string{field("(document)"), "not null"}},
+			{"a garage patch of null", patch("/garages/"+garageID, ` null `), 400, nil, []string{field("(document)")}},
+			{"a dog body of null", post(`null`), 400, nil, []string{field("(document)")}},
 			{"duplicate member", post(`{"name":"a","email":"a@example.org","name":"b"}`), 400, nil, []string{field("name"), "validation"}},
 			{"duplicate member in a nested object", patch("/v2/dogs/"+dogID, `{"owner":{"id":"x","id":"y"}}`), 400, nil, []string{"owner"}},
 			{"members differing only in case", post(`{"name":"a","email":"a@example.org","Name":"b"}`), 400, nil, []string{field("Name")}},
