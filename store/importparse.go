@@ -15,6 +15,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/yard-api/yard"
 )
 
@@ -35,6 +38,38 @@ type importLine struct {
 	Model  string  `json:"model"`
 	Year   int     `json:"year"`
 	Garage *string `json:"garage"`
+
+	hasDoors bool // the line gives doors (a car's doors are required, as in the API)
+}
+
+// importKey is the index of a member a line may hold, spelled exactly,
+// or -1.
+func importKey(name string) int {
+	switch name {
+	case "kind":
+		return 0
+	case "id":
+		return 1
+	case "name":
+		return 2
+	case "state":
+		return 3
+	case "color":
+		return 4
+	case "type":
+		return 5
+	case "doors":
+		return 6
+	case "make":
+		return 7
+	case "model":
+		return 8
+	case "year":
+		return 9
+	case "garage":
+		return 10
+	}
+	return -1
 }
 
 // parse reads one non-empty line into the batch. Its errors are
@@ -43,21 +78,14 @@ func (im *importer) parse(ctx context.Context, line []byte, b *importBatch) erro
 	b.lines++
 	var l importLine
 	if !parseLineFast(line, &l, im.interned.intern) {
-		// Anything but the common shape goes through encoding/json, which
-		// decides and words the error.
-		l = importLine{}
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&l); err != nil {
-			return &ImportError{Msg: describeJSONError(err), Err: err}
-		}
-		if rest := bytes.TrimSpace(line[dec.InputOffset():]); len(rest) > 0 {
-			return &ImportError{Msg: fmt.Sprintf("not JSON: more after the object, at column %d", int(dec.InputOffset())+1)}
+		var err *ImportError
+		if l, err = decodeLine(line); err != nil {
+			return err
 		}
 	}
 	switch l.Kind {
 	case "garage":
-		if l.Color != "" || l.Type != "" || l.Doors != 0 || l.Make != "" || l.Model != "" || l.Year != 0 || l.Garage != nil {
+		if l.Color != "" || l.Type != "" || l.hasDoors || l.Make != "" || l.Model != "" || l.Year != 0 || l.Garage != nil {
 			return &ImportError{Msg: describeLine("garage", l.ID) + "only kind, id, name and state belong on a garage line"}
 		}
 		g := &yard.Garage{ID: l.ID, Name: l.Name, State: l.State}
@@ -73,6 +101,9 @@ func (im *importer) parse(ctx context.Context, line []byte, b *importBatch) erro
 	case "car":
 		if l.Name != "" || l.State != "" {
 			return &ImportError{Msg: describeLine("car", l.ID) + "name and state belong on a garage line"}
+		}
+		if !l.hasDoors {
+			return &ImportError{Msg: describeLine("car", l.ID) + "doors is required (a whole number from 0 to 16)"}
 		}
 		c := &yard.Car{ID: l.ID, Color: l.Color, Type: l.Type, Doors: l.Doors, Make: l.Make, Model: l.Model, Year: l.Year}
 		if l.Garage != nil {
@@ -101,6 +132,37 @@ func (im *importer) parse(ctx context.Context, line []byte, b *importBatch) erro
 		return &ImportError{Msg: fmt.Sprintf("kind must be \"garage\" or \"car\", not %q", l.Kind)}
 	}
 	return nil
+}
+
+// decodeLine reads a line that is not of the common shape: encoding/json
+// decides and words what is wrong, then the line is held to the API's
+// strict rules (docs/api.md, "Strict input"), which encoding/json does
+// not keep: member names spelled exactly, none twice, valid UTF-8.
+func decodeLine(line []byte) (importLine, *ImportError) {
+	var l importLine
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return l, &ImportError{Msg: describeJSONError(err), Err: err}
+	}
+	if rest := bytes.TrimSpace(line[dec.InputOffset():]); len(rest) > 0 {
+		return l, &ImportError{Msg: fmt.Sprintf("not JSON: more after the object, at column %d", int(dec.InputOffset())+1)}
+	}
+	var members map[string]jsontext.Value
+	if err := jsonv2.Unmarshal(line, &members); err != nil {
+		var syn *jsontext.SyntacticError
+		if errors.As(err, &syn) && errors.Is(syn.Err, jsontext.ErrDuplicateName) {
+			return l, &ImportError{Msg: fmt.Sprintf("member %q is given twice", syn.JSONPointer.LastToken()), Err: err}
+		}
+		return l, &ImportError{Msg: "not JSON: invalid UTF-8", Err: err}
+	}
+	for name := range members {
+		if importKey(name) < 0 {
+			return l, &ImportError{Msg: describeJSONError(fmt.Errorf("json: unknown field %q", name))}
+		}
+	}
+	l.hasDoors = members["doors"] != nil && members["doors"].Kind() != 'n'
+	return l, nil
 }
 
 // newImportID returns the id of an id-less line of the kind with these
@@ -205,12 +267,11 @@ func (im *importer) knowGarage(ctx context.Context, id string) (bool, error) {
 
 // parseLineFast reads an import line of the common shape into l without
 // encoding/json's reflection: one object of the known keys, spelled
-// exactly, with plain string values (no escapes), whole numbers of up to
-// nine digits, and null for garage. It reports false for anything else,
-// and the caller then decodes the line with encoding/json, which accepts
-// or refuses it and words the error (docs/cars.md, "How an import is made
-// fast"). When it reports true, l is what encoding/json would have
-// decoded, with DisallowUnknownFields and nothing after the object
+// exactly, each once, with plain string values (no escapes), whole numbers
+// of up to nine digits, and null for garage. It reports false for anything
+// else, and the caller then decodes the line with decodeLine, which
+// accepts or refuses it and words the error (docs/cars.md, "How an import
+// is made fast"). When it reports true, l is what decodeLine decodes
 // (TestParseLineFastMatchesJSON).
 //
 // intern returns a string of the bytes, shared by equal values (colours,
@@ -225,11 +286,17 @@ func parseLineFast(line []byte, l *importLine, intern func([]byte) string) bool 
 	if i < len(line) && line[i] == '}' {
 		return skipSpace(line, i+1) == len(line)
 	}
+	var seen uint16 // the keys read so far, by importKey
 	for {
 		key, next, ok := plainString(line, i)
 		if !ok {
 			return false
 		}
+		k := importKey(string(key))
+		if k < 0 || seen&(1<<k) != 0 {
+			return false // unknown, spelled otherwise, or given twice
+		}
+		seen |= 1 << k
 		i = skipSpace(line, next)
 		if i >= len(line) || line[i] != ':' {
 			return false
@@ -245,7 +312,7 @@ func parseLineFast(line []byte, l *importLine, intern func([]byte) string) bool 
 				return false
 			}
 			if key[0] == 'd' {
-				l.Doors = n
+				l.Doors, l.hasDoors = n, true
 			} else {
 				l.Year = n
 			}
@@ -286,8 +353,6 @@ func parseLineFast(line []byte, l *importLine, intern func([]byte) string) bool 
 				l.Make = intern(v)
 			case "model":
 				l.Model = intern(v)
-			default:
-				return false // unknown, or a known key spelled otherwise
 			}
 			i = next
 		}
