@@ -62,7 +62,13 @@ func (c *Chain) Authenticate(r *http.Request) (*yard.Principal, error) {
 		}
 		return nil, nil
 	}
-	if h := r.Header.Get("Authorization"); h != "" {
+	// A header that is there counts, even empty: credentials that are
+	// present but wrong never fall back to the next kind.
+	if vs := r.Header.Values("Authorization"); len(vs) > 0 {
+		h := vs[0]
+		if strings.TrimSpace(h) == "" {
+			return nil, yard.Errorf(yard.EUNAUTHORIZED, "The Authorization header is empty.")
+		}
 		for _, s := range c.Header {
 			if s.Match(r) {
 				return s.Authenticate(r)
@@ -122,7 +128,7 @@ func (c *Chain) Challenges(r *http.Request) []string {
 func hasCredentials(r *http.Request) bool {
 	q := r.URL.Query()
 	_, err := r.Cookie(SessionCookie)
-	return r.Header.Get("Authorization") != "" || q.Has("signature") || q.Has("apiKey") || q.Has("oauth_signature") || err == nil
+	return len(r.Header.Values("Authorization")) > 0 || q.Has("signature") || q.Has("apiKey") || q.Has("oauth_signature") || err == nil
 }
 
 // SingleAuthorization refuses a request with more than one Authorization

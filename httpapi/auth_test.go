@@ -735,6 +735,8 @@ func TestNoFallback(t *testing.T) {
 		{"Basic payload under Digest", e.dogURI, map[string]string{"Authorization": "Digest " + base64.StdEncoding.EncodeToString([]byte("alice:"+pw))}, 401},
 		{"bad signature with a good cookie", e.dogURI + "?apiKey=ak_x&timestamp=1&signature=00", map[string]string{"Cookie": good}, 401},
 		{"unknown scheme with a good cookie", e.dogURI, map[string]string{"Authorization": "Negotiate abc", "Cookie": good}, 401},
+		{"empty Authorization with a good cookie", e.dogURI, map[string]string{"Authorization": "", "Cookie": good}, 401},
+		{"blank Authorization with a good cookie", e.dogURI, map[string]string{"Authorization": " ", "Cookie": good}, 401},
 	} {
 		wantStatus(t, tc.name, e.raw(t, "GET", tc.path, tc.header).StatusCode, tc.want)
 	}
