@@ -161,6 +161,9 @@ func (s *Signed) Authenticate(r *http.Request) (*yard.Principal, error) {
 			return nil, err
 		}
 		if sum := sha256.Sum256(body); bodyHash != hex.EncodeToString(sum[:]) {
+			if strings.EqualFold(bodyHash, hex.EncodeToString(sum[:])) {
+				return nil, refuse("The bodyhash must be lower-case hex.")
+			}
 			return nil, refuse("The body does not match the signed bodyhash.")
 		}
 	}
