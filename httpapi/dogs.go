@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/yard-api/yard"
@@ -260,12 +261,15 @@ func (s *Server) listDogs(w http.ResponseWriter, r *http.Request, v *dogVersion)
 // handleDogRedirect sends every method on /v1/dogs/{id} to the dog's
 // identity /v1/dogs/{id}/ with 308, which keeps the method and body.
 func (s *Server) handleDogRedirect(w http.ResponseWriter, r *http.Request) {
-	target := s.url(yard.DogPath(r.PathValue("dog_id")))
+	// The id as a path segment again: what was sent as %3F or %2F stays
+	// in the segment rather than becoming a query or another segment.
+	id := url.PathEscape(r.PathValue("dog_id"))
+	target := s.url(yard.DogPath(id))
 	if r.URL.RawQuery != "" {
-		target += "?" + r.URL.RawQuery
+		target += "?" + uriQuery(r.URL.RawQuery)
 	}
 	w.Header().Set("Location", target)
-	dogV1.headers(s, w, &yard.Dog{ID: r.PathValue("dog_id")})
+	dogV1.headers(s, w, &yard.Dog{ID: id})
 	w.WriteHeader(http.StatusPermanentRedirect)
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 
@@ -22,14 +23,14 @@ import (
 type muxRedirects struct {
 	*statusWriter
 	s       *Server
+	r       *http.Request
 	swallow bool
 }
 
 func (w *muxRedirects) WriteHeader(code int) {
 	if code >= 300 && code < 400 && !w.wrote {
 		if loc := w.Header().Get("Location"); strings.HasPrefix(loc, "/") {
-			// One leading slash, so the path can never name another host.
-			w.Header().Set("Location", w.s.url("/"+strings.TrimLeft(loc, "/")))
+			w.Header().Set("Location", w.s.cleanLocation(w.r, loc))
 			w.Header().Del("Content-Type")
 			code, w.swallow = http.StatusPermanentRedirect, true
 		}
@@ -42,6 +43,24 @@ func (w *muxRedirects) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	return w.statusWriter.Write(b)
+}
+
+// cleanLocation is the absolute URL of a redirect of the mux, which
+// answered r with a Location of muxLoc: r's path as sent (escaped) with
+// its dot segments and repeated slashes removed, the trailing slash of
+// muxLoc, and r's query. The mux's own Location is not used as it is: it
+// escapes an escaped path again (a %2D becomes %252D, another resource).
+// The cleaned path starts with one slash, so it can never name another
+// host.
+func (s *Server) cleanLocation(r *http.Request, muxLoc string) string {
+	p := path.Clean(r.URL.EscapedPath())
+	if muxPath, _, _ := strings.Cut(muxLoc, "?"); strings.HasSuffix(muxPath, "/") && p != "/" {
+		p += "/"
+	}
+	if r.URL.RawQuery != "" {
+		p += "?" + uriQuery(r.URL.RawQuery)
+	}
+	return s.url(p)
 }
 
 // unrouted answers a request no endpoint matched: 404, 405 with Allow, or
@@ -64,10 +83,8 @@ func (s *Server) unrouted(w http.ResponseWriter, r *http.Request, h http.Handler
 	case rec.Code == http.StatusMovedPermanently || rec.Code == http.StatusTemporaryRedirect || rec.Code == http.StatusPermanentRedirect:
 		// The mux cleaned the path (e.g. "//", "/./" or "/.."): redirect
 		// permanently, to an absolute URL under the base URL like every
-		// other Location. The mux answers a path (with the query); one
-		// leading slash is kept so it can never name another host.
-		loc := "/" + strings.TrimLeft(rec.header.Get("Location"), "/")
-		w.Header().Set("Location", s.url(loc))
+		// other Location.
+		w.Header().Set("Location", s.cleanLocation(r, rec.header.Get("Location")))
 		w.WriteHeader(http.StatusPermanentRedirect)
 	default:
 		s.error(w, r, yard.Errorf(yard.ENOTFOUND, "No resource has the path %s.", r.URL.Path))

@@ -342,7 +342,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		r, cancel = s.withStoreWait(r)
 		defer cancel()
 	}
-	s.mux.ServeHTTP(&muxRedirects{statusWriter: sw, s: s}, r)
+	s.mux.ServeHTTP(&muxRedirects{statusWriter: sw, s: s, r: r}, r)
 }
 
 // withStoreWait bounds the request's wait for the store by Deps.StoreWait,

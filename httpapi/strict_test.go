@@ -167,6 +167,13 @@ func TestRedirectsAbsolute(t *testing.T) {
 			{"double slash", apitest.Request{Path: "/v1//dogs"}, 308, abs("/v1/dogs"), nil},
 			{"leading double slash", apitest.Request{Path: "//healthz"}, 308, abs("/healthz"), nil},
 			{"query kept", apitest.Request{Path: "/v1/./dogs?max=2"}, 308, abs("/v1/dogs?max=2"), nil},
+			// Escapes stay as sent, never escaped again (%2D is not %252D).
+			{"escape in a cleaned path", apitest.Request{Path: "/garages/./g%2Dsf"}, 308, abs("/garages/g%2Dsf"), nil},
+			{"escaped space in a search segment", apitest.Request{Path: "//search/make=Land%20Rover"}, 308, abs("/search/make=Land%20Rover"), nil},
+			// The slash-less dog: its id stays one path segment.
+			{"dog id with an escaped ?", apitest.Request{Path: "/v1/dogs/a%3Fb"}, 308, abs("/v1/dogs/a%3Fb/"), nil},
+			{"dog id with an escaped / and space", apitest.Request{Path: "/v1/dogs/a%2Fb%20c?x=%22"}, 308, abs("/v1/dogs/a%2Fb%20c/?x=%22"), nil},
+			{"dog id with an escaped CR", apitest.Request{Path: "/v1/dogs/a%0Db"}, 308, abs("/v1/dogs/a%0Db/"), nil},
 		})
 	})
 }
