@@ -211,7 +211,7 @@ func (s *Server) writePage(w http.ResponseWriter, r *http.Request, items any, to
 // cannot read. offset and max go at the end, joined by the query's first
 // separator (`&` when it has none).
 func (s *Server) pageLinks(r *http.Request, total int, p yard.Page) string {
-	raw := r.URL.RawQuery
+	raw := s.grammarQuery(r) // without credentials (a signature, an API key)
 	sep := "&"
 	if i := strings.IndexAny(raw, "&;"); i >= 0 {
 		sep = raw[i : i+1]

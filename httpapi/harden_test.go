@@ -475,6 +475,17 @@ func TestSignedBinding(t *testing.T) {
 		wantStatus(t, "Method=DELETE on a GET", send("GET", sign(e.dogURI, "Method=DELETE"), ""), 401)
 		// The car query grammar takes the binding variables as signed-request ones.
 		wantStatus(t, "signed car list", send("GET", sign("/cars", "color=red&method=GET&bodyhash="+hash("")), ""), 200)
+		// A signed page's links keep its filters, not its credentials.
+		req, _ := http.NewRequest("GET", e.URL+sign("/cars", "color=red&max=1"), nil)
+		resp, err := e.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if l := resp.Header.Get("Link"); resp.StatusCode != 200 || !strings.Contains(l, "color=red") ||
+			strings.Contains(l, "signature=") || strings.Contains(l, "apiKey=") || strings.Contains(l, "timestamp=") {
+			t.Errorf("signed car list: %d, Link %q: want its filters without the credentials", resp.StatusCode, l)
+		}
 		// Plain spec-style signatures keep working by default.
 		wantStatus(t, "unbound PATCH by default", send("PATCH", sign(e.dogURI, ""), patch)/100, 2)
 
