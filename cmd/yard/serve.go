@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -330,6 +331,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	if cfg.acmeDomain != "" && cfg.tlsCert != "" {
 		return usageError("use either --acme-domain or --tls-cert/--tls-key")
+	}
+	if cfg.baseURL != "" {
+		// Every Location and link starts with it: it must be absolute.
+		u, err := url.Parse(cfg.baseURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
+			u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			return usageError("--base-url must be an absolute https:// URL without user, query or fragment, such as https://yard.example.com")
+		}
 	}
 	if err := cfg.auth.check(); err != nil {
 		return err
