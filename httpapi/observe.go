@@ -8,6 +8,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +25,16 @@ import (
 // newRequestID returns 24 random hex digits. A request ID names a request
 // in logs and traces and needs no secrecy, so it comes from the runtime's
 // fast generator (math/rand/v2, seeded by the system), not crypto/rand.
+// RequestID is the X-Request-Id of the answer to r: the client's own when
+// it is 1-128 visible ASCII characters, else a new one (docs/api.md).
+func RequestID(r *http.Request) string {
+	id := r.Header.Get("X-Request-Id")
+	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+		id = newRequestID()
+	}
+	return id
+}
+
 func newRequestID() string {
 	var b [12]byte
 	binary.LittleEndian.PutUint64(b[:8], mrand.Uint64())

@@ -267,10 +267,7 @@ var (
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	id := r.Header.Get("X-Request-Id")
-	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
-		id = newRequestID()
-	}
+	id := RequestID(r)
 	hdr := w.Header()
 	hdr["X-Request-Id"] = []string{id}
 	if r.TLS != nil {

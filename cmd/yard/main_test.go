@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -274,13 +275,29 @@ func TestPlainHTTPRedirects(t *testing.T) {
 	_ = s
 	req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/v1/dogs?x=1", port), nil)
 	req.SetBasicAuth("admin", "whatever")
+	req.Header.Set("X-Request-Id", "plain-1")
 	resp, err := insecure.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 308 || resp.Header.Get("Location") != "https://yard.example/v1/dogs?x=1" {
-		t.Fatalf("plain HTTP: got %d to %q, want 308 to https", resp.StatusCode, resp.Header.Get("Location"))
+	if resp.StatusCode != 308 || resp.Header.Get("Location") != "https://yard.example/v1/dogs?x=1" || resp.Header.Get("X-Request-Id") != "plain-1" {
+		t.Fatalf("plain HTTP: got %d to %q (X-Request-Id %q), want 308 to https with plain-1", resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("X-Request-Id"))
+	}
+	// OPTIONS * (the server as a whole) is redirected too, to the root.
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+	resp, err = http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 308 || resp.Header.Get("Location") != "https://yard.example/" || resp.Header.Get("X-Request-Id") == "" {
+		t.Fatalf("plain OPTIONS *: got %d to %q, want 308 to https://yard.example/ with a request id", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
 

@@ -426,7 +426,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	var plain *http.Server
 	if pln != nil {
-		plain = &http.Server{Handler: httpHandler(redirectToHTTPS(cfg.baseURL)), ReadHeaderTimeout: 10 * time.Second}
+		plain = &http.Server{Handler: httpHandler(redirectToHTTPS(cfg.baseURL)), ReadHeaderTimeout: 10 * time.Second, DisableGeneralOptionsHandler: true}
 		// Every plain-HTTP answer is a redirect: one per connection, so
 		// nothing pipelined behind a request of ambiguous length is read.
 		plain.SetKeepAlivesEnabled(false)
@@ -484,9 +484,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 func redirectToHTTPS(baseURL string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		target := baseURL + r.URL.EscapedPath()
+		if !strings.HasPrefix(r.URL.EscapedPath(), "/") {
+			target = baseURL + "/" // OPTIONS *: the server as a whole
+		}
 		if r.URL.RawQuery != "" {
 			target += "?" + r.URL.RawQuery
 		}
+		w.Header().Set("X-Request-Id", httpapi.RequestID(r))
 		w.Header().Set("Location", target)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusPermanentRedirect)
