@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"path"
 	"regexp"
 	"strings"
 	"time"
@@ -76,8 +77,11 @@ var keyPaths = []string{"/sessions/", "/apikeys/", "/oauth/consumers/"}
 // (keyPaths) is masked, as no credential, token or key is ever logged, and
 // a long path is cut (pages.LogCut).
 func logPath(r *http.Request) string {
+	// The path as routed after the mux's cleaning: //sessions/KEY and
+	// /x/../sessions/KEY name the key too.
+	clean := path.Clean(r.URL.Path)
 	for _, prefix := range keyPaths {
-		if rest, ok := strings.CutPrefix(r.URL.Path, prefix); ok && rest != "" {
+		if rest, ok := strings.CutPrefix(clean, prefix); ok && rest != "" {
 			return prefix + "[redacted]"
 		}
 	}
