@@ -10,26 +10,42 @@ import (
 	"github.com/yard-api/yard/store"
 )
 
-// seedDemo fills the empty parts of a store with demo data (serve
-// --demo): people and dogs, then garages and cars. Each seeder says what
-// it added.
+// seedDemo fills a store that holds no dogs, garages or cars with demo
+// data (serve --demo): people and dogs, then garages and cars, and says
+// what it added or why it added nothing.
 func seedDemo(ctx context.Context, db *store.DB, out io.Writer) error {
+	// A store that holds any dog, garage or car gets nothing: the demo
+	// fills an empty one (people may exist), all or none.
+	_, dogs, err := db.FindDogs(ctx, yard.DogFilter{Limit: 1})
+	if err != nil {
+		return err
+	}
+	_, garages, err := db.FindGarages(ctx, yard.Page{Max: 1})
+	if err != nil {
+		return err
+	}
+	_, cars, err := db.FindCars(ctx, yard.Query{}, yard.Page{Max: 1})
+	if err != nil {
+		return err
+	}
+	if dogs+garages+cars > 0 {
+		fmt.Fprintf(out, "demo: skipped the demo data: the store already holds %s, %s and %s (--demo only fills a store with no dogs, garages or cars)\n",
+			plural(dogs, "dog"), plural(garages, "garage"), plural(cars, "car"))
+		return nil
+	}
 	if err := seedDemoDogs(ctx, db, out); err != nil {
 		return err
 	}
-	return seedDemoCars(ctx, db, out)
+	if _, err := db.SeedDemoCars(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "demo: created 4 garages and 24 cars (try /cars?color=red and /garages)")
+	return nil
 }
 
-// seedDemoDogs adds two people with dogs when the store holds no dogs. The
-// people's passwords are generated and printed; a person who exists is
-// kept as is. A store with dogs gets none, and says so.
+// seedDemoDogs adds two people with dogs. The people's passwords are
+// generated and printed; a person who exists is kept as is.
 func seedDemoDogs(ctx context.Context, db *store.DB, out io.Writer) error {
-	if _, n, err := db.FindDogs(ctx, yard.DogFilter{Limit: 1}); err != nil {
-		return err
-	} else if n > 0 {
-		fmt.Fprintf(out, "demo: skipped the demo people and dogs: the store already holds %s (--demo only fills an empty store)\n", plural(n, "dog"))
-		return nil
-	}
 	people := []struct {
 		name, email, phone string
 		dogs               []yard.Dog
@@ -64,29 +80,5 @@ func seedDemoDogs(ctx context.Context, db *store.DB, out io.Writer) error {
 			fmt.Fprintf(out, "demo: created dog %q at /v1/dogs/%s/\n", d.Name, d.ID)
 		}
 	}
-	return nil
-}
-
-// seedDemoCars adds demo garages and cars to a store that has none, and
-// otherwise says that it added none.
-func seedDemoCars(ctx context.Context, db *store.DB, out io.Writer) error {
-	seeded, err := db.SeedDemoCars(ctx)
-	if err != nil {
-		return err
-	}
-	if seeded {
-		fmt.Fprintln(out, "demo: created 4 garages and 24 cars (try /cars?color=red and /garages)")
-		return nil
-	}
-	_, garages, err := db.FindGarages(ctx, yard.Page{Max: 1})
-	if err != nil {
-		return err
-	}
-	_, cars, err := db.FindCars(ctx, yard.Query{}, yard.Page{Max: 1})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "demo: skipped the demo garages and cars: the store already holds %s and %s (--demo only fills an empty store)\n",
-		plural(garages, "garage"), plural(cars, "car"))
 	return nil
 }

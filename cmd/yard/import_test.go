@@ -111,8 +111,7 @@ func TestDemoSaysWhatItSkipped(t *testing.T) {
 	again := startInProcess(t, "--data", data, "--demo")
 	out := again.Out.String()
 	for _, want := range []string{
-		"demo: skipped the demo people and dogs: the store already holds 3 dogs (--demo only fills an empty store)",
-		"demo: skipped the demo garages and cars: the store already holds 4 garages and 24 cars (--demo only fills an empty store)",
+		"demo: skipped the demo data: the store already holds 3 dogs, 4 garages and 24 cars (--demo only fills a store with no dogs, garages or cars)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("second --demo does not say %q:\n%s", want, out)
