@@ -56,6 +56,10 @@ func (s *Server) backups(*http.Request) (Backups, error) {
 // or the store wait passes (it holds no lock a writer waits for), so that
 // its time is not spent for nothing.
 func (s *Server) handleCreateBackup(w http.ResponseWriter, r *http.Request, b Backups) {
+	if _, err := decodeOptional[struct{}](r); err != nil { // no body, or {}
+		s.error(w, r, err)
+		return
+	}
 	bk, err := b.TakeBackup(context.WithoutCancel(r.Context()), BackupInterval)
 	if err != nil {
 		s.error(w, r, err)

@@ -69,6 +69,7 @@ func TestBackupsAPI(t *testing.T) {
 			{"a person may not back up", alice(post), 403, nil, []string{"/problems/forbidden"}},
 			{"nor list", alice(apitest.Request{Path: "/v1/backups"}), 403, nil, nil},
 			{"nor read one", alice(apitest.Request{Path: "/v1/backups/" + store.BackupName(clock.Now())}), 403, nil, nil},
+			{"a body with an unknown member", root(apitest.Request{Method: "POST", Path: "/v1/backups", Body: `{"zzz":1}`}), 400, nil, []string{`"field":"zzz"`}},
 		})
 		if got := backupFiles(t, dir); len(got) != 0 {
 			t.Fatalf("refused requests made backups: %v", got)
