@@ -103,6 +103,9 @@ func (g *Garage) Validate() error {
 	fields := textErrors([2]string{"name", g.Name}, [2]string{"state", g.State})
 	if g.ID != "" && !ValidClientID(g.ID) {
 		fields = append(fields, FieldError{Field: "id", Message: "must be 1-64 letters, digits, '-', '_' or '.', and not a reserved word"})
+	} else if strings.EqualFold(g.ID, "null") {
+		// garage=null means "in no garage" in every car query.
+		fields = append(fields, FieldError{Field: "id", Message: "must not be null, which car queries read as no garage"})
 	}
 	return invalidFields("The garage is not valid.", fields)
 }

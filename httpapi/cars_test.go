@@ -210,6 +210,7 @@ func TestCarWritesAndSearchAdmin(t *testing.T) {
 			{"put new", apitest.Request{Method: "PUT", Path: "/cars/my-car", Body: car, User: "root", Password: pw}, 201, map[string]string{"Location": "/cars/my-car$"}, []string{`"id":"my-car"`}},
 			{"put replace", apitest.Request{Method: "PUT", Path: "/cars/my-car", Body: map[string]any{"color": "Grey", "type": "van", "doors": 5, "make": "Ford", "model": "Transit", "year": 2017}, User: "root", Password: pw}, 200, nil, []string{`"color":"Grey"`, `"garage":null`}},
 			{"put reserved id", apitest.Request{Method: "PUT", Path: "/cars/by-vendor", Body: car, User: "root", Password: pw}, 400, nil, []string{`"field":"id"`}},
+			{"a garage named by the id null", apitest.Request{Method: "PUT", Path: "/garages/NULL", Body: map[string]any{"name": "n", "state": "CA"}, User: "root", Password: pw}, 400, nil, []string{`"field":"id"`, "no garage"}},
 			{"patch moves", apitest.Request{Method: "PATCH", Path: "/cars/my-car", Body: map[string]any{"garage": "g-ny"}, User: "root", Password: pw}, 200, nil, []string{`"garage":"g-ny"`, `"color":"Grey"`}},
 			{"moved car in its garage", apitest.Request{Path: "/g-ny/cars/my-car"}, 200, nil, nil},
 			{"patch out of garage", apitest.Request{Method: "PATCH", Path: "/cars/my-car", Body: `{"garage":null}`, User: "root", Password: pw, Headers: map[string]string{"Content-Type": "application/merge-patch+json"}}, 200, nil, []string{`"garage":null`}},
