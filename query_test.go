@@ -184,8 +184,8 @@ func TestParseSearchBodyErrors(t *testing.T) {
 		{`{"name":"search","color":"red"}`, "name", yard.EINVALID},
 		{`{"garage":"null"}`, "garage", yard.EINVALID},
 		{`{"color":"red"`, "", yard.EMALFORMED},
-		{`[1]`, "", yard.EMALFORMED},
-		{`null`, "", yard.EMALFORMED},
+		{`[1]`, "(document)", yard.EINVALID},
+		{`null`, "(document)", yard.EINVALID},
 	}
 	for _, tt := range tests {
 		t.Run(tt.body, func(t *testing.T) {

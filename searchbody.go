@@ -33,6 +33,10 @@ type SearchRequest struct {
 // path.
 func ParseSearchBody(data []byte) (SearchRequest, error) {
 	var top map[string]json.RawMessage
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] != '{' {
+		// Another JSON value: the same answer as for any body (docs/api.md).
+		return SearchRequest{}, Invalid("A field has the wrong type.", FieldError{Field: "(document)", Message: "must be an object"})
+	}
 	if err := strictObject(data, &top); err != nil {
 		return SearchRequest{}, Errorf(EMALFORMED, "The search body is not a JSON object: %v.", err)
 	}
