@@ -280,7 +280,7 @@ func TestScheduleViews(t *testing.T) {
 		run(t, env.Env, []scenario{
 			{"no schedule yet", as(apitest.Request{Path: sched}), 404, nil, nil},
 			{"barks need If-Unmodified-Since", as(apitest.Request{Method: "PATCH", Path: uri, Body: body}), 428, nil, []string{"precondition-required"}},
-			{"bad date", as(apitest.Request{Method: "PATCH", Path: uri, Body: body, Headers: map[string]string{"If-Unmodified-Since": "yesterday"}}), 400, nil, nil},
+			{"bad date", as(apitest.Request{Method: "PATCH", Path: uri, Body: body, Headers: map[string]string{"If-Unmodified-Since": "yesterday"}}), 428, nil, []string{"precondition-required"}},
 			{"malformed schedule", as(apitest.Request{Method: "PATCH", Path: uri, Body: map[string]any{"barks": map[string]any{"next": "soon", "frequency": "often"}}, Headers: iusFirst}), 400, nil,
 				[]string{`"field":"barks.frequency"`, `"field":"barks.next"`}},
 			{"unknown schedule field", as(apitest.Request{Method: "PATCH", Path: uri, Body: map[string]any{"barks": map[string]any{"next": 0, "frequency": 5, "loud": true}}, Headers: iusFirst}), 400, nil, []string{"barks.loud"}},

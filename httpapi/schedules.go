@@ -78,14 +78,11 @@ func parseSchedule(in scheduleInput, now time.Time) (yard.ScheduleChange, bool, 
 // than the dog's last change is 412; a refused schedule 403; else 204, or
 // 205 when the stored representation differs from what was sent.
 func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVersion, d *yard.Dog, body []byte, barks json.RawMessage, fields yard.DogUpdate) {
-	ius := r.Header.Get("If-Unmodified-Since")
-	if ius == "" {
-		s.error(w, r, yard.Errorf(yard.EPRECONDREQUIRED, "A change of the bark schedule needs If-Unmodified-Since: the date the request was first sent, so it is applied once."))
-		return
-	}
-	date, err := http.ParseTime(ius)
+	// A value that is no HTTP date is ignored (RFC 9110 §13.1.4), which
+	// leaves the change without the precondition it needs.
+	date, err := http.ParseTime(r.Header.Get("If-Unmodified-Since"))
 	if err != nil {
-		s.error(w, r, yard.Invalid("If-Unmodified-Since is not an HTTP date.", yard.FieldError{Field: "If-Unmodified-Since", Message: "must be an HTTP date (RFC 9110 §5.6.7)"}))
+		s.error(w, r, yard.Errorf(yard.EPRECONDREQUIRED, "A change of the bark schedule needs If-Unmodified-Since, an HTTP date (RFC 9110 §5.6.7): the date the request was first sent, so it is applied once."))
 		return
 	}
 	now := s.db.barks.Clock()
