@@ -349,7 +349,8 @@ func TestScheduleViews(t *testing.T) {
 		run(t, env.Env, []scenario{
 			{"POST schedule", as(apitest.Request{Method: "POST", Path: sched, Body: post}), 205, nil, nil},
 			{"same token again", as(apitest.Request{Method: "POST", Path: sched, Body: map[string]any{"token": 42, "next": 0, "frequency": 5}}), 205, nil, nil},
-			{"token required", as(apitest.Request{Method: "POST", Path: sched, Body: map[string]any{"next": 0, "frequency": 5}}), 400, nil, []string{`"field":"token"`}},
+			{"token required", as(apitest.Request{Method: "POST", Path: sched, Body: map[string]any{"next": 0, "frequency": 5}}), 400, nil, []string{`"field":"token"`, "is required"}},
+			{"token not valid", as(apitest.Request{Method: "POST", Path: sched, Body: map[string]any{"token": []int{1}, "next": 0, "frequency": 5}}), 400, nil, []string{`"field":"token"`, "must be a number or a string"}},
 			{"refused frequency", as(apitest.Request{Method: "POST", Path: sched, Body: map[string]any{"token": 43, "next": 0, "frequency": -3}}), 403, nil, []string{"schedule-refused"}},
 			{"bob", apitest.Request{Method: "POST", Path: sched, User: "bob", Password: pw, Body: map[string]any{"token": 44, "next": 0, "frequency": 5}}, 403, nil, nil},
 			{"GET schedule", as(apitest.Request{Path: sched}), 200, nil, []string{`"frequency":60`}},

@@ -197,7 +197,7 @@ func parseToken(raw json.RawMessage) (string, error) {
 		tok = strconv.FormatFloat(f, 'g', -1, 64) // 1, 1.0 and 1e0 are one token
 	}
 	if err != nil || tok == "" || len(tok) > 200 {
-		return "", bad
+		return "", yard.Invalid("The bark schedule's token is not valid.", yard.FieldError{Field: "token", Message: "must be a number or a string of 1-200 characters naming this change"})
 	}
 	return tok, nil
 }
