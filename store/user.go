@@ -72,7 +72,7 @@ func (db *DB) CreateUser(ctx context.Context, u *yard.User, creds *yard.Credenti
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
 			u.ID, u.Name, strings.ToLower(u.Name), u.Email, u.Phone, strings.Join(u.Roles, ","), u.Disabled,
 			creds.PasswordHash, creds.HA1MD5, creds.HA1SHA256, Millis(changed), Millis(u.CreatedAt), Millis(u.UpdatedAt))
-		return conflictIf(err, "A person named %q already exists.", u.Name)
+		return conflictIf(err, "A person of this name already exists (names are compared ignoring case).")
 	})
 }
 
@@ -97,7 +97,7 @@ func (db *DB) UpdateUser(ctx context.Context, id string, upd yard.UserUpdate) (*
 		_, err = tx.ExecContext(ctx, `UPDATE users SET name=$1, name_key=$2, email=$3, phone=$4, roles=$5, disabled=$6, updated_at=$7 WHERE id=$8`,
 			u.Name, strings.ToLower(u.Name), u.Email, u.Phone, strings.Join(u.Roles, ","), u.Disabled, Millis(u.UpdatedAt), id)
 		out = u
-		return conflictIf(err, "A person named %q already exists.", u.Name)
+		return conflictIf(err, "A person of this name already exists (names are compared ignoring case).")
 	})
 	return out, err
 }
