@@ -288,6 +288,9 @@ type facetsView []yard.Facet
 // vendor answers "vendor", facets=garage "garage"), from the counts of
 // its path.
 func namedFacets(names []string, counted []yard.Facet) facetsView {
+	if slices.EqualFunc(names, counted, func(n string, c yard.Facet) bool { return n == c.Field }) {
+		return counted // each asked by its path, as most are
+	}
 	f := make(facetsView, 0, len(names))
 	for _, name := range names {
 		path, _ := yard.CanonicalField(name)
