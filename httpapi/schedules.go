@@ -114,6 +114,7 @@ func (s *Server) patchSchedule(w http.ResponseWriter, r *http.Request, v *dogVer
 		s.error(w, r, err)
 		return
 	}
+	s.fireIfDue(r, d.ID, change, now)
 	// The store does not return the dog the schedule changed: read it.
 	if after, err := s.loadDogFor(r); err == nil {
 		s.dogValidators(w, v, after)
@@ -177,7 +178,18 @@ func (s *Server) handlePostSchedule(w http.ResponseWriter, r *http.Request, d *y
 		s.error(w, r, err)
 		return
 	}
+	s.fireIfDue(r, d.ID, change, now)
 	w.WriteHeader(http.StatusResetContent)
+}
+
+// fireIfDue fires a schedule just set to start now (next 0), so that its
+// first bark shows in the schedule (last, previous) by the time the change
+// is answered (docs/barks.md). Should that fail, the scheduler's next tick
+// fires it.
+func (s *Server) fireIfDue(r *http.Request, dogID string, c yard.ScheduleChange, now time.Time) {
+	if c.Frequency > 0 && !c.Next.After(now) && s.deps.Barks != nil {
+		_ = s.deps.Barks.FireDue(r.Context(), dogID)
+	}
 }
 
 // parseToken reads the idempotency token: a number (or a string) of at most

@@ -24,8 +24,8 @@ type Store interface {
 	// record, and returns the bark as it was before.
 	CancelBark(ctx context.Context, dogID, id string) (*yard.Bark, error)
 	// FireDueSchedules creates the barks of at most limit due schedule
-	// slots (by the store's clock).
-	FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, error)
+	// slots (by the store's clock), of one dog unless dogID is "".
+	FireDueSchedules(ctx context.Context, dogID string, limit int) ([]*yard.Bark, error)
 
 	// ClaimTaskOf takes a due task for owner with a lease; nil when none
 	// is due. The token must be presented by every later change below,

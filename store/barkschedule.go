@@ -242,13 +242,14 @@ func (db *DB) StopSchedule(ctx context.Context, dogID string) error {
 // transaction. The slot key is unique and the move is guarded by the old
 // slot, so each slot fires once across processes. Rows are locked in the
 // order the other writers use (dog, then schedule); on PostgreSQL a dog
-// another transaction holds is skipped until the next tick.
-func (db *DB) FireDueSchedules(ctx context.Context, limit int) ([]*yard.Bark, error) {
+// another transaction holds is skipped until the next tick. A dogID other
+// than "" fires that dog's schedule only.
+func (db *DB) FireDueSchedules(ctx context.Context, dogID string, limit int) ([]*yard.Bark, error) {
 	var fired []*yard.Bark
 	err := db.WithTx(ctx, func(tx *Tx) error {
 		now := tx.Now().UTC().Truncate(time.Millisecond)
 		rows, err := tx.QueryContext(ctx, `SELECT dog_id FROM bark_schedules WHERE frequency > 0 AND next_at <= $1
-			ORDER BY next_at LIMIT CAST($2 AS BIGINT)`, Millis(now), limit)
+			AND ($3 = '' OR dog_id = $3) ORDER BY next_at LIMIT CAST($2 AS BIGINT)`, Millis(now), limit, dogID)
 		due, err := appendRows(nil, rows, err, scanValue[string])
 		if err != nil {
 			return err
