@@ -38,8 +38,8 @@ type BarkRunner interface {
 	Cancel(ctx context.Context, dogID, id string) error
 	// CheckCodeURL applies the operator's fetch policy to a codeUrl.
 	CheckCodeURL(u string) error
-	// FireDue fires the dog's schedule if a slot of it is due.
-	FireDue(ctx context.Context, dogID string) error
+	// Tick fires the dog's schedule if a slot of it is due.
+	Tick(ctx context.Context, dogID string) (int, error)
 }
 
 // barkView is a bark task, and for the record effect the bark record

@@ -328,7 +328,7 @@ func TestScheduleViews(t *testing.T) {
 		}
 		// next 0 fired as the change was answered, once: the repeats did
 		// not apply again, and the scheduler finds nothing more due.
-		if n, err := env.svc.Tick(context.Background()); err != nil || n != 0 {
+		if n, err := env.svc.Tick(context.Background(), ""); err != nil || n != 0 {
 			t.Fatalf("scheduled barks left to the scheduler: got %d (%v), want 0", n, err)
 		}
 		env.drain(t)
@@ -365,7 +365,7 @@ func TestScheduleViews(t *testing.T) {
 		if last.IsZero() || !next.Equal(last.Add(time.Hour)) {
 			t.Errorf("token 42 (next 0): the schedule is %v, want last set and next = last + 60 minutes", sv)
 		}
-		if n, _ := env.svc.Tick(context.Background()); n != 0 {
+		if n, _ := env.svc.Tick(context.Background(), ""); n != 0 {
 			t.Errorf("a tick after token 42 fired %d barks", n)
 		}
 		run(t, env.Env, []scenario{

@@ -188,7 +188,7 @@ func (s *Server) handlePostSchedule(w http.ResponseWriter, r *http.Request, d *y
 // fires it.
 func (s *Server) fireIfDue(r *http.Request, dogID string, c yard.ScheduleChange, now time.Time) {
 	if c.Frequency > 0 && !c.Next.After(now) && s.deps.Barks != nil {
-		_ = s.deps.Barks.FireDue(r.Context(), dogID)
+		_, _ = s.deps.Barks.Tick(r.Context(), dogID)
 	}
 }
 

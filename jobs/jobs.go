@@ -257,7 +257,7 @@ func (s *Service) schedule(ctx context.Context) {
 	t := time.NewTicker(scheduleEvery)
 	defer t.Stop()
 	for {
-		if _, err := s.Tick(ctx); ctx.Err() == nil {
+		if _, err := s.Tick(ctx, ""); ctx.Err() == nil {
 			s.logLoopError("bark scheduler", err)
 		}
 		select {
@@ -268,23 +268,12 @@ func (s *Service) schedule(ctx context.Context) {
 	}
 }
 
-// Tick fires every due schedule slot (by the store's clock) and wakes the
-// workers; it returns how many barks it created.
-func (s *Service) Tick(ctx context.Context) (int, error) {
-	return s.fire(ctx, "")
-}
-
-// FireDue fires the schedule of dog dogID if a slot of it is due, as
-// Tick would: a schedule set to start now (next 0) has barked, and shows
-// it, by the time its change is answered (docs/barks.md).
-func (s *Service) FireDue(ctx context.Context, dogID string) error {
-	_, err := s.fire(ctx, dogID)
-	return err
-}
-
-// fire fires the due slots of dogID's schedule, or of every schedule for
-// "", and wakes the workers when it made barks.
-func (s *Service) fire(ctx context.Context, dogID string) (int, error) {
+// Tick fires every due schedule slot (by the store's clock), or those of
+// dog dogID only, and wakes the workers; it returns how many barks it
+// created. The scheduler ticks every second for all dogs; a schedule set
+// to start now (next 0) is fired for its dog before the change is
+// answered, so it shows it (docs/barks.md).
+func (s *Service) Tick(ctx context.Context, dogID string) (int, error) {
 	n := 0
 	for {
 		fired, err := s.DB.FireDueSchedules(ctx, dogID, 100)

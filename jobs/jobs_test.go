@@ -514,7 +514,7 @@ func TestScheduleFiresEachSlotOnce(t *testing.T) {
 			var total atomic.Int32
 			for _, s := range []*jobs.Service{s1, s2} {
 				wg.Go(func() {
-					n, err := s.Tick(ctx)
+					n, err := s.Tick(ctx, "")
 					if err != nil {
 						t.Error(err)
 					}
@@ -605,7 +605,7 @@ func TestScheduleChangesWhileFiring(t *testing.T) {
 						return
 					default:
 					}
-					if _, err := s.Tick(ctx); err != nil {
+					if _, err := s.Tick(ctx, ""); err != nil {
 						t.Error(err)
 						return
 					}
