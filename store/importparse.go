@@ -45,29 +45,10 @@ type importLine struct {
 // importKey is the index of a member a line may hold, spelled exactly,
 // or -1.
 func importKey(name string) int {
-	switch name {
-	case "kind":
-		return 0
-	case "id":
-		return 1
-	case "name":
-		return 2
-	case "state":
-		return 3
-	case "color":
-		return 4
-	case "type":
-		return 5
-	case "doors":
-		return 6
-	case "make":
-		return 7
-	case "model":
-		return 8
-	case "year":
-		return 9
-	case "garage":
-		return 10
+	for i, k := range [...]string{"kind", "id", "name", "state", "color", "type", "doors", "make", "model", "year", "garage"} {
+		if k == name {
+			return i
+		}
 	}
 	return -1
 }
