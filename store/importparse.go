@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -137,7 +139,7 @@ func decodeLine(line []byte) (importLine, *ImportError) {
 		}
 		return l, &ImportError{Msg: "not JSON: invalid UTF-8", Err: err}
 	}
-	for name := range members {
+	for _, name := range slices.Sorted(maps.Keys(members)) {
 		if importKey(name) < 0 {
 			return l, &ImportError{Msg: describeJSONError(fmt.Errorf("json: unknown field %q", name))}
 		}
