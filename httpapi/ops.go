@@ -108,14 +108,14 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 	}
 	// Every operation can answer 400 (two Authorization headers; an expired
 	// access token where credentials are taken: spec, Errors; docs/auth.md)
-	// and 503; those that take credentials also list the signed-request
-	// query variables and 429.
+	// and 503, every write 413; those that take credentials also list the
+	// signed-request query variables and 429.
 	credParams, err := credentialParams(s.deps.Auth.QueryVars(), components)
 	if err != nil {
 		return nil, err
 	}
 	for _, item := range paths {
-		for _, op := range item.(map[string]any) {
+		for method, op := range item.(map[string]any) {
 			o, _ := op.(map[string]any)
 			resp, ok := o["responses"].(map[string]any)
 			if !ok {
@@ -125,6 +125,11 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 			// ones included, before routing (docs/auth.md, "Which
 			// credentials count").
 			addResponse(resp, "400", "BadRequest")
+			// A body over 1 MiB is 413 before routing, whatever the
+			// operation takes (docs/api.md, "Strict input").
+			if method == "post" || method == "put" || method == "patch" || method == "delete" {
+				addResponse(resp, "413", "TooLarge")
+			}
 			// First, so that its 503 names busy password hashing too.
 			if _, has401 := resp["401"]; has401 {
 				addCredentialParams(o, resp, credParams)
