@@ -119,6 +119,8 @@ func TestDogsAndPeople(t *testing.T) {
 			{"unknown field", apitest.Request{Method: "POST", Path: "/v1/dogs", User: "alice", Password: pw, Body: map[string]any{"name": "Rex", "email": "r@example.org", "colour": "red"}}, 400, nil, []string{`"field":"colour"`}},
 			{"wrong type", apitest.Request{Method: "POST", Path: "/v1/dogs", User: "alice", Password: pw, Body: `{"name": 5}`}, 400, nil, []string{`"field":"name"`}},
 			{"bad email and effect", apitest.Request{Method: "POST", Path: "/v1/dogs", User: "alice", Password: pw, Body: map[string]any{"name": "Rex", "email": "not an address", "barkEffect": "howl"}}, 400, nil, []string{`"field":"email"`, `"field":"barkEffect"`}},
+			{"an empty effect is no effect", apitest.Request{Method: "POST", Path: "/v1/dogs", User: "alice", Password: pw, Body: map[string]any{"name": "Rex", "email": "r@example.org", "barkEffect": ""}}, 400, nil, []string{`"field":"barkEffect"`}},
+			{"nor in a PUT", apitest.Request{Method: "PUT", Path: dogURI, User: "alice", Password: pw, Body: map[string]any{"name": "Rex", "email": "r@example.org", "barkEffect": ""}}, 400, nil, []string{`"field":"barkEffect"`}},
 			{"hostile codeUrl", apitest.Request{Method: "PATCH", Path: dogURI, User: "alice", Password: pw, Body: map[string]any{"codeUrl": "--upload-pack=touch /tmp/pwned"}}, 400, nil, []string{`"field":"codeUrl"`}},
 			{"ext:: transport", apitest.Request{Method: "PATCH", Path: dogURI, User: "alice", Password: pw, Body: map[string]any{"codeUrl": "ext::sh -c touch% /tmp/pwned"}}, 400, nil, []string{`codeUrl`}},
 			{"non-JSON body", apitest.Request{Method: "POST", Path: "/v1/dogs", User: "alice", Password: pw, Body: "name=Rex", Headers: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, 415, nil, nil},

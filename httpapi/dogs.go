@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -204,6 +203,10 @@ func (s *Server) insertDog(w http.ResponseWriter, r *http.Request, v *dogVersion
 	if len(f) > 0 {
 		err = yard.Invalid("Read-only fields cannot be set on create.", f...)
 	}
+	if err == nil && in.BarkEffect != nil && *in.BarkEffect == "" {
+		// Left out, the effect is record; sent empty, it is none of the four.
+		err = yard.Invalid("The dog has invalid fields.", yard.FieldError{Field: "barkEffect", Message: "must be one of email, email-count, record, fetch-code"})
+	}
 	if err == nil {
 		err = s.checkCodeURL(in.CodeURL)
 	}
@@ -312,8 +315,11 @@ func (s *Server) putDog(w http.ResponseWriter, r *http.Request, v *dogVersion) {
 		owner, err = checkOwner(r, in.Owner)
 	}
 	// A PUT replaces every writable field: one left out is emptied (the
-	// effect becomes record).
-	name, email, effect, codeURL := deref(in.Name), deref(in.Email), cmp.Or(deref(in.BarkEffect), yard.EffectRecord), deref(in.CodeURL)
+	// effect becomes record; sent empty, it is refused).
+	name, email, effect, codeURL := deref(in.Name), deref(in.Email), yard.EffectRecord, deref(in.CodeURL)
+	if in.BarkEffect != nil {
+		effect = *in.BarkEffect
+	}
 	if err == nil {
 		d, err = s.db.dogs.UpdateDog(r.Context(), id, yard.DogUpdate{Name: &name, Email: &email, Owner: &owner, BarkEffect: &effect, CodeURL: &codeURL})
 	}
