@@ -273,6 +273,16 @@ func TestPeopleAdmin(t *testing.T) {
 	if r := env.Do(apitest.Request{Method: "PATCH", Path: "/v1/people/" + id, User: "carol", Password: "new password 123", Body: map[string]any{"roles": []string{"admin"}}}); r.StatusCode != 403 {
 		t.Fatalf("self-promotion: got %d, want 403", r.StatusCode)
 	}
+	// A PATCH holds If-Match to the person's ETag (RFC 9110 §13.1.1).
+	if r := env.Do(apitest.Request{Method: "PATCH", Path: "/v1/people/" + id, User: "root", Password: pw, Body: map[string]any{"phone": "+14155550199"},
+		Headers: map[string]string{"If-Match": `"nope"`}}); r.StatusCode != 412 {
+		t.Fatalf("a PATCH with a stale If-Match: got %d, want 412", r.StatusCode)
+	}
+	etag := env.Do(apitest.Request{Path: "/v1/people/" + id, User: "root", Password: pw}).Header.Get("ETag")
+	if r := env.Do(apitest.Request{Method: "PATCH", Path: "/v1/people/" + id, User: "root", Password: pw, Body: map[string]any{"phone": "+14155550199"},
+		Headers: map[string]string{"If-Match": etag}}); r.StatusCode != 200 {
+		t.Fatalf("a PATCH with the current If-Match: got %d, want 200", r.StatusCode)
+	}
 	// A disabled person is refused.
 	if r := env.Do(apitest.Request{Method: "PATCH", Path: "/v1/people/" + id, User: "root", Password: pw, Body: map[string]any{"disabled": true}}); r.StatusCode != 200 {
 		t.Fatalf("disable: got %d %s", r.StatusCode, r.Body)

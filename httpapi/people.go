@@ -129,6 +129,9 @@ func (s *Server) handlePatchPerson(w http.ResponseWriter, r *http.Request, u *ya
 	if err == nil {
 		err = in.refuseNulls("email", "phone")
 	}
+	if err == nil {
+		err = writePreconditions(r, etagOf(newPersonView(u)), u.UpdatedAt, "person")
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
