@@ -102,7 +102,7 @@ type carLeases struct {
 
 // leaseView is what a holder knows of the car writes (carLeases.mu).
 type leaseView struct {
-	gen      uint64             // car writes heard of, own commits and lease starts
+	gen      uint64             // car writes heard of or found, own commits and lease starts
 	until    time.Time          // the lease ends, by this process's clock; zero: no lease
 	quietGen uint64             // gen when the last probe that found nothing began
 	quietAt  yard.CarPosition   // that probe's position; zero: none
@@ -441,7 +441,10 @@ func (l *carLeases) probeBegins() uint64 {
 // probed records a probe at since, begun at gen, whose snapshot (as text)
 // was snap: the pending transactions finished in it are no longer pending
 // (the probe saw what they wrote), and when it found nothing changed a read
-// at since may go without asking until gen moves.
+// at since may go without asking until gen moves. A probe that found a
+// change moves gen itself: an earlier probe at the same position that
+// found nothing (its snapshot older) must not let reads there go without
+// asking once the change is no longer pending, however the two finish.
 func (l *carLeases) probed(gen uint64, since yard.CarPosition, changed bool, snap string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -454,7 +457,9 @@ func (l *carLeases) probed(gen uint64, since yard.CarPosition, changed bool, sna
 			}
 		}
 	}
-	if !changed {
+	if changed {
+		l.view.gen++
+	} else {
 		l.view.quietGen, l.view.quietAt = gen, since
 	}
 }
