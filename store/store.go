@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,12 +299,17 @@ func withConnectTimeout(dsn string) string {
 
 // redactDSN hides a password in a connection string so it can be logged.
 func redactDSN(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		return dsn
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		dsn = u.Redacted()
 	}
-	return u.Redacted()
+	// A password may also be a parameter of the URL (?password=) or of a
+	// key=value connection string.
+	return dsnPassword.ReplaceAllString(dsn, "${1}xxxxx")
 }
+
+// dsnPassword is a password parameter of a connection string, its value
+// quoted or not.
+var dsnPassword = regexp.MustCompile(`(?i)(password=)('(?:[^'\\]|\\.)*'|[^&\s]*)`)
 
 // Engine returns SQLite or Postgres.
 func (db *DB) Engine() string { return db.engine }
