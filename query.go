@@ -388,9 +388,6 @@ func ParseCarListQuery(raw string) (Query, Page, []string, error) {
 // FacetPaths are the paths of the facet field names, once each, in the
 // order first named: what CarLister.ListCars counts.
 func FacetPaths(names []string) []string {
-	if len(names) == 0 {
-		return nil
-	}
 	paths := make([]string, 0, len(names))
 	for _, name := range names {
 		if p, _ := CanonicalField(name); !slices.Contains(paths, p) {
