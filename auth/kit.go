@@ -43,7 +43,9 @@ type Config struct {
 	NonceTTL    time.Duration // 5m, of Digest nonces (serve --digest-nonce-ttl)
 	// CacheTTL bounds how long a process trusts what it read of a user,
 	// a session or an API key (a change made on another process takes
-	// effect within it). Default 5s.
+	// effect within it). 0 is 5s; a negative value is none: every request
+	// reads the store (a Basic check's remembered hash is compared with
+	// it, never computed again).
 	CacheTTL time.Duration
 	// KeyRotation makes a new signing key (public-key tokens', and the
 	// token pair's when it is EdDSA or ES256) when the newest is older than
@@ -138,6 +140,9 @@ func NewKit(ctx context.Context, cfg Config) (*Kit, error) {
 		now = time.Now
 	}
 	cacheTTL := defaults.Positive(cfg.CacheTTL, 5*time.Second)
+	if cfg.CacheTTL < 0 {
+		cacheTTL = 0
+	}
 	k := &Kit{Basic: cfg.Basic, Limiter: cfg.Limiter, Hashing: cfg.Hashing, Store: cfg.Store, Now: now, cacheTTL: cacheTTL}
 	k.Users = &UserCache{Users: cfg.Store, TTL: cacheTTL, Now: now}
 

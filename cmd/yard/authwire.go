@@ -45,7 +45,7 @@ func (f *authFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tokenAlg, "token-alg", "HS256", "signing algorithm of the token pair: HS256 (a server secret), EdDSA or ES256 (keys in DATA/keys/token-eddsa or token-es256, published in the JWKS); a verify-only server given EdDSA or ES256 verifies access tokens with the issuer's keys")
 	fs.DurationVar(&f.pkTTL, "pk-token-ttl", time.Hour, "lifetime of public-key tokens")
 	fs.DurationVar(&f.keyRotation, "key-rotation", 30*24*time.Hour, "make new token signing keys at start when the newest is older than this (0: never)")
-	fs.DurationVar(&f.cacheTTL, "auth-cache-ttl", 5*time.Second, "how long a process trusts what it read of a user, password, session or API key")
+	fs.DurationVar(&f.cacheTTL, "auth-cache-ttl", 0, "how long a process trusts what it read of a user, password, session or API key (0: 5s on SQLite, none on PostgreSQL, where other processes make changes too; negative: none)")
 	fs.IntVar(&f.hashConcurrency, "hash-concurrency", 0, "password hashes (argon2id, 19 MiB each) run at once by this process (0: one fewer than the cores, at least 1)")
 	fs.IntVar(&f.hashQueue, "hash-queue", -1, "password checks that may wait for a hashing slot; past it they answer 503 (-1: four per slot)")
 	fs.BoolVar(&f.signedBinding, "signed-require-binding", false, "signed requests with unsafe methods must sign the query variables method and bodyhash")
@@ -69,11 +69,17 @@ func newAuthKit(ctx context.Context, c *serveConfig, db *store.DB, limiter *auth
 	if c.auth.digestNonceTTL <= 0 {
 		return nil, usageError("--digest-nonce-ttl must be positive")
 	}
+	cacheTTL := c.auth.cacheTTL
+	if cacheTTL == 0 && db.Engine() == store.Postgres {
+		// Several processes: a logout, a deleted key or a disabled user
+		// on one holds on every other at once.
+		cacheTTL = -1
+	}
 	kit, err := auth.NewKit(ctx, auth.Config{
 		Store: db, Limiter: limiter, Hashing: basic.Hashing, Basic: basic,
 		KeyDir: filepath.Join(c.data, "keys"), Issuer: c.baseURL, TokenAlg: c.auth.tokenAlg,
 		AccessTTL: c.accessTTL, RefreshTTL: c.refreshTTL, PKTokenTTL: c.auth.pkTTL,
-		SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, CacheTTL: c.auth.cacheTTL,
+		SessionIdle: c.sessionIdle, SessionMax: c.sessionMax, CacheTTL: cacheTTL,
 		KeyRotation: c.auth.keyRotation, SigningKeyFile: c.auth.signingKey,
 		NonceTTL: c.auth.digestNonceTTL, HideDiagnostics: !c.auth.diagnostics,
 		SignedRequireBinding: c.auth.signedBinding,
