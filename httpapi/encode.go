@@ -265,15 +265,13 @@ func (s *Server) pageLinks(r *http.Request, total int, p yard.Page) string {
 }
 
 // uriQuery percent-encodes the bytes of a raw query that a URI may not
-// hold (RFC 3986 §3.4: anything but unreserved characters, sub-delims,
-// ':', '@', '/', '?' and escapes), such as '>', '"' or a space, so that the
-// query can stand between a Link's angle brackets (RFC 8288 §3). The rest
-// stays as the client wrote it.
+// hold (RFC 3986 §3.4 allows unreserved characters, sub-delims, ':', '@',
+// '/', '?' and escapes: every visible ASCII byte but the twelve listed),
+// such as '>', '"' or a space, so that the query can stand between a
+// Link's angle brackets (RFC 8288 §3). The rest stays as the client wrote
+// it.
 func uriQuery(raw string) string {
-	ok := func(c byte) bool {
-		return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			strings.IndexByte("-._~!$&'()*+,;=:@/?%", c) >= 0
-	}
+	ok := func(c byte) bool { return c > ' ' && c < 0x7f && strings.IndexByte("\"#<>[\\]^`{|}", c) < 0 }
 	var b strings.Builder
 	for i := 0; i < len(raw); i++ {
 		if c := raw[i]; !ok(c) {

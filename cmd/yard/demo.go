@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -16,16 +17,10 @@ import (
 func seedDemo(ctx context.Context, db *store.DB, out io.Writer) error {
 	// A store that holds any dog, garage or car gets nothing: the demo
 	// fills an empty one (people may exist), all or none.
-	_, dogs, err := db.FindDogs(ctx, yard.DogFilter{Limit: 1})
-	if err != nil {
-		return err
-	}
-	_, garages, err := db.FindGarages(ctx, yard.Page{Max: 1})
-	if err != nil {
-		return err
-	}
-	_, cars, err := db.FindCars(ctx, yard.Query{}, yard.Page{Max: 1})
-	if err != nil {
+	_, dogs, err1 := db.FindDogs(ctx, yard.DogFilter{Limit: 1})
+	_, garages, err2 := db.FindGarages(ctx, yard.Page{Max: 1})
+	_, cars, err3 := db.FindCars(ctx, yard.Query{}, yard.Page{Max: 1})
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
 	}
 	if dogs+garages+cars > 0 {
