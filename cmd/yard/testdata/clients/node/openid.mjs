@@ -3,8 +3,22 @@
 // the browser signs in and allows, verifyAssertion checks the assertion.
 // Associations are kept by the library's default in-memory store; the
 // README's saveAssociation mix-in is wrapped only to see which type it made.
+import crypto from 'node:crypto';
 import openid from 'openid';
 import { BASE, USER, Browser, done, expect, run } from './yardtest.mjs';
+
+// The library hashes the Diffie-Hellman shared secret as Node's
+// computeSecret returns it, padded with zero bytes to the prime's length,
+// where OpenID 2.0 §8.4.2 hashes btwoc(secret), its shortest form (as
+// yard does). In about one association of 256 the secret begins with a
+// zero byte, the library derives another MAC key, and every signature it
+// checks fails ("Invalid signature"). The padding is taken off here, as
+// the library would need to, so that the test does not fail by chance.
+const computeSecret = crypto.DiffieHellman.prototype.computeSecret;
+crypto.DiffieHellman.prototype.computeSecret = function (...args) {
+  const s = computeSecret.apply(this, args);
+  return typeof s === 'string' ? s.replace(/^\0+/, '') : s.subarray(s.findIndex((b) => b !== 0));
+};
 
 const RETURN_TO = 'https://rp.example.org/back';
 const REALM = 'https://rp.example.org/';
