@@ -267,11 +267,7 @@ func (s *Server) handleDogRedirect(w http.ResponseWriter, r *http.Request) {
 	// The id as a path segment again: what was sent as %3F or %2F stays
 	// in the segment rather than becoming a query or another segment.
 	id := url.PathEscape(r.PathValue("dog_id"))
-	target := s.url(yard.DogPath(id))
-	if r.URL.RawQuery != "" {
-		target += "?" + uriQuery(r.URL.RawQuery)
-	}
-	w.Header().Set("Location", target)
+	w.Header().Set("Location", s.redirectURL(r, yard.DogPath(id)))
 	dogV1.headers(s, w, &yard.Dog{ID: id})
 	w.WriteHeader(http.StatusPermanentRedirect)
 }

@@ -57,10 +57,16 @@ func (s *Server) cleanLocation(r *http.Request, muxLoc string) string {
 	if muxPath, _, _ := strings.Cut(muxLoc, "?"); strings.HasSuffix(muxPath, "/") && p != "/" {
 		p += "/"
 	}
+	return s.redirectURL(r, p)
+}
+
+// redirectURL is where a redirect of r to path goes: the absolute URL of
+// path with r's query, its bytes a URI may not hold escaped (uriQuery).
+func (s *Server) redirectURL(r *http.Request, path string) string {
 	if r.URL.RawQuery != "" {
-		p += "?" + uriQuery(r.URL.RawQuery)
+		path += "?" + uriQuery(r.URL.RawQuery)
 	}
-	return s.url(p)
+	return s.url(path)
 }
 
 // unrouted answers a request no endpoint matched: 404, 405 with Allow, or

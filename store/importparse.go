@@ -141,7 +141,7 @@ func decodeLine(line []byte) (importLine, *ImportError) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(members)) {
 		if importKey(name) < 0 {
-			return l, &ImportError{Msg: describeJSONError(fmt.Errorf("json: unknown field %q", name))}
+			return l, &ImportError{Msg: unknownField(strconv.Quote(name))}
 		}
 	}
 	l.hasDoors = members["doors"] != nil && members["doors"].Kind() != 'n'
@@ -225,10 +225,16 @@ func describeJSONError(err error) string {
 		}
 		return fmt.Sprintf("%s must be %s, not %s", typ.Field, want, typ.Value)
 	case strings.HasPrefix(msg, "json: unknown field "):
-		return "unknown field " + strings.TrimPrefix(msg, "json: unknown field ") +
-			" (a garage line has kind, id, name, state; a car line has kind, id, color, type, doors, make, model, year, garage)"
+		return unknownField(strings.TrimPrefix(msg, "json: unknown field "))
 	}
 	return "not JSON: " + strings.TrimPrefix(msg, "json: ")
+}
+
+// unknownField says that a line holds the member named quoted (a JSON
+// string) and which members a line may hold.
+func unknownField(quoted string) string {
+	return "unknown field " + quoted +
+		" (a garage line has kind, id, name, state; a car line has kind, id, color, type, doors, make, model, year, garage)"
 }
 
 // knowGarage reports whether garage id was defined by the import or is
